@@ -1,0 +1,174 @@
+"""The `memlane` command: the demo, the embedded Redis Stack, and a user's data.
+
+    memlane demo                      the chat app on embedded defaults
+    memlane redis start|stop|status   the embedded Redis Stack (kept running by `start`)
+    memlane search USER QUERY         hybrid search over a user's memories
+    memlane export USER               everything of a user, as JSON
+    memlane forget USER               delete everything of a user
+    memlane config [--markdown]       the settings in force (or the README table)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import Any, Awaitable, Callable
+
+from memlane.config import Settings, get_settings, settings_markdown_table
+from memlane.store.base import Memory, Message, StoreError
+
+DEMO_USER = "demo-user"
+DEMO_MEMORIES = [
+    ("profile", "饮食偏好 / 咖啡: 喜欢黑咖啡，不加糖"),
+    ("profile", "作息 / 睡眠: 最近总是凌晨 2 点才睡，白天很困"),
+    ("profile", "工作 / 加班: 连续两周都在加班"),
+    ("profile", "work / role: backend engineer at a logistics start-up in Lyon"),
+    ("profile", "interests / sport: goes trail running on weekends"),
+    ("event", "Asked for a recipe for Sichuan mapo tofu and said spicy food is fine"),
+]
+DEMO_QUERIES = ["我喜欢喝什么咖啡？", "what does the user do for work", "加班", "running"]
+
+
+def _run(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
+    try:
+        return asyncio.run(coro_factory())
+    except StoreError as error:
+        print(f"memlane: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
+
+
+async def _with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]]) -> Any:
+    from memlane.store.redis import open_store
+
+    store = await open_store(settings)
+    try:
+        return await action(store)
+    finally:
+        await store.aclose()
+
+
+async def _store_demo(store: Any) -> None:
+    """Store a few bilingual memories and print hybrid searches over them."""
+    await store.delete_user(DEMO_USER)
+    await store.add_messages(
+        [Message(id="demo-1", user_id=DEMO_USER, session_id="demo", role="user", content="顺便，我喜欢黑咖啡，不加糖。")]
+    )
+    await store.add_memories(
+        [Memory(id=f"demo-{i}", user_id=DEMO_USER, kind=kind, text=text) for i, (kind, text) in enumerate(DEMO_MEMORIES)]
+    )
+    for query in DEMO_QUERIES:
+        print(f"\n? {query}")
+        for hit in await store.search_memories(DEMO_USER, query, limit=3):
+            print(f"  {hit.score:.3f}  [{hit.memory.kind}] {hit.memory.text}")
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        from memlane.ui.app import launch  # the chat app, once it exists
+    except ImportError:
+        _run(lambda: _with_store(settings, _store_demo))
+        return 0
+    launch(settings, host=args.host, port=args.port)
+    return 0
+
+
+def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
+    from memlane.store.embedded import EmbeddedRedis, stop_running
+
+    if args.action == "start":
+        server = EmbeddedRedis(settings, detach=True)
+        try:
+            url = server.start()
+        except StoreError as error:
+            print(f"memlane: {error}", file=sys.stderr)
+            return 2
+        print(url)
+        print("use it from other shells with: export REDIS_URL=" + url, file=sys.stderr)
+        return 0
+    if args.action == "stop":
+        stopped = stop_running(settings)
+        print("stopped" if stopped else "no embedded Redis Stack is running")
+        return 0
+    url = EmbeddedRedis(settings).running_url()
+    print(url or "not running")
+    return 0 if url else 1
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    async def search(store: Any) -> None:
+        for hit in await store.search_memories(args.user, args.query, limit=args.limit):
+            sources = ",".join(hit.memory.source_message_ids)
+            print(f"{hit.score:.3f}\t{hit.memory.kind}\t{hit.memory.text}\t{sources}")
+
+    _run(lambda: _with_store(settings, search))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    async def export(store: Any) -> None:
+        print((await store.export_user(args.user)).model_dump_json(indent=2))
+
+    _run(lambda: _with_store(settings, export))
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    async def forget(store: Any) -> None:
+        print(f"deleted {await store.delete_user(args.user)} keys of {args.user!r}")
+
+    _run(lambda: _with_store(settings, forget))
+    return 0
+
+
+def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
+    if args.markdown:
+        print(settings_markdown_table())
+    else:
+        print(settings.model_dump_json(indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memlane", description="Long-term memory for LangGraph agents")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="run the demo on embedded defaults")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=7860)
+    demo.set_defaults(handler=cmd_demo)
+
+    redis_cmd = commands.add_parser("redis", help="the embedded Redis Stack")
+    redis_cmd.add_argument("action", choices=["start", "stop", "status"])
+    redis_cmd.set_defaults(handler=cmd_redis)
+
+    search = commands.add_parser("search", help="hybrid search over a user's memories")
+    search.add_argument("user")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=5)
+    search.set_defaults(handler=cmd_search)
+
+    export = commands.add_parser("export", help="print everything of a user as JSON")
+    export.add_argument("user")
+    export.set_defaults(handler=cmd_export)
+
+    forget = commands.add_parser("forget", help="delete everything of a user")
+    forget.add_argument("user")
+    forget.set_defaults(handler=cmd_forget)
+
+    config = commands.add_parser("config", help="print the settings in force")
+    config.add_argument("--markdown", action="store_true", help="print the README's settings table")
+    config.set_defaults(handler=cmd_config)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return args.handler(args, get_settings())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

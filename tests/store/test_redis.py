@@ -1,0 +1,247 @@
+"""RedisMemoryStore against a real Redis Stack: history, cursor, profile, events,
+hybrid search (Chinese included), isolation with hostile ids, delete and export."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from conftest import HOSTILE_IDS
+from memlane.store.base import (
+    Event,
+    Memory,
+    MemoryUpdate,
+    Message,
+    ProfileChange,
+    ProfileEntry,
+    RedisUnavailable,
+    SessionSummary,
+    StoreError,
+    profile_memory_id,
+)
+from memlane.store.redis import RedisMemoryStore, search_terms
+
+
+
+def chat(user_id: str, session_id: str, *contents: str, start: int = 0) -> list[Message]:
+    return [
+        Message(id=f"m{start + i}", user_id=user_id, session_id=session_id, role="user", content=text)
+        for i, text in enumerate(contents)
+    ]
+
+
+async def test_duplicate_message_ids_are_stored_once(store: RedisMemoryStore):
+    first = await store.add_messages(chat("alice", "s1", "hello", "I live in Lyon"))
+    again = await store.add_messages(chat("alice", "s1", "hello (retry)", "I live in Lyon"))
+    assert [message.seq for message in first] == [1, 2]
+    assert again == []
+    recent = await store.recent_messages("alice", "s1")
+    assert [message.content for message in recent] == ["hello", "I live in Lyon"]
+
+
+async def test_recent_messages_are_per_session_and_oldest_first(store: RedisMemoryStore):
+    await store.add_messages(chat("alice", "s1", "one", "two", "three"))
+    await store.add_messages(chat("alice", "s2", "other session", start=10))
+    assert [m.content for m in await store.recent_messages("alice", "s1", limit=2)] == ["two", "three"]
+    assert [m.content for m in await store.recent_messages("alice", "s2")] == ["other session"]
+    assert await store.list_sessions("alice") == ["s2", "s1"]
+
+
+async def test_buffer_cursor_only_moves_forward(store: RedisMemoryStore):
+    await store.add_messages(chat("alice", "s1", "a", "b", "c"))
+    assert [m.content for m in await store.unprocessed_messages("alice")] == ["a", "b", "c"]
+    assert [m.content for m in await store.unprocessed_messages("alice", limit=2)] == ["a", "b"]
+    assert await store.advance_cursor("alice", 2) == 2
+    assert await store.advance_cursor("alice", 1) == 2  # never backwards
+    assert [m.content for m in await store.unprocessed_messages("alice")] == ["c"]
+    await store.add_messages(chat("alice", "s2", "d", start=5))
+    assert [m.content for m in await store.unprocessed_messages("alice")] == ["c", "d"]
+
+
+async def test_session_summary_roundtrip(store: RedisMemoryStore):
+    assert await store.get_session_summary("alice", "s1") is None
+    await store.set_session_summary(SessionSummary(user_id="alice", session_id="s1", summary="谈了咖啡"))
+    summary = await store.get_session_summary("alice", "s1")
+    assert summary is not None and summary.summary == "谈了咖啡"
+    assert await store.get_session_summary("alice", "s2") is None
+
+
+async def test_apply_update_writes_profile_event_memories_and_cursor_idempotently(store: RedisMemoryStore):
+    await store.add_messages(chat("alice", "s1", "我喜欢黑咖啡，不加糖", "我在加班"), index_for_search=False)
+    entry = ProfileEntry(
+        user_id="alice", topic="饮食", subtopic="咖啡", content="喜欢黑咖啡，不加糖", source_message_ids=["m0"]
+    )
+    event = Event(
+        id="e1",
+        user_id="alice",
+        summary="用户说喜欢黑咖啡",
+        tags=["饮食偏好"],
+        profile_delta=[ProfileChange(action="add", entry_id=entry.id, topic="饮食", subtopic="咖啡", content=entry.content)],
+        source_message_ids=["m0", "m1"],
+    )
+    update = MemoryUpdate(
+        user_id="alice",
+        upsert_profile=[entry],
+        event=event,
+        memories=[
+            Memory(id=profile_memory_id(entry.id), user_id="alice", kind="profile", text="饮食/咖啡: 喜欢黑咖啡，不加糖",
+                   source_message_ids=["m0"], ref_id=entry.id),
+            Memory(id="event:e1", user_id="alice", kind="event", text=event.summary, source_message_ids=["m0", "m1"]),
+        ],
+        advance_cursor_to=2,
+    )
+    await store.apply_update(update)
+    await store.apply_update(update)  # at-least-once delivery: a second apply changes nothing
+    profile = await store.get_profile("alice")
+    assert [(e.topic, e.subtopic, e.content) for e in profile] == [("饮食", "咖啡", "喜欢黑咖啡，不加糖")]
+    events = await store.list_events("alice")
+    assert [e.id for e in events] == ["e1"] and events[0].tags == ["饮食偏好"]
+    assert await store.get_cursor("alice") == 2
+    assert await store.unprocessed_messages("alice") == []
+    hits = await store.search_memories("alice", "咖啡")
+    assert sorted(hit.memory.kind for hit in hits) == ["event", "profile"]
+    assert all(hit.memory.source_message_ids for hit in hits)
+
+    await store.apply_update(MemoryUpdate(user_id="alice", delete_profile_ids=[entry.id]))
+    assert await store.get_profile("alice") == []
+    assert [hit.memory.kind for hit in await store.search_memories("alice", "咖啡")] == ["event"]
+
+
+async def test_apply_update_refuses_records_of_another_user(store: RedisMemoryStore):
+    entry = ProfileEntry(user_id="mallory", topic="work", subtopic="role", content="admin")
+    with pytest.raises(StoreError, match="another user"):
+        await store.apply_update(MemoryUpdate(user_id="alice", upsert_profile=[entry]))
+    assert await store.get_profile("alice") == [] and await store.get_profile("mallory") == []
+
+
+async def test_delete_profile_entry_removes_its_memory(store: RedisMemoryStore):
+    entry = ProfileEntry(user_id="alice", topic="work", subtopic="title", content="nurse")
+    await store.apply_update(MemoryUpdate(
+        user_id="alice", upsert_profile=[entry],
+        memories=[Memory(id=profile_memory_id(entry.id), user_id="alice", kind="profile", text="work/title: nurse")],
+    ))
+    assert await store.delete_profile_entry("alice", entry.id) is True
+    assert await store.delete_profile_entry("alice", entry.id) is False
+    assert await store.search_memories("alice", "nurse") == []
+
+
+async def test_hybrid_search_ranks_an_exact_name_first_where_vector_search_does_not(store: RedisMemoryStore):
+    texts = [
+        "My neighbor Marco Morelli bakes sourdough loaves every morning",
+        "Alicia Moretti lives in Lyon",
+        "I enjoy hiking on weekends",
+        "My favourite pastry shop closed",
+        "I like black coffee without sugar",
+    ]
+    await store.add_memories([Memory(id=str(i), user_id="alice", kind="profile", text=t) for i, t in enumerate(texts)])
+    query = "Moretti bread baker"
+    vector = await store.embeddings.aembed_query(query)
+    vector_only = await store.index.query(store.vector_query(vector, store._filter("alice", None, None, None, None), 3))
+    assert vector_only[0]["text"] != "Alicia Moretti lives in Lyon"
+    hits = await store.search_memories("alice", query, limit=3)
+    assert hits[0].memory.text == "Alicia Moretti lives in Lyon"
+    assert hits[0].text_score == 1.0 and 0 < hits[0].score <= 1
+
+
+async def test_chinese_full_text_search_finds_words_inside_sentences(store: RedisMemoryStore):
+    await store.add_messages(chat("alice", "s1", "我最近总是凌晨 2 点才睡，白天困得不行。", "是的，连续两周都在加班。",
+                                  "顺便，我喜欢黑咖啡，不加糖。", "I also like green tea"))
+    for query, expected in [("咖啡", "黑咖啡"), ("加班", "加班"), ("我喜欢喝什么咖啡", "黑咖啡"), ("green tea", "green tea")]:
+        hits = await store.search_memories("alice", query, limit=4)
+        best_text = max(hits, key=lambda hit: hit.text_score)
+        assert expected in best_text.memory.text and best_text.text_score == 1.0, query
+        assert hits[0].memory.source_message_ids
+
+
+async def test_search_filters_on_kind_session_and_time(store: RedisMemoryStore):
+    await store.add_memories([
+        Memory(id="1", user_id="alice", kind="message", text="coffee in session one", session_id="s1", created_at=100.0),
+        Memory(id="2", user_id="alice", kind="message", text="coffee in session two", session_id="s2", created_at=200.0),
+        Memory(id="3", user_id="alice", kind="profile", text="likes coffee", created_at=300.0),
+    ])
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", kinds=["profile"])} == {"3"}
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", session_id="s2")} == {"2"}
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", since=150, until=250)} == {"2"}
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", kinds=["message", "event"])} == {"1", "2"}
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_IDS)
+async def test_hostile_ids_work_and_never_see_other_users(store: RedisMemoryStore, hostile: str):
+    await store.add_messages(chat("victim", "s", "victim secret coffee order"))
+    await store.add_messages(chat(hostile, hostile, "my own coffee note"))
+    await store.add_memories([Memory(id=hostile, user_id=hostile, kind="profile", text="coffee lover", session_id=hostile)])
+    await store.apply_update(MemoryUpdate(
+        user_id=hostile,
+        upsert_profile=[ProfileEntry(user_id=hostile, topic=hostile, subtopic=hostile, content="x")],
+        event=Event(id=hostile, user_id=hostile, summary="coffee event"),
+    ))
+    hits = await store.search_memories(hostile, "coffee", session_id=None, limit=50)
+    assert hits and all(hit.memory.user_id == hostile for hit in hits)
+    assert {h.memory.id for h in await store.search_memories(hostile, "coffee", session_id=hostile)} == {
+        hostile, f"message:m0"}
+    assert [m.content for m in await store.recent_messages(hostile, hostile)] == ["my own coffee note"]
+    assert len(await store.get_profile(hostile)) == 1 and len(await store.list_events(hostile)) == 1
+    assert await store.list_sessions(hostile) == [hostile]
+    export = await store.export_user(hostile)
+    assert export.user_id == hostile and len(export.memories) == 2
+    assert await store.delete_user(hostile) > 0
+    assert await store.search_memories(hostile, "coffee") == []
+    victim_hits = await store.search_memories("victim", "coffee")
+    assert [hit.memory.text for hit in victim_hits] == ["victim secret coffee order"]
+
+
+async def test_delete_user_removes_everything_and_export_holds_everything(store: RedisMemoryStore):
+    await store.add_messages(chat("alice", "s1", "I am a nurse in Lyon", "我喜欢黑咖啡"))
+    await store.set_session_summary(SessionSummary(user_id="alice", session_id="s1", summary="nurse, coffee"))
+    entry = ProfileEntry(user_id="alice", topic="work", subtopic="title", content="nurse", source_message_ids=["m0"])
+    await store.apply_update(MemoryUpdate(
+        user_id="alice", upsert_profile=[entry], event=Event(id="e", user_id="alice", summary="work"),
+        advance_cursor_to=1,
+    ))
+    await store.add_messages(chat("bob", "s1", "bob's message"))
+
+    exported = json.loads((await store.export_user("alice")).model_dump_json())
+    assert [m["content"] for m in exported["messages"]] == ["I am a nurse in Lyon", "我喜欢黑咖啡"]
+    assert exported["profile"][0]["content"] == "nurse"
+    assert exported["events"][0]["id"] == "e"
+    assert exported["session_summaries"][0]["summary"] == "nurse, coffee"
+    assert len(exported["memories"]) == 2 and exported["cursor"] == 1
+
+    assert await store.delete_user("alice") > 0
+    empty = await store.export_user("alice")
+    assert (empty.messages, empty.profile, empty.events, empty.memories, empty.cursor) == ([], [], [], [], 0)
+    assert [m.content for m in await store.recent_messages("bob", "s1")] == ["bob's message"]
+
+
+async def test_a_one_megabyte_message_is_stored_whole(store: RedisMemoryStore):
+    big = "长" * 350_000  # ~1 MB of UTF-8
+    stored = await store.add_messages(chat("alice", "s1", big))
+    assert len(stored) == 1
+    assert (await store.recent_messages("alice", "s1"))[0].content == big
+    assert await store.search_memories("alice", big, limit=1)
+
+
+async def test_blank_and_punctuation_queries_do_not_fail(store: RedisMemoryStore):
+    await store.add_memories([Memory(id="1", user_id="alice", kind="profile", text="likes coffee")])
+    assert await store.search_memories("alice", "   ") == []
+    assert len(await store.search_memories("alice", "?!*|{}@:")) == 1  # vector search still answers
+
+
+def test_search_terms_split_chinese_into_bigrams_and_drop_noise():
+    assert search_terms("我喜欢黑咖啡") == ["我喜", "喜欢", "欢黑", "黑咖", "咖啡"]
+    assert search_terms("What is the @x:y | *coffee*?") == ["x", "y", "coffee"]
+    assert search_terms("猫") == ["猫"]
+
+
+async def test_a_redis_that_goes_away_gives_a_clear_error(settings, embeddings):
+    client = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+    dead = RedisMemoryStore(client, embeddings, settings=settings)
+    with pytest.raises(RedisUnavailable, match="REDIS_URL"):
+        await dead.add_messages(chat("alice", "s1", "hello"))
+    with pytest.raises(RedisUnavailable, match="REDIS_URL"):
+        await dead.search_memories("alice", "hello")
+    await client.aclose()

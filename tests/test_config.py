@@ -1,0 +1,32 @@
+"""The settings model: environment names, defaults, and the README table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from memlane.config import Settings, settings_markdown_table
+
+
+def test_readme_configuration_table_matches_the_settings_model():
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    table = re.search(r"<!-- settings-table:start -->\n(.*?)\n<!-- settings-table:end -->", readme, re.S)
+    assert table, "README.md lost its settings-table markers"
+    assert table.group(1).strip() == settings_markdown_table().strip(), (
+        "README settings table is stale: paste the output of `memlane config --markdown`"
+    )
+
+
+def test_settings_read_the_usual_environment_names(monkeypatch):
+    monkeypatch.setenv("REDIS_URL", "redis://example:6379")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    monkeypatch.setenv("MEMLANE_CHAT_MODEL", "qwen2.5")
+    settings = Settings()
+    assert settings.redis_url == "redis://example:6379"
+    assert settings.openai_base_url == "http://localhost:11434/v1"
+    assert settings.chat_model == "qwen2.5" and settings.memory_model_name == "qwen2.5"
+    assert settings.has_chat_model
+
+
+def test_every_setting_documents_itself():
+    assert all(field.description for field in Settings.model_fields.values())
