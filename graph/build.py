@@ -1,0 +1,153 @@
+"""Wiring of the memory graph.
+
+    truncate → summarize ─┬─ (empty summary) ─────────────────────────────────→ persist
+                          ├─ extract → merge → organize → resummarize ─┐
+                          └─ tag ───────────────────────────────────────┴→ persist
+
+Each node adapts the state to one step function of `memlane.nodes`; the store and the
+model come from the runtime context, so `graph.ainvoke(input, context=MemoryContext(...))`
+runs it standalone and a parent graph with the same context schema can embed it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
+
+from memlane.graph.state import MemoryInput, MemoryOutput, MemoryState
+from memlane.nodes.context import MemoryContext
+from memlane.nodes.extract import extract_facts
+from memlane.nodes.llm import ModelCaller
+from memlane.nodes.merge import merge_facts
+from memlane.nodes.organize import organize_profile
+from memlane.nodes.persist import build_update, persist_run
+from memlane.nodes.resummarize import resummarize_entries
+from memlane.nodes.summarize import summarize_chat
+from memlane.nodes.tag import tag_event
+from memlane.nodes.truncate import truncate_chat
+
+Update = dict[str, Any]
+
+
+def _caller(runtime: Runtime[MemoryContext], step: str) -> ModelCaller:
+    return ModelCaller(runtime.context.llm, runtime.context.settings, step)
+
+
+async def truncate(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
+    settings = runtime.context.settings
+    chat = truncate_chat(state["messages"], settings.memory_max_input_tokens, settings.token_encoding)
+    return {"chat": chat}
+
+
+async def summarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
+    profile = await runtime.context.store.get_profile(state["user_id"])
+    caller = _caller(runtime, "summarize")
+    summary = await summarize_chat(state["chat"], profile, runtime.context.profile_config, caller)
+    return {"profile": profile, "working_profile": profile, "summary": summary, **caller.usage.as_update()}
+
+
+def route_after_summary(state: MemoryState) -> str | list[str]:
+    """An empty summary skips straight to persist, which only moves the cursor."""
+    if not state.get("summary"):
+        return "persist"
+    return ["extract", "tag"]
+
+
+async def extract(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
+    caller = _caller(runtime, "extract")
+    facts, notes = await extract_facts(
+        state["chat"], state["summary"], state["profile"], runtime.context.profile_config, caller
+    )
+    return {"facts": facts, "notes": notes, **caller.usage.as_update()}
+
+
+async def merge(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
+    caller = _caller(runtime, "merge")
+    merged, notes = await merge_facts(
+        state["facts"], state["profile"], state["user_id"], runtime.context.profile_config, caller
+    )
+    return {"working_profile": merged, "notes": notes, **caller.usage.as_update()}
+
+
+async def organize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
+    caller = _caller(runtime, "organize")
+    organized, notes = await organize_profile(
+        state["working_profile"], runtime.context.profile_config.max_subtopics_per_topic, caller
+    )
+    return {"working_profile": organized, "notes": notes, **caller.usage.as_update()}
+
+
+async def resummarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
+    caller = _caller(runtime, "resummarize")
+    shortened, notes = await resummarize_entries(
+        state["working_profile"],
+        runtime.context.profile_config.max_tokens_per_entry,
+        caller,
+        runtime.context.settings.token_encoding,
+    )
+    return {"working_profile": shortened, "notes": notes, **caller.usage.as_update()}
+
+
+async def tag(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
+    settings = runtime.context.settings
+    caller = _caller(runtime, "tag")
+    tags, notes = await tag_event(
+        state["summary"], settings.memory_max_tags, settings.memory_tag_max_chars, caller
+    )
+    return {"tags": tags, "notes": notes, **caller.usage.as_update()}
+
+
+async def persist(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
+    summary = state.get("summary", "")
+    update, changes = build_update(
+        state["user_id"],
+        state["messages"],
+        state.get("chat", []),
+        summary,
+        state.get("tags", []),
+        state.get("profile", []),
+        state.get("working_profile", []),
+    )
+    result = await persist_run(runtime.context.store, update, changes)
+    result = result.model_copy(
+        update={
+            "message_count": len(state["messages"]),
+            "model_calls": state.get("model_calls", 0),
+            "prompt_tokens": state.get("prompt_tokens", 0),
+            "notes": state.get("notes", []),
+            "skipped_reason": None if summary else "the chat says nothing to remember about the user",
+        }
+    )
+    return {"result": result}
+
+
+def build_memory_graph() -> StateGraph:
+    """The memory graph, uncompiled: add it to a parent graph or compile it."""
+    builder = StateGraph(
+        MemoryState, context_schema=MemoryContext, input_schema=MemoryInput, output_schema=MemoryOutput
+    )
+    builder.add_node("truncate", truncate)
+    builder.add_node("summarize", summarize)
+    builder.add_node("extract", extract)
+    builder.add_node("merge", merge)
+    builder.add_node("organize", organize)
+    builder.add_node("resummarize", resummarize)
+    builder.add_node("tag", tag)
+    builder.add_node("persist", persist)
+    builder.add_edge(START, "truncate")
+    builder.add_edge("truncate", "summarize")
+    builder.add_conditional_edges("summarize", route_after_summary, ["persist", "extract", "tag"])
+    builder.add_edge("extract", "merge")
+    builder.add_edge("merge", "organize")
+    builder.add_edge("organize", "resummarize")
+    builder.add_edge(["resummarize", "tag"], "persist")
+    builder.add_edge("persist", END)
+    return builder
+
+
+def compile_memory_graph(checkpointer: Checkpointer = None, **compile_options: Any):
+    """The memory graph compiled; `compile_options` go to `StateGraph.compile` (e.g. interrupt_before)."""
+    return build_memory_graph().compile(checkpointer=checkpointer, name="memory_graph", **compile_options)

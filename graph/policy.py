@@ -1,0 +1,48 @@
+"""When a memory-graph run starts: not on every message, because runs cost model calls."""
+
+from __future__ import annotations
+
+from typing import Literal, Sequence
+
+from pydantic import BaseModel
+
+from memlane.store.base import Message
+from memlane.store.tokens import count_tokens_many
+
+Reason = Literal["threshold", "session_end", "flush", "below_threshold", "empty"]
+
+
+class RunDecision(BaseModel):
+    """Whether to run now, and why."""
+
+    due: bool
+    reason: Reason
+    buffer_tokens: int
+    buffer_messages: int
+
+
+def decide_run(
+    unprocessed_messages: Sequence[Message],
+    *,
+    threshold_tokens: int,
+    session_ended: bool = False,
+    flush: bool = False,
+    encoding: str = "cl100k_base",
+) -> RunDecision:
+    """Due when the buffer passes `threshold_tokens`, the session ended, or a flush is asked.
+
+    An empty buffer is never due: there is nothing to learn from.
+    """
+    tokens = sum(count_tokens_many([message.content for message in unprocessed_messages], encoding))
+    count = len(unprocessed_messages)
+    if count == 0:
+        return RunDecision(due=False, reason="empty", buffer_tokens=0, buffer_messages=0)
+    if flush:
+        reason: Reason = "flush"
+    elif session_ended:
+        reason = "session_end"
+    elif tokens >= threshold_tokens:
+        reason = "threshold"
+    else:
+        return RunDecision(due=False, reason="below_threshold", buffer_tokens=tokens, buffer_messages=count)
+    return RunDecision(due=True, reason=reason, buffer_tokens=tokens, buffer_messages=count)

@@ -1,0 +1,173 @@
+"""Step 8: write what the run learned in one idempotent `MemoryUpdate`, then the cursor moves.
+
+Ids are deterministic: profile entries by (user, topic, subtopic), the event by the
+user and its source message ids, vector memories by the record they mirror. A run
+delivered twice, or re-run after a crash, overwrites instead of duplicating.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pydantic import BaseModel, Field
+
+from memlane.store.base import (
+    Event,
+    Memory,
+    MemoryStore,
+    MemoryUpdate,
+    Message,
+    ProfileChange,
+    ProfileEntry,
+    event_memory_id,
+    profile_memory_id,
+    stable_id,
+)
+
+
+class MemoryRunResult(BaseModel):
+    """What one memory-graph run changed."""
+
+    user_id: str
+    added: list[str] = Field(default_factory=list, description="ids of new profile entries")
+    updated: list[str] = Field(default_factory=list, description="ids of changed profile entries")
+    deleted: list[str] = Field(default_factory=list, description="ids of removed profile entries")
+    event_id: str | None = None
+    summary: str = ""
+    tags: list[str] = Field(default_factory=list)
+    profile_delta: list[ProfileChange] = Field(default_factory=list)
+    processed_through_seq: int | None = Field(default=None, description="the cursor after the run")
+    message_count: int = 0
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    notes: list[str] = Field(default_factory=list, description="items skipped and why")
+    skipped_reason: str | None = Field(default=None, description="why nothing was learned, if so")
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.deleted or self.event_id)
+
+
+def event_id_for(user_id: str, messages: Sequence[Message]) -> str:
+    return stable_id("event", user_id, *[message.id for message in messages])
+
+
+def profile_delta(before: Sequence[ProfileEntry], after: Sequence[ProfileEntry]) -> list[ProfileChange]:
+    """Adds, updates and deletes that turn `before` into `after`."""
+    old = {entry.id: entry for entry in before}
+    new = {entry.id: entry for entry in after}
+    changes: list[ProfileChange] = []
+    for entry_id, entry in new.items():
+        previous = old.get(entry_id)
+        if previous is None:
+            changes.append(
+                ProfileChange(
+                    action="add",
+                    entry_id=entry_id,
+                    topic=entry.topic,
+                    subtopic=entry.subtopic,
+                    content=entry.content,
+                )
+            )
+        elif previous.content != entry.content:
+            changes.append(
+                ProfileChange(
+                    action="update",
+                    entry_id=entry_id,
+                    topic=entry.topic,
+                    subtopic=entry.subtopic,
+                    content=entry.content,
+                    previous_content=previous.content,
+                )
+            )
+    for entry_id, entry in old.items():
+        if entry_id not in new:
+            changes.append(
+                ProfileChange(
+                    action="delete",
+                    entry_id=entry_id,
+                    topic=entry.topic,
+                    subtopic=entry.subtopic,
+                    previous_content=entry.content,
+                )
+            )
+    return changes
+
+
+def build_update(
+    user_id: str,
+    messages: Sequence[Message],
+    chat: Sequence[Message],
+    summary: str,
+    tags: Sequence[str],
+    before: Sequence[ProfileEntry],
+    after: Sequence[ProfileEntry],
+) -> tuple[MemoryUpdate, list[ProfileChange]]:
+    """The run's one write. `messages` is everything consumed, `chat` what the model read."""
+    seqs = [message.seq for message in messages if message.seq is not None]
+    cursor = max(seqs) if seqs else None
+    if not summary:
+        return MemoryUpdate(user_id=user_id, advance_cursor_to=cursor), []
+    changes = profile_delta(before, after)
+    changed_ids = {change.entry_id for change in changes if change.action != "delete"}
+    deleted_ids = [change.entry_id for change in changes if change.action == "delete"]
+    upserts = [entry for entry in after if entry.id in changed_ids]
+    event = Event(
+        id=event_id_for(user_id, messages),
+        user_id=user_id,
+        summary=summary,
+        tags=list(tags),
+        profile_delta=changes,
+        session_ids=list(dict.fromkeys(message.session_id for message in chat)),
+        source_message_ids=[message.id for message in chat],
+    )
+    memories = [
+        Memory(
+            id=profile_memory_id(entry.id),
+            user_id=user_id,
+            kind="profile",
+            text=f"{entry.topic} / {entry.subtopic}: {entry.content}",
+            source_message_ids=entry.source_message_ids,
+            ref_id=entry.id,
+        )
+        for entry in upserts
+    ]
+    memories.append(
+        Memory(
+            id=event_memory_id(event.id),
+            user_id=user_id,
+            kind="event",
+            text=summary,
+            session_id=event.session_ids[-1] if event.session_ids else None,
+            source_message_ids=event.source_message_ids,
+            ref_id=event.id,
+        )
+    )
+    update = MemoryUpdate(
+        user_id=user_id,
+        upsert_profile=upserts,
+        delete_profile_ids=deleted_ids,
+        event=event,
+        memories=memories,
+        # the store deletes a deleted entry's `profile_memory_id` memory with it
+        advance_cursor_to=cursor,
+    )
+    return update, changes
+
+
+async def persist_run(
+    store: MemoryStore, update: MemoryUpdate, changes: Sequence[ProfileChange]
+) -> MemoryRunResult:
+    """Apply the update in one store call; returns what changed."""
+    await store.apply_update(update)
+    return MemoryRunResult(
+        user_id=update.user_id,
+        added=[change.entry_id for change in changes if change.action == "add"],
+        updated=[change.entry_id for change in changes if change.action == "update"],
+        deleted=[change.entry_id for change in changes if change.action == "delete"],
+        event_id=update.event.id if update.event else None,
+        summary=update.event.summary if update.event else "",
+        tags=update.event.tags if update.event else [],
+        profile_delta=list(changes),
+        processed_through_seq=update.advance_cursor_to,
+    )

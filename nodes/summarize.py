@@ -1,0 +1,60 @@
+"""Step 2: summarize the chat into an event summary; empty when it says nothing about the user."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pydantic import BaseModel
+
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_chat
+from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
+from memlane.nodes.profile_config import ProfileConfig
+from memlane.store.base import Message, ProfileEntry
+
+SUMMARIZE_PROMPT = f"""TASK: summarize a chat for the user's long-term memory.
+You keep long-term memory for a personal assistant. Read the chat and write a short event
+summary (one to four sentences) of what it reveals about the user ("user" in the chat):
+what happened, what they did, felt, like, plan or told about themselves. Other speakers
+matter only through what they reveal about the user. Skip greetings and small talk.
+When the chat holds nothing worth remembering about the user, the summary is "".
+Use the known profile and the profile slots below as context; do not repeat known facts
+unless the chat changes them.
+{LANGUAGE_RULE}
+{DATA_RULE}
+Answer with JSON only: {{"summary": "..."}}"""
+
+
+class SummaryOutput(BaseModel):
+    """The summarize step's answer."""
+
+    summary: str
+
+
+def render_profile(profile: Sequence[ProfileEntry]) -> str:
+    if not profile:
+        return "(empty)"
+    return "\n".join(f"- {entry.topic} / {entry.subtopic}: {entry.content}" for entry in profile)
+
+
+async def summarize_chat(
+    chat: Sequence[Message],
+    profile: Sequence[ProfileEntry],
+    profile_config: ProfileConfig,
+    caller: ModelCaller,
+) -> str:
+    """The event summary, "" when the chat says nothing about the user.
+
+    A prose answer without JSON is taken as the summary; an empty answer raises `ParseFailed`.
+    """
+    user_text = (
+        f"Known profile:\n{render_profile(profile)}\n\nProfile slots:\n{profile_config.describe()}\n\n"
+        f"{render_chat(chat)}"
+    )
+    answer = await caller.ask(SUMMARIZE_PROMPT, user_text)
+    try:
+        return parse_object(answer, SummaryOutput, step="summarize").summary.strip()
+    except ParseFailed as failure:
+        prose = strip_fences(answer)
+        if not prose or "{" in prose:
+            raise failure
+        return prose

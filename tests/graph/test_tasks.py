@@ -1,0 +1,165 @@
+"""Background runs: the policy, per-user serialization, follow-ups, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from memory_graph_helpers import CHINESE_CHAT, SlowScriptedChatModel, add_chat, calls_for, memory_rules
+from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+
+from memlane.graph import MemoryRunResult, MemoryScheduler
+from memlane.nodes.parsing import ParseFailed
+from memlane.store.tokens import count_tokens
+
+
+@pytest.fixture
+def outcomes():
+    return []
+
+
+@pytest.fixture
+def scheduler_for(make_context, outcomes):
+    def make(model, **setting_overrides) -> MemoryScheduler:
+        async def on_result(user_id, outcome):
+            outcomes.append((user_id, outcome, time.perf_counter()))
+
+        return MemoryScheduler(make_context(model, **setting_overrides), on_result=on_result)
+
+    return make
+
+
+def slow_model(delay: float = 0.05, **answers) -> SlowScriptedChatModel:
+    return SlowScriptedChatModel(rules=memory_rules(**answers), delay=delay)
+
+
+async def test_below_threshold_nothing_is_queued(store, scheduler_for):
+    model = slow_model()
+    async with scheduler_for(model, memory_buffer_tokens=10_000) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        assert await scheduler.notify("u") is False
+        assert scheduler.last_decision("u").reason == "below_threshold"
+        await scheduler.wait_idle(5)
+    assert model.calls == [] and await store.get_cursor("u") == 0
+
+
+async def test_threshold_session_end_and_flush_queue_a_run(store, scheduler_for, outcomes):
+    threshold = count_tokens(CHINESE_CHAT[0][2]) + 1
+    async with scheduler_for(slow_model(delay=0), memory_buffer_tokens=threshold) as scheduler:
+        stored = await add_chat(store, "u", CHINESE_CHAT[:1])
+        assert await scheduler.notify("u") is False  # one token short
+        stored += await add_chat(store, "u", CHINESE_CHAT[1:], start=1)
+        assert await scheduler.notify("u") is True
+        assert scheduler.last_decision("u").reason == "threshold"
+        await scheduler.wait_idle(10)
+        result = scheduler.last_result("u")
+        assert isinstance(result, MemoryRunResult) and len(result.added) == 3
+        assert [user for user, _, _ in outcomes] == ["u"]
+
+        await add_chat(store, "u", [("user", None, "bye")], start=10)
+        assert await scheduler.notify("u", session_ended=True) is True
+        await scheduler.wait_idle(10)
+        await add_chat(store, "u", [("user", None, "one more")], start=11)
+        assert await scheduler.notify("u", flush=True) is True
+        await scheduler.wait_idle(10)
+    assert await store.unprocessed_messages("u") == []
+    assert len(outcomes) == 3
+
+
+async def test_notifying_twice_about_one_buffer_queues_one_run(store, scheduler_for, outcomes):
+    model = slow_model()
+    async with scheduler_for(model) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        assert await scheduler.notify("u", flush=True) is True
+        assert await scheduler.notify("u", flush=True) is True  # folded into the queued run
+        await scheduler.wait_idle(10)
+    assert calls_for(model, "summarize") == 1 and len(outcomes) == 1
+
+
+async def test_two_runs_for_one_user_are_serialized(store, scheduler_for, outcomes):
+    model = slow_model()
+    async with scheduler_for(model) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        assert await scheduler.enqueue("u") and await scheduler.enqueue("u")
+        await scheduler.wait_idle(10)
+
+    first, second = (outcome for _, outcome, _ in outcomes)
+    # had they overlapped, both would have read the same buffer and asked the model twice
+    assert calls_for(model, "summarize") == 1
+    assert first.event_id and second.skipped_reason == "no unprocessed messages"
+    assert len(await store.list_events("u")) == 1 and len(await store.get_profile("u")) == 3
+
+
+async def test_runs_for_different_users_go_in_parallel(store, scheduler_for, outcomes):
+    summarize_started: list[float] = []
+
+    def summarize(messages) -> str:
+        summarize_started.append(time.perf_counter())
+        return '{"summary": "用户最近熬夜加班，喜欢黑咖啡。"}'
+
+    model = slow_model(delay=0.3)
+    model.rules[0] = ("TASK: summarize", summarize)
+    async with scheduler_for(model) as scheduler:
+        for user in ("a", "b"):
+            await add_chat(store, user, CHINESE_CHAT, session_id=f"s-{user}")
+        assert await scheduler.notify("a", flush=True) and await scheduler.notify("b", flush=True)
+        await scheduler.wait_idle(30)
+
+    assert {user for user, _, _ in outcomes} == {"a", "b"}
+    # the second user's run started before the first one's ended
+    assert len(summarize_started) == 2 and max(summarize_started) < min(done for _, _, done in outcomes)
+    for user in ("a", "b"):
+        assert len(await store.get_profile(user)) == 3
+
+
+async def test_messages_arriving_during_a_run_get_a_follow_up_run(store, scheduler_for, outcomes):
+    model = slow_model(delay=0.1)
+    async with scheduler_for(model) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        assert await scheduler.notify("u", flush=True)
+        while not model.calls:  # the first run has started
+            await asyncio.sleep(0.01)
+        late = await add_chat(store, "u", [("user", None, "我还喜欢跑步。")], start=10)
+        assert await scheduler.notify("u", flush=True) is True
+        await scheduler.wait_idle(20)
+
+    assert len(outcomes) == 2 and all(isinstance(outcome, MemoryRunResult) for _, outcome, _ in outcomes)
+    assert await store.get_cursor("u") == late[-1].seq
+    assert len(await store.list_events("u")) == 2
+
+
+async def test_a_failed_run_is_reported_and_its_buffer_waits(store, scheduler_for, outcomes):
+    model = slow_model(delay=0, summary="")
+    model.rules[0] = ("TASK: summarize", "")  # an empty answer: summarize fails
+    async with scheduler_for(model) as scheduler:
+        stored = await add_chat(store, "u", CHINESE_CHAT)
+        assert await scheduler.notify("u", flush=True)
+        await scheduler.wait_idle(10)
+        assert isinstance(scheduler.last_result("u"), ParseFailed)
+        assert isinstance(outcomes[-1][1], ParseFailed)
+        assert await store.get_cursor("u") == 0
+
+        model.rules[0] = ("TASK: summarize", '{"summary": "用户喜欢黑咖啡。"}')
+        assert await scheduler.notify("u", flush=True) is True  # the same buffer can be queued again
+        await scheduler.wait_idle(10)
+    assert isinstance(scheduler.last_result("u"), MemoryRunResult)
+    assert await store.get_cursor("u") == stored[-1].seq
+
+
+async def test_session_summary_hook(store, scheduler_for):
+    model = slow_model(delay=0)
+    model.rules.insert(
+        0, ("TASK: update the rolling summary", '{"summary": "用户最近熬夜、加班，喜欢黑咖啡。"}')
+    )
+    async with scheduler_for(model) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        assert await scheduler.update_session_summary("u", "s1")
+        await scheduler.wait_idle(10)
+    assert (await store.get_session_summary("u", "s1")).summary == "用户最近熬夜、加班，喜欢黑咖啡。"
+
+
+async def test_notify_before_start_says_what_to_do(make_context):
+    scheduler = MemoryScheduler(make_context(slow_model()))
+    with pytest.raises(RuntimeError, match="async with MemoryScheduler"):
+        await scheduler.notify("u")

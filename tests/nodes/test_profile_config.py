@@ -1,0 +1,58 @@
+"""Profile slots, strict mode and validation flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlane.nodes.llm import has_cjk
+from memlane.nodes.profile_config import ProfileConfig, SubtopicConfig, TopicConfig, default_profile_config
+
+
+def test_default_config_covers_what_people_tell_assistants_in_both_languages():
+    config = default_profile_config()
+    names = {topic.name for topic in config.topics}
+    assert {
+        "basic_info",
+        "work",
+        "interests",
+        "lifestyle",
+        "health",
+        "relationships",
+        "goals",
+        "assistant_preferences",
+    } <= names
+    for topic in config.topics:
+        assert has_cjk(topic.description) and any(
+            char.isascii() and char.isalpha() for char in topic.description
+        )
+        assert topic.subtopics
+    assert config.find_subtopic("Lifestyle", " Sleep_Schedule ") is not None
+
+
+def test_strict_mode_allows_only_configured_slots():
+    config = ProfileConfig(
+        topics=[TopicConfig(name="work", subtopics=[SubtopicConfig(name="job")])], strict=True
+    )
+    assert config.allows("work", "job") and config.allows("WORK", "Job")
+    assert not config.allows("work", "salary") and not config.allows("pets", "dog")
+    assert ProfileConfig(topics=config.topics, strict=False).allows("pets", "dog")
+
+
+def test_validation_flag_per_slot_overrides_the_topic():
+    config = ProfileConfig(
+        topics=[
+            TopicConfig(
+                name="work",
+                validate_merge=False,
+                subtopics=[SubtopicConfig(name="job"), SubtopicConfig(name="salary", validate_merge=True)],
+            )
+        ]
+    )
+    assert not config.needs_validation("work", "job")
+    assert config.needs_validation("work", "salary")
+    assert config.needs_validation("unknown", "slot")
+
+
+def test_duplicate_topics_are_rejected():
+    with pytest.raises(ValueError, match="configured twice"):
+        ProfileConfig(topics=[TopicConfig(name="Work"), TopicConfig(name="work ")])
