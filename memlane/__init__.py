@@ -12,15 +12,46 @@ from memlane.store.base import (
     SessionSummary,
     StoreError,
 )
+from memlane.recall import Recall, RecallItem  # the function is memlane.recall.recall
 from memlane.store.redis import RedisMemoryStore, open_store
 
+# Names whose modules pull in LangGraph / LangChain agents: imported on first use,
+# so `import memlane` (the CLI, the store) stays quick.
+_LAZY = {
+    "MemoryAgentContext": "memlane.middleware",
+    "MemoryMiddleware": "memlane.middleware",
+    "memory_tools": "memlane.tools",
+    "MemoryContext": "memlane.graph",
+    "MemoryRunResult": "memlane.graph",
+    "MemoryScheduler": "memlane.graph",
+    "ProfileConfig": "memlane.graph",
+    "build_memory_graph": "memlane.graph",
+    "compile_memory_graph": "memlane.graph",
+    "run_memory_graph": "memlane.graph",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memlane' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    *_LAZY,
     "Event",
     "Memory",
     "MemoryHit",
     "MemoryStore",
     "Message",
     "ProfileEntry",
+    "Recall",
+    "RecallItem",
     "RedisMemoryStore",
     "RedisUnavailable",
     "SessionSummary",

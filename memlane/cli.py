@@ -2,6 +2,7 @@
 
     memlane demo                      the chat app on embedded defaults
     memlane redis start|stop|status   the embedded Redis Stack (kept running by `start`)
+    memlane worker                    run queued memory-graph runs (beside apps on the same Redis)
     memlane search USER QUERY         hybrid search over a user's memories
     memlane export USER               everything of a user, as JSON
     memlane forget USER               delete everything of a user
@@ -96,6 +97,37 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if url else 1
 
 
+async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], None] | None = None) -> None:
+    """Take memory-graph runs from the shared queue until cancelled (`memlane worker`)."""
+    from memlane.graph import MemoryContext, MemoryScheduler
+    from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
+    from memlane.store.redis import open_store
+
+    model = model or memory_model_from_settings(settings)
+    if model is None:
+        raise StoreError(HOW_TO_CONFIGURE.replace("restart", "start the worker again"))
+    store = await open_store(settings)
+    try:
+        context = MemoryContext(store=store, llm=model, settings=settings)
+        async with MemoryScheduler(context, docket_url=settings.memory_docket_url or store.url) as scheduler:
+            if ready is not None:
+                ready(scheduler.name)
+            await asyncio.Event().wait()
+    finally:
+        await store.aclose()
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    def ready(name: str) -> None:
+        print(f"memlane worker: taking runs of {name!r} (Ctrl-C stops)", file=sys.stderr, flush=True)
+
+    try:
+        _run(lambda: work(settings, ready=ready))
+    except KeyboardInterrupt:  # a run cut off here is delivered again to the next worker
+        pass
+    return 0
+
+
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     async def search(store: Any) -> None:
         for hit in await store.search_memories(args.user, args.query, limit=args.limit):
@@ -143,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     redis_cmd = commands.add_parser("redis", help="the embedded Redis Stack")
     redis_cmd.add_argument("action", choices=["start", "stop", "status"])
     redis_cmd.set_defaults(handler=cmd_redis)
+
+    worker = commands.add_parser("worker", help="run queued memory-graph runs (needs a chat model)")
+    worker.set_defaults(handler=cmd_worker)
 
     search = commands.add_parser("search", help="hybrid search over a user's memories")
     search.add_argument("user")

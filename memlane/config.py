@@ -114,6 +114,32 @@ class Settings(BaseSettings):
     )
 
     # --- recall, agent and app (owned by memlane/recall.py, middleware, ui/) -------
+    recall_enabled: bool = Field(
+        default=True, description="Inject recalled memories before each model call (per-request default)"
+    )
+    auto_save_enabled: bool = Field(
+        default=True, description="Store each turn and schedule the memory graph (per-request default)"
+    )
+    recall_max_tokens: int = Field(default=1200, ge=64, description="Token budget of the injected memory block")
+    recall_recent_messages: int = Field(default=6, ge=0, description="Recent session messages recall includes")
+    recall_max_memories: int = Field(default=8, ge=0, description="Most searched memories recall includes")
+    recall_thresholds: list[float] = Field(
+        default=[0.5, 0.4, 0.3],
+        description="Relevance thresholds tried in turn until a memory passes (relevance: see recall_similarity_floor)",
+    )
+    recall_similarity_floor: float = Field(
+        default=0.78,
+        ge=0,
+        lt=1,
+        description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before fusing with BM25 (e5 ≈ 0.78, OpenAI ≈ 0.2)",
+    )
+    recall_weight_profile: float = Field(default=1.0, ge=0, description="Weight of profile-entry hits in recall")
+    recall_weight_event: float = Field(default=0.9, ge=0, description="Weight of event-summary hits in recall")
+    recall_weight_message: float = Field(default=0.8, ge=0, description="Weight of raw-message hits in recall")
+    app_persona: str = Field(
+        default="You are a helpful assistant with long-term memory of the user.",
+        description="Default persona / system prompt of the chat app",
+    )
 
     @property
     def memory_model_name(self) -> str:

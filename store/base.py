@@ -226,6 +226,9 @@ class MemoryStore(Protocol):
     ) -> list[Event]:
         """Events of the user, newest first."""
 
+    async def delete_event(self, user_id: str, event_id: str) -> bool:
+        """Delete one event card (and its search memory). False when it did not exist."""
+
     # the memory graph's one write --------------------------------------------------------
     async def apply_update(self, update: MemoryUpdate) -> None:
         """Apply a memory-graph run's result atomically (see `MemoryUpdate`)."""

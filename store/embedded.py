@@ -276,9 +276,9 @@ class EmbeddedRedis:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
-        with contextlib.suppress(redis.RedisError):
-            client = redis.Redis.from_url(self.url or "", socket_timeout=5)
-            client.shutdown(nosave=False)
+        if self.url:
+            with contextlib.suppress(redis.RedisError):
+                redis.Redis.from_url(self.url, socket_timeout=5).shutdown(nosave=False)
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -40,6 +40,7 @@ from memlane.store.base import (
     SessionSummary,
     StoreError,
     UserExport,
+    event_memory_id,
     message_memory_id,
     profile_memory_id,
 )
@@ -132,6 +133,7 @@ class RedisMemoryStore:
     ) -> None:
         self.settings = settings or get_settings()
         self.client = client
+        self.url: str | None = None  # set by open_store: where background tasks can share this Redis
         self.embeddings = embeddings
         self.layout = KeyLayout(key_prefix or self.settings.key_prefix)
         self.dims = embedding_dims(embeddings)
@@ -336,6 +338,14 @@ class RedisMemoryStore:
             return []
         raw = await self._run(self.client.hmget(self.layout.events(user_id), ids))
         return [Event.model_validate_json(value) for value in raw if value]
+
+    async def delete_event(self, user_id: str, event_id: str) -> bool:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hdel(self.layout.events(user_id), event_id)
+        pipe.zrem(self.layout.event_times(user_id), event_id)
+        pipe.delete(self.layout.memory(user_id, event_memory_id(event_id)))
+        removed, _, _ = await self._run(pipe.execute())
+        return bool(removed)
 
     # the memory graph's one write ----------------------------------------------------------
     async def apply_update(self, update: MemoryUpdate) -> None:
@@ -618,5 +628,6 @@ async def open_store(
     store = RedisMemoryStore(
         client, embeddings or get_embeddings(settings), settings=settings, key_prefix=key_prefix
     )
+    store.url = url
     await store.ensure_indexes()
     return store

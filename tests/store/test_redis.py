@@ -21,6 +21,7 @@ from memlane.store.base import (
     RedisUnavailable,
     SessionSummary,
     StoreError,
+    event_memory_id,
     profile_memory_id,
 )
 from memlane.store.redis import RedisMemoryStore, search_terms
@@ -127,6 +128,21 @@ async def test_delete_profile_entry_removes_its_memory(store: RedisMemoryStore):
     assert await store.delete_profile_entry("alice", entry.id) is True
     assert await store.delete_profile_entry("alice", entry.id) is False
     assert await store.search_memories("alice", "nurse") == []
+
+
+async def test_delete_event_removes_its_card_and_memory_for_that_user_only(store: RedisMemoryStore):
+    for user in ("alice", "a|b"):
+        event = Event(id="e1", user_id=user, summary="ran a marathon in Berlin", tags=["sport"])
+        await store.apply_update(MemoryUpdate(
+            user_id=user, event=event,
+            memories=[Memory(id=event_memory_id(event.id), user_id=user, kind="event", text=event.summary)],
+        ))
+    assert await store.delete_event("alice", "e1") is True
+    assert await store.delete_event("alice", "e1") is False
+    assert await store.list_events("alice") == []
+    assert await store.search_memories("alice", "marathon Berlin") == []
+    assert [event.id for event in await store.list_events("a|b")] == ["e1"]
+    assert len(await store.search_memories("a|b", "marathon Berlin")) == 1
 
 
 async def test_hybrid_search_ranks_an_exact_name_first_where_vector_search_does_not(store: RedisMemoryStore):

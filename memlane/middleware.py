@@ -1,0 +1,268 @@
+"""`MemoryMiddleware`: long-term memory for a LangChain 1.x `create_agent` agent.
+
+Before each model call it recalls what matters for the user's last message and appends it
+to the system prompt. After the agent finishes it hands the turn to a background task that
+stores it (indexed for search at once) and asks the `MemoryScheduler` whether a memory-graph
+run is due, so the reply, streamed or not, never waits for memory work.
+
+Who is talking comes from the run's context (`context=MemoryAgentContext(user_id=..., session_id=...)`,
+or any object / dict with those fields) or from `config={"configurable": {"user_id": ..., "session_id": ...}}`.
+The hooks are async: run the agent with `ainvoke` / `astream`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Sequence
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from memlane.config import Settings, get_settings
+from memlane.graph import MemoryScheduler
+from memlane.recall import Recall, recall, recall_system_prompt
+from memlane.store.base import MemoryStore, Message, StoreError, stable_id
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SESSION = "default"
+
+
+@dataclass
+class MemoryAgentContext:
+    """Per-run context naming the user and session; toggles left None use the settings."""
+
+    user_id: str
+    session_id: str = DEFAULT_SESSION
+    recall_enabled: bool | None = None
+    auto_save_enabled: bool | None = None
+
+
+class MissingUser(ValueError):
+    """The run does not say which user it is for."""
+
+
+def _field(source: Any, name: str) -> Any:
+    if source is None:
+        return None
+    if isinstance(source, Mapping):
+        return source.get(name)
+    return getattr(source, name, None)
+
+
+def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
+    """The user, session and toggles of this run, from the runtime context or `configurable`."""
+    try:
+        configurable = get_config().get("configurable", {})
+    except RuntimeError:  # called outside a runnable
+        configurable = {}
+    values = {}
+    for name in ("user_id", "session_id", "recall_enabled", "auto_save_enabled"):
+        value = _field(context, name)
+        values[name] = value if value is not None else configurable.get(name)
+    if not values["user_id"]:
+        raise MissingUser(
+            "memlane needs to know the user: pass context=MemoryAgentContext(user_id=...) "
+            "(create_agent(..., context_schema=MemoryAgentContext)) or "
+            "config={'configurable': {'user_id': ...}}"
+        )
+    return MemoryAgentContext(
+        user_id=str(values["user_id"]),
+        session_id=str(values["session_id"] or DEFAULT_SESSION),
+        recall_enabled=settings.recall_enabled if values["recall_enabled"] is None else bool(values["recall_enabled"]),
+        auto_save_enabled=settings.auto_save_enabled
+        if values["auto_save_enabled"] is None
+        else bool(values["auto_save_enabled"]),
+    )
+
+
+def message_text(message: BaseMessage) -> str:
+    return str(message.text)
+
+
+def turn_messages(messages: Sequence[BaseMessage], identity: MemoryAgentContext) -> list[Message]:
+    """The last turn as store messages: the last user message and the answers after it.
+
+    Tool calls and tool results are left out; a message without an id gets one from its
+    content and position, so saving the same turn twice stores it once.
+    """
+    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=None)
+    if last_human is None:
+        return []
+    turn: list[Message] = []
+    for position, message in enumerate(messages[last_human:], start=last_human):
+        text = message_text(message).strip()
+        if not text or not isinstance(message, (HumanMessage, AIMessage)):
+            continue
+        role = "user" if isinstance(message, HumanMessage) else "assistant"
+        message_id = message.id or stable_id("turn", identity.session_id, str(position), role, text)
+        turn.append(
+            Message(
+                id=message_id,
+                user_id=identity.user_id,
+                session_id=identity.session_id,
+                role=role,
+                content=text,
+                name=message.name if role == "user" else None,
+            )
+        )
+    return turn
+
+
+SaveCallback = Callable[[MemoryAgentContext, list[Message], bool], Awaitable[None]]
+FailureCallback = Callable[[MemoryAgentContext, BaseException], Awaitable[None]]
+
+# Turns kept in memory while Redis is away, per user (oldest dropped beyond this).
+MAX_UNSAVED_MESSAGES = 200
+
+
+class MemoryPersistence:
+    """Stores turns and notifies the scheduler in background tasks, one user at a time."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        scheduler: MemoryScheduler | None = None,
+        *,
+        on_saved: SaveCallback | None = None,
+        on_failed: FailureCallback | None = None,
+    ) -> None:
+        self.store = store
+        self.scheduler = scheduler
+        self.on_saved = on_saved
+        self.on_failed = on_failed
+        self._tails: dict[str, asyncio.Task[None]] = {}  # per user: the newest save task
+        self._tasks: set[asyncio.Task[None]] = set()
+        # per user: turns whose save failed (Redis away); the next save stores them first
+        self.unsaved: dict[str, list[Message]] = {}
+
+    def save_turn(self, identity: MemoryAgentContext, turn: list[Message]) -> asyncio.Task[None]:
+        """Start storing `turn` in the background; returns at once."""
+        previous = self._tails.get(identity.user_id)
+        task = asyncio.create_task(self._save(identity, turn, previous), name=f"memlane-save-{identity.user_id}")
+        self._tails[identity.user_id] = task
+        self._tasks.add(task)
+        task.add_done_callback(lambda done: self._forget(identity.user_id, done))
+        return task
+
+    def _forget(self, user_id: str, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if self._tails.get(user_id) is task:
+            del self._tails[user_id]
+
+    async def _save(self, identity: MemoryAgentContext, turn: list[Message], previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])  # keep one user's turns in order
+        queued = False
+        backlog = self.unsaved.pop(identity.user_id, [])
+        try:
+            await self.store.add_messages([*backlog, *turn])  # idempotent on message id
+            if self.scheduler is not None:
+                queued = await self.scheduler.notify(identity.user_id)
+        except Exception as error:  # the reply is already delivered: keep the turn for the next save
+            kept = [*backlog, *turn][-MAX_UNSAVED_MESSAGES:]
+            self.unsaved[identity.user_id] = kept
+            logger.exception("saving a turn of %s failed; %d messages kept for the next save", identity.user_id, len(kept))
+            await self.report_failure(identity, error)
+            return
+        if self.on_saved is not None:
+            try:
+                await self.on_saved(identity, turn, queued)
+            except Exception:  # a broken callback must not lose the session summary below
+                logger.exception("on_saved callback failed for %s", identity.user_id)
+        if queued:
+            # the rolling summary is folded when the memory graph runs, not on every turn
+            try:
+                await self.scheduler.update_session_summary(identity.user_id, identity.session_id)
+            except Exception:
+                logger.exception("queueing the session summary of %s failed", identity.user_id)
+
+    async def report_failure(self, identity: MemoryAgentContext, error: BaseException) -> None:
+        if self.on_failed is not None:
+            try:
+                await self.on_failed(identity, error)
+            except Exception:
+                logger.exception("on_failed callback failed for %s", identity.user_id)
+
+    async def wait_user(self, user_id: str, timeout: float | None = 5.0) -> None:
+        """Wait for the user's pending saves, so recall sees the previous turn."""
+        tail = self._tails.get(user_id)
+        if tail is not None:
+            await asyncio.wait([tail], timeout=timeout)
+
+    async def wait_idle(self, timeout: float | None = 30.0) -> None:
+        """Wait for every pending save (not for the memory-graph runs they queued)."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout)
+
+
+class MemoryMiddleware(AgentMiddleware):
+    """Recall before each model call; store the turn and schedule the memory graph after the agent."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        scheduler: MemoryScheduler | None = None,
+        settings: Settings | None = None,
+        on_recall: Callable[[Recall], None] | None = None,
+        on_saved: SaveCallback | None = None,
+        on_failed: FailureCallback | None = None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.settings = settings or get_settings()
+        self.on_recall = on_recall
+        self.persistence = MemoryPersistence(store, scheduler, on_saved=on_saved, on_failed=on_failed)
+        self.last_recall: dict[str, Recall] = {}  # per user: the latest recall, for inspection
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> Any:
+        identity = resolve_identity(request.runtime.context if request.runtime else None, self.settings)
+        if not identity.recall_enabled:
+            return await handler(request)
+        humans = [m for m in request.messages if isinstance(m, HumanMessage)]
+        query = message_text(humans[-1]) if humans else ""
+        await self.persistence.wait_user(identity.user_id)
+        try:
+            recalled = await recall(
+                self.store,
+                identity.user_id,
+                identity.session_id,
+                query,
+                settings=self.settings,
+                exclude_texts=[message_text(m) for m in request.messages],
+            )
+        except StoreError as error:  # Redis away: answer without memory rather than not at all
+            logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)
+            await self.persistence.report_failure(identity, error)
+            return await handler(request)
+        self.last_recall[identity.user_id] = recalled
+        if len(self.last_recall) > 1000:  # kept for inspection, not as a store of every user
+            self.last_recall.pop(next(iter(self.last_recall)))
+        if self.on_recall is not None:
+            self.on_recall(recalled)
+        if not recalled.text:
+            return await handler(request)
+        prompt = recall_system_prompt(request.system_prompt, recalled)
+        return await handler(request.override(system_message=SystemMessage(content=prompt)))
+
+    async def aafter_agent(self, state: Any, runtime: Runtime) -> dict[str, Any] | None:
+        identity = resolve_identity(runtime.context, self.settings)
+        if identity.auto_save_enabled:
+            turn = turn_messages(state["messages"], identity)
+            if turn:
+                self.persistence.save_turn(identity, turn)
+        return None
+
+    async def wait_idle(self, timeout: float | None = 30.0) -> None:
+        """Wait until the turns handed over so far are stored and the scheduler notified."""
+        await self.persistence.wait_idle(timeout)

@@ -1,0 +1,177 @@
+"""MemoryMiddleware with scripted streaming models: recall goes in before the model call,
+the turn is stored and the memory graph runs after the reply, never in front of it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessageChunk, HumanMessage
+from memory_graph_helpers import memory_rules
+from scripted import ScriptedChatModel
+
+from memlane.graph import MemoryContext, MemoryScheduler
+from memlane.middleware import MemoryAgentContext, MemoryMiddleware, MissingUser
+from memlane.recall import HEADINGS
+from memlane.store.base import Memory, MemoryUpdate, ProfileEntry, profile_memory_id
+
+COFFEE = ProfileEntry(user_id="u", topic="diet", subtopic="coffee", content="drinks black coffee without sugar", confidence=0.9)
+
+
+async def seed_coffee(store) -> None:
+    memory = Memory(id=profile_memory_id(COFFEE.id), user_id="u", kind="profile", text="diet / coffee: drinks black coffee without sugar", ref_id=COFFEE.id)
+    await store.apply_update(MemoryUpdate(user_id="u", upsert_profile=[COFFEE], memories=[memory]))
+
+
+class TimedMemoryModel(ScriptedChatModel):
+    """The memory graph's model: its first call is slow; it notes when each call started."""
+
+    first_delay: float = 3.0
+    started: list[float] = []
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+        self.started.append(time.perf_counter())
+        await asyncio.sleep(self.first_delay if len(self.started) == 1 else 0.01)
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+
+def agent_for(model, middleware, **kwargs):
+    return create_agent(model, middleware=[middleware], context_schema=MemoryAgentContext, **kwargs)
+
+
+async def test_memories_are_in_the_system_prompt_of_the_model_call(store, settings):
+    await seed_coffee(store)
+    model = ScriptedChatModel(script=["Black, no sugar."])
+    middleware = MemoryMiddleware(store, settings=settings)
+    agent = agent_for(model, middleware, system_prompt="Be brief.")
+    result = await agent.ainvoke(
+        {"messages": [HumanMessage("How do I take my coffee?")]}, context=MemoryAgentContext(user_id="u", session_id="s")
+    )
+    assert result["messages"][-1].content == "Black, no sugar."
+    system = model.calls[0][0]
+    assert system.type == "system" and system.content.startswith("Be brief.\n\n" + HEADINGS["en"]["intro"])
+    assert "black coffee without sugar" in system.content
+    assert middleware.last_recall["u"].profile[0].ref_id == COFFEE.id
+
+    await middleware.wait_idle()
+    stored = await store.recent_messages("u", "s")
+    assert [(m.role, m.content) for m in stored] == [("user", "How do I take my coffee?"), ("assistant", "Black, no sugar.")]
+    # saving the same turn again stores nothing new (ids come from the agent's messages)
+    middleware.persistence.save_turn(MemoryAgentContext(user_id="u", session_id="s"), stored)
+    await middleware.wait_idle()
+    assert len(await store.recent_messages("u", "s")) == 2
+
+
+async def test_streamed_reply_comes_first_and_the_graph_runs_after_it(store, settings):
+    rolling = ("TASK: update the rolling summary", '{"summary": "用户作息不规律，喜欢黑咖啡。"}')
+    memory_model = TimedMemoryModel(rules=[rolling, *memory_rules()], started=[])
+    reply = "Noted: you sleep late and drink black coffee. " * 3
+    chat_model = ScriptedChatModel(script=[reply, "Second answer."], chunk_size=4, chunk_delay=0.005)
+    memory_settings = settings.model_copy(update={"memory_buffer_tokens": 1, "llm_timeout_seconds": 10.0})
+    context = MemoryContext(store=store, llm=memory_model, settings=memory_settings)
+    async with MemoryScheduler(context) as scheduler:
+        middleware = MemoryMiddleware(store, scheduler=scheduler, settings=settings)
+        agent = agent_for(chat_model, middleware)
+        run_context = MemoryAgentContext(user_id="u", session_id="s")
+
+        async def stream(text: str) -> tuple[float, bool, float, list[str]]:
+            """(seconds to the first token, memory run busy at that moment, end time, pieces)"""
+            started = time.perf_counter()
+            first, busy, pieces = None, False, []
+            async for chunk, _meta in agent.astream(
+                {"messages": [HumanMessage(text)]}, context=run_context, stream_mode="messages"
+            ):
+                if isinstance(chunk, AIMessageChunk) and chunk.content:
+                    if first is None:
+                        first, busy = time.perf_counter(), scheduler.is_busy("u")
+                    pieces.append(chunk.content)
+            return first - started, busy, time.perf_counter(), pieces
+
+        _, _, first_reply_done, pieces = await stream("我最近总是凌晨 2 点才睡，我喜欢黑咖啡，不加糖。")
+        assert len(pieces) > 5 and "".join(pieces) == reply
+        assert memory_model.started == [] or min(memory_model.started) > first_reply_done
+
+        await middleware.wait_idle()
+        # the graph run of turn 1 is under way (its first model call takes 3 s) ...
+        for _ in range(100):
+            if memory_model.started:
+                break
+            await asyncio.sleep(0.01)
+        assert scheduler.is_busy("u")
+        # ... and the next reply's first token does not wait for it
+        second_first_token, busy_at_first_token, _, pieces = await stream("and what else?")
+        assert "".join(pieces) == "Second answer."
+        assert busy_at_first_token, "the first token came while the memory run was still working"
+        assert second_first_token < 2.0, f"first token after {second_first_token:.3f}s"
+
+        await middleware.wait_idle()
+        await scheduler.wait_idle(30)
+    assert min(memory_model.started) > first_reply_done
+    profile = await store.get_profile("u")
+    assert any("黑咖啡" in entry.content for entry in profile)
+    assert await store.unprocessed_messages("u") == []
+
+
+async def test_toggles_turn_recall_and_saving_off(store, settings):
+    await seed_coffee(store)
+    model = ScriptedChatModel(script=["one", "two"])
+    middleware = MemoryMiddleware(store, settings=settings)
+    agent = agent_for(model, middleware, system_prompt="Base.")
+    off = MemoryAgentContext(user_id="u", session_id="s", recall_enabled=False, auto_save_enabled=False)
+    await agent.ainvoke({"messages": [HumanMessage("coffee?")]}, context=off)
+    await middleware.wait_idle()
+    assert model.calls[0][0].content == "Base."
+    assert await store.recent_messages("u", "s") == []
+
+    # the same switches through `configurable`, for agents without a context schema
+    plain = create_agent(model, middleware=[middleware], system_prompt="Base.")
+    config = {"configurable": {"user_id": "u", "session_id": "s2", "recall_enabled": True}}
+    await plain.ainvoke({"messages": [HumanMessage("coffee?")]}, config=config)
+    await middleware.wait_idle()
+    assert "black coffee" in model.calls[1][0].content
+    assert [m.content for m in await store.recent_messages("u", "s2")] == ["coffee?", "two"]
+
+
+async def test_a_run_without_a_user_says_how_to_name_one(store, settings):
+    agent = create_agent(ScriptedChatModel(script=["x"]), middleware=[MemoryMiddleware(store, settings=settings)])
+    with pytest.raises(MissingUser, match="MemoryAgentContext"):
+        await agent.ainvoke({"messages": [HumanMessage("hi")]})
+
+
+async def test_a_redis_that_goes_away_costs_the_memory_not_the_reply_nor_the_turn(store, settings, embeddings):
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    from memlane.store.base import RedisUnavailable
+    from memlane.store.redis import RedisMemoryStore
+
+    client = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+    dead = RedisMemoryStore(client, embeddings, settings=settings)
+    failures: list[BaseException] = []
+
+    async def on_failed(identity, error):
+        failures.append(error)
+
+    model = ScriptedChatModel(script=["first answer", "second answer"])
+    middleware = MemoryMiddleware(dead, settings=settings, on_failed=on_failed)
+    agent = agent_for(model, middleware, system_prompt="Base.")
+    context = MemoryAgentContext(user_id="u", session_id="s")
+    result = await agent.ainvoke({"messages": [HumanMessage("first question")]}, context=context)
+    await middleware.wait_idle()
+    assert result["messages"][-1].content == "first answer"  # answered without memory
+    assert model.calls[0][0].content == "Base."
+    assert len(failures) == 2 and all(isinstance(error, RedisUnavailable) for error in failures)  # recall, save
+    assert [m.content for m in middleware.persistence.unsaved["u"]] == ["first question", "first answer"]
+
+    # Redis is back: the next turn stores the kept turn first, in order
+    middleware.store = middleware.persistence.store = store
+    await agent.ainvoke({"messages": [HumanMessage("second question")]}, context=context)
+    await middleware.wait_idle()
+    assert [m.content for m in await store.recent_messages("u", "s")] == [
+        "first question", "first answer", "second question", "second answer",
+    ]
+    assert middleware.persistence.unsaved == {}
+    await client.aclose()

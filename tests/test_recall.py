@@ -1,0 +1,144 @@
+"""Recall: budget, relaxing threshold, dedup, language of the headings, hostile ids."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import HOSTILE_IDS
+
+from memlane.recall import HEADINGS, detect_language, recall, recall_system_prompt
+from memlane.store.base import Memory, MemoryUpdate, Message, ProfileEntry, SessionSummary, profile_memory_id
+from memlane.store.tokens import count_tokens
+
+
+async def add_profile(store, user_id: str, rows: list[tuple[str, str, str, float]]) -> list[ProfileEntry]:
+    entries = [
+        ProfileEntry(user_id=user_id, topic=topic, subtopic=subtopic, content=content, confidence=confidence, source_message_ids=[f"src-{subtopic}"])
+        for topic, subtopic, content, confidence in rows
+    ]
+    memories = [
+        Memory(id=profile_memory_id(e.id), user_id=user_id, kind="profile", text=f"{e.topic} / {e.subtopic}: {e.content}", ref_id=e.id, source_message_ids=e.source_message_ids)
+        for e in entries
+    ]
+    await store.apply_update(MemoryUpdate(user_id=user_id, upsert_profile=entries, memories=memories))
+    return entries
+
+
+PROFILE = [
+    ("diet", "coffee", "drinks black coffee without sugar", 0.95),
+    ("work", "role", "backend engineer at a logistics start-up in Lyon", 0.9),
+    ("interests", "sport", "goes trail running on weekends", 0.7),
+]
+
+
+async def test_recall_assembles_profile_summary_memories_and_recent(store, settings):
+    await add_profile(store, "u", PROFILE)
+    await store.set_session_summary(SessionSummary(user_id="u", session_id="s", summary="The user is planning a trip to Japan."))
+    await store.add_messages([
+        Message(id="m1", user_id="u", session_id="old", role="user", content="My sister Alice lives in Osaka and loves ramen."),
+        Message(id="m2", user_id="u", session_id="s", role="user", content="I want to book flights next week."),
+        Message(id="m3", user_id="u", session_id="s", role="assistant", content="Sure, which city do you fly from?"),
+    ])
+    result = await recall(store, "u", "s", "Where does Alice live?", settings=settings)
+
+    assert result.language == "en" and result.text.startswith(HEADINGS["en"]["intro"])
+    assert {item.ref_id for item in result.profile} == {entry.id for entry in await store.get_profile("u")}
+    assert result.summary and "Japan" in result.summary.text
+    assert [item.source_message_ids for item in result.recent] == [["m2"], ["m3"]]  # oldest first
+    alice = [item for item in result.memories if "Alice" in item.text]
+    assert alice and alice[0].layer == "message" and alice[0].source_message_ids == ["m1"] and alice[0].score > 0
+    for heading in ("profile", "summary", "memories", "recent"):
+        assert HEADINGS["en"][heading] in result.text
+    assert result.tokens == count_tokens(result.text) <= result.budget
+    assert recall_system_prompt("Be kind.", result).startswith("Be kind.\n\n" + HEADINGS["en"]["intro"])
+
+
+async def test_relevant_profile_entries_come_first_when_the_budget_is_tight(store, settings):
+    many = [("misc", f"fact {i}", f"unrelated detail number {i} about gardening tools", 0.99) for i in range(30)]
+    await add_profile(store, "u", PROFILE + many)
+    result = await recall(store, "u", "s", "do I take sugar in my coffee?", settings=settings, max_tokens=120)
+    assert result.tokens <= 120 and result.dropped > 0
+    assert result.profile and "coffee" in result.profile[0].text  # relevance beats confidence 0.99
+
+
+@pytest.mark.parametrize("budget", [64, 100, 300, 1000])
+async def test_budget_is_respected_whatever_the_sizes(store, settings, budget):
+    await add_profile(store, "u", [("notes", f"n{i}", "很长的内容 " * 40 + str(i), 0.5) for i in range(8)])
+    await store.set_session_summary(SessionSummary(user_id="u", session_id="s", summary="summary " * 500))
+    await store.add_messages([
+        Message(id=f"r{i}", user_id="u", session_id="s", role="user", content=f"message {i} " + "word " * 300) for i in range(8)
+    ])
+    result = await recall(store, "u", "s", "内容", settings=settings, max_tokens=budget)
+    assert count_tokens(result.text) <= budget
+    assert result.items, "something fits in every budget"
+
+
+async def test_threshold_relaxes_step_by_step(store, settings):
+    await store.add_memories([Memory(id="e1", user_id="u", kind="event", text="Talked about the weather in Lyon")])
+    strict = settings.model_copy(update={"recall_thresholds": [0.99, 0.98]})
+    assert (await recall(store, "u", None, "weather in Lyon", settings=strict)).memories == []
+
+    relaxing = settings.model_copy(update={"recall_thresholds": [0.99, 0.4, 0.0]})
+    result = await recall(store, "u", None, "weather in Lyon", settings=relaxing)
+    assert result.threshold == 0.4 and [item.memory_id for item in result.memories] == ["e1"]
+
+    last_resort = settings.model_copy(update={"recall_thresholds": [0.99, 0.0]})
+    result = await recall(store, "u", None, "quantum chromodynamics", settings=last_resort)
+    assert result.threshold == 0.0 and result.memories
+
+
+async def test_duplicates_are_left_out(store, settings):
+    entries = await add_profile(store, "u", PROFILE[:1])
+    await store.add_memories([
+        Memory(id="e1", user_id="u", kind="event", text="Ordered black coffee at the station"),
+        Memory(id="e2", user_id="u", kind="event", text="ordered  black coffee at the station"),
+    ])
+    await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="I love black coffee")])
+    settings = settings.model_copy(update={"recall_thresholds": [0.0]})
+    result = await recall(store, "u", "s", "black coffee", settings=settings, exclude_texts=["What about tea?"])
+
+    texts = [item.text.lower() for item in result.memories]
+    assert len(texts) == len(set(" ".join(t.split()) for t in texts))
+    assert sum("station" in t for t in texts) == 1
+    assert all(item.memory_id != profile_memory_id(entries[0].id) for item in result.memories)  # shown in the profile
+    assert all(item.source_message_ids != ["m1"] for item in result.memories)  # already a recent message
+    assert [item.source_message_ids for item in result.recent] == [["m1"]]
+
+    excluded = await recall(store, "u", "s", "black coffee", settings=settings, exclude_texts=["I love black coffee"])
+    assert excluded.recent == [] and all("I love" not in item.text for item in excluded.memories)
+
+
+async def test_chinese_conversation_gets_chinese_headings(store, settings):
+    await add_profile(store, "u", [("饮食偏好", "咖啡", "喜欢黑咖啡，不加糖", 0.9)])
+    result = await recall(store, "u", "s", "我喜欢喝什么咖啡？", settings=settings)
+    assert result.language == "zh"
+    assert result.text.startswith(HEADINGS["zh"]["intro"]) and HEADINGS["zh"]["profile"] in result.text
+    assert "黑咖啡" in result.text
+
+
+def test_language_detection():
+    assert detect_language("我喜欢喝什么咖啡？") == "zh"
+    assert detect_language("what about 咖啡") == "en"
+    assert detect_language("我在用 Python 写代码") == "zh"
+    assert detect_language("???", "好的，谢谢") == "zh"
+    assert detect_language("", "") == "en"
+
+
+async def test_disabled_recall_reads_nothing(store, settings):
+    await add_profile(store, "u", PROFILE)
+    result = await recall(store, "u", "s", "coffee", settings=settings, enabled=False)
+    assert result.enabled is False and result.items == [] and result.text == ""
+
+
+async def test_empty_user_gets_an_empty_block(store, settings):
+    result = await recall(store, "nobody", "s", "hello", settings=settings)
+    assert result.items == [] and result.text == "" and result.tokens == 0
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_IDS)
+async def test_hostile_ids_stay_in_their_own_user(store, settings, hostile):
+    await add_profile(store, hostile, [("diet", "coffee", f"coffee of {hostile[:20]}", 0.9)])
+    await store.add_messages([Message(id=hostile, user_id=hostile, session_id=hostile, role="user", content="coffee please")])
+    await add_profile(store, "other", [("diet", "coffee", "the other user's coffee", 0.9)])
+    result = await recall(store, hostile, hostile, "coffee", settings=settings)
+    assert result.profile and all("other user" not in item.text for item in result.items)
+    assert [item.source_message_ids for item in result.recent] == [[hostile]]

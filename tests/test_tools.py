@@ -1,0 +1,67 @@
+"""Memory tools: search, remember, forget — called by an agent, scoped to the run's user."""
+
+from __future__ import annotations
+
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from scripted import ScriptedChatModel
+
+from memlane.middleware import MemoryAgentContext
+from memlane.tools import memory_tools
+
+
+class ToolCallingModel(ScriptedChatModel):
+    """Answers with the scripted tool calls first, then with text."""
+
+    tool_calls: list[list[dict]] = []
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+        self._calls.append(list(messages))
+        if self.tool_calls:
+            calls = self.tool_calls.pop(0)
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=calls))])
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="done"))])
+
+
+def call(name: str, call_id: str, **args) -> dict:
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+async def run_tools(store, settings, user_id: str, *rounds: list[dict]) -> list[str]:
+    model = ToolCallingModel(tool_calls=[list(r) for r in rounds])
+    agent = create_agent(model, tools=memory_tools(store, settings), context_schema=MemoryAgentContext)
+    result = await agent.ainvoke({"messages": [HumanMessage("go")]}, context=MemoryAgentContext(user_id=user_id, session_id="s"))
+    return [m.content for m in result["messages"] if m.type == "tool"]
+
+
+async def test_remember_search_and_forget(store, settings):
+    outputs = await run_tools(
+        store,
+        settings,
+        "u",
+        [call("remember", "1", text="drinks black coffee without sugar", topic="diet", subtopic="coffee")],
+        [call("remember", "2", text="Her cat is called Miso")],
+        [call("search_memories", "3", query="coffee"), call("search_memories", "4", query="cat name")],
+    )
+    assert outputs[0].startswith("remembered as profile diet / coffee")
+    assert [e.content for e in await store.get_profile("u")] == ["drinks black coffee without sugar"]
+    events = await store.list_events("u")
+    assert [e.summary for e in events] == ["Her cat is called Miso"] and events[0].tags == ["remembered"]
+    assert "black coffee" in outputs[2].splitlines()[0] and "Miso" in outputs[3].splitlines()[0]
+
+    profile_id = outputs[2].splitlines()[0].split("]")[0].lstrip("[")
+    cat_id = outputs[3].splitlines()[0].split("]")[0].lstrip("[")
+    outputs = await run_tools(
+        store, settings, "u", [call("forget", "5", memory_id=profile_id), call("forget", "6", memory_id=f"[{cat_id}]")],
+        [call("forget", "7", memory_id="nope")],
+    )
+    assert outputs[:2] == [f"forgot [{profile_id}]", f"forgot [[{cat_id}]]"] and outputs[2] == "no memory [nope] to forget"
+    assert await store.get_profile("u") == []
+    assert await store.search_memories("u", "cat Miso coffee") == []
+
+
+async def test_tools_cannot_reach_another_user(store, settings):
+    await run_tools(store, settings, "alice", [call("remember", "1", text="alice secret: loves opera")])
+    outputs = await run_tools(store, settings, "bob", [call("search_memories", "1", query="opera")])
+    assert outputs == ["no memories found"]

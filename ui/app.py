@@ -1,0 +1,208 @@
+"""The Gradio chat app: a chat that streams, then remembers, beside a memory panel.
+
+    build_app(settings, chat_model=..., memory_model=...)  →  gr.Blocks (tests inject scripted models)
+    launch(settings, host, port)                            →  `memlane demo`
+
+The reply streams token by token; storing the turn and the memory-graph run happen in the
+background afterwards, and a timer shows their progress ("remembering…" → "remembered: ...")
+and refreshes the panel when a run lands, without holding up the next message.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported
+
+from typing import Any  # noqa: E402
+
+import gradio as gr  # noqa: E402
+import pandas as pd  # noqa: E402
+from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
+
+from memlane.config import Settings, get_settings  # noqa: E402
+from memlane.middleware import DEFAULT_SESSION  # noqa: E402
+from memlane.models import HOW_TO_CONFIGURE  # noqa: E402
+from memlane import MemoryStore  # noqa: E402
+from memlane.ui.service import ChatService, new_session_id  # noqa: E402
+
+DEFAULT_USER = "demo-user"
+PROFILE_COLUMNS = ["topic", "subtopic", "content", "confidence", "updated", "id"]
+SEARCH_COLUMNS = ["score", "kind", "text", "sources", "id"]
+POLL_SECONDS = 0.5
+
+CSS = """
+#memory-status { min-height: 1.6em; color: var(--body-text-color-subdued); }
+#no-model { border-left: 4px solid #e0a000; padding-left: 8px; }
+"""
+
+
+def _table(rows: list[list[Any]], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns)
+
+
+def build_app(
+    settings: Settings | None = None,
+    *,
+    chat_model: BaseChatModel | None = None,
+    memory_model: BaseChatModel | None = None,
+    store: MemoryStore | None = None,
+    service: ChatService | None = None,
+) -> gr.Blocks:
+    """The app's Blocks; models default to the settings' (None when not configured)."""
+    settings = settings or get_settings()
+    service = service or ChatService(settings, chat_model=chat_model, memory_model=memory_model, store=store)
+
+    async def panel(user_id: str):
+        user_id = user_id.strip() or DEFAULT_USER
+        status = service.status(user_id)
+        return (
+            status.text,
+            _table(await service.profile_rows(user_id), PROFILE_COLUMNS),
+            await service.timeline_markdown(user_id),
+            status.version,
+        )
+
+    async def respond(text: str, history: list[dict[str, Any]], user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool):
+        text = text.strip()
+        if not text:
+            yield "", history
+            return
+        history = list(history or [])
+        prior = list(history)
+        history += [{"role": "user", "content": text}, {"role": "assistant", "content": ""}]
+        yield "", history
+        async for answer in service.stream_reply(
+            user_id.strip() or DEFAULT_USER,
+            session_id or DEFAULT_SESSION,
+            text,
+            prior,
+            persona=persona,
+            recall_enabled=recall_on,
+            auto_save_enabled=save_on,
+        ):
+            history[-1] = {"role": "assistant", "content": answer}
+            yield "", history
+
+    async def poll(user_id: str, seen_version: int):
+        """Refresh the status, and the panel when memory work reported since last time."""
+        user_id = user_id.strip() or DEFAULT_USER
+        status = service.status(user_id)
+        if status.version == seen_version:
+            return gr.update(), gr.update(), gr.update(), seen_version
+        return await panel(user_id)
+
+    async def switch_user(user_id: str):
+        user_id = user_id.strip() or DEFAULT_USER
+        sessions = await service.sessions(user_id) or [DEFAULT_SESSION]
+        history = await service.history(user_id, sessions[0])
+        return (gr.update(choices=sessions, value=sessions[0]), history, *await panel(user_id))
+
+    async def switch_session(user_id: str, session_id: str):
+        return await service.history(user_id.strip() or DEFAULT_USER, session_id or DEFAULT_SESSION)
+
+    async def start_session(user_id: str, session_id: str):
+        user_id = user_id.strip() or DEFAULT_USER
+        await service.end_session(user_id, session_id or DEFAULT_SESSION)
+        fresh = new_session_id()
+        sessions = [fresh, *await service.sessions(user_id)]
+        return gr.update(choices=sessions, value=fresh), []
+
+    async def search(user_id: str, query: str):
+        return _table(await service.search_rows(user_id.strip() or DEFAULT_USER, query), SEARCH_COLUMNS)
+
+    async def delete(user_id: str, entry_id: str):
+        await service.delete_entry(user_id.strip() or DEFAULT_USER, entry_id)
+        return ("", *await panel(user_id))
+
+    async def forget(user_id: str):
+        await service.forget_user(user_id.strip() or DEFAULT_USER)
+        return ([], _table([], SEARCH_COLUMNS), *await panel(user_id))
+
+    async def remember_now(user_id: str):
+        await service.remember_now(user_id.strip() or DEFAULT_USER)
+        return service.status(user_id.strip() or DEFAULT_USER).text
+
+    def select_id(table: pd.DataFrame, event: gr.SelectData):
+        """Clicking a row of a table puts its id in the delete box."""
+        row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
+        try:
+            return str(table.iloc[row]["id"])
+        except (KeyError, IndexError, TypeError):
+            return gr.update()
+
+    with gr.Blocks(title="memlane", analytics_enabled=False) as demo:
+        gr.Markdown("# memlane · chat with long-term memory")
+        if not service.has_chat_model:
+            gr.Markdown(HOW_TO_CONFIGURE + " The memory panel works without a model.", elem_id="no-model")
+        with gr.Row():
+            with gr.Column(scale=3):
+                with gr.Row():
+                    user = gr.Textbox(value=DEFAULT_USER, label="User", elem_id="user")
+                    session = gr.Dropdown(
+                        choices=[DEFAULT_SESSION], value=DEFAULT_SESSION, allow_custom_value=True, label="Session", elem_id="session"
+                    )
+                    new_session = gr.Button("New session", size="sm")
+                chatbot = gr.Chatbot(label="Chat", height=420, elem_id="chat")
+                with gr.Row():
+                    message = gr.Textbox(placeholder="Message", show_label=False, scale=5, elem_id="message", autofocus=True)
+                    send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
+                status = gr.Markdown("", elem_id="memory-status")
+                with gr.Accordion("Persona and switches", open=False):
+                    persona = gr.Textbox(value=settings.app_persona, lines=3, label="Persona / system prompt")
+                    with gr.Row():
+                        recall_on = gr.Checkbox(value=settings.recall_enabled, label="Recall memories")
+                        save_on = gr.Checkbox(value=settings.auto_save_enabled, label="Save to memory")
+                        remember = gr.Button("Remember now", size="sm")
+            with gr.Column(scale=2):
+                gr.Markdown("## Memory")
+                with gr.Tab("Profile"):
+                    profile = gr.Dataframe(
+                        value=_table([], PROFILE_COLUMNS), headers=PROFILE_COLUMNS, interactive=False, wrap=True, elem_id="profile",
+                        column_widths=["14%", "16%", "38%", "10%", "12%", "10%"],
+                    )
+                with gr.Tab("Timeline"):
+                    timeline = gr.Markdown(elem_id="timeline")
+                with gr.Tab("Search"):
+                    with gr.Row():
+                        query = gr.Textbox(placeholder="search memories", show_label=False, scale=4, elem_id="search-query")
+                        search_button = gr.Button("Search", scale=1)
+                    results = gr.Dataframe(
+                        value=_table([], SEARCH_COLUMNS), headers=SEARCH_COLUMNS, interactive=False, wrap=True, elem_id="search-results",
+                        column_widths=["10%", "10%", "50%", "15%", "15%"],
+                    )
+                with gr.Row():
+                    entry_id = gr.Textbox(placeholder="id (click a row)", show_label=False, scale=3, elem_id="entry-id")
+                    delete_button = gr.Button("Delete entry", size="sm", scale=1)
+                    forget_button = gr.Button("Forget me", variant="stop", size="sm", scale=1)
+        seen_version = gr.State(0)
+        timer = gr.Timer(POLL_SECONDS)
+
+        panel_outputs = [status, profile, timeline, seen_version]
+        chat_inputs = [message, chatbot, user, session, persona, recall_on, save_on]
+        for trigger in (message.submit, send.click):
+            trigger(respond, chat_inputs, [message, chatbot], show_progress="hidden")
+        timer.tick(poll, [user, seen_version], panel_outputs, show_progress="hidden", queue=False)
+        demo.load(switch_user, [user], [session, chatbot, *panel_outputs])
+        user.submit(switch_user, [user], [session, chatbot, *panel_outputs])
+        user.blur(switch_user, [user], [session, chatbot, *panel_outputs])
+        session.input(switch_session, [user, session], [chatbot])
+        new_session.click(start_session, [user, session], [session, chatbot])
+        for trigger in (query.submit, search_button.click):
+            trigger(search, [user, query], [results])
+        profile.select(select_id, [profile], [entry_id])
+        results.select(select_id, [results], [entry_id])
+        delete_button.click(delete, [user, entry_id], [entry_id, *panel_outputs])
+        forget_button.click(forget, [user], [chatbot, results, *panel_outputs])
+        remember.click(remember_now, [user], [status])
+    demo.memlane_service = service  # type: ignore[attr-defined]  # for tests and embedding apps
+    return demo
+
+
+LAUNCH_OPTIONS: dict[str, Any] = {"share": False, "ssr_mode": False, "css": CSS}
+
+
+def launch(settings: Settings | None = None, host: str = "127.0.0.1", port: int = 7860, **launch_options: Any) -> None:
+    """Serve the app (blocking). No share link, no analytics."""
+    demo = build_app(settings)
+    demo.queue(default_concurrency_limit=8).launch(server_name=host, server_port=port, **{**LAUNCH_OPTIONS, **launch_options})
