@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -31,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import AIMessageChunk, HumanMessage  # noqa: E402
 from scripted import ScriptedChatModel  # noqa: E402
-from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings  # noqa: E402  (bench/store.py)
+from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  # noqa: E402  (bench/store.py)
 
 from memlane import Memory, Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
@@ -161,20 +160,11 @@ async def main() -> None:
         print(f"recall benchmark: {count} memories for one user, {args.embeddings} embeddings, "
               f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}, budget {settings.recall_max_tokens} tokens")
         await load(store, count, random.Random(7))
+        await settle(store)
         await measure_recall(store, settings, args.runs)
         await measure_first_token(store, settings, args.runs)
     finally:
-        await store.delete_user(USER)
-        try:
-            await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
-        except Exception as error:  # the data is gone either way; say why the index stayed
-            print(f"could not drop the bench index: {error}", file=sys.stderr)
-        await store.aclose()
-        if not settings.redis_url:
-            from memlane.store.embedded import stop_running
-
-            stop_running(settings)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        await tear_down(store, settings, data_dir, [USER])
 
 
 if __name__ == "__main__":

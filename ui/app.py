@@ -41,6 +41,18 @@ def _table(rows: list[list[Any]], columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def short_id(memory_id: str) -> str:
+    """`profile:e0c4803ab81b…` → `profile:e0c4803a…`: the table shows this, clicks use the full id."""
+    kind, _, rest = memory_id.partition(":")
+    return f"{kind}:{rest[:8]}…" if len(rest) > 9 else memory_id
+
+
+def _shown(rows: list[list[Any]], columns: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The table with short ids in its last column, and the full ids row by row."""
+    ids = [str(row[-1]) for row in rows]
+    return _table([[*row[:-1], short_id(row[-1])] for row in rows], columns), ids
+
+
 def build_app(
     settings: Settings | None = None,
     *,
@@ -56,12 +68,8 @@ def build_app(
     async def panel(user_id: str):
         user_id = user_id.strip() or DEFAULT_USER
         status = service.status(user_id)
-        return (
-            status.text,
-            _table(await service.profile_rows(user_id), PROFILE_COLUMNS),
-            await service.timeline_markdown(user_id),
-            status.version,
-        )
+        table, ids = _shown(await service.profile_rows(user_id), PROFILE_COLUMNS)
+        return (status.text, table, ids, await service.timeline_markdown(user_id), status.version)
 
     async def respond(text: str, history: list[dict[str, Any]], user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool):
         text = text.strip()
@@ -89,7 +97,7 @@ def build_app(
         user_id = user_id.strip() or DEFAULT_USER
         status = service.status(user_id)
         if status.version == seen_version:
-            return gr.update(), gr.update(), gr.update(), seen_version
+            return gr.update(), gr.update(), gr.update(), gr.update(), seen_version
         return await panel(user_id)
 
     async def switch_user(user_id: str):
@@ -109,7 +117,7 @@ def build_app(
         return gr.update(choices=sessions, value=fresh), []
 
     async def search(user_id: str, query: str):
-        return _table(await service.search_rows(user_id.strip() or DEFAULT_USER, query), SEARCH_COLUMNS)
+        return _shown(await service.search_rows(user_id.strip() or DEFAULT_USER, query), SEARCH_COLUMNS)
 
     async def delete(user_id: str, entry_id: str):
         await service.delete_entry(user_id.strip() or DEFAULT_USER, entry_id)
@@ -117,18 +125,22 @@ def build_app(
 
     async def forget(user_id: str):
         await service.forget_user(user_id.strip() or DEFAULT_USER)
-        return ([], _table([], SEARCH_COLUMNS), *await panel(user_id))
+        return ([], _table([], SEARCH_COLUMNS), [], *await panel(user_id))
 
     async def remember_now(user_id: str):
         await service.remember_now(user_id.strip() or DEFAULT_USER)
         return service.status(user_id.strip() or DEFAULT_USER).text
 
-    def select_id(table: pd.DataFrame, event: gr.SelectData):
-        """Clicking a row of a table puts its id in the delete box."""
+    def select_id(ids: list[str], event: gr.SelectData):
+        """Clicking a row of a table puts its (full) id in the delete box."""
+        shown = (getattr(event, "row_value", None) or [None])[-1]  # the clicked row, even in a sorted table
+        matches = [full for full in ids if short_id(full) == shown]
+        if len(matches) == 1:
+            return matches[0]
         row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
         try:
-            return str(table.iloc[row]["id"])
-        except (KeyError, IndexError, TypeError):
+            return ids[row]
+        except (IndexError, TypeError):
             return gr.update()
 
     with gr.Blocks(title="memlane", analytics_enabled=False) as demo:
@@ -176,9 +188,11 @@ def build_app(
                     delete_button = gr.Button("Delete entry", size="sm", scale=1)
                     forget_button = gr.Button("Forget me", variant="stop", size="sm", scale=1)
         seen_version = gr.State(0)
+        profile_ids = gr.State([])
+        result_ids = gr.State([])
         timer = gr.Timer(POLL_SECONDS)
 
-        panel_outputs = [status, profile, timeline, seen_version]
+        panel_outputs = [status, profile, profile_ids, timeline, seen_version]
         chat_inputs = [message, chatbot, user, session, persona, recall_on, save_on]
         for trigger in (message.submit, send.click):
             trigger(respond, chat_inputs, [message, chatbot], show_progress="hidden")
@@ -189,11 +203,11 @@ def build_app(
         session.input(switch_session, [user, session], [chatbot])
         new_session.click(start_session, [user, session], [session, chatbot])
         for trigger in (query.submit, search_button.click):
-            trigger(search, [user, query], [results])
-        profile.select(select_id, [profile], [entry_id])
-        results.select(select_id, [results], [entry_id])
+            trigger(search, [user, query], [results, result_ids])
+        profile.select(select_id, [profile_ids], [entry_id])
+        results.select(select_id, [result_ids], [entry_id])
         delete_button.click(delete, [user, entry_id], [entry_id, *panel_outputs])
-        forget_button.click(forget, [user], [chatbot, results, *panel_outputs])
+        forget_button.click(forget, [user], [chatbot, results, result_ids, *panel_outputs])
         remember.click(remember_now, [user], [status])
     demo.memlane_service = service  # type: ignore[attr-defined]  # for tests and embedding apps
     return demo

@@ -210,6 +210,18 @@ async def test_hostile_ids_work_and_never_see_other_users(store: RedisMemoryStor
     assert [hit.memory.text for hit in victim_hits] == ["victim secret coffee order"]
 
 
+async def test_approximate_vector_search_for_users_with_many_memories_stays_per_user(store: RedisMemoryStore):
+    store.settings = store.settings.model_copy(update={"search_exact_max_memories": 3})
+    texts = ["drinks black coffee", "runs marathons", "lives in Lyon", "plays chess", "learns Japanese"]
+    await store.add_memories([Memory(id=f"a{i}", user_id="a|b", kind="profile", text=t) for i, t in enumerate(texts)])
+    await store.add_memories([Memory(id="v", user_id="a", kind="profile", text="drinks black coffee")])
+    assert await store.memory_count("a|b") == 5 and await store.memory_count("a") == 1
+    hits = await store.search_memories("a|b", "what coffee do I drink", limit=3)  # HNSW (BATCHES)
+    assert hits[0].memory.id == "a0" and {hit.memory.user_id for hit in hits} == {"a|b"}
+    exact = await store.search_memories("a", "what coffee do I drink")  # brute force over one memory
+    assert [hit.memory.id for hit in exact] == ["v"]
+
+
 async def test_delete_user_removes_everything_and_export_holds_everything(store: RedisMemoryStore):
     await store.add_messages(chat("alice", "s1", "I am a nurse in Lyon", "我喜欢黑咖啡"))
     await store.set_session_summary(SessionSummary(user_id="alice", session_id="s1", summary="nurse, coffee"))

@@ -75,6 +75,20 @@ def test_chat_streams_then_the_profile_panel_updates(settings, store, launch_app
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui-chat-and-profile.png"), full_page=True)
 
+    # clicking a row puts its full id in the delete box; deleting removes that entry only
+    page.locator("#profile").get_by_text("goes to bed around 2 am").click()
+    page.wait_for_function(
+        "() => /^profile:[0-9a-f]{16,}$/.test(document.querySelector('#entry-id textarea, #entry-id input')?.value || '')",
+        timeout=5_000,
+    )
+    entry_id = page.locator("#entry-id textarea, #entry-id input").first.input_value()
+    assert entry_id.startswith("profile:") and "…" not in entry_id
+    page.get_by_role("button", name="Delete entry").click()
+    page.wait_for_function(
+        "() => !document.querySelector('#profile').innerText.includes('goes to bed around 2 am')", timeout=10_000
+    )
+    assert "drinks black coffee without sugar" in page.locator("#profile").inner_text()
+
     # the timeline shows the event card with its tags
     page.get_by_role("tab", name="Timeline").click()
     wait_for_text(page, "#timeline", "sleeps around 2 am", 5_000)
