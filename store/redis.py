@@ -548,20 +548,16 @@ class RedisMemoryStore:
         if missing:
             similarity.update(await self._similarities(user_id, query_vector, [docs[i] for i in missing]))
         alpha = self.settings.hybrid_alpha
-        hits = []
-        for doc_id, doc in docs.items():
+        scored = []
+        for doc_id in docs:
             text_score = text_raw.get(doc_id, 0.0) / best_text if best_text > 0 else 0.0
             vector_similarity = similarity.get(doc_id, 0.0)
-            hits.append(
-                MemoryHit(
-                    memory=self._memory_from_doc(doc),
-                    score=alpha * vector_similarity + (1 - alpha) * text_score,
-                    vector_similarity=vector_similarity,
-                    text_score=text_score,
-                )
-            )
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        return hits[:limit]
+            scored.append((alpha * vector_similarity + (1 - alpha) * text_score, vector_similarity, text_score, doc_id))
+        scored.sort(key=lambda row: row[0], reverse=True)
+        return [  # records only for what is returned
+            MemoryHit(memory=self._memory_from_doc(docs[doc_id]), score=score, vector_similarity=similarity_, text_score=text_score)
+            for score, similarity_, text_score, doc_id in scored[:limit]
+        ]
 
     async def _similarities(
         self, user_id: str, query_vector: Sequence[float], docs: list[dict[str, Any]]
