@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memlane import Memory, Settings, open_store  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
-from memlane.store.redis import search_terms  # noqa: E402
+from memlane.store.text import query_terms  # noqa: E402
 
 FACTS_EN = [
     "likes {x} coffee in the morning", "works as a {x} engineer", "goes {x} running on weekends",
@@ -150,7 +150,7 @@ async def main() -> None:
             candidates = store.settings.search_candidates
             await asyncio.gather(
                 store.index.query(store.vector_query(vector, expression, candidates, approximate=approximate)),
-                store.index.query(store.text_query(search_terms(query), expression, candidates)),
+                store.index.query(store.text_query(query_terms(query), expression, candidates)),
             )
             bare.append((time.perf_counter() - t0) * 1000)
 

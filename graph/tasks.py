@@ -6,6 +6,12 @@ a `memlane worker` in another process registers its own context under the same n
 `ConcurrencyLimit("user_id", max_concurrent=1)` serializes one user's runs while
 different users run in parallel. Task keys carry the last buffered seq, so notifying
 twice about the same buffer queues one run.
+
+Bookkeeping (`is_busy`, `wait_idle`, follow-ups) counts the task keys this scheduler
+queued and has not seen finish: a key is noted before `docket.add` and dropped when the
+call fails or queues nothing, and when its task ends however it ends. A task this
+scheduler did not queue (another process's, or a second delivery of one that finished)
+leaves the bookkeeping alone.
 """
 
 from __future__ import annotations
@@ -13,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Awaitable, Callable
 
-from docket import ConcurrencyLimit, Disposition, Docket, Worker
+from docket import ConcurrencyLimit, Disposition, Docket, TaskKey, Worker
 
+from memlane.config import Settings
 from memlane.graph.policy import RunDecision, decide_run
 from memlane.graph.run import run_memory_graph
 from memlane.nodes.context import MemoryContext
@@ -49,9 +55,10 @@ async def memory_run_task(
     user_id: str,
     scheduler_name: str,
     concurrency: ConcurrencyLimit = ConcurrencyLimit("user_id", max_concurrent=1),
+    key: str = TaskKey(),
 ) -> None:
     """One memory-graph run for `user_id` (a pydocket task)."""
-    await _scheduler(scheduler_name)._run(user_id)
+    await _scheduler(scheduler_name)._run(user_id, key)
 
 
 async def session_summary_task(
@@ -59,9 +66,19 @@ async def session_summary_task(
     session_id: str,
     scheduler_name: str,
     concurrency: ConcurrencyLimit = ConcurrencyLimit("user_id", max_concurrent=1),
+    key: str = TaskKey(),
 ) -> None:
     """Fold new messages of a session into its rolling summary (a pydocket task)."""
-    await _scheduler(scheduler_name)._summarize_session(user_id, session_id)
+    await _scheduler(scheduler_name)._summarize_session(user_id, session_id, key)
+
+
+def redelivery_timeout(settings: Settings) -> timedelta:
+    """How long a run taken by a worker that died waits before another worker gets it.
+
+    pydocket's default is 5 minutes. A live worker renews the lease of the runs it holds
+    every quarter of this, so a run longer than it is not taken away while its worker lives.
+    """
+    return timedelta(seconds=settings.memory_run_expected_seconds)
 
 
 @dataclass
@@ -96,8 +113,8 @@ class MemoryScheduler:
         self._worker_task: asyncio.Task[None] | None = None
         self._results: dict[str, MemoryRunResult | BaseException] = {}
         self._decisions: dict[str, RunDecision] = {}
-        self._runs_in_flight: Counter[str] = Counter()  # per user: runs queued or running here
-        self._outstanding = 0  # tasks queued here and not finished
+        self._pending_runs: dict[str, str] = {}  # task key → user: runs queued here, not finished
+        self._pending_summaries: set[str] = set()  # task keys of session summaries queued here
         self._follow_ups: dict[str, _FollowUp] = {}
         self._idle = asyncio.Event()
         self._idle.set()
@@ -114,6 +131,7 @@ class MemoryScheduler:
                 self._worker = await Worker(
                     self._docket,
                     concurrency=self.context.settings.memory_worker_concurrency,
+                    redelivery_timeout=redelivery_timeout(self.context.settings),
                     minimum_check_interval=_POLL_INTERVAL,
                     scheduling_resolution=_POLL_INTERVAL,
                 ).__aenter__()
@@ -158,7 +176,7 @@ class MemoryScheduler:
         self._decisions[user_id] = decision
         if not decision.due:
             return False
-        if self._runs_in_flight[user_id]:
+        if self.is_busy(user_id):
             # the run in progress may consume this buffer; look again when it ends
             follow_up = self._follow_ups.setdefault(user_id, _FollowUp())
             follow_up.session_ended |= session_ended
@@ -178,31 +196,36 @@ class MemoryScheduler:
 
     async def _queue_run(self, user_id: str, *, key: str) -> bool:
         docket = self._require_docket()
-        self._runs_in_flight[user_id] += 1
-        self._task_queued()
-        execution = await docket.add(memory_run_task, key=key)(user_id=user_id, scheduler_name=self.name)
-        if execution.disposition != Disposition.SCHEDULED:
-            self._run_finished(user_id)
-            self._task_done()
-            return False
-        return True
-
-    def _run_finished(self, user_id: str) -> None:
-        self._runs_in_flight[user_id] -= 1
-        if self._runs_in_flight[user_id] <= 0:
-            del self._runs_in_flight[user_id]
+        # noted before the add: the in-process worker may start the task before add returns
+        self._pending_runs[key] = user_id
+        self._idle.clear()
+        scheduled = False
+        try:
+            execution = await docket.add(memory_run_task, key=key)(user_id=user_id, scheduler_name=self.name)
+            scheduled = execution.disposition == Disposition.SCHEDULED
+        finally:
+            if not scheduled:  # the add failed or queued nothing: no task will end this entry
+                self._pending_runs.pop(key, None)
+                self._settle()
+        return scheduled
 
     async def update_session_summary(self, user_id: str, session_id: str) -> bool:
         """Queue folding the session's new messages into its rolling summary."""
         docket = self._require_docket()
-        self._task_queued()
-        execution = await docket.add(session_summary_task)(
-            user_id=user_id, session_id=session_id, scheduler_name=self.name
-        )
-        if execution.disposition != Disposition.SCHEDULED:
-            self._task_done()
-            return False
-        return True
+        key = f"memlane-summary:{user_id}:{session_id}:{uuid.uuid4().hex}"
+        self._pending_summaries.add(key)
+        self._idle.clear()
+        scheduled = False
+        try:
+            execution = await docket.add(session_summary_task, key=key)(
+                user_id=user_id, session_id=session_id, scheduler_name=self.name
+            )
+            scheduled = execution.disposition == Disposition.SCHEDULED
+        finally:
+            if not scheduled:
+                self._pending_summaries.discard(key)
+                self._settle()
+        return scheduled
 
     # -- observing --------------------------------------------------------------------
     def last_result(self, user_id: str) -> MemoryRunResult | BaseException | None:
@@ -214,51 +237,49 @@ class MemoryScheduler:
         return self._decisions.get(user_id)
 
     def is_busy(self, user_id: str) -> bool:
-        return bool(self._runs_in_flight[user_id])
+        """True while a run this scheduler queued for the user has not finished."""
+        return user_id in self._pending_runs.values()
 
     async def wait_idle(self, timeout: float | None = 30.0) -> None:
         """Wait until every run queued here has finished. Raises TimeoutError after `timeout`."""
         await asyncio.wait_for(self._idle.wait(), timeout)
 
     # -- the worker side --------------------------------------------------------------
-    def _task_queued(self) -> None:
-        self._outstanding += 1
-        self._idle.clear()
-
-    def _task_done(self) -> None:
-        self._outstanding -= 1
-        if self._outstanding <= 0:
-            self._outstanding = 0
+    def _settle(self) -> None:
+        """Wake `wait_idle` once nothing queued here is left."""
+        if not self._pending_runs and not self._pending_summaries:
             self._idle.set()
 
-    async def _run(self, user_id: str) -> None:
-        outcome: MemoryRunResult | BaseException
+    async def _run(self, user_id: str, key: str) -> None:
+        outcome: MemoryRunResult | BaseException | None = None
         try:
-            outcome = await run_memory_graph(user_id, self.context)
-        except Exception as error:  # reported to the caller through last_result / on_result
-            logger.exception("memory run for %s failed; its buffer stays for the next run", user_id)
-            outcome = error
-        try:
+            try:
+                outcome = await run_memory_graph(user_id, self.context)
+            except Exception as error:  # reported to the caller through last_result / on_result
+                logger.exception("memory run for %s failed; its buffer stays for the next run", user_id)
+                outcome = error
             self._results[user_id] = outcome
             await self._report(user_id, outcome)
         finally:
-            follow_up = self._follow_ups.pop(user_id, None)
-            self._run_finished(user_id)
+            # however the run ended (cancelled too), its entry goes; a task queued elsewhere had none
+            ours = self._pending_runs.pop(key, None) is not None
+            follow_up = self._follow_ups.pop(user_id, None) if ours else None
             try:
                 # a failed run is not retried at once: the buffer waits for the next notify
-                if follow_up is not None and not isinstance(outcome, BaseException):
+                if follow_up is not None and isinstance(outcome, MemoryRunResult):
                     await self.notify(user_id, session_ended=follow_up.session_ended, flush=follow_up.flush)
             finally:
-                self._task_done()
+                self._settle()
 
-    async def _summarize_session(self, user_id: str, session_id: str) -> None:
+    async def _summarize_session(self, user_id: str, session_id: str, key: str) -> None:
         try:
             caller = ModelCaller(self.context.llm, self.context.settings, "session summary")
             await fold_session_summary(self.context.store, caller, user_id, session_id)
         except Exception:
             logger.exception("session summary of %s/%s failed; the next update retries", user_id, session_id)
         finally:
-            self._task_done()
+            self._pending_summaries.discard(key)
+            self._settle()
 
     async def _report(self, user_id: str, outcome: MemoryRunResult | BaseException) -> None:
         if self.on_result is None:

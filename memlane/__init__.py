@@ -13,6 +13,7 @@ from memlane.store.base import (
     StoreError,
 )
 from memlane.recall import Recall, RecallItem  # the function is memlane.recall.recall
+from memlane.store.connections import RedisPoolExhausted
 from memlane.store.redis import RedisMemoryStore, open_store
 
 # Names whose modules pull in LangGraph / LangChain agents: imported on first use,
@@ -53,6 +54,7 @@ __all__ = [
     "Recall",
     "RecallItem",
     "RedisMemoryStore",
+    "RedisPoolExhausted",
     "RedisUnavailable",
     "SessionSummary",
     "Settings",

@@ -98,7 +98,10 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], None] | None = None) -> None:
-    """Take memory-graph runs from the shared queue until cancelled (`memlane worker`)."""
+    """Take memory-graph runs from the shared queue until cancelled (`memlane worker`).
+
+    Its pydocket worker redelivers a crashed worker's runs after `memory_run_expected_seconds`.
+    """
     from memlane.graph import MemoryContext, MemoryScheduler
     from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
     from memlane.store.redis import open_store
@@ -119,7 +122,12 @@ async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     def ready(name: str) -> None:
-        print(f"memlane worker: taking runs of {name!r} (Ctrl-C stops)", file=sys.stderr, flush=True)
+        print(
+            f"memlane worker: taking runs of {name!r}; a run whose worker died comes back after "
+            f"{settings.memory_run_expected_seconds:g} s (MEMLANE_MEMORY_RUN_EXPECTED_SECONDS). Ctrl-C stops",
+            file=sys.stderr,
+            flush=True,
+        )
 
     try:
         _run(lambda: work(settings, ready=ready))
@@ -132,7 +140,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     async def search(store: Any) -> None:
         for hit in await store.search_memories(args.user, args.query, limit=args.limit):
             sources = ",".join(hit.memory.source_message_ids)
-            print(f"{hit.score:.3f}\t{hit.memory.kind}\t{hit.memory.text}\t{sources}")
+            print(f"{hit.score:.3f}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
 
     _run(lambda: _with_store(settings, search))
     return 0

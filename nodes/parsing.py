@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
+_FENCE_MARKER = re.compile(r"```[ \t]*(?:json|JSON)?")
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _SMART_QUOTES = str.maketrans({"“": '"', "”": '"'})
 _CLOSERS = {"{": "}", "[": "]"}
 _MAX_REPAIR_CUTS = 200
+_MAX_FAILED_STARTS = 1000
 
 
 class ParseFailed(ValueError):
@@ -38,12 +40,11 @@ def strip_fences(text: str) -> str:
     return match.group(1).strip() if match else text.strip()
 
 
-def _balance(fragment: str) -> str | None:
-    """Close the open strings and brackets of a JSON prefix; None when it is unbalanced."""
-    stack: list[str] = []
-    in_string = False
-    escaped = False
-    for char in fragment:
+def _brackets(text: str) -> tuple[list[str], bool]:
+    """The brackets of `text` outside JSON strings, and whether it ends inside a string."""
+    brackets: list[str] = []
+    in_string = escaped = False
+    for char in text:
         if in_string:
             if escaped:
                 escaped = False
@@ -53,13 +54,22 @@ def _balance(fragment: str) -> str | None:
                 in_string = False
         elif char == '"':
             in_string = True
-        elif char in _CLOSERS:
-            stack.append(_CLOSERS[char])
-        elif char in "}]":
-            if not stack or stack.pop() != char:
-                return None
+        elif char in _CLOSERS or char in "}]":
+            brackets.append(char)
+    return brackets, in_string
+
+
+def _balance(fragment: str) -> str | None:
+    """Close the open strings and brackets of a JSON prefix; None when it is unbalanced."""
+    brackets, in_string = _brackets(fragment)
     if in_string:
         return None
+    stack: list[str] = []
+    for char in brackets:
+        if char in _CLOSERS:
+            stack.append(_CLOSERS[char])
+        elif not stack or stack.pop() != char:
+            return None
     return fragment + "".join(reversed(stack))
 
 
@@ -82,47 +92,90 @@ def _repair_partial(fragment: str) -> Any:
     raise ValueError("no complete JSON value in the answer")
 
 
-def extract_json(text: str, *, step: str = "parse") -> Any:
-    """The JSON value in a model answer: fences, prose, trailing commas and cut-offs allowed."""
+def _closes(text: str, start: int) -> bool:
+    """Whether the bracket at `start` is closed before the text ends (a cut-off value is not)."""
+    stack: list[str] = []
+    for char in _brackets(text[start:])[0]:
+        if char in _CLOSERS:
+            stack.append(_CLOSERS[char])
+        elif not stack or stack.pop() != char:
+            return True  # mismatched: prose brackets, closed as far as JSON goes
+        elif not stack:
+            return True
+    return False
+
+
+def _is_citation(value: Any) -> bool:
+    """Bracketed numbers in prose ("message [1] says") are references, not answers."""
+    return isinstance(value, list) and bool(value) and all(isinstance(item, (int, float)) for item in value)
+
+
+def _any_answer(value: Any) -> bool:
+    """Without an expected shape: an object, or a list that is not a citation."""
+    return isinstance(value, dict) or (isinstance(value, list) and not _is_citation(value))
+
+
+def extract_json(text: str, *, step: str = "parse", accept: Callable[[Any], bool] | None = None) -> Any:
+    """The answer's own JSON value: fences, prose, trailing commas and cut-offs allowed.
+
+    Models quote JSON the user typed before giving their answer, so the answer is the
+    *last* complete value that has the expected shape (`accept`), never the longest: a
+    value quoted earlier cannot win. A value cut off at the end of the answer is the
+    answer too; it is repaired when it can be.
+    """
     if not text or not text.strip():
         raise ParseFailed(step, "the model gave an empty answer")
-    body = strip_fences(text).translate(_SMART_QUOTES)
-    starts = [index for index, char in enumerate(body) if char in "{["]
+    accept = accept or _any_answer
+    body = _FENCE_MARKER.sub(" ", text).translate(_SMART_QUOTES)
+    cleaned = _TRAILING_COMMA.sub(r"\1", body)
+    starts = [index for index, char in enumerate(cleaned) if char in "{["]
     if not starts:
         raise ParseFailed(step, "no JSON object or list in the answer", text)
-    # prose may hold brackets of its own ("message [1] says"): take the longest JSON value
     decoder = json.JSONDecoder()
-    cleaned = _TRAILING_COMMA.sub(r"\1", body)
-    best: tuple[int, Any] | None = None
+    values: list[Any] = []  # complete top-level values, in order
+    cut_off_start: int | None = None  # the first value still open when the answer ends
     parsed_until = -1
-    for start in [index for index, char in enumerate(cleaned) if char in "{["][:_MAX_REPAIR_CUTS]:
+    failed_starts = 0
+    for start in starts:
         if start < parsed_until:
-            continue  # inside a value already parsed: shorter by construction
+            continue  # inside a value already parsed
         try:
             value, end = decoder.raw_decode(cleaned, start)
         except json.JSONDecodeError:
+            if cut_off_start is None and not _closes(cleaned, start):
+                cut_off_start = start
+            failed_starts += 1
+            if failed_starts > _MAX_FAILED_STARTS:
+                break  # a wall of brackets is not an answer
             continue
+        values.append(value)
         parsed_until = end
-        if best is None or end - start > best[0]:
-            best = (end - start, value)
-    if best is not None:
-        return best[1]
-    fragment = body[starts[0] :]
-    end = max(fragment.rfind("}"), fragment.rfind("]"))
-    if end >= 0:
+    if cut_off_start is not None:
+        # the answer ends inside this value: it comes after every complete one
         try:
-            return _loads(fragment[: end + 1])
-        except json.JSONDecodeError:
-            pass
-    try:
-        return _repair_partial(fragment)
-    except ValueError:
-        raise ParseFailed(step, "the JSON in the answer is broken beyond repair", text) from None
+            repaired = _repair_partial(cleaned[cut_off_start:])
+        except ValueError:
+            repaired = None
+        if repaired is not None and accept(repaired):
+            return repaired
+    for value in reversed(values):
+        if accept(value):
+            return value
+    if values:
+        return values[-1]  # of the wrong shape: the caller says what was expected
+    raise ParseFailed(step, "the JSON in the answer is broken beyond repair", text)
 
 
 def parse_object(text: str, model: type[ModelT], *, step: str) -> ModelT:
     """One object of `model`; a list holding one object is accepted too."""
-    value = extract_json(text, step=step)
+    fields = set(model.model_fields)
+
+    def has_fields(value: Any) -> bool:
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        return isinstance(value, dict) and not fields.isdisjoint(value)
+
+    value = extract_json(text, step=step, accept=has_fields)
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if not isinstance(value, dict):
@@ -143,7 +196,14 @@ def parse_items(
     Accepts `{key: [...]}`, a bare list, or a single item object. Returns the items and
     one reason per skipped item. Raises `ParseFailed` when no list can be found at all.
     """
-    value = extract_json(text, step=step)
+    item_fields = set(item_model.model_fields)
+
+    def is_list_or_item(value: Any) -> bool:
+        if isinstance(value, dict):
+            return key in value or not item_fields.isdisjoint(value)
+        return isinstance(value, list) and not _is_citation(value)
+
+    value = extract_json(text, step=step, accept=is_list_or_item)
     if isinstance(value, dict):
         if key in value:
             value = value[key]

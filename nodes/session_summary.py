@@ -19,7 +19,7 @@ from typing import Sequence
 from pydantic import BaseModel
 
 from memlane.config import Settings
-from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, speaker
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_message
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.store.base import Message, MemoryStore, SessionSummary
 from memlane.store.tokens import count_tokens, count_tokens_many, get_encoding, truncate_to_tokens
@@ -120,11 +120,8 @@ async def condense(lines: Sequence[str], settings: Settings, caller: ModelCaller
 
 
 def render_lines(messages: Sequence[Message]) -> list[str]:
-    return [
-        f"{speaker(message)}: {' '.join(message.content.split())}"
-        for message in messages
-        if message.content.strip()
-    ]
+    """One line per message with content (see `render_message`)."""
+    return [render_message(message) for message in messages if message.content.strip()]
 
 
 async def summarize_session(

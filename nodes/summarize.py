@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Sequence
 
 from pydantic import BaseModel
 
+from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_chat
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.nodes.profile_config import ProfileConfig
 from memlane.store.base import Message, ProfileEntry
+from memlane.store.tokens import count_tokens, truncate_to_tokens
+
+logger = logging.getLogger(__name__)
 
 SUMMARIZE_PROMPT = f"""TASK: summarize a chat for the user's long-term memory.
 You keep long-term memory for a personal assistant. Read the chat and write a short event
@@ -52,9 +57,19 @@ async def summarize_chat(
     )
     answer = await caller.ask(SUMMARIZE_PROMPT, user_text)
     try:
-        return parse_object(answer, SummaryOutput, step="summarize").summary.strip()
+        summary = parse_object(answer, SummaryOutput, step="summarize").summary.strip()
     except ParseFailed as failure:
-        prose = strip_fences(answer)
-        if not prose or "{" in prose:
+        summary = strip_fences(answer)
+        if not summary or "{" in summary:
             raise failure
-        return prose
+    return cap_summary(summary, caller.settings)
+
+
+def cap_summary(summary: str, settings: Settings) -> str:
+    """The summary cut to `memory_summary_max_tokens`: a runaway answer is not stored whole."""
+    limit, encoding = settings.memory_summary_max_tokens, settings.token_encoding
+    tokens = count_tokens(summary, encoding)
+    if tokens <= limit:
+        return summary
+    logger.warning("summarize: the summary had %d tokens, cut to %d (memory_summary_max_tokens)", tokens, limit)
+    return truncate_to_tokens(summary, limit, encoding).strip()

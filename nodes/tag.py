@@ -54,7 +54,9 @@ async def tag_event(
         return [], []
     try:
         answer = await caller.ask(TAG_PROMPT.format(max_tags=max_tags), f"<chat>\nEvent: {summary}\n</chat>")
-        value = extract_json(answer, step="tag")
+        value = extract_json(
+            answer, step="tag", accept=lambda found: isinstance(found, list) or (isinstance(found, dict) and "tags" in found)
+        )
         if isinstance(value, dict):
             value = value.get("tags")
         if not isinstance(value, list):

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 MemoryKind = Literal["profile", "event", "summary", "message"]
 MEMORY_KINDS: tuple[MemoryKind, ...] = ("profile", "event", "summary", "message")
 Role = Literal["user", "assistant", "system", "tool"]
+SpeakerRole = Literal["owner", "assistant", "other"]
 
 
 class StoreError(RuntimeError):
@@ -46,7 +47,32 @@ class Message(BaseModel):
     content: str
     created_at: float = Field(default_factory=now)
     name: str | None = Field(default=None, description="speaker name, e.g. a friend in a group chat")
+    speaker_is_owner: bool | None = Field(
+        default=None,
+        description="whether the user who owns this memory said it; unset: a 'user' message without a name "
+        "is the owner's, a named one (朋友A in a group chat) is someone else's",
+    )
     seq: int | None = Field(default=None, description="per-user order, assigned by the store")
+
+    @field_validator("content", "name")
+    @classmethod
+    def _replace_lone_surrogates(cls, value: str | None) -> str | None:
+        """A lone UTF-16 surrogate ("\\ud800") cannot be encoded for Redis or a model: it becomes U+FFFD.
+
+        A pair of surrogates is joined into the character it encodes.
+        """
+        if value is None or value.isascii():
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    @property
+    def speaker_role(self) -> SpeakerRole:
+        """Who said it, explicitly: the memory's owner, the assistant, or someone else."""
+        if self.role == "assistant":
+            return "assistant"
+        if self.speaker_is_owner is not None:
+            return "owner" if self.speaker_is_owner else "other"
+        return "owner" if self.role == "user" and not self.name else "other"
 
 
 class SessionSummary(BaseModel):
@@ -142,15 +168,37 @@ class Memory(BaseModel):
     created_at: float = Field(default_factory=now)
     source_message_ids: list[str] = Field(default_factory=list)
     ref_id: str | None = Field(default=None, description="id of the profile entry / event it mirrors")
+    speaker: str | None = Field(default=None, description="who said it, when someone other than the owner did")
+    speaker_role: SpeakerRole = Field(
+        default="owner", description="owner (the user, and facts about them), assistant, or other (a friend)"
+    )
+
+    @property
+    def attributed_text(self) -> str:
+        """The text with its speaker in front when it is not the owner's ("朋友A: …")."""
+        if self.speaker_role == "other":
+            return f"{self.speaker or 'other'}: {self.text}"
+        if self.speaker_role == "assistant":
+            return f"{self.speaker or 'assistant'}: {self.text}"
+        return self.text
 
 
 class MemoryHit(BaseModel):
-    """A search result: the memory and how it scored."""
+    """A search result: the memory and how it scored.
+
+    Hits come ranked by `rank_score` (reciprocal-rank fusion of the vector and the text
+    ranking, plus the time-scoped rankings when the query names a time). `score` is a
+    calibrated relevance for thresholds, independent of the other hits: the cosine
+    similarity rescaled from the embedding provider's floor of unrelated texts to 1,
+    fused with the normalized BM25 score (see `RedisMemoryStore.relevance`).
+    """
 
     memory: Memory
-    score: float = Field(description="fused hybrid score, 0..1")
+    score: float = Field(description="relevance 0..1, for thresholds")
+    rank_score: float = Field(default=0.0, description="reciprocal-rank fusion score: the order of the hits")
     vector_similarity: float = Field(description="cosine similarity, 0..1")
     text_score: float = Field(description="BM25 score normalized to the best text hit, 0..1")
+    time_match: bool = Field(default=False, description="inside a time the query names (\"yesterday\", \"5月2日\")")
 
 
 class MemoryUpdate(BaseModel):
@@ -249,8 +297,22 @@ class MemoryStore(Protocol):
         since: float | None = None,
         until: float | None = None,
         limit: int = 10,
+        speaker: str | None = None,
+        speaker_roles: Sequence[SpeakerRole] | None = None,
+        reference_time: float | None = None,
+        understand_time: bool = True,
     ) -> list[MemoryHit]:
-        """Hybrid (vector + BM25) search over the user's memories, best first."""
+        """Hybrid (vector + BM25, rank-fused) search over the user's memories, best first.
+
+        speaker / speaker_roles: only what that person (or those roles) said.
+        understand_time: time expressions in the query ("昨天", "on April 27th") boost the
+        memories of that time, relative to `reference_time` (default: now).
+        """
+
+    async def message_neighbours(
+        self, user_id: str, message_id: str, *, before: int = 1, after: int = 1
+    ) -> list[Message]:
+        """The message with up to `before` / `after` messages of its session around it, in order."""
 
     # whole user --------------------------------------------------------------------------
     async def delete_user(self, user_id: str) -> int:

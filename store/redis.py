@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
 from typing import Any, Sequence
 
@@ -39,11 +38,13 @@ from memlane.store.base import (
     ProfileEntry,
     RedisUnavailable,
     SessionSummary,
+    SpeakerRole,
     StoreError,
     UserExport,
     event_memory_id,
     message_memory_id,
     profile_memory_id,
+    stable_id,
 )
 from memlane.store.embeddings import embedding_dims, get_embeddings
 from memlane.store.schema import (
@@ -53,16 +54,23 @@ from memlane.store.schema import (
     MessageField,
     memory_schema,
     session_key,
+    speaker_key,
     user_key,
 )
+from memlane.store.text import detect_language, index_terms, query_terms
+from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, resolve_timezone, without_time_expressions
 
 logger = logging.getLogger(__name__)
 
 # Stores a message unless its id is already there; assigns the per-user seq atomically.
 # KEYS: message hash, seq counter, timeline zset, session zset, sessions zset
 # ARGV: member (message key suffix), raw session id, created_at, then field/value pairs
+# Returns -1 for an id already stored in the same session, -2 for one stored in another.
 _ADD_MESSAGE_LUA = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'session') == ARGV[2] then return -1 end
+  return -2
+end
 local seq = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'seq', seq, unpack(ARGV, 4))
 redis.call('ZADD', KEYS[3], seq, ARGV[1])
@@ -79,30 +87,7 @@ if target > current then redis.call('SET', KEYS[1], target); return target end
 return current
 """
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
-_TOKEN_PATTERN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
-_STOPWORDS = frozenset(
-    "a an and are as at be but by do does for from has have i in is it its me my of on or so "
-    "that the this to was were what when where which who why will with you your".split()
-)
-_MAX_QUERY_TERMS = 48
 _COUNT_TTL_SECONDS = 60.0
-
-
-def search_terms(text: str) -> list[str]:
-    """Full-text query terms: words, and bigrams of Chinese/Japanese/Korean runs.
-
-    RediSearch segments the stored Chinese text into words; a whole Chinese sentence as
-    one query term matches nothing, but its bigrams hit the words it contains.
-    """
-    terms: list[str] = []
-    for token in _TOKEN_PATTERN.findall(text.lower()):
-        if re.match(rf"[{_CJK}]", token):
-            terms += [token] if len(token) == 1 else [token[i : i + 2] for i in range(len(token) - 1)]
-        elif token not in _STOPWORDS:
-            terms.append(token)
-    unique = list(dict.fromkeys(terms))
-    return unique[:_MAX_QUERY_TERMS]
 
 
 def _vector_bytes(vector: Sequence[float]) -> bytes:
@@ -115,7 +100,14 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _unavailable(error: Exception) -> RedisUnavailable:
+def _unavailable(error: Exception) -> StoreError:
+    """The store error for a failed Redis call: a busy connection pool is not a Redis that went away."""
+    from redis.exceptions import MaxConnectionsError
+
+    from memlane.store.connections import pool_exhausted
+
+    if isinstance(error, MaxConnectionsError):
+        return pool_exhausted(error)
     return RedisUnavailable(
         f"Redis stopped answering ({error}); check that it runs and REDIS_URL points at it, "
         "or unset REDIS_URL to use the embedded Redis Stack"
@@ -142,12 +134,13 @@ class RedisMemoryStore:
         self.dims = embedding_dims(embeddings)
         self.schema = memory_schema(self.layout, self.dims)
         self.index = AsyncSearchIndex(self.schema, redis_client=client)
+        self.zone = resolve_timezone(self.settings.timezone)  # what "April 27th" and "昨天" are read in
         self._add_message = client.register_script(_ADD_MESSAGE_LUA)
         self._advance_cursor = client.register_script(_ADVANCE_CURSOR_LUA)
 
     # set-up ------------------------------------------------------------------------------
     async def ensure_indexes(self) -> None:
-        """Create the memory index (with LANGUAGE chinese) unless it exists."""
+        """Create the memory index unless it exists; rebuild one made by an older memlane."""
         name = self.layout.memory_index_name
         try:
             info = await self.client.ft(name).info()
@@ -157,7 +150,17 @@ class RedisMemoryStore:
             raise _unavailable(error) from error
         if info is not None:
             self._check_dims(info)
+            if self._index_is_current(info):
+                return
+            logger.warning("rebuilding the index %s for the bilingual full-text fields", name)
+            await self._run(self.client.ft(name).dropindex(delete_documents=False))
+            await self._create_index()
+            await self._backfill_search_fields()
             return
+        await self._create_index()
+
+    async def _create_index(self) -> None:
+        name = self.layout.memory_index_name
         definition = IndexDefinition(
             prefix=[self.layout.memory_key_prefix], index_type=IndexType.HASH, language=INDEX_LANGUAGE
         )
@@ -166,6 +169,22 @@ class RedisMemoryStore:
         except ResponseError as error:
             if "already exists" not in str(error).lower():  # another process won the race
                 raise StoreError(f"could not create the index {name}: {error}") from error
+
+    @staticmethod
+    def _index_is_current(info: dict[str, Any]) -> bool:
+        names = {_text(item) for attribute in info.get("attributes", []) for item in attribute}
+        return MemoryField.SEARCH_TEXT in names and MemoryField.MONTH_DAY in names
+
+    async def _backfill_search_fields(self) -> None:
+        """Give memories written before the bilingual index their search fields (one HSET each)."""
+        fields = [*self._RETURN_FIELDS, MemoryField.EMBEDDING]
+        async for key in self.client.scan_iter(match=self.layout.memory_key_prefix + "*", count=1000):
+            values = await self._run(self.client.hmget(key, fields))
+            doc = {field: value for field, value in zip(fields, values)}
+            if doc[MemoryField.ID] is None or doc[MemoryField.TEXT] is None:
+                continue
+            row = self._memory_row(self._memory_from_doc({f: _text(v) for f, v in doc.items() if f != MemoryField.EMBEDDING}))
+            await self._run(self.client.hset(key, mapping=row))
 
     def _check_dims(self, info: dict[str, Any]) -> None:
         for attribute in info.get("attributes", []):
@@ -205,6 +224,7 @@ class RedisMemoryStore:
                 MessageField.SESSION: message.session_id,
                 MessageField.ROLE: message.role,
                 MessageField.NAME: message.name or "",
+                MessageField.SPEAKER_ROLE: message.speaker_role,
                 MessageField.CONTENT: message.content,
                 MessageField.CREATED_AT: repr(message.created_at),
             }
@@ -219,12 +239,17 @@ class RedisMemoryStore:
                 self.layout.sessions(message.user_id),
             ]
             await self._add_message(keys=keys, args=args, client=pipe)
-        results = await self._run(pipe.execute())
-        stored = [
-            message.model_copy(update={"seq": int(seq)})
-            for message, seq in zip(messages, results)
-            if int(seq) >= 0
-        ]
+        results = [int(seq) for seq in await self._run(pipe.execute())]
+        stored = [message.model_copy(update={"seq": seq}) for message, seq in zip(messages, results) if seq >= 0]
+        elsewhere = [message.id for message, seq in zip(messages, results) if seq == -2]
+        if elsewhere:  # ids are unique per user, across sessions: a reused id is not a new message
+            logger.warning(
+                "skipped %d message(s) of user %r whose ids are already stored in another session "
+                "(message ids are unique per user): %s",
+                len(elsewhere),
+                messages[0].user_id,
+                ", ".join(elsewhere[:5]),
+            )
         if index_for_search:
             memories = [
                 Memory(
@@ -235,6 +260,8 @@ class RedisMemoryStore:
                     session_id=message.session_id,
                     created_at=message.created_at,
                     source_message_ids=[message.id],
+                    speaker=message.name if message.speaker_role != "owner" else None,
+                    speaker_role=message.speaker_role,
                 )
                 for message in stored
                 if message.content.strip() and message.role in ("user", "assistant")
@@ -262,6 +289,7 @@ class RedisMemoryStore:
                     session_id=data[MessageField.SESSION],
                     role=data[MessageField.ROLE],  # type: ignore[arg-type]
                     name=data.get(MessageField.NAME) or None,
+                    speaker_is_owner=data[MessageField.SPEAKER_ROLE] == "owner" if data.get(MessageField.SPEAKER_ROLE) else None,
                     content=data[MessageField.CONTENT],
                     created_at=float(data[MessageField.CREATED_AT]),
                     seq=int(data[MessageField.SEQ]),
@@ -275,6 +303,20 @@ class RedisMemoryStore:
         members = await self._run(
             self.client.zrange(self.layout.session_messages(user_id, session_id), -limit, -1)
         )
+        return await self._load_messages(user_id, members)
+
+    async def message_neighbours(
+        self, user_id: str, message_id: str, *, before: int = 1, after: int = 1
+    ) -> list[Message]:
+        key = self.layout.message(user_id, message_id)
+        session_id = await self._run(self.client.hget(key, MessageField.SESSION))
+        if session_id is None:
+            return []
+        session_messages = self.layout.session_messages(user_id, _text(session_id))
+        rank = await self._run(self.client.zrank(session_messages, key.rsplit(":", 1)[1]))
+        if rank is None:
+            return []
+        members = await self._run(self.client.zrange(session_messages, max(0, rank - before), rank + after))
         return await self._load_messages(user_id, members)
 
     async def unprocessed_messages(self, user_id: str, limit: int | None = None) -> list[Message]:
@@ -353,6 +395,8 @@ class RedisMemoryStore:
     # the memory graph's one write ----------------------------------------------------------
     async def apply_update(self, update: MemoryUpdate) -> None:
         user_id = update.user_id
+        if not user_id:
+            raise StoreError("a MemoryUpdate has an empty user_id: every update belongs to a user")
         foreign = [item for item in [*update.upsert_profile, *update.memories] if item.user_id != user_id]
         if update.event is not None and update.event.user_id != user_id:
             foreign.append(update.event)  # type: ignore[arg-type]
@@ -373,7 +417,6 @@ class RedisMemoryStore:
             pipe.hset(self.layout.events(user_id), update.event.id, update.event.model_dump_json())
             pipe.zadd(self.layout.event_times(user_id), {update.event.id: update.event.created_at})
         for key, row in memory_rows:
-            pipe.delete(key)
             pipe.hset(key, mapping=row)
         if update.advance_cursor_to is not None:
             await self._advance_cursor(
@@ -382,38 +425,64 @@ class RedisMemoryStore:
         await self._run(pipe.execute())
 
     # vector memories -------------------------------------------------------------------------
+    def _memory_row(self, memory: Memory) -> dict[str, Any]:
+        """Every field of a memory's hash but the embedding. All fields are always written
+        (empty when unset), so an upsert is one HSET: a DEL before it would make RediSearch
+        index the document twice and skew its BM25 statistics until garbage collection."""
+        speaker = memory.speaker or ""
+        row: dict[str, Any] = {
+            MemoryField.ID: memory.id,
+            MemoryField.USER: user_key(memory.user_id),
+            MemoryField.USER_ID: memory.user_id,
+            MemoryField.KIND: memory.kind,
+            MemoryField.TEXT: memory.text,
+            MemoryField.SEARCH_TEXT: index_terms(f"{speaker} {memory.text}" if speaker else memory.text),
+            MemoryField.LANGUAGE: detect_language(memory.text),
+            MemoryField.SPEAKER: speaker,
+            MemoryField.SPEAKER_KEY: speaker_key(speaker) if speaker else "",
+            MemoryField.SPEAKER_ROLE: memory.speaker_role,
+            MemoryField.CREATED_AT: memory.created_at,
+            MemoryField.MONTH_DAY: month_day(memory.created_at, self.zone),
+            MemoryField.SOURCES: json.dumps(memory.source_message_ids, ensure_ascii=False),
+            MemoryField.REF_ID: memory.ref_id or "",
+            MemoryField.SESSION: session_key(memory.session_id) if memory.session_id else "",
+            MemoryField.SESSION_ID: memory.session_id or "",
+        }
+        row[MemoryField.CONTENT_DIGEST] = stable_id(*(f"{key}={value}" for key, value in sorted(row.items())))
+        return row
+
     async def _memory_rows(self, memories: Sequence[Memory]) -> list[tuple[str, dict[str, Any]]]:
+        """Hash rows of the memories that are new or changed (unchanged ones are skipped), embedded."""
         if not memories:
             return []
-        vectors = await self.embeddings.aembed_documents([memory.text for memory in memories])
-        rows = []
-        for memory, vector in zip(memories, vectors):
-            row: dict[str, Any] = {
-                MemoryField.ID: memory.id,
-                MemoryField.USER: user_key(memory.user_id),
-                MemoryField.USER_ID: memory.user_id,
-                MemoryField.KIND: memory.kind,
-                MemoryField.TEXT: memory.text,
-                MemoryField.CREATED_AT: memory.created_at,
-                MemoryField.SOURCES: json.dumps(memory.source_message_ids, ensure_ascii=False),
-                MemoryField.REF_ID: memory.ref_id or "",
-                MemoryField.EMBEDDING: _vector_bytes(vector),
-            }
-            if memory.session_id:
-                row[MemoryField.SESSION] = session_key(memory.session_id)
-                row[MemoryField.SESSION_ID] = memory.session_id
-            rows.append((self.layout.memory(memory.user_id, memory.id), row))
-        return rows
+        empty = [memory.user_id for memory in memories if not memory.user_id]
+        if empty:
+            raise StoreError("a memory has an empty user_id: every memory belongs to a user")
+        latest = {self.layout.memory(memory.user_id, memory.id): memory for memory in memories}  # last one wins
+        keys = list(latest)
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hget(key, MemoryField.CONTENT_DIGEST)
+        stored = await self._run(pipe.execute())
+        changed = []
+        for key, digest in zip(keys, stored):
+            row = self._memory_row(latest[key])
+            if _text(digest) != row[MemoryField.CONTENT_DIGEST]:
+                changed.append((key, row))
+        if not changed:
+            return []
+        vectors = await self.embeddings.aembed_documents([row[MemoryField.TEXT] for _, row in changed])
+        for (_, row), vector in zip(changed, vectors):
+            row[MemoryField.EMBEDDING] = _vector_bytes(vector)
+        return changed
 
     async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
         rows = await self._memory_rows(memories)
-        if not rows:
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for key, row in rows:
-            pipe.delete(key)  # an upsert must not keep fields of the old version (e.g. session)
-            pipe.hset(key, mapping=row)
-        await self._run(pipe.execute())
+        if rows:
+            pipe = self.client.pipeline(transaction=False)
+            for key, row in rows:
+                pipe.hset(key, mapping=row)
+            await self._run(pipe.execute())
         return [memory.id for memory in memories]
 
     async def delete_memory(self, user_id: str, memory_id: str) -> bool:
@@ -427,6 +496,8 @@ class RedisMemoryStore:
         session_id: str | None,
         since: float | None,
         until: float | None,
+        speaker: str | None = None,
+        speaker_roles: Sequence[SpeakerRole] | None = None,
     ) -> FilterExpression:
         expression = Tag(MemoryField.USER) == user_key(user_id)
         if kinds:
@@ -437,6 +508,21 @@ class RedisMemoryStore:
             expression = expression & (Num(MemoryField.CREATED_AT) >= since)
         if until is not None:
             expression = expression & (Num(MemoryField.CREATED_AT) <= until)
+        if speaker:
+            expression = expression & (Tag(MemoryField.SPEAKER_KEY) == speaker_key(speaker))
+        if speaker_roles:
+            expression = expression & (Tag(MemoryField.SPEAKER_ROLE) == list(speaker_roles))
+        return expression
+
+    @staticmethod
+    def _time_filter(scope: TimeScope) -> FilterExpression:
+        """Memories inside any of the scope's spans or on any of its month-days."""
+        clauses: list[FilterExpression] = [
+            Num(MemoryField.CREATED_AT).between(start, end) for start, end in scope.ranges
+        ] + [Num(MemoryField.MONTH_DAY) == value for value in scope.month_days]
+        expression = clauses[0]
+        for clause in clauses[1:]:
+            expression = expression | clause
         return expression
 
     _RETURN_FIELDS = [
@@ -448,6 +534,8 @@ class RedisMemoryStore:
         MemoryField.CREATED_AT,
         MemoryField.SOURCES,
         MemoryField.REF_ID,
+        MemoryField.SPEAKER,
+        MemoryField.SPEAKER_ROLE,
     ]
 
     def vector_query(
@@ -480,9 +568,10 @@ class RedisMemoryStore:
         return count
 
     def text_query(self, terms: Sequence[str], expression: FilterExpression, limit: int) -> TextQuery:
+        """BM25 over the analyzed terms (`store.text.query_terms`), any of them matching."""
         return TextQuery(
             text=" ".join(terms),
-            text_field_name=MemoryField.TEXT,
+            text_field_name=MemoryField.SEARCH_TEXT,
             filter_expression=expression,
             return_fields=self._RETURN_FIELDS,
             num_results=limit,
@@ -499,65 +588,114 @@ class RedisMemoryStore:
         since: float | None = None,
         until: float | None = None,
         limit: int = 10,
+        speaker: str | None = None,
+        speaker_roles: Sequence[SpeakerRole] | None = None,
+        reference_time: float | None = None,
+        understand_time: bool = True,
     ) -> list[MemoryHit]:
         if limit <= 0 or not query.strip():
             return []
-        expression = self._filter(user_id, kinds, session_id, since, until)
+        expression = self._filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
         candidates = max(self.settings.search_candidates, limit)
-        terms = search_terms(query)
-        # the BM25 query needs no vector: Redis answers it while the query is embedded
-        text_search = (
-            asyncio.ensure_future(self._run(self.index.query(self.text_query(terms, expression, candidates))))
-            if terms
-            else None
+        scope = (
+            parse_time_scope(query, time.time() if reference_time is None else reference_time, self.zone)
+            if understand_time
+            else TimeScope()
         )
+        terms = query_terms(without_time_expressions(query, scope))
+        text_queries = [self.text_query(terms, expression, candidates)] if terms else []
+        if scope and terms:
+            text_queries.append(self.text_query(terms, expression & self._time_filter(scope), candidates))
+        async def run_text_queries() -> list[list[dict[str, Any]]]:
+            return await self._run(self.index.batch_query(text_queries))
+
+        # the BM25 queries need no vector: Redis answers them while the query is embedded
+        # (the coroutine is made inside the task, so a cancelled task leaves none un-awaited)
+        text_search = asyncio.ensure_future(run_text_queries()) if text_queries else None
         try:
             approximate = await self.memory_count(user_id) > self.settings.search_exact_max_memories
             query_vector = await self.embeddings.aembed_query(query)
-            vector_docs = await self._run(
-                self.index.query(self.vector_query(query_vector, expression, candidates, approximate=approximate))
-            )
-            text_docs = await text_search if text_search is not None else []
+            vector_queries = [self.vector_query(query_vector, expression, candidates, approximate=approximate)]
+            if scope:
+                vector_queries.append(self.vector_query(query_vector, expression & self._time_filter(scope), candidates))
+            vector_lists = await self._run(self.index.batch_query(vector_queries))
+            text_lists = await text_search if text_search is not None else []
         finally:
             if text_search is not None:
                 if not text_search.done():
                     text_search.cancel()
                 elif not text_search.cancelled():
                     text_search.exception()  # retrieved: an error here is already on its way up
-        return await self._fuse(user_id, query_vector, vector_docs, text_docs, limit)
+        return await self._fuse(user_id, query_vector, vector_lists, text_lists, scope, limit)
+
+    def relevance(self, vector_similarity: float, text_score: float, time_match: bool = False) -> float:
+        """The documented 0..1 relevance recall thresholds apply to: cosine similarity rescaled
+        from the provider's floor of unrelated texts (`Settings.similarity_floor`) to 1,
+        weighted `hybrid_alpha`, plus the BM25 score normalized to the best text hit, plus
+        `search_time_match_bonus` for a memory of the time the query names (capped at 1)."""
+        floor = self.settings.similarity_floor
+        similarity = min(1.0, max(0.0, (vector_similarity - floor) / (1.0 - floor)))
+        alpha = self.settings.hybrid_alpha
+        fused = alpha * similarity + (1 - alpha) * text_score
+        return min(1.0, fused + (self.settings.search_time_match_bonus if time_match else 0.0))
 
     async def _fuse(
         self,
         user_id: str,
         query_vector: Sequence[float],
-        vector_docs: list[dict[str, Any]],
-        text_docs: list[dict[str, Any]],
+        vector_lists: list[list[dict[str, Any]]],
+        text_lists: list[list[dict[str, Any]]],
+        scope: TimeScope,
         limit: int,
     ) -> list[MemoryHit]:
-        """Weighted fusion: alpha · cosine similarity + (1 − alpha) · BM25 / best BM25."""
+        """Reciprocal-rank fusion: each ranking adds 1 / (k + rank) for every memory it holds.
+
+        The rankings are the vector and the BM25 ranking over the user's memories and, when
+        the query names a time, both rankings again inside that time: a memory of that time
+        gets up to twice the votes, without hiding the others.
+        """
+        k = self.settings.search_rrf_k
         docs: dict[str, dict[str, Any]] = {}
-        similarity: dict[str, float] = {}
-        for doc in vector_docs:
-            docs[doc["id"]] = doc
-            similarity[doc["id"]] = max(0.0, 1.0 - float(doc["vector_distance"]))
-        text_raw = {doc["id"]: float(doc.get("score") or 0.0) for doc in text_docs}
+        rank_score: dict[str, float] = {}
+        for ranking in [*vector_lists, *text_lists]:
+            for rank, doc in enumerate(ranking, 1):
+                docs.setdefault(doc["id"], doc)
+                rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + 1.0 / (k + rank)
+        similarity = {doc["id"]: max(0.0, 1.0 - float(doc["vector_distance"])) for doc in vector_lists[0]}
+        for ranking in vector_lists[1:]:
+            for doc in ranking:
+                similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc["vector_distance"])))
+        text_raw: dict[str, float] = {}
+        for ranking in text_lists:
+            for doc in ranking:
+                text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
         best_text = max(text_raw.values(), default=0.0)
-        for doc in text_docs:
-            docs.setdefault(doc["id"], doc)
-        missing = [doc_id for doc_id in docs if doc_id not in similarity]
+        ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)[:limit]
+        missing = [docs[doc_id] for doc_id in ranked if doc_id not in similarity]
         if missing:
-            similarity.update(await self._similarities(user_id, query_vector, [docs[i] for i in missing]))
-        alpha = self.settings.hybrid_alpha
-        scored = []
-        for doc_id in docs:
+            similarity.update(await self._similarities(user_id, query_vector, missing))
+        hits = []
+        for doc_id in ranked:  # records only for what is returned
+            memory = self._memory_from_doc(docs[doc_id])
             text_score = text_raw.get(doc_id, 0.0) / best_text if best_text > 0 else 0.0
             vector_similarity = similarity.get(doc_id, 0.0)
-            scored.append((alpha * vector_similarity + (1 - alpha) * text_score, vector_similarity, text_score, doc_id))
-        scored.sort(key=lambda row: row[0], reverse=True)
-        return [  # records only for what is returned
-            MemoryHit(memory=self._memory_from_doc(docs[doc_id]), score=score, vector_similarity=similarity_, text_score=text_score)
-            for score, similarity_, text_score, doc_id in scored[:limit]
-        ]
+            time_match = bool(scope) and self._in_scope(memory.created_at, scope)
+            hits.append(
+                MemoryHit(
+                    memory=memory,
+                    score=self.relevance(vector_similarity, text_score, time_match),
+                    rank_score=rank_score[doc_id],
+                    vector_similarity=vector_similarity,
+                    text_score=text_score,
+                    time_match=time_match,
+                )
+            )
+        return hits
+
+    def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
+        return any(start <= created_at <= end for start, end in scope.ranges) or (
+            month_day(created_at, self.zone) in scope.month_days
+        )
 
     async def _similarities(
         self, user_id: str, query_vector: Sequence[float], docs: list[dict[str, Any]]
@@ -589,6 +727,8 @@ class RedisMemoryStore:
             created_at=float(doc[MemoryField.CREATED_AT]),
             source_message_ids=json.loads(_text(doc.get(MemoryField.SOURCES)) or "[]"),
             ref_id=_text(doc.get(MemoryField.REF_ID)) or None,
+            speaker=_text(doc.get(MemoryField.SPEAKER)) or None,
+            speaker_role=_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",  # type: ignore[arg-type]
         )
 
     # whole user ----------------------------------------------------------------------------
@@ -642,11 +782,13 @@ async def open_store(
     key_prefix: str | None = None,
 ) -> RedisMemoryStore:
     """Connect to REDIS_URL (or start the embedded Redis Stack) and return a ready store."""
+    from memlane.store.connections import connection_pool
     from memlane.store.embedded import resolve_redis_url
 
     settings = settings or get_settings()
     url = await asyncio.to_thread(resolve_redis_url, settings)
-    client = aioredis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=5, health_check_interval=30)
+    # a blocking pool: a burst of chats waits for a free connection instead of failing at once
+    client = aioredis.Redis.from_pool(connection_pool(url, settings))
     try:
         await client.ping()
     except (RedisError, OSError) as error:

@@ -13,9 +13,12 @@ from dataclasses import dataclass
 
 from redisvl.schema import IndexSchema
 
-# RediSearch only segments Chinese when told to; the index's default language is used
-# for every document (English words are still tokenized normally).
-INDEX_LANGUAGE = "chinese"
+# Full text is analyzed in Python (store/text.py: English stems, CJK bigrams) into its own
+# field, indexed without server-side stemming; the index language only names the stop-word
+# and tokenizer defaults RediSearch applies to the already-analyzed terms.
+INDEX_LANGUAGE = "english"
+# Bumped when the index's fields change: `ensure_indexes` rebuilds an older index in place.
+INDEX_VERSION = "2"
 
 
 class MemoryField:
@@ -29,8 +32,15 @@ class MemoryField:
     SESSION = "session"
     USER_ID = "user_id"
     SESSION_ID = "session_id"
-    TEXT = "text"
+    TEXT = "text"  # as written; returned, not searched
+    SEARCH_TEXT = "search_text"  # `store.text.index_terms` of the speaker and the text
+    LANGUAGE = "language"  # "zh" or "en": the language the memory is written in
+    SPEAKER = "speaker"  # who said it, as shown ("朋友A", "Alice"); "" for the owner and the assistant
+    SPEAKER_KEY = "speaker_key"  # tag: digest of the normalized speaker name
+    SPEAKER_ROLE = "speaker_role"  # tag: "owner" (the user whose memory it is), "assistant" or "other"
     CREATED_AT = "created_at"
+    MONTH_DAY = "month_day"  # MMDD of created_at in the configured zone: "April 27th" in any year
+    CONTENT_DIGEST = "content_digest"  # unchanged memories are not rewritten (no churn in BM25 statistics)
     SOURCES = "source_message_ids"
     REF_ID = "ref_id"
     EMBEDDING = "embedding"
@@ -42,6 +52,7 @@ class MessageField:
     SESSION = "session"
     ROLE = "role"
     NAME = "name"
+    SPEAKER_ROLE = "speaker_role"  # owner / assistant / other, fixed when stored
     CONTENT = "content"
     CREATED_AT = "created_at"
     SEQ = "seq"
@@ -57,6 +68,10 @@ def user_key(user_id: str) -> str:
 
 def session_key(session_id: str) -> str:
     return _digest("session\x00" + session_id)
+
+
+def speaker_key(name: str) -> str:
+    return _digest("speaker\x00" + " ".join(name.lower().split()))
 
 
 def item_key(item_id: str) -> str:
@@ -135,8 +150,12 @@ def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
                 {"name": MemoryField.USER, "type": "tag"},
                 {"name": MemoryField.KIND, "type": "tag"},
                 {"name": MemoryField.SESSION, "type": "tag"},
-                {"name": MemoryField.TEXT, "type": "text"},
+                {"name": MemoryField.LANGUAGE, "type": "tag"},
+                {"name": MemoryField.SPEAKER_KEY, "type": "tag"},
+                {"name": MemoryField.SPEAKER_ROLE, "type": "tag"},
+                {"name": MemoryField.SEARCH_TEXT, "type": "text", "attrs": {"no_stem": True}},
                 {"name": MemoryField.CREATED_AT, "type": "numeric", "attrs": {"sortable": True}},
+                {"name": MemoryField.MONTH_DAY, "type": "numeric"},
                 {
                     "name": MemoryField.EMBEDDING,
                     "type": "vector",

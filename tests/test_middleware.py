@@ -15,7 +15,7 @@ from scripted import ScriptedChatModel
 from memlane.graph import MemoryContext, MemoryScheduler
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware, MissingUser
 from memlane.recall import HEADINGS
-from memlane.store.base import Memory, MemoryUpdate, ProfileEntry, profile_memory_id
+from memlane.store.base import Memory, MemoryUpdate, Message, ProfileEntry, profile_memory_id
 
 COFFEE = ProfileEntry(user_id="u", topic="diet", subtopic="coffee", content="drinks black coffee without sugar", confidence=0.9)
 
@@ -175,3 +175,41 @@ async def test_a_redis_that_goes_away_costs_the_memory_not_the_reply_nor_the_tur
     ]
     assert middleware.persistence.unsaved == {}
     await client.aclose()
+
+
+async def test_a_lone_surrogate_costs_neither_the_reply_nor_the_next_turns(store, settings):
+    await seed_coffee(store)
+    failures: list[BaseException] = []
+
+    async def on_failed(identity, error):
+        failures.append(error)
+
+    model = ScriptedChatModel(script=["first", "second", "third", "fourth"])
+    middleware = MemoryMiddleware(store, settings=settings, on_failed=on_failed)
+    agent = agent_for(model, middleware, system_prompt="Base.")
+    context = MemoryAgentContext(user_id="u", session_id="s")
+    result = await agent.ainvoke({"messages": [HumanMessage("my coffee \ud800?")]}, context=context)
+    assert result["messages"][-1].content == "first"
+    assert "black coffee without sugar" in model.calls[0][0].content  # recalled for the broken query
+    for text in ("how do I take my coffee?", "and tea?", "thanks"):
+        await agent.ainvoke({"messages": [HumanMessage(text)]}, context=context)
+    await middleware.wait_idle()
+    assert [m.content for m in await store.recent_messages("u", "s")] == [
+        "my coffee \ufffd?", "first", "how do I take my coffee?", "second", "and tea?", "third", "thanks", "fourth",
+    ]
+    assert middleware.persistence.unsaved == {} and failures == []
+
+
+async def test_a_message_that_cannot_be_stored_does_not_hold_back_the_next(store, settings):
+    middleware = MemoryMiddleware(store, settings=settings)
+    identity = MemoryAgentContext(user_id="u", session_id="s")
+    # built past validation, as a caller's own store messages could be: Redis cannot encode it
+    broken = Message.model_construct(id="bad", user_id="u", session_id="s", role="user", content="\udc00", created_at=1.0)
+    middleware.persistence.save_turn(identity, [broken, Message(id="ok", user_id="u", session_id="s", role="assistant", content="ok")])
+    for number in range(3):
+        middleware.persistence.save_turn(
+            identity, [Message(id=f"m{number}", user_id="u", session_id="s", role="user", content=f"turn {number}")]
+        )
+    await middleware.wait_idle()
+    assert [m.content for m in await store.recent_messages("u", "s")] == ["ok", "turn 0", "turn 1", "turn 2"]
+    assert middleware.persistence.unsaved == {}

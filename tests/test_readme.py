@@ -13,6 +13,7 @@ from memory_graph_helpers import memory_rules
 
 from memlane import MemoryAgentContext, MemoryContext, MemoryMiddleware, MemoryScheduler, open_store
 from memlane.config import get_settings
+from memlane.store.base import Message
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
@@ -63,3 +64,20 @@ async def test_add_memory_to_your_agent(settings, monkeypatch):
         await store.aclose()
     finally:
         get_settings.cache_clear()
+
+
+async def test_search_that_finds_what_was_said(store):
+    import time
+
+    await store.add_messages([
+        Message(id="y1", user_id="alice", session_id="s1", role="user", content="我昨天喝了一杯燕麦拿铁", created_at=time.time() - 86_400),
+        Message(id="y2", user_id="alice", session_id="g", role="user", name="朋友A", content="我喝了美式咖啡", created_at=time.time() - 86_400),
+    ])
+    printed: list[tuple[str, float, bool]] = []
+    print = lambda *args: printed.append(args)  # noqa: E731  (the snippet prints)
+    # --- README: search (start) ---
+    hits = await store.search_memories("alice", "我昨天喝了什么？", speaker_roles=["owner"])
+    for hit in hits:
+        print(hit.memory.attributed_text, hit.score, hit.time_match)
+    # --- README: search (end) ---
+    assert [(text, time_match) for text, _, time_match in printed] == [("我昨天喝了一杯燕麦拿铁", True)]  # the friend's is left out

@@ -142,3 +142,99 @@ async def test_hostile_ids_stay_in_their_own_user(store, settings, hostile):
     result = await recall(store, hostile, hostile, "coffee", settings=settings)
     assert result.profile and all("other user" not in item.text for item in result.items)
     assert [item.source_message_ids for item in result.recent] == [[hostile]]
+
+
+# speakers, follow-ups, time, short entities, neighbours (issue 12) ------------------------------
+
+async def test_a_friends_statement_is_recalled_with_its_speaker_never_as_the_users(store, settings):
+    await store.add_messages([
+        Message(id="g1", user_id="u", session_id="group", role="user", name="朋友A", content="我最喜欢的电影是《星际穿越》"),
+        Message(id="g2", user_id="u", session_id="group", role="user", content="我更喜欢看纪录片"),
+    ])
+    result = await recall(store, "u", "new", "谁最喜欢《星际穿越》？", settings=settings)
+    lines = [item.text for item in result.memories]
+    assert any(line.startswith("朋友A: 我最喜欢的电影是《星际穿越》") for line in lines), lines
+    assert not any(line.startswith("用户: 我最喜欢的电影是《星际穿越》") for line in lines)
+    assert "朋友A: 我最喜欢的电影是《星际穿越》" in result.text
+
+
+async def test_a_follow_up_question_recalls_the_turn_it_refers_to(store, settings):
+    await store.add_messages([
+        Message(id="o1", user_id="u", session_id="old", role="user", content="我的同事张伟下周三要去上海出差", created_at=100.0),
+        Message(id="o2", user_id="u", session_id="old", role="user", content="我们周六早上八点出发去爬山", created_at=200.0),
+        Message(id="o3", user_id="u", session_id="old", role="user", content="我妈妈下个月出发去云南旅游", created_at=300.0),
+        Message(id="n1", user_id="u", session_id="new", role="user", content="还记得我同事张伟吗？", created_at=400.0),
+        Message(id="n2", user_id="u", session_id="new", role="assistant", content="记得，他是你的同事。", created_at=401.0),
+    ])
+    result = await recall(store, "u", "new", "他哪天出发？", settings=settings)
+    assert "张伟" in result.search_query
+    assert result.memories and result.memories[0].memory_id == "message:o1"
+    assert "张伟下周三要去上海出差" in result.memories[0].text
+    plain = settings.model_copy(update={"recall_rewrite_followups": False})
+    unaided = await recall(store, "u", "new", "他哪天出发？", settings=plain)
+    assert unaided.search_query == "他哪天出发？"
+    assert not unaided.memories or unaided.memories[0].memory_id != "message:o1"  # "出发" alone finds the trips
+
+
+async def test_the_memory_model_rewrites_follow_ups_and_bad_answers_fall_back(store, settings):
+    from scripted import TIMEOUT, ScriptedChatModel
+
+    await store.add_messages([
+        Message(id="o1", user_id="u", session_id="old", role="user", content="My colleague Zhang Wei flies to Shanghai next Wednesday"),
+        Message(id="o2", user_id="u", session_id="old", role="user", content="We leave for the mountains on Saturday"),
+        Message(id="n1", user_id="u", session_id="new", role="user", content="Do you remember Zhang Wei?"),
+    ])
+    model = ScriptedChatModel(script=["Sure! Rewritten question: When does Zhang Wei leave for Shanghai?"])
+    result = await recall(store, "u", "new", "When does he leave?", settings=settings, rewrite_model=model)
+    assert result.search_query == "When does Zhang Wei leave for Shanghai?"
+    assert "Zhang Wei flies to Shanghai" in result.memories[0].text
+    assert "Do you remember Zhang Wei?" in model.prompts[0]
+    quick = settings.model_copy(update={"recall_rewrite_timeout_seconds": 0.2})
+    for answer in ["", TIMEOUT, RuntimeError("503")]:
+        fallback = await recall(store, "u", "new", "When does he leave?", settings=quick, rewrite_model=ScriptedChatModel(script=[answer]))
+        assert fallback.search_query == "When does he leave? Do you remember Zhang Wei?"
+
+
+async def test_a_time_expression_in_the_message_recalls_what_was_said_then(store, settings):
+    from datetime import datetime
+
+    day = 86_400.0
+    now = datetime(2024, 3, 20, 12).timestamp()
+    await store.add_messages([
+        Message(id="a", user_id="u", session_id="s1", role="user", content="I cooked a mushroom risotto", created_at=now - 9 * day),
+        Message(id="b", user_id="u", session_id="s2", role="user", content="I cooked a lentil curry", created_at=now - day),
+        Message(id="c", user_id="u", session_id="s3", role="user", content="I cooked pancakes for breakfast", created_at=now - 20 * day),
+    ])
+    for question in ["What did I cook yesterday?", "我昨天做了什么菜？"]:
+        result = await recall(store, "u", "s4", question, settings=settings, reference_time=now)
+        assert "lentil curry" in result.memories[0].text, question
+
+
+async def test_a_short_entity_query_recalls_the_memory_that_names_it(store, settings):
+    await store.add_memories([
+        Memory(id="e1", user_id="u", kind="event", text="和张伟一起去上海出差，住在外滩附近"),
+        Memory(id="e2", user_id="u", kind="event", text="周末在家看了一部电影"),
+    ])
+    strict = settings.model_copy(update={"recall_thresholds": [0.95]})
+    result = await recall(store, "u", None, "张伟", settings=strict)
+    assert [item.memory_id for item in result.memories] == ["e1"]
+    assert result.threshold == settings.recall_entity_thresholds[0]
+    assert not (await recall(store, "u", None, "我们周末去哪里玩比较好呢", settings=strict)).memories
+
+
+async def test_a_recalled_message_brings_its_question_and_answer_within_the_budget(store, settings):
+    await store.add_messages([
+        Message(id="q", user_id="u", session_id="old", role="user", content="Can you recommend a science fiction film?"),
+        Message(id="a", user_id="u", session_id="old", role="assistant", content="Try Interstellar by Christopher Nolan."),
+        Message(id="x", user_id="u", session_id="old", role="user", content="Thanks, bye. " + "filler " * 400),
+    ])
+    result = await recall(store, "u", "new", "Which film by Christopher Nolan did you recommend?", settings=settings)
+    item = next(item for item in result.memories if "Interstellar" in item.text)
+    assert item.text.startswith("user: Can you recommend a science fiction film? / assistant: Try Interstellar")
+    assert item.source_message_ids[:2] == ["q", "a"]
+    assert sum("Interstellar" in i.text for i in result.memories) == 1  # the question is not listed again
+    small = await recall(store, "u", "new", "Which film by Christopher Nolan did you recommend?", settings=settings, max_tokens=150)
+    assert count_tokens(small.text) <= 150
+    off = settings.model_copy(update={"recall_neighbour_messages": 0})
+    alone = await recall(store, "u", "new", "Which film by Christopher Nolan did you recommend?", settings=off)
+    assert any(i.text == "assistant: Try Interstellar by Christopher Nolan." for i in alone.memories)

@@ -8,6 +8,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from scripted import ScriptedChatModel
 
 from memlane.middleware import MemoryAgentContext
+from memlane.store.base import Message
 from memlane.tools import memory_tools
 
 
@@ -65,3 +66,19 @@ async def test_tools_cannot_reach_another_user(store, settings):
     await run_tools(store, settings, "alice", [call("remember", "1", text="alice secret: loves opera")])
     outputs = await run_tools(store, settings, "bob", [call("search_memories", "1", query="opera")])
     assert outputs == ["no memories found"]
+
+
+async def test_search_tool_understands_time_words_and_shows_speakers(store, settings):
+    import time
+
+    day = 86_400.0
+    await store.add_messages([
+        Message(id="a", user_id="u", session_id="s1", role="user", content="I cooked a mushroom risotto", created_at=time.time() - 9 * day),
+        Message(id="b", user_id="u", session_id="s2", role="user", content="I cooked a lentil curry", created_at=time.time() - day),
+        Message(id="c", user_id="u", session_id="g", role="user", name="Bea", content="I cooked pancakes", created_at=time.time() - 3 * day),
+    ])
+    outputs = await run_tools(store, settings, "u", [call("search_memories", "1", query="what did I cook yesterday?"),
+                                                      call("search_memories", "2", query="昨天做的菜")])
+    for output in outputs:
+        assert "lentil curry" in output.splitlines()[0], output
+    assert any(line.endswith("Bea: I cooked pancakes") for line in outputs[0].splitlines())

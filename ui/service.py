@@ -234,7 +234,7 @@ class ChatService:
         await self.ensure_started()
         hits = await self.store.search_memories(user_id, query, limit=10) if query.strip() else []
         return [
-            [round(relevance(h, self.settings), 3), h.memory.kind, h.memory.text, ", ".join(h.memory.source_message_ids), h.memory.id]
+            [round(relevance(h), 3), h.memory.kind, h.memory.attributed_text, ", ".join(h.memory.source_message_ids), h.memory.id]
             for h in hits
         ]
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from memory_graph_helpers import CHINESE_CHAT, SlowScriptedChatModel, add_chat, calls_for, memory_rules
 from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from memlane.graph import MemoryRunResult, MemoryScheduler
 from memlane.nodes.parsing import ParseFailed
@@ -163,3 +166,115 @@ async def test_notify_before_start_says_what_to_do(make_context):
     scheduler = MemoryScheduler(make_context(slow_model()))
     with pytest.raises(RuntimeError, match="async with MemoryScheduler"):
         await scheduler.notify("u")
+
+
+def fail_next_add(scheduler: MemoryScheduler, monkeypatch) -> list[str]:
+    """Make the scheduler's docket fail its next `add` the way a Redis that went away would;
+    returns the names of the tasks whose queueing failed."""
+    docket = scheduler._docket
+    add = docket.add
+    failed: list[str] = []
+
+    def add_failing_once(function, **options):
+        schedule = add(function, **options)
+
+        async def call(*args, **kwargs):
+            if not failed:
+                failed.append(function.__name__)
+                raise RedisConnectionError("Connection reset by peer")
+            return await schedule(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(docket, "add", add_failing_once)
+    return failed
+
+
+async def test_a_failed_queueing_call_leaves_the_user_free_for_the_next_run(store, scheduler_for, outcomes, monkeypatch):
+    async with scheduler_for(slow_model(delay=0)) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        failed = fail_next_add(scheduler, monkeypatch)
+        with pytest.raises(RedisConnectionError):
+            await scheduler.notify("u", flush=True)
+        assert failed == ["memory_run_task"]
+        assert not scheduler.is_busy("u")
+        await scheduler.wait_idle(5)  # nothing is queued: idle at once
+
+        # the next notify queues the same buffer, and the run learns from it
+        assert await scheduler.notify("u", flush=True) is True
+        await scheduler.wait_idle(10)
+        assert not scheduler.is_busy("u")
+    assert [type(outcome) for _, outcome, _ in outcomes] == [MemoryRunResult]
+    assert len(await store.get_profile("u")) == 3
+
+
+async def test_a_failed_session_summary_call_leaves_the_scheduler_idle(store, scheduler_for, monkeypatch):
+    model = slow_model(delay=0)
+    model.rules.insert(0, ("TASK: update the rolling summary", '{"summary": "用户喜欢黑咖啡。"}'))
+    async with scheduler_for(model) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        failed = fail_next_add(scheduler, monkeypatch)
+        with pytest.raises(RedisConnectionError):
+            await scheduler.update_session_summary("u", "s1")
+        assert failed == ["session_summary_task"]
+        await scheduler.wait_idle(5)
+        assert await scheduler.update_session_summary("u", "s1") is True
+        await scheduler.wait_idle(10)
+    assert (await store.get_session_summary("u", "s1")).summary == "用户喜欢黑咖啡。"
+
+
+CRASHING_WORKER = """
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from scripted import ScriptedChatModel
+from memlane.config import Settings
+from memlane.graph import MemoryContext, MemoryScheduler
+from memlane.store.redis import open_store
+
+
+class HangingModel(ScriptedChatModel):
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        print("run started", flush=True)
+        await asyncio.sleep(3600)
+
+
+async def main():
+    settings = Settings(
+        redis_url={url!r}, key_prefix={prefix!r}, llm_timeout_seconds=3600, llm_max_retries=0,
+        memory_run_expected_seconds={expected!r},
+    )
+    store = await open_store(settings)
+    async with MemoryScheduler(MemoryContext(store=store, llm=HangingModel(), settings=settings)) as scheduler:
+        await scheduler.notify("u", flush=True)
+        await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_run_whose_worker_crashed_is_delivered_again_after_the_expected_run_length(
+    store, settings, scheduler_for, outcomes
+):
+    await add_chat(store, "u", CHINESE_CHAT)
+    script = CRASHING_WORKER.format(
+        tests=str(Path(__file__).parents[1]), url=settings.redis_url, prefix=settings.key_prefix, expected=1.0
+    )
+    crashing = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        async with asyncio.timeout(60):
+            line = await crashing.stdout.readline()
+        assert line.strip() == b"run started", (await crashing.stderr.read()).decode()[-2000:]
+    finally:
+        crashing.kill()  # SIGKILL: the worker dies holding the run and its per-user slot
+        await crashing.wait()
+
+    # a worker of the same deployment takes the run over once the dead one's lease is older
+    # than memory_run_expected_seconds (pydocket's default would make it wait 5 minutes)
+    async with scheduler_for(slow_model(delay=0), memory_run_expected_seconds=1.0):
+        async with asyncio.timeout(60):
+            while not outcomes:
+                await asyncio.sleep(0.1)
+    assert isinstance(outcomes[0][1], MemoryRunResult) and outcomes[0][1].event_id
+    assert len(await store.get_profile("u")) == 3 and await store.unprocessed_messages("u") == []

@@ -81,3 +81,18 @@ async def test_a_malformed_answer_leaves_the_topic_as_it_was(store, make_context
     await add_chat(store, "u", [("user", None, "I play chess and go, and I learn the cello.")])
     result = await run_memory_graph("u", make_context(model, config=CONFIG))
     assert set(await subtopics(store)) == {"chess", "go", "cello"} and result.event_id
+
+
+async def test_a_regrouped_subtopic_with_a_runaway_name_leaves_the_topic_as_it_was(store, make_context):
+    answer = as_json(
+        {
+            "subtopics": [
+                {"subtopic": "games " * 2000, "content": "plays chess and go", "merged_from": ["chess", "go"]},
+                {"subtopic": "music", "content": "learns the cello", "merged_from": ["cello"]},
+            ]
+        }
+    )
+    await add_chat(store, "u", [("user", None, "I play chess and go, and I learn the cello.")])
+    result = await run_memory_graph("u", make_context(scripted(facts=FACTS, organize=answer), config=CONFIG))
+    assert set(await subtopics(store)) == {"chess", "go", "cello"}
+    assert any("memory_slot_max_chars" in note for note in result.notes)

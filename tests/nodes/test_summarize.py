@@ -8,6 +8,7 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.parsing import ParseFailed
+from memlane.store.tokens import count_tokens
 
 
 async def test_empty_summary_stops_the_graph_and_consumes_the_buffer(store, make_context):
@@ -55,3 +56,12 @@ async def test_summary_prompt_sees_the_known_profile_and_slots(store, make_conte
     prompt = model.prompts[0]
     assert "lifestyle / diet: 喜欢黑咖啡，不加糖" in prompt
     assert "sleep_schedule: when and how well they sleep / 作息与睡眠" in prompt
+
+
+async def test_a_runaway_summary_is_cut_to_the_limit(store, make_context, settings):
+    runaway = "用户喜欢黑咖啡。" * 6000  # ~50 KB
+    await add_chat(store, "u", CHINESE_CHAT)
+    result = await run_memory_graph("u", make_context(scripted(summary=runaway)))
+    [event] = await store.list_events("u")
+    assert count_tokens(event.summary) <= settings.memory_summary_max_tokens
+    assert event.summary.startswith("用户喜欢黑咖啡。") and result.summary == event.summary

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -13,8 +16,16 @@ import pytest
 import redis
 
 from memlane.config import Settings
+from memlane.store import embedded
 from memlane.store.base import Message, RedisUnavailable
-from memlane.store.embedded import EmbeddedRedis, ensure_libssl, find_redis_stack
+from memlane.store.embedded import (
+    LIBSSL_SHA256,
+    LIBSSL_VERSION,
+    EmbeddedRedis,
+    ensure_libssl,
+    find_redis_stack,
+    unpack_libssl,
+)
 from memlane.store.redis import open_store
 
 
@@ -55,10 +66,11 @@ async def test_data_survives_a_restart_and_a_second_process_reuses_the_server(tm
     first.stop()
     with pytest.raises(redis.ConnectionError):
         redis.Redis(port=state["port"], password=state["password"], socket_connect_timeout=1).ping()
-    assert not (tmp_path / "redis" / "server.json").exists()
+    assert first.running_url() is None  # stopped: the state keeps the port and password, not a pid
 
     second = EmbeddedRedis(settings)
     url2 = second.start()
+    assert url2 == url  # the same port and password: clients that kept the URL reconnect
     try:
         store = await open_store(Settings(redis_url=url2, key_prefix="restart"), embeddings=embeddings)
         assert [m.content for m in await store.recent_messages("u", "s")] == ["我喜欢黑咖啡"]
@@ -81,3 +93,88 @@ def test_a_server_that_cannot_start_says_what_to_do(tmp_path):
 async def test_open_store_on_a_dead_url_says_what_to_do(embeddings):
     with pytest.raises(RedisUnavailable, match="REDIS_URL"):
         await open_store(Settings(redis_url="redis://127.0.0.1:1/0"), embeddings=embeddings)
+
+
+PINNED_DEB = f"libssl1.1_{LIBSSL_VERSION}_amd64.deb"
+
+
+def test_a_libssl_package_that_is_not_the_pinned_one_is_refused(tmp_path):
+    debs = tmp_path / "apt" / "debs"
+    debs.mkdir(parents=True)
+    (debs / PINNED_DEB).write_bytes(b"!<arch>\nnot the package Debian signed")
+    # an unpacked copy that no check vouches for is not used either
+    unverified = tmp_path / "libssl1.1" / "usr" / "lib" / "x86_64-linux-gnu"
+    unverified.mkdir(parents=True)
+    (unverified / "libssl.so.1.1").write_bytes(b"anything")
+
+    with pytest.raises(RedisUnavailable, match="refusing .*SHA-256.*REDIS_URL"):
+        unpack_libssl(tmp_path, "amd64")
+    with pytest.raises(RedisUnavailable, match="no pinned SHA-256 .* s390x"):
+        unpack_libssl(tmp_path, "s390x")
+
+
+def test_the_pinned_libssl_package_is_unpacked_and_marked(tmp_path):
+    cached = Settings().cache_dir / "apt" / "debs" / PINNED_DEB
+    if not cached.is_file():
+        pytest.skip(f"no {PINNED_DEB} in the cache (this system has libssl1.1, or it was never fetched)")
+    debs = tmp_path / "apt" / "debs"
+    debs.mkdir(parents=True)
+    shutil.copy(cached, debs / PINNED_DEB)
+    libssl_dir = unpack_libssl(tmp_path, "amd64")
+    assert (libssl_dir / "libssl.so.1.1").is_file()
+    assert (tmp_path / "libssl1.1" / ".sha256").read_text().strip() == LIBSSL_SHA256["amd64"]
+
+
+async def read_when_back(store, timeout: float = 60.0) -> list[str]:
+    """The messages of u/s through `store`'s client, once its Redis answers again."""
+    async with asyncio.timeout(timeout):
+        while True:
+            try:
+                return [message.content for message in await store.recent_messages("u", "s")]
+            except RedisUnavailable:
+                await asyncio.sleep(0.2)
+
+
+async def test_a_crashed_server_comes_back_on_its_url_and_old_clients_reconnect(tmp_path, embeddings):
+    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None))
+    url = server.start()
+    store = await open_store(Settings(redis_url=url, key_prefix="crash"), embeddings=embeddings)
+    try:
+        await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="我喜欢黑咖啡")])
+        crashed = server.process
+        os.kill(crashed.pid, signal.SIGKILL)
+
+        # the process that started it starts it again, on the same port and password
+        assert await read_when_back(store) == ["我喜欢黑咖啡"]
+        assert server.url == url and server.process is not None and server.process.pid != crashed.pid
+        again = await open_store(Settings(redis_url=url, key_prefix="crash"), embeddings=embeddings)
+        assert [hit.memory.text for hit in await again.search_memories("u", "咖啡")] == ["我喜欢黑咖啡"]
+        await again.aclose()
+    finally:
+        await store.aclose()
+        server.stop()
+
+
+async def test_a_new_open_store_starts_a_crashed_server_again_on_its_url(tmp_path, embeddings, monkeypatch):
+    settings = Settings(data_dir=tmp_path, redis_url=None, key_prefix="crash")
+    # started by `memlane redis start` (detached: no process watches over it)
+    detached = EmbeddedRedis(settings, detach=True)
+    url = detached.start()
+    monkeypatch.setattr(embedded, "_process_server", None)
+    store = await open_store(settings, embeddings=embeddings)
+    try:
+        assert store.url == url
+        await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="我喜欢黑咖啡")])
+        os.kill(detached.process.pid, signal.SIGKILL)
+        detached.process.wait()
+
+        # this process's next open_store finds the server dead and starts it on the same URL
+        again = await open_store(settings, embeddings=embeddings)
+        assert again.url == url
+        assert [m.content for m in await again.recent_messages("u", "s")] == ["我喜欢黑咖啡"]
+        await again.aclose()
+        assert await read_when_back(store) == ["我喜欢黑咖啡"]  # the old client reconnects
+    finally:
+        await store.aclose()
+        if embedded._process_server is not None:
+            embedded._process_server.stop()

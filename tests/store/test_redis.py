@@ -24,7 +24,7 @@ from memlane.store.base import (
     event_memory_id,
     profile_memory_id,
 )
-from memlane.store.redis import RedisMemoryStore, search_terms
+from memlane.store.redis import RedisMemoryStore
 
 
 
@@ -259,12 +259,6 @@ async def test_blank_and_punctuation_queries_do_not_fail(store: RedisMemoryStore
     assert len(await store.search_memories("alice", "?!*|{}@:")) == 1  # vector search still answers
 
 
-def test_search_terms_split_chinese_into_bigrams_and_drop_noise():
-    assert search_terms("我喜欢黑咖啡") == ["我喜", "喜欢", "欢黑", "黑咖", "咖啡"]
-    assert search_terms("What is the @x:y | *coffee*?") == ["x", "y", "coffee"]
-    assert search_terms("猫") == ["猫"]
-
-
 async def test_a_redis_that_goes_away_gives_a_clear_error(settings, embeddings):
     client = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
     dead = RedisMemoryStore(client, embeddings, settings=settings)
@@ -273,3 +267,151 @@ async def test_a_redis_that_goes_away_gives_a_clear_error(settings, embeddings):
     with pytest.raises(RedisUnavailable, match="REDIS_URL"):
         await dead.search_memories("alice", "hello")
     await client.aclose()
+
+
+# bilingual full text, speakers, fusion, time expressions, neighbours (issue 12) -----------------
+
+async def test_english_words_are_found_by_their_stem(store: RedisMemoryStore):
+    await store.add_messages(chat("alice", "s", "We hiked up the Ventoux last summer", "I bought a new phone"))
+    text_only = await store.index.query(store.text_query(["hike"], store._filter("alice", None, None, None, None), 5))
+    assert [doc["text"] for doc in text_only] == ["We hiked up the Ventoux last summer"]
+    hits = await store.search_memories("alice", "hiking trips", limit=2)
+    assert hits[0].memory.text.startswith("We hiked") and hits[0].text_score == 1.0
+
+
+async def test_chinese_and_english_in_one_message_are_both_searchable(store: RedisMemoryStore):
+    await store.add_messages(chat("alice", "s", "我在用Python写一个running app", "今天天气不错", "I like jazz"))
+    for query in ["Python", "跑步 running", "写一个", "apps that run"]:
+        hits = await store.search_memories("alice", query, limit=3)
+        assert hits[0].memory.text == "我在用Python写一个running app", query
+        assert hits[0].text_score == 1.0
+
+
+async def test_a_friends_words_keep_their_speaker_and_can_be_filtered(store: RedisMemoryStore):
+    await store.add_messages([
+        Message(id="m1", user_id="alice", session_id="g", role="user", name="朋友A", content="我最喜欢的电影是《星际穿越》"),
+        Message(id="m2", user_id="alice", session_id="g", role="user", content="我最喜欢的电影是《千与千寻》"),
+        Message(id="m3", user_id="alice", session_id="g", role="user", name="Alice", speaker_is_owner=True, content="我也喜欢看纪录片"),
+    ])
+    hits = {hit.memory.source_message_ids[0]: hit.memory for hit in await store.search_memories("alice", "最喜欢的电影", limit=5)}
+    assert hits["m1"].speaker == "朋友A" and hits["m1"].speaker_role == "other"
+    assert hits["m1"].attributed_text == "朋友A: 我最喜欢的电影是《星际穿越》"
+    assert hits["m2"].speaker_role == "owner" and hits["m2"].attributed_text == "我最喜欢的电影是《千与千寻》"
+    assert hits["m3"].speaker_role == "owner"  # named, but explicitly the user
+    # the speaker's name is searchable text, and a filter
+    assert (await store.search_memories("alice", "朋友A", limit=1))[0].memory.source_message_ids == ["m1"]
+    only_friend = await store.search_memories("alice", "电影", speaker="朋友A")
+    assert [hit.memory.source_message_ids for hit in only_friend] == [["m1"]]
+    owner_only = await store.search_memories("alice", "电影", speaker_roles=["owner"])
+    assert {hit.memory.source_message_ids[0] for hit in owner_only} == {"m2", "m3"}
+    history = await store.recent_messages("alice", "g")
+    assert [m.speaker_role for m in history] == ["other", "owner", "owner"]
+
+
+async def test_fusion_ranks_what_either_side_ranks_first(store: RedisMemoryStore):
+    texts = ["Bought oat milk for the office", "My dentist is Dr. Okonkwo on Rue Pasteur",
+             "Feeling tired after the long week", "The dentist appointment is on Friday"]
+    await store.add_memories([Memory(id=str(i), user_id="alice", kind="event", text=t) for i, t in enumerate(texts)])
+    hits = await store.search_memories("alice", "Okonkwo", limit=4)
+    assert hits[0].memory.id == "1"
+    assert all(a.rank_score >= b.rank_score for a, b in zip(hits, hits[1:]))
+    assert all(0.0 <= hit.score <= 1.0 for hit in hits)
+
+
+async def test_a_time_expression_in_the_query_favours_memories_of_that_time(store: RedisMemoryStore):
+    day = 86_400.0
+    reference = 1_700_000_000.0  # 2023-11-14, a Tuesday
+    await store.add_memories([
+        Memory(id="old", user_id="alice", kind="message", text="I went running in the park", created_at=reference - 30 * day),
+        Memory(id="yesterday", user_id="alice", kind="message", text="I went swimming at the pool", created_at=reference - day),
+        Memory(id="older", user_id="alice", kind="message", text="I went running by the river", created_at=reference - 60 * day),
+    ])
+    hits = await store.search_memories("alice", "what sport did I do yesterday?", reference_time=reference)
+    assert hits[0].memory.id == "yesterday" and hits[0].time_match
+    assert not any(hit.time_match for hit in hits[1:])
+    plain = await store.search_memories("alice", "what sport did I do yesterday?", reference_time=reference, understand_time=False)
+    assert {hit.memory.id for hit in plain} == {"old", "yesterday", "older"}
+
+
+async def test_a_date_without_a_year_finds_that_day_in_any_year(store: RedisMemoryStore):
+    from datetime import datetime
+
+    def at(year: int, month: int, day: int) -> float:
+        return datetime(year, month, day, 12, tzinfo=store.zone).timestamp()
+
+    await store.add_memories([
+        Memory(id="apr27", user_id="alice", kind="message", text="我今天在公园跑了五公里", created_at=at(2023, 4, 27)),
+        Memory(id="may01", user_id="alice", kind="message", text="我今天在公园跑了十公里", created_at=at(2023, 5, 1)),
+    ])
+    for query in ["4月27号我在公园跑了多久？", "How far did I run on April 27th?"]:
+        hits = await store.search_memories("alice", query, reference_time=at(2026, 11, 23))
+        assert hits[0].memory.id == "apr27" and hits[0].time_match, query
+
+
+async def test_reindexing_unchanged_memories_keeps_text_scores(store: RedisMemoryStore):
+    memories = [Memory(id=str(i), user_id="alice", kind="event", text=f"note {i} about coffee beans") for i in range(20)]
+    memories.append(Memory(id="tea", user_id="alice", kind="event", text="green tea from Kyoto"))
+    await store.add_memories(memories)
+
+    async def scores() -> dict[str, float]:
+        docs = await store.index.query(store.text_query(["kyoto", "coffe"], store._filter("alice", None, None, None, None), 30))
+        return {doc["memory_id"]: round(float(doc["score"]), 6) for doc in docs}
+
+    before = await scores()
+    info_before = await store.client.ft(store.layout.memory_index_name).info()
+    for _ in range(3):
+        await store.add_memories(memories)  # bulk re-indexing of the same memories
+    assert await scores() == before
+    info_after = await store.client.ft(store.layout.memory_index_name).info()
+    assert int(info_after["max_doc_id"]) == int(info_before["max_doc_id"])  # nothing was rewritten
+    changed = memories[0].model_copy(update={"text": "note 0 about tea"})
+    await store.add_memories([changed])
+    assert {hit.memory.text for hit in await store.search_memories("alice", "note 0 about tea", limit=3)} >= {"note 0 about tea"}
+
+
+async def test_an_index_from_an_older_memlane_is_rebuilt_with_its_memories(store: RedisMemoryStore):
+    await store.add_memories([Memory(id="1", user_id="alice", kind="event", text="我喜欢黑咖啡", session_id="s")])
+    key = store.layout.memory("alice", "1")
+    await store.client.hdel(key, "search_text", "month_day", "speaker_role", "content_digest")
+    await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=False)
+    old_fields = [field for field in store.schema.redis_fields if field.name in ("user", "kind", "session", "created_at", "embedding")]
+    from redis.commands.search.field import TextField
+    from redis.commands.search.index_definition import IndexDefinition
+
+    await store.client.ft(store.layout.memory_index_name).create_index(
+        [*old_fields, TextField("text")], definition=IndexDefinition(prefix=[store.layout.memory_key_prefix], language="chinese")
+    )
+    await store.ensure_indexes()
+    for _ in range(50):  # the rebuilt index scans the existing hashes in the background
+        hits = await store.search_memories("alice", "咖啡", limit=1)
+        if hits and hits[0].text_score == 1.0:
+            break
+        import asyncio
+
+        await asyncio.sleep(0.1)
+    assert hits[0].memory.text == "我喜欢黑咖啡" and hits[0].text_score == 1.0
+
+
+async def test_neighbours_of_a_message_come_from_its_session_in_order(store: RedisMemoryStore):
+    await store.add_messages(chat("alice", "s1", "q1", "a1", "q2", "a2"))
+    await store.add_messages(chat("alice", "s2", "other session", start=10))
+    assert [m.content for m in await store.message_neighbours("alice", "m1")] == ["q1", "a1", "q2"]
+    assert [m.content for m in await store.message_neighbours("alice", "m0", before=2, after=0)] == ["q1"]
+    assert [m.content for m in await store.message_neighbours("alice", "m10")] == ["other session"]
+    assert await store.message_neighbours("alice", "missing") == []
+    assert await store.message_neighbours("bob", "m1") == []
+
+
+async def test_a_message_id_reused_in_another_session_is_skipped_loudly(store: RedisMemoryStore, caplog):
+    await store.add_messages(chat("alice", "s1", "first"))
+    assert await store.add_messages(chat("alice", "s1", "first")) == []  # a retry: quiet
+    assert "another session" not in caplog.text
+    assert await store.add_messages(chat("alice", "s2", "reused id")) == []
+    assert "already stored in another session" in caplog.text and "m0" in caplog.text
+
+
+async def test_memories_without_a_user_are_refused(store: RedisMemoryStore):
+    with pytest.raises(StoreError, match="empty user_id"):
+        await store.add_memories([Memory(id="1", user_id="", kind="event", text="orphan")])
+    with pytest.raises(StoreError, match="empty user_id"):
+        await store.apply_update(MemoryUpdate(user_id="", advance_cursor_to=3))
