@@ -15,10 +15,11 @@ messages returned, mapped to their turns; R@k is the share of a question's evide
 among the turns of its top k hits, averaged over the questions (a question without evidence
 is left out). In the same run, over the same messages and the same embedding model:
 
-- dense: cosine similarity in numpy;
+- dense: cosine similarity in numpy, each message embedded alone;
 - rank_bm25: BM25Okapi over lower-cased words and CJK bigrams (no stemming);
 - RRF(dense, rank_bm25): reciprocal-rank fusion of the two, k = 60;
-- memlane text side / vector side: the store's own BM25 and KNN queries alone;
+- memlane text side / vector side: the store's own BM25 and KNN queries alone (its vectors
+  embed each message with the message before it, `search_message_context_chars`);
 - memlane search: `store.search_memories(user, question, kinds=["message"])`, and the same
   with `understand_time=False` (what the time expressions add);
 - recall memory section: the memory section of `memlane.recall.recall` (at most
@@ -49,7 +50,7 @@ from rank_bm25 import BM25Okapi
 
 from memlane import Settings, open_store
 from memlane.recall import recall
-from memlane.store.base import Message, message_memory_id
+from memlane.store.base import Message
 from memlane.store.embeddings import get_embeddings
 from memlane.store.schema import MemoryField
 from memlane.store.text import CJK_RANGES, query_terms
@@ -143,10 +144,8 @@ async def run_language(lang: str, store, embeddings, settings: Settings, show_mi
     scores = Scores()
     for user_id, rows in messages.items():
         ids = [m.id for m in rows]
-        pipe = store.client.pipeline(transaction=False)
-        for mid in ids:
-            pipe.hget(store.layout.memory(user_id, message_memory_id(mid)), MemoryField.EMBEDDING)
-        matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for blob in await pipe.execute()])
+        # the naive baseline embeds each message alone (memlane's index embeds it with its context)
+        matrix = np.asarray(await embeddings.aembed_documents([m.content for m in rows]), dtype=np.float32)
         matrix = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
         bm25 = BM25Okapi([naive_tokens(m.content) for m in rows])
         user_filter = store._filter(user_id, ["message"], None, None, None)

@@ -19,6 +19,7 @@ from memlane.store.redis import RedisMemoryStore, open_store
 # Names whose modules pull in LangGraph / LangChain agents: imported on first use,
 # so `import memlane` (the CLI, the store) stays quick.
 _LAZY = {
+    "MemlaneStore": "memlane.langgraph_store",  # LangGraph's BaseStore over memlane
     "MemoryAgentContext": "memlane.middleware",
     "MemoryMiddleware": "memlane.middleware",
     "memory_tools": "memlane.tools",

@@ -14,7 +14,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
+import socket
 import sys
+import threading
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from memlane.config import Settings, get_settings, settings_markdown_table
@@ -65,13 +69,83 @@ async def _store_demo(store: Any) -> None:
             print(f"  {hit.score:.3f}  [{hit.memory.kind}] {hit.memory.text}")
 
 
+def masked_url(url: str) -> str:
+    """`redis://:secret@host:port/0` → `redis://:****@host:port/0`."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, address = rest.rpartition("@")
+    if not at:
+        return url
+    user, colon, password = credentials.partition(":")
+    return f"{scheme}{sep}{user}{':****' if colon else ''}@{address}" if (colon or user) else url
+
+
+def _port_taken(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
+    """What `memlane demo` uses: the model, the Redis (password masked), where the data lives."""
+    from memlane.models import HOW_TO_CONFIGURE
+
+    if settings.has_chat_model:
+        where = settings.openai_base_url or "OpenAI"
+        model = f"{settings.chat_model} at {where}"
+        if settings.memory_model_name != settings.chat_model:
+            model += f" (memory graph: {settings.memory_model_name})"
+    else:
+        model = "none. " + HOW_TO_CONFIGURE
+    if settings.redis_url:
+        redis_line = f"{masked_url(settings.redis_url)} (REDIS_URL); keys under {settings.key_prefix}:"
+    else:
+        redis_line = f"embedded Redis Stack at {masked_url(redis_url or '?')}, data in {Path(settings.data_dir) / 'redis'}"
+    return "\n".join(
+        [f"memlane demo: chat model {model}", f"memlane demo: Redis {redis_line}", f"memlane demo: open {app_url} (Ctrl-C stops)"]
+    )
+
+
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     try:
         from memlane.ui.app import launch  # the chat app, once it exists
     except ImportError:
         _run(lambda: _with_store(settings, _store_demo))
         return 0
-    launch(settings, host=args.host, port=args.port)
+    from memlane.store.embedded import stop_process_server
+
+    taken = f"memlane demo: port {args.port} on {args.host} is taken (another memlane demo?); choose another with --port {args.port + 1}"
+    if _port_taken(args.host, args.port):
+        print(taken, file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):  # both end the demo the same way, below
+        signal.signal(signum, lambda *_: stop.set())
+    print("memlane demo: starting Redis, the embeddings and the memory scheduler…", file=sys.stderr, flush=True)
+    demo = None
+    try:
+        demo = launch(settings, host=args.host, port=args.port, block=False, quiet=True)
+        if demo.memlane_service.start_error is not None:
+            raise demo.memlane_service.start_error
+        store = demo.memlane_service.store
+        print(demo_banner(settings, getattr(store, "url", None), f"http://{args.host}:{args.port}/"), flush=True)
+        stop.wait()
+        print("memlane demo: stopping", file=sys.stderr, flush=True)
+    except OSError as error:  # the port was taken between the check and the start
+        if "port" not in str(error):
+            raise
+        print(taken, file=sys.stderr)
+        return 2
+    except StoreError as error:
+        print(f"memlane demo: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if demo is not None:
+            demo.close()
+        stop_process_server()  # the embedded Redis this demo started (a reused one keeps running)
     return 0
 
 

@@ -112,6 +112,17 @@ class Settings(BaseSettings):
         ge=1,
         description="Reciprocal-rank fusion constant: each ranking adds 1/(k + rank); larger k flattens the ranks",
     )
+    search_message_context_chars: int = Field(
+        default=300,
+        ge=0,
+        description="Characters of the previous message of its session a message is indexed and embedded with (not shown); 0: none",
+    )
+    search_context_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Vote of the full-text ranking of memories' contexts (a message's previous message) in the rank fusion; the own-text and vector rankings vote 1",
+    )
     search_time_match_bonus: float = Field(
         default=0.3,
         ge=0,

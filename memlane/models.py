@@ -35,3 +35,47 @@ def chat_model_from_settings(settings: Settings) -> BaseChatModel | None:
 def memory_model_from_settings(settings: Settings) -> BaseChatModel | None:
     """The memory graph's model (`memory_model`, else `chat_model`), or None when not configured."""
     return _openai(settings, settings.memory_model_name) if settings.has_chat_model else None
+
+
+# what to do about an HTTP status a model server answered
+_STATUS_HINTS = {
+    400: "the server refused the request; check MEMLANE_CHAT_MODEL and the server's log",
+    401: "check OPENAI_API_KEY",
+    403: "check OPENAI_API_KEY and what it may use",
+    404: "check MEMLANE_CHAT_MODEL and OPENAI_BASE_URL (usually ending in /v1)",
+    429: "the server is rate-limiting or out of quota; wait a moment and send again",
+}
+
+
+def _error_detail(error: BaseException) -> str:
+    body = getattr(error, "body", None)  # OpenAI-style errors keep the server's JSON answer here
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        detail = inner.get("message") if isinstance(inner, dict) else inner
+        if detail:
+            return str(detail)[:300]
+    return (str(getattr(error, "message", "") or error) or type(error).__name__)[:300]
+
+
+def describe_model_error(error: BaseException, model: object, settings: Settings) -> str:
+    """One sentence on a failed chat-model call: who answered what, and what to do about it.
+
+    Errors are told apart by what they carry (an HTTP status, a name saying timeout or
+    connection), so OpenAI's, other providers' and httpx's errors read alike.
+    """
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    endpoint = getattr(model, "openai_api_base", None) or settings.openai_base_url
+    who = "the model" + (f" {name}" if isinstance(name, str) else "") + (f" at {endpoint}" if endpoint else "")
+    kind = type(error).__name__
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        hint = _STATUS_HINTS.get(status, "look at the model server's log")
+        return f"{who} answered {status}: {_error_detail(error)} ({hint})"
+    if isinstance(error, TimeoutError) or "Timeout" in kind:
+        return f"{who} did not answer within {settings.llm_timeout_seconds:g} s (raise MEMLANE_LLM_TIMEOUT_SECONDS, or check the server)"
+    if "Connection" in kind:
+        return f"{who} could not be reached: {_error_detail(error)} (is the server running? check OPENAI_BASE_URL)"
+    return (
+        f"the reply failed with {kind}: {_error_detail(error)} "
+        "(send again; if it keeps failing, look at the model server's log and check MEMLANE_CHAT_MODEL / OPENAI_BASE_URL)"
+    )

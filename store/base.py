@@ -107,6 +107,14 @@ def message_memory_id(message_id: str) -> str:
     return f"message:{message_id}"
 
 
+ITEM_MEMORY_PREFIX = "item:"
+
+
+def item_memory_id(namespace: Sequence[str], key: str) -> str:
+    """Id of the search memory that keeps a LangGraph store item (memlane/langgraph_store.py)."""
+    return ITEM_MEMORY_PREFIX + stable_id("item", json.dumps([list(namespace), key], ensure_ascii=False))
+
+
 class ProfileEntry(BaseModel):
     """One fact about the user, unique on (user, topic, subtopic)."""
 
@@ -168,6 +176,11 @@ class Memory(BaseModel):
     created_at: float = Field(default_factory=now)
     source_message_ids: list[str] = Field(default_factory=list)
     ref_id: str | None = Field(default=None, description="id of the profile entry / event it mirrors")
+    context: str | None = Field(
+        default=None,
+        description="text that helps find it but is not part of it (for a message: the message before it "
+        "in its session); embedded and indexed with the text, never shown",
+    )
     speaker: str | None = Field(default=None, description="who said it, when someone other than the owner did")
     speaker_role: SpeakerRole = Field(
         default="owner", description="owner (the user, and facts about them), assistant, or other (a friend)"
@@ -199,6 +212,36 @@ class MemoryHit(BaseModel):
     vector_similarity: float = Field(description="cosine similarity, 0..1")
     text_score: float = Field(description="BM25 score normalized to the best text hit, 0..1")
     time_match: bool = Field(default=False, description="inside a time the query names (\"yesterday\", \"5月2日\")")
+
+
+class StoreItem(BaseModel):
+    """A LangGraph store item: a search memory of kind "event" whose hash also keeps the item.
+
+    Recall and the app see the memory (id `item_memory_id`); deleting the memory deletes the item.
+    """
+
+    user_id: str = Field(min_length=1)
+    namespace: list[str] = Field(min_length=2, description="(collection, user_id, ...): the user is the second label")
+    key: str
+    value: dict[str, Any]
+    text: str = Field(default="", description="what search finds it by; empty: not searchable (index=False)")
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)
+    ttl_minutes: float | None = Field(default=None, description="expires this long after its last write or read")
+
+    @property
+    def memory_id(self) -> str:
+        return item_memory_id(self.namespace, self.key)
+
+    def as_memory(self) -> Memory:
+        """The search memory that carries the item (the JSON value stands in for an unsearchable one's text)."""
+        return Memory(
+            id=self.memory_id,
+            user_id=self.user_id,
+            kind="event",
+            text=self.text or json.dumps(self.value, ensure_ascii=False) or "{}",
+            created_at=self.created_at,
+        )
 
 
 class MemoryUpdate(BaseModel):
@@ -277,6 +320,9 @@ class MemoryStore(Protocol):
     async def delete_event(self, user_id: str, event_id: str) -> bool:
         """Delete one event card (and its search memory). False when it did not exist."""
 
+    async def get_events(self, user_id: str, event_ids: Sequence[str]) -> list[Event | None]:
+        """The event cards with these ids, in order (None for an id not stored)."""
+
     # the memory graph's one write --------------------------------------------------------
     async def apply_update(self, update: MemoryUpdate) -> None:
         """Apply a memory-graph run's result atomically (see `MemoryUpdate`)."""
@@ -313,6 +359,23 @@ class MemoryStore(Protocol):
         self, user_id: str, message_id: str, *, before: int = 1, after: int = 1
     ) -> list[Message]:
         """The message with up to `before` / `after` messages of its session around it, in order."""
+
+    # LangGraph store items (memlane/langgraph_store.py) ----------------------------------
+    async def put_items(self, items: Sequence[StoreItem]) -> list[StoreItem]:
+        """Upsert items with their search memories; a stored item keeps its created_at. An item with
+        `ttl_minutes` expires that long after this write, one without never. Returns them as stored."""
+
+    async def get_items(self, user_id: str, memory_ids: Sequence[str]) -> list[StoreItem | None]:
+        """The user's items with these memory ids, in order (None for one not stored or expired)."""
+
+    async def list_items(self, user_id: str) -> list[StoreItem]:
+        """Every item of the user (per-user, not a scan of the keyspace)."""
+
+    async def refresh_items(self, items: Sequence[StoreItem]) -> None:
+        """Restart the expiry clock of the items that have a ttl (a read counts as an access)."""
+
+    async def delete_items(self, user_id: str, memory_ids: Sequence[str]) -> int:
+        """Delete items with their search memories. Returns how many existed."""
 
     # whole user --------------------------------------------------------------------------
     async def delete_user(self, user_id: str) -> int:

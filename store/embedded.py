@@ -489,3 +489,10 @@ def resolve_redis_url(settings: Settings) -> str:
         _process_server.start()
     assert _process_server.url is not None
     return _process_server.url
+
+
+def stop_process_server() -> None:
+    """Stop the embedded Redis Stack that `resolve_redis_url` started in this process, if it did
+    (one reused from an earlier `memlane redis start` keeps running)."""
+    if _process_server is not None:
+        _process_server.stop()

@@ -40,6 +40,7 @@ from memlane.store.base import (
     SessionSummary,
     SpeakerRole,
     StoreError,
+    StoreItem,
     UserExport,
     event_memory_id,
     message_memory_id,
@@ -173,7 +174,7 @@ class RedisMemoryStore:
     @staticmethod
     def _index_is_current(info: dict[str, Any]) -> bool:
         names = {_text(item) for attribute in info.get("attributes", []) for item in attribute}
-        return MemoryField.SEARCH_TEXT in names and MemoryField.MONTH_DAY in names
+        return {MemoryField.SEARCH_TEXT, MemoryField.SEARCH_CONTEXT, MemoryField.MONTH_DAY} <= names
 
     async def _backfill_search_fields(self) -> None:
         """Give memories written before the bilingual index their search fields (one HSET each)."""
@@ -251,23 +252,46 @@ class RedisMemoryStore:
                 ", ".join(elsewhere[:5]),
             )
         if index_for_search:
+            searchable = [m for m in stored if m.content.strip() and m.role in ("user", "assistant")]
+            contexts = await self._preceding_texts(searchable)
             memories = [
                 Memory(
                     id=message_memory_id(message.id),
                     user_id=message.user_id,
                     kind="message",
                     text=message.content,
+                    context=contexts.get(message.id),
                     session_id=message.session_id,
                     created_at=message.created_at,
                     source_message_ids=[message.id],
                     speaker=message.name if message.speaker_role != "owner" else None,
                     speaker_role=message.speaker_role,
                 )
-                for message in stored
-                if message.content.strip() and message.role in ("user", "assistant")
+                for message in searchable
             ]
             await self.add_memories(memories)
         return stored
+
+    async def _preceding_texts(self, messages: Sequence[Message]) -> dict[str, str]:
+        """Per message id: the message before it in its session (its search context), cut to
+        `search_message_context_chars`. A question and its answer find each other this way:
+        "what did you recommend?" matches the answer that names the films, and the reverse."""
+        limit = self.settings.search_message_context_chars
+        if not limit or not messages:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for message in messages:
+            # the member ranked just below this message's seq in its session
+            pipe.zrevrangebyscore(
+                self.layout.session_messages(message.user_id, message.session_id), f"({message.seq}", "-inf", start=0, num=1
+            )
+        previous = await self._run(pipe.execute())
+        pipe = self.client.pipeline(transaction=False)
+        for message, members in zip(messages, previous):
+            prefix = self.layout.user_prefix(message.user_id) + "msg:"
+            pipe.hget(prefix + _text(members[0]), MessageField.CONTENT) if members else pipe.echo("")
+        texts = await self._run(pipe.execute())
+        return {message.id: _text(text)[:limit] for message, text in zip(messages, texts) if _text(text).strip()}
 
     async def _load_messages(self, user_id: str, members: Sequence[bytes | str]) -> list[Message]:
         if not members:
@@ -392,6 +416,12 @@ class RedisMemoryStore:
         removed, _, _ = await self._run(pipe.execute())
         return bool(removed)
 
+    async def get_events(self, user_id: str, event_ids: Sequence[str]) -> list[Event | None]:
+        if not event_ids:
+            return []
+        raw = await self._run(self.client.hmget(self.layout.events(user_id), list(event_ids)))
+        return [Event.model_validate_json(value) if value else None for value in raw]
+
     # the memory graph's one write ----------------------------------------------------------
     async def apply_update(self, update: MemoryUpdate) -> None:
         user_id = update.user_id
@@ -437,6 +467,7 @@ class RedisMemoryStore:
             MemoryField.KIND: memory.kind,
             MemoryField.TEXT: memory.text,
             MemoryField.SEARCH_TEXT: index_terms(f"{speaker} {memory.text}" if speaker else memory.text),
+            MemoryField.SEARCH_CONTEXT: index_terms(memory.context or ""),
             MemoryField.LANGUAGE: detect_language(memory.text),
             MemoryField.SPEAKER: speaker,
             MemoryField.SPEAKER_KEY: speaker_key(speaker) if speaker else "",
@@ -448,8 +479,14 @@ class RedisMemoryStore:
             MemoryField.SESSION: session_key(memory.session_id) if memory.session_id else "",
             MemoryField.SESSION_ID: memory.session_id or "",
         }
-        row[MemoryField.CONTENT_DIGEST] = stable_id(*(f"{key}={value}" for key, value in sorted(row.items())))
+        row[MemoryField.CONTENT_DIGEST] = stable_id(
+            *(f"{key}={value}" for key, value in sorted(row.items())), f"context={memory.context or ''}"
+        )  # the context's own words count too: the embedding reads them
         return row
+
+    @staticmethod
+    def _embedding_input(memory: Memory) -> str:
+        return f"{memory.context}\n{memory.text}" if memory.context else memory.text
 
     async def _memory_rows(self, memories: Sequence[Memory]) -> list[tuple[str, dict[str, Any]]]:
         """Hash rows of the memories that are new or changed (unchanged ones are skipped), embedded."""
@@ -471,7 +508,7 @@ class RedisMemoryStore:
                 changed.append((key, row))
         if not changed:
             return []
-        vectors = await self.embeddings.aembed_documents([row[MemoryField.TEXT] for _, row in changed])
+        vectors = await self.embeddings.aembed_documents([self._embedding_input(latest[key]) for key, _ in changed])
         for (_, row), vector in zip(changed, vectors):
             row[MemoryField.EMBEDDING] = _vector_bytes(vector)
         return changed
@@ -567,11 +604,14 @@ class RedisMemoryStore:
         self._counts[user_id] = (count, now)
         return count
 
-    def text_query(self, terms: Sequence[str], expression: FilterExpression, limit: int) -> TextQuery:
-        """BM25 over the analyzed terms (`store.text.query_terms`), any of them matching."""
+    def text_query(
+        self, terms: Sequence[str], expression: FilterExpression, limit: int, *, field: str = MemoryField.SEARCH_TEXT
+    ) -> TextQuery:
+        """BM25 over the analyzed terms (`store.text.query_terms`), any of them matching, in the
+        memories' own text (or, with `field`, their context)."""
         return TextQuery(
             text=" ".join(terms),
-            text_field_name=MemoryField.SEARCH_TEXT,
+            text_field_name=field,
             filter_expression=expression,
             return_fields=self._RETURN_FIELDS,
             num_results=limit,
@@ -603,9 +643,13 @@ class RedisMemoryStore:
             else TimeScope()
         )
         terms = query_terms(without_time_expressions(query, scope))
-        text_queries = [self.text_query(terms, expression, candidates)] if terms else []
-        if scope and terms:
-            text_queries.append(self.text_query(terms, expression & self._time_filter(scope), candidates))
+        text_queries = []
+        if terms:
+            text_queries.append(self.text_query(terms, expression, candidates))
+            if scope:
+                text_queries.append(self.text_query(terms, expression & self._time_filter(scope), candidates))
+            text_queries.append(self.text_query(terms, expression, candidates, field=MemoryField.SEARCH_CONTEXT))
+
         async def run_text_queries() -> list[list[dict[str, Any]]]:
             return await self._run(self.index.batch_query(text_queries))
 
@@ -620,13 +664,14 @@ class RedisMemoryStore:
                 vector_queries.append(self.vector_query(query_vector, expression & self._time_filter(scope), candidates))
             vector_lists = await self._run(self.index.batch_query(vector_queries))
             text_lists = await text_search if text_search is not None else []
+            context_list = text_lists.pop() if text_lists else []
         finally:
             if text_search is not None:
                 if not text_search.done():
                     text_search.cancel()
                 elif not text_search.cancelled():
                     text_search.exception()  # retrieved: an error here is already on its way up
-        return await self._fuse(user_id, query_vector, vector_lists, text_lists, scope, limit)
+        return await self._fuse(user_id, query_vector, vector_lists, text_lists, context_list, scope, limit)
 
     def relevance(self, vector_similarity: float, text_score: float, time_match: bool = False) -> float:
         """The documented 0..1 relevance recall thresholds apply to: cosine similarity rescaled
@@ -645,22 +690,27 @@ class RedisMemoryStore:
         query_vector: Sequence[float],
         vector_lists: list[list[dict[str, Any]]],
         text_lists: list[list[dict[str, Any]]],
+        context_list: list[dict[str, Any]],
         scope: TimeScope,
         limit: int,
     ) -> list[MemoryHit]:
-        """Reciprocal-rank fusion: each ranking adds 1 / (k + rank) for every memory it holds.
+        """Reciprocal-rank fusion: each ranking adds weight / (k + rank) for every memory it holds.
 
-        The rankings are the vector and the BM25 ranking over the user's memories and, when
-        the query names a time, both rankings again inside that time: a memory of that time
-        gets up to twice the votes, without hiding the others.
+        The rankings (weight 1) are the vector and the BM25 ranking over the user's memories
+        and, when the query names a time, both again inside that time: a memory of that time
+        gets up to twice the votes, without hiding the others. The BM25 ranking of the
+        memories' contexts (a message's previous message) votes with `search_context_weight`:
+        the answer to "what did you recommend?" is found through the question before it.
         """
         k = self.settings.search_rrf_k
         docs: dict[str, dict[str, Any]] = {}
         rank_score: dict[str, float] = {}
-        for ranking in [*vector_lists, *text_lists]:
+        weighted = [(ranking, 1.0) for ranking in [*vector_lists, *text_lists]]
+        weighted.append((context_list, self.settings.search_context_weight))
+        for ranking, weight in weighted:
             for rank, doc in enumerate(ranking, 1):
                 docs.setdefault(doc["id"], doc)
-                rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + 1.0 / (k + rank)
+                rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + weight / (k + rank)
         similarity = {doc["id"]: max(0.0, 1.0 - float(doc["vector_distance"])) for doc in vector_lists[0]}
         for ranking in vector_lists[1:]:
             for doc in ranking:
@@ -730,6 +780,78 @@ class RedisMemoryStore:
             speaker=_text(doc.get(MemoryField.SPEAKER)) or None,
             speaker_role=_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",  # type: ignore[arg-type]
         )
+
+    # LangGraph store items (memlane/langgraph_store.py) --------------------------------------
+    async def put_items(self, items: Sequence[StoreItem]) -> list[StoreItem]:
+        latest = {(item.user_id, item.memory_id): item for item in items}  # last one wins
+        items = list(latest.values())
+        if not items:
+            return []
+        keys = [self.layout.memory(item.user_id, item.memory_id) for item in items]
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hget(key, MemoryField.ITEM)
+        stored = await self._run(pipe.execute())
+        items = [
+            item.model_copy(update={"created_at": StoreItem.model_validate_json(raw).created_at}) if raw else item
+            for item, raw in zip(items, stored)
+        ]
+        # embed before the transaction; unchanged searchable memories are not rewritten
+        changed = dict(await self._memory_rows([item.as_memory() for item in items if item.text]))
+        pipe = self.client.pipeline(transaction=True)
+        for key, item in zip(keys, items):
+            if not item.text:  # index=False: kept and listed, but no vector and no search terms
+                row = self._memory_row(item.as_memory())
+                row.update({MemoryField.SEARCH_TEXT: "", MemoryField.CONTENT_DIGEST: ""})
+                pipe.hdel(key, MemoryField.EMBEDDING)
+                pipe.hset(key, mapping=row)
+            elif key in changed:
+                pipe.hset(key, mapping=changed[key])
+            pipe.hset(key, MemoryField.ITEM, item.model_dump_json())
+            pipe.hset(self.layout.items(item.user_id), item.memory_id, json.dumps(item.namespace, ensure_ascii=False))
+            if item.ttl_minutes is not None:
+                pipe.pexpire(key, max(1, int(item.ttl_minutes * 60_000)))
+            else:
+                pipe.persist(key)
+        await self._run(pipe.execute())
+        return items
+
+    async def get_items(self, user_id: str, memory_ids: Sequence[str]) -> list[StoreItem | None]:
+        if not memory_ids:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for memory_id in memory_ids:
+            pipe.hget(self.layout.memory(user_id, memory_id), MemoryField.ITEM)
+        raw = await self._run(pipe.execute())
+        return [StoreItem.model_validate_json(value) if value else None for value in raw]
+
+    async def list_items(self, user_id: str) -> list[StoreItem]:
+        registry = self.layout.items(user_id)
+        memory_ids = [_text(field) for field in await self._run(self.client.hkeys(registry))]
+        items = await self.get_items(user_id, memory_ids)
+        gone = [memory_id for memory_id, item in zip(memory_ids, items) if item is None]
+        if gone:  # expired, or deleted as a memory (the app's panel, the forget tool)
+            await self._run(self.client.hdel(registry, *gone))
+        return [item for item in items if item is not None]
+
+    async def refresh_items(self, items: Sequence[StoreItem]) -> None:
+        expiring = [item for item in items if item.ttl_minutes is not None]
+        if not expiring:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for item in expiring:
+            pipe.pexpire(self.layout.memory(item.user_id, item.memory_id), max(1, int(item.ttl_minutes * 60_000)))
+        await self._run(pipe.execute())
+
+    async def delete_items(self, user_id: str, memory_ids: Sequence[str]) -> int:
+        if not memory_ids:
+            return 0
+        pipe = self.client.pipeline(transaction=True)
+        for memory_id in memory_ids:
+            pipe.delete(self.layout.memory(user_id, memory_id))
+        pipe.hdel(self.layout.items(user_id), *memory_ids)
+        removed = await self._run(pipe.execute())
+        return sum(removed[:-1])
 
     # whole user ----------------------------------------------------------------------------
     async def _user_keys(self, user_id: str) -> list[bytes]:

@@ -34,6 +34,7 @@ class MemoryField:
     SESSION_ID = "session_id"
     TEXT = "text"  # as written; returned, not searched
     SEARCH_TEXT = "search_text"  # `store.text.index_terms` of the speaker and the text
+    SEARCH_CONTEXT = "search_context"  # `index_terms` of the memory's context: a ranking of its own
     LANGUAGE = "language"  # "zh" or "en": the language the memory is written in
     SPEAKER = "speaker"  # who said it, as shown ("朋友A", "Alice"); "" for the owner and the assistant
     SPEAKER_KEY = "speaker_key"  # tag: digest of the normalized speaker name
@@ -44,6 +45,7 @@ class MemoryField:
     SOURCES = "source_message_ids"
     REF_ID = "ref_id"
     EMBEDDING = "embedding"
+    ITEM = "item"  # a LangGraph store item's JSON (`base.StoreItem`); not indexed
 
 
 class MessageField:
@@ -136,6 +138,11 @@ class KeyLayout:
         """Sorted set: event id → created_at."""
         return self.user_prefix(user_id) + "event_times"
 
+    def items(self, user_id: str) -> str:
+        """Hash: memory id of a LangGraph store item → its namespace (JSON). Fields of expired
+        or deleted items are removed when the items are next listed."""
+        return self.user_prefix(user_id) + "items"
+
 
 def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
     """The RedisVL schema of the vector-memory index."""
@@ -154,6 +161,7 @@ def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
                 {"name": MemoryField.SPEAKER_KEY, "type": "tag"},
                 {"name": MemoryField.SPEAKER_ROLE, "type": "tag"},
                 {"name": MemoryField.SEARCH_TEXT, "type": "text", "attrs": {"no_stem": True}},
+                {"name": MemoryField.SEARCH_CONTEXT, "type": "text", "attrs": {"no_stem": True}},
                 {"name": MemoryField.CREATED_AT, "type": "numeric", "attrs": {"sortable": True}},
                 {"name": MemoryField.MONTH_DAY, "type": "numeric"},
                 {

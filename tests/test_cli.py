@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
 
 import pytest
 from docket import Docket
@@ -53,3 +64,69 @@ def test_export_search_and_forget_from_the_command_line(settings, monkeypatch, c
     monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-print-me")
     assert cli.main(["config"]) == 0
     assert "sk-do-not-print-me" not in capsys.readouterr().out
+
+
+def demo_env(tmp_path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY")}
+    return {**env, "MEMLANE_DATA_DIR": str(tmp_path / "data"), "MEMLANE_KEY_PREFIX": f"t{uuid.uuid4().hex[:10]}", **extra}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_demo_on_a_taken_port_says_so_in_one_line(tmp_path, redis_url):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "memlane.cli", "demo", "--port", str(port)],
+            env=demo_env(tmp_path, REDIS_URL=redis_url), capture_output=True, text=True, timeout=120,
+        )
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"port {port}" in lines[0] and "--port" in lines[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_demo_warms_up_says_what_it_uses_and_sigterm_stops_its_redis(tmp_path):
+    port = free_port()
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "memlane.cli", "demo", "--port", str(port)],
+        env=demo_env(tmp_path, MEMLANE_CHAT_MODEL="qwen-test", OPENAI_BASE_URL="http://127.0.0.1:9/v1"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in demo.stdout], daemon=True).start()
+    output: list[str] = []
+    try:
+        deadline = time.monotonic() + 120  # bounded: Redis Stack, the embeddings and Gradio start here
+        while not any("Ctrl-C" in line for line in output):
+            assert demo.poll() is None, "".join(output)[-3000:]
+            assert time.monotonic() < deadline, "the demo did not come up: " + "".join(output)[-3000:]
+            with contextlib.suppress(queue.Empty):
+                output.append(lines.get(timeout=1))
+        banner = "".join(output)
+        state = json.loads((tmp_path / "data" / "redis" / "server.json").read_text())
+        assert "qwen-test" in banner and "http://127.0.0.1:9/v1" in banner  # which model
+        assert "embedded Redis" in banner and f"127.0.0.1:{state['port']}" in banner  # which Redis…
+        assert state["password"] not in banner and "****" in banner  # …its password masked
+        assert str(tmp_path / "data") in banner  # where the data lives
+        assert f"http://127.0.0.1:{port}" in banner
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as page:
+            assert page.status == 200
+        os.kill(state["pid"], 0)  # the demo's Redis runs
+
+        demo.send_signal(signal.SIGTERM)
+        assert demo.wait(timeout=60) == 0
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    with pytest.raises(ProcessLookupError):
+        os.kill(state["pid"], 0)  # …and stopped with it
+    rest = demo.stdout.read() if not demo.stdout.closed else ""
+    assert "Traceback" not in "".join(output) + rest

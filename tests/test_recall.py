@@ -160,9 +160,10 @@ async def test_a_friends_statement_is_recalled_with_its_speaker_never_as_the_use
 
 async def test_a_follow_up_question_recalls_the_turn_it_refers_to(store, settings):
     await store.add_messages([
-        Message(id="o1", user_id="u", session_id="old", role="user", content="我的同事张伟下周三要去上海出差", created_at=100.0),
-        Message(id="o2", user_id="u", session_id="old", role="user", content="我们周六早上八点出发去爬山", created_at=200.0),
-        Message(id="o3", user_id="u", session_id="old", role="user", content="我妈妈下个月出发去云南旅游", created_at=300.0),
+        # said on three other days
+        Message(id="o1", user_id="u", session_id="d1", role="user", content="我的同事张伟下周三要去上海出差", created_at=100.0),
+        Message(id="o2", user_id="u", session_id="d2", role="user", content="我们周六早上八点出发去爬山", created_at=200.0),
+        Message(id="o3", user_id="u", session_id="d3", role="user", content="我妈妈下个月出发去云南旅游", created_at=300.0),
         Message(id="n1", user_id="u", session_id="new", role="user", content="还记得我同事张伟吗？", created_at=400.0),
         Message(id="n2", user_id="u", session_id="new", role="assistant", content="记得，他是你的同事。", created_at=401.0),
     ])

@@ -14,6 +14,8 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported
 
+from collections import deque  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
 import gradio as gr  # noqa: E402
@@ -24,7 +26,7 @@ from memlane.config import Settings, get_settings  # noqa: E402
 from memlane.middleware import DEFAULT_SESSION  # noqa: E402
 from memlane.models import HOW_TO_CONFIGURE  # noqa: E402
 from memlane import MemoryStore  # noqa: E402
-from memlane.ui.service import ChatService, new_session_id  # noqa: E402
+from memlane.ui.service import REPLY_FAILED_ID, ChatService, ReplyFailed, new_session_id  # noqa: E402
 
 DEFAULT_USER = "demo-user"
 PROFILE_COLUMNS = ["topic", "subtopic", "content", "confidence", "updated", "id"]
@@ -35,6 +37,31 @@ CSS = """
 #memory-status { min-height: 1.6em; color: var(--body-text-color-subdued); }
 #no-model { border-left: 4px solid #e0a000; padding-left: 8px; }
 """
+
+
+@dataclass
+class PendingMessage:
+    """A message waiting for its reply, with the switches in force when it was sent."""
+
+    text: str
+    user_id: str
+    session_id: str
+    persona: str
+    recall_on: bool
+    save_on: bool
+
+
+@dataclass
+class TabChat:
+    """One browser tab's chat: messages waiting for a reply, and the chat as last shown."""
+
+    pending: deque[PendingMessage] = field(default_factory=deque)
+    draining: bool = False
+    shown: list[dict[str, Any]] | None = None
+
+    def showing(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The chat with the messages still waiting shown after it."""
+        return [*history, *({"role": "user", "content": item.text} for item in self.pending)]
 
 
 def _table(rows: list[list[Any]], columns: list[str]) -> pd.DataFrame:
@@ -71,26 +98,64 @@ def build_app(
         table, ids = _shown(await service.profile_rows(user_id), PROFILE_COLUMNS)
         return (status.text, table, ids, await service.timeline_markdown(user_id), status.version)
 
-    async def respond(text: str, history: list[dict[str, Any]], user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool):
-        text = text.strip()
-        if not text:
-            yield "", history
+    tabs: dict[str, TabChat] = {}  # per browser tab (Gradio's session hash)
+
+    def tab_of(request: gr.Request | None) -> TabChat:
+        return tabs.setdefault(getattr(request, "session_hash", None) or "", TabChat())
+
+    def enqueue(text: str, user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool, request: gr.Request):
+        """Take a message at once (even while a reply streams): it waits in the tab's queue."""
+        if text.strip():
+            tab_of(request).pending.append(
+                PendingMessage(text.strip(), user_id.strip() or DEFAULT_USER, session_id or DEFAULT_SESSION, persona, recall_on, save_on)
+            )
+        return ""
+
+    async def drain(history: list[dict[str, Any]], request: gr.Request):
+        """Answer the tab's waiting messages one after another, streaming each reply.
+
+        One drain runs per tab; a drain started while another runs leaves the chat to it.
+        """
+        tab = tab_of(request)
+        if tab.draining or not tab.pending:
+            yield gr.skip()
             return
-        history = list(history or [])
-        prior = list(history)
-        history += [{"role": "user", "content": text}, {"role": "assistant", "content": ""}]
-        yield "", history
-        async for answer in service.stream_reply(
-            user_id.strip() or DEFAULT_USER,
-            session_id or DEFAULT_SESSION,
-            text,
-            prior,
-            persona=persona,
-            recall_enabled=recall_on,
-            auto_save_enabled=save_on,
-        ):
-            history[-1] = {"role": "assistant", "content": answer}
-            yield "", history
+        tab.draining = True
+        # the chat as this app last showed it: the browser may not have the last chunk yet
+        history = list(tab.shown if tab.shown is not None else history or [])
+        try:
+            while tab.pending:
+                item = tab.pending.popleft()
+                prior = list(history)
+                history += [{"role": "user", "content": item.text}, {"role": "assistant", "content": ""}]
+                yield tab.showing(history)
+                try:
+                    async for answer in service.stream_reply(
+                        item.user_id,
+                        item.session_id,
+                        item.text,
+                        prior,
+                        persona=item.persona,
+                        recall_enabled=item.recall_on,
+                        auto_save_enabled=item.save_on,
+                    ):
+                        history[-1] = {"role": "assistant", "content": answer}
+                        yield tab.showing(history)
+                except ReplyFailed as failure:
+                    if not history[-1]["content"]:
+                        history.pop()  # nothing streamed before the failure
+                    history.append({"role": "assistant", "content": f"⚠️ {failure}", "metadata": {"id": REPLY_FAILED_ID}})
+                    yield tab.showing(history)
+        finally:
+            tab.draining = False  # no await since the last look at `pending`: nothing slips through
+            tab.shown = history
+
+    def reset_tab(request: gr.Request | None) -> None:
+        """The chat was replaced (another user or session): forget what this tab showed."""
+        tab_of(request).shown = None
+
+    def close_tab(request: gr.Request) -> None:
+        tabs.pop(getattr(request, "session_hash", None) or "", None)
 
     async def poll(user_id: str, seen_version: int):
         """Refresh the status, and the panel when memory work reported since last time."""
@@ -100,16 +165,26 @@ def build_app(
             return gr.update(), gr.update(), gr.update(), gr.update(), seen_version
         return await panel(user_id)
 
-    async def switch_user(user_id: str):
+    async def switch_user(user_id: str, shown_user: str | None, request: gr.Request):
+        """Show another user's latest session; leaving the field unchanged changes nothing."""
         user_id = user_id.strip() or DEFAULT_USER
+        if user_id == shown_user:
+            return gr.skip()
+        reset_tab(request)
         sessions = await service.sessions(user_id) or [DEFAULT_SESSION]
         history = await service.history(user_id, sessions[0])
-        return (gr.update(choices=sessions, value=sessions[0]), history, *await panel(user_id))
+        return (gr.update(choices=sessions, value=sessions[0]), history, *await panel(user_id), user_id, user_id)
 
-    async def switch_session(user_id: str, session_id: str):
+    def restore_user(saved_user: str | None):
+        """The user this browser had before a reload."""
+        return (saved_user or "").strip() or DEFAULT_USER
+
+    async def switch_session(user_id: str, session_id: str, request: gr.Request):
+        reset_tab(request)
         return await service.history(user_id.strip() or DEFAULT_USER, session_id or DEFAULT_SESSION)
 
-    async def start_session(user_id: str, session_id: str):
+    async def start_session(user_id: str, session_id: str, request: gr.Request):
+        reset_tab(request)
         user_id = user_id.strip() or DEFAULT_USER
         await service.end_session(user_id, session_id or DEFAULT_SESSION)
         fresh = new_session_id()
@@ -123,9 +198,18 @@ def build_app(
         await service.delete_entry(user_id.strip() or DEFAULT_USER, entry_id)
         return ("", *await panel(user_id))
 
-    async def forget(user_id: str):
+    def ask_forget(user_id: str):
+        user_id = user_id.strip() or DEFAULT_USER
+        question = (
+            f"**Forget everything of `{user_id}`?** Their profile, events, searchable memories "
+            "and every session's messages are deleted; this cannot be undone."
+        )
+        return gr.update(visible=True), question
+
+    async def forget(user_id: str, request: gr.Request):
+        reset_tab(request)
         await service.forget_user(user_id.strip() or DEFAULT_USER)
-        return ([], _table([], SEARCH_COLUMNS), [], *await panel(user_id))
+        return (gr.update(visible=False), [], _table([], SEARCH_COLUMNS), [], *await panel(user_id))
 
     async def remember_now(user_id: str):
         await service.remember_now(user_id.strip() or DEFAULT_USER)
@@ -150,7 +234,8 @@ def build_app(
         with gr.Row():
             with gr.Column(scale=3):
                 with gr.Row():
-                    user = gr.Textbox(value=DEFAULT_USER, label="User", elem_id="user")
+                    # empty until the page has loaded and restored this browser's user (see restore_user)
+                    user = gr.Textbox(value="", placeholder=DEFAULT_USER, label="User", elem_id="user")
                     session = gr.Dropdown(
                         choices=[DEFAULT_SESSION], value=DEFAULT_SESSION, allow_custom_value=True, label="Session", elem_id="session"
                     )
@@ -187,19 +272,33 @@ def build_app(
                     entry_id = gr.Textbox(placeholder="id (click a row)", show_label=False, scale=3, elem_id="entry-id")
                     delete_button = gr.Button("Delete entry", size="sm", scale=1)
                     forget_button = gr.Button("Forget me", variant="stop", size="sm", scale=1)
+                with gr.Group(visible=False, elem_id="forget-confirm") as forget_confirm:
+                    forget_question = gr.Markdown()
+                    with gr.Row():
+                        forget_yes = gr.Button("Yes, forget everything", variant="stop", size="sm")
+                        forget_no = gr.Button("Cancel", size="sm")
         seen_version = gr.State(0)
+        shown_user = gr.State(None)  # the user whose chat and panel are on screen
+        # the user, kept in this browser's localStorage across reloads (not across restarts of the app:
+        # its encryption key is made anew at each start)
+        saved_user = gr.BrowserState(None, storage_key="memlane-user")
         profile_ids = gr.State([])
         result_ids = gr.State([])
         timer = gr.Timer(POLL_SECONDS)
 
         panel_outputs = [status, profile, profile_ids, timeline, seen_version]
-        chat_inputs = [message, chatbot, user, session, persona, recall_on, save_on]
+        chat_inputs = [message, user, session, persona, recall_on, save_on]
         for trigger in (message.submit, send.click):
-            trigger(respond, chat_inputs, [message, chatbot], show_progress="hidden")
+            # "multiple": a message sent while a reply streams is taken, not dropped; the
+            # streaming event writes only the chat, never the message box being typed in
+            trigger(enqueue, chat_inputs, [message], queue=False, trigger_mode="multiple", show_progress="hidden").then(
+                drain, [chatbot], [chatbot], trigger_mode="multiple", show_progress="hidden"
+            )
         timer.tick(poll, [user, seen_version], panel_outputs, show_progress="hidden", queue=False)
-        demo.load(switch_user, [user], [session, chatbot, *panel_outputs])
-        user.submit(switch_user, [user], [session, chatbot, *panel_outputs])
-        user.blur(switch_user, [user], [session, chatbot, *panel_outputs])
+        user_outputs = [session, chatbot, *panel_outputs, shown_user, saved_user]
+        demo.load(restore_user, [saved_user], [user], queue=False).then(switch_user, [user, shown_user], user_outputs)
+        user.submit(switch_user, [user, shown_user], user_outputs)
+        user.blur(switch_user, [user, shown_user], user_outputs)
         session.input(switch_session, [user, session], [chatbot])
         new_session.click(start_session, [user, session], [session, chatbot])
         for trigger in (query.submit, search_button.click):
@@ -207,8 +306,11 @@ def build_app(
         profile.select(select_id, [profile_ids], [entry_id])
         results.select(select_id, [result_ids], [entry_id])
         delete_button.click(delete, [user, entry_id], [entry_id, *panel_outputs])
-        forget_button.click(forget, [user], [chatbot, results, result_ids, *panel_outputs])
+        forget_button.click(ask_forget, [user], [forget_confirm, forget_question], queue=False)
+        forget_no.click(lambda: gr.update(visible=False), None, [forget_confirm], queue=False)
+        forget_yes.click(forget, [user], [forget_confirm, chatbot, results, result_ids, *panel_outputs])
         remember.click(remember_now, [user], [status])
+        demo.unload(close_tab)
     demo.memlane_service = service  # type: ignore[attr-defined]  # for tests and embedding apps
     return demo
 
@@ -216,7 +318,14 @@ def build_app(
 LAUNCH_OPTIONS: dict[str, Any] = {"share": False, "ssr_mode": False, "css": CSS}
 
 
-def launch(settings: Settings | None = None, host: str = "127.0.0.1", port: int = 7860, **launch_options: Any) -> None:
-    """Serve the app (blocking). No share link, no analytics."""
+def launch(
+    settings: Settings | None = None, host: str = "127.0.0.1", port: int = 7860, *, block: bool = True, **launch_options: Any
+) -> gr.Blocks:
+    """Serve the app: no share link, no analytics. The store, scheduler and embeddings start
+    before it returns (or, with `block`, before it serves and waits); raises OSError when the port is taken."""
     demo = build_app(settings)
-    demo.queue(default_concurrency_limit=8).launch(server_name=host, server_port=port, **{**LAUNCH_OPTIONS, **launch_options})
+    # run by Gradio on the server's event loop before launch() returns, where the service's clients must live
+    demo.extra_startup_events.append(demo.memlane_service.warm_up)
+    options = {**LAUNCH_OPTIONS, **launch_options}
+    demo.queue(default_concurrency_limit=8).launch(server_name=host, server_port=port, prevent_thread_lock=not block, **options)
+    return demo

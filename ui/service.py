@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,15 +19,23 @@ from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 
-from memlane import MemoryStore, Message, Settings, open_store
+from memlane import MemoryStore, Message, Settings, StoreError, open_store
 from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware
-from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, memory_model_from_settings
+from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
 from memlane.recall import relevance
 from memlane.store.base import profile_memory_id
 from memlane.tools import forget_memory
 
 logger = logging.getLogger(__name__)
+
+
+class ReplyFailed(Exception):
+    """The chat model could not answer; the message says what happened and what to do."""
+
+
+# the metadata id of a chat message that reports a failed reply: shown, never sent to the model
+REPLY_FAILED_ID = "memlane-reply-failed"
 
 
 @dataclass
@@ -47,6 +56,45 @@ def describe_result(outcome: MemoryRunResult | BaseException) -> str:
     if outcome.event_id:
         parts.append("1 event")
     return "remembered: " + (", ".join(parts) if parts else "no profile change")
+
+
+def content_text(content: Any) -> str:
+    """The text of a chat message's content in any shape Gradio gives it.
+
+    Gradio 6 hands content back as a list of blocks (`{"type": "text", "text": ...}`, files,
+    components); older shapes are a plain string or one block. A file or component is not sent
+    to the model: a note in its place says it was there.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "\n".join(text for text in (content_text(block) for block in content) if text)
+    if isinstance(content, dict):
+        if isinstance(content.get("text"), str):
+            return content["text"]
+        if content.get("type") == "file" or "file" in content or "path" in content:
+            file = content.get("file") if isinstance(content.get("file"), dict) else content
+            name = file.get("orig_name") or os.path.basename(str(file.get("path") or "")) or "a file"
+            return f"[{name} was attached here; its contents are not sent to the model]"
+        if content.get("type") == "component":
+            return f"[a {content.get('component', 'component')} was shown here; it is not sent to the model]"
+        return ""
+    return str(content)
+
+
+def history_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
+    """The chat's earlier turns as LangChain messages, whatever the shape of their content."""
+    messages: list[BaseMessage] = []
+    for item in history or []:
+        role = item.get("role") if isinstance(item, dict) else None
+        if role not in ("user", "assistant") or (item.get("metadata") or {}).get("id") == REPLY_FAILED_ID:
+            continue
+        text = content_text(item.get("content")).strip()
+        if text:
+            messages.append(HumanMessage(text) if role == "user" else AIMessage(text))
+    return messages
 
 
 def _when(timestamp: float) -> str:
@@ -72,6 +120,7 @@ class ChatService:
         self._started: asyncio.Lock | None = None
         self._ready = False
         self._owns_store = self.store is None
+        self.start_error: StoreError | None = None  # why warm_up could not start the store
 
     @property
     def has_chat_model(self) -> bool:
@@ -102,6 +151,15 @@ class ChatService:
                 on_failed=self._on_failed,
             )
             self._ready = True
+
+    async def warm_up(self) -> None:
+        """Start the store (and the embedded Redis), the scheduler and the embeddings now, so
+        the first message does not wait for them."""
+        try:
+            await self.ensure_started()
+            await self.store.search_memories("memlane-warm-up", "warm up", limit=1)  # loads the embedding model
+        except StoreError as error:  # kept for the caller: raised here, Gradio would only say "startup failed"
+            self.start_error = error
 
     async def aclose(self) -> None:
         if self.scheduler is not None:
@@ -161,28 +219,32 @@ class ChatService:
         recall_enabled: bool = True,
         auto_save_enabled: bool = True,
     ) -> AsyncIterator[str]:
-        """The reply to `text`, as the growing answer after each streamed piece."""
+        """The reply to `text`, as the growing answer after each streamed piece.
+
+        `history` is the chat so far in any shape Gradio gives it (see `history_messages`).
+        Raises `ReplyFailed` with a sentence for the user when the model call fails.
+        """
         await self.ensure_started()
         if self.chat_model is None:
             yield HOW_TO_CONFIGURE
             return
-        messages: list[BaseMessage] = [
-            HumanMessage(item["content"]) if item["role"] == "user" else AIMessage(item["content"])
-            for item in history
-            if isinstance(item.get("content"), str) and item.get("role") in ("user", "assistant")
-        ]
-        messages.append(HumanMessage(text))
+        messages = [*history_messages(history), HumanMessage(text)]
         context = MemoryAgentContext(
             user_id=user_id, session_id=session_id, recall_enabled=recall_enabled, auto_save_enabled=auto_save_enabled
         )
         answer = ""
         version_before = self.status(user_id).version
-        async for chunk, _meta in self._agent(persona).astream(
-            {"messages": messages}, context=context, stream_mode="messages"
-        ):
-            if isinstance(chunk, AIMessageChunk) and chunk.content:
-                answer += str(chunk.text)
-                yield answer
+        try:
+            async for chunk, _meta in self._agent(persona).astream(
+                {"messages": messages}, context=context, stream_mode="messages"
+            ):
+                if isinstance(chunk, AIMessageChunk) and chunk.content:
+                    answer += str(chunk.text)
+                    yield answer
+        except Exception as error:  # shown in the chat; one log line, not a traceback per layer
+            reason = describe_model_error(error, self.chat_model, self.settings)
+            logger.warning("the reply to %s failed: %s", user_id, reason)
+            raise ReplyFailed(reason) from error
         if auto_save_enabled and self.status(user_id).version == version_before:
             self._bump(user_id, "saving…", busy=True)  # unless the save already reported
 

@@ -415,3 +415,20 @@ async def test_memories_without_a_user_are_refused(store: RedisMemoryStore):
         await store.add_memories([Memory(id="1", user_id="", kind="event", text="orphan")])
     with pytest.raises(StoreError, match="empty user_id"):
         await store.apply_update(MemoryUpdate(user_id="", advance_cursor_to=3))
+
+
+async def test_an_answer_is_found_through_the_question_before_it(store: RedisMemoryStore):
+    turns = [
+        ("user", "Any good books about volcanoes?"), ("assistant", "Try 'Krakatoa' by Simon Winchester."),
+        ("user", "I repaired my bike today"), ("assistant", "Nice, a new chain?"),
+        ("user", "We rented a cabin in Norway"), ("assistant", "Enjoy the fjords!"),
+    ]
+    await store.add_messages([
+        Message(id=f"t{i}", user_id="alice", session_id="s", role=role, content=text) for i, (role, text) in enumerate(turns)
+    ])
+    answer_key = store.layout.memory("alice", "message:t1")
+    assert await store.client.hget(answer_key, "search_context") == b"good book volcano"
+    assert await store.client.hget(store.layout.memory("alice", "message:t0"), "search_context") == b""
+    hits = await store.search_memories("alice", "which volcano book did you suggest?", limit=3)
+    assert {hit.memory.id for hit in hits[:2]} == {"message:t0", "message:t1"}
+    assert next(hit for hit in hits if hit.memory.id == "message:t1").memory.context is None  # never shown

@@ -11,6 +11,7 @@ from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
 
 from memlane.ui.app import build_app
+from test_service import name_from_the_conversation
 
 ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
 REPLY = "Noted: black coffee without sugar, and late nights around 2 am. I will keep that in mind."
@@ -36,6 +37,31 @@ def bot_text(page) -> str:
     )
 
 
+def bot_texts(page) -> list[str]:
+    return page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].map(b => b.innerText.trim())")
+
+
+def open_app(page, url: str, user: str) -> None:
+    page.goto(url)
+    page.locator("#message textarea").wait_for(timeout=20_000)
+    # the field fills in once the page has loaded and restored this browser's user
+    page.wait_for_function("() => document.querySelector('#user textarea').value !== ''", timeout=20_000)
+    page.locator("#user textarea").fill(user)
+    page.locator("#user textarea").press("Enter")
+
+
+def send_and_wait(page, text: str, replies_before: int, reply: str) -> None:
+    """Send `text` and wait until the next bot message reads `reply`."""
+    page.locator("#message textarea").fill(text)
+    page.locator("#message textarea").press("Enter")
+    page.wait_for_function(
+        """([count, reply]) => { const bots = [...document.querySelectorAll('#chat [data-testid="bot"]')];
+                                 return bots.length > count && bots[count].innerText.trim() === reply; }""",
+        arg=[replies_before, reply],
+        timeout=20_000,
+    )
+
+
 def wait_for_text(page, selector: str, text: str, timeout_ms: int) -> None:
     page.wait_for_function(
         "([selector, text]) => (document.querySelector(selector)?.innerText || '').includes(text)",
@@ -49,10 +75,7 @@ def test_chat_streams_then_the_profile_panel_updates(settings, store, launch_app
     app_settings = settings.model_copy(update={"memory_buffer_tokens": 1, "llm_timeout_seconds": 10.0})
     url = launch_app(build_app(app_settings, chat_model=chat, memory_model=memory))
 
-    page.goto(url)
-    page.locator("#message textarea").wait_for(timeout=20_000)
-    page.locator("#user textarea").fill("ui-user")
-    page.locator("#user textarea").press("Enter")
+    open_app(page, url, "ui-user")
     page.locator("#message textarea").fill("I drink black coffee without sugar and I go to bed around 2 am.")
     page.locator("#message textarea").press("Enter")
 
@@ -110,3 +133,152 @@ def test_without_a_model_the_app_says_how_to_configure_one(settings, store, laun
     page.locator("#search-query textarea").fill("coffee")
     page.locator("#search-query textarea").press("Enter")
     wait_for_text(page, "#search-results", "score", 5_000)  # the panel answers without a model
+
+
+def test_with_recall_off_the_model_still_sees_the_earlier_turns(settings, store, launch_app, page):
+    chat = ScriptedChatModel(default=name_from_the_conversation, chunk_size=4)
+    url = launch_app(build_app(settings, chat_model=chat))
+    open_app(page, url, "zed-user")
+    page.get_by_text("Persona and switches").click()
+    page.get_by_label("Recall memories").uncheck()
+
+    send_and_wait(page, "My name is Zed", 0, "I do not know your name.")
+    send_and_wait(page, "What is my name?", 1, "Your name is Zed.")
+    humans = [m.text for m in chat.calls[-1] if m.type == "human"]
+    assert humans == ["My name is Zed", "What is my name?"]
+    assert not any("Zed" in m.text for m in chat.calls[-1] if m.type == "system")  # no recall did it
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "ui-history-reaches-the-model.png"), full_page=True)
+
+
+def test_typing_and_sending_while_a_reply_streams(settings, store, launch_app, page):
+    long_reply = "Here is a long answer, streamed slowly. " * 8
+
+    def answer(messages) -> str:
+        humans = [m.text for m in messages if m.type == "human"]
+        return long_reply if humans[-1] == "first question" else f"second answer (after {len(humans) - 1} earlier)"
+
+    chat = ScriptedChatModel(default=answer, chunk_size=2, chunk_delay=0.04)
+    url = launch_app(build_app(settings, chat_model=chat))
+    open_app(page, url, "typing-user")
+    box = page.locator("#message textarea")
+    box.fill("first question")
+    box.press("Enter")
+    page.wait_for_function("() => (document.querySelector('#chat [data-testid=\"bot\"]')?.innerText || '').length > 10")
+
+    box.type("second ques")  # typed while the reply streams
+    progress = len(bot_text(page))
+    page.wait_for_function(  # a few more chunks arrive…
+        "(n) => (document.querySelector('#chat [data-testid=\"bot\"]')?.innerText || '').length > n + 12", arg=progress
+    )
+    assert box.input_value() == "second ques"  # …and the typed text is still there
+    box.type("tion")
+    box.press("Enter")
+    assert bot_texts(page)[0] != long_reply.strip(), "the first reply finished before the second message was sent"
+    page.wait_for_function("() => document.querySelector('#message textarea').value === ''")
+
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].length === 2", timeout=30_000
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')][1].innerText.includes('(after 1 earlier)')",
+        timeout=30_000,
+    )
+    assert bot_texts(page) == [long_reply.strip(), "second answer (after 1 earlier)"]
+    users = page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())")
+    assert users == ["first question", "second question"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "ui-send-while-streaming.png"), full_page=True)
+
+
+GRADIO_ERROR_BADGES = "() => document.querySelectorAll('[data-testid=\"toast-body\"], .wrap .error').length"
+
+
+def test_a_failed_model_call_explains_itself_in_the_chat(settings, store, launch_app, page):
+    def answer(messages) -> str | Exception:
+        humans = [m.text for m in messages if m.type == "human"]
+        if humans[-1] == "please fail":
+            return RuntimeError("the GPU fell over")
+        return f"fine; I see {len(humans) - 1} earlier message(s) and {len([m for m in messages if m.type == 'ai'])} answer(s)"
+
+    chat = ScriptedChatModel(default=answer)
+    url = launch_app(build_app(settings, chat_model=chat))
+    open_app(page, url, "failing-user")
+    page.locator("#message textarea").fill("please fail")
+    page.locator("#message textarea").press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].some(b => b.innerText.includes('the GPU fell over'))",
+        timeout=20_000,
+    )
+    shown = bot_texts(page)[-1]
+    assert "RuntimeError: the GPU fell over" in shown and "send again" in shown
+    assert page.evaluate(GRADIO_ERROR_BADGES) == 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "ui-model-error.png"), full_page=True)
+
+    # the chat goes on; the error is shown, not sent to the model as an answer
+    send_and_wait(page, "hello again", 1, "fine; I see 1 earlier message(s) and 0 answer(s)")
+
+
+def chat_users(page) -> list[str]:
+    return page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())")
+
+
+def session_value(page) -> str:
+    return page.locator("#session input").input_value()
+
+
+def test_forget_me_asks_before_deleting(settings, store, launch_app, page):
+    url = launch_app(build_app(settings, chat_model=ScriptedChatModel(default="Noted.")))
+    open_app(page, url, "forget-user")
+    send_and_wait(page, "I keep bees", 0, "Noted.")
+    wait_for_text(page, "#memory-status", "saved", 10_000)
+
+    page.get_by_role("button", name="Forget me").click()
+    wait_for_text(page, "#forget-confirm", "forget-user", 5_000)  # asks first, naming whom
+    assert chat_users(page) == ["I keep bees"]
+    page.get_by_role("button", name="Cancel").click()
+    wait_until_hidden(page, "#forget-confirm")
+    assert chat_users(page) == ["I keep bees"]
+
+    page.get_by_role("button", name="Forget me").click()
+    wait_for_text(page, "#forget-confirm", "forget-user", 5_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "ui-forget-me-confirm.png"), full_page=True)
+    page.get_by_role("button", name="Yes, forget everything").click()
+    wait_for_text(page, "#memory-status", "forgot everything of forget-user", 10_000)
+    assert chat_users(page) == []
+    wait_until_hidden(page, "#forget-confirm")
+
+
+def test_the_user_field_keeps_the_session_and_survives_a_reload(settings, store, launch_app, page):
+    url = launch_app(build_app(settings, chat_model=ScriptedChatModel(default="Noted.")))
+    open_app(page, url, "steady-user")
+    send_and_wait(page, "first session message", 0, "Noted.")
+    wait_for_text(page, "#memory-status", "saved", 10_000)
+    old_session = session_value(page)
+
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_function("(old) => document.querySelector('#session input').value !== old", arg=old_session)
+    fresh = session_value(page)
+    page.locator("#user textarea").click()  # into the user field and out again, changing nothing
+    page.locator("#message textarea").click()
+    send_and_wait(page, "second session message", 0, "Noted.")
+    assert session_value(page) == fresh and chat_users(page) == ["second session message"]
+
+    page.reload()
+    page.locator("#message textarea").wait_for(timeout=20_000)
+    page.wait_for_function("() => document.querySelector('#user textarea').value === 'steady-user'", timeout=10_000)
+    page.wait_for_function(  # that user's latest session is back
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].some(u => u.innerText.includes('session message'))",
+        timeout=10_000,
+    )
+
+
+def wait_until_hidden(page, selector: str, timeout: int = 5_000) -> None:
+    """Every element matching `selector` hidden (Gradio may briefly render a group twice)."""
+    page.wait_for_function(
+        "selector => [...document.querySelectorAll(selector)].every(element => element.offsetParent === null)",
+        arg=selector,
+        timeout=timeout,
+    )
