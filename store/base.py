@@ -27,6 +27,11 @@ class RedisUnavailable(StoreError):
     """Redis cannot be reached or started."""
 
 
+class EmbeddingsUnavailable(StoreError):
+    """The embedder failed (or its circuit breaker is open): search falls back to keywords,
+    and messages stored meanwhile are indexed later (`MemoryStore.reindex_pending`)."""
+
+
 def stable_id(*parts: str) -> str:
     """A deterministic id from content parts: at-least-once delivery must not duplicate."""
     digest = hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8"))
@@ -282,7 +287,16 @@ class MemoryStore(Protocol):
 
     # history ----------------------------------------------------------------------
     async def add_messages(self, messages: Sequence[Message], *, index_for_search: bool = True) -> list[Message]:
-        """Store messages; ids already stored are skipped. Returns the newly stored ones, with seq."""
+        """Store messages; ids already stored are skipped. Returns the newly stored ones, with seq.
+
+        With `index_for_search`, new messages are indexed for search at once, together with
+        any of the user's messages whose indexing failed before. A message that cannot be
+        indexed now (the embedder is down) is still stored, and recorded for `reindex_pending`.
+        """
+
+    async def reindex_pending(self, user_id: str) -> int:
+        """Index the user's stored messages whose indexing failed. Returns how many were indexed;
+        those that fail again stay recorded for the next try."""
 
     async def recent_messages(self, user_id: str, session_id: str, limit: int = 20) -> list[Message]:
         """The newest `limit` messages of a session, oldest first."""

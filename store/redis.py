@@ -29,6 +29,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 
 from memlane.config import Settings, get_settings
 from memlane.store.base import (
+    EmbeddingsUnavailable,
     Event,
     Memory,
     MemoryHit,
@@ -47,12 +48,14 @@ from memlane.store.base import (
     profile_memory_id,
     stable_id,
 )
+from memlane.store.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.embeddings import embedding_dims, get_embeddings
 from memlane.store.schema import (
     INDEX_LANGUAGE,
     KeyLayout,
     MemoryField,
     MessageField,
+    item_key,
     memory_schema,
     session_key,
     speaker_key,
@@ -131,6 +134,8 @@ class RedisMemoryStore:
         self._counts: dict[str, tuple[int, float]] = {}  # user → (memory count, when counted)
         self.url: str | None = None  # set by open_store: where background tasks can share this Redis
         self.embeddings = embeddings
+        # shared by every embedding call of this store: a down embedder is not waited on each time
+        self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
         self.layout = KeyLayout(key_prefix or self.settings.key_prefix)
         self.dims = embedding_dims(embeddings)
         self.schema = memory_schema(self.layout, self.dims)
@@ -212,6 +217,25 @@ class RedisMemoryStore:
                 raise _unavailable(error.__cause__) from error
             raise
 
+    async def _embed(self, make_call: Any) -> Any:
+        """An embedding call through the embedder's circuit breaker; any failure of it becomes
+        `EmbeddingsUnavailable` (a store error the callers degrade on)."""
+        try:
+            return await self.embedder_breaker.call(make_call)
+        except CircuitOpen as error:
+            raise EmbeddingsUnavailable(str(error)) from error
+        except Exception as error:
+            raise EmbeddingsUnavailable(
+                f"the embedder failed ({type(error).__name__}: {error}); search uses keywords only "
+                "and new messages are indexed once it answers again"
+            ) from error
+
+    async def _embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await self._embed(lambda: self.embeddings.aembed_documents(texts))
+
+    async def _embed_query(self, text: str) -> list[float]:
+        return await self._embed(lambda: self.embeddings.aembed_query(text))
+
     # history -------------------------------------------------------------------------------
     async def add_messages(self, messages: Sequence[Message], *, index_for_search: bool = True) -> list[Message]:
         if not messages:
@@ -252,25 +276,69 @@ class RedisMemoryStore:
                 ", ".join(elsewhere[:5]),
             )
         if index_for_search:
-            searchable = [m for m in stored if m.content.strip() and m.role in ("user", "assistant")]
-            contexts = await self._preceding_texts(searchable)
-            memories = [
-                Memory(
-                    id=message_memory_id(message.id),
-                    user_id=message.user_id,
-                    kind="message",
-                    text=message.content,
-                    context=contexts.get(message.id),
-                    session_id=message.session_id,
-                    created_at=message.created_at,
-                    source_message_ids=[message.id],
-                    speaker=message.name if message.speaker_role != "owner" else None,
-                    speaker_role=message.speaker_role,
-                )
-                for message in searchable
-            ]
-            await self.add_memories(memories)
+            for user_id in dict.fromkeys(message.user_id for message in messages):
+                new = [message for message in stored if message.user_id == user_id]
+                repaired = await self._pending_messages(user_id)  # a repair pass rides on each save
+                await self._index_messages(user_id, [*repaired, *new], clear_pending=bool(repaired))
         return stored
+
+    async def _pending_messages(self, user_id: str) -> list[Message]:
+        """The user's stored messages whose indexing failed (ids of messages gone since are dropped)."""
+        pending = self.layout.unindexed_messages(user_id)
+        ids = sorted(_text(member) for member in await self._run(self.client.smembers(pending)))
+        if not ids:
+            return []
+        messages = await self._load_messages(user_id, [item_key(message_id) for message_id in ids])
+        gone = set(ids) - {message.id for message in messages}
+        if gone:
+            await self._run(self.client.srem(pending, *gone))
+        return sorted(messages, key=lambda message: message.seq or 0)
+
+    async def reindex_pending(self, user_id: str) -> int:
+        pending = await self._pending_messages(user_id)
+        if not pending or not await self._index_messages(user_id, pending, clear_pending=True):
+            return 0
+        return len(pending)
+
+    async def _index_messages(self, user_id: str, messages: Sequence[Message], *, clear_pending: bool) -> bool:
+        """Write the search entries of one user's stored messages, each with its search context.
+
+        When the embedder fails, the ids are recorded in `unindexed_messages` (the messages
+        stay in history) and False is returned; with `clear_pending`, once indexed they are
+        removed from it (new messages were never in it: no round trip for them).
+        """
+        messages = [m for m in messages if m.content.strip() and m.role in ("user", "assistant")]
+        if not messages:
+            return True
+        pending = self.layout.unindexed_messages(user_id)
+        try:
+            await self.add_memories(self._message_memories(messages, await self._preceding_texts(messages)))
+        except EmbeddingsUnavailable as error:
+            await self._run(self.client.sadd(pending, *(message.id for message in messages)))
+            logger.warning("%d message(s) of %r stored but not indexed yet: %s", len(messages), user_id, error)
+            return False
+        if clear_pending:
+            await self._run(self.client.srem(pending, *(message.id for message in messages)))
+        return True
+
+    @staticmethod
+    def _message_memories(messages: Sequence[Message], contexts: dict[str, str]) -> list[Memory]:
+        """The search memories of stored messages."""
+        return [
+            Memory(
+                id=message_memory_id(message.id),
+                user_id=message.user_id,
+                kind="message",
+                text=message.content,
+                context=contexts.get(message.id),
+                session_id=message.session_id,
+                created_at=message.created_at,
+                source_message_ids=[message.id],
+                speaker=message.name if message.speaker_role != "owner" else None,
+                speaker_role=message.speaker_role,
+            )
+            for message in messages
+        ]
 
     async def _preceding_texts(self, messages: Sequence[Message]) -> dict[str, str]:
         """Per message id: the message before it in its session (its search context), cut to
@@ -508,7 +576,7 @@ class RedisMemoryStore:
                 changed.append((key, row))
         if not changed:
             return []
-        vectors = await self.embeddings.aembed_documents([self._embedding_input(latest[key]) for key, _ in changed])
+        vectors = await self._embed_documents([self._embedding_input(latest[key]) for key, _ in changed])
         for (_, row), vector in zip(changed, vectors):
             row[MemoryField.EMBEDDING] = _vector_bytes(vector)
         return changed
@@ -658,11 +726,20 @@ class RedisMemoryStore:
         text_search = asyncio.ensure_future(run_text_queries()) if text_queries else None
         try:
             approximate = await self.memory_count(user_id) > self.settings.search_exact_max_memories
-            query_vector = await self.embeddings.aembed_query(query)
-            vector_queries = [self.vector_query(query_vector, expression, candidates, approximate=approximate)]
-            if scope:
-                vector_queries.append(self.vector_query(query_vector, expression & self._time_filter(scope), candidates))
-            vector_lists = await self._run(self.index.batch_query(vector_queries))
+            try:
+                query_vector: list[float] | None = await self._embed_query(query)
+            except EmbeddingsUnavailable as error:  # degrade, never break: the BM25 rankings still answer
+                logger.log(
+                    logging.DEBUG if isinstance(error.__cause__, CircuitOpen) else logging.WARNING,
+                    "searching %r's memories by keyword only: %s", user_id, error,
+                )
+                query_vector = None
+            vector_lists = []
+            if query_vector is not None:
+                vector_queries = [self.vector_query(query_vector, expression, candidates, approximate=approximate)]
+                if scope:
+                    vector_queries.append(self.vector_query(query_vector, expression & self._time_filter(scope), candidates))
+                vector_lists = await self._run(self.index.batch_query(vector_queries))
             text_lists = await text_search if text_search is not None else []
             context_list = text_lists.pop() if text_lists else []
         finally:
@@ -673,21 +750,27 @@ class RedisMemoryStore:
                     text_search.exception()  # retrieved: an error here is already on its way up
         return await self._fuse(user_id, query_vector, vector_lists, text_lists, context_list, scope, limit)
 
-    def relevance(self, vector_similarity: float, text_score: float, time_match: bool = False) -> float:
+    def relevance(
+        self, vector_similarity: float | None, text_score: float, time_match: bool = False
+    ) -> float:
         """The documented 0..1 relevance recall thresholds apply to: cosine similarity rescaled
         from the provider's floor of unrelated texts (`Settings.similarity_floor`) to 1,
         weighted `hybrid_alpha`, plus the BM25 score normalized to the best text hit, plus
-        `search_time_match_bonus` for a memory of the time the query names (capped at 1)."""
-        floor = self.settings.similarity_floor
-        similarity = min(1.0, max(0.0, (vector_similarity - floor) / (1.0 - floor)))
-        alpha = self.settings.hybrid_alpha
-        fused = alpha * similarity + (1 - alpha) * text_score
+        `search_time_match_bonus` for a memory of the time the query names (capped at 1).
+        Without a similarity (the embedder is down: keyword-only search) it is the text score."""
+        if vector_similarity is None:
+            fused = text_score
+        else:
+            floor = self.settings.similarity_floor
+            similarity = min(1.0, max(0.0, (vector_similarity - floor) / (1.0 - floor)))
+            alpha = self.settings.hybrid_alpha
+            fused = alpha * similarity + (1 - alpha) * text_score
         return min(1.0, fused + (self.settings.search_time_match_bonus if time_match else 0.0))
 
     async def _fuse(
         self,
         user_id: str,
-        query_vector: Sequence[float],
+        query_vector: Sequence[float] | None,
         vector_lists: list[list[dict[str, Any]]],
         text_lists: list[list[dict[str, Any]]],
         context_list: list[dict[str, Any]],
@@ -701,6 +784,7 @@ class RedisMemoryStore:
         gets up to twice the votes, without hiding the others. The BM25 ranking of the
         memories' contexts (a message's previous message) votes with `search_context_weight`:
         the answer to "what did you recommend?" is found through the question before it.
+        Without a query vector (the embedder is down) only the BM25 rankings vote.
         """
         k = self.settings.search_rrf_k
         docs: dict[str, dict[str, Any]] = {}
@@ -711,8 +795,8 @@ class RedisMemoryStore:
             for rank, doc in enumerate(ranking, 1):
                 docs.setdefault(doc["id"], doc)
                 rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + weight / (k + rank)
-        similarity = {doc["id"]: max(0.0, 1.0 - float(doc["vector_distance"])) for doc in vector_lists[0]}
-        for ranking in vector_lists[1:]:
+        similarity: dict[str, float] = {}
+        for ranking in vector_lists:
             for doc in ranking:
                 similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc["vector_distance"])))
         text_raw: dict[str, float] = {}
@@ -722,7 +806,7 @@ class RedisMemoryStore:
         best_text = max(text_raw.values(), default=0.0)
         ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)[:limit]
         missing = [docs[doc_id] for doc_id in ranked if doc_id not in similarity]
-        if missing:
+        if missing and query_vector is not None:
             similarity.update(await self._similarities(user_id, query_vector, missing))
         hits = []
         for doc_id in ranked:  # records only for what is returned
@@ -733,7 +817,7 @@ class RedisMemoryStore:
             hits.append(
                 MemoryHit(
                     memory=memory,
-                    score=self.relevance(vector_similarity, text_score, time_match),
+                    score=self.relevance(vector_similarity if query_vector is not None else None, text_score, time_match),
                     rank_score=rank_score[doc_id],
                     vector_similarity=vector_similarity,
                     text_score=text_score,

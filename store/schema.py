@@ -117,6 +117,11 @@ class KeyLayout:
         """Sorted set: raw session id → last activity time."""
         return self.user_prefix(user_id) + "sessions"
 
+    def unindexed_messages(self, user_id: str) -> str:
+        """Set: ids of stored messages whose search entry could not be written (the embedder
+        was down); a repair pass indexes them and removes them."""
+        return self.user_prefix(user_id) + "unindexed"
+
     def seq(self, user_id: str) -> str:
         return self.user_prefix(user_id) + "seq"
 

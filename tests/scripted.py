@@ -149,3 +149,35 @@ class ScriptedChatModel(BaseChatModel):
 def answer_from(fn: Callable[[str], str]) -> Callable[[list[BaseMessage]], str]:
     """Adapt `fn(prompt_text) -> answer` to a script item."""
     return lambda messages: fn(prompt_text(messages))
+
+
+class FlakyEmbeddings:
+    """Wraps real embeddings; while `down` is true every call raises (an embedder that is away).
+    `calls` counts the calls that reached it, failed or not."""
+
+    def __init__(self, inner: Any, *, down: bool = False) -> None:
+        self.inner = inner
+        self.dims = inner.dims
+        self.down = down
+        self.calls = 0
+
+    def _reach(self) -> None:
+        self.calls += 1
+        if self.down:
+            raise ConnectionError("embedding endpoint refused the connection")
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self._reach()
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self._reach()
+        return self.inner.embed_query(text)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        self._reach()
+        return await self.inner.aembed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        self._reach()
+        return await self.inner.aembed_query(text)

@@ -213,3 +213,37 @@ async def test_a_message_that_cannot_be_stored_does_not_hold_back_the_next(store
     await middleware.wait_idle()
     assert [m.content for m in await store.recent_messages("u", "s")] == ["ok", "turn 0", "turn 1", "turn 2"]
     assert middleware.persistence.unsaved == {}
+
+
+async def test_an_embedder_that_is_down_costs_the_vector_recall_not_the_reply(store, settings, embeddings):
+    import gc
+    import warnings
+
+    from scripted import FlakyEmbeddings
+
+    from memlane.store.redis import RedisMemoryStore
+
+    await seed_coffee(store)
+    flaky = FlakyEmbeddings(embeddings, down=True)
+    degraded = RedisMemoryStore(store.client, flaky, settings=settings)
+    model = ScriptedChatModel(script=["Black, no sugar.", "In Lyon."])
+    middleware = MemoryMiddleware(degraded, settings=settings)
+    agent = agent_for(model, middleware, system_prompt="Base.")
+    context = MemoryAgentContext(user_id="u", session_id="s")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = await agent.ainvoke({"messages": [HumanMessage("How do I take my coffee?")]}, context=context)
+        await middleware.wait_idle()
+        gc.collect()
+    assert result["messages"][-1].content == "Black, no sugar."
+    assert "black coffee without sugar" in model.calls[0][0].content  # recalled by keyword
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+    # the turn is stored although it could not be indexed; nothing is kept back in memory
+    assert [m.content for m in await store.recent_messages("u", "s")] == ["How do I take my coffee?", "Black, no sugar."]
+    assert middleware.persistence.unsaved == {}
+
+    flaky.down = False  # back: the next turn's save indexes the earlier one too
+    await agent.ainvoke({"messages": [HumanMessage("Where do I live?")]}, context=context)
+    await middleware.wait_idle()
+    hits = await degraded.search_memories("u", "take my coffee", kinds=["message"])
+    assert hits[0].memory.text == "How do I take my coffee?" and hits[0].vector_similarity > 0

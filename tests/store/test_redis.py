@@ -432,3 +432,59 @@ async def test_an_answer_is_found_through_the_question_before_it(store: RedisMem
     hits = await store.search_memories("alice", "which volcano book did you suggest?", limit=3)
     assert {hit.memory.id for hit in hits[:2]} == {"message:t0", "message:t1"}
     assert next(hit for hit in hits if hit.memory.id == "message:t1").memory.context is None  # never shown
+
+
+# --- the embedder down: keyword-only search, and nothing stored left unindexed ----------------
+def flaky_store(store: RedisMemoryStore, settings, embeddings, **overrides):
+    """A second store on the same Redis and key prefix whose embedder can be taken down."""
+    from scripted import FlakyEmbeddings
+
+    flaky = FlakyEmbeddings(embeddings)
+    return RedisMemoryStore(store.client, flaky, settings=settings.model_copy(update=overrides)), flaky
+
+
+async def test_search_falls_back_to_keywords_when_the_embedder_is_down(store: RedisMemoryStore, settings, embeddings):
+    await store.add_messages(chat("alice", "s1", "I live in Lyon", "my sister lives in Berlin", "我养了一只猫"))
+    degraded, flaky = flaky_store(store, settings, embeddings)
+    flaky.down = True
+    hits = await degraded.search_memories("alice", "Lyon")
+    assert hits and hits[0].memory.text == "I live in Lyon"
+    assert hits[0].vector_similarity == 0.0 and hits[0].score == pytest.approx(1.0)  # relevance from the text score
+    chinese = await degraded.search_memories("alice", "我的那只猫")
+    assert [hit.memory.text for hit in chinese] == ["我养了一只猫"]
+    assert await degraded.search_memories("bob", "Lyon") == []  # still the user's own memories only
+
+
+async def test_a_turn_said_while_the_embedder_was_down_is_found_after_recovery(store: RedisMemoryStore, settings, embeddings):
+    from memlane.store.base import message_memory_id
+    from memlane.store.schema import MemoryField
+
+    degraded, flaky = flaky_store(store, settings, embeddings)
+    flaky.down = True
+    question = Message(id="q", user_id="alice", session_id="s1", role="assistant", content="Which city do you call home?")
+    answer = Message(id="a", user_id="alice", session_id="s1", role="user", content="Lyon, by the Rhône")
+    stored = await degraded.add_messages([question, answer])  # stored, not raised
+    assert [m.id for m in stored] == ["q", "a"]
+    assert [m.content for m in await degraded.recent_messages("alice", "s1")] == [question.content, answer.content]
+    assert await degraded.search_memories("alice", "Rhône") == []  # kept, but not indexed yet
+
+    flaky.down = False  # the embedder is back: the next save indexes the kept turn first
+    await degraded.add_messages(chat("alice", "s1", "I also like Paris", start=10))
+    hits = await degraded.search_memories("alice", "Lyon Rhône")
+    assert hits[0].memory.text == "Lyon, by the Rhône" and hits[0].vector_similarity > 0
+    # the repaired message keeps its search context (the message before it in its session)
+    context = await store.client.hget(store.layout.memory("alice", message_memory_id("a")), MemoryField.SEARCH_CONTEXT)
+    assert context and b"citi" in context
+    assert await degraded.reindex_pending("alice") == 0  # nothing left pending
+
+
+async def test_reindex_pending_indexes_what_failed_and_keeps_what_fails_again(store: RedisMemoryStore, settings, embeddings):
+    degraded, flaky = flaky_store(store, settings, embeddings)
+    flaky.down = True
+    await degraded.add_messages(chat("alice", "s1", "我下周去成都出差", "I left my keys at the office"))
+    assert await degraded.reindex_pending("alice") == 0  # still down: still pending
+    flaky.down = False
+    assert await degraded.reindex_pending("alice") == 2
+    assert [hit.memory.text for hit in await degraded.search_memories("alice", "成都出差")][:1] == ["我下周去成都出差"]
+    assert (await degraded.search_memories("alice", "keys office"))[0].memory.text == "I left my keys at the office"
+    assert await degraded.reindex_pending("alice") == 0

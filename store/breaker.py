@@ -1,0 +1,97 @@
+"""A circuit breaker for a dependency that can go away (the embedder, the memory model).
+
+Closed: calls go through and consecutive failures are counted. After
+`circuit_failure_threshold` of them in a row it opens: calls are refused at once
+(`CircuitOpen`) instead of waiting on a dependency that is down. After
+`circuit_reset_seconds` it is half-open: one trial call goes through; its success closes
+the breaker, its failure opens it again. Opening and closing are logged, one line each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Awaitable, Callable, Literal, TypeVar
+
+from memlane.config import Settings
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+BreakerState = Literal["closed", "open", "half-open"]
+
+
+class CircuitOpen(RuntimeError):
+    """A call refused because its breaker is open: the dependency failed too often just now."""
+
+    def __init__(self, name: str, retry_in: float) -> None:
+        super().__init__(
+            f"{name} is paused after repeated failures; the next try is in {max(retry_in, 0.0):.0f}s "
+            "(MEMLANE_CIRCUIT_RESET_SECONDS)"
+        )
+        self.name = name
+        self.retry_in = retry_in
+
+
+class CircuitBreaker:
+    """Counts consecutive failures of one dependency and stops calling it while they last."""
+
+    def __init__(self, name: str, *, failure_threshold: int = 5, reset_seconds: float = 60.0) -> None:
+        self.name = name
+        self.failure_threshold = max(1, failure_threshold)
+        self.reset_seconds = reset_seconds
+        self.state: BreakerState = "closed"
+        self.consecutive_failures = 0
+        self._opened_at = 0.0
+        self._trial_running = False
+
+    @classmethod
+    def from_settings(cls, name: str, settings: Settings) -> "CircuitBreaker":
+        return cls(name, failure_threshold=settings.circuit_failure_threshold, reset_seconds=settings.circuit_reset_seconds)
+
+    def _acquire(self) -> None:
+        """Let one call through, or raise `CircuitOpen`."""
+        if self.state == "closed":
+            return
+        waited = time.monotonic() - self._opened_at
+        if self.state == "open" and waited >= self.reset_seconds:
+            self.state = "half-open"
+        if self.state == "half-open" and not self._trial_running:
+            self._trial_running = True  # one trial at a time: the others are still refused
+            return
+        raise CircuitOpen(self.name, self.reset_seconds - waited)
+
+    def record_success(self) -> None:
+        self._trial_running = False
+        self.consecutive_failures = 0
+        if self.state != "closed":
+            self.state = "closed"
+            logger.warning("circuit closed: %s answers again", self.name)
+
+    def record_failure(self, error: BaseException) -> None:
+        self._trial_running = False
+        self.consecutive_failures += 1
+        if self.state == "half-open" or (self.state == "closed" and self.consecutive_failures >= self.failure_threshold):
+            if self.state == "closed":
+                logger.warning(
+                    "circuit open: %s failed %d times in a row (last: %s: %s); calls are refused for %gs",
+                    self.name, self.consecutive_failures, type(error).__name__, error, self.reset_seconds,
+                )
+            self.state = "open"
+            self._opened_at = time.monotonic()
+
+    async def call(self, make_call: Callable[[], Awaitable[T]]) -> T:
+        """`await make_call()` through the breaker. The awaitable is only made when the call is
+        let through, so a refused call leaves no coroutine un-awaited."""
+        self._acquire()
+        try:
+            result = await make_call()
+        except asyncio.CancelledError:
+            self._trial_running = False  # a cancelled trial proves nothing either way
+            raise
+        except Exception as error:
+            self.record_failure(error)
+            raise
+        self.record_success()
+        return result
