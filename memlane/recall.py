@@ -270,17 +270,18 @@ def _memory_items(
             if set(memory.source_message_ids) <= covered:
                 continue  # already shown as the neighbour of an earlier hit
             around = [m for m in neighbours.get(memory.id, []) if m.id not in recent_ids and m.content.strip()]
-            if not any(m.id in memory.source_message_ids for m in around):
-                around = [Message(id=memory.source_message_ids[0] if memory.source_message_ids else memory.id, user_id=memory.user_id,
-                                  session_id=memory.session_id or "-", role="assistant" if memory.speaker_role == "assistant" else "user",
-                                  name=memory.speaker, speaker_is_owner=memory.speaker_role == "owner", content=memory.text)]
-            parts = []
-            for message in around:
-                content = message.content if message.id in memory.source_message_ids else truncate_to_tokens(message.content, neighbour_cap, settings.token_encoding)
-                parts.append(f"{speaker_label(message.speaker_role, message.name, language)}: {content}")
-                covered.add(message.id)
+            if any(m.id in memory.source_message_ids for m in around):
+                parts = [
+                    f"{speaker_label(m.speaker_role, m.name, language)}: "
+                    + (m.content if m.id in memory.source_message_ids else truncate_to_tokens(m.content, neighbour_cap, settings.token_encoding))
+                    for m in around
+                ]
+                source_ids = [m.id for m in around]
+            else:  # no neighbours asked for, or the turn is gone from history: the memory alone
+                parts = [f"{speaker_label(memory.speaker_role, memory.speaker, language)}: {memory.text}"]
+                source_ids = memory.source_message_ids
+            covered.update(source_ids)
             text = " / ".join(parts)
-            source_ids = [m.id for m in around]
         items.append(
             RecallItem(
                 layer="event" if memory.kind != "message" else "message",

@@ -182,15 +182,22 @@ class RedisMemoryStore:
         return {MemoryField.SEARCH_TEXT, MemoryField.SEARCH_CONTEXT, MemoryField.MONTH_DAY} <= names
 
     async def _backfill_search_fields(self) -> None:
-        """Give memories written before the bilingual index their search fields (one HSET each)."""
-        fields = [*self._RETURN_FIELDS, MemoryField.EMBEDDING]
-        async for key in self.client.scan_iter(match=self.layout.memory_key_prefix + "*", count=1000):
-            values = await self._run(self.client.hmget(key, fields))
-            doc = {field: value for field, value in zip(fields, values)}
-            if doc[MemoryField.ID] is None or doc[MemoryField.TEXT] is None:
-                continue
-            row = self._memory_row(self._memory_from_doc({f: _text(v) for f, v in doc.items() if f != MemoryField.EMBEDDING}))
-            await self._run(self.client.hset(key, mapping=row))
+        """Give memories written before the bilingual index their search fields (one HSET each,
+        the stored vector kept), 500 keys per round trip."""
+        keys = [key async for key in self.client.scan_iter(match=self.layout.memory_key_prefix + "*", count=1000)]
+        for start in range(0, len(keys), 500):
+            batch = keys[start : start + 500]
+            pipe = self.client.pipeline(transaction=False)
+            for key in batch:
+                pipe.hmget(key, self._RETURN_FIELDS)
+            rows = await self._run(pipe.execute())
+            pipe = self.client.pipeline(transaction=False)
+            for key, values in zip(batch, rows):
+                doc = dict(zip(self._RETURN_FIELDS, values))
+                if doc[MemoryField.ID] is not None and doc[MemoryField.TEXT] is not None:
+                    memory = self._memory_from_doc({field: _text(value) for field, value in doc.items()})
+                    pipe.hset(key, mapping=self._memory_row(memory))
+            await self._run(pipe.execute())
 
     def _check_dims(self, info: dict[str, Any]) -> None:
         for attribute in info.get("attributes", []):
