@@ -18,11 +18,11 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from memlane.config import Settings
 from memlane.store.base import Message
+from memlane.store.text import has_cjk
 from memlane.store.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _RETRY_BACKOFF_SECONDS = 0.2
 _CHAT_TAG = re.compile(r"</?\s*chat\s*>", re.IGNORECASE)
 # every character str.splitlines() breaks a line at
@@ -95,10 +95,6 @@ class ModelCaller:
             if attempt < attempts:
                 await asyncio.sleep(_RETRY_BACKOFF_SECONDS * attempt)
         raise ModelCallFailed(self.step, reason)
-
-
-def has_cjk(text: str) -> bool:
-    return bool(_CJK.search(text))
 
 
 def join_clauses(first: str, second: str) -> str:
