@@ -2,9 +2,11 @@
 
 A zero-latency scripted model answers every step, so the figures are the graph's own
 cost: overhead per run without model time (target <= 50 ms), model calls and prompt
-tokens per 100 chat messages, and graph runs per 1k chat tokens.
+tokens per 100 chat messages, and graph runs per 1k chat tokens. The same chat runs
+twice: merging fact by fact (`memory_merge_batch_size=1`, the old merge) and batched;
+the calls and tokens of both are printed with their ratio.
 
-    .venv/bin/python bench/graph.py [--messages 600] [--buffer-tokens 1024]
+    .venv/bin/python bench/graph.py [--messages 600] [--buffer-tokens 1024] [--merge-batch-size 20]
 
 Uses REDIS_URL when set, otherwise starts the embedded Redis Stack in a temporary folder.
 """
@@ -130,8 +132,15 @@ def answer_summarize(messages) -> str:
 
 
 def answer_shorten(messages) -> str:
-    entry = prompt_text(messages).rsplit("Entry: ", 1)[-1]
+    entry = prompt_text(messages).rsplit("Entry: ", 1)[-1].removesuffix("\n</chat>")
     return json.dumps({"content": entry[-120:]}, ensure_ascii=False)
+
+
+def answer_merge_batch(messages) -> str:
+    """APPEND for every numbered fact of a batched merge prompt."""
+    numbers = re.findall(r"^Fact \[(\d+)\]$", prompt_text(messages), re.MULTILINE)
+    decisions = [{"fact": int(number), "action": "APPEND", "content": ""} for number in numbers]
+    return json.dumps({"decisions": decisions})
 
 
 class TimedModel(ScriptedChatModel):
@@ -169,22 +178,15 @@ class TimedStore:
         return timed
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=600)
-    parser.add_argument("--buffer-tokens", type=int, default=Settings().memory_buffer_tokens)
-    parser.add_argument("--session-length", type=int, default=100, help="messages per session")
-    options = parser.parse_args()
-
-    settings = Settings(
-        data_dir=Path(tempfile.mkdtemp(prefix="memlane-bench-")), memory_buffer_tokens=options.buffer_tokens
-    )
+async def measure(settings: Settings, chat_length: int, session_length: int) -> dict[str, Any]:
+    """Feed a fresh user's synthetic chat through the buffered policy; the run's figures."""
     real_store = await open_store(settings, key_prefix=f"bench{uuid.uuid4().hex[:6]}")
     store = TimedStore(real_store)
     model = TimedModel(
         rules=[
             ("TASK: summarize", answer_summarize),
             ("TASK: extract", answer_extract),
+            ("TASK: merge new facts", answer_merge_batch),
             ("TASK: merge", '{"action": "APPEND", "content": ""}'),
             ("TASK: organize", '{"subtopics": []}'),
             ("TASK: shorten", answer_shorten),
@@ -193,8 +195,7 @@ async def main() -> None:
     )
     context = MemoryContext(store=store, llm=model, settings=settings)  # type: ignore[arg-type]
     user_id = f"bench-{uuid.uuid4().hex[:6]}"
-    chat = synthetic_chat(user_id, options.messages, options.session_length)
-    chat_tokens = sum(count_tokens_many([message.content for message in chat]))
+    chat = synthetic_chat(user_id, chat_length, session_length)
 
     runs: list[dict[str, float]] = []
     model_calls = prompt_tokens = 0
@@ -229,11 +230,49 @@ async def main() -> None:
     finally:
         await real_store.delete_user(user_id)
         await real_store.aclose()
+    per_100 = 100 / len(chat)
+    return {
+        "chat": chat,
+        "runs": runs,
+        "model_calls": model_calls * per_100,
+        "merge_calls": sum("TASK: merge" in prompt for prompt in model.prompts) * per_100,
+        "prompt_tokens": prompt_tokens * per_100,
+        "profile": {(entry.topic, entry.subtopic): entry.content for entry in profile},
+        "events": len(events),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=600)
+    parser.add_argument("--buffer-tokens", type=int, default=Settings().memory_buffer_tokens)
+    parser.add_argument("--session-length", type=int, default=100, help="messages per session")
+    parser.add_argument(
+        "--merge-batch-size",
+        type=int,
+        default=Settings().memory_merge_batch_size,
+        help="facts per merge call of the 'after' run (the 'before' run asks one fact per call)",
+    )
+    options = parser.parse_args()
+
+    settings = Settings(
+        data_dir=Path(tempfile.mkdtemp(prefix="memlane-bench-")), memory_buffer_tokens=options.buffer_tokens
+    )
+    # the same scripted conversation twice: merges fact by fact, then batched
+    before = await measure(
+        settings.model_copy(update={"memory_merge_batch_size": 1}), options.messages, options.session_length
+    )
+    after = await measure(
+        settings.model_copy(update={"memory_merge_batch_size": options.merge_batch_size}),
+        options.messages,
+        options.session_length,
+    )
+    chat, runs = after["chat"], after["runs"]
+    chat_tokens = sum(count_tokens_many([message.content for message in chat]))
 
     def ms(values: list[float]) -> str:
         return f"median {statistics.median(values) * 1000:.1f} ms, max {max(values) * 1000:.1f} ms"
 
-    per_100 = 100 / len(chat)
     print(
         f"chat: {len(chat)} messages, {chat_tokens} tokens, buffer threshold {settings.memory_buffer_tokens} tokens"
     )
@@ -244,9 +283,12 @@ async def main() -> None:
     print(
         f"overhead per run without model and store time (graph only):      {ms([run['graph_only'] for run in runs])}  (target <= 50 ms)"
     )
-    print(f"model calls per 100 chat messages: {model_calls * per_100:.1f}")
-    print(f"prompt tokens per 100 chat messages: {prompt_tokens * per_100:.0f}")
-    print(f"result: {len(profile)} profile entries, {len(events)} events")
+    print(f"per 100 chat messages      merge fact by fact   merge batched ({options.merge_batch_size}/call)   ratio")
+    for label, key in (("model calls", "model_calls"), ("  of which merge", "merge_calls"), ("prompt tokens", "prompt_tokens")):
+        ratio = after[key] / before[key] if before[key] else float("nan")
+        print(f"  {label:<24} {before[key]:>18.1f}   {after[key]:>24.1f}   {ratio:>5.2f}")
+    same = "the same profile" if before["profile"] == after["profile"] else "DIFFERENT profiles"
+    print(f"result: {len(after['profile'])} profile entries, {after['events']} events; both runs give {same}")
 
 
 if __name__ == "__main__":

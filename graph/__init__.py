@@ -2,7 +2,7 @@
 
 from memlane.graph.build import build_memory_graph, compile_memory_graph, route_after_summary
 from memlane.graph.policy import RunDecision, decide_run
-from memlane.graph.run import run_memory_graph
+from memlane.graph.run import MemoryStep, StepCallback, run_memory_graph
 from memlane.graph.state import MemoryInput, MemoryState
 from memlane.graph.tasks import MemoryScheduler
 from memlane.nodes.context import MemoryContext
@@ -15,8 +15,10 @@ __all__ = [
     "MemoryRunResult",
     "MemoryScheduler",
     "MemoryState",
+    "MemoryStep",
     "ProfileConfig",
     "RunDecision",
+    "StepCallback",
     "SubtopicConfig",
     "TopicConfig",
     "build_memory_graph",

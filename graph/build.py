@@ -33,7 +33,8 @@ Update = dict[str, Any]
 
 
 def _caller(runtime: Runtime[MemoryContext], step: str) -> ModelCaller:
-    return ModelCaller(runtime.context.llm, runtime.context.settings, step)
+    context = runtime.context
+    return ModelCaller(context.llm, context.settings, step, breaker=context.model_breaker)
 
 
 async def truncate(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:

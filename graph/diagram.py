@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from html import escape
 from itertools import pairwise
-from typing import Any
+from typing import Any, Iterable
 
 from grandalf.graphs import Edge, Vertex, graph_core
 from grandalf.layouts import SugiyamaLayout
@@ -40,6 +40,12 @@ text { font-family: ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Helveti
 .conditional { stroke-dasharray: 6 4; }
 .legend text, .edge-label { font-size: 12px; fill: #4b5563; }
 .edge-label { paint-order: stroke; stroke: #ffffff; stroke-width: 5px; stroke-linejoin: round; }
+""".strip()
+
+# added only when a run's progress is drawn, so the plain diagram stays as committed
+_PROGRESS_STYLE = """
+.node.done rect { fill: #dcfce7; stroke: #16a34a; }
+.node.running rect { fill: #fef3c7; stroke: #d97706; stroke-width: 3; }
 """.strip()
 
 
@@ -148,12 +154,20 @@ def _label_anchor(route: list[tuple[float, float]]) -> tuple[float, float]:
     return (x0 + x1) / 2 + 6, (y0 + y1) / 2
 
 
-def render_svg(graph: Any = None, edge_labels: dict[tuple[str, str], str] | None = None) -> str:
+def render_svg(
+    graph: Any = None,
+    edge_labels: dict[tuple[str, str], str] | None = None,
+    *,
+    running: Iterable[str] = (),
+    done: Iterable[str] = (),
+) -> str:
     """The graph as an SVG document; conditional edges dashed.
 
     `graph`: a compiled LangGraph graph or the result of its `get_graph()`; by default
     the memory graph. `edge_labels`: text beside edges, keyed by (source, target).
+    `running` / `done`: node ids drawn as in progress / finished (a run's progress).
     """
+    running, done = set(running), set(done) - set(running)
     if graph is None:
         from memlane.graph.build import compile_memory_graph
 
@@ -185,7 +199,7 @@ def render_svg(graph: Any = None, edge_labels: dict[tuple[str, str], str] | None
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="graph diagram">'
         ),
-        f"<style>\n{_STYLE}\n</style>",
+        f"<style>\n{_STYLE}\n{_PROGRESS_STYLE}\n</style>" if running or done else f"<style>\n{_STYLE}\n</style>",
         f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
     ]
     for edge, conditional, label in edges:
@@ -208,6 +222,7 @@ def render_svg(graph: Any = None, edge_labels: dict[tuple[str, str], str] | None
         x, y = shift(box.xy[0] - box.w / 2, box.xy[1] - box.h / 2)
         center_x, center_y = shift(*box.xy)
         css = "endpoint" if node_id in ENDPOINT_LABELS else "node"
+        css += " running" if node_id in running else " done" if node_id in done else ""
         radius = NODE_HEIGHT / 2 if node_id in ENDPOINT_LABELS else 8
         lines.append(f'<g id="node-{escape(node_id)}" class="{css}">')
         lines.append(f'<rect x="{x:.0f}" y="{y:.0f}" width="{box.w}" height="{box.h}" rx="{radius:.0f}"/>')

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Awaitable, Callable
 
 from memlane.graph.build import compile_memory_graph
 from memlane.nodes.context import MemoryContext
@@ -13,19 +15,46 @@ from memlane.nodes.persist import MemoryRunResult
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class MemoryStep:
+    """Progress of one run: a step (a graph node) started or finished."""
+
+    user_id: str
+    step: str
+    finished: bool
+    running: tuple[str, ...]  # the steps in progress after this event (extract and tag run side by side)
+    done: tuple[str, ...]  # the steps finished so far, in the order they finished
+
+
+StepCallback = Callable[[MemoryStep], Awaitable[None]]
+
+
 @lru_cache(maxsize=1)
 def _compiled_graph():
     return compile_memory_graph()
 
 
-async def run_memory_graph(user_id: str, context: MemoryContext) -> MemoryRunResult:
+async def run_memory_graph(
+    user_id: str,
+    context: MemoryContext,
+    *,
+    through_seq: int | None = None,
+    on_step: StepCallback | None = None,
+) -> MemoryRunResult:
     """Consume the user's unprocessed buffer: learn from it, persist, move the cursor.
+
+    through_seq: consume the buffer only up to this message seq (a topic shift closes the
+    earlier turns as their own event; later turns stay for the next run). on_step: awaited
+    as each step starts and finishes (the app shows the step in progress); its failures are
+    logged, never fail the run.
 
     Raises the failing step's error when a step cannot complete (model unreachable,
     unusable summary or extraction); the cursor then stays, so the next run retries.
     """
     started = time.perf_counter()
     messages = await context.store.unprocessed_messages(user_id)
+    if through_seq is not None:
+        messages = [message for message in messages if (message.seq or 0) <= through_seq]
     if not messages:
         return MemoryRunResult(user_id=user_id, skipped_reason="no unprocessed messages")
     if not any(message.content.strip() for message in messages):
@@ -38,7 +67,11 @@ async def run_memory_graph(user_id: str, context: MemoryContext) -> MemoryRunRes
             message_count=len(messages),
             skipped_reason="only blank messages",
         )
-    output = await _compiled_graph().ainvoke({"user_id": user_id, "messages": messages}, context=context)
+    graph_input = {"user_id": user_id, "messages": messages}
+    if on_step is None:
+        output = await _compiled_graph().ainvoke(graph_input, context=context)
+    else:
+        output = await _stream_steps(graph_input, context, on_step)
     result: MemoryRunResult = output["result"]
     logger.info(
         "memory run user=%s messages=%d duration=%.3fs model_calls=%d added=%d updated=%d deleted=%d event=%s",
@@ -52,3 +85,29 @@ async def run_memory_graph(user_id: str, context: MemoryContext) -> MemoryRunRes
         result.event_id,
     )
     return result
+
+
+async def _stream_steps(graph_input: dict[str, Any], context: MemoryContext, on_step: StepCallback) -> dict[str, Any]:
+    """Run the graph with LangGraph's "tasks" stream (an event as each node starts and
+    finishes), reporting each to `on_step`; the output is the persist step's update."""
+    user_id = graph_input["user_id"]
+    running: dict[str, str] = {}  # task id → step
+    done: list[str] = []
+    output: dict[str, Any] = {}
+    async for event in _compiled_graph().astream(graph_input, context=context, stream_mode="tasks"):
+        step = event["name"]
+        finished = "result" in event or "error" in event
+        if finished:
+            running.pop(event["id"], None)
+            done.append(step)
+            if isinstance(event.get("result"), dict) and "result" in event["result"]:
+                output = {"result": event["result"]["result"]}
+        else:
+            running[event["id"]] = step
+        try:
+            await on_step(MemoryStep(user_id, step, finished, tuple(running.values()), tuple(done)))
+        except Exception:  # progress display only: the run goes on
+            logger.exception("the step callback failed for %s at %s", user_id, step)
+    if "result" not in output:
+        raise RuntimeError(f"the memory graph ended for {user_id} without its persist step's result")
+    return output

@@ -7,31 +7,46 @@ a `memlane worker` in another process registers its own context under the same n
 different users run in parallel. Task keys carry the last buffered seq, so notifying
 twice about the same buffer queues one run.
 
+A failed run is retried by pydocket (`Retry`) under the same key, after
+`memory_run_retry_delay_seconds`, doubling each time; after `memory_run_retries` retries it
+is parked in the store's dead-letter list with its error (`memlane runs` lists, retries and
+drops parked runs). The buffer is never lost: the cursor moves only when a run persists, so
+a retry, the user's next run or an idle flush processes it. A run that succeeds drops the
+user's parked runs: their messages are processed now.
+
+Idle flush: each notify about a new message (re)schedules one delayed task per user (key
+`memlane-idle:<user>`, replaced by the next message) that flushes the buffer after
+`memory_idle_flush_seconds` without messages, so a user who says one fact and leaves is
+still processed.
+
 Bookkeeping (`is_busy`, `wait_idle`, follow-ups) counts the task keys this scheduler
 queued and has not seen finish: a key is noted before `docket.add` and dropped when the
-call fails or queues nothing, and when its task ends however it ends. A task this
-scheduler did not queue (another process's, or a second delivery of one that finished)
-leaves the bookkeeping alone.
+call fails or queues nothing, and when its task ends however it ends (a run waiting for
+its retry has not ended). A task this scheduler did not queue (another process's, or a
+second delivery of one that finished) leaves the bookkeeping alone. Idle-flush tasks are
+not counted: `wait_idle` does not wait for a flush that is due in ten minutes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Awaitable, Callable
+from datetime import datetime, timedelta, timezone
+from typing import Awaitable, Callable, Sequence
 
-from docket import ConcurrencyLimit, Disposition, Docket, TaskKey, Worker
+from docket import ConcurrencyLimit, Disposition, Docket, Retry, TaskKey, Worker
 
 from memlane.config import Settings
 from memlane.graph.policy import RunDecision, decide_run
-from memlane.graph.run import run_memory_graph
+from memlane.graph.run import StepCallback, run_memory_graph
 from memlane.nodes.context import MemoryContext
-from memlane.nodes.llm import ModelCaller
+from memlane.nodes.llm import ModelCaller, ModelPaused
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.session_summary import update_session_summary as fold_session_summary
+from memlane.store.base import MemoryStore, ParkedRun, stable_id
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +54,10 @@ ResultCallback = Callable[[str, "MemoryRunResult | BaseException"], Awaitable[No
 
 _SCHEDULERS: dict[str, "MemoryScheduler"] = {}
 _POLL_INTERVAL = timedelta(milliseconds=20)
+_MAX_RETRY_DELAY_SECONDS = 600.0
+_MAX_ERROR_CHARS = 2000
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
+_API_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 
 
 def _scheduler(name: str) -> "MemoryScheduler":
@@ -51,14 +70,31 @@ def _scheduler(name: str) -> "MemoryScheduler":
         ) from None
 
 
+def scheduler_name(settings: Settings) -> str:
+    """The queue's name of a deployment: every process on the same Redis and key prefix shares it."""
+    return f"{settings.key_prefix}-memory-graph"
+
+
 async def memory_run_task(
     user_id: str,
     scheduler_name: str,
+    through_seq: int | None = None,
     concurrency: ConcurrencyLimit = ConcurrencyLimit("user_id", max_concurrent=1),
+    retry: Retry = Retry(),
     key: str = TaskKey(),
 ) -> None:
-    """One memory-graph run for `user_id` (a pydocket task)."""
-    await _scheduler(scheduler_name)._run(user_id, key)
+    """One memory-graph run for `user_id` (a pydocket task); with `through_seq`, over the
+    buffer up to that message only (a topic shift closes the turns before it).
+
+    `Retry()` retries nothing by itself: the run decides, from the settings of the
+    process that runs it, whether a failure is retried (and after how long) or parked.
+    """
+    await _scheduler(scheduler_name)._run(user_id, key, retry, through_seq)
+
+
+async def idle_flush_task(user_id: str, scheduler_name: str) -> None:
+    """Flush the user's buffer: no message came for `memory_idle_flush_seconds` (a pydocket task)."""
+    await _scheduler(scheduler_name)._idle_flush(user_id)
 
 
 async def session_summary_task(
@@ -70,6 +106,85 @@ async def session_summary_task(
 ) -> None:
     """Fold new messages of a session into its rolling summary (a pydocket task)."""
     await _scheduler(scheduler_name)._summarize_session(user_id, session_id, key)
+
+
+def retry_delay(settings: Settings, attempt: int, error: BaseException) -> float:
+    """Seconds before retrying a run whose attempt number `attempt` failed with `error`.
+
+    `memory_run_retry_delay_seconds`, doubled with each attempt, at most 10 minutes; a run the
+    memory model's open breaker refused waits at least until the breaker lets a trial through.
+    """
+    delay = min(settings.memory_run_retry_delay_seconds * 2 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
+    if isinstance(error, ModelPaused):
+        delay = max(delay, error.retry_in)
+    return delay
+
+
+def redact(text: str, settings: Settings) -> str:
+    """`text` without secrets: the configured API key, `sk-...` keys, credentials in URLs."""
+    if settings.openai_api_key is not None and settings.openai_api_key.get_secret_value():
+        text = text.replace(settings.openai_api_key.get_secret_value(), "****")
+    text = _API_KEY.sub("sk-****", text)
+    return _URL_CREDENTIALS.sub(lambda match: match["scheme"] + "****@", text)
+
+
+def describe_error(error: BaseException, settings: Settings) -> str:
+    """What a parked run shows of its error: type and message, secrets removed, bounded."""
+    text = redact(f"{type(error).__name__}: {error}", settings)
+    return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
+
+
+def parked_run_id(user_id: str, cursor: int) -> str:
+    """The id a run is parked under: one per stuck buffer (the user and where their buffer
+    starts), so the same buffer failing again is one entry with its attempts added up."""
+    return stable_id("parked-run", user_id, str(cursor))[:12]
+
+
+def default_docket_url(store: MemoryStore, settings: Settings, name: str) -> str:
+    """Where runs queue: `memory_docket_url`, else the Redis the store is connected to (so runs
+    survive a crash and `memlane worker` sees them), else an in-process `memory://` queue."""
+    return settings.memory_docket_url or getattr(store, "url", None) or settings.redis_url or f"memory://{name}"
+
+
+async def _queue_memory_run(docket: Docket, user_id: str, name: str, key: str, through_seq: int | None = None) -> bool:
+    bound = {"through_seq": through_seq} if through_seq is not None else {}
+    execution = await docket.add(memory_run_task, key=key)(user_id=user_id, scheduler_name=name, **bound)
+    return execution.disposition == Disposition.SCHEDULED
+
+
+def _retry_key(user_id: str) -> str:
+    return f"memlane-run:{user_id}:retry-{uuid.uuid4().hex}"
+
+
+async def _parked_to_retry(store: MemoryStore, run_ids: Sequence[str] | None) -> list[ParkedRun]:
+    runs = await store.parked_runs()
+    return runs if run_ids is None else [run for run in runs if run.id in set(run_ids)]
+
+
+async def retry_parked_runs(
+    store: MemoryStore, settings: Settings, run_ids: Sequence[str] | None = None, *, docket_url: str | None = None
+) -> list[ParkedRun]:
+    """Queue a fresh run for the users of these parked runs (all when `run_ids` is None) on the
+    deployment's queue, and drop them from the list. Returns the runs retried.
+
+    For a process without a scheduler (`memlane runs retry`): an app or `memlane worker` on
+    the same Redis takes the runs. A run that fails again is parked again.
+    """
+    name = scheduler_name(settings)
+    url = docket_url or default_docket_url(store, settings, name)
+    if url.startswith("memory://"):
+        raise RuntimeError(
+            "runs queue in this process's memory (memory://), where no worker can see them; "
+            "retry from the app, or unset MEMLANE_MEMORY_DOCKET_URL to queue in the store's Redis"
+        )
+    runs = await _parked_to_retry(store, run_ids)
+    if runs:
+        async with Docket(name=name, url=url) as docket:
+            for user_id in dict.fromkeys(run.user_id for run in runs):  # one run per user does it
+                await _queue_memory_run(docket, user_id, name, _retry_key(user_id))
+    for run in runs:
+        await store.drop_parked_run(run.id)
+    return runs
 
 
 def redelivery_timeout(settings: Settings) -> timedelta:
@@ -85,6 +200,8 @@ def redelivery_timeout(settings: Settings) -> timedelta:
 class _FollowUp:
     session_ended: bool = False
     flush: bool = False
+    through_seq: int | None = None  # the furthest bound asked for, unless `unbounded`
+    unbounded: bool = False  # a notify without a bound asked too: the follow-up takes the whole buffer
 
 
 class MemoryScheduler:
@@ -98,15 +215,16 @@ class MemoryScheduler:
         name: str | None = None,
         on_result: ResultCallback | None = None,
         run_worker: bool = True,
+        on_step: StepCallback | None = None,
     ) -> None:
+        """on_step: awaited as each step of a run this process works on starts and finishes."""
         settings = context.settings
         self.context = context
         # one name per deployment, so `memlane worker` processes on the same Redis share the queue
-        self.name = name or f"{settings.key_prefix}-memory-graph"
-        self.docket_url = (
-            docket_url or settings.memory_docket_url or settings.redis_url or f"memory://{self.name}"
-        )
+        self.name = name or scheduler_name(settings)
+        self.docket_url = docket_url or default_docket_url(context.store, settings, self.name)
         self.on_result = on_result
+        self.on_step = on_step
         self.run_worker = run_worker
         self._docket: Docket | None = None
         self._worker: Worker | None = None
@@ -116,6 +234,7 @@ class MemoryScheduler:
         self._pending_runs: dict[str, str] = {}  # task key → user: runs queued here, not finished
         self._pending_summaries: set[str] = set()  # task keys of session summaries queued here
         self._follow_ups: dict[str, _FollowUp] = {}
+        self._parked_keys: dict[str, set[str]] = {}  # user → keys of runs parked here since their last success
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -127,6 +246,7 @@ class MemoryScheduler:
             self._docket = await Docket(name=self.name, url=self.docket_url).__aenter__()
             self._docket.register(memory_run_task)
             self._docket.register(session_summary_task)
+            self._docket.register(idle_flush_task)
             if self.run_worker:
                 self._worker = await Worker(
                     self._docket,
@@ -161,11 +281,19 @@ class MemoryScheduler:
         return self._docket
 
     # -- queueing ---------------------------------------------------------------------
-    async def notify(self, user_id: str, *, session_ended: bool = False, flush: bool = False) -> bool:
+    async def notify(
+        self, user_id: str, *, session_ended: bool = False, flush: bool = False, through_seq: int | None = None
+    ) -> bool:
         """Apply the policy to the user's buffer; queue a run when due. True when a run is
-        queued, or will follow the user's run in progress."""
+        queued, or will follow the user's run in progress.
+
+        through_seq: judge and run only the buffer up to this message seq; the messages
+        after it stay for the next run (the app's topic check closes the earlier turns).
+        """
         self._require_docket()
         messages = await self.context.store.unprocessed_messages(user_id)
+        if through_seq is not None:
+            messages = [message for message in messages if (message.seq or 0) <= through_seq]
         decision = decide_run(
             messages,
             threshold_tokens=self.context.settings.memory_buffer_tokens,
@@ -174,6 +302,8 @@ class MemoryScheduler:
             encoding=self.context.settings.token_encoding,
         )
         self._decisions[user_id] = decision
+        if messages and not flush:  # a new message: the idle clock starts again
+            await self._schedule_idle_flush(user_id)
         if not decision.due:
             return False
         if self.is_busy(user_id):
@@ -181,9 +311,17 @@ class MemoryScheduler:
             follow_up = self._follow_ups.setdefault(user_id, _FollowUp())
             follow_up.session_ended |= session_ended
             follow_up.flush |= flush
+            if through_seq is None:
+                follow_up.unbounded = True
+            else:
+                follow_up.through_seq = max(follow_up.through_seq or 0, through_seq)
             return True
         last_seq = max((message.seq or 0) for message in messages)
-        queued = await self._queue_run(user_id, key=f"memlane-run:{user_id}:{last_seq}")
+        key = f"memlane-run:{user_id}:{last_seq}"
+        if key in self._parked_keys.get(user_id, ()):
+            # this buffer's run was parked: a new run, not the spent one (its end may not be recorded yet)
+            key = f"{key}:{uuid.uuid4().hex}"
+        queued = await self._queue_run(user_id, key=key, through_seq=through_seq)
         if queued:
             logger.debug(
                 "queued memory run for %s (%s, %d tokens)", user_id, decision.reason, decision.buffer_tokens
@@ -194,15 +332,35 @@ class MemoryScheduler:
         """Queue a run now, whatever the policy says (an admin's "process now")."""
         return await self._queue_run(user_id, key=f"memlane-run:{user_id}:{uuid.uuid4().hex}")
 
-    async def _queue_run(self, user_id: str, *, key: str) -> bool:
+    async def retry_parked(self, run_ids: Sequence[str] | None = None) -> list[ParkedRun]:
+        """Queue a fresh run for the users of these parked runs (all when None) and drop them
+        from the list; returns the runs retried. A run that fails again is parked again."""
+        self._require_docket()
+        runs = await _parked_to_retry(self.context.store, run_ids)
+        for user_id in dict.fromkeys(run.user_id for run in runs):
+            await self._queue_run(user_id, key=_retry_key(user_id))
+        for run in runs:
+            await self.context.store.drop_parked_run(run.id)
+        return runs
+
+    async def _schedule_idle_flush(self, user_id: str) -> None:
+        seconds = self.context.settings.memory_idle_flush_seconds
+        if seconds <= 0:
+            return
+        when = datetime.now(timezone.utc) + timedelta(seconds=seconds)
+        # one pending flush per user: the newest message's replaces the one before
+        await self._require_docket().replace(idle_flush_task, when=when, key=f"memlane-idle:{user_id}")(
+            user_id=user_id, scheduler_name=self.name
+        )
+
+    async def _queue_run(self, user_id: str, *, key: str, through_seq: int | None = None) -> bool:
         docket = self._require_docket()
         # noted before the add: the in-process worker may start the task before add returns
         self._pending_runs[key] = user_id
         self._idle.clear()
         scheduled = False
         try:
-            execution = await docket.add(memory_run_task, key=key)(user_id=user_id, scheduler_name=self.name)
-            scheduled = execution.disposition == Disposition.SCHEDULED
+            scheduled = await _queue_memory_run(docket, user_id, self.name, key, through_seq)
         finally:
             if not scheduled:  # the add failed or queued nothing: no task will end this entry
                 self._pending_runs.pop(key, None)
@@ -250,34 +408,96 @@ class MemoryScheduler:
         if not self._pending_runs and not self._pending_summaries:
             self._idle.set()
 
-    async def _run(self, user_id: str, key: str) -> None:
+    async def _run(self, user_id: str, key: str, retry: Retry, through_seq: int | None = None) -> None:
+        settings = self.context.settings
+        attempts = settings.memory_run_retries + 1
         outcome: MemoryRunResult | BaseException | None = None
+        retrying = False
         try:
             try:  # the worker's repair pass: turns stored while the embedder was down get indexed
                 await self.context.store.reindex_pending(user_id)
             except Exception:
                 logger.exception("indexing the pending messages of %s failed; the next save or run retries", user_id)
             try:
-                outcome = await run_memory_graph(user_id, self.context)
-            except Exception as error:  # reported to the caller through last_result / on_result
-                logger.exception("memory run for %s failed; its buffer stays for the next run", user_id)
+                outcome = await run_memory_graph(user_id, self.context, through_seq=through_seq, on_step=self.on_step)
+            except Exception as error:  # the buffer stays: the cursor moves only when a run persists
                 outcome = error
+                if retry.attempt < attempts:
+                    delay = retry_delay(settings, retry.attempt, error)
+                    logger.warning(
+                        "memory run for %s failed (attempt %d of %d): %s; retrying in %.1fs",
+                        user_id, retry.attempt, attempts, describe_error(error, settings), delay,
+                    )
+                    # pydocket reschedules this task under its key once it raises
+                    retry.attempts, retry.delay = retry.attempt + 1, timedelta(seconds=delay)
+                    retrying = True
+                    raise
+                await self._park(user_id, key, error, retry.attempt)
+            else:
+                await self._drop_resolved(user_id)
             self._results[user_id] = outcome
             await self._report(user_id, outcome)
+            if isinstance(outcome, BaseException):
+                raise outcome  # recorded by the queue as failed; parked, it is not retried by it
         finally:
-            # however the run ended (cancelled too), its entry goes; a task queued elsewhere had none
-            ours = self._pending_runs.pop(key, None) is not None
-            follow_up = self._follow_ups.pop(user_id, None) if ours else None
-            try:
-                # a failed run is not retried at once: the buffer waits for the next notify
-                if follow_up is not None and isinstance(outcome, MemoryRunResult):
-                    await self.notify(user_id, session_ended=follow_up.session_ended, flush=follow_up.flush)
-            finally:
-                self._settle()
+            if not retrying:  # a run waiting for its retry has not ended
+                await self._end_run(user_id, key, outcome)
+
+    async def _end_run(self, user_id: str, key: str, outcome: MemoryRunResult | BaseException | None) -> None:
+        # however the run ended (cancelled too), its entry goes; a task queued elsewhere had none
+        ours = self._pending_runs.pop(key, None) is not None
+        follow_up = self._follow_ups.pop(user_id, None) if ours else None
+        try:
+            # a parked run is not followed up at once: the buffer waits for the next message
+            if follow_up is not None and isinstance(outcome, MemoryRunResult):
+                await self.notify(
+                    user_id,
+                    session_ended=follow_up.session_ended,
+                    flush=follow_up.flush,
+                    through_seq=None if follow_up.unbounded else follow_up.through_seq,
+                )
+        finally:
+            self._settle()
+
+    async def _park(self, user_id: str, key: str, error: BaseException, attempts: int) -> None:
+        settings = self.context.settings
+        self._parked_keys.setdefault(user_id, set()).add(key)
+        try:
+            cursor = await self.context.store.get_cursor(user_id)
+            run = ParkedRun(
+                id=parked_run_id(user_id, cursor), user_id=user_id, error=describe_error(error, settings), attempts=attempts
+            )
+            run = await self.context.store.park_run(run)
+        except Exception:  # the buffer is still there for the next run; only the list missed it
+            logger.exception("memory run for %s failed and could not be parked", user_id)
+            return
+        logger.error(
+            "memory run for %s failed %d times; parked as %s (`memlane runs retry %s`): %s",
+            user_id, attempts, run.id, run.id, run.error,
+        )
+
+    async def _drop_resolved(self, user_id: str) -> None:
+        """A run that succeeded has processed what the user's parked runs could not."""
+        self._parked_keys.pop(user_id, None)
+        try:
+            for run in await self.context.store.parked_runs(user_id):
+                if await self.context.store.drop_parked_run(run.id) is not None:
+                    logger.info("parked run %s of %s is resolved by a run that succeeded", run.id, user_id)
+        except Exception:
+            logger.exception("dropping the resolved parked runs of %s failed; `memlane runs drop` removes them", user_id)
+
+    async def _idle_flush(self, user_id: str) -> None:
+        if await self.notify(user_id, flush=True):
+            logger.info(
+                "idle flush: %s sent nothing for %gs; their buffered messages are processed",
+                user_id, self.context.settings.memory_idle_flush_seconds,
+            )
 
     async def _summarize_session(self, user_id: str, session_id: str, key: str) -> None:
         try:
-            caller = ModelCaller(self.context.llm, self.context.settings, "session summary")
+            caller = ModelCaller(
+                self.context.llm, self.context.settings, "session summary", breaker=self.context.model_breaker
+            )
             await fold_session_summary(self.context.store, caller, user_id, session_id)
         except Exception:
             logger.exception("session summary of %s/%s failed; the next update retries", user_id, session_id)

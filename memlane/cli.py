@@ -1,18 +1,24 @@
 """The `memlane` command: the demo, the embedded Redis Stack, and a user's data.
 
     memlane demo                      the chat app on embedded defaults
-    memlane redis start|stop|status   the embedded Redis Stack (kept running by `start`)
+    memlane redis start|stop|status   the embedded Redis Stack (kept running by `start`; URLs masked
+                                      unless --show-password)
     memlane worker                    run queued memory-graph runs (beside apps on the same Redis)
+    memlane runs [retry|drop ID|--all] the parked runs: memory-graph runs that failed every retry
+    memlane mcp --user ID             one user's memory as MCP tools over stdio (for MCP clients)
+    memlane serve [--config FILE]     the HTTP service (OpenAI-compatible chat with memory, memories API, /mcp)
+    memlane serve hash-key [KEY]      a new API key (or KEY) and the hash line for the configuration file
     memlane search USER QUERY         hybrid search over a user's memories
     memlane export USER               everything of a user, as JSON
     memlane forget USER               delete everything of a user
-    memlane config [--markdown]       the settings in force (or the README table)
+    memlane config [--markdown]       the settings in force, secrets masked (or the README table)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import socket
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from memlane.config import Settings, get_settings, settings_markdown_table
+from memlane.masking import MaskingFormatter, mask_secrets, mask_url, masked_settings
 from memlane.store.base import Memory, Message, StoreError
 
 DEMO_USER = "demo-user"
@@ -40,7 +47,7 @@ def _run(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
     try:
         return asyncio.run(coro_factory())
     except StoreError as error:
-        print(f"memlane: {error}", file=sys.stderr)
+        print(f"memlane: {mask_secrets(str(error))}", file=sys.stderr)
         raise SystemExit(2) from error
 
 
@@ -70,13 +77,8 @@ async def _store_demo(store: Any) -> None:
 
 
 def masked_url(url: str) -> str:
-    """`redis://:secret@host:port/0` → `redis://:****@host:port/0`."""
-    scheme, sep, rest = url.partition("://")
-    credentials, at, address = rest.rpartition("@")
-    if not at:
-        return url
-    user, colon, password = credentials.partition(":")
-    return f"{scheme}{sep}{user}{':****' if colon else ''}@{address}" if (colon or user) else url
+    """`redis://:secret@host:port/0` → `redis://:****@host:port/0` (see memlane/masking.py)."""
+    return mask_url(url)
 
 
 def _port_taken(host: str, port: int) -> bool:
@@ -140,7 +142,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         print(taken, file=sys.stderr)
         return 2
     except StoreError as error:
-        print(f"memlane demo: {error}", file=sys.stderr)
+        print(f"memlane demo: {mask_secrets(str(error), settings)}", file=sys.stderr)
         return 2
     finally:
         if demo is not None:
@@ -157,17 +159,21 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
         try:
             url = server.start()
         except StoreError as error:
-            print(f"memlane: {error}", file=sys.stderr)
+            print(f"memlane: {mask_secrets(str(error), settings)}", file=sys.stderr)
             return 2
-        print(url)
-        print("use it from other shells with: export REDIS_URL=" + url, file=sys.stderr)
+        print(url if args.show_password else mask_url(url))
+        print(
+            f"memlane commands and apps with MEMLANE_DATA_DIR={settings.data_dir} use it as it is; other clients "
+            "need its password: `memlane redis status --show-password` prints the whole URL",
+            file=sys.stderr,
+        )
         return 0
     if args.action == "stop":
         stopped = stop_running(settings)
         print("stopped" if stopped else "no embedded Redis Stack is running")
         return 0
     url = EmbeddedRedis(settings).running_url()
-    print(url or "not running")
+    print((url if args.show_password else mask_url(url)) if url else "not running")
     return 0 if url else 1
 
 
@@ -186,7 +192,7 @@ async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], 
     store = await open_store(settings)
     try:
         context = MemoryContext(store=store, llm=model, settings=settings)
-        async with MemoryScheduler(context, docket_url=settings.memory_docket_url or store.url) as scheduler:
+        async with MemoryScheduler(context) as scheduler:  # queues in the store's Redis, idle flushes too
             if ready is not None:
                 ready(scheduler.name)
             await asyncio.Event().wait()
@@ -207,6 +213,103 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         _run(lambda: work(settings, ready=ready))
     except KeyboardInterrupt:  # a run cut off here is delivered again to the next worker
         pass
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from memlane.ui.mcp import run_stdio
+    from memlane.ui.serve_config import store_user_id
+
+    try:
+        user_id = store_user_id(args.tenant, args.user) if args.tenant else args.user
+    except ValueError as error:
+        print(f"memlane mcp: {error}", file=sys.stderr)
+        return 2
+    _run(lambda: run_stdio(settings, user_id))  # stdout carries the protocol: nothing else is printed there
+    return 0
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
+    """List, retry or drop parked runs (`memlane runs`)."""
+    from datetime import datetime
+
+    from memlane.graph.tasks import retry_parked_runs
+
+    if args.action != "list" and not (args.all or args.ids):
+        print(f"memlane runs {args.action}: name the run ids, or --all", file=sys.stderr)
+        return 2
+
+    def when(timestamp: float) -> str:
+        return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
+
+    async def runs(store: Any) -> int:
+        parked = await store.parked_runs(args.user)
+        if args.action == "list":
+            if not parked:
+                print("no parked runs")
+                return 0
+            print("id\tuser\tattempts\tfirst failed\tlast failed\terror")
+            for run in parked:  # errors were redacted when parked; again, in case of an older entry
+                error = _one_line(mask_secrets(run.error, settings))
+                print(f"{run.id}\t{run.user_id}\t{run.attempts}\t{when(run.first_failed_at)}\t{when(run.last_failed_at)}\t{error}")
+            return 0
+        chosen = parked if args.all else [run for run in parked if run.id in args.ids]
+        unknown = [] if args.all else [run_id for run_id in args.ids if run_id not in {run.id for run in parked}]
+        for run_id in unknown:
+            print(f"memlane runs: no parked run {run_id!r} (`memlane runs` lists them)", file=sys.stderr)
+        if args.action == "drop":
+            for run in chosen:
+                if await store.drop_parked_run(run.id) is not None:
+                    print(f"dropped {run.id} ({run.user_id}); its messages stay unprocessed until the user's next run")
+        else:
+            try:
+                retried = await retry_parked_runs(store, settings, [run.id for run in chosen])
+            except RuntimeError as error:
+                print(f"memlane runs: {error}", file=sys.stderr)
+                return 2
+            for run in retried:
+                print(f"queued a run for {run.user_id} ({run.id}); an app or `memlane worker` on this Redis runs it")
+        if not chosen and not unknown:
+            print("no parked runs")
+        return 1 if unknown else 0
+
+    return _run(lambda: _with_store(settings, runs))
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "hash-key":
+        from memlane.ui.serve_config import hash_api_key, new_api_key
+
+        key = args.key or new_api_key()
+        if not args.key:
+            print(f"key: {key}", file=sys.stderr)
+            print("(give the key to the client; only its hash goes in the configuration file)", file=sys.stderr)
+        print(f'hash = "{hash_api_key(key)}"')
+        return 0
+    import uvicorn
+
+    from memlane.ui.serve import create_app
+    from memlane.ui.serve_config import ServeConfigError
+
+    if args.config:
+        settings = settings.model_copy(update={"serve_config": Path(args.config)})
+    try:
+        app = create_app(settings=settings)
+    except ServeConfigError as error:
+        print(f"memlane serve: {error}", file=sys.stderr)
+        return 2
+    host = args.host or settings.serve_host
+    port = settings.serve_port if args.port is None else args.port
+    if port and _port_taken(host, port):
+        print(f"memlane serve: port {port} on {host} is taken; choose another with --port", file=sys.stderr)
+        return 2
+    print(f"memlane serve: http://{host}:{port}/ (config {settings.serve_config}; Ctrl-C stops)", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="info" if args.verbose else "warning")
     return 0
 
 
@@ -240,7 +343,7 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
     if args.markdown:
         print(settings_markdown_table())
     else:
-        print(settings.model_dump_json(indent=2))
+        print(json.dumps(masked_settings(settings), indent=2, ensure_ascii=False))  # secrets read ****
     return 0
 
 
@@ -256,10 +359,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     redis_cmd = commands.add_parser("redis", help="the embedded Redis Stack")
     redis_cmd.add_argument("action", choices=["start", "stop", "status"])
+    redis_cmd.add_argument(
+        "--show-password", action="store_true", help="print the URL with its password (masked otherwise)"
+    )
     redis_cmd.set_defaults(handler=cmd_redis)
 
     worker = commands.add_parser("worker", help="run queued memory-graph runs (needs a chat model)")
     worker.set_defaults(handler=cmd_worker)
+
+    mcp = commands.add_parser("mcp", help="serve one user's memory as MCP tools over stdio")
+    mcp.add_argument("--user", required=True, help="the user every tool acts for")
+    mcp.add_argument("--tenant", help="the tenant of `memlane serve` the user belongs to (same data as over HTTP)")
+    mcp.set_defaults(handler=cmd_mcp)
+
+    runs = commands.add_parser("runs", help="list, retry or drop parked memory-graph runs (failed every retry)")
+    runs.add_argument("action", nargs="?", choices=["list", "retry", "drop"], default="list")
+    runs.add_argument("ids", nargs="*", metavar="ID", help="parked run ids (the first column of the list)")
+    runs.add_argument("--all", action="store_true", help="every parked run (of --user, when given)")
+    runs.add_argument("--user", help="only this user's parked runs")
+    runs.set_defaults(handler=cmd_runs)
+
+    serve = commands.add_parser(
+        "serve", help="the HTTP service: OpenAI-compatible chat with memory, the memories API, MCP at /mcp"
+    )
+    serve.add_argument("action", nargs="?", choices=["run", "hash-key"], default="run", help="hash-key: print a new key and its hash")
+    serve.add_argument("key", nargs="?", help="hash-key: the key to hash (default: a new random key)")
+    serve.add_argument("--config", help="the TOML configuration file (default: MEMLANE_SERVE_CONFIG)")
+    serve.add_argument("--host", help="default: MEMLANE_SERVE_HOST")
+    serve.add_argument("--port", type=int, help="default: MEMLANE_SERVE_PORT")
+    serve.set_defaults(handler=cmd_serve)
 
     search = commands.add_parser("search", help="hybrid search over a user's memories")
     search.add_argument("user")
@@ -283,8 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    return args.handler(args, get_settings())
+    settings = get_settings()
+    log_handler = logging.StreamHandler()  # a logged URL or error keeps its secrets to itself
+    log_handler.setFormatter(MaskingFormatter("%(levelname)s %(name)s: %(message)s", settings=settings))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[log_handler])
+    return args.handler(args, settings)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,37 @@ class Settings(BaseSettings):
         default=100, ge=1, description="HNSW candidate list size of approximate vector search (recall vs speed)"
     )
 
+    # --- what the store accepts, keeps and forgets (owned by store/) -----------------
+    privacy_redaction: Literal["mask", "off"] = Field(
+        default="mask",
+        description="mask: Chinese ID numbers (check digit verified), bank cards (Luhn), phone numbers and e-mail addresses are replaced by a tag (\"[phone]\") before anything is stored or sent to the memory model; off: kept as written",
+    )
+    max_message_chars: int = Field(
+        default=1_048_576,
+        ge=1,
+        description="Longest message (and memory text) stored, in characters; a longer one is refused with InputTooLarge (1 MB of any script fits)",
+    )
+    max_id_chars: int = Field(
+        default=1024,
+        ge=1,
+        description="Longest user, session or message id accepted, in characters; a longer one is refused with InputTooLarge",
+    )
+    profile_history_max_revisions: int = Field(
+        default=100, ge=1, description="Revisions kept per profile entry (the oldest are dropped beyond this)"
+    )
+    forget_min_relevance: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="Search relevance a memory needs before forget checks it for the fact (below recall's lowest threshold, so what recall could bring back is checked); short names are checked at any relevance",
+    )
+    forget_min_term_coverage: float = Field(
+        default=0.6,
+        gt=0,
+        le=1,
+        description="Share of the fact's words a sentence must hold to be forgotten with it (the literal match that keeps forget from removing more than asked)",
+    )
+
     # --- memory graph (owned by graph/ and nodes/) ---------------------------------
     memory_buffer_tokens: int = Field(
         default=1024, ge=1, description="Unprocessed chat tokens that start a memory-graph run"
@@ -161,6 +192,11 @@ class Settings(BaseSettings):
     memory_max_facts_per_run: int = Field(
         default=40, ge=1, description="Most facts one run takes from the model; the rest are skipped with a note"
     )
+    memory_merge_batch_size: int = Field(
+        default=20,
+        ge=1,
+        description="Most facts merged in one model call; 1 asks once per fact (the unbatched merge)",
+    )
     memory_max_tags: int = Field(default=5, ge=0, description="Most tags on one event card")
     memory_tag_max_chars: int = Field(default=24, ge=2, description="Longest tag kept, in characters")
     memory_docket_url: str | None = Field(
@@ -173,6 +209,21 @@ class Settings(BaseSettings):
         default=60.0,
         gt=0,
         description="Expected length of one memory-graph run; a run whose worker crashed is delivered again after this long (pydocket redelivery timeout; a live worker renews its lease every quarter of it, so a slower run keeps going)",
+    )
+    memory_run_retries: int = Field(
+        default=3,
+        ge=0,
+        description="Retries of a failed memory-graph run before it is parked in the dead-letter list (`memlane runs`); its buffer stays unprocessed",
+    )
+    memory_run_retry_delay_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="Wait before the first retry of a failed run; it doubles with each retry (at most 10 minutes), and a run refused by the memory model's open circuit breaker waits at least until the breaker lets a trial call through",
+    )
+    memory_idle_flush_seconds: float = Field(
+        default=600.0,
+        ge=0,
+        description="A user's unprocessed messages below the token threshold are processed after this many seconds without a new message; 0 never flushes on idle",
     )
     session_summary_max_tokens: int = Field(
         default=400, ge=32, description="Rolling session summary is re-summarized above this size"
@@ -193,6 +244,11 @@ class Settings(BaseSettings):
     )
     auto_save_enabled: bool = Field(
         default=True, description="Store each turn and schedule the memory graph (per-request default)"
+    )
+    save_retry_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long a turn whose save failed because Redis is away is retried in the background (backoff up to 2 s; the reply never waits); after that it is kept in memory for the user's next turn",
     )
     recall_max_tokens: int = Field(default=1200, ge=64, description="Token budget of the injected memory block")
     recall_recent_messages: int = Field(default=6, ge=0, description="Recent session messages recall includes")
@@ -231,6 +287,22 @@ class Settings(BaseSettings):
     app_persona: str = Field(
         default="You are a helpful assistant with long-term memory of the user.",
         description="Default persona / system prompt of the chat app",
+    )
+    topic_shift_check: bool = Field(
+        default=True,
+        description="After each reply the chat app asks the memory model whether the message moves on from the "
+        "turns not yet remembered; when it does, those turns are remembered at once as their own event "
+        "(needs a memory model)",
+    )
+
+    # --- HTTP service (`memlane serve`, owned by ui/serve.py) ------------------------
+    serve_config: Path | None = Field(
+        default=None, description="TOML file of `memlane serve`: API keys (hashed), tenants, personas (see serve.example.toml)"
+    )
+    serve_host: str = Field(default="127.0.0.1", description="Address `memlane serve` listens on")
+    serve_port: int = Field(default=8080, ge=0, le=65535, description="Port `memlane serve` listens on")
+    serve_max_body_bytes: int = Field(
+        default=1_048_576, ge=1024, description="Largest request body `memlane serve` accepts; a larger one is answered 413"
     )
 
     @property

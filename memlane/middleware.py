@@ -3,7 +3,9 @@
 Before each model call it recalls what matters for the user's last message and appends it
 to the system prompt. After the agent finishes it hands the turn to a background task that
 stores it (indexed for search at once) and asks the `MemoryScheduler` whether a memory-graph
-run is due, so the reply, streamed or not, never waits for memory work.
+run is due, so the reply, streamed or not, never waits for memory work. When Redis is away
+the reply goes out without memory, and the turn's save is tried again until Redis is back
+(`MEMLANE_SAVE_RETRY_SECONDS`).
 
 Who is talking comes from the run's context (`context=MemoryAgentContext(user_id=..., session_id=...)`,
 or any object / dict with those fields) or from `config={"configurable": {"user_id": ..., "session_id": ...}}`.
@@ -14,22 +16,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memlane.config import Settings, get_settings
 from memlane.graph import MemoryScheduler
 from memlane.recall import Recall, recall, recall_system_prompt
-from memlane.store.base import MemoryStore, Message, StoreError, stable_id
+from memlane.store.base import MemoryStore, Message, RedisUnavailable, StoreError, stable_id
+from memlane.store.connections import RedisPoolExhausted
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_SESSION = "default"
 
@@ -129,10 +137,27 @@ FailureCallback = Callable[[MemoryAgentContext, BaseException], Awaitable[None]]
 
 # Turns kept in memory while Redis is away, per user (oldest dropped beyond this).
 MAX_UNSAVED_MESSAGES = 200
+# Waits between tries of a save while Redis is away: from the first, doubling up to the most.
+SAVE_RETRY_FIRST_DELAY = 0.1
+SAVE_RETRY_MAX_DELAY = 2.0
+
+
+def redis_is_away(error: BaseException) -> bool:
+    """Whether `error` says Redis cannot be reached now (restarting, loading its data, or every
+    connection busy), so the same call may succeed a little later."""
+    return isinstance(
+        error, (RedisUnavailable, RedisPoolExhausted, RedisConnectionError, RedisTimeoutError, OSError)
+    )
 
 
 class MemoryPersistence:
-    """Stores turns and notifies the scheduler in background tasks, one user at a time."""
+    """Stores turns and notifies the scheduler in background tasks, one user at a time.
+
+    A save that fails because Redis is away (crashed and restarting, loading its data) is
+    tried again with backoff for up to `save_retry_seconds`; message ids make a repeated
+    save store each message once. Past that the messages wait in `unsaved` for the user's
+    next turn, and a log line counts them.
+    """
 
     def __init__(
         self,
@@ -141,15 +166,20 @@ class MemoryPersistence:
         *,
         on_saved: SaveCallback | None = None,
         on_failed: FailureCallback | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.store = store
         self.scheduler = scheduler
         self.on_saved = on_saved
         self.on_failed = on_failed
+        self.retry_seconds = (settings or get_settings()).save_retry_seconds
         self._tails: dict[str, asyncio.Task[None]] = {}  # per user: the newest save task
         self._tasks: set[asyncio.Task[None]] = set()
         # per user: turns whose save failed (Redis away); the next save stores them first
         self.unsaved: dict[str, list[Message]] = {}
+        # per user: messages of a save being tried again while Redis is away
+        self.retrying: dict[str, int] = {}
+        self._away: dict[str, asyncio.Event] = {}  # per user: set when a save starts trying again
 
     def save_turn(self, identity: MemoryAgentContext, turn: list[Message]) -> asyncio.Task[None]:
         """Start storing `turn` in the background; returns at once."""
@@ -162,16 +192,17 @@ class MemoryPersistence:
 
     def _forget(self, user_id: str, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if self._tails.get(user_id) is task:
+        if self._tails.get(user_id) is task:  # the user's last pending save
             del self._tails[user_id]
+            self._away.pop(user_id, None)
 
     async def _store(self, identity: MemoryAgentContext, messages: list[Message]) -> None:
         """Store `messages` in order (idempotent on message id).
 
         A message that cannot be stored for what it holds (a ValueError or TypeError, such
         as a text Redis cannot encode) is dropped with a log line, so it never holds back
-        the messages after it. Anything else (Redis or the embedder away) is raised: the
-        caller keeps them all for the next save.
+        the messages after it. Anything else (Redis away) is raised: the caller tries
+        again, or keeps them all for the next save.
         """
         try:
             await self.store.add_messages(messages)
@@ -185,29 +216,91 @@ class MemoryPersistence:
     async def _save(self, identity: MemoryAgentContext, turn: list[Message], previous: asyncio.Task[None] | None) -> None:
         if previous is not None:
             await asyncio.wait([previous])  # keep one user's turns in order
-        queued = False
-        backlog = self.unsaved.pop(identity.user_id, [])
+        messages = [*self.unsaved.pop(identity.user_id, []), *turn]
+        started = time.monotonic()
         try:
-            await self._store(identity, [*backlog, *turn])
+            try:
+                await self._while_redis_is_away(
+                    identity, "storing the turn", lambda: self._store(identity, messages), started, len(messages)
+                )
+            except Exception as error:  # past the retries, or not Redis: keep the turn for the next save
+                self._give_up(identity, messages, error, time.monotonic() - started)
+                return
+            queued = False
             if self.scheduler is not None:
-                queued = await self.scheduler.notify(identity.user_id)
-        except Exception as error:  # the reply is already delivered: keep the turn for the next save
-            kept = [*backlog, *turn][-MAX_UNSAVED_MESSAGES:]
-            self.unsaved[identity.user_id] = kept
-            logger.exception("saving a turn of %s failed; %d messages kept for the next save", identity.user_id, len(kept))
-            await self.report_failure(identity, error)
-            return
-        if self.on_saved is not None:
+                try:
+                    queued = await self._while_redis_is_away(
+                        identity, "telling the scheduler", lambda: self.scheduler.notify(identity.user_id), started, len(messages)
+                    )
+                except Exception as error:  # stored: the next turn's notice covers this one
+                    logger.warning("the memory scheduler could not be told about %s's new turn: %s", identity.user_id, error)
+            if self.on_saved is not None:
+                try:
+                    await self.on_saved(identity, turn, queued)
+                except Exception:  # a broken callback must not lose the session summary below
+                    logger.exception("on_saved callback failed for %s", identity.user_id)
+            if queued:
+                # the rolling summary is folded when the memory graph runs, not on every turn
+                try:
+                    await self._while_redis_is_away(
+                        identity,
+                        "queueing the session summary",
+                        lambda: self.scheduler.update_session_summary(identity.user_id, identity.session_id),
+                        started,
+                        len(messages),
+                    )
+                except Exception:
+                    logger.exception("queueing the session summary of %s failed", identity.user_id)
+        finally:
+            if self.retrying.pop(identity.user_id, None) is not None:
+                self._away.pop(identity.user_id, None)
+
+    async def _while_redis_is_away(
+        self, identity: MemoryAgentContext, what: str, attempt: Callable[[], Awaitable[T]], started: float, held: int
+    ) -> T:
+        """`attempt()`, tried again with backoff while Redis is away, until `save_retry_seconds`
+        after `started`; then, or at once for any other error, the error is raised.
+
+        held: the messages of the save, shown in `retrying` meanwhile."""
+        delay = SAVE_RETRY_FIRST_DELAY
+        failures = 0
+        while True:
             try:
-                await self.on_saved(identity, turn, queued)
-            except Exception:  # a broken callback must not lose the session summary below
-                logger.exception("on_saved callback failed for %s", identity.user_id)
-        if queued:
-            # the rolling summary is folded when the memory graph runs, not on every turn
-            try:
-                await self.scheduler.update_session_summary(identity.user_id, identity.session_id)
-            except Exception:
-                logger.exception("queueing the session summary of %s failed", identity.user_id)
+                result = await attempt()
+            except Exception as error:  # the reply is already delivered: try again, or let the caller keep the turn
+                failures += 1
+                if identity.user_id not in self.retrying:  # the save's first failure: say so once
+                    await self.report_failure(identity, error)
+                remaining = started + self.retry_seconds - time.monotonic()
+                if not redis_is_away(error) or remaining <= 0:
+                    raise
+                if identity.user_id not in self.retrying:
+                    logger.warning(
+                        "%s of %s failed (%s); trying again for up to %.0f s", what, identity.user_id, error, self.retry_seconds
+                    )
+                self.retrying[identity.user_id] = held
+                self._away.setdefault(identity.user_id, asyncio.Event()).set()  # wait_user stops waiting
+                # jittered, so the turns of many users do not all try again at the same moment
+                await asyncio.sleep(min(delay * random.uniform(0.5, 1.0), remaining))
+                delay = min(delay * 2, SAVE_RETRY_MAX_DELAY)
+                continue
+            if failures:
+                logger.info("%s of %s done after %d failed tries (%.1f s)", what, identity.user_id, failures, time.monotonic() - started)
+            return result
+
+    def _give_up(self, identity: MemoryAgentContext, messages: list[Message], error: BaseException, waited: float) -> None:
+        """Keep `messages` for the user's next save and say how many are unsaved in all."""
+        kept = messages[-MAX_UNSAVED_MESSAGES:]
+        self.unsaved[identity.user_id] = kept
+        if len(kept) < len(messages):
+            logger.error("dropped the %d oldest unsaved messages of %s", len(messages) - len(kept), identity.user_id)
+        logger.error(
+            "saving %d messages of %s failed after %.0f s (%s: %s); kept in memory for the user's next turn. "
+            "Unsaved now: %d messages of %d users",
+            len(kept), identity.user_id, waited, type(error).__name__, error,
+            sum(len(unsaved) for unsaved in self.unsaved.values()), len(self.unsaved),
+            exc_info=not redis_is_away(error),
+        )
 
     async def report_failure(self, identity: MemoryAgentContext, error: BaseException) -> None:
         if self.on_failed is not None:
@@ -217,10 +310,17 @@ class MemoryPersistence:
                 logger.exception("on_failed callback failed for %s", identity.user_id)
 
     async def wait_user(self, user_id: str, timeout: float | None = 5.0) -> None:
-        """Wait for the user's pending saves, so recall sees the previous turn."""
+        """Wait for the user's pending saves, so recall sees the previous turn (not while Redis is
+        away: recall could not read it either, and the reply must not wait for Redis)."""
         tail = self._tails.get(user_id)
-        if tail is not None:
-            await asyncio.wait([tail], timeout=timeout)
+        if tail is None or user_id in self.retrying:
+            return
+        away = self._away.setdefault(user_id, asyncio.Event())
+        noticed = asyncio.ensure_future(away.wait())
+        try:
+            await asyncio.wait([tail, noticed], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            noticed.cancel()
 
     async def wait_idle(self, timeout: float | None = 30.0) -> None:
         """Wait for every pending save (not for the memory-graph runs they queued)."""
@@ -249,7 +349,9 @@ class MemoryMiddleware(AgentMiddleware):
         self.settings = settings or get_settings()
         self.rewrite_model = rewrite_model or (scheduler.context.llm if scheduler is not None else None)
         self.on_recall = on_recall
-        self.persistence = MemoryPersistence(store, scheduler, on_saved=on_saved, on_failed=on_failed)
+        self.persistence = MemoryPersistence(
+            store, scheduler, on_saved=on_saved, on_failed=on_failed, settings=self.settings
+        )
         self.last_recall: dict[str, Recall] = {}  # per user: the latest recall, for inspection
 
     async def awrap_model_call(

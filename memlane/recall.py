@@ -309,7 +309,7 @@ def _profile_items(profile: Sequence[ProfileEntry], scores: dict[str, float]) ->
     return [
         RecallItem(
             layer="profile",
-            text=f"{entry.topic} / {entry.subtopic}: {entry.content}",
+            text=entry.line,
             score=round(scores[entry.id], 4) if entry.id in scores else None,
             ref_id=entry.id,
             source_message_ids=entry.source_message_ids,

@@ -16,12 +16,12 @@ from memlane.config import Settings, get_settings
 from memlane.middleware import resolve_identity
 from memlane.recall import relevance
 from memlane.store.base import (
+    ITEM_MEMORY_PREFIX,
     Event,
     Memory,
     MemoryStore,
     MemoryUpdate,
     ProfileEntry,
-    event_memory_id,
     profile_memory_id,
     stable_id,
 )
@@ -46,14 +46,7 @@ def memory_tools(store: MemoryStore, settings: Settings | None = None) -> list[B
         relevance and text, with the speaker when it was not the user ("朋友A: ...").
         """
         identity = resolve_identity(runtime.context, settings)
-        hits = await store.search_memories(identity.user_id, query, limit=max(1, min(limit, 20)))
-        if not hits:
-            return "no memories found"
-        return "\n".join(
-            f"[{hit.memory.id}] ({hit.memory.kind}, {_day(hit.memory.created_at)}, {relevance(hit):.2f}) "
-            f"{hit.memory.attributed_text}"
-            for hit in hits
-        )
+        return await answer_search(store, identity.user_id, query, limit=limit)
 
     @tool
     async def remember(text: str, runtime: ToolRuntime[Any], topic: str = "", subtopic: str = "") -> str:
@@ -63,52 +56,113 @@ def memory_tools(store: MemoryStore, settings: Settings | None = None) -> list[B
         replacing what that slot held; without them it is kept as a note.
         """
         identity = resolve_identity(runtime.context, settings)
-        text = text.strip()
-        if not text:
-            return "nothing to remember: the text is empty"
-        if topic.strip() and subtopic.strip():
-            entry = ProfileEntry(user_id=identity.user_id, topic=topic, subtopic=subtopic, content=text, confidence=0.9)
-            memory = Memory(
-                id=profile_memory_id(entry.id),
-                user_id=identity.user_id,
-                kind="profile",
-                text=f"{entry.topic} / {entry.subtopic}: {entry.content}",
-                ref_id=entry.id,
-            )
-            await store.apply_update(MemoryUpdate(user_id=identity.user_id, upsert_profile=[entry], memories=[memory]))
-            return f"remembered as profile {entry.topic} / {entry.subtopic} [{memory.id}]"
-        event = Event(
-            id=stable_id("remember", identity.user_id, text),
-            user_id=identity.user_id,
-            summary=text,
-            tags=[REMEMBERED_TAG],
-            session_ids=[identity.session_id],
+        return await answer_remember(
+            store, identity.user_id, text, topic=topic, subtopic=subtopic, session_id=identity.session_id
         )
-        memory = Memory(
-            id=event_memory_id(event.id),
-            user_id=identity.user_id,
-            kind="event",
-            text=text,
-            session_id=identity.session_id,
-            ref_id=event.id,
-        )
-        await store.apply_update(MemoryUpdate(user_id=identity.user_id, event=event, memories=[memory]))
-        return f"remembered [{memory.id}]"
 
     @tool
-    async def forget(memory_id: str, runtime: ToolRuntime[Any]) -> str:
-        """Forget one memory by the id `search_memories` showed in brackets."""
+    async def forget(what: str, runtime: ToolRuntime[Any]) -> str:
+        """Forget something about the user, everywhere it is kept (profile, events, summaries,
+        past messages): either one memory by the id `search_memories` showed in brackets
+        ("[profile:…]"), or in words what to forget ("what I said about peanuts", "关于花生的事").
+        Says what was removed."""
         identity = resolve_identity(runtime.context, settings)
-        removed = await forget_memory(store, identity.user_id, memory_id.strip().strip("[]"))
-        return f"forgot [{memory_id}]" if removed else f"no memory [{memory_id}] to forget"
+        return await answer_forget(store, identity.user_id, what, actor="tool")
 
     return [search_memories, remember, forget]
 
 
-async def forget_memory(store: MemoryStore, user_id: str, memory_id: str) -> bool:
-    """Delete one memory; a profile or event memory takes its entry or event card with it."""
+# What the tools answer, shared with the MCP server (ui/mcp.py) and `memlane serve`: the user is the caller's.
+
+
+async def answer_search(store: MemoryStore, user_id: str, query: str, *, limit: int = 5) -> str:
+    """Search the user's memories; one line per hit: [id] (kind, day, relevance) text."""
+    hits = await store.search_memories(user_id, query, limit=max(1, min(limit, 20)))
+    if not hits:
+        return "no memories found"
+    return "\n".join(
+        f"[{hit.memory.id}] ({hit.memory.kind}, {_day(hit.memory.created_at)}, {relevance(hit):.2f}) "
+        f"{hit.memory.attributed_text}"
+        for hit in hits
+    )
+
+
+async def answer_remember(
+    store: MemoryStore,
+    user_id: str,
+    text: str,
+    *,
+    topic: str = "",
+    subtopic: str = "",
+    session_id: str,
+    actor: str = "tool",
+) -> str:
+    """Keep `text` as a profile fact (with topic and subtopic) or as a note (an event card).
+
+    actor: who profile history names for the change ("tool", "mcp", "api:<key name>").
+    """
+    text = text.strip()
+    if not text:
+        return "nothing to remember: the text is empty"
+    if topic.strip() and subtopic.strip():
+        entry = await remember_fact(store, user_id, topic, subtopic, text, actor=actor)
+        return f"remembered as profile {entry.topic} / {entry.subtopic} [{profile_memory_id(entry.id)}]"
+    memory = await remember_note(store, user_id, text, session_id=session_id)
+    return f"remembered [{memory.id}]"
+
+
+async def remember_fact(
+    store: MemoryStore, user_id: str, topic: str, subtopic: str, content: str, *, confidence: float = 0.9, actor: str = "tool"
+) -> ProfileEntry:
+    """Write a profile entry (replacing what its topic / subtopic slot held) with its search memory."""
+    entry = ProfileEntry(user_id=user_id, topic=topic, subtopic=subtopic, content=content, confidence=confidence)
+    await store.apply_update(
+        MemoryUpdate(user_id=user_id, upsert_profile=[entry], memories=[entry.as_memory()], actor=actor)
+    )
+    return entry
+
+
+async def remember_note(store: MemoryStore, user_id: str, text: str, *, session_id: str) -> Memory:
+    """Keep a note about the user: an event card tagged "remembered" and its search memory (returned)."""
+    event = Event(
+        id=stable_id("remember", user_id, text),
+        user_id=user_id,
+        summary=text,
+        tags=[REMEMBERED_TAG],
+        session_ids=[session_id],
+    )
+    memory = event.as_memory()
+    await store.apply_update(MemoryUpdate(user_id=user_id, event=event, memories=[memory]))
+    return memory
+
+
+async def forget_memory(store: MemoryStore, user_id: str, memory_id: str, *, actor: str = "user") -> bool:
+    """Forget one memory: a profile or event memory takes its entry or event card with it, a
+    message memory its turn in history; what they stated goes from turns and summaries too
+    (the store's `delete_profile_entry`, `delete_event`, `delete_message`).
+
+    actor: who profile history names for a deleted entry.
+    """
     if memory_id.startswith("profile:"):
-        return await store.delete_profile_entry(user_id, memory_id.removeprefix("profile:"))
+        return await store.delete_profile_entry(user_id, memory_id.removeprefix("profile:"), actor=actor)
     if memory_id.startswith("event:"):
         return await store.delete_event(user_id, memory_id.removeprefix("event:"))
+    if memory_id.startswith("message:"):
+        return await store.delete_message(user_id, memory_id.removeprefix("message:"))
     return await store.delete_memory(user_id, memory_id)
+
+
+# what the store's ids of search memories start with (store/base.py `*_memory_id`)
+MEMORY_ID_PREFIXES = ("profile:", "event:", "message:", ITEM_MEMORY_PREFIX)
+
+
+async def answer_forget(store: MemoryStore, user_id: str, what: str, *, actor: str) -> str:
+    """Forget one memory by the id search showed ("[profile:…]"), or everything the user said
+    about something ("peanuts", "what I said about my ex") through the store's `forget`."""
+    memory_id = what.strip().strip("[]").strip()
+    if memory_id.startswith(MEMORY_ID_PREFIXES) and not any(char.isspace() for char in memory_id):
+        removed = await forget_memory(store, user_id, memory_id, actor=actor)
+        return f"forgot [{memory_id}]" if removed else f"no memory [{memory_id}] to forget"
+    if not memory_id:
+        return "nothing to forget: say what (an id in brackets, or what it was about)"
+    return (await store.forget(user_id, what.strip(), actor=actor)).describe()

@@ -2,6 +2,8 @@
 
 The graph receives it as LangGraph's runtime context (`context_schema=MemoryContext`),
 so a notebook or an application's own graph can swap the store or the model per run.
+The memory model's circuit breaker lives here too: every step of every run that shares
+the context (a scheduler's runs) counts failures of the one model together.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from memlane.config import Settings, get_settings
 from memlane.nodes.profile_config import ProfileConfig, default_profile_config
 from memlane.store.base import MemoryStore
+from memlane.store.breaker import CircuitBreaker
 
 
 @dataclass
@@ -23,3 +26,9 @@ class MemoryContext:
     llm: BaseChatModel
     settings: Settings = field(default_factory=get_settings)
     profile_config: ProfileConfig = field(default_factory=default_profile_config)
+    # None: one made from the settings (circuit_failure_threshold, circuit_reset_seconds)
+    model_breaker: CircuitBreaker | None = None
+
+    def __post_init__(self) -> None:
+        if self.model_breaker is None:
+            self.model_breaker = CircuitBreaker.from_settings("the memory model", self.settings)

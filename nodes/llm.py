@@ -2,7 +2,9 @@
 
 Every node talks to the model through `ModelCaller`, so a timeout or a retry policy is
 set in one place (`Settings.llm_timeout_seconds`, `Settings.llm_max_retries`) and each
-run can report how many calls and prompt tokens it cost.
+run can report how many calls and prompt tokens it cost. With a circuit breaker (the
+`MemoryContext`'s, shared by every step), a model that keeps failing is not called at all
+until the breaker lets a trial call through: the step fails at once with `ModelPaused`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from memlane.config import Settings
 from memlane.store.base import Message
+from memlane.store.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.text import has_cjk
 from memlane.store.tokens import count_tokens
 
@@ -51,6 +54,15 @@ class ModelCallFailed(RuntimeError):
         self.step = step
 
 
+class ModelPaused(ModelCallFailed):
+    """The model was not called: its circuit breaker is open after repeated failures."""
+
+    def __init__(self, step: str, refused: CircuitOpen) -> None:
+        RuntimeError.__init__(self, f"{step}: {refused}")
+        self.step = step
+        self.retry_in = refused.retry_in
+
+
 @dataclass
 class ModelUsage:
     """Calls and prompt tokens one node spent, reported into the graph state."""
@@ -64,15 +76,24 @@ class ModelUsage:
 
 @dataclass
 class ModelCaller:
-    """Asks `llm` with the settings' timeout and retries; counts usage."""
+    """Asks `llm` with the settings' timeout and retries, through `breaker` when given; counts usage."""
 
     llm: BaseChatModel
     settings: Settings
     step: str
     usage: ModelUsage = field(default_factory=ModelUsage)
+    breaker: CircuitBreaker | None = None
+
+    async def _call(self, system: str, user: str) -> BaseMessage:
+        # the timeout inside the breaker: a call that hangs counts as a failure of the model
+        return await asyncio.wait_for(
+            self.llm.ainvoke([SystemMessage(content=system), HumanMessage(content=user)]),
+            timeout=self.settings.llm_timeout_seconds,
+        )
 
     async def ask(self, system: str, user: str) -> str:
-        """The model's answer text. Raises `ModelCallFailed` after the last retry."""
+        """The model's answer text. Raises `ModelCallFailed` after the last retry, and
+        `ModelPaused` without calling while the breaker is open."""
         prompt_tokens = count_tokens(system, self.settings.token_encoding) + count_tokens(
             user, self.settings.token_encoding
         )
@@ -82,11 +103,15 @@ class ModelCaller:
             self.usage.model_calls += 1
             self.usage.prompt_tokens += prompt_tokens
             try:
-                answer = await asyncio.wait_for(
-                    self.llm.ainvoke([SystemMessage(content=system), HumanMessage(content=user)]),
-                    timeout=self.settings.llm_timeout_seconds,
-                )
+                if self.breaker is None:
+                    answer = await self._call(system, user)
+                else:
+                    answer = await self.breaker.call(lambda: self._call(system, user))
                 return answer.text if hasattr(answer, "text") else str(answer.content)
+            except CircuitOpen as refused:
+                self.usage.model_calls -= 1  # refused before the call: nothing was spent
+                self.usage.prompt_tokens -= prompt_tokens
+                raise ModelPaused(self.step, refused) from None
             except asyncio.TimeoutError:
                 reason = f"no answer within {self.settings.llm_timeout_seconds:g}s"
             except Exception as error:  # any provider error is retried, then reported
@@ -134,6 +159,11 @@ def speaker(message: Message) -> str:
 def render_message(message: Message) -> str:
     """`speaker: text` on one line, the text unable to close the chat block."""
     return f"{speaker(message)}: {one_line(_escape_chat(message.content))}"
+
+
+def data_line(text: str) -> str:
+    """Text taken from the chat (a fact, a profile entry) on one line, unable to close the chat block."""
+    return one_line(_escape_chat(text))
 
 
 def render_chat(messages: Sequence[Message]) -> str:

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
-from memlane.nodes.llm import LANGUAGE_RULE, ModelCaller
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, data_line
 from memlane.nodes.parsing import ParseFailed, parse_items
 from memlane.store.base import ProfileEntry, normalize_slot, now
 
@@ -20,6 +20,7 @@ subtopics: merge overlapping ones, rename vague ones, keep every fact. Each new 
 lists in "merged_from" the old subtopic names it replaces; every old name must appear
 in exactly one "merged_from".
 {LANGUAGE_RULE}
+{DATA_RULE}
 Answer with JSON only:
 {{{{"subtopics": [{{{{"subtopic": "...", "content": "...", "merged_from": ["old name", ...]}}}}]}}}}"""
 
@@ -95,9 +96,10 @@ async def organize_profile(
     for topic in over:
         key = normalize_slot(topic)
         topic_entries = [entry for entry in organized if normalize_slot(entry.topic) == key]
-        listing = "\n".join(f"- {entry.subtopic}: {entry.content}" for entry in topic_entries)
+        listing = "\n".join(f"- {data_line(entry.subtopic)}: {data_line(entry.content)}" for entry in topic_entries)
         answer = await caller.ask(
-            ORGANIZE_PROMPT.format(max_subtopics=max_subtopics), f"Topic: {topic}\nSubtopics:\n{listing}"
+            ORGANIZE_PROMPT.format(max_subtopics=max_subtopics),
+            f"<chat>\nTopic: {data_line(topic)}\nSubtopics:\n{listing}\n</chat>",
         )
         try:
             items, skipped = parse_items(answer, OrganizedSubtopic, key="subtopics", step="organize")

@@ -13,14 +13,11 @@ from pydantic import BaseModel, Field
 
 from memlane.store.base import (
     Event,
-    Memory,
     MemoryStore,
     MemoryUpdate,
     Message,
     ProfileChange,
     ProfileEntry,
-    event_memory_id,
-    profile_memory_id,
     stable_id,
 )
 
@@ -121,28 +118,8 @@ def build_update(
         session_ids=list(dict.fromkeys(message.session_id for message in chat)),
         source_message_ids=[message.id for message in chat],
     )
-    memories = [
-        Memory(
-            id=profile_memory_id(entry.id),
-            user_id=user_id,
-            kind="profile",
-            text=f"{entry.topic} / {entry.subtopic}: {entry.content}",
-            source_message_ids=entry.source_message_ids,
-            ref_id=entry.id,
-        )
-        for entry in upserts
-    ]
-    memories.append(
-        Memory(
-            id=event_memory_id(event.id),
-            user_id=user_id,
-            kind="event",
-            text=summary,
-            session_id=event.session_ids[-1] if event.session_ids else None,
-            source_message_ids=event.source_message_ids,
-            ref_id=event.id,
-        )
-    )
+    memories = [entry.as_memory() for entry in upserts]
+    memories.append(event.as_memory())
     update = MemoryUpdate(
         user_id=user_id,
         upsert_profile=upserts,

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from pydantic import BaseModel
 
-from memlane.nodes.llm import LANGUAGE_RULE, ModelCaller
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, data_line
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.store.base import ProfileEntry, now
 from memlane.store.tokens import count_tokens, truncate_to_tokens
@@ -18,6 +18,7 @@ RESUMMARIZE_PROMPT = f"""TASK: shorten one profile entry.
 Rewrite the entry below in at most {{max_tokens}} tokens. Keep every fact that still
 holds, the newest first when they conflict; drop repetition.
 {LANGUAGE_RULE}
+{DATA_RULE}
 Answer with JSON only: {{{{"content": "..."}}}}"""
 
 
@@ -42,7 +43,8 @@ async def resummarize_entries(
             continue
         answer = await caller.ask(
             RESUMMARIZE_PROMPT.format(max_tokens=max_tokens),
-            f"Slot: {entry.topic} / {entry.subtopic}\nEntry: {entry.content}",
+            f"<chat>\nSlot: {data_line(entry.topic)} / {data_line(entry.subtopic)}\n"
+            f"Entry: {data_line(entry.content)}\n</chat>",
         )
         try:
             content = parse_object(answer, ResummarizedEntry, step="resummarize").content.strip()

@@ -38,7 +38,7 @@ class SummaryOutput(BaseModel):
 def render_profile(profile: Sequence[ProfileEntry]) -> str:
     if not profile:
         return "(empty)"
-    return "\n".join(f"- {entry.topic} / {entry.subtopic}: {entry.content}" for entry in profile)
+    return "\n".join(f"- {entry.line}" for entry in profile)
 
 
 async def summarize_chat(

@@ -13,6 +13,8 @@ from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
 
+from memlane.store.breaker import BreakerStatus
+
 MemoryKind = Literal["profile", "event", "summary", "message"]
 MEMORY_KINDS: tuple[MemoryKind, ...] = ("profile", "event", "summary", "message")
 Role = Literal["user", "assistant", "system", "tool"]
@@ -32,6 +34,15 @@ class EmbeddingsUnavailable(StoreError):
     and messages stored meanwhile are indexed later (`MemoryStore.reindex_pending`)."""
 
 
+class InvalidInput(ValueError):
+    """The store refuses a record or an id for what it holds (a NUL byte in an id, a blank
+    profile content, a confidence outside 0..1); the message says what to change."""
+
+
+class InputTooLarge(InvalidInput):
+    """A text or id is longer than its setting allows; the message names the setting."""
+
+
 def stable_id(*parts: str) -> str:
     """A deterministic id from content parts: at-least-once delivery must not duplicate."""
     digest = hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8"))
@@ -40,6 +51,37 @@ def stable_id(*parts: str) -> str:
 
 def now() -> float:
     return time.time()
+
+
+def clean_text(value: str) -> str:
+    """`value` safe to store, embed and send to a model: NUL bytes dropped, each lone UTF-16
+    surrogate ("\\ud800") replaced by U+FFFD (a pair of surrogates is joined into the character
+    it encodes)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if value.isascii():
+        return value
+    return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def check_id(value: str, what: str = "an id") -> str:
+    """`value` as it is, or `InvalidInput` when it holds a NUL byte or a lone surrogate. Ids are
+    used as given, never cleaned: a changed id could name another record, or another user."""
+    if "\x00" in value:
+        raise InvalidInput(f"{what} holds a NUL byte (\\x00); ids are used as given, so remove it")
+    if not value.isascii() and any("\ud800" <= char <= "\udfff" for char in value):
+        raise InvalidInput(f"{what} holds a lone UTF-16 surrogate; ids must be valid Unicode text")
+    return value
+
+
+def _cleaned(value: Any) -> Any:
+    """A text field as `clean_text` leaves it (None and non-strings are pydantic's to judge)."""
+    return clean_text(value) if isinstance(value, str) else value
+
+
+def _checked(value: str | None) -> str | None:
+    """An id field, refused by `check_id` when it holds a NUL byte or a lone surrogate."""
+    return value if value is None else check_id(value)
 
 
 class Message(BaseModel):
@@ -62,13 +104,14 @@ class Message(BaseModel):
     @field_validator("content", "name")
     @classmethod
     def _replace_lone_surrogates(cls, value: str | None) -> str | None:
-        """A lone UTF-16 surrogate ("\\ud800") cannot be encoded for Redis or a model: it becomes U+FFFD.
+        """A lone UTF-16 surrogate ("\\ud800") cannot be encoded for Redis or a model: it becomes
+        U+FFFD; NUL bytes are dropped (see `clean_text`)."""
+        return None if value is None else clean_text(value)
 
-        A pair of surrogates is joined into the character it encodes.
-        """
-        if value is None or value.isascii():
-            return value
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    @field_validator("id", "user_id", "session_id")
+    @classmethod
+    def _check_ids(cls, value: str) -> str:
+        return check_id(value)
 
     @property
     def speaker_role(self) -> SpeakerRole:
@@ -88,6 +131,9 @@ class SessionSummary(BaseModel):
     summary: str
     updated_at: float = Field(default_factory=now)
     source_message_ids: list[str] = Field(default_factory=list)
+
+    _check_ids = field_validator("user_id", "session_id")(_checked)
+    _clean_texts = field_validator("summary", mode="before")(_cleaned)
 
 
 def normalize_slot(text: str) -> str:
@@ -136,14 +182,64 @@ class ProfileEntry(BaseModel):
     @field_validator("topic", "subtopic")
     @classmethod
     def _strip(cls, value: str) -> str:
-        value = " ".join(value.split())
+        value = " ".join(clean_text(value).split())
         if not value:
             raise ValueError("topic and subtopic must not be blank")
         return value
 
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        value = clean_text(value)
+        if not value.strip():
+            raise ValueError("a profile entry's content must not be blank")
+        return value
+
+    _check_ids = field_validator("user_id")(_checked)
+
     @property
     def id(self) -> str:
         return profile_entry_id(self.user_id, self.topic, self.subtopic)
+
+    @property
+    def line(self) -> str:
+        """"topic / subtopic: content", the way prompts, recall and search show an entry."""
+        return f"{self.topic} / {self.subtopic}: {self.content}"
+
+    def as_memory(self) -> Memory:
+        """The search memory mirroring this entry (rewritten and deleted with it)."""
+        return Memory(
+            id=profile_memory_id(self.id),
+            user_id=self.user_id,
+            kind="profile",
+            text=self.line,
+            source_message_ids=self.source_message_ids,
+            ref_id=self.id,
+        )
+
+
+class ProfileRevision(BaseModel):
+    """One change of a profile entry, as its history keeps it (oldest first).
+
+    Recorded by `edit_profile_entry`, `delete_profile_entry`, `forget` and `apply_update`; an
+    update that changes neither content nor confidence records none. The history outlives
+    the entry (the delete is its last revision) and goes with `delete_user`.
+    """
+
+    entry_id: str
+    user_id: str
+    action: Literal["add", "update", "delete"]
+    actor: str = Field(
+        description='who made the change: "run:<event id>" (a memory-graph run), "user" (the app), '
+        '"api:<key name>", "tool", "cli", "forget"'
+    )
+    at: float = Field(default_factory=now, description="unix time")
+    topic: str
+    subtopic: str
+    before_content: str | None = None
+    after_content: str | None = None
+    before_confidence: float | None = None
+    after_confidence: float | None = None
 
 
 class ProfileChange(BaseModel):
@@ -155,6 +251,8 @@ class ProfileChange(BaseModel):
     subtopic: str
     content: str = ""
     previous_content: str | None = None
+
+    _clean_texts = field_validator("content", "previous_content", mode="before")(_cleaned)
 
 
 class Event(BaseModel):
@@ -168,6 +266,22 @@ class Event(BaseModel):
     profile_delta: list[ProfileChange] = Field(default_factory=list)
     session_ids: list[str] = Field(default_factory=list)
     source_message_ids: list[str] = Field(default_factory=list)
+
+    _check_ids = field_validator("id", "user_id")(_checked)
+    _clean_texts = field_validator("summary", mode="before")(_cleaned)
+
+    def as_memory(self) -> Memory:
+        """The search memory that makes the event's summary searchable."""
+        return Memory(
+            id=event_memory_id(self.id),
+            user_id=self.user_id,
+            kind="event",
+            text=self.summary,
+            session_id=self.session_ids[-1] if self.session_ids else None,
+            created_at=self.created_at,
+            source_message_ids=self.source_message_ids,
+            ref_id=self.id,
+        )
 
 
 class Memory(BaseModel):
@@ -190,6 +304,9 @@ class Memory(BaseModel):
     speaker_role: SpeakerRole = Field(
         default="owner", description="owner (the user, and facts about them), assistant, or other (a friend)"
     )
+
+    _check_ids = field_validator("id", "user_id", "session_id")(_checked)
+    _clean_texts = field_validator("text", "context", "speaker", mode="before")(_cleaned)
 
     @property
     def attributed_text(self) -> str:
@@ -234,6 +351,9 @@ class StoreItem(BaseModel):
     updated_at: float = Field(default_factory=now)
     ttl_minutes: float | None = Field(default=None, description="expires this long after its last write or read")
 
+    _check_ids = field_validator("user_id")(_checked)
+    _clean_texts = field_validator("text", mode="before")(_cleaned)
+
     @property
     def memory_id(self) -> str:
         return item_memory_id(self.namespace, self.key)
@@ -266,6 +386,57 @@ class MemoryUpdate(BaseModel):
     advance_cursor_to: int | None = Field(
         default=None, description="last message seq this run consumed; moves the buffer cursor"
     )
+    actor: str | None = Field(
+        default=None, description='who writes it, for profile history; unset: "run:<event id>" ("run" without an event)'
+    )
+
+
+class ForgottenRecord(BaseModel):
+    """One record `forget` changed."""
+
+    kind: Literal["profile", "event", "message", "summary", "item"]
+    id: str = Field(description="profile entry, event, message or item memory id; the session id of a summary")
+    action: Literal["deleted", "rewritten"] = Field(
+        description="deleted: the whole record went; rewritten: the sentences stating the fact went"
+    )
+
+
+class ForgetReport(BaseModel):
+    """What `forget` (or deleting a profile entry, event or message) removed, and where."""
+
+    user_id: str
+    query: str
+    subject: str = Field(default="", description='what was matched: the query without "forget what I said about"')
+    records: list[ForgottenRecord] = Field(default_factory=list)
+
+    def add(self, kind: str, record_id: str, action: str) -> None:
+        if not any(r.kind == kind and r.id == record_id for r in self.records):
+            self.records.append(ForgottenRecord(kind=kind, id=record_id, action=action))  # type: ignore[arg-type]
+
+    @property
+    def forgot_anything(self) -> bool:
+        return bool(self.records)
+
+    def describe(self) -> str:
+        """One line: "forgot 1 profile entry, 2 messages (1 rewritten), 1 session summary"."""
+        if not self.records:
+            return f"nothing stored matched {self.subject or self.query!r}"
+        nouns = {
+            "profile": ("profile entry", "profile entries"),
+            "event": ("event", "events"),
+            "message": ("message", "messages"),
+            "summary": ("session summary", "session summaries"),
+            "item": ("item", "items"),
+        }
+        parts = []
+        for kind, (singular, plural) in nouns.items():
+            records = [r for r in self.records if r.kind == kind]
+            if records:
+                rewritten = sum(1 for r in records if r.action == "rewritten")
+                parts.append(
+                    f"{len(records)} {singular if len(records) == 1 else plural}" + (f" ({rewritten} rewritten)" if rewritten else "")
+                )
+        return "forgot " + ", ".join(parts)
 
 
 class UserExport(BaseModel):
@@ -275,10 +446,28 @@ class UserExport(BaseModel):
     exported_at: float = Field(default_factory=now)
     messages: list[Message]
     session_summaries: list[SessionSummary]
+    session_titles: dict[str, str] = Field(default_factory=dict, description="session id → title")
     profile: list[ProfileEntry]
     events: list[Event]
     memories: list[Memory]
     cursor: int
+    profile_history: list[ProfileRevision] = Field(
+        default_factory=list, description="revisions of every profile entry, deleted ones included, oldest first"
+    )
+
+
+class ParkedRun(BaseModel):
+    """A memory-graph run that failed every retry, kept in the dead-letter list with its error.
+
+    Its buffer is not lost: the cursor did not move, so retrying queues a run for the user.
+    """
+
+    id: str
+    user_id: str
+    error: str
+    attempts: int = Field(ge=1, description="attempts made, over every time this run was parked")
+    first_failed_at: float = Field(default_factory=now)
+    last_failed_at: float = Field(default_factory=now)
 
 
 @runtime_checkable
@@ -318,12 +507,50 @@ class MemoryStore(Protocol):
     async def list_sessions(self, user_id: str) -> list[str]:
         """Session ids of the user, most recently active first."""
 
+    async def set_session_title(self, user_id: str, session_id: str, title: str) -> None:
+        """Name a session (the app lists sessions by title); a new title replaces the old."""
+
+    async def session_titles(self, user_id: str) -> dict[str, str]:
+        """Session id → title, for the user's sessions that have one."""
+
     # profile ---------------------------------------------------------------------------
     async def get_profile(self, user_id: str) -> list[ProfileEntry]:
         """All profile entries of the user, sorted by topic and subtopic."""
 
-    async def delete_profile_entry(self, user_id: str, entry_id: str) -> bool:
-        """Delete one entry (and its search memory). False when it did not exist."""
+    async def delete_profile_entry(self, user_id: str, entry_id: str, *, actor: str = "user") -> bool:
+        """Delete one entry and forget its fact: its search memory, and the fact in the turns it
+        came from, in event summaries and in session summaries (see `forget`). Records a
+        revision. False when it did not exist."""
+
+    async def edit_profile_entry(
+        self,
+        user_id: str,
+        entry_id: str,
+        *,
+        content: str | None = None,
+        confidence: float | None = None,
+        actor: str = "user",
+    ) -> ProfileEntry | None:
+        """Change an entry's content and/or confidence; a new content re-embeds its search memory.
+        Records a revision when something changed. None when the entry does not exist; a blank
+        content or a confidence outside 0..1 raises `InvalidInput`."""
+
+    async def profile_history(self, user_id: str, entry_id: str) -> list[ProfileRevision]:
+        """The entry's revisions, oldest first (kept after the entry is deleted)."""
+
+    async def forget(self, user_id: str, query: str, *, actor: str = "forget") -> ForgetReport:
+        """Forget what the user said about something ("peanuts", "forget what I said about my
+        ex", "忘掉关于花生的事"), everywhere recall reads: profile entries stating it are
+        deleted (or rewritten without it), and the sentences stating it leave messages (a
+        message left with nothing is dropped from history), event summaries (an event left
+        with nothing is deleted), session summaries, the history of the profile entries
+        touched, and LangGraph store items (deleted). Matching is literal (the subject's
+        words, see `store/forget.py`) among memories of `forget_min_relevance` or more.
+        Returns what was removed."""
+
+    async def delete_message(self, user_id: str, message_id: str) -> bool:
+        """Drop one message from history and search, and what it states from event and
+        session summaries. False when it was not stored."""
 
     # events ------------------------------------------------------------------------------
     async def list_events(
@@ -332,14 +559,18 @@ class MemoryStore(Protocol):
         """Events of the user, newest first."""
 
     async def delete_event(self, user_id: str, event_id: str) -> bool:
-        """Delete one event card (and its search memory). False when it did not exist."""
+        """Delete one event card and its search memory, and forget what its summary states in
+        its source turns, in other event summaries and in session summaries (see `forget`).
+        False when it did not exist."""
 
     async def get_events(self, user_id: str, event_ids: Sequence[str]) -> list[Event | None]:
         """The event cards with these ids, in order (None for an id not stored)."""
 
     # the memory graph's one write --------------------------------------------------------
     async def apply_update(self, update: MemoryUpdate) -> None:
-        """Apply a memory-graph run's result atomically (see `MemoryUpdate`)."""
+        """Apply a memory-graph run's result atomically (see `MemoryUpdate`), recording profile
+        revisions. An entry it deletes is a correction (the fact changed): unlike
+        `delete_profile_entry`, nothing else is forgotten with it."""
 
     # vector memories -------------------------------------------------------------------
     async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
@@ -391,10 +622,28 @@ class MemoryStore(Protocol):
     async def delete_items(self, user_id: str, memory_ids: Sequence[str]) -> int:
         """Delete items with their search memories. Returns how many existed."""
 
+    # parked runs (the dead-letter list) and health ---------------------------------------
+    async def park_run(self, run: ParkedRun) -> ParkedRun:
+        """Add a failed run to the dead-letter list. A run already parked under the same id keeps
+        its first failure time and adds the attempts. Returns the run as stored."""
+
+    async def parked_runs(self, user_id: str | None = None) -> list[ParkedRun]:
+        """The user's parked runs, oldest first; without a user, every user's (an operator's
+        view, for `memlane runs`)."""
+
+    async def drop_parked_run(self, run_id: str) -> ParkedRun | None:
+        """Remove a run from the dead-letter list. Returns it, or None when no run has the id."""
+
+    def health(self) -> list[BreakerStatus]:
+        """The state of the store's circuit breakers (the embedder's), without changing it."""
+
     # whole user --------------------------------------------------------------------------
     async def delete_user(self, user_id: str) -> int:
         """Delete everything of the user. Returns the number of keys removed."""
 
     async def export_user(self, user_id: str) -> UserExport: ...
+
+    async def check_ready(self) -> None:
+        """Raise StoreError saying what is wrong unless the store can serve (Redis answers, its index exists)."""
 
     async def aclose(self) -> None: ...

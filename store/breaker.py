@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Awaitable, Callable, Literal, TypeVar
 
 from memlane.config import Settings
@@ -34,6 +35,27 @@ class CircuitOpen(RuntimeError):
         self.retry_in = retry_in
 
 
+@dataclass(frozen=True)
+class BreakerStatus:
+    """A breaker's state as an app shows it; `retry_in` is None unless it is open."""
+
+    name: str
+    state: BreakerState
+    consecutive_failures: int
+    retry_in: float | None = None
+
+    def describe(self) -> str:
+        """One line for a status bar: "" while closed."""
+        if self.state == "open":
+            return (
+                f"{self.name} paused after {self.consecutive_failures} failures, "
+                f"retry in {max(self.retry_in or 0.0, 0.0):.0f}s"
+            )
+        if self.state == "half-open":
+            return f"{self.name} paused after {self.consecutive_failures} failures, trying again"
+        return ""
+
+
 class CircuitBreaker:
     """Counts consecutive failures of one dependency and stops calling it while they last."""
 
@@ -49,6 +71,16 @@ class CircuitBreaker:
     @classmethod
     def from_settings(cls, name: str, settings: Settings) -> "CircuitBreaker":
         return cls(name, failure_threshold=settings.circuit_failure_threshold, reset_seconds=settings.circuit_reset_seconds)
+
+    def status(self) -> BreakerStatus:
+        """The state now, without changing it (an open breaker past its reset time reads
+        half-open: the next call is its trial)."""
+        if self.state == "closed":
+            return BreakerStatus(self.name, "closed", self.consecutive_failures)
+        retry_in = self.reset_seconds - (time.monotonic() - self._opened_at)
+        if self.state == "half-open" or retry_in <= 0:
+            return BreakerStatus(self.name, "half-open", self.consecutive_failures, 0.0)
+        return BreakerStatus(self.name, "open", self.consecutive_failures, retry_in)
 
     def _acquire(self) -> None:
         """Let one call through, or raise `CircuitOpen`."""

@@ -10,9 +10,15 @@ through `LD_LIBRARY_PATH`.
 The server listens on loopback only, on a free port, with a random password; its data
 lives under `<data_dir>/redis` with AOF on. A state file there (mode 600) keeps the port
 and password, so every restart comes back on the same URL and clients reconnect, and
-lets a second memlane process reuse the running server. The process that started it
-starts it again when it crashes and stops it at exit (`detach=True` leaves it running,
-for `memlane redis start`).
+lets a second memlane process reuse the running server.
+
+Nothing secret is readable by other users of the machine: the password reaches the
+server through a config file of mode 600 (never its command line, which `ps` shows);
+`<data_dir>/redis` is 0700 and the server runs with umask 077, so its AOF and RDB files
+are 0600; a directory left more open by an older memlane is tightened at each start.
+
+The process that started the server starts it again when it crashes and stops it at exit
+(`detach=True` leaves it running, for `memlane redis start`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -257,6 +264,42 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _private_dir(path: Path) -> None:
+    """Create `path` (and missing parents) as 0700, or take group and other access off it."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+
+
+def _tighten_tree(root: Path) -> None:
+    """Directories under `root` 0700, files 0600: what an older memlane left 0755 / 0644."""
+    for directory, subdirectories, files in os.walk(root):
+        for name, mode in [(name, 0o700) for name in subdirectories] + [(name, 0o600) for name in files]:
+            path = Path(directory) / name
+            try:
+                status = path.lstat()
+                if not stat.S_ISLNK(status.st_mode) and status.st_mode & 0o077:
+                    path.chmod(mode)
+            except OSError as error:  # another user's file, or gone meanwhile: say so, start anyway
+                logger.warning("could not make %s private (%s); other users may read it", path, error)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` (mode 600 from its creation on), replacing it at once."""
+    partial = path.with_name(path.name + ".partial")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text)
+    os.chmod(partial, 0o600)  # a partial file left by an older run may have had other modes
+    os.replace(partial, path)
+
+
+def _config_text(password: str) -> str:
+    """The server's config file: the one setting that must not appear on its command line."""
+    quoted = password.replace("\\", "\\\\").replace('"', '\\"')
+    return f'# written by memlane at each start (mode 600): the password stays out of `ps`\nrequirepass "{quoted}"\n'
+
+
 # The longest a restart may spend loading its data before the launcher gives up.
 MAX_LOADING_SECONDS = 1800.0
 # A server that dies this often within a minute is left down (its log says why).
@@ -276,6 +319,7 @@ class EmbeddedRedis:
         self.detach = detach
         self.dir = Path(settings.data_dir) / "redis"
         self.state_file = self.dir / "server.json"
+        self.config_file = self.dir / "redis.conf"
         self.log_file = self.dir / "redis.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.url: str | None = None
@@ -296,13 +340,20 @@ class EmbeddedRedis:
         return state if isinstance(state, dict) else {}
 
     def _write_state(self, state: dict) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        partial = self.state_file.with_suffix(".json.partial")
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the password
-        with os.fdopen(descriptor, "w") as file:
-            json.dump(state, file)
-        os.chmod(partial, 0o600)
-        os.replace(partial, self.state_file)
+        _private_dir(self.dir)
+        _write_private(self.state_file, json.dumps(state))  # it holds the password
+
+    def _prepare_dir(self) -> None:
+        """`<data_dir>/redis` private to this user, with everything in it (see the module doc).
+
+        The data dir itself is made 0700 when memlane creates it, or when it is the default
+        one (memlane's own); a data dir someone chose is left as it is, as it may be shared.
+        """
+        data_dir = self.dir.parent
+        if not data_dir.exists() or data_dir == Settings.model_fields["data_dir"].default_factory():
+            _private_dir(data_dir)
+        _private_dir(self.dir)
+        _tighten_tree(self.dir)
 
     def running_url(self) -> str | None:
         """URL of a server started earlier from this data dir that is up (or loading its data)."""
@@ -316,8 +367,8 @@ class EmbeddedRedis:
 
     def start(self, timeout: float = 20.0) -> str:
         """Reuse or start the server; returns its URL (the same one across restarts)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / "start.lock", "w") as lock:
+        self._prepare_dir()
+        with os.fdopen(os.open(self.dir / "start.lock", os.O_WRONLY | os.O_CREAT, 0o600), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # two processes starting at once start one server
             url = self.running_url()
             if url:
@@ -373,12 +424,13 @@ class EmbeddedRedis:
         if libssl_dir is not None:
             env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libssl_dir), env.get("LD_LIBRARY_PATH")]))
         port, password = self._address()
+        _write_private(self.config_file, _config_text(password))
         args = [
             str(binaries.server),
+            str(self.config_file),  # the password; everything on the command line below is public
             "--bind", "127.0.0.1",
             "--port", str(port),
             "--protected-mode", "yes",
-            "--requirepass", password,
             "--dir", str(self.dir),
             "--appendonly", "yes",
             "--appendfsync", "everysec",
@@ -391,6 +443,7 @@ class EmbeddedRedis:
         process = subprocess.Popen(
             args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,
+            umask=0o077,  # its AOF, RDB and log files: 0600
         )
         self.process = process
         url = _url(port, password)

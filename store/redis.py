@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 import logging
 import time
 from typing import Any, Sequence
@@ -22,6 +23,7 @@ from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import WatchError
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import CountQuery, TextQuery, VectorQuery
@@ -36,19 +38,26 @@ from memlane.store.base import (
     MemoryKind,
     MemoryUpdate,
     Message,
+    ParkedRun,
+    InputTooLarge,
+    InvalidInput,
+    ForgetReport,
     ProfileEntry,
+    ProfileRevision,
     RedisUnavailable,
     SessionSummary,
     SpeakerRole,
     StoreError,
     StoreItem,
     UserExport,
+    ITEM_MEMORY_PREFIX,
+    clean_text,
     event_memory_id,
     message_memory_id,
     profile_memory_id,
     stable_id,
 )
-from memlane.store.breaker import CircuitBreaker, CircuitOpen
+from memlane.store.breaker import BreakerStatus, CircuitBreaker, CircuitOpen
 from memlane.store.embeddings import embedding_dims, get_embeddings
 from memlane.store.schema import (
     INDEX_LANGUAGE,
@@ -57,11 +66,12 @@ from memlane.store.schema import (
     MessageField,
     item_key,
     memory_schema,
-    session_key,
     speaker_key,
     user_key,
 )
-from memlane.store.text import detect_language, index_terms, query_terms
+from memlane.store.forget import Fact, facts_of, forget_subject, states_any, strip_statements, text_terms
+from memlane.store.privacy import redact
+from memlane.store.text import detect_language, index_terms, is_short_entity_query, query_terms
 from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, resolve_timezone, without_time_expressions
 
 logger = logging.getLogger(__name__)
@@ -92,6 +102,12 @@ return current
 """
 
 _COUNT_TTL_SECONDS = 60.0
+_EDIT_ATTEMPTS = 5  # optimistic transactions of one profile edit before it gives up
+_FORGET_SEARCH_LIMIT = 1000  # memories one round of forgetting checks
+_ANY_WORD = 1e-9  # a coverage any shared word reaches
+_FORGET_QUERY_CHARS = 2000  # of a long fact (an event summary), what its search reads
+# embedders read a few thousand characters at most; sending a 1 MB message only costs time
+_EMBED_MAX_CHARS = 16_000
 
 
 def _vector_bytes(vector: Sequence[float]) -> bytes:
@@ -136,7 +152,7 @@ class RedisMemoryStore:
         self.embeddings = embeddings
         # shared by every embedding call of this store: a down embedder is not waited on each time
         self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
-        self.layout = KeyLayout(key_prefix or self.settings.key_prefix)
+        self.layout = KeyLayout(key_prefix or self.settings.key_prefix, max_id_chars=self.settings.max_id_chars)
         self.dims = embedding_dims(embeddings)
         self.schema = memory_schema(self.layout, self.dims)
         self.index = AsyncSearchIndex(self.schema, redis_client=client)
@@ -214,6 +230,17 @@ class RedisMemoryStore:
     async def aclose(self) -> None:
         await self.client.aclose()
 
+    async def check_ready(self) -> None:
+        """Raise StoreError saying what is wrong unless Redis answers and the memory index exists."""
+        await self._run(self.client.ping())
+        try:
+            await self._run(self.client.ft(self.layout.memory_index_name).info())
+        except ResponseError as error:
+            raise StoreError(
+                f"the index {self.layout.memory_index_name} does not exist ({error}); the store creates it on "
+                "start (open_store), so restart the service or check MEMLANE_KEY_PREFIX"
+            ) from error
+
     async def _run(self, coro: Any) -> Any:
         try:
             return await coro
@@ -223,6 +250,15 @@ class RedisMemoryStore:
             if isinstance(error.__cause__, (RedisConnectionError, RedisTimeoutError, OSError)):
                 raise _unavailable(error.__cause__) from error
             raise
+
+    async def _execute_with_scripts(self, pipe: Any) -> list[Any]:
+        """`pipe.execute()` for a pipeline carrying Lua scripts, its connection always given back:
+        redis-py (8.1) keeps it when the SCRIPT EXISTS that precedes such a pipeline fails (Redis
+        went away), and every connection the pool held at that moment would leak for good."""
+        try:
+            return await self._run(pipe.execute())
+        finally:
+            await pipe.reset()
 
     async def _embed(self, make_call: Any) -> Any:
         """An embedding call through the embedder's circuit breaker; any failure of it becomes
@@ -243,10 +279,74 @@ class RedisMemoryStore:
     async def _embed_query(self, text: str) -> list[float]:
         return await self._embed(lambda: self.embeddings.aembed_query(text))
 
+    # what enters the store: private data masked, sizes checked -------------------------------
+    def _redact(self, text: str) -> str:
+        """`text` with private data masked (`privacy_redaction`; see store/privacy.py)."""
+        return redact(text, self.settings.privacy_redaction)
+
+    def _check_text_size(self, text: str, what: str) -> None:
+        limit = self.settings.max_message_chars
+        if len(text) > limit:
+            raise InputTooLarge(
+                f"{what} has {len(text):,} characters, more than MEMLANE_MAX_MESSAGE_CHARS ({limit:,}); "
+                "shorten it or raise the setting"
+            )
+
+    def _redacted_message(self, message: Message) -> Message:
+        content, name = self._redact(message.content), self._redact(message.name) if message.name else message.name
+        if content == message.content and name == message.name:
+            return message
+        return message.model_copy(update={"content": content, "name": name})
+
+    def _redacted_memory(self, memory: Memory) -> Memory:
+        self._check_text_size(memory.text, f"memory {memory.id!r}")
+        text = self._redact(memory.text)
+        context = self._redact(memory.context) if memory.context else memory.context
+        if text == memory.text and context == memory.context:
+            return memory
+        return memory.model_copy(update={"text": text, "context": context})
+
+    def _redacted_entry(self, entry: ProfileEntry) -> ProfileEntry:
+        self._check_text_size(entry.content, f"profile entry {entry.topic} / {entry.subtopic}")
+        content = self._redact(entry.content)
+        return entry if content == entry.content else entry.model_copy(update={"content": content})
+
+    def _redacted_event(self, event: Event) -> Event:
+        self._check_text_size(event.summary, f"event {event.id!r}")
+        delta = [
+            change.model_copy(
+                update={
+                    "content": self._redact(change.content),
+                    "previous_content": self._redact(change.previous_content) if change.previous_content else change.previous_content,
+                }
+            )
+            for change in event.profile_delta
+        ]
+        return event.model_copy(update={"summary": self._redact(event.summary), "profile_delta": delta})
+
+    def _redacted_item(self, item: StoreItem) -> StoreItem:
+        """The item with its text and every string inside its value masked."""
+        if self.settings.privacy_redaction == "off":
+            return item
+
+        def masked(value: Any) -> Any:
+            if isinstance(value, str):
+                return self._redact(value)
+            if isinstance(value, dict):
+                return {key: masked(inner) for key, inner in value.items()}
+            if isinstance(value, list):
+                return [masked(inner) for inner in value]
+            return value
+
+        return item.model_copy(update={"text": self._redact(item.text), "value": masked(item.value)})
+
     # history -------------------------------------------------------------------------------
     async def add_messages(self, messages: Sequence[Message], *, index_for_search: bool = True) -> list[Message]:
         if not messages:
             return []
+        for message in messages:  # refused before anything is written
+            self._check_text_size(message.content, f"message {message.id!r}")
+        messages = [self._redacted_message(message) for message in messages]
         pipe = self.client.pipeline(transaction=False)
         for message in messages:
             key = self.layout.message(message.user_id, message.id)
@@ -271,8 +371,9 @@ class RedisMemoryStore:
                 self.layout.sessions(message.user_id),
             ]
             await self._add_message(keys=keys, args=args, client=pipe)
-        results = [int(seq) for seq in await self._run(pipe.execute())]
+        results = [int(seq) for seq in await self._execute_with_scripts(pipe)]
         stored = [message.model_copy(update={"seq": seq}) for message, seq in zip(messages, results) if seq >= 0]
+        resent = [message for message, seq in zip(messages, results) if seq == -1]
         elsewhere = [message.id for message, seq in zip(messages, results) if seq == -2]
         if elsewhere:  # ids are unique per user, across sessions: a reused id is not a new message
             logger.warning(
@@ -286,7 +387,10 @@ class RedisMemoryStore:
             for user_id in dict.fromkeys(message.user_id for message in messages):
                 new = [message for message in stored if message.user_id == user_id]
                 repaired = await self._pending_messages(user_id)  # a repair pass rides on each save
-                await self._index_messages(user_id, [*repaired, *new], clear_pending=bool(repaired))
+                # a save tried again because Redis went away during the first try may find its
+                # messages stored but not indexed: index them again (unchanged entries cost one read)
+                again = await self._load_messages(user_id, [item_key(m.id) for m in resent if m.user_id == user_id])
+                await self._index_messages(user_id, [*repaired, *again, *new], clear_pending=bool(repaired))
         return stored
 
     async def _pending_messages(self, user_id: str) -> list[Message]:
@@ -381,6 +485,8 @@ class RedisMemoryStore:
             if not row:
                 continue
             data = {_text(k): _text(v) for k, v in row.items()}
+            if data.get(MessageField.FORGOTTEN):  # a tombstone (see `_drop_messages`)
+                continue
             messages.append(
                 Message(
                     id=data[MessageField.ID],
@@ -446,11 +552,23 @@ class RedisMemoryStore:
 
     async def set_session_summary(self, summary: SessionSummary) -> None:
         key = self.layout.summary(summary.user_id, summary.session_id)
+        summary = summary.model_copy(update={"summary": self._redact(summary.summary)})
         await self._run(self.client.set(key, summary.model_dump_json()))
 
     async def list_sessions(self, user_id: str) -> list[str]:
         members = await self._run(self.client.zrevrange(self.layout.sessions(user_id), 0, -1))
         return [_text(member) for member in members]
+
+    async def set_session_title(self, user_id: str, session_id: str, title: str) -> None:
+        title = " ".join(title.split())
+        if not title:
+            raise InvalidInput("a session title must not be blank")
+        self._check_text_size(title, f"the title of session {session_id!r}")
+        await self._run(self.client.hset(self.layout.session_titles(user_id), session_id, self._redact(title)))
+
+    async def session_titles(self, user_id: str) -> dict[str, str]:
+        raw = await self._run(self.client.hgetall(self.layout.session_titles(user_id)))
+        return {_text(session_id): _text(title) for session_id, title in raw.items()}
 
     # profile -------------------------------------------------------------------------------
     async def get_profile(self, user_id: str) -> list[ProfileEntry]:
@@ -458,12 +576,119 @@ class RedisMemoryStore:
         entries = [ProfileEntry.model_validate_json(value) for value in raw]
         return sorted(entries, key=lambda entry: (entry.topic.lower(), entry.subtopic.lower()))
 
-    async def delete_profile_entry(self, user_id: str, entry_id: str) -> bool:
+    async def delete_profile_entry(self, user_id: str, entry_id: str, *, actor: str = "user") -> bool:
+        entry = await self._delete_profile_entry(user_id, entry_id, actor=actor)
+        if entry is None:
+            return False
+        report = await self._forget_entry_fact(entry)
+        logger.info("deleted profile entry %s of %r: %s", entry_id, user_id, report.describe())
+        return True
+
+    async def _delete_profile_entry(self, user_id: str, entry_id: str, *, actor: str) -> ProfileEntry | None:
+        """Delete the entry and its search memory, recording the revision; the entry deleted, or
+        None when there was none."""
+        raw = await self._run(self.client.hget(self.layout.profile(user_id), entry_id))
+        entry = ProfileEntry.model_validate_json(raw) if raw else None
         pipe = self.client.pipeline(transaction=True)
         pipe.hdel(self.layout.profile(user_id), entry_id)
         pipe.delete(self.layout.memory(user_id, profile_memory_id(entry_id)))
-        removed, _ = await self._run(pipe.execute())
-        return bool(removed)
+        if entry is not None:
+            self._record_revisions(pipe, [self._revision(entry_id, "delete", actor, entry, None)])
+        removed = (await self._run(pipe.execute()))[0]
+        return entry if removed else None
+
+    async def edit_profile_entry(
+        self,
+        user_id: str,
+        entry_id: str,
+        *,
+        content: str | None = None,
+        confidence: float | None = None,
+        actor: str = "user",
+    ) -> ProfileEntry | None:
+        if content is not None:
+            content = clean_text(content).strip()
+            if not content:
+                raise InvalidInput("a profile entry's content must not be blank; delete the entry to remove it")
+            content = self._redact(content)
+            self._check_text_size(content, "a profile entry's content")
+        if confidence is not None and not 0.0 <= confidence <= 1.0:  # NaN fails this too
+            raise InvalidInput(f"a profile entry's confidence must be between 0 and 1, not {confidence}")
+        profile_key = self.layout.profile(user_id)
+        for _ in range(_EDIT_ATTEMPTS):  # optimistic: retried only when another writer changed the profile
+            async with self.client.pipeline(transaction=True) as pipe:
+                try:
+                    await self._run(pipe.watch(profile_key))
+                    raw = await self._run(pipe.hget(profile_key, entry_id))
+                    if raw is None:
+                        return None
+                    before = ProfileEntry.model_validate_json(raw)
+                    changes: dict[str, Any] = {}
+                    if content is not None and content != before.content:
+                        changes["content"] = content
+                    if confidence is not None and confidence != before.confidence:
+                        changes["confidence"] = float(confidence)
+                    if not changes:
+                        return before
+                    after = before.model_copy(update={**changes, "updated_at": time.time()})
+                    rows = await self._memory_rows([after.as_memory()]) if "content" in changes else []
+                    pipe.multi()
+                    pipe.hset(profile_key, entry_id, after.model_dump_json())
+                    for key, row in rows:
+                        pipe.hset(key, mapping=row)
+                    self._record_revisions(pipe, [self._revision(entry_id, "update", actor, before, after)])
+                    await self._run(pipe.execute())
+                    return after
+                except WatchError:
+                    continue
+        raise StoreError(
+            f"the profile of {user_id!r} changed {_EDIT_ATTEMPTS} times while entry {entry_id} was being edited; "
+            "try the edit again"
+        )
+
+    async def profile_history(self, user_id: str, entry_id: str) -> list[ProfileRevision]:
+        raw = await self._run(self.client.lrange(self.layout.profile_history(user_id, entry_id), 0, -1))
+        return [ProfileRevision.model_validate_json(value) for value in raw]
+
+    async def _all_profile_history(self, user_id: str) -> list[ProfileRevision]:
+        entry_ids = sorted(_text(member) for member in await self._run(
+            self.client.smembers(self.layout.profile_history_entries(user_id))
+        ))
+        pipe = self.client.pipeline(transaction=False)
+        for entry_id in entry_ids:
+            pipe.lrange(self.layout.profile_history(user_id, entry_id), 0, -1)
+        lists = await self._run(pipe.execute()) if entry_ids else []
+        revisions = [ProfileRevision.model_validate_json(value) for values in lists for value in values]
+        return sorted(revisions, key=lambda revision: revision.at)
+
+    @staticmethod
+    def _revision(
+        entry_id: str, action: str, actor: str, before: ProfileEntry | None, after: ProfileEntry | None
+    ) -> ProfileRevision:
+        slot = after or before
+        assert slot is not None  # a revision has a before, an after, or both
+        return ProfileRevision(
+            entry_id=entry_id,
+            user_id=slot.user_id,
+            action=action,  # type: ignore[arg-type]
+            actor=actor,
+            at=time.time(),
+            topic=slot.topic,
+            subtopic=slot.subtopic,
+            before_content=before.content if before else None,
+            after_content=after.content if after else None,
+            before_confidence=before.confidence if before else None,
+            after_confidence=after.confidence if after else None,
+        )
+
+    def _record_revisions(self, pipe: Any, revisions: Sequence[ProfileRevision]) -> None:
+        """Queue the revisions on `pipe` (inside the transaction that makes the change)."""
+        keep = self.settings.profile_history_max_revisions
+        for revision in revisions:
+            key = self.layout.profile_history(revision.user_id, revision.entry_id)
+            pipe.rpush(key, revision.model_dump_json())
+            pipe.ltrim(key, -keep, -1)
+            pipe.sadd(self.layout.profile_history_entries(revision.user_id), revision.entry_id)
 
     # events ----------------------------------------------------------------------------------
     async def list_events(
@@ -484,6 +709,18 @@ class RedisMemoryStore:
         return [Event.model_validate_json(value) for value in raw if value]
 
     async def delete_event(self, user_id: str, event_id: str) -> bool:
+        event = (await self.get_events(user_id, [event_id]))[0]
+        removed = await self._delete_event_card(user_id, event_id)
+        if removed and event is not None:
+            report = ForgetReport(user_id=user_id, query=event.summary)
+            facts = facts_of([event.summary], self.settings.forget_min_term_coverage, by_clause=True, min_terms=2)
+            await self._forget_statements(
+                user_id, facts, report, search_query=event.summary, cited_message_ids=event.source_message_ids
+            )
+            logger.info("deleted event %s of %r: %s", event_id, user_id, report.describe())
+        return removed
+
+    async def _delete_event_card(self, user_id: str, event_id: str) -> bool:
         pipe = self.client.pipeline(transaction=True)
         pipe.hdel(self.layout.events(user_id), event_id)
         pipe.zrem(self.layout.event_times(user_id), event_id)
@@ -507,12 +744,20 @@ class RedisMemoryStore:
             foreign.append(update.event)  # type: ignore[arg-type]
         if foreign:
             raise StoreError(f"a MemoryUpdate for user {user_id!r} holds records of another user")
+        update = update.model_copy(
+            update={
+                "upsert_profile": [self._redacted_entry(entry) for entry in update.upsert_profile],
+                "event": self._redacted_event(update.event) if update.event is not None else None,
+            }
+        )
         # embed before the transaction: nothing slow may sit inside it
         memory_rows = await self._memory_rows(update.memories)
-        pipe = self.client.pipeline(transaction=True)
         profile_key = self.layout.profile(user_id)
+        revisions = await self._update_revisions(update)
+        pipe = self.client.pipeline(transaction=True)
         for entry in update.upsert_profile:
             pipe.hset(profile_key, entry.id, entry.model_dump_json())
+        self._record_revisions(pipe, revisions)
         for entry_id in update.delete_profile_ids:
             pipe.hdel(profile_key, entry_id)
             pipe.delete(self.layout.memory(user_id, profile_memory_id(entry_id)))
@@ -527,7 +772,29 @@ class RedisMemoryStore:
             await self._advance_cursor(
                 keys=[self.layout.cursor(user_id)], args=[int(update.advance_cursor_to)], client=pipe
             )
-        await self._run(pipe.execute())
+        await self._execute_with_scripts(pipe)
+
+    async def _update_revisions(self, update: MemoryUpdate) -> list[ProfileRevision]:
+        """The revisions an update makes, against the entries as stored just before it. An
+        upsert changing neither content nor confidence (a redelivered run) makes none."""
+        entry_ids = list(dict.fromkeys([*(entry.id for entry in update.upsert_profile), *update.delete_profile_ids]))
+        if not entry_ids:
+            return []
+        raw = await self._run(self.client.hmget(self.layout.profile(update.user_id), entry_ids))
+        stored = {entry_id: ProfileEntry.model_validate_json(value) for entry_id, value in zip(entry_ids, raw) if value}
+        actor = update.actor or (f"run:{update.event.id}" if update.event is not None else "run")
+        revisions = []
+        for entry in update.upsert_profile:
+            before = stored.get(entry.id)
+            if before is None:
+                revisions.append(self._revision(entry.id, "add", actor, None, entry))
+            elif (before.content, before.confidence) != (entry.content, entry.confidence):
+                revisions.append(self._revision(entry.id, "update", actor, before, entry))
+        upserted = {entry.id for entry in update.upsert_profile}
+        for entry_id in update.delete_profile_ids:
+            if entry_id in stored and entry_id not in upserted:
+                revisions.append(self._revision(entry_id, "delete", actor, stored[entry_id], None))
+        return revisions
 
     # vector memories -------------------------------------------------------------------------
     def _memory_row(self, memory: Memory) -> dict[str, Any]:
@@ -537,7 +804,7 @@ class RedisMemoryStore:
         speaker = memory.speaker or ""
         row: dict[str, Any] = {
             MemoryField.ID: memory.id,
-            MemoryField.USER: user_key(memory.user_id),
+            MemoryField.USER: self.layout.user_tag(memory.user_id),
             MemoryField.USER_ID: memory.user_id,
             MemoryField.KIND: memory.kind,
             MemoryField.TEXT: memory.text,
@@ -551,7 +818,7 @@ class RedisMemoryStore:
             MemoryField.MONTH_DAY: month_day(memory.created_at, self.zone),
             MemoryField.SOURCES: json.dumps(memory.source_message_ids, ensure_ascii=False),
             MemoryField.REF_ID: memory.ref_id or "",
-            MemoryField.SESSION: session_key(memory.session_id) if memory.session_id else "",
+            MemoryField.SESSION: self.layout.session_tag(memory.session_id) if memory.session_id else "",
             MemoryField.SESSION_ID: memory.session_id or "",
         }
         row[MemoryField.CONTENT_DIGEST] = stable_id(
@@ -561,7 +828,8 @@ class RedisMemoryStore:
 
     @staticmethod
     def _embedding_input(memory: Memory) -> str:
-        return f"{memory.context}\n{memory.text}" if memory.context else memory.text
+        """What is embedded: the context, then the text, cut to what embedders read."""
+        return (f"{memory.context}\n{memory.text}" if memory.context else memory.text)[:_EMBED_MAX_CHARS]
 
     async def _memory_rows(self, memories: Sequence[Memory]) -> list[tuple[str, dict[str, Any]]]:
         """Hash rows of the memories that are new or changed (unchanged ones are skipped), embedded."""
@@ -570,6 +838,7 @@ class RedisMemoryStore:
         empty = [memory.user_id for memory in memories if not memory.user_id]
         if empty:
             raise StoreError("a memory has an empty user_id: every memory belongs to a user")
+        memories = [self._redacted_memory(memory) for memory in memories]
         latest = {self.layout.memory(memory.user_id, memory.id): memory for memory in memories}  # last one wins
         keys = list(latest)
         pipe = self.client.pipeline(transaction=False)
@@ -611,11 +880,11 @@ class RedisMemoryStore:
         speaker: str | None = None,
         speaker_roles: Sequence[SpeakerRole] | None = None,
     ) -> FilterExpression:
-        expression = Tag(MemoryField.USER) == user_key(user_id)
+        expression = Tag(MemoryField.USER) == self.layout.user_tag(user_id)
         if kinds:
             expression = expression & (Tag(MemoryField.KIND) == list(kinds))
         if session_id:
-            expression = expression & (Tag(MemoryField.SESSION) == session_key(session_id))
+            expression = expression & (Tag(MemoryField.SESSION) == self.layout.session_tag(session_id))
         if since is not None:
             expression = expression & (Num(MemoryField.CREATED_AT) >= since)
         if until is not None:
@@ -872,8 +1141,274 @@ class RedisMemoryStore:
             speaker_role=_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",  # type: ignore[arg-type]
         )
 
+    # forgetting ----------------------------------------------------------------------------
+    async def forget(self, user_id: str, query: str, *, actor: str = "forget") -> ForgetReport:
+        subject = forget_subject(clean_text(query))
+        report = ForgetReport(user_id=user_id, query=query, subject=subject)
+        self.layout.user_tag(user_id)  # a bad user id is refused before anything else
+        fact = Fact.of(subject, self.settings.forget_min_term_coverage)
+        if not fact.terms:
+            return report
+        touched = await self._forget_in_profile(user_id, [fact], report, actor=actor)
+        deleted = [r.id for r in report.records if r.kind == "profile" and r.action == "deleted"]
+        # a bare name ("Miso", "张伟") is forgotten wherever it is written, as recall finds it
+        relevance = 0.0 if is_short_entity_query(subject) else self.settings.forget_min_relevance
+        await self._forget_statements(
+            user_id, [fact], report, search_query=subject, min_relevance=relevance, removed_entry_ids=deleted
+        )
+        await self._forget_in_profile_history(user_id, touched, [fact])
+        logger.info("forget %r for %r: %s", subject, user_id, report.describe())
+        return report
+
+    async def delete_message(self, user_id: str, message_id: str) -> bool:
+        messages = await self._load_messages(user_id, [self.layout.message(user_id, message_id).rsplit(":", 1)[1]])
+        if not messages:
+            return False
+        message = messages[0]
+        report = ForgetReport(user_id=user_id, query=message.content)
+        await self._drop_messages(user_id, [message], [], report)
+        facts = facts_of([message.content], self.settings.forget_min_term_coverage, by_clause=True, min_terms=2)
+        await self._forget_statements(user_id, facts, report, search_query="", in_messages=False)
+        return True
+
+    async def _forget_entry_fact(self, entry: ProfileEntry) -> ForgetReport:
+        """After deleting an entry: its fact out of its source turns (dropped whole when no
+        sentence of theirs matches: the extractor read the fact there), other turns, event
+        summaries and deltas, and session summaries."""
+        report = ForgetReport(user_id=entry.user_id, query=entry.content)
+        facts = facts_of([entry.content], self.settings.forget_min_term_coverage)
+        await self._forget_statements(
+            entry.user_id,
+            facts,
+            report,
+            search_query=entry.content,
+            cited_message_ids=entry.source_message_ids,
+            drop_cited=True,
+            removed_entry_ids=[entry.id],
+        )
+        return report
+
+    async def _forget_statements(
+        self,
+        user_id: str,
+        facts: Sequence[Fact],
+        report: ForgetReport,
+        *,
+        search_query: str,
+        min_relevance: float | None = None,
+        cited_message_ids: Sequence[str] = (),
+        drop_cited: bool = False,
+        removed_entry_ids: Sequence[str] = (),
+        in_messages: bool = True,
+    ) -> None:
+        """Remove what states `facts` from messages (those search finds for `search_query` at
+        `min_relevance` or more, and the cited ones), items, every event summary and profile
+        delta, and every session summary. `drop_cited`: a cited message stating none of the
+        facts in words of theirs is dropped whole, and the assistant's reply to it loses every
+        clause holding any word of the facts ("Noted, no peanuts for you")."""
+        if in_messages and (facts or (drop_cited and cited_message_ids)):
+            min_relevance = self.settings.forget_min_relevance if min_relevance is None else min_relevance
+            cited = list(cited_message_ids)
+            drop_whole = set(cited) if drop_cited else set()
+            if drop_cited and cited:
+                any_word = [replace(fact, min_coverage=_ANY_WORD) for fact in facts]
+                await self._forget_in_messages(user_id, await self._replies_to(user_id, cited), any_word, set(), report)
+            # each round changes what states the facts, so that it states them no more; a round
+            # that changes nothing, or that saw every candidate, ends it
+            while True:
+                hits = (
+                    await self.search_memories(
+                        user_id, search_query[:_FORGET_QUERY_CHARS], kinds=["message", "event"],
+                        limit=_FORGET_SEARCH_LIMIT, understand_time=False,
+                    )
+                    if search_query.strip()
+                    else []
+                )
+                # a hit's text is its message's content: only those stating a fact are loaded
+                relevant = [hit.memory for hit in hits if hit.score >= min_relevance and states_any(hit.memory.text, facts)]
+                message_ids = [m.source_message_ids[0] for m in relevant if m.kind == "message" and m.source_message_ids]
+                item_ids = [m.id for m in relevant if m.id.startswith(ITEM_MEMORY_PREFIX)]
+                changed = await self._forget_in_messages(user_id, [*cited, *message_ids], facts, drop_whole, report)
+                changed = await self._forget_in_items(user_id, item_ids, facts, report) or changed
+                cited = []
+                if not changed or len(hits) < _FORGET_SEARCH_LIMIT:  # every candidate was seen
+                    break
+        if facts or removed_entry_ids:
+            await self._forget_in_events(user_id, facts, set(removed_entry_ids), report)
+        if facts:
+            await self._forget_in_session_summaries(user_id, facts, report)
+
+    async def _replies_to(self, user_id: str, message_ids: Sequence[str]) -> list[str]:
+        """Ids of the assistant messages right after these messages in their sessions."""
+        messages = await self._load_messages(user_id, [item_key(message_id) for message_id in dict.fromkeys(message_ids)])
+        if not messages:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for message in messages:
+            pipe.zrangebyscore(
+                self.layout.session_messages(user_id, message.session_id), f"({message.seq}", "+inf", start=0, num=1
+            )
+        following = [members[0] for members in await self._run(pipe.execute()) if members]
+        return [message.id for message in await self._load_messages(user_id, following) if message.role == "assistant"]
+
+    async def _forget_in_messages(
+        self, user_id: str, message_ids: Sequence[str], facts: Sequence[Fact], drop_whole: set[str], report: ForgetReport
+    ) -> bool:
+        ids = list(dict.fromkeys(message_ids))
+        if not ids:
+            return False
+        messages = await self._load_messages(user_id, [item_key(message_id) for message_id in ids])
+        rewritten, dropped = [], []
+        for message in messages:
+            content = strip_statements(message.content, facts)
+            if content == message.content:
+                if message.id in drop_whole:
+                    dropped.append(message)
+            elif content:
+                rewritten.append(message.model_copy(update={"content": content}))
+            else:
+                dropped.append(message)
+        if not rewritten and not dropped:
+            return False
+        await self._drop_messages(user_id, dropped, rewritten, report)
+        return True
+
+    async def _drop_messages(
+        self, user_id: str, dropped: Sequence[Message], rewritten: Sequence[Message], report: ForgetReport
+    ) -> None:
+        """Drop messages from history and search (each hash stays as a tombstone holding no text,
+        so a redelivered copy of the message is not stored again) and store rewritten ones; then
+        reindex the rewritten ones and the message after each changed one (its search context
+        is the message before it). With the embedder down they wait in `unindexed_messages`
+        for the next repair pass; their old entries are gone already."""
+        changed = [*dropped, *rewritten]
+        pipe = self.client.pipeline(transaction=False)
+        for message in changed:
+            pipe.zrangebyscore(
+                self.layout.session_messages(user_id, message.session_id), f"({message.seq}", "+inf", start=0, num=1
+            )
+        following = {_text(member) for members in await self._run(pipe.execute()) for member in members}
+        pipe = self.client.pipeline(transaction=True)
+        for message in dropped:
+            key = self.layout.message(user_id, message.id)
+            member = key.rsplit(":", 1)[1]
+            pipe.hset(key, mapping={MessageField.CONTENT: "", MessageField.NAME: "", MessageField.FORGOTTEN: "1"})
+            pipe.zrem(self.layout.timeline(user_id), member)
+            pipe.zrem(self.layout.session_messages(user_id, message.session_id), member)
+            pipe.srem(self.layout.unindexed_messages(user_id), message.id)
+            pipe.delete(self.layout.memory(user_id, message_memory_id(message.id)))
+            report.add("message", message.id, "deleted")
+        for message in rewritten:
+            pipe.hset(self.layout.message(user_id, message.id), MessageField.CONTENT, message.content)
+            # the old search entry goes now: nothing stale is searchable while the new one waits
+            pipe.delete(self.layout.memory(user_id, message_memory_id(message.id)))
+            report.add("message", message.id, "rewritten")
+        await self._run(pipe.execute())
+        dropped_members = {self.layout.message(user_id, message.id).rsplit(":", 1)[1] for message in dropped}
+        reindex = [*rewritten, *await self._load_messages(user_id, sorted(following - dropped_members))]
+        await self._index_messages(user_id, list({message.id: message for message in reindex}.values()), clear_pending=False)
+
+    async def _forget_in_items(
+        self, user_id: str, memory_ids: Sequence[str], facts: Sequence[Fact], report: ForgetReport
+    ) -> bool:
+        items = [item for item in await self.get_items(user_id, list(dict.fromkeys(memory_ids))) if item is not None]
+        stating = [item.memory_id for item in items if states_any(item.text, facts)]
+        if stating:
+            await self.delete_items(user_id, stating)
+            for memory_id in stating:
+                report.add("item", memory_id, "deleted")
+        return bool(stating)
+
+    async def _forget_in_events(
+        self, user_id: str, facts: Sequence[Fact], removed_entry_ids: set[str], report: ForgetReport
+    ) -> None:
+        """Every event: summary sentences stating the facts go (an event left with nothing is
+        deleted), and so do profile-delta lines stating them or naming a removed entry."""
+        for event in await self.list_events(user_id, limit=1_000_000):
+            summary = strip_statements(event.summary, facts)
+            delta = [
+                change
+                for change in event.profile_delta
+                if change.entry_id not in removed_entry_ids
+                and not states_any(change.content, facts)
+                and not states_any(change.previous_content or "", facts)
+            ]
+            if summary == event.summary and delta == event.profile_delta:
+                continue
+            if not summary:
+                await self._delete_event_card(user_id, event.id)
+                report.add("event", event.id, "deleted")
+                continue
+            event = event.model_copy(update={"summary": summary, "profile_delta": delta})
+            rows = await self._memory_rows([event.as_memory()])
+            pipe = self.client.pipeline(transaction=True)
+            pipe.hset(self.layout.events(user_id), event.id, event.model_dump_json())
+            for key, row in rows:
+                pipe.hset(key, mapping=row)
+            await self._run(pipe.execute())
+            report.add("event", event.id, "rewritten")
+
+    async def _forget_in_session_summaries(self, user_id: str, facts: Sequence[Fact], report: ForgetReport) -> None:
+        sessions = await self.list_sessions(user_id)
+        for start in range(0, len(sessions), 500):
+            batch = sessions[start : start + 500]
+            raw = await self._run(self.client.mget([self.layout.summary(user_id, session) for session in batch]))
+            pipe = self.client.pipeline(transaction=False)
+            for session_id, value in zip(batch, raw):
+                if not value:
+                    continue
+                summary = SessionSummary.model_validate_json(value)
+                text = strip_statements(summary.summary, facts)
+                if text != summary.summary:
+                    updated = summary.model_copy(update={"summary": text, "updated_at": time.time()})
+                    pipe.set(self.layout.summary(user_id, session_id), updated.model_dump_json())
+                    report.add("summary", session_id, "rewritten" if text else "deleted")
+            await self._run(pipe.execute())
+
+    async def _forget_in_profile(
+        self, user_id: str, facts: Sequence[Fact], report: ForgetReport, *, actor: str
+    ) -> list[str]:
+        """Entries whose slot names the fact, or left with nothing, are deleted; others lose the
+        sentences stating it. Returns the ids of the entries changed."""
+        touched = []
+        for entry in await self.get_profile(user_id):
+            slot_terms = text_terms(f"{entry.topic} {entry.subtopic}")
+            content = "" if any(fact.stated_by(slot_terms) for fact in facts) else strip_statements(entry.content, facts)
+            if content == entry.content:
+                continue
+            touched.append(entry.id)
+            if content:
+                await self.edit_profile_entry(user_id, entry.id, content=content, actor=actor)
+                report.add("profile", entry.id, "rewritten")
+            else:
+                await self._delete_profile_entry(user_id, entry.id, actor=actor)
+                report.add("profile", entry.id, "deleted")
+        return touched
+
+    async def _forget_in_profile_history(self, user_id: str, entry_ids: Sequence[str], facts: Sequence[Fact]) -> None:
+        """The revisions of the entries `forget` changed lose the fact too (a content left with
+        nothing becomes None); who changed what slot when is kept."""
+        for entry_id in entry_ids:
+            key = self.layout.profile_history(user_id, entry_id)
+            revisions = await self.profile_history(user_id, entry_id)
+            cleaned = [
+                revision.model_copy(
+                    update={
+                        "before_content": strip_statements(revision.before_content, facts) or None if revision.before_content else None,
+                        "after_content": strip_statements(revision.after_content, facts) or None if revision.after_content else None,
+                    }
+                )
+                for revision in revisions
+            ]
+            if cleaned != revisions:
+                pipe = self.client.pipeline(transaction=True)
+                pipe.delete(key)
+                pipe.rpush(key, *(revision.model_dump_json() for revision in cleaned))
+                await self._run(pipe.execute())
+
     # LangGraph store items (memlane/langgraph_store.py) --------------------------------------
     async def put_items(self, items: Sequence[StoreItem]) -> list[StoreItem]:
+        items = [self._redacted_item(item) for item in items]
         latest = {(item.user_id, item.memory_id): item for item in items}  # last one wins
         items = list(latest.values())
         if not items:
@@ -944,6 +1479,50 @@ class RedisMemoryStore:
         removed = await self._run(pipe.execute())
         return sum(removed[:-1])
 
+    # parked runs and health ----------------------------------------------------------------
+    async def park_run(self, run: ParkedRun) -> ParkedRun:
+        digest = user_key(run.user_id)
+        key = self.layout.parked_runs(digest)
+        raw = await self._run(self.client.hget(key, run.id))
+        if raw:  # parked before: one entry, its attempts added up
+            earlier = ParkedRun.model_validate_json(raw)
+            run = run.model_copy(
+                update={"first_failed_at": earlier.first_failed_at, "attempts": earlier.attempts + run.attempts}
+            )
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(key, run.id, run.model_dump_json())
+        pipe.sadd(self.layout.parked_users, digest)
+        await self._run(pipe.execute())
+        return run
+
+    async def parked_runs(self, user_id: str | None = None) -> list[ParkedRun]:
+        if user_id is not None:
+            digests = [user_key(user_id)]
+        else:
+            digests = sorted(_text(digest) for digest in await self._run(self.client.smembers(self.layout.parked_users)))
+        pipe = self.client.pipeline(transaction=False)
+        for digest in digests:
+            pipe.hvals(self.layout.parked_runs(digest))
+        rows = await self._run(pipe.execute()) if digests else []
+        if user_id is None and any(not values for values in rows):  # users deleted since they were parked
+            await self._run(self.client.srem(self.layout.parked_users, *[d for d, v in zip(digests, rows) if not v]))
+        runs = [ParkedRun.model_validate_json(raw) for values in rows for raw in values]
+        return sorted(runs, key=lambda run: (run.first_failed_at, run.id))
+
+    async def drop_parked_run(self, run_id: str) -> ParkedRun | None:
+        digests = [_text(digest) for digest in await self._run(self.client.smembers(self.layout.parked_users))]
+        pipe = self.client.pipeline(transaction=False)
+        for digest in digests:
+            pipe.hget(self.layout.parked_runs(digest), run_id)
+        found = await self._run(pipe.execute()) if digests else []
+        for digest, raw in zip(digests, found):
+            if raw and await self._run(self.client.hdel(self.layout.parked_runs(digest), run_id)):
+                return ParkedRun.model_validate_json(raw)
+        return None
+
+    def health(self) -> list[BreakerStatus]:
+        return [self.embedder_breaker.status()]
+
     # whole user ----------------------------------------------------------------------------
     async def _user_keys(self, user_id: str) -> list[bytes]:
         keys: list[bytes] = []
@@ -981,10 +1560,12 @@ class RedisMemoryStore:
             user_id=user_id,
             messages=await self._load_messages(user_id, members),
             session_summaries=[summary for summary in summaries if summary is not None],
+            session_titles=await self.session_titles(user_id),
             profile=await self.get_profile(user_id),
             events=await self.list_events(user_id, limit=1_000_000),
             memories=await self._run(self._user_memories(user_id)),
             cursor=await self.get_cursor(user_id),
+            profile_history=await self._all_profile_history(user_id),
         )
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from redisvl.schema import IndexSchema
 
+from memlane.store.base import InputTooLarge, check_id
+
 # Full text is analyzed in Python (store/text.py: English stems, CJK bigrams) into its own
 # field, indexed without server-side stemming; the index language only names the stop-word
 # and tokenizer defaults RediSearch applies to the already-analyzed terms.
@@ -58,6 +60,7 @@ class MessageField:
     CONTENT = "content"
     CREATED_AT = "created_at"
     SEQ = "seq"
+    FORGOTTEN = "forgotten"  # "1": the message was forgotten; its hash is a tombstone that keeps the id taken
 
 
 def _digest(value: str, length: int = 24) -> str:
@@ -85,6 +88,27 @@ class KeyLayout:
     """Key names under one prefix (tests use a fresh prefix each)."""
 
     prefix: str = "memlane"
+    # user, session and message ids longer than this are refused (`Settings.max_id_chars`)
+    max_id_chars: int = 1024
+
+    def checked_id(self, value: str, what: str) -> str:
+        """`value`, or `InvalidInput` / `InputTooLarge` saying what is wrong with it. Every id
+        from outside reaches a key through here, so a bad one is refused before any Redis call."""
+        check_id(value, what)
+        if len(value) > self.max_id_chars:
+            raise InputTooLarge(
+                f"{what} of {len(value)} characters is longer than MEMLANE_MAX_ID_CHARS ({self.max_id_chars}); "
+                "use a shorter id (a hash of a long one) or raise the setting"
+            )
+        return value
+
+    def user_tag(self, user_id: str) -> str:
+        """The digest of a user id in keys and tag fields (`user_key`), the id checked first."""
+        return user_key(self.checked_id(user_id, "a user id"))
+
+    def session_tag(self, session_id: str) -> str:
+        """The digest of a session id in keys and tag fields (`session_key`), the id checked first."""
+        return session_key(self.checked_id(session_id, "a session id"))
 
     @property
     def memory_index_name(self) -> str:
@@ -95,23 +119,24 @@ class KeyLayout:
         return f"{self.prefix}:mem:"
 
     def user_prefix(self, user_id: str) -> str:
-        return f"{self.prefix}:u:{user_key(user_id)}:"
+        return f"{self.prefix}:u:{self.user_tag(user_id)}:"
 
     def memory_user_prefix(self, user_id: str) -> str:
-        return f"{self.memory_key_prefix}{user_key(user_id)}:"
+        return f"{self.memory_key_prefix}{self.user_tag(user_id)}:"
 
     def memory(self, user_id: str, memory_id: str) -> str:
-        return self.memory_user_prefix(user_id) + item_key(memory_id)
+        # memory ids may carry a kind prefix on a checked id ("message:<id>"): no length limit
+        return self.memory_user_prefix(user_id) + item_key(check_id(memory_id, "a memory id"))
 
     def message(self, user_id: str, message_id: str) -> str:
-        return self.user_prefix(user_id) + "msg:" + item_key(message_id)
+        return self.user_prefix(user_id) + "msg:" + item_key(self.checked_id(message_id, "a message id"))
 
     def timeline(self, user_id: str) -> str:
         """Sorted set: message key suffix → per-user seq."""
         return self.user_prefix(user_id) + "timeline"
 
     def session_messages(self, user_id: str, session_id: str) -> str:
-        return self.user_prefix(user_id) + "session:" + session_key(session_id)
+        return self.user_prefix(user_id) + "session:" + self.session_tag(session_id)
 
     def sessions(self, user_id: str) -> str:
         """Sorted set: raw session id → last activity time."""
@@ -122,6 +147,14 @@ class KeyLayout:
         was down); a repair pass indexes them and removes them."""
         return self.user_prefix(user_id) + "unindexed"
 
+    def profile_history(self, user_id: str, entry_id: str) -> str:
+        """List: the entry's revisions (`base.ProfileRevision` JSON), oldest first."""
+        return self.user_prefix(user_id) + "profile_history:" + item_key(entry_id)
+
+    def profile_history_entries(self, user_id: str) -> str:
+        """Set: raw ids of the entries that have a history (deleted entries included)."""
+        return self.user_prefix(user_id) + "profile_history_entries"
+
     def seq(self, user_id: str) -> str:
         return self.user_prefix(user_id) + "seq"
 
@@ -129,7 +162,11 @@ class KeyLayout:
         return self.user_prefix(user_id) + "cursor"
 
     def summary(self, user_id: str, session_id: str) -> str:
-        return self.user_prefix(user_id) + "summary:" + session_key(session_id)
+        return self.user_prefix(user_id) + "summary:" + self.session_tag(session_id)
+
+    def session_titles(self, user_id: str) -> str:
+        """Hash: raw session id → title."""
+        return self.user_prefix(user_id) + "session_titles"
 
     def profile(self, user_id: str) -> str:
         """Hash: profile entry id → entry JSON."""
@@ -147,6 +184,17 @@ class KeyLayout:
         """Hash: memory id of a LangGraph store item → its namespace (JSON). Fields of expired
         or deleted items are removed when the items are next listed."""
         return self.user_prefix(user_id) + "items"
+
+    def parked_runs(self, user_digest: str) -> str:
+        """Hash: parked run id → `base.ParkedRun` JSON, of the user whose `user_key` is `user_digest`
+        (under the user's prefix, so `delete_user` removes it)."""
+        return f"{self.prefix}:u:{user_digest}:parked"
+
+    @property
+    def parked_users(self) -> str:
+        """Set: `user_key` digests of users with parked runs; a digest whose hash is gone (the user
+        was deleted) is dropped when the list is next read."""
+        return f"{self.prefix}:parked_users"
 
 
 def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:

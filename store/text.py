@@ -42,6 +42,7 @@ ENGLISH_STOPWORDS = frozenset(
 )
 # Bigrams made only of function characters: they match nearly every Chinese sentence.
 _CJK_FUNCTION_CHARS = frozenset("的了是在我你他她它们吗呢吧啊么和与也都就还这那个一有过着把被给对")
+CJK_FUNCTION_CHARS = _CJK_FUNCTION_CHARS  # public: store/forget.py weighs terms by them too
 
 MAX_QUERY_TERMS = 48
 

@@ -57,6 +57,7 @@ def settings(redis_url: str, key_prefix: str, tmp_path: Path) -> Settings:
         openai_base_url=None,
         llm_timeout_seconds=2.0,
         llm_max_retries=0,
+        memory_run_retry_delay_seconds=0.05,  # a failed run is retried (3 times) within a second
     )
 
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any, Sequence
 
 import pytest
-from scripted import ScriptedChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from scripted import TIMEOUT, ScriptedChatModel
 
 from memlane.config import Settings
 from memlane.graph import MemoryContext
+from memlane.nodes.merge import MERGE_PROMPT
 from memlane.nodes.profile_config import ProfileConfig, default_profile_config
 from memlane.store.base import Message, MemoryStore
 
@@ -55,16 +58,46 @@ def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_BATCHED_FACT = re.compile(r"Fact \[(\d+)\]\n")
+
+
+def batched(merge: Any) -> Any:
+    """An answer to the batched merge prompt made of `merge`'s answer to each fact on its own,
+    so one scripted merge answer serves both prompts. A per-fact answer that is not a JSON
+    object leaves its fact out of the batched answer (the node then asks that fact alone)."""
+    if merge is TIMEOUT or isinstance(merge, BaseException):
+        return merge
+
+    def answer(messages: list[BaseMessage]) -> str:
+        parts = _BATCHED_FACT.split(str(messages[-1].content))
+        decisions = []
+        for number, block in zip(parts[1::2], parts[2::2]):
+            fact_block = block.replace("</chat>", "").strip()
+            single = [SystemMessage(content=MERGE_PROMPT), HumanMessage(content=f"<chat>\n{fact_block}\n</chat>")]
+            try:
+                decision = json.loads(merge(single) if callable(merge) else merge)
+            except (TypeError, ValueError):
+                continue  # an exception or prose: that fact is left out
+            if isinstance(decision, dict):
+                decisions.append({"fact": int(number), **decision})
+        return as_json({"decisions": decisions})
+
+    return answer
+
+
 def memory_rules(
     *,
     summary: Any = CHINESE_SUMMARY,
     facts: Any = CHINESE_FACTS,
     merge: Any = '{"action": "ADD", "content": ""}',
+    merge_batch: Any = None,
     tags: Any = CHINESE_TAGS,
     organize: Any = '{"subtopics": []}',
     resummarize: Any = '{"content": ""}',
 ) -> list[tuple[str, Any]]:
-    """Rules answering every node; a dict/list value is sent as JSON, anything else as is."""
+    """Rules answering every node; a dict/list value is sent as JSON, anything else as is.
+    `merge` answers the one-fact merge prompt; `merge_batch` the batched one (default: `merge`
+    applied to each fact, see `batched`)."""
 
     def wrap(key: str, value: Any) -> Any:
         if isinstance(value, (dict, list)) and key:
@@ -74,6 +107,7 @@ def memory_rules(
     return [
         ("TASK: summarize", as_json({"summary": summary}) if isinstance(summary, str) else summary),
         ("TASK: extract", wrap("facts", facts)),
+        ("TASK: merge new facts", batched(merge) if merge_batch is None else merge_batch),
         ("TASK: merge", merge),
         ("TASK: organize", organize),
         ("TASK: shorten", resummarize),

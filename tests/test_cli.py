@@ -130,3 +130,97 @@ def test_demo_warms_up_says_what_it_uses_and_sigterm_stops_its_redis(tmp_path):
         os.kill(state["pid"], 0)  # …and stopped with it
     rest = demo.stdout.read() if not demo.stdout.closed else ""
     assert "Traceback" not in "".join(output) + rest
+
+
+@pytest.fixture
+def fresh_settings():
+    """`cli.main` reads the environment anew (get_settings is cached per process)."""
+    from memlane.config import get_settings
+
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_config_redis_status_and_errors_mask_every_secret(tmp_path, monkeypatch, capsys, fresh_settings):
+    from memlane.config import get_settings
+    from memlane.store.embedded import EmbeddedRedis
+
+    monkeypatch.setenv("MEMLANE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-print-me-1234")
+    monkeypatch.setenv("MEMLANE_MEMORY_DOCKET_URL", "redis://worker:docket-secret@10.0.0.5:6379/1")
+    monkeypatch.setenv("REDIS_URL", "redis://:url-secret@127.0.0.1:1/0")  # nothing listens on port 1
+    secrets = ["sk-do-not-print-me-1234", "docket-secret", "url-secret"]
+
+    assert cli.main(["config"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["redis_url"] == "redis://:****@127.0.0.1:1/0"
+    assert shown["memory_docket_url"] == "redis://worker:****@10.0.0.5:6379/1"
+    assert shown["openai_api_key"] == "****"
+    with pytest.raises(SystemExit):
+        cli.main(["search", "u", "coffee"])  # an error that names the Redis it could not reach
+    printed = capsys.readouterr()
+    assert "127.0.0.1:1" in printed.err
+    assert not [secret for secret in secrets if secret in printed.out + printed.err]
+
+    monkeypatch.delenv("REDIS_URL")
+    get_settings.cache_clear()
+    server = EmbeddedRedis(get_settings())
+    url = server.start()
+    try:
+        password = json.loads(server.state_file.read_text())["password"]
+        assert cli.main(["redis", "status"]) == 0
+        status = capsys.readouterr().out.strip()
+        assert password not in status and status == url.replace(password, "****")
+        assert cli.main(["redis", "start"]) == 0  # reuses it, and does not print it either
+        printed = capsys.readouterr()
+        assert password not in printed.out + printed.err and "--show-password" in printed.err
+        assert cli.main(["redis", "status", "--show-password"]) == 0  # asked for
+        assert capsys.readouterr().out.strip() == url
+    finally:
+        server.stop()
+
+
+async def test_runs_lists_retries_and_drops_parked_runs(store, settings, monkeypatch, capsys, fresh_settings):
+    from memlane.store.base import ParkedRun
+
+    for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
+        monkeypatch.setenv(name, value)
+    await add_chat(store, "u|1", CHINESE_CHAT)
+    await store.park_run(ParkedRun(id="aaaa11112222", user_id="u|1", error="ModelCallFailed: summarize: down", attempts=4))
+    secret = "ConnectionError: redis://:hunter2@10.0.0.9:6379 refused\nsecond line"
+    await store.park_run(ParkedRun(id="bbbb33334444", user_id="other", error=secret, attempts=4))
+
+    def run_cli(*argv: str) -> tuple[int, str, str]:
+        code = cli.main(["runs", *argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    code, out, _ = await asyncio.to_thread(run_cli)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split("\t") == ["id", "user", "attempts", "first failed", "last failed", "error"]
+    assert [line.split("\t")[:3] for line in lines[1:]] == [["aaaa11112222", "u|1", "4"], ["bbbb33334444", "other", "4"]]
+    assert "hunter2" not in out and "refused second line" in out  # one line per run, no secret
+    assert (await asyncio.to_thread(run_cli, "--user", "other"))[1].count("\n") == 2
+
+    code, _, err = await asyncio.to_thread(run_cli, "drop")
+    assert code == 2 and "name the run ids, or --all" in err
+    code, out, err = await asyncio.to_thread(run_cli, "drop", "bbbb33334444", "nope")
+    assert code == 1 and "dropped bbbb33334444 (other)" in out and "no parked run 'nope'" in err
+
+    names: list[str] = []
+    worker = asyncio.create_task(cli.work(settings, model=ScriptedChatModel(rules=memory_rules()), ready=names.append))
+    try:
+        async with asyncio.timeout(30):
+            while not names:
+                await asyncio.sleep(0.05)
+            code, out, _ = await asyncio.to_thread(run_cli, "retry", "--all")
+            assert code == 0 and "queued a run for u|1 (aaaa11112222)" in out
+            while not await store.get_profile("u|1"):  # the worker ran it: the buffer is processed
+                await asyncio.sleep(0.1)
+    finally:
+        worker.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await worker
+    assert await store.unprocessed_messages("u|1") == [] and await store.parked_runs() == []
+    assert (await asyncio.to_thread(run_cli))[1] == "no parked runs\n"

@@ -156,7 +156,9 @@ async def test_a_redis_that_goes_away_costs_the_memory_not_the_reply_nor_the_tur
         failures.append(error)
 
     model = ScriptedChatModel(script=["first answer", "second answer"])
-    middleware = MemoryMiddleware(dead, settings=settings, on_failed=on_failed)
+    # no tries again: the turn is kept for the next one at once (tries again: the test below)
+    no_retries = settings.model_copy(update={"save_retry_seconds": 0.0})
+    middleware = MemoryMiddleware(dead, settings=no_retries, on_failed=on_failed)
     agent = agent_for(model, middleware, system_prompt="Base.")
     context = MemoryAgentContext(user_id="u", session_id="s")
     result = await agent.ainvoke({"messages": [HumanMessage("first question")]}, context=context)
@@ -247,3 +249,56 @@ async def test_an_embedder_that_is_down_costs_the_vector_recall_not_the_reply(st
     await middleware.wait_idle()
     hits = await degraded.search_memories("u", "take my coffee", kinds=["message"])
     assert hits[0].memory.text == "How do I take my coffee?" and hits[0].vector_similarity > 0
+
+
+async def test_a_turn_saved_while_redis_is_briefly_down_is_stored_once_when_it_is_back(tmp_path, embeddings):
+    import os
+    import signal
+
+    from memlane.config import Settings
+    from memlane.store.embedded import EmbeddedRedis, stop_running
+    from memlane.store.redis import open_store
+
+    # a private server: this test kills it (detached: nothing starts it again but the test)
+    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True)
+    url = server.start()
+    settings = Settings(redis_url=url, key_prefix="briefly-down", save_retry_seconds=60.0, openai_api_key=None)
+    store = await open_store(settings, embeddings=embeddings)
+    failures: list[BaseException] = []
+
+    async def on_failed(identity, error):
+        failures.append(error)
+
+    try:
+        model = ScriptedChatModel(script=["first answer", "second answer", "third answer"])
+        middleware = MemoryMiddleware(store, settings=settings, on_failed=on_failed)
+        agent = agent_for(model, middleware, system_prompt="Base.")
+        context = MemoryAgentContext(user_id="u", session_id="s")
+        await agent.ainvoke({"messages": [HumanMessage("first question")]}, context=context)
+        await middleware.wait_idle()
+
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+        result = await agent.ainvoke({"messages": [HumanMessage("my sister lives in Lyon")]}, context=context)
+        assert result["messages"][-1].content == "second answer"  # answered without memory
+        for _ in range(200):  # the save failed once and is tried again in the background
+            if middleware.persistence.retrying.get("u"):
+                break
+            await asyncio.sleep(0.05)
+        assert middleware.persistence.retrying == {"u": 2} and failures
+        # the same user's next turn is answered too: it does not wait behind the save
+        result = await agent.ainvoke({"messages": [HumanMessage("third question")]}, context=context)
+        assert result["messages"][-1].content == "third answer"
+
+        EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True).start()  # back, same URL
+        await middleware.wait_idle(60)
+        stored = [m.content for m in await store.recent_messages("u", "s")]
+        assert stored == [
+            "first question", "first answer", "my sister lives in Lyon", "second answer", "third question", "third answer",
+        ]  # each once, in order
+        assert middleware.persistence.unsaved == {} and middleware.persistence.retrying == {}
+        hits = await store.search_memories("u", "where does my sister live", kinds=["message"])
+        assert hits and hits[0].memory.text == "my sister lives in Lyon"  # indexed for search as well
+    finally:
+        await store.aclose()
+        stop_running(Settings(data_dir=tmp_path, redis_url=None))

@@ -54,10 +54,10 @@ async def test_remember_search_and_forget(store, settings):
     profile_id = outputs[2].splitlines()[0].split("]")[0].lstrip("[")
     cat_id = outputs[3].splitlines()[0].split("]")[0].lstrip("[")
     outputs = await run_tools(
-        store, settings, "u", [call("forget", "5", memory_id=profile_id), call("forget", "6", memory_id=f"[{cat_id}]")],
-        [call("forget", "7", memory_id="nope")],
+        store, settings, "u", [call("forget", "5", what=profile_id), call("forget", "6", what=f"[{cat_id}]")],
+        [call("forget", "7", what="[event:nope]")],
     )
-    assert outputs[:2] == [f"forgot [{profile_id}]", f"forgot [[{cat_id}]]"] and outputs[2] == "no memory [nope] to forget"
+    assert outputs[:2] == [f"forgot [{profile_id}]", f"forgot [{cat_id}]"] and outputs[2] == "no memory [event:nope] to forget"
     assert await store.get_profile("u") == []
     assert await store.search_memories("u", "cat Miso coffee") == []
 
@@ -82,3 +82,23 @@ async def test_search_tool_understands_time_words_and_shows_speakers(store, sett
     for output in outputs:
         assert "lentil curry" in output.splitlines()[0], output
     assert any(line.endswith("Bea: I cooked pancakes") for line in outputs[0].splitlines())
+
+
+async def test_forget_takes_what_to_forget_in_words(store, settings):
+    await store.add_messages([
+        Message(id="a", user_id="u", session_id="s", role="user", content="I'm allergic to peanuts."),
+        Message(id="b", user_id="u", session_id="s", role="user", content="我对花生过敏，但是喜欢喝豆浆。"),
+        Message(id="c", user_id="u", session_id="s", role="user", content="My cat Miso sleeps all day."),
+    ])
+    await run_tools(store, settings, "u", [call("remember", "1", text="allergic to peanuts", topic="health", subtopic="allergy")])
+    outputs = await run_tools(
+        store, settings, "u", [call("forget", "2", what="what I said about peanuts")], [call("forget", "3", what="关于花生的事")]
+    )
+    assert outputs[0].startswith("forgot ") and "profile entry" in outputs[0] and "message" in outputs[0]
+    assert outputs[1].startswith("forgot ") and "1 message (1 rewritten)" in outputs[1]
+    contents = [m.content for m in await store.recent_messages("u", "s")]
+    assert contents == ["喜欢喝豆浆。", "My cat Miso sleeps all day."]
+    assert await store.get_profile("u") == []
+    outputs = await run_tools(store, settings, "u", [call("forget", "4", what="[message:c]")], [call("forget", "5", what="quantum physics")])
+    assert outputs == ["forgot [message:c]", "nothing stored matched 'quantum physics'"]
+    assert [m.content for m in await store.recent_messages("u", "s")] == ["喜欢喝豆浆。"]

@@ -6,6 +6,11 @@
 The reply streams token by token; storing the turn and the memory-graph run happen in the
 background afterwards, and a timer shows their progress ("remembering…" → "remembered: ...")
 and refreshes the panel when a run lands, without holding up the next message.
+
+Under each reply a folded block shows the memories it used (never sent back to the model).
+The panel edits profile entries and shows their history, lists sessions by title, draws
+the memory graph with the step in progress, lists what each event changed, and can fill
+itself with a sample conversation remembered by a scripted model (no model needed).
 """
 
 from __future__ import annotations
@@ -14,8 +19,11 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported
 
+import base64  # noqa: E402
+import itertools  # noqa: E402
 from collections import deque  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
+from html import escape  # noqa: E402
 from typing import Any  # noqa: E402
 
 import gradio as gr  # noqa: E402
@@ -26,7 +34,17 @@ from memlane.config import Settings, get_settings  # noqa: E402
 from memlane.middleware import DEFAULT_SESSION  # noqa: E402
 from memlane.models import HOW_TO_CONFIGURE  # noqa: E402
 from memlane import MemoryStore  # noqa: E402
-from memlane.ui.service import REPLY_FAILED_ID, ChatService, ReplyFailed, new_session_id  # noqa: E402
+from memlane.graph.diagram import render_svg  # noqa: E402
+from memlane.ui.panel import recall_markdown, recall_title  # noqa: E402
+from memlane.ui.sample import SAMPLE_USER  # noqa: E402
+from memlane.ui.service import (  # noqa: E402
+    RECALL_ID_PREFIX,
+    REPLY_FAILED_ID,
+    ChatService,
+    MemoryStatus,
+    ReplyFailed,
+    new_session_id,
+)
 
 DEFAULT_USER = "demo-user"
 PROFILE_COLUMNS = ["topic", "subtopic", "content", "confidence", "updated", "id"]
@@ -36,7 +54,32 @@ POLL_SECONDS = 0.5
 CSS = """
 #memory-status { min-height: 1.6em; color: var(--body-text-color-subdued); }
 #no-model { border-left: 4px solid #e0a000; padding-left: 8px; }
+#memory-graph img { max-width: 100%; height: auto; }
+#memory-graph p { margin: 4px 0 0; color: var(--body-text-color-subdued); }
 """
+
+
+def graph_html(status: MemoryStatus | None = None) -> str:
+    """The memory graph as an image, the steps of the current or last run coloured, and a
+    line saying which step works now. An <img> keeps the SVG's styles out of the page."""
+    running, done = (status.running, status.done) if status is not None else ((), ())
+    svg = render_svg(running=running, done=done)
+    source = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    if running:
+        line = "step in progress: " + ", ".join(running)
+    elif done:
+        line = "last run: " + " → ".join(done)
+    else:
+        line = "no memory run yet"
+    alt = f"memory graph; {line}"
+    return f'<img src="{source}" alt="{escape(alt)}" data-running="{escape(" ".join(running))}"><p>{escape(line)}</p>'
+
+
+def with_session(choices: list[tuple[str, str]], session_id: str | None) -> list[tuple[str, str]]:
+    """The session list, with the shown session in it even before its first message is stored."""
+    if session_id and all(value != session_id for _, value in choices):
+        return [(session_id, session_id), *choices]
+    return choices
 
 
 @dataclass
@@ -96,9 +139,11 @@ def build_app(
         user_id = user_id.strip() or DEFAULT_USER
         status = service.status(user_id)
         table, ids = _shown(await service.profile_rows(user_id), PROFILE_COLUMNS)
-        return (status.text, table, ids, await service.timeline_markdown(user_id), status.version)
+        await service.refresh_parked(user_id)
+        return (service.status_line(user_id), table, ids, await service.timeline_markdown(user_id), status.version)
 
     tabs: dict[str, TabChat] = {}  # per browser tab (Gradio's session hash)
+    recall_ids = itertools.count(1)  # each folded block gets its own id (Gradio nests thoughts by id)
 
     def tab_of(request: gr.Request | None) -> TabChat:
         return tabs.setdefault(getattr(request, "session_hash", None) or "", TabChat())
@@ -146,6 +191,13 @@ def build_app(
                         history.pop()  # nothing streamed before the failure
                     history.append({"role": "assistant", "content": f"⚠️ {failure}", "metadata": {"id": REPLY_FAILED_ID}})
                     yield tab.showing(history)
+                    continue
+                recalled = service.used_memories(item.user_id, item.session_id, item.text) if item.recall_on else None
+                if recalled is not None:
+                    # folded under the reply; `history_messages` never sends it to the model
+                    metadata = {"title": recall_title(recalled), "id": f"{RECALL_ID_PREFIX}:{next(recall_ids)}", "status": "done"}
+                    history.append({"role": "assistant", "content": recall_markdown(recalled), "metadata": metadata})
+                    yield tab.showing(history)
         finally:
             tab.draining = False  # no await since the last look at `pending`: nothing slips through
             tab.shown = history
@@ -161,8 +213,8 @@ def build_app(
         """Refresh the status, and the panel when memory work reported since last time."""
         user_id = user_id.strip() or DEFAULT_USER
         status = service.status(user_id)
-        if status.version == seen_version:
-            return gr.update(), gr.update(), gr.update(), gr.update(), seen_version
+        if status.version == seen_version:  # the status line still follows the breakers' countdown
+            return service.status_line(user_id), gr.update(), gr.update(), gr.update(), seen_version
         return await panel(user_id)
 
     async def switch_user(user_id: str, shown_user: str | None, request: gr.Request):
@@ -170,10 +222,17 @@ def build_app(
         user_id = user_id.strip() or DEFAULT_USER
         if user_id == shown_user:
             return gr.skip()
+        return await show_user(user_id, request)
+
+    async def show_user(user_id: str, request: gr.Request | None):
+        """The user's latest session in the chat, their sessions listed by title, their panel."""
+        user_id = user_id.strip() or DEFAULT_USER
         reset_tab(request)
-        sessions = await service.sessions(user_id) or [DEFAULT_SESSION]
-        history = await service.history(user_id, sessions[0])
-        return (gr.update(choices=sessions, value=sessions[0]), history, *await panel(user_id), user_id, user_id)
+        choices = await service.session_choices(user_id) or [(DEFAULT_SESSION, DEFAULT_SESSION)]
+        latest = choices[0][1]
+        history = await service.history(user_id, latest)
+        editor = gr.update(visible=False)  # it showed the previous user's entry
+        return (gr.update(choices=choices, value=latest), history, *await panel(user_id), user_id, user_id, editor)
 
     def restore_user(saved_user: str | None):
         """The user this browser had before a reload."""
@@ -188,15 +247,50 @@ def build_app(
         user_id = user_id.strip() or DEFAULT_USER
         await service.end_session(user_id, session_id or DEFAULT_SESSION)
         fresh = new_session_id()
-        sessions = [fresh, *await service.sessions(user_id)]
-        return gr.update(choices=sessions, value=fresh), []
+        return gr.update(choices=with_session(await service.session_choices(user_id), fresh), value=fresh), []
+
+    async def poll_progress(user_id: str, session_id: str, seen: list[Any] | None):
+        """Redraw the graph when a run's step changed; relist the sessions when one got a title."""
+        user_id = user_id.strip() or DEFAULT_USER
+        status = service.status(user_id)
+        now = [user_id, status.progress, status.titles]
+        if now == seen:
+            return gr.update(), gr.update(), seen
+        graph = graph_html(status) if seen is None or now[:2] != seen[:2] else gr.update()
+        sessions = gr.update()
+        if seen is None or now[::2] != seen[::2]:
+            sessions = gr.update(choices=with_session(await service.session_choices(user_id), session_id))
+        return graph, sessions, now
+
+    async def open_entry(user_id: str, entry_id: str):
+        """The clicked profile entry in the editor, with its history."""
+        user_id = user_id.strip() or DEFAULT_USER
+        entry = await service.profile_entry(user_id, entry_id) if entry_id else None
+        if entry is None:
+            return gr.update(visible=False), gr.update(), gr.update(), ""
+        return (
+            gr.update(visible=True),
+            entry.content,
+            entry.confidence,
+            await service.entry_history(user_id, entry_id),
+        )
+
+    async def save_entry(user_id: str, entry_id: str, content: str, confidence: float | None):
+        user_id = user_id.strip() or DEFAULT_USER
+        await service.edit_entry(user_id, entry_id, content, confidence)
+        return (await service.entry_history(user_id, entry_id), *await panel(user_id))
+
+    async def load_sample(request: gr.Request):
+        """Fill the panel with the bundled sample, remembered by the scripted memory model."""
+        await service.load_sample()
+        return await show_user(SAMPLE_USER, request)
 
     async def search(user_id: str, query: str):
         return _shown(await service.search_rows(user_id.strip() or DEFAULT_USER, query), SEARCH_COLUMNS)
 
     async def delete(user_id: str, entry_id: str):
         await service.delete_entry(user_id.strip() or DEFAULT_USER, entry_id)
-        return ("", *await panel(user_id))
+        return ("", gr.update(visible=False), *await panel(user_id))
 
     def ask_forget(user_id: str):
         user_id = user_id.strip() or DEFAULT_USER
@@ -209,7 +303,8 @@ def build_app(
     async def forget(user_id: str, request: gr.Request):
         reset_tab(request)
         await service.forget_user(user_id.strip() or DEFAULT_USER)
-        return (gr.update(visible=False), [], _table([], SEARCH_COLUMNS), [], *await panel(user_id))
+        hidden = gr.update(visible=False)  # the question, and the editor of an entry now gone
+        return (hidden, hidden, [], _table([], SEARCH_COLUMNS), [], *await panel(user_id))
 
     async def remember_now(user_id: str):
         await service.remember_now(user_id.strip() or DEFAULT_USER)
@@ -268,10 +363,19 @@ def build_app(
                         value=_table([], SEARCH_COLUMNS), headers=SEARCH_COLUMNS, interactive=False, wrap=True, elem_id="search-results",
                         column_widths=["10%", "10%", "50%", "15%", "15%"],
                     )
+                with gr.Tab("Memory graph"):
+                    graph = gr.HTML(graph_html(), elem_id="memory-graph")
                 with gr.Row():
                     entry_id = gr.Textbox(placeholder="id (click a row)", show_label=False, scale=3, elem_id="entry-id")
                     delete_button = gr.Button("Delete entry", size="sm", scale=1)
                     forget_button = gr.Button("Forget me", variant="stop", size="sm", scale=1)
+                with gr.Group(visible=False, elem_id="entry-editor") as entry_editor:
+                    edit_content = gr.Textbox(label="Content", lines=2, elem_id="edit-content")
+                    with gr.Row():
+                        edit_confidence = gr.Slider(0.0, 1.0, step=0.01, label="Confidence", elem_id="edit-confidence", scale=3)
+                        save_edit = gr.Button("Save edit", size="sm", scale=1, elem_id="save-edit")
+                    entry_history = gr.Markdown(elem_id="entry-history")
+                sample_button = gr.Button("Load a sample conversation (no model needed)", size="sm", elem_id="load-sample")
                 with gr.Group(visible=False, elem_id="forget-confirm") as forget_confirm:
                     forget_question = gr.Markdown()
                     with gr.Row():
@@ -285,6 +389,7 @@ def build_app(
         profile_ids = gr.State([])
         result_ids = gr.State([])
         timer = gr.Timer(POLL_SECONDS)
+        seen_progress = gr.State(None)  # [user, step progress, titles] last drawn
 
         panel_outputs = [status, profile, profile_ids, timeline, seen_version]
         chat_inputs = [message, user, session, persona, recall_on, save_on]
@@ -295,7 +400,8 @@ def build_app(
                 drain, [chatbot], [chatbot], trigger_mode="multiple", show_progress="hidden"
             )
         timer.tick(poll, [user, seen_version], panel_outputs, show_progress="hidden", queue=False)
-        user_outputs = [session, chatbot, *panel_outputs, shown_user, saved_user]
+        timer.tick(poll_progress, [user, session, seen_progress], [graph, session, seen_progress], show_progress="hidden", queue=False)
+        user_outputs = [session, chatbot, *panel_outputs, shown_user, saved_user, entry_editor]
         demo.load(restore_user, [saved_user], [user], queue=False).then(switch_user, [user, shown_user], user_outputs)
         user.submit(switch_user, [user, shown_user], user_outputs)
         user.blur(switch_user, [user, shown_user], user_outputs)
@@ -303,12 +409,16 @@ def build_app(
         new_session.click(start_session, [user, session], [session, chatbot])
         for trigger in (query.submit, search_button.click):
             trigger(search, [user, query], [results, result_ids])
-        profile.select(select_id, [profile_ids], [entry_id])
-        results.select(select_id, [result_ids], [entry_id])
-        delete_button.click(delete, [user, entry_id], [entry_id, *panel_outputs])
+        editor_outputs = [entry_editor, edit_content, edit_confidence, entry_history]
+        profile.select(select_id, [profile_ids], [entry_id]).then(open_entry, [user, entry_id], editor_outputs)
+        results.select(select_id, [result_ids], [entry_id]).then(lambda: gr.update(visible=False), None, [entry_editor])
+        save_edit.click(save_entry, [user, entry_id, edit_content, edit_confidence], [entry_history, *panel_outputs])
+        delete_button.click(delete, [user, entry_id], [entry_id, entry_editor, *panel_outputs])
+        # the user field first, so the status line follows the sample's runs step by step
+        sample_button.click(lambda: SAMPLE_USER, None, [user], queue=False).then(load_sample, None, user_outputs, show_progress="hidden")
         forget_button.click(ask_forget, [user], [forget_confirm, forget_question], queue=False)
         forget_no.click(lambda: gr.update(visible=False), None, [forget_confirm], queue=False)
-        forget_yes.click(forget, [user], [forget_confirm, chatbot, results, result_ids, *panel_outputs])
+        forget_yes.click(forget, [user], [forget_confirm, entry_editor, chatbot, results, result_ids, *panel_outputs])
         remember.click(remember_now, [user], [status])
         demo.unload(close_tab)
     demo.memlane_service = service  # type: ignore[attr-defined]  # for tests and embedding apps

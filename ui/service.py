@@ -11,23 +11,30 @@ import asyncio
 import logging
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Coroutine
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 
-from memlane import MemoryStore, Message, Settings, StoreError, open_store
-from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
+from memlane import MemoryStore, Message, ProfileEntry, Recall, Settings, StoreError, open_store
+from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler, MemoryStep
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware
+from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_title
+from memlane.nodes.topic_shift import is_related
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
 from memlane.recall import relevance
-from memlane.store.base import profile_memory_id
+from memlane.store.base import InvalidInput, profile_memory_id
 from memlane.tools import forget_memory
+from memlane.ui.panel import event_markdown, history_markdown
+from memlane.ui.sample import SAMPLE_USER, load_sample
 
 logger = logging.getLogger(__name__)
+
+TOPIC_CONTEXT_MESSAGES = 6  # the earlier turns the topic check compares a new message with
 
 
 class ReplyFailed(Exception):
@@ -36,6 +43,16 @@ class ReplyFailed(Exception):
 
 # the metadata id of a chat message that reports a failed reply: shown, never sent to the model
 REPLY_FAILED_ID = "memlane-reply-failed"
+# the metadata ids of the folded "memories used" blocks start so ("memlane-recall:3"); shown only
+RECALL_ID_PREFIX = "memlane-recall"
+
+
+def shown_only(item: Any) -> bool:
+    """Whether a chat message is the app's note (a failed reply, the memories a reply used),
+    never part of the conversation sent to the model."""
+    metadata = (item.get("metadata") if isinstance(item, dict) else None) or {}
+    message_id = str(metadata.get("id") or "")
+    return message_id == REPLY_FAILED_ID or message_id.startswith(RECALL_ID_PREFIX)
 
 
 @dataclass
@@ -45,6 +62,10 @@ class MemoryStatus:
     text: str = ""
     version: int = 0  # bumped when the memory panel should refresh
     busy: bool = False
+    running: tuple[str, ...] = ()  # the memory-graph steps in progress (drawn on the diagram)
+    done: tuple[str, ...] = ()  # the steps the current or last run finished
+    progress: int = 0  # bumped when `running` / `done` change
+    titles: int = 0  # bumped when a session got its title (the session list refreshes)
 
 
 def describe_result(outcome: MemoryRunResult | BaseException) -> str:
@@ -89,7 +110,7 @@ def history_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
     messages: list[BaseMessage] = []
     for item in history or []:
         role = item.get("role") if isinstance(item, dict) else None
-        if role not in ("user", "assistant") or (item.get("metadata") or {}).get("id") == REPLY_FAILED_ID:
+        if role not in ("user", "assistant") or shown_only(item):
             continue
         text = content_text(item.get("content")).strip()
         if text:
@@ -121,6 +142,10 @@ class ChatService:
         self._ready = False
         self._owns_store = self.store is None
         self.start_error: StoreError | None = None  # why warm_up could not start the store
+        self._parked_notes: dict[str, str] = {}  # user → the parked-runs note, read with the panel
+        self._background: set[asyncio.Task[None]] = set()  # titles and topic checks, off the reply path
+        self._titling: set[tuple[str, str]] = set()  # (user, session) whose title is being made
+        self.sample_delay = 0.15  # seconds per scripted answer of the sample's memory runs: the steps show
 
     @property
     def has_chat_model(self) -> bool:
@@ -141,7 +166,7 @@ class ChatService:
                 # runs queue in the store's Redis: a run cut off by a restart is picked up again
                 docket_url = self.settings.memory_docket_url or getattr(self.store, "url", None)
                 self.scheduler = await MemoryScheduler(
-                    context, docket_url=docket_url, on_result=self._on_result
+                    context, docket_url=docket_url, on_result=self._on_result, on_step=self._on_step
                 ).__aenter__()
             self.middleware = MemoryMiddleware(
                 self.store,
@@ -162,6 +187,7 @@ class ChatService:
             self.start_error = error
 
     async def aclose(self) -> None:
+        await self.wait_background()
         if self.scheduler is not None:
             await self.scheduler.__aexit__(None, None, None)
         if self.store is not None and self._owns_store:
@@ -196,7 +222,34 @@ class ChatService:
         self._bump(identity.user_id, text, busy=False)
 
     async def _on_result(self, user_id: str, outcome: MemoryRunResult | BaseException) -> None:
+        await self.refresh_parked(user_id)  # a failure was just parked, or a success resolved parked runs
         self._bump(user_id, describe_result(outcome), busy=False)
+        status = self.status(user_id)
+        if status.running:  # a failed run may end without its other branch reporting
+            status.running, status.progress = (), status.progress + 1
+
+    # -- health: paused dependencies and parked runs, after the status text ----------------------
+    def health_line(self) -> str:
+        """The dependencies a circuit breaker pauses now ("the memory model paused after 5
+        failures, retry in 42s"), or "" when every one answers."""
+        statuses = [self.scheduler.context.model_breaker.status()] if self.scheduler is not None else []
+        statuses += self.store.health() if self.store is not None else []
+        return " · ".join(text for text in (status.describe() for status in statuses) if text)
+
+    async def refresh_parked(self, user_id: str) -> str:
+        """Read the user's parked runs into the line `status_line` shows."""
+        runs = await self.store.parked_runs(user_id) if self.store is not None else []
+        note = ""
+        if runs:
+            count = f"{len(runs)} memory run{'s' if len(runs) > 1 else ''}"
+            note = f"{count} parked after failing (last: {runs[-1].error[:120]}); Remember now tries again"
+        self._parked_notes[user_id] = note
+        return note
+
+    def status_line(self, user_id: str) -> str:
+        """What the status bar shows: the status text, paused dependencies, parked runs."""
+        parts = [self.status(user_id).text, self.health_line(), self._parked_notes.get(user_id, "")]
+        return " · ".join(part for part in parts if part)
 
     # -- chat -------------------------------------------------------------------------------
     def _agent(self, persona: str) -> Any:
@@ -228,12 +281,14 @@ class ChatService:
         if self.chat_model is None:
             yield HOW_TO_CONFIGURE
             return
-        messages = [*history_messages(history), HumanMessage(text)]
+        message_id = f"msg-{uuid.uuid4().hex}"  # the id it is stored under: the topic check finds it by it
+        messages = [*history_messages(history), HumanMessage(text, id=message_id)]
         context = MemoryAgentContext(
             user_id=user_id, session_id=session_id, recall_enabled=recall_enabled, auto_save_enabled=auto_save_enabled
         )
         answer = ""
         version_before = self.status(user_id).version
+        self.middleware.last_recall.pop(user_id, None)  # `used_memories` reads this turn's, not an older one
         try:
             async for chunk, _meta in self._agent(persona).astream(
                 {"messages": messages}, context=context, stream_mode="messages"
@@ -247,6 +302,8 @@ class ChatService:
             raise ReplyFailed(reason) from error
         if auto_save_enabled and self.status(user_id).version == version_before:
             self._bump(user_id, "saving…", busy=True)  # unless the save already reported
+        if auto_save_enabled:
+            self._in_background(self._after_reply(user_id, session_id, message_id))
 
     async def remember_now(self, user_id: str) -> str:
         await self.ensure_started()
@@ -286,11 +343,7 @@ class ChatService:
         events = await self.store.list_events(user_id, limit=30)
         if not events:
             return "_No events yet: they appear after the first memory run._"
-        lines = []
-        for event in events:
-            tags = " ".join(f"`{tag}`" for tag in event.tags)
-            lines.append(f"**{_when(event.created_at)}** {tags}  \n{event.summary}  \n<sub>event:{event.id}</sub>")
-        return "\n\n".join(lines)
+        return "\n\n".join(event_markdown(event) for event in events)
 
     async def search_rows(self, user_id: str, query: str) -> list[list[Any]]:
         await self.ensure_started()
@@ -313,6 +366,7 @@ class ChatService:
         await self.ensure_started()
         if self.middleware is not None:
             await self.middleware.wait_idle()
+        await self.wait_background()  # a title written after the delete would bring the user back
         if self.scheduler is not None:
             try:
                 await self.scheduler.wait_idle(30)
@@ -321,6 +375,175 @@ class ChatService:
         removed = await self.store.delete_user(user_id)
         self._bump(user_id, f"forgot everything of {user_id} ({removed} keys)", busy=False)
         return self.status(user_id).text
+
+    # -- the memories a reply used -------------------------------------------------------------
+    def used_memories(self, user_id: str, session_id: str, text: str) -> Recall | None:
+        """What recall put before the model for the reply to `text` just streamed; None when
+        recall was off, failed, or found nothing."""
+        recalled = self.middleware.last_recall.get(user_id) if self.middleware is not None else None
+        if recalled is None or recalled.session_id != session_id or recalled.query.strip() != text.strip():
+            return None
+        return recalled if recalled.items else None
+
+    # -- profile edits and history ---------------------------------------------------------------
+    async def profile_entry(self, user_id: str, entry_id: str) -> ProfileEntry | None:
+        """The entry with this id (or the id of its search memory, `profile:<id>`)."""
+        await self.ensure_started()
+        wanted = entry_id_of(entry_id)
+        return next((entry for entry in await self.store.get_profile(user_id) if entry.id == wanted), None)
+
+    async def edit_entry(self, user_id: str, entry_id: str, content: str, confidence: float | None) -> str:
+        """Change an entry's content and confidence as the user ("user" in its history).
+        Returns what the status line shows: what was edited, or why nothing was."""
+        await self.ensure_started()
+        text = await self._edit_entry(user_id, entry_id, content, confidence)
+        self._bump(user_id, text, busy=False)
+        return text
+
+    async def _edit_entry(self, user_id: str, entry_id: str, content: str, confidence: float | None) -> str:
+        entry = await self.profile_entry(user_id, entry_id)
+        if entry is None:
+            return "click a profile row to choose the entry to edit"
+        content = " ".join((content or "").split())
+        if not content:
+            return "an entry needs some content; to remove it, use Delete entry"
+        if confidence is not None and not 0.0 <= float(confidence) <= 1.0:
+            return "confidence is a number between 0 and 1"
+        try:
+            edited = await self.store.edit_profile_entry(
+                user_id,
+                entry.id,
+                content=content if content != entry.content else None,
+                confidence=float(confidence) if confidence is not None and float(confidence) != entry.confidence else None,
+                actor="user",
+            )
+        except InvalidInput as refused:  # too long, say: the store says what to change
+            return str(refused)
+        return f"edited {entry.topic} / {entry.subtopic}" if edited is not None else f"no entry {entry_id}"
+
+    async def entry_history(self, user_id: str, entry_id: str) -> str:
+        """The entry's revisions as a Markdown table (when, by whom, before and after)."""
+        await self.ensure_started()
+        if not entry_id_of(entry_id):
+            return ""
+        return history_markdown(await self.store.profile_history(user_id, entry_id_of(entry_id)))
+
+    # -- sessions with titles ----------------------------------------------------------------------
+    async def session_choices(self, user_id: str) -> list[tuple[str, str]]:
+        """(title, session id) of the user's sessions, most recently active first; a session
+        without a title yet is listed by its id."""
+        await self.ensure_started()
+        sessions = await self.store.list_sessions(user_id)
+        titles = await self.store.session_titles(user_id) if sessions else {}
+        return [(titles.get(session_id, session_id), session_id) for session_id in sessions]
+
+    # -- work after a reply, off its path: the session's title, the topic check ------------------
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def wait_background(self, timeout: float | None = 30.0) -> None:
+        """Wait for the titles and topic checks started so far (tests, forget me, shutdown)."""
+        while self._background:
+            done, _ = await asyncio.wait(list(self._background), timeout=timeout)
+            if not done:
+                return
+
+    async def _after_reply(self, user_id: str, session_id: str, message_id: str) -> None:
+        await self.middleware.persistence.wait_user(user_id, timeout=30.0)  # the turn is stored
+        try:
+            await self.check_topic(user_id, message_id)
+        except Exception:  # a lost check only merges two topics into one event
+            logger.exception("the topic check after a reply of %s failed", user_id)
+        try:
+            await self.ensure_title(user_id, session_id)
+        except Exception:  # the session stays listed by its id; the next reply tries again
+            logger.exception("titling session %s of %s failed", session_id, user_id)
+
+    async def ensure_title(self, user_id: str, session_id: str) -> str | None:
+        """Give the session a title once, from its first exchange: the memory model's, or the
+        first message's words without a model. Returns the title made, None when it had one."""
+        key = (user_id, session_id)
+        if key in self._titling:
+            return None
+        self._titling.add(key)
+        try:
+            if session_id in await self.store.session_titles(user_id):
+                return None
+            messages = await self.store.recent_messages(user_id, session_id, limit=TITLE_MESSAGES)
+            if not messages:
+                return None
+            if self.memory_model is not None:
+                title = await session_title(self.memory_model, messages, self.settings)
+            else:
+                title = fallback_title(messages)
+            await self.store.set_session_title(user_id, session_id, title)
+            self.status(user_id).titles += 1
+            return title
+        finally:
+            self._titling.discard(key)
+
+    async def check_topic(self, user_id: str, message_id: str) -> bool:
+        """After a reply: when the buffer holds turns before the message `message_id` and the
+        memory model says it moves on from them, remember those turns now as their own event.
+        True when a run was queued for them.
+
+        The run is queued with `through_seq` = the last earlier message, so it covers the
+        turns before this one and the cursor stops there: this turn opens the next buffer.
+        """
+        if self.scheduler is None or not self.settings.topic_shift_check:
+            return False
+        buffer = await self.store.unprocessed_messages(user_id)
+        position = next((index for index, message in enumerate(buffer) if message.id == message_id), None)
+        if not position:  # not stored (save off or failed), already remembered, or nothing before it
+            return False
+        # the turns still buffered, not the session's rolling summary: it may tell of turns
+        # already remembered, and the question is whether this message closes *these*
+        earlier = buffer[:position]
+        context = " / ".join(f"{message.role}: {message.content}" for message in earlier[-TOPIC_CONTEXT_MESSAGES:])
+        if await is_related(self.memory_model, context, buffer[position], self.settings):
+            return False
+        if await self.scheduler.notify(user_id, flush=True, through_seq=earlier[-1].seq):
+            self._bump(user_id, "new topic: remembering the conversation before it…", busy=True)
+            return True
+        return False
+
+    # -- a memory run's steps -------------------------------------------------------------------
+    async def _on_step(self, step: MemoryStep) -> None:
+        status = self.status(step.user_id)
+        status.running, status.done, status.progress = step.running, step.done, status.progress + 1
+        if step.running:  # the status line shows it at the next poll; the panel waits for the result
+            status.text, status.busy = f"remembering… step: {', '.join(step.running)}", True
+
+    # -- the sample conversation -------------------------------------------------------------------
+    async def load_sample(self) -> str:
+        """Store the bundled sample chats for `SAMPLE_USER` and remember them with the
+        scripted memory model (no model needed). Returns the status text."""
+        await self.ensure_started()
+        self._bump(SAMPLE_USER, "loading the sample conversation…", busy=True)
+        try:
+            loaded = await load_sample(
+                self.store, self.settings, SAMPLE_USER, on_step=self._on_step, delay=self.sample_delay
+            )
+        except Exception as error:  # shown in the status line, like a failed memory run
+            logger.exception("loading the sample conversation failed")
+            self._bump(SAMPLE_USER, f"the sample could not be loaded: {error}", busy=False)
+            return self.status(SAMPLE_USER).text
+        if loaded.results:
+            text = "sample loaded: " + "; ".join(describe_result(result) for result in loaded.results)
+        else:
+            text = "the sample is already loaded"
+        self.status(SAMPLE_USER).titles += 1
+        self._bump(SAMPLE_USER, text, busy=False)
+        return text
+
+
+def entry_id_of(entry_or_memory_id: str) -> str:
+    """A profile entry's id from itself or from its search memory's id (`profile:<id>`)."""
+    entry_or_memory_id = (entry_or_memory_id or "").strip()
+    prefix = profile_memory_id("")
+    return entry_or_memory_id[len(prefix) :] if entry_or_memory_id.startswith(prefix) else entry_or_memory_id
 
 
 def new_session_id() -> str:

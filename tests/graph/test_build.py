@@ -51,9 +51,9 @@ async def test_chinese_chat_end_to_end(store, make_context):
     hits = await store.search_memories("alice", "咖啡", kinds=["profile"])
     assert hits and "黑咖啡" in hits[0].memory.text
 
-    # summarize, extract, three merges (lifestyle and work validate), tag
-    assert result.model_calls == 6 == len(model.calls)
-    assert calls_for(model, "merge") == 3
+    # summarize, extract, one batched merge of three facts (lifestyle and work validate), tag
+    assert result.model_calls == 4 == len(model.calls)
+    assert calls_for(model, "merge") == 1
 
 
 async def test_prompts_carry_the_language_and_injection_rules(store, make_context):

@@ -12,7 +12,8 @@ from memory_graph_helpers import CHINESE_CHAT, SlowScriptedChatModel, add_chat, 
 from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from memlane.graph import MemoryRunResult, MemoryScheduler
+from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
+from memlane.nodes.llm import ModelCallFailed
 from memlane.nodes.parsing import ParseFailed
 from memlane.store.tokens import count_tokens
 
@@ -278,3 +279,160 @@ async def test_a_run_whose_worker_crashed_is_delivered_again_after_the_expected_
                 await asyncio.sleep(0.1)
     assert isinstance(outcomes[0][1], MemoryRunResult) and outcomes[0][1].event_id
     assert len(await store.get_profile("u")) == 3 and await store.unprocessed_messages("u") == []
+
+
+# -- retried, then parked -----------------------------------------------------------------
+
+
+def failing_summarize(model: SlowScriptedChatModel, started: list[float]) -> None:
+    """Make the model's summarize fail (a provider error), noting when each call came."""
+
+    def summarize(messages):
+        started.append(time.perf_counter())
+        return ConnectionError("the model endpoint refused the connection")
+
+    model.rules[0] = ("TASK: summarize", summarize)
+
+
+async def test_a_failing_run_is_retried_with_backoff_then_parked_and_retrying_it_processes_the_buffer(
+    store, scheduler_for, outcomes
+):
+    started: list[float] = []
+    model = slow_model(delay=0)
+    failing_summarize(model, started)
+    async with scheduler_for(model, memory_run_retries=2, memory_run_retry_delay_seconds=0.1) as scheduler:
+        stored = await add_chat(store, "u", CHINESE_CHAT)
+        assert await scheduler.notify("u", flush=True)
+        await scheduler.wait_idle(20)  # not idle while a retry waits
+
+        assert len(started) == 3  # the run and two retries
+        first_gap, second_gap = started[1] - started[0], started[2] - started[1]
+        assert first_gap >= 0.1 and second_gap >= 0.2  # the delay doubles
+        assert len(outcomes) == 1 and isinstance(outcomes[0][1], ModelCallFailed)  # reported once, at the end
+        assert isinstance(scheduler.last_result("u"), ModelCallFailed) and not scheduler.is_busy("u")
+        [parked] = await store.parked_runs("u")
+        assert parked.user_id == "u" and parked.attempts == 3
+        assert parked.error.startswith("ModelCallFailed: summarize: the model call failed (ConnectionError")
+        assert parked.first_failed_at <= parked.last_failed_at
+        assert await store.get_cursor("u") == 0  # the buffer waits
+
+        model.rules[0] = ("TASK: summarize", '{"summary": "用户喜欢黑咖啡。"}')  # the model is back
+        assert [run.id for run in await scheduler.retry_parked()] == [parked.id]
+        assert await store.parked_runs() == []
+        await scheduler.wait_idle(10)
+    assert isinstance(outcomes[-1][1], MemoryRunResult) and outcomes[-1][1].event_id
+    assert await store.get_cursor("u") == stored[-1].seq and len(await store.get_profile("u")) == 3
+
+
+async def test_a_run_that_succeeds_resolves_the_users_parked_runs(store, scheduler_for, outcomes):
+    started: list[float] = []
+    model = slow_model(delay=0)
+    failing_summarize(model, started)
+    async with scheduler_for(model, memory_run_retries=0) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        await add_chat(store, "other", CHINESE_CHAT, session_id="s-other")
+        for user in ("u", "other"):
+            assert await scheduler.notify(user, flush=True)
+        await scheduler.wait_idle(10)
+        assert {run.user_id for run in await store.parked_runs()} == {"u", "other"}
+
+        model.rules[0] = ("TASK: summarize", '{"summary": "用户喜欢黑咖啡。"}')
+        assert await scheduler.notify("u", flush=True)  # the user's next run ("Remember now", a message)
+        await scheduler.wait_idle(10)
+    assert [run.user_id for run in await store.parked_runs()] == ["other"]  # the other user's stays
+
+
+async def test_a_run_the_open_breaker_refuses_waits_for_the_breaker_before_its_retry(store, scheduler_for, outcomes):
+    started: list[float] = []
+    model = slow_model(delay=0)
+
+    def summarize_once_down(messages):
+        started.append(time.perf_counter())
+        if len(started) == 1:
+            return ConnectionError("down")
+        return '{"summary": "用户喜欢黑咖啡。"}'
+
+    model.rules[0] = ("TASK: summarize", summarize_once_down)
+    settings = dict(circuit_failure_threshold=1, circuit_reset_seconds=0.5, memory_run_retry_delay_seconds=0.01)
+    async with scheduler_for(model, **settings) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT)
+        assert await scheduler.notify("u", flush=True)
+        await scheduler.wait_idle(20)
+    # the first failure opened the breaker: the retry came after it half-opened, not after 0.01 s
+    assert len(started) == 2 and started[1] - started[0] >= 0.5
+    assert [type(outcome) for _, outcome, _ in outcomes] == [MemoryRunResult]
+    assert scheduler.context.model_breaker.state == "closed" and await store.parked_runs() == []
+
+
+def test_retry_delays_double_up_to_ten_minutes_and_wait_for_an_open_breaker(settings):
+    from memlane.graph.tasks import retry_delay
+    from memlane.nodes.llm import ModelPaused
+    from memlane.store.breaker import CircuitOpen
+
+    tuned = settings.model_copy(update={"memory_run_retry_delay_seconds": 30})
+    assert [retry_delay(tuned, attempt, ValueError()) for attempt in (1, 2, 3, 10)] == [30, 60, 120, 600]
+    assert retry_delay(tuned, 1, ModelPaused("summarize", CircuitOpen("the memory model", 45))) == 45
+
+
+def test_parked_errors_keep_no_secrets(settings):
+    from pydantic import SecretStr
+
+    from memlane.graph.tasks import describe_error
+
+    tuned = settings.model_copy(update={"openai_api_key": SecretStr("plain-secret-key")})
+    error = RuntimeError("auth failed for plain-secret-key at redis://:hunter2@10.0.0.1:6379 with sk-abcdefghijklmnop")
+    text = describe_error(error, tuned)
+    assert "plain-secret-key" not in text and "hunter2" not in text and "sk-abcdefghijklmnop" not in text
+    assert text.startswith("RuntimeError: auth failed for ****") and "redis://****@10.0.0.1:6379" in text
+    assert len(describe_error(RuntimeError("x" * 10_000), tuned)) <= 2000
+
+
+# -- idle flush ---------------------------------------------------------------------------
+
+
+async def test_one_short_fact_below_the_threshold_is_processed_after_the_idle_time(store, scheduler_for, outcomes):
+    model = slow_model(delay=0)
+    async with scheduler_for(model, memory_buffer_tokens=10_000, memory_idle_flush_seconds=0.6) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT[3:])
+        assert await scheduler.notify("u") is False  # below the threshold
+        await asyncio.sleep(0.3)
+        late = await add_chat(store, "u", [("user", None, "我还喜欢跑步。")], start=10)
+        assert await scheduler.notify("u") is False  # the idle clock starts again
+        last_message_at = time.perf_counter()
+        async with asyncio.timeout(20):
+            while not outcomes:
+                await asyncio.sleep(0.05)
+        await scheduler.wait_idle(10)
+        await asyncio.sleep(1.0)  # the first message's flush was replaced: no second run comes
+    assert len(outcomes) == 1 and isinstance(outcomes[0][1], MemoryRunResult)
+    assert outcomes[0][2] - last_message_at >= 0.6  # counted from the last message, not the first
+    assert await store.get_cursor("u") == late[-1].seq and await store.get_profile("u")
+
+
+async def test_no_idle_flush_when_it_is_switched_off(store, scheduler_for, outcomes):
+    async with scheduler_for(slow_model(delay=0), memory_buffer_tokens=10_000, memory_idle_flush_seconds=0) as scheduler:
+        await add_chat(store, "u", CHINESE_CHAT[3:])
+        assert await scheduler.notify("u") is False
+        await asyncio.sleep(0.5)
+    assert outcomes == [] and await store.get_cursor("u") == 0
+
+
+# -- where runs queue ---------------------------------------------------------------------
+
+
+async def test_runs_queue_in_the_stores_redis_by_default(settings, embeddings):
+    from memlane.store.redis import open_store
+
+    store = await open_store(settings, embeddings=embeddings)
+    try:
+        embedded_defaults = settings.model_copy(update={"redis_url": None, "memory_docket_url": None})
+        context = MemoryContext(store=store, llm=slow_model(), settings=embedded_defaults)
+        assert store.url == settings.redis_url
+        assert MemoryScheduler(context).docket_url == store.url
+        assert MemoryScheduler(context, docket_url="memory://mine").docket_url == "memory://mine"
+        asked = embedded_defaults.model_copy(update={"memory_docket_url": "memory://asked"})
+        assert MemoryScheduler(MemoryContext(store=store, llm=slow_model(), settings=asked)).docket_url == "memory://asked"
+    finally:
+        await store.aclose()
+    not_redis = MemoryContext(store=object(), llm=slow_model(), settings=embedded_defaults)  # type: ignore[arg-type]
+    assert MemoryScheduler(not_redis).docket_url == f"memory://{settings.key_prefix}-memory-graph"

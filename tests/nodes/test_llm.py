@@ -36,7 +36,7 @@ async def test_a_timeout_is_retried(store, make_context):
     result = await run_memory_graph("u", make_context(model, llm_timeout_seconds=0.2, llm_max_retries=1))
     assert time.perf_counter() - started < 5
     assert len(result.added) == 3
-    assert result.model_calls == 7  # the timed-out summarize call counts too
+    assert result.model_calls == 5  # summarize twice (the timed-out call counts too), extract, one batched merge, tag
 
 
 async def test_timeouts_past_the_retries_fail_the_run_and_keep_the_buffer(store, make_context):
@@ -104,3 +104,57 @@ def test_the_owner_is_always_user_in_prompts_and_a_friend_never_is():
     text = render_chat(messages)
     assert "[1] user (Alice): I run daily" in text
     assert "[2] 朋友A: 我最喜欢《星际穿越》" in text and "[3] other person: me too" in text
+
+
+async def test_the_memory_models_breaker_opens_after_consecutive_failures_then_half_opens(settings):
+    """One breaker per context: the failures of every step count together; open, a step fails
+    at once without calling the model; after the reset time one trial call goes through."""
+    from memlane.nodes.llm import ModelCaller, ModelPaused
+    from memlane.store.breaker import CircuitBreaker
+
+    breaker = CircuitBreaker("the memory model", failure_threshold=3, reset_seconds=0.3)
+    down = ScriptedChatModel(default=ConnectionError("connection refused"))
+    tuned = settings.model_copy(update={"llm_max_retries": 1})
+    with pytest.raises(ModelCallFailed, match="ConnectionError"):
+        await ModelCaller(down, tuned, "summarize", breaker=breaker).ask("system", "user")
+    extract = ModelCaller(down, tuned, "extract", breaker=breaker)
+    with pytest.raises(ModelPaused, match=r"extract: the memory model is paused .* next try is in \d+s"):
+        await extract.ask("system", "user")  # the third failure opened it; the retry was refused
+    assert len(down.calls) == 3 and breaker.state == "open"
+    assert extract.usage.model_calls == 1  # the refused retry cost nothing
+    assert breaker.status().describe().startswith("the memory model paused after 3 failures, retry in ")
+
+    started = time.perf_counter()
+    with pytest.raises(ModelPaused):
+        await ModelCaller(down, tuned, "tag", breaker=breaker).ask("system", "user")
+    assert len(down.calls) == 3 and time.perf_counter() - started < 0.1  # refused at once
+
+    await asyncio.sleep(0.35)
+    assert breaker.status().state == "half-open"
+    up = ScriptedChatModel(default="ok")
+    assert await ModelCaller(up, tuned, "tag", breaker=breaker).ask("system", "user") == "ok"
+    assert breaker.state == "closed" and breaker.status().describe() == ""
+
+
+async def test_a_timeout_counts_as_a_failure_of_the_model(settings):
+    from memlane.nodes.llm import ModelCaller
+    from memlane.store.breaker import CircuitBreaker
+
+    breaker = CircuitBreaker("the memory model", failure_threshold=1, reset_seconds=60)
+    hanging = ScriptedChatModel(default=TIMEOUT)
+    with pytest.raises(ModelCallFailed, match="no answer within 0.1s"):
+        await ModelCaller(hanging, settings.model_copy(update={"llm_timeout_seconds": 0.1}), "summarize", breaker=breaker).ask("s", "u")
+    assert breaker.state == "open"
+
+
+async def test_every_run_on_one_context_shares_its_breaker(store, make_context):
+    from memlane.nodes.llm import ModelPaused
+
+    context = make_context(ScriptedChatModel(default=ConnectionError("down")), circuit_failure_threshold=2)
+    await add_chat(store, "u", CHINESE_CHAT)
+    for _ in range(2):
+        with pytest.raises(ModelCallFailed):
+            await run_memory_graph("u", context)
+    with pytest.raises(ModelPaused):
+        await run_memory_graph("u", context)
+    assert len(context.llm.calls) == 2 and context.model_breaker.state == "open"

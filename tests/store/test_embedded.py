@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import redis
@@ -178,3 +179,84 @@ async def test_a_new_open_store_starts_a_crashed_server_again_on_its_url(tmp_pat
         await store.aclose()
         if embedded._process_server is not None:
             embedded._process_server.stop()
+
+
+def modes(root) -> dict[str, str]:
+    """Permission bits of `root` and everything under it, by path relative to `root`'s parent."""
+    found = {root.name: oct(root.stat().st_mode & 0o777)}
+    for path in root.rglob("*"):
+        found[str(path.relative_to(root.parent))] = oct(path.stat().st_mode & 0o777)
+    return found
+
+
+def test_the_password_stays_off_the_command_line_and_the_data_is_private(tmp_path):
+    # what an older memlane left: a world-readable data dir and AOF files
+    old = tmp_path / "data" / "redis"
+    (old / "appendonlydir").mkdir(parents=True)
+    (old / "appendonlydir" / "appendonly.aof.1.incr.aof").write_text("")
+    (old / "server.json.partial").write_text("{}")
+    for path in (tmp_path / "data", old, old / "appendonlydir"):
+        path.chmod(0o755)
+    for path in (old / "appendonlydir" / "appendonly.aof.1.incr.aof", old / "server.json.partial"):
+        path.chmod(0o644)
+
+    server = EmbeddedRedis(Settings(data_dir=tmp_path / "data", redis_url=None))
+    url = server.start()
+    try:
+        password = json.loads(server.state_file.read_text())["password"]
+        assert password and password in url
+        # what `ps` shows, at exec time and now
+        assert not any(password in arg for arg in server.process.args)
+        with open(f"/proc/{server.process.pid}/cmdline", "rb") as cmdline:
+            assert password.encode() not in cmdline.read()
+        # the config file carries it, readable by this user alone, and the server requires it
+        assert password in server.config_file.read_text()
+        client = redis.Redis.from_url(url)
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=json.loads(server.state_file.read_text())["port"]).ping()
+
+        client.set("k", "v" * 1000)
+        client.bgrewriteaof()  # new AOF files, written by the server itself
+        for _ in range(100):
+            if not client.info("persistence")["aof_rewrite_in_progress"]:
+                break
+            time.sleep(0.05)
+        client.save()  # an RDB file too
+        client.close()
+        found = modes(old)
+        assert "redis/dump.rdb" in found and any(path.endswith(".base.rdb") for path in found), found
+        assert {path: mode for path, mode in found.items() if (old.parent / path).is_dir()} == {
+            "redis": "0o700", "redis/appendonlydir": "0o700",
+        }
+        assert {mode for path, mode in found.items() if not (old.parent / path).is_dir()} == {"0o600"}, found
+        assert oct((tmp_path / "data").stat().st_mode & 0o777) == "0o755"  # a data dir someone chose is theirs
+    finally:
+        server.stop()
+
+    fresh = EmbeddedRedis(Settings(data_dir=tmp_path / "new" / "data", redis_url=None))
+    fresh.start()
+    fresh.stop()
+    assert oct((tmp_path / "new" / "data").stat().st_mode & 0o777) == "0o700"  # one memlane creates is private
+
+
+async def test_saves_that_fail_while_redis_is_dead_give_their_connections_back(tmp_path, embeddings):
+    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True)
+    url = server.start()
+    settings = Settings(redis_url=url, key_prefix="leak", redis_max_connections=3, redis_pool_timeout_seconds=2.0)
+    store = await open_store(settings, embeddings=embeddings)
+    try:
+        def turn(number: int) -> list[Message]:
+            return [Message(id=f"m{number}", user_id="u", session_id="s", role="user", content=f"turn {number}")]
+
+        await asyncio.gather(*(store.add_messages(turn(n)) for n in range(3)))  # the pool holds 3 connections
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+        for number in range(3, 9):  # each fails on a connection Redis closed
+            with pytest.raises(RedisUnavailable):
+                await store.add_messages(turn(number))
+        EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True).start()
+        await store.add_messages(turn(9))  # a free connection: none was kept by a failed save
+        assert [m.content for m in await store.recent_messages("u", "s")][-1] == "turn 9"
+    finally:
+        await store.aclose()
+        embedded.stop_running(Settings(data_dir=tmp_path, redis_url=None))

@@ -488,3 +488,14 @@ async def test_reindex_pending_indexes_what_failed_and_keeps_what_fails_again(st
     assert [hit.memory.text for hit in await degraded.search_memories("alice", "成都出差")][:1] == ["我下周去成都出差"]
     assert (await degraded.search_memories("alice", "keys office"))[0].memory.text == "I left my keys at the office"
     assert await degraded.reindex_pending("alice") == 0
+
+
+async def test_a_save_tried_again_indexes_what_its_first_try_only_stored(store: RedisMemoryStore):
+    # the first try wrote the history, then Redis went away before the search entries
+    turn = chat("alice", "s", "my sister lives in Lyon", "noted")
+    await store.add_messages(turn, index_for_search=False)
+    assert await store.search_memories("alice", "sister Lyon", kinds=["message"]) == []
+    assert await store.add_messages(turn) == []  # the retry: nothing new stored ...
+    hits = await store.search_memories("alice", "sister Lyon", kinds=["message"])
+    assert [hit.memory.text for hit in hits][:1] == ["my sister lives in Lyon"]  # ... but indexed
+    assert len(await store.recent_messages("alice", "s")) == 2

@@ -152,3 +152,187 @@ async def test_a_failing_model_names_the_error_and_what_to_do(store, settings, c
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
     assert "Traceback" not in capfd.readouterr().err
     await service.aclose()
+
+
+async def test_the_status_line_shows_paused_models_and_parked_runs(store, settings):
+    """A memory model that keeps failing: its run is retried, then parked; the status line says
+    the model is paused and that a run is parked, and "Remember now" brings both back."""
+    from memory_graph_helpers import memory_rules
+
+    memory_model = ScriptedChatModel(default=ConnectionError("connection refused"))
+    tuned = settings.model_copy(
+        update={"memory_run_retries": 1, "circuit_failure_threshold": 2, "circuit_reset_seconds": 0.3, "memory_run_retry_delay_seconds": 0.01}
+    )
+    service = ChatService(tuned, store=store, chat_model=ScriptedChatModel(default="ok"), memory_model=memory_model)
+    await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="我喜欢黑咖啡，不加糖。")])
+    assert await service.remember_now("u") == "remembering…"
+    await service.scheduler.wait_idle(20)
+
+    line = service.status_line("u")
+    assert line.startswith("memory run failed: ")
+    assert "the memory model paused after 2 failures, retry in " in line  # the retry's failure opened it
+    assert "1 memory run parked after failing (last: " in line and "Remember now tries again" in line
+
+    memory_model.rules = memory_rules()  # the model is back
+    assert await service.remember_now("u") == "remembering…"
+    await service.scheduler.wait_idle(20)
+    assert service.status_line("u").startswith("remembered: ")
+    assert "paused" not in service.status_line("u") and "parked" not in service.status_line("u")
+    assert await store.parked_runs("u") == []
+    await service.aclose()
+
+
+# -- issue 15: the memories a reply used, profile edits, titled sessions, topic shifts ----------------
+
+def test_the_memories_used_block_and_a_failure_note_never_reach_the_model():
+    from memlane.ui.service import history_messages
+
+    history = [
+        {"role": "user", "content": "I like tea"},
+        {"role": "assistant", "content": "Tea it is."},
+        {"role": "assistant", "content": "**Profile**\n- diet / tea", "metadata": {"title": "Memories used: 1 profile line", "id": "memlane-recall:7"}},
+        {"role": "assistant", "content": "⚠️ the model failed", "metadata": {"id": "memlane-reply-failed"}},
+        {"role": "assistant", "content": "a thought of another app", "metadata": {"title": "Thinking"}},
+    ]
+    assert [m.text for m in history_messages(history)] == ["I like tea", "Tea it is.", "a thought of another app"]
+
+
+async def test_a_reply_shows_the_memories_it_used(store, settings):
+    from memlane.ui.panel import recall_markdown, recall_title
+
+    service = await seeded_service(store, settings)
+    service.chat_model = ScriptedChatModel(default="Black coffee it is.", rules=[("zzz", "")])
+    history = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    # in another session: the message about trails is found by search, not shown as a recent one
+    [a async for a in service.stream_reply("u", "s2", "Do I still run trails on Sundays?", history)]
+    recalled = service.used_memories("u", "s2", "Do I still run trails on Sundays?")
+    assert recalled is not None and recalled.profile
+    assert recall_title(recalled).startswith("Memories used: 1 profile line")
+    shown = recall_markdown(recalled)
+    assert "diet / coffee: black coffee, no sugar" in shown and "confidence 0.90" in shown
+    # searched memories come with their score and sources
+    assert any(item.layer == "message" for item in recalled.memories) and "`m1`" in shown
+
+    [a async for a in service.stream_reply("u", "s", "And tea?", [], recall_enabled=False)]
+    assert service.used_memories("u", "s", "And tea?") is None  # recall off: nothing is shown
+    await service.wait_background()
+    await service.aclose()
+
+
+async def test_editing_an_entry_keeps_its_history(store, settings):
+    service = await seeded_service(store, settings)
+    (row,) = await service.profile_rows("u")
+    memory_id = row[-1]
+    entry = await service.profile_entry("u", memory_id)
+    assert entry is not None and entry.content == "black coffee, no sugar"
+
+    assert await service.edit_entry("u", memory_id, "  green tea  ", 0.6) == "edited diet / coffee"
+    (row,) = await service.profile_rows("u")
+    assert row[2:4] == ["green tea", 0.6] and service.status("u").version == 1
+    history = await service.entry_history("u", memory_id)
+    assert "edited in the app" in history and "black coffee, no sugar (0.90)" in history and "green tea (0.60)" in history
+    hits = await store.search_memories("u", "green tea", kinds=["profile"])
+    assert hits and "green tea" in hits[0].memory.text  # the mirror memory follows the edit
+
+    assert (await service.edit_entry("u", memory_id, "   ", 0.5)).startswith("an entry needs some content")
+    assert (await service.edit_entry("u", "profile:nope", "x", 0.5)).startswith("click a profile row")
+    assert (await service.profile_rows("u"))[0][2] == "green tea"
+
+
+def titling_model(**rules) -> ScriptedChatModel:
+    """A memory model that titles, judges topic shifts (a cat is a new topic) and remembers."""
+    from memory_graph_helpers import memory_rules
+
+    def topic(messages) -> str:
+        new_message = prompt_after(messages, "New message:")
+        return '{"related": false}' if "cat" in new_message else '{"related": true}'
+
+    return ScriptedChatModel(
+        rules=[
+            ("TASK: title a conversation", '{"title": "Trail running on Sundays"}'),
+            ("TASK: decide whether a new message continues", topic),
+            ("TASK: update the rolling summary", '{"summary": "running, then a cat"}'),
+            *memory_rules(
+                summary="The user runs trails on Sundays.",
+                facts=[{"topic": "interests", "subtopic": "sports", "content": "runs trails on Sundays", "confidence": 0.9, "messages": [1]}],
+                tags=["running"],
+            ),
+        ]
+    )
+
+
+def prompt_after(messages, marker: str) -> str:
+    text = "\n".join(str(m.content) for m in messages)
+    return text.split(marker, 1)[1] if marker in text else ""
+
+
+async def test_a_session_is_titled_once_after_its_first_exchange(store, settings):
+    memory = titling_model()
+    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="Nice."), memory_model=memory)
+    [a async for a in service.stream_reply("u", "s1", "I run trails on Sundays", [], recall_enabled=False)]
+    await service.wait_background()
+    assert await service.session_choices("u") == [("Trail running on Sundays", "s1")]
+    assert service.status("u").titles == 1
+    [a async for a in service.stream_reply("u", "s1", "Mostly in the hills", [], recall_enabled=False)]
+    await service.wait_background()
+    assert sum("TASK: title" in prompt for prompt in memory.prompts) == 1  # once per session
+    await service.aclose()
+
+
+async def test_without_a_memory_model_the_title_is_the_first_message(store, settings):
+    service = ChatService(settings, store=store)
+    await store.add_messages([Message(id="t1", user_id="u", session_id="s9", role="user", content="Plans for a weekend in Hangzhou with my sister")])
+    title = await service.ensure_title("u", "s9")
+    assert title.startswith("Plans for a weekend in Hangzhou") and title.endswith("…")
+    assert await service.ensure_title("u", "s9") is None  # titled already
+    assert await service.session_choices("u") == [(title, "s9")]
+
+
+async def test_a_topic_shift_remembers_the_turns_before_it_as_their_own_event(store, settings):
+    settings = settings.model_copy(update={"memory_buffer_tokens": 100_000})  # no run by threshold
+    memory = titling_model()
+    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="Nice."), memory_model=memory)
+
+    async def say(text: str) -> None:
+        [a async for a in service.stream_reply("u", "s", text, [], recall_enabled=False)]
+        await service.wait_background()
+        await service.scheduler.wait_idle(10)
+
+    await say("I run trails on Sundays")
+    await say("Mostly hill repeats, actually")  # related: nothing is remembered yet
+    assert await store.list_events("u") == [] and len(await store.unprocessed_messages("u")) == 4
+    await say("By the way, I adopted a cat named Miso")
+
+    (event,) = await store.list_events("u")
+    earlier = [m for m in await store.recent_messages("u", "s", limit=10)][:4]
+    assert event.source_message_ids == [m.id for m in earlier]  # the run covered the turns before the shift
+    left = await store.unprocessed_messages("u")
+    assert [m.content for m in left] == ["By the way, I adopted a cat named Miso", "Nice."]  # the next buffer
+    assert not any("Miso" in prompt for prompt in memory.prompts if "TASK: summarize a chat" in prompt)
+    assert service.status("u").done[-1] == "persist"  # the run's steps were reported
+    await service.aclose()
+
+
+async def test_the_topic_check_can_be_turned_off(store, settings):
+    settings = settings.model_copy(update={"memory_buffer_tokens": 100_000, "topic_shift_check": False})
+    memory = titling_model()
+    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="Nice."), memory_model=memory)
+    for text in ("I run trails on Sundays", "I adopted a cat named Miso"):
+        [a async for a in service.stream_reply("u", "s", text, [], recall_enabled=False)]
+        await service.wait_background()
+    await service.scheduler.wait_idle(10)
+    assert await store.list_events("u") == []
+    assert not any("TASK: decide whether" in prompt for prompt in memory.prompts)
+    await service.aclose()
+
+
+async def test_the_timeline_shows_what_each_event_changed(store, settings):
+    from memlane.ui.sample import SAMPLE_USER
+
+    service = ChatService(settings, store=store)
+    service.sample_delay = 0
+    assert (await service.load_sample()).startswith("sample loaded: ")
+    timeline = await service.timeline_markdown(SAMPLE_USER)
+    assert "- added **lifestyle / diet**: drinks a lot of black coffee without sugar" in timeline
+    assert "- updated **lifestyle / diet**: ~~drinks a lot of black coffee without sugar~~ → 戒了咖啡，改喝绿茶" in timeline
+    assert await service.load_sample() == "the sample is already loaded"

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+from pathlib import Path
+
 import pytest
 
 CHROMIUM_FLAGS = [
@@ -52,9 +54,32 @@ def launch_app():
         demo.close()
 
 
+def drop_prefix_sync(redis_url: str, prefix: str) -> None:
+    """Remove a test's index and keys with a blocking client (the async `store` fixture cannot
+    start while the module's browser runs its own event loop)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.ft(f"{prefix}_memories").dropindex(delete_documents=True)
+    except redis.ResponseError:  # the index may never have been created
+        pass
+    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+    if keys:
+        client.unlink(*keys)
+    client.close()
+
+
 @pytest.fixture
-def page(tmp_path):
-    """A page in headless system Chromium (never a downloaded browser)."""
+def clean_keys(settings):
+    """The test's keys are removed after it (what the `store` fixture does, without an event loop)."""
+    yield
+    drop_prefix_sync(settings.redis_url, settings.key_prefix)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless system Chromium (never a downloaded browser), one per test module."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
     executable = chromium_path()
     if executable is None:
@@ -63,14 +88,29 @@ def page(tmp_path):
             pytest.fail(message + " (CI runs the browser tests; .ci/run installs it)")
         pytest.skip(message)
     with sync_api.sync_playwright() as playwright:
-        # a fresh profile directory each time (Playwright passes it as --user-data-dir)
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=executable,
-            headless=True,
-            args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 900},
-        )
-        page = context.pages[0] if context.pages else context.new_page()
-        yield page
-        context.close()
+        chromium = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A page in a fresh browser context (its own storage: nothing carries over between tests)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def screenshot_dir() -> Path:
+    """Where the browser tests keep their screenshots: $SCREENSHOT_DIR, else test-artifacts/screenshots."""
+    return Path(os.environ.get("SCREENSHOT_DIR") or Path(__file__).parents[2] / "test-artifacts" / "screenshots")
+
+
+def save_screenshot(page, name: str) -> Path:
+    """A full-page PNG named `name` (a test artifact, not checked in)."""
+    folder = screenshot_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

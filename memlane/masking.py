@@ -1,0 +1,94 @@
+"""Secrets kept out of what memlane prints: passwords in URLs, API keys, password-like settings.
+
+Every command-line output goes through here (`memlane config`, `memlane redis status`,
+the demo banner, error messages, log lines): a URL keeps its scheme, user, host and
+port, and its password reads `****`; a setting that holds a key or a password reads
+`****` whole; any other text has each URL password and each secret setting's value
+replaced wherever it appears.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+from urllib.parse import unquote
+
+from pydantic import SecretStr
+
+from memlane.config import Settings, get_settings
+
+MASK = "****"
+
+# scheme://[user]:password@ — the password ends at the last "@" before the host (quoted
+# passwords hold no "/", "@" or whitespace)
+_URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)(?P<password>[^\s/@]+)@")
+# an OpenAI-style key, configured or not (one pasted into a URL or an error message)
+_API_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+# settings whose whole value is a secret, by name: openai_api_key, a service's api_keys, ...
+_SECRET_NAME = re.compile(r"(^|_)(api_?keys?|keys?|passwords?|passwd|secrets?|token|credentials?)$", re.IGNORECASE)
+
+
+def mask_url(url: str) -> str:
+    """`redis://:secret@host:port/0` → `redis://:****@host:port/0` (a URL without a password is unchanged)."""
+    return _URL_PASSWORD.sub(lambda match: f"{match['head']}{MASK}@", url)
+
+
+def _is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def _secret_values(value: Any) -> list[str]:
+    """The strings inside a secret setting's value (a string, a SecretStr, a list or dict of them)."""
+    if isinstance(value, SecretStr):
+        return [value.get_secret_value()]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _secret_values(item)]
+    if isinstance(value, (list, tuple, set)):
+        return [text for item in value for text in _secret_values(item)]
+    return []
+
+
+def settings_secrets(settings: Settings) -> list[str]:
+    """Every secret value the settings hold: SecretStr fields, password-like settings, URL passwords."""
+    found: list[str] = []
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr) or _is_secret_name(name):
+            found += _secret_values(value)
+        elif isinstance(value, str):
+            found += [text for match in _URL_PASSWORD.finditer(value) for text in (match["password"], unquote(match["password"]))]
+    return [secret for secret in dict.fromkeys(found) if len(secret) >= 4]  # a 1-3 character "secret" would mask every word
+
+
+def mask_secrets(text: str, settings: Settings | None = None) -> str:
+    """`text` with every URL password and every secret value of the settings masked."""
+    text = _API_KEY.sub("sk-" + MASK, mask_url(text))
+    for secret in sorted(settings_secrets(settings or get_settings()), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def masked_settings(settings: Settings) -> dict[str, Any]:
+    """The settings as JSON-ready values, secrets masked (what `memlane config` prints)."""
+    dumped = settings.model_dump(mode="json")
+    for name, value in dumped.items():
+        raw = getattr(settings, name)
+        if isinstance(raw, SecretStr) or (_is_secret_name(name) and _secret_values(raw)):
+            dumped[name] = MASK
+        elif isinstance(value, str):
+            dumped[name] = mask_url(value)
+    return dumped
+
+
+class MaskingFormatter(logging.Formatter):
+    """A log formatter that masks secrets in each formatted line (tracebacks included)."""
+
+    def __init__(self, *args: Any, settings: Settings | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_secrets(super().format(record), self.settings)

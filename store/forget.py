@@ -1,0 +1,213 @@
+"""Which sentences state a fact, and a text without them: what `MemoryStore.forget` removes.
+
+The store has no model to ask, so a sentence states a fact when they share its words,
+analyzed as search analyzes them (store/text.py: English stems, Chinese bigrams):
+
+- the fact's words (`Fact.terms`) leave out what says nothing on its own: English stop
+  words, "user"/"用户" (summaries say "the user" where the chat says "I"), and Chinese
+  bigrams holding a function character ("我的", "对花") unless nothing else is left;
+- a clause (ending at "，", "、", ", " or before " and ", " but ") states the fact when it
+  holds at least `min_coverage` of the fact's words, or when the fact is longer than the
+  clause and holds `min_coverage` of the clause's words (an event summary restates a short
+  turn: "The user is allergic to peanuts and avoids satay" states "I'm allergic to peanuts");
+- English words match by stem, and a stem matches a longer one it begins ("allerg",
+  "allergi"); a single Chinese character matches any word holding it.
+
+`strip_statements` removes the clauses that state any of the facts, then, while the rest of
+a sentence still states a fact as a whole, the clause holding most of it; what is left keeps
+its sentence ending, unless it has fewer than two words of its own ("By the way", "顺便"):
+then the sentence goes. Removing only what states
+the fact keeps the rest of a summary ("likes black coffee" survives forgetting the peanuts).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from memlane.store.text import CJK_FUNCTION_CHARS, CJK_RANGES, index_terms
+
+# Words that say who or that something was said, not what: summaries call the user "the
+# user" / "用户" and report ("mentioned", "提到自己…") where the chat just says it.
+_REPORTING_WORDS = frozenset({"user", "mention", "said", "say", "told", "tell", "提到", "表示", "自己", "说过"})
+_CJK_USER = re.compile("该用户|用户")
+# Bigrams holding one of these mostly straddle two words ("我的", "对花"); "过" is left out of
+# search's function characters here: "过敏" is a word
+_GLUE_CHARS = CJK_FUNCTION_CHARS - {"过"}
+_LEADING_CONJUNCTION = re.compile(r"^(?:(?:and|but|while|whereas|so)\s+|但是|可是|不过|而且|并且|所以)", re.IGNORECASE)
+_CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
+_LATIN_TERM = re.compile(r"^[a-z]+$")
+_SENTENCE_END = re.compile(r"[。！？；\n]+|[.!?;]+(?=\s|$)")
+_CLAUSE_END = re.compile(rf"[，、]|,(?=\s|[{CJK_RANGES}])|\s(?=(?:and|but|while|whereas)\s)", re.IGNORECASE)
+_WORD = re.compile(r"[^\W_]", re.UNICODE)
+_TRAILING_PUNCTUATION = re.compile(r"[\s，,、:：;；\-–—]+$")
+_LEADING_PUNCTUATION = re.compile(r"^[\s，,、:：;；.。!！?？\-–—]+")
+_CLOSING = re.compile(r"[。！？!?.;；\n]+\s*$")
+
+# "forget what I said about X", "忘掉我说过的关于X的事": the subject is X
+_FRAMING_EN = re.compile(
+    r"^(?:please\s+)?(?:(?:forget|delete|erase)\s+)?"
+    r"(?:(?:everything|anything|all|what(?:ever)?\s+i\s+(?:said|told\s+you|mentioned|wrote))\s+)?"
+    r"(?:(?:about|regarding|concerning|on)\s+)?",
+    re.IGNORECASE,
+)
+_FRAMING_ZH_START = re.compile(
+    r"^(?:请|麻烦)?(?:你)?(?:忘掉|忘记|忘了|删除|删掉|删了|清除|抹掉)?(?:我)?"
+    r"(?:之前|以前)?(?:说过|提到过|提过|讲过|告诉过你|告诉你)?(?:的)?(?:所有|全部)?(?:关于|有关)?"
+)
+_FRAMING_ZH_END = re.compile(r"(?:的(?:事情|事|内容|一切|话|信息|东西))?(?:吧|。|！)?$")
+
+
+def forget_subject(query: str) -> str:
+    """What a "forget …" request is about: "forget what I said about peanuts" → "peanuts",
+    "忘掉我说过的关于花生的事" → "花生". A bare subject comes back as it is."""
+    text = " ".join(query.split()).strip(" .!?。！？\"'“”")
+    subject = _FRAMING_EN.sub("", text, count=1)
+    subject = _FRAMING_ZH_END.sub("", _FRAMING_ZH_START.sub("", subject, count=1), count=1)
+    return subject.strip(" .!?。！？,，:：\"'“”") or text
+
+
+def _terms(text: str) -> list[str]:
+    return [term for term in index_terms(_CJK_USER.sub(" ", text)).split() if term not in _REPORTING_WORDS]
+
+
+def _meaningful(terms: Iterable[str]) -> frozenset[str]:
+    """Terms without the bigrams holding a glue character, unless nothing else is left."""
+    terms = frozenset(terms)
+    strong = frozenset(term for term in terms if not (len(term) == 2 and set(term) & _GLUE_CHARS))
+    return strong or terms
+
+
+def _term_matches(wanted: str, held: str) -> bool:
+    if wanted == held:
+        return True
+    if len(wanted) == 1 and _CJK_CHAR.match(wanted):
+        return wanted in held
+    if min(len(wanted), len(held)) >= 4 and _LATIN_TERM.match(wanted) and _LATIN_TERM.match(held):
+        return wanted.startswith(held) or held.startswith(wanted)
+    return False
+
+
+def coverage(wanted: frozenset[str], held: frozenset[str]) -> float:
+    """Share of `wanted` terms that `held` holds (0 when nothing is wanted)."""
+    if not wanted:
+        return 0.0
+    found = sum(1 for term in wanted if term in held or any(_term_matches(term, other) for other in held))
+    return found / len(wanted)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """Something to forget, as the words that state it."""
+
+    text: str
+    terms: frozenset[str]
+    min_coverage: float
+
+    @classmethod
+    def of(cls, text: str, min_coverage: float) -> "Fact":
+        return cls(text, _meaningful(_terms(text)), min_coverage)
+
+    def stated_by(self, terms: frozenset[str]) -> bool:
+        """Whether a text with these (meaningful) terms states the fact."""
+        if not self.terms or not terms:
+            return False
+        if coverage(self.terms, terms) >= self.min_coverage:
+            return True
+        return len(self.terms) > len(terms) >= 2 and coverage(terms, self.terms) >= self.min_coverage
+
+    def share(self, terms: frozenset[str]) -> float:
+        return coverage(self.terms, terms)
+
+
+def facts_of(texts: Iterable[str], min_coverage: float, *, by_clause: bool = False, min_terms: int = 1) -> list[Fact]:
+    """One fact per sentence of the texts (per clause with `by_clause`: an event summary lists
+    several facts in one sentence), those of at least `min_terms` words."""
+    facts = []
+    for text in texts:
+        for sentence in split_sentences(text):
+            for part in _split_clauses(sentence) if by_clause else [sentence]:
+                fact = Fact.of(part, min_coverage)
+                if len(fact.terms) >= min_terms:
+                    facts.append(fact)
+    return facts
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of `text`, each with its ending; joined they give `text` back."""
+    parts, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        parts.append(text[start : match.end()])
+        start = match.end()
+    if start < len(text):
+        parts.append(text[start:])
+    return parts
+
+
+def _split_clauses(sentence: str) -> list[str]:
+    parts, start = [], 0
+    for match in _CLAUSE_END.finditer(sentence):
+        parts.append(sentence[start : match.end()])
+        start = match.end()
+    if start < len(sentence):
+        parts.append(sentence[start:])
+    return parts
+
+
+def text_terms(text: str) -> frozenset[str]:
+    """The meaningful terms of a text (what `Fact.stated_by` compares)."""
+    return _meaningful(_terms(text))
+
+
+def states_any(text: str, facts: Sequence[Fact]) -> bool:
+    """Whether any sentence (or clause) of `text` states one of the facts."""
+    return strip_statements(text, facts) != text
+
+
+def _strip_sentence(sentence: str, facts: Sequence[Fact]) -> str:
+    clauses = _split_clauses(sentence)
+    terms = [text_terms(clause) for clause in clauses]
+    kept = [True] * len(clauses)
+    for fact in facts:
+        for index, clause_terms in enumerate(terms):
+            if kept[index] and fact.stated_by(clause_terms):
+                kept[index] = False
+        # the clauses left may still state it together: drop the one holding most of it, until
+        # they do not (each round drops a clause, so this ends)
+        while any(kept):
+            together = frozenset().union(*(t for t, keep in zip(terms, kept) if keep))
+            if not fact.stated_by(together):
+                break
+            best = max((index for index, keep in enumerate(kept) if keep), key=lambda index: fact.share(terms[index]))
+            kept[best] = False
+    if all(kept):
+        return sentence
+    rest = "".join(clause for clause, keep in zip(clauses, kept) if keep)
+    if len(text_terms(rest)) < 2:  # what is left says nothing on its own ("By the way", "顺便")
+        return ""
+    ending = _CLOSING.search(sentence)
+    rest = _TRAILING_PUNCTUATION.sub("", _LEADING_CONJUNCTION.sub("", _LEADING_PUNCTUATION.sub("", rest)))
+    if sentence.lstrip()[:1].isupper() and rest[:1].islower():
+        rest = rest[0].upper() + rest[1:]
+    if ending and not _CLOSING.search(rest):
+        rest += ending.group().rstrip()
+    leading = sentence[: len(sentence) - len(sentence.lstrip())]
+    trailing = sentence[len(sentence.rstrip()) :] if ending else ""
+    return leading + rest + trailing
+
+
+def strip_statements(text: str, facts: Sequence[Fact]) -> str:
+    """`text` without the clauses that state any of `facts` (see the module docstring); ""
+    when nothing with words is left. Unchanged when nothing states them."""
+    if not facts or not text.strip():
+        return text
+    words = frozenset(_terms(text))
+    if not any(fact.share(words) for fact in facts):  # no word in common: nothing to cut (the common case)
+        return text
+    parts = [_strip_sentence(sentence, facts) for sentence in split_sentences(text)]
+    result = "".join(parts)
+    if result == text:
+        return text
+    result = result.strip()
+    return result if _WORD.search(result) else ""

@@ -1,0 +1,191 @@
+"""Loopback servers for tests of `memlane serve` and its bench: a fake OpenAI-compatible chat
+server, and `Served` (an ASGI app on uvicorn in a thread).
+
+    with FakeUpstream(reply="hello there") as upstream:
+        ...  # point a persona's base_url at upstream.url
+        upstream.requests  # every request body it got, in order
+
+`reply` is a string or `(request_body) -> str`; a streamed reply comes in `chunk_size` pieces.
+`status` (not 200) answers every request with that status and an OpenAI-style error body;
+`break_stream` ends a stream after its first chunk without finishing it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # a client that left
+            super().handle_error(request, client_address)
+
+
+class FakeUpstream:
+    """An OpenAI-compatible `/v1/chat/completions` (streamed and not) in a thread."""
+
+    def __init__(
+        self,
+        reply: str | Callable[[dict[str, Any]], str] = "Hello from the fake upstream.",
+        *,
+        chunk_size: int = 4,
+        status: int = 200,
+        break_stream: bool = False,
+    ) -> None:
+        self.reply = reply
+        self.chunk_size = chunk_size
+        self.status = status
+        self.break_stream = break_stream
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._server = _QuietServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-upstream", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> "FakeUpstream":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, body: dict[str, Any]) -> str:
+        return self.reply(body) if callable(self.reply) else self.reply
+
+    def record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+
+    def system_prompts(self) -> list[str]:
+        """The system message of each recorded request ("" when none)."""
+        prompts = []
+        for body in self.requests:
+            system = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system"]
+            prompts.append("\n".join(system))
+        return prompts
+
+
+def _completion(model: str, text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def _chunk(model: str, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real servers: connections are reused
+        disable_nagle_algorithm = True  # small SSE writes go out at once
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _write_chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            upstream.record(body, {name.lower(): value for name, value in self.headers.items()})
+            if not self.path.endswith("/chat/completions"):
+                self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            if upstream.status != 200:
+                # as real servers do, the error names the key it got (memlane must not pass it on)
+                key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                message = f"the fake upstream is told to fail (key {key or 'none'})"
+                self._send_json(upstream.status, {"error": {"message": message, "type": "server_error"}})
+                return
+            model = body.get("model", "fake")
+            text = upstream.answer(body)
+            if not body.get("stream"):
+                self._send_json(200, _completion(model, text))
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self._write_chunk(b"data: " + json.dumps(_chunk(model, {"role": "assistant", "content": ""})).encode() + b"\n\n")
+            pieces = [text[start : start + upstream.chunk_size] for start in range(0, len(text), upstream.chunk_size)]
+            for number, piece in enumerate(pieces):
+                self._write_chunk(b"data: " + json.dumps(_chunk(model, {"content": piece})).encode() + b"\n\n")
+                if upstream.break_stream and number == 0:
+                    self.close_connection = True
+                    return  # no terminating chunk: the client sees the stream cut
+            self._write_chunk(b"data: " + json.dumps(_chunk(model, {}, "stop")).encode() + b"\n\n")
+            self._write_chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+class Served:
+    """An ASGI app served by uvicorn on a free loopback port, in a thread with its own event loop.
+
+        with Served(app) as served:
+            httpx.get(served.url + "/healthz")
+    """
+
+    def __init__(self, app: Any, *, start_timeout: float = 60.0) -> None:
+        import uvicorn
+
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+        self.start_timeout = start_timeout
+        self._thread = threading.Thread(target=self.server.run, name="memlane-serve", daemon=True)
+
+    @property
+    def url(self) -> str:
+        (server,) = self.server.servers
+        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+    def __enter__(self) -> "Served":
+        self._thread.start()
+        deadline = time.monotonic() + self.start_timeout
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the app did not start (see the log above: its lifespan failed)")
+            if time.monotonic() > deadline:
+                raise TimeoutError("the app did not start in time")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.server.should_exit = True
+        self._thread.join(timeout=30)

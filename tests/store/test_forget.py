@@ -1,0 +1,227 @@
+"""Forget means forget: deleting a profile entry, an event or a message, or `forget(query)`,
+removes the fact from every place recall reads (entry, mirror memory, source turns, the
+assistant's echo, event summaries, session summaries), in English and Chinese; unrelated
+memories survive, and recall (as the middleware calls it) brings nothing of it back."""
+
+from __future__ import annotations
+
+from memlane.recall import recall
+from memlane.store.base import (
+    Event,
+    Memory,
+    MemoryUpdate,
+    Message,
+    ProfileEntry,
+    SessionSummary,
+    StoreItem,
+    event_memory_id,
+    profile_memory_id,
+)
+from memlane.store.forget import Fact, forget_subject, strip_statements
+from memlane.store.redis import RedisMemoryStore
+
+ENGLISH = {
+    "chat": [
+        ("user", "By the way, I'm allergic to peanuts, so no satay for me."),
+        ("assistant", "Noted, I'll keep peanuts out of every recipe I suggest."),
+        ("user", "I also love hiking in the Alps with my sister Clara."),
+        ("assistant", "The Alps are great for hiking in July."),
+    ],
+    "entries": [("health", "allergy", "allergic to peanuts", [0]), ("interests", "sport", "loves hiking in the Alps", [2])],
+    "event": "The user is allergic to peanuts and avoids satay. The user loves hiking in the Alps with Clara.",
+    "summary": "The user mentioned a peanut allergy and a love of hiking in the Alps.",
+}
+CHINESE = {
+    "chat": [
+        ("user", "顺便说一下，我对花生过敏，别给我推荐沙爹。"),
+        ("assistant", "好的，我记住了，以后推荐菜谱都不放花生。"),
+        ("user", "我周末喜欢和姐姐去爬山。"),
+        ("assistant", "爬山很好，记得带水。"),
+    ],
+    "entries": [("健康", "过敏", "对花生过敏", [0]), ("兴趣", "运动", "周末喜欢和姐姐去爬山", [2])],
+    "event": "用户对花生过敏，不吃沙爹；周末喜欢和姐姐去爬山。",
+    "summary": "用户提到自己对花生过敏，还说周末喜欢爬山。",
+}
+
+
+async def seed(store: RedisMemoryStore, user_id: str, data: dict) -> list[ProfileEntry]:
+    """The chat in session s1, the profile learned from it, one event card and the rolling summary."""
+    messages = [
+        Message(id=f"m{index}", user_id=user_id, session_id="s1", role=role, content=content, created_at=1000.0 + index)
+        for index, (role, content) in enumerate(data["chat"])
+    ]
+    await store.add_messages(messages)
+    entries = [
+        ProfileEntry(user_id=user_id, topic=topic, subtopic=subtopic, content=content, source_message_ids=[f"m{i}" for i in sources])
+        for topic, subtopic, content, sources in data["entries"]
+    ]
+    event = Event(id="e1", user_id=user_id, summary=data["event"], session_ids=["s1"], source_message_ids=[m.id for m in messages])
+    memories = [
+        Memory(id=profile_memory_id(e.id), user_id=user_id, kind="profile", text=f"{e.topic} / {e.subtopic}: {e.content}", ref_id=e.id)
+        for e in entries
+    ] + [Memory(id=event_memory_id("e1"), user_id=user_id, kind="event", text=event.summary, session_id="s1", ref_id="e1")]
+    await store.apply_update(MemoryUpdate(user_id=user_id, upsert_profile=entries, event=event, memories=memories))
+    await store.set_session_summary(SessionSummary(user_id=user_id, session_id="s1", summary=data["summary"], source_message_ids=["m0", "m1", "m2", "m3"]))
+    return entries
+
+
+async def recalled(store, settings, user_id: str, question: str, session_id: str = "s1") -> str:
+    """What the model would be shown for `question` in the session, the middleware's way
+    (profile, session summary, recent messages and search hits)."""
+    return (await recall(store, user_id, session_id, question, settings=settings)).text
+
+
+async def everything_stored(store: RedisMemoryStore, user_id: str) -> str:
+    export = await store.export_user(user_id)
+    return export.model_dump_json(exclude={"profile_history"})
+
+
+async def test_deleting_an_english_profile_entry_forgets_the_fact_everywhere(store, settings):
+    allergy, hiking = await seed(store, "u", ENGLISH)
+    before = await recalled(store, settings, "u", "What am I allergic to?")
+    assert "peanut" in before.lower()
+
+    assert await store.delete_profile_entry("u", allergy.id) is True
+
+    after = await recalled(store, settings, "u", "What am I allergic to?")
+    assert "peanut" not in after.lower() and "allerg" not in after.lower()
+    assert "peanut" not in (await everything_stored(store, "u")).lower()
+    assert all("peanut" not in hit.memory.text.lower() for hit in await store.search_memories("u", "peanuts allergy"))
+    # what has nothing to do with it survives: the entry, the turn, the event and summary sentences
+    assert [e.id for e in await store.get_profile("u")] == [hiking.id]
+    assert "Clara" in await recalled(store, settings, "u", "Where do I go hiking, and with whom?")
+    event = (await store.list_events("u"))[0]
+    assert event.summary == "Avoids satay. The user loves hiking in the Alps with Clara."
+    summary = await store.get_session_summary("u", "s1")
+    assert summary is not None and "hiking in the Alps" in summary.summary and "peanut" not in summary.summary
+    # the source turn lost the clause stating it, the assistant's echo left history, the rest is intact
+    contents = {m.id: m.content for m in await store.recent_messages("u", "s1")}
+    assert contents == {"m0": "By the way, so no satay for me.", "m2": ENGLISH["chat"][2][1], "m3": ENGLISH["chat"][3][1]}
+    # history keeps the audit of the entry (forget() is what scrubs history, see below)
+    assert [r.action for r in await store.profile_history("u", allergy.id)] == ["add", "delete"]
+
+
+async def test_deleting_a_chinese_profile_entry_forgets_the_fact_everywhere(store, settings):
+    allergy, hiking = await seed(store, "zh", CHINESE)
+    assert "花生" in await recalled(store, settings, "zh", "我对什么过敏？")
+
+    assert await store.delete_profile_entry("zh", allergy.id) is True
+
+    after = await recalled(store, settings, "zh", "我对什么过敏？")
+    assert "花生" not in after
+    assert "花生" not in await everything_stored(store, "zh")
+    assert "姐姐" in await recalled(store, settings, "zh", "我周末喜欢做什么？")
+    assert [e.id for e in await store.get_profile("zh")] == [hiking.id]
+    event = (await store.list_events("zh"))[0]
+    assert "爬山" in event.summary and "花生" not in event.summary
+    summary = await store.get_session_summary("zh", "s1")
+    assert summary is not None and summary.summary == "还说周末喜欢爬山。"
+    # the turn kept what did not state the allergy; the assistant's echo went
+    contents = {m.id: m.content for m in await store.recent_messages("zh", "s1")}
+    assert contents == {"m0": "顺便说一下，别给我推荐沙爹。", "m2": "我周末喜欢和姐姐去爬山。", "m3": "爬山很好，记得带水。"}
+
+
+async def test_forget_what_i_said_about_x_in_english(store, settings):
+    await seed(store, "u", ENGLISH)
+    await store.add_messages([Message(id="n1", user_id="u", session_id="s3", role="user", content="My favourite snack is peanut butter toast.")])
+    report = await store.forget("u", "forget what I said about peanuts")
+    assert report.subject == "peanuts" and report.forgot_anything
+    kinds = {(r.kind, r.action) for r in report.records}
+    assert {("profile", "deleted"), ("message", "deleted"), ("event", "rewritten"), ("summary", "rewritten")} <= kinds
+    assert "peanut" not in (await recalled(store, settings, "u", "peanuts")).lower()
+    assert "peanut" not in (await recalled(store, settings, "u", "What snack do I like?", session_id="s3")).lower()
+    stored = await store.export_user("u")
+    assert "peanut" not in stored.model_dump_json().lower()  # profile history included
+    assert [e.subtopic for e in stored.profile] == ["sport"]
+    assert "Clara" in await recalled(store, settings, "u", "Who do I hike with?")
+    assert report.describe().startswith("forgot ")
+
+
+async def test_forget_in_chinese(store, settings):
+    await seed(store, "zh", CHINESE)
+    report = await store.forget("zh", "忘掉我说过的关于花生的事")
+    assert report.subject == "花生" and report.forgot_anything
+    assert "花生" not in await recalled(store, settings, "zh", "花生")
+    assert "花生" not in (await store.export_user("zh")).model_dump_json()
+    assert "姐姐" in await recalled(store, settings, "zh", "我和谁去爬山？")
+
+
+async def test_forget_does_not_remove_what_only_looks_related(store, settings):
+    await seed(store, "u", ENGLISH)
+    before = await store.export_user("u")
+    report = await store.forget("u", "forget what I said about my allergy to shellfish")
+    assert not report.forgot_anything, report.records
+    after = await store.export_user("u")
+    assert (after.messages, after.profile, after.events) == (before.messages, before.profile, before.events)
+    assert (await store.forget("u", "   ")).records == []
+
+
+async def test_forgetting_a_name_removes_it_wherever_it_is_written(store, settings):
+    await seed(store, "u", ENGLISH)
+    await store.forget("u", "Clara")
+    stored = (await store.export_user("u")).model_dump_json()
+    assert "Clara" not in stored and "Alps" in stored
+
+
+async def test_deleting_an_event_forgets_what_it_states_in_its_turns_and_summaries(store, settings):
+    await seed(store, "zh", CHINESE)
+    assert await store.delete_event("zh", "e1") is True
+    assert await store.list_events("zh") == []
+    summary = await store.get_session_summary("zh", "s1")
+    assert summary is not None and "花生" not in summary.summary
+    contents = " ".join(m.content for m in await store.recent_messages("zh", "s1"))
+    assert "对花生过敏" not in contents and "姐姐去爬山" not in contents
+    assert await store.delete_event("zh", "e1") is False
+
+
+async def test_deleting_a_message_drops_it_from_history_and_search_for_good(store, settings):
+    await seed(store, "u", ENGLISH)
+    assert await store.delete_message("u", "m2") is True
+    assert [m.id for m in await store.recent_messages("u", "s1")] == ["m0", "m1", "m3"]
+    assert all(hit.memory.id != "message:m2" for hit in await store.search_memories("u", "hiking Alps Clara"))
+    # a redelivered copy of the turn is not stored again
+    again = Message(id="m2", user_id="u", session_id="s1", role="user", content="I also love hiking in the Alps with my sister Clara.")
+    assert await store.add_messages([again]) == []
+    assert "Clara" not in (await store.get_session_summary("u", "s1")).summary
+    assert await store.delete_message("u", "m2") is False
+
+
+async def test_forget_deletes_langgraph_items_stating_it(store, settings):
+    items = [
+        StoreItem(user_id="u", namespace=["memories", "u"], key="k1", value={"note": "peanut allergy"}, text="Severe peanut allergy, carries an EpiPen"),
+        StoreItem(user_id="u", namespace=["memories", "u"], key="k2", value={"note": "tea"}, text="Prefers green tea in the morning"),
+    ]
+    await store.put_items(items)
+    report = await store.forget("u", "peanut allergy")
+    assert ("item", items[0].memory_id, "deleted") in {(r.kind, r.id, r.action) for r in report.records}
+    assert [item.key for item in await store.list_items("u")] == ["k2"]
+
+
+def test_subjects_and_sentences():
+    assert forget_subject("Forget everything about Miso.") == "Miso"
+    assert forget_subject("请忘记关于前男友的一切") == "前男友"
+    assert forget_subject("peanuts") == "peanuts"
+    peanuts = [Fact.of("peanuts", 0.6)]
+    assert strip_statements("The user is allergic to peanuts, likes black coffee and hikes.", peanuts) == "Likes black coffee and hikes."
+    assert strip_statements("Nothing to see here.", peanuts) == "Nothing to see here."
+    assert strip_statements("用户对花生过敏，喜欢喝黑咖啡。", [Fact.of("花生", 0.6)]) == "喜欢喝黑咖啡。"
+    # a word that merely begins the same is no match
+    assert strip_statements("I drive a car.", [Fact.of("card", 0.6)]) == "I drive a car."
+
+
+async def test_forgetting_while_the_embedder_is_down_leaves_nothing_stale(store, settings, embeddings):
+    from scripted import FlakyEmbeddings
+
+    await store.add_messages([
+        Message(id="a", user_id="u", session_id="s", role="user", content="I'm allergic to peanuts, and I live in Lyon."),
+        Message(id="b", user_id="u", session_id="s", role="user", content="Peanuts again."),
+    ])
+    flaky = FlakyEmbeddings(embeddings)
+    degraded = RedisMemoryStore(store.client, flaky, settings=settings)
+    flaky.down = True
+    report = await degraded.forget("u", "peanuts")  # keyword search still finds them
+    assert {(r.id, r.action) for r in report.records} == {("a", "rewritten"), ("b", "deleted")}
+    assert await degraded.search_memories("u", "peanuts") == []
+    flaky.down = False
+    assert await degraded.reindex_pending("u") == 1
+    assert [hit.memory.text for hit in await degraded.search_memories("u", "Lyon")] == ["I live in Lyon."]

@@ -1,0 +1,141 @@
+"""Private data redaction (store/privacy.py) and where the store applies it: Chinese resident
+IDs (check digit), bank cards (Luhn), phones, e-mails, in Chinese and English, with valid and
+invalid checksums; masked before it is stored, indexed or read by the memory model."""
+
+from __future__ import annotations
+
+import pytest
+from memory_graph_helpers import add_chat, make_context, profile_config, scripted  # noqa: F401  (fixtures)
+
+from memlane.graph import run_memory_graph
+from memlane.store.base import Event, Memory, MemoryUpdate, Message, ProfileChange, ProfileEntry, SessionSummary, StoreItem
+from memlane.store.privacy import (
+    EMAIL_TAG,
+    ID_NUMBER_TAG,
+    PHONE_TAG,
+    find_private_data,
+    is_resident_id,
+    mask_private_data,
+    passes_luhn,
+    redact,
+)
+from memlane.store.redis import RedisMemoryStore
+
+VALID_ID = "11010519491231002X"  # check character X
+WRONG_CHECK_ID = "110105194912310021"  # same number, wrong check digit (and not a Luhn number)
+BAD_DATE_ID = "110105194913310024"  # month 13 (and not a Luhn number)
+VALID_CARD = "4111111111111111"
+NON_LUHN_CARD = "4111111111111112"
+UNIONPAY_19 = "6222021234567890128"  # 19 digits, Luhn-valid
+
+
+def test_checksums():
+    assert is_resident_id(VALID_ID) and is_resident_id(VALID_ID.lower()) and is_resident_id("110105 19491231 002X")
+    assert not is_resident_id(WRONG_CHECK_ID) and not is_resident_id(BAD_DATE_ID)
+    assert passes_luhn(VALID_CARD) and passes_luhn(UNIONPAY_19)
+    assert not passes_luhn(NON_LUHN_CARD) and not passes_luhn(WRONG_CHECK_ID)
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        (f"我的身份证号是{VALID_ID}，请记住。", f"我的身份证号是{ID_NUMBER_TAG}，请记住。"),
+        (f"My ID number is {VALID_ID.lower()}.", f"My ID number is {ID_NUMBER_TAG}."),
+        ("卡号 4111 1111 1111 1111，谢谢", "卡号 [card ••••1111]，谢谢"),
+        (f"card {VALID_CARD} expires soon", "card [card ••••1111] expires soon"),
+        (f"银行卡{UNIONPAY_19}", "银行卡[card ••••0128]"),
+        ("我的手机号13812345678", f"我的手机号{PHONE_TAG}"),
+        ("电话：+86 138-1234-5678", f"电话：{PHONE_TAG}"),
+        ("call 138 1234 5678 or 0086 13912345678", f"call {PHONE_TAG} or {PHONE_TAG}"),
+        ("call me on +1 (415) 555-2671 tonight", f"call me on {PHONE_TAG} tonight"),
+        ("office (415) 555-2671, cell 415.555.2672", f"office {PHONE_TAG}, cell {PHONE_TAG}"),
+        ("London: +44 20 7946 0958", f"London: {PHONE_TAG}"),
+        ("座机 010-12345678", f"座机 {PHONE_TAG}"),
+        ("Paris 06 12 34 56 78", f"Paris {PHONE_TAG}"),
+        ("邮箱是zhang.san@example.com。", f"邮箱是{EMAIL_TAG}。"),
+        ("write to Alice.B+news@mail.example.co.uk!", f"write to {EMAIL_TAG}!"),
+    ],
+)
+def test_private_data_is_masked_in_both_languages(text: str, masked: str):
+    assert mask_private_data(text) == masked
+    assert mask_private_data(masked) == masked  # masking again changes nothing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"身份证号{WRONG_CHECK_ID}（校验位不对）",  # 18 digits, wrong check digit, not Luhn: no ID, no card
+        f"ID {BAD_DATE_ID} has no such date",
+        f"order {NON_LUHN_CARD} is not a card",  # 16 digits failing Luhn
+        "订单号 4111 1111 1111 1112",
+        "on 2024-05-01 at 12:30 I paid 1,234,567 yuan",
+        "version 1.2.3, host 192.168.1.1, 3.14159",
+        "用户 id 12345，房间 808",
+        "an @mention is no e-mail",
+    ],
+)
+def test_numbers_failing_their_checksum_and_ordinary_numbers_are_left_alone(text: str):
+    # the phone patterns need a non-digit on both sides, so they never bite into a longer number
+    assert find_private_data(text) == [] and mask_private_data(text) == text
+
+
+def test_redaction_can_be_turned_off():
+    text = f"ID {VALID_ID}, 13812345678"
+    assert redact(text, "off") == text and redact(text, "mask") == f"ID {ID_NUMBER_TAG}, {PHONE_TAG}"
+
+
+async def test_the_store_masks_before_storing_and_indexing(store: RedisMemoryStore):
+    stored = await store.add_messages([
+        Message(id="m1", user_id="u", session_id="s", role="user", content=f"我的身份证号是{VALID_ID}，手机13812345678"),
+        Message(id="m2", user_id="u", session_id="s", role="user", content=f"My card is {VALID_CARD}, mail me at a.b@example.com"),
+        Message(id="m3", user_id="u", session_id="s", role="user", content=f"ticket {WRONG_CHECK_ID} stays as written"),
+    ])
+    assert stored[0].content == f"我的身份证号是{ID_NUMBER_TAG}，手机{PHONE_TAG}"
+    recent = [m.content for m in await store.recent_messages("u", "s")]
+    assert recent == [stored[0].content, f"My card is [card ••••1111], mail me at {EMAIL_TAG}", f"ticket {WRONG_CHECK_ID} stays as written"]
+    for raw in (VALID_ID, "13812345678", VALID_CARD, "a.b@example.com"):
+        assert all(raw not in hit.memory.text for hit in await store.search_memories("u", raw))
+    assert any(WRONG_CHECK_ID in hit.memory.text for hit in await store.search_memories("u", WRONG_CHECK_ID))
+
+    entry = ProfileEntry(user_id="u", topic="contact", subtopic="phone", content="手机 13912345678")
+    event = Event(
+        id="e", user_id="u", summary="The user gave the phone 139 1234 5678.",
+        profile_delta=[ProfileChange(action="add", entry_id=entry.id, topic="contact", subtopic="phone", content="手机 13912345678")],
+    )
+    await store.apply_update(MemoryUpdate(
+        user_id="u", upsert_profile=[entry], event=event,
+        memories=[Memory(id="n", user_id="u", kind="event", text="email: x@y.org", context="card 4111 1111 1111 1111")],
+    ))
+    assert (await store.get_profile("u"))[0].content == f"手机 {PHONE_TAG}"
+    stored_event = (await store.list_events("u"))[0]
+    assert stored_event.summary == f"The user gave the phone {PHONE_TAG}." and stored_event.profile_delta[0].content == f"手机 {PHONE_TAG}"
+    assert (await store.edit_profile_entry("u", entry.id, content="mail z@z.io")).content == f"mail {EMAIL_TAG}"
+    await store.set_session_summary(SessionSummary(user_id="u", session_id="s", summary=f"ID {VALID_ID}"))
+    assert (await store.get_session_summary("u", "s")).summary == f"ID {ID_NUMBER_TAG}"
+    [item] = await store.put_items([StoreItem(user_id="u", namespace=["notes", "u"], key="k", value={"phone": "+44 20 7946 0958", "n": [f"{VALID_ID}"]}, text="phone +44 20 7946 0958")])
+    assert item.value == {"phone": PHONE_TAG, "n": [ID_NUMBER_TAG]} and item.text == f"phone {PHONE_TAG}"
+    exported = (await store.export_user("u")).model_dump_json()
+    for raw in (VALID_ID, "13812345678", "13912345678", "139 1234 5678", VALID_CARD, "4111 1111", "example.com", "x@y.org", "z@z.io", "7946"):
+        assert raw not in exported, raw
+
+
+async def test_off_keeps_texts_as_written(store: RedisMemoryStore):
+    store.settings = store.settings.model_copy(update={"privacy_redaction": "off"})
+    text = f"身份证 {VALID_ID}，电话 13812345678"
+    await store.add_messages([Message(id="m", user_id="u", session_id="s", role="user", content=text)])
+    assert [m.content for m in await store.recent_messages("u", "s")] == [text]
+
+
+async def test_the_memory_model_reads_masked_chat(store: RedisMemoryStore, make_context):
+    model = scripted()
+    await add_chat(store, "alice", [
+        ("user", None, f"我的身份证号是{VALID_ID}，银行卡 {UNIONPAY_19}。"),
+        ("user", None, "有事打我电话 138-1234-5678，或者发邮件到 li.lei@example.cn。"),
+        ("user", None, f"My passport is elsewhere; the number {WRONG_CHECK_ID} is my library card."),
+    ])
+    await run_memory_graph("alice", make_context(model))
+    prompts = "\n".join(model.prompts)
+    assert ID_NUMBER_TAG in prompts and "[card ••••0128]" in prompts and PHONE_TAG in prompts and EMAIL_TAG in prompts
+    for raw in (VALID_ID, UNIONPAY_19, "138-1234-5678", "li.lei@example.cn"):
+        assert raw not in prompts
+    assert WRONG_CHECK_ID in prompts  # a number failing its checksum is no ID: left as said

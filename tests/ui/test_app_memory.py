@@ -1,0 +1,193 @@
+"""The memory made visible, in headless Chromium: the memories each reply used, profile
+edits with their history, sessions by title, a topic shift closing an event, a run's steps
+on the graph, and the offline sample. One app serves the module; each test has its own user.
+Screenshots go to test-artifacts/screenshots (or $SCREENSHOT_DIR)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from scripted import ScriptedChatModel
+from ui_browser import browser, drop_prefix_sync, free_port, page, save_screenshot  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import memory_rules
+from test_app import bot_texts, open_app, send_and_wait, wait_for_text
+
+from memlane.config import Settings
+from memlane.ui.app import LAUNCH_OPTIONS, build_app
+from memlane.ui.sample import SAMPLE_USER
+
+REPLY = "Noted."
+
+
+def title_of(messages) -> str:
+    text = "\n".join(str(m.content) for m in messages)
+    return '{"title": "Trail running on Sundays"}' if "trails" in text else '{"title": "A chat"}'
+
+
+def topic_of(messages) -> str:
+    text = "\n".join(str(m.content) for m in messages)
+    new_message = text.split("New message:", 1)[-1]
+    return '{"related": false}' if "cat" in new_message else '{"related": true}'
+
+
+def memory_model() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        rules=[
+            ("TASK: title a conversation", title_of),
+            ("TASK: decide whether a new message continues", topic_of),
+            ("TASK: update the rolling summary", '{"summary": "running on Sundays"}'),
+            *memory_rules(
+                summary="The user runs trails on Sundays, mostly hill repeats.",
+                facts=[{"topic": "interests", "subtopic": "sports", "content": "runs trails on Sundays", "confidence": 0.9, "messages": [1]}],
+                tags=["running"],
+            ),
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def app_url(redis_url: str, tmp_path_factory):
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    settings = Settings(
+        redis_url=redis_url,
+        key_prefix=prefix,
+        data_dir=tmp_path_factory.mktemp("app-memory") / "data",
+        openai_api_key=None,
+        openai_base_url=None,
+        llm_timeout_seconds=5.0,
+        llm_max_retries=0,
+        memory_buffer_tokens=100_000,  # runs come from topic shifts, Remember now and the sample only
+    )
+    chat = ScriptedChatModel(default=REPLY, chunk_size=3)
+    demo = build_app(settings, chat_model=chat, memory_model=memory_model())
+    demo.memlane_service.sample_delay = 0.3  # each step stays on screen for a poll or two
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH_OPTIONS)
+    yield f"http://127.0.0.1:{port}/", demo
+    demo.close()
+    drop_prefix_sync(redis_url, prefix)
+
+
+def load_the_sample(page, url: str) -> None:
+    open_app(page, url, "someone")
+    page.get_by_role("button", name="Load a sample conversation").click()
+    page.wait_for_function("(user) => document.querySelector('#user textarea').value === user", arg=SAMPLE_USER, timeout=5_000)
+    wait_for_text(page, "#profile", "Maya", 30_000)
+    page.wait_for_function(
+        "() => /sample loaded|already loaded/.test(document.querySelector('#memory-status').innerText)", timeout=30_000
+    )
+
+
+def test_the_sample_fills_the_panel_and_shows_each_step(app_url, page):
+    url, _ = app_url
+    open_app(page, url, "someone")
+    page.get_by_role("tab", name="Memory graph").click()
+    page.get_by_role("button", name="Load a sample conversation").click()
+
+    # the step in progress: in the status line and on the diagram
+    wait_for_text(page, "#memory-status", "step:", 20_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#memory-graph img')?.dataset.running || '') !== ''", timeout=20_000
+    )
+    assert "step in progress:" in page.locator("#memory-graph").inner_text()
+    save_screenshot(page, "ui-memory-graph-step-in-progress")
+
+    wait_for_text(page, "#memory-status", "sample loaded", 30_000)
+    wait_for_text(page, "#memory-graph", "last run: truncate", 10_000)
+    page.get_by_role("tab", name="Profile").click()
+    wait_for_text(page, "#profile", "Maya", 10_000)
+    assert "上周领养了一只叫小米的橘猫" in page.locator("#profile").inner_text()
+    # the latest sample chat is shown, its session listed by title
+    page.wait_for_function("() => document.querySelector('#session input').value.startsWith('示例')", timeout=10_000)
+    users = page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())")
+    assert users[0] == "最近我把咖啡戒了，改喝绿茶，睡得好多了。"
+    page.locator("#session input").click()
+    page.get_by_role("option", name="Sample: night shifts, coffee and a half marathon").wait_for(timeout=5_000)
+    page.keyboard.press("Escape")
+    save_screenshot(page, "ui-sample-profile")
+
+    # the timeline says what each event changed, not only its tags
+    page.get_by_role("tab", name="Timeline").click()
+    wait_for_text(page, "#timeline", "updated lifestyle / diet", 5_000)
+    timeline = page.locator("#timeline").inner_text()
+    assert "drinks a lot of black coffee without sugar" in timeline and "戒了咖啡，改喝绿茶" in timeline
+    assert "added interests / pets" in timeline
+    save_screenshot(page, "ui-timeline-profile-delta")
+
+
+def test_a_reply_shows_the_memories_it_used_folded(app_url, page):
+    url, demo = app_url
+    load_the_sample(page, url)
+    send_and_wait(page, "What should I drink before a night shift?", 2, REPLY)
+
+    block = page.locator("#chat").get_by_text("Memories used:")
+    block.wait_for(timeout=10_000)
+    assert "profile line" in block.inner_text()
+    chat_text = page.locator("#chat").inner_text()
+    assert "basic_info / name: Maya" not in chat_text  # folded by default
+    block.click()
+    wait_for_text(page, "#chat", "basic_info / name: Maya", 5_000)
+    assert "confidence" in page.locator("#chat").inner_text()
+    page.locator("#chat").get_by_text("basic_info / name: Maya").scroll_into_view_if_needed()
+    save_screenshot(page, "ui-memories-used")
+
+    # the block is shown, never sent back to the model as part of the conversation
+    send_and_wait(page, "Thanks!", 4, REPLY)
+    reply_call = next(call for call in reversed(demo.memlane_service.chat_model.calls) if call[-1].text == "Thanks!")
+    sent = [m.text for m in reply_call if m.type in ("human", "ai")]
+    assert not any("Memories used" in text or "basic_info / name" in text for text in sent)
+    page.wait_for_function(  # the second reply has its own block
+        "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].length === 6", timeout=10_000
+    )
+    assert bot_texts(page)[-1].startswith("Memories used")
+
+
+def test_editing_a_profile_entry_shows_its_history(app_url, page):
+    url, _ = app_url
+    load_the_sample(page, url)
+    page.locator("#profile").get_by_text("上周领养了一只叫小米的橘猫").click()
+    page.wait_for_function(  # the editor opens on the clicked entry
+        "() => document.querySelector('#edit-content textarea')?.value.includes('小米')", timeout=10_000
+    )
+    content = page.locator("#edit-content textarea")
+    wait_for_text(page, "#entry-history", "memory run", 5_000)
+
+    content.fill("adopted an orange cat called Xiaomi last week")
+    slider = page.locator("#edit-confidence input[type=number]")
+    slider.fill("0.7")
+    slider.press("Enter")
+    page.get_by_role("button", name="Save edit").click()
+    wait_for_text(page, "#profile", "adopted an orange cat called Xiaomi", 10_000)
+    wait_for_text(page, "#entry-history", "edited in the app", 10_000)
+    history = page.locator("#entry-history").inner_text()
+    assert "上周领养了一只叫小米的橘猫 (0.90)" in history and "adopted an orange cat called Xiaomi last week (0.70)" in history
+    wait_for_text(page, "#memory-status", "edited interests / pets", 5_000)
+    save_screenshot(page, "ui-profile-edit-history")
+
+
+def test_sessions_get_titles_and_a_topic_shift_closes_an_event(app_url, page):
+    url, _ = app_url
+    open_app(page, url, "runner")
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_function("() => document.querySelector('#session input').value.startsWith('session-')", timeout=5_000)
+    send_and_wait(page, "I run trails on Sundays", 0, REPLY)
+    # titled once after the first exchange, off the reply path
+    page.wait_for_function(
+        "() => document.querySelector('#session input').value === 'Trail running on Sundays'", timeout=15_000
+    )
+    send_and_wait(page, "Mostly hill repeats, actually", 1, REPLY)
+    page.get_by_role("tab", name="Timeline").click()
+    assert "No events yet" in page.locator("#timeline").inner_text()
+
+    send_and_wait(page, "By the way, I adopted a cat named Miso", 2, REPLY)
+    wait_for_text(page, "#timeline", "runs trails on Sundays", 20_000)  # the earlier turns, as their own event
+    assert "Miso" not in page.locator("#timeline").inner_text()
+    wait_for_text(page, "#memory-status", "remembered:", 10_000)
+    save_screenshot(page, "ui-topic-shift-event")
+
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_function("() => document.querySelector('#session input').value.startsWith('session-')", timeout=5_000)
+    page.locator("#session input").click()
+    page.get_by_role("option", name="Trail running on Sundays").wait_for(timeout=5_000)
+    save_screenshot(page, "ui-sessions-by-title")

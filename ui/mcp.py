@@ -1,0 +1,266 @@
+"""memlane over MCP: a user's memory as tools for any MCP client (Claude Desktop, IDEs, other agents).
+
+    memlane mcp --user ID          stdio: one user per process, for a desktop client's config
+    memlane serve                  streamable HTTP at /mcp: the user comes from each request's credentials
+
+Every tool acts for the one store user that the caller resolves to (the process's `--user`, or the
+HTTP request's bearer key tenant and user header); no tool takes a user id, so a model can never name
+another user. The tools answer in the same words as the agent tools (`memlane.tools`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from dataclasses import dataclass
+from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from memlane import MemoryStore, Settings, StoreError, open_store
+from memlane.store.base import profile_memory_id
+from memlane.tools import answer_forget, answer_remember, answer_search
+from memlane.ui.serve_config import store_user_id
+
+# what `remember` files its notes under (an MCP client has no chat session of ours)
+MCP_SESSION = "mcp"
+# the HTTP header naming the user inside the bearer key's tenant
+USER_HEADER = "X-Memlane-User"
+# where the HTTP endpoint leaves the authenticated caller for the tools (request.state)
+CALLER_STATE = "memlane_mcp_caller"
+
+INSTRUCTIONS = (
+    "Long-term memory of the user you are talking with. Call search_memories before answering anything "
+    "that may depend on what the user told you before; call remember when they state a lasting fact or "
+    "preference; forget takes an id shown in brackets, or what to forget (\"what I said about my ex\"). "
+    "Time words in a search (\"last week\") are understood."
+)
+
+
+@dataclass(frozen=True)
+class McpCaller:
+    """Who a tool call acts for: one store user, the actor profile histories name, what it may do."""
+
+    user_id: str
+    actor: str = "mcp"
+    may_read: bool = True  # search_memories, get_profile, list_events
+    may_write: bool = True  # remember, forget
+
+
+ResolveCaller = Callable[[Context], McpCaller | Awaitable[McpCaller]]
+"""The caller of a tool call, from its context; raising `ToolError` refuses the call."""
+
+Authenticate = Callable[[Request], Awaitable[McpCaller]]
+"""The HTTP caller from the request; raises `starlette.exceptions.HTTPException` (401, 403, ...)
+to refuse the request before MCP sees it."""
+
+
+def _day(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d")
+
+
+def _version() -> str:
+    try:
+        return version("memlane")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "0"
+
+
+def build_mcp_server(store: Callable[[], MemoryStore], resolve_caller: ResolveCaller) -> MCPServer:
+    """The MCP server with memlane's tools; `store()` gives the store at call time (it may open late)."""
+    server = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
+
+    async def caller(ctx: Context, *, writes: bool = False) -> McpCaller:
+        resolved: Any = resolve_caller(ctx)
+        if inspect.isawaitable(resolved):
+            resolved = await resolved
+        if not resolved.user_id:
+            raise ToolError("memlane does not know who is calling: no user for this connection")
+        if writes and not resolved.may_write:
+            raise ToolError("this key may not change memories (it lacks the 'write' scope)")
+        if not writes and not resolved.may_read:
+            raise ToolError("this key may not read memories (it lacks the 'read' scope)")
+        return resolved
+
+    @contextlib.asynccontextmanager
+    async def store_errors() -> AsyncIterator[None]:
+        try:
+            yield
+        except StoreError as error:  # Redis away, embedder down: the message says what to do
+            raise ToolError(str(error)) from error
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def search_memories(query: str, ctx: Context, limit: int = 5) -> str:
+        """Search what you remember about the user (profile, past events, past messages).
+
+        Time words in the query ("yesterday", "last week", "on April 27th", "上周", "5月2日")
+        favour what was said then. Returns one memory per line: its id in brackets, kind, date,
+        relevance and text, with the speaker when it was not the user ("朋友A: ...").
+        """
+        user_id = (await caller(ctx)).user_id
+        async with store_errors():
+            return await answer_search(store(), user_id, query, limit=limit)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    async def remember(text: str, ctx: Context, topic: str = "", subtopic: str = "") -> str:
+        """Remember something about the user for later conversations.
+
+        With a topic and subtopic (e.g. "diet", "coffee") it becomes a profile fact,
+        replacing what that slot held; without them it is kept as a note.
+        """
+        writer = await caller(ctx, writes=True)
+        async with store_errors():
+            return await answer_remember(
+                store(), writer.user_id, text, topic=topic, subtopic=subtopic, session_id=MCP_SESSION, actor=writer.actor
+            )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
+    async def forget(what: str, ctx: Context) -> str:
+        """Forget one memory by the id in brackets that search_memories, get_profile or list_events
+        showed ("profile:…"), or everything the user said about something ("peanuts",
+        "what I said about my ex"): from the profile, events, summaries and past messages.
+        """
+        writer = await caller(ctx, writes=True)
+        async with store_errors():
+            return await answer_forget(store(), writer.user_id, what, actor=writer.actor)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def get_profile(ctx: Context) -> str:
+        """What you know about the user, one fact per line: [id] topic / subtopic: fact."""
+        user_id = (await caller(ctx)).user_id
+        async with store_errors():
+            entries = await store().get_profile(user_id)
+        if not entries:
+            return "no profile yet"
+        return "\n".join(
+            f"[{profile_memory_id(entry.id)}] {entry.line}" for entry in entries
+        )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def list_events(ctx: Context, limit: int = 10) -> str:
+        """The user's recent events (what past conversations were about), newest first:
+        [id] date text #tags."""
+        user_id = (await caller(ctx)).user_id
+        async with store_errors():
+            events = await store().list_events(user_id, limit=max(1, min(limit, 50)))
+        if not events:
+            return "no events yet"
+        return "\n".join(
+            f"[event:{event.id}] {_day(event.created_at)} {event.summary}"
+            + "".join(f" #{tag}" for tag in event.tags)
+            for event in events
+        )
+
+    return server
+
+
+def caller_from_request(ctx: Context) -> McpCaller:
+    """The caller `mcp_http_endpoint` authenticated for this HTTP request."""
+    request = ctx.request_context.request
+    caller = getattr(getattr(request, "state", None), CALLER_STATE, None)
+    if not isinstance(caller, McpCaller):
+        raise ToolError("this MCP request was not authenticated")
+    return caller
+
+
+@dataclass(frozen=True)
+class McpHttpEndpoint:
+    """MCP over streamable HTTP, to add to an ASGI app.
+
+    `route` serves `path` (add it to the app's routes); `running()` must be entered in the
+    app's lifespan (it runs the SDK's session manager). Stateless: any worker answers any
+    request, and every request is authenticated on its own.
+    """
+
+    server: MCPServer
+    route: Route
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.server.session_manager.run()
+
+    def app(self) -> Starlette:
+        """A standalone app serving just this endpoint (tests, or running it alone)."""
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_: Starlette) -> AsyncIterator[None]:
+            async with self.running():
+                yield
+
+        return Starlette(routes=[self.route], lifespan=lifespan)
+
+
+def mcp_http_endpoint(
+    store: Callable[[], MemoryStore],
+    authenticate: Authenticate,
+    *,
+    path: str = "/mcp",
+    transport_security: TransportSecuritySettings | None = None,
+) -> McpHttpEndpoint:
+    """memlane's MCP server at `path`, each request's user from `authenticate(request)`.
+
+    transport_security: the SDK's Host / Origin checks; off by default because every request
+    must carry credentials (a DNS-rebinding page has none), and a deployment's host names vary.
+    """
+    server = build_mcp_server(store, caller_from_request)
+    transport = server.streamable_http_app(
+        streamable_http_path=path,
+        stateless_http=True,
+        json_response=True,
+        transport_security=transport_security or TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    (sdk_route,) = [route for route in transport.routes if isinstance(route, Route)]
+    endpoint = _Authenticated(authenticate, sdk_route.endpoint)
+    return McpHttpEndpoint(server=server, route=Route(path, endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
+
+
+@dataclass(frozen=True)
+class _Authenticated:
+    """An ASGI app (a class, so that Starlette's `Route` passes it the raw scope): authenticate, then MCP."""
+
+    authenticate: Authenticate
+    transport: Callable[[Scope, Receive, Send], Awaitable[None]]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        caller = await self.authenticate(Request(scope, receive))
+        scope.setdefault("state", {})[CALLER_STATE] = caller
+        await self.transport(scope, receive, send)
+
+
+def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
+    """The MCP endpoint of `memlane serve`: the bearer key (`service.config`, a `ServeConfig`) names
+    the tenant and the scopes, the `X-Memlane-User` header the user; `service.store` is read per call."""
+
+    async def authenticate(request: Request) -> McpCaller:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        key = service.config.key_for_token(token.strip()) if scheme.lower() == "bearer" else None
+        if key is None:
+            raise HTTPException(401, "send an API key as 'Authorization: Bearer <key>'", headers={"WWW-Authenticate": "Bearer"})
+        if not (key.may("read") or key.may("write")):
+            raise HTTPException(403, f"key {key.name!r} may not use memories (it has neither the 'read' nor the 'write' scope)")
+        try:
+            user_id = store_user_id(key.tenant, request.headers.get(USER_HEADER, ""))
+        except ValueError as error:
+            raise HTTPException(400, f"{USER_HEADER} must name the user: {error}") from None
+        return McpCaller(user_id=user_id, actor=key.actor, may_read=key.may("read"), may_write=key.may("write"))
+
+    return mcp_http_endpoint(lambda: service.store, authenticate, path=path)
+
+
+async def run_stdio(settings: Settings, user_id: str) -> None:
+    """`memlane mcp`: serve one user's memory over stdin/stdout until the client closes it."""
+    opened = await open_store(settings)
+    try:
+        caller = McpCaller(user_id=user_id, actor="mcp")
+        await build_mcp_server(lambda: opened, lambda _ctx: caller).run_stdio_async()
+    finally:
+        await opened.aclose()

@@ -1,0 +1,316 @@
+"""`POST /v1/chat/completions` of `memlane serve`: the OpenAI wire format around recall and saving.
+
+    request ─→ persona (system prompt, upstream, recall settings) ─→ recall into the system prompt
+            ─→ upstream /chat/completions (streamed or not) ─→ reply to the client
+            ─→ after the reply completes: the turn is saved and the memory graph scheduled (a
+               background task: it never sits before the first token)
+
+Recall and saving are memlane's own (`memlane.recall.recall`, `MemoryPersistence.save_turn`,
+the same paths the agent middleware uses); this module only speaks HTTP. Fields of the
+request it does not know (temperature, tools, ...) go to the upstream unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+import httpx
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlane import MemoryStore, Settings, StoreError
+from memlane.masking import mask_secrets
+from memlane.middleware import MemoryAgentContext, MemoryPersistence, clean_text, turn_messages
+from memlane.recall import Recall, recall, recall_system_prompt
+from memlane.ui.serve_config import Persona
+from memlane.ui.serve_metrics import ServeMetrics
+
+logger = logging.getLogger(__name__)
+
+
+class ChatMessage(BaseModel):
+    """One message of the conversation, as OpenAI sends it (other fields pass through)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str = Field(min_length=1)
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of the message: the string, or the text parts of a list."""
+        if isinstance(self.content, str):
+            return clean_text(self.content)
+        parts = [part.get("text") for part in self.content or [] if part.get("type") == "text"]
+        return clean_text("\n".join(part for part in parts if isinstance(part, str)))
+
+
+class MemoryToggles(BaseModel):
+    """`memory_config` of a request: recall (`enabled`) and saving (`auto_save`); unset: the persona's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool | None = None
+    auto_save: bool | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """An OpenAI chat completion request; `model` names a persona, `user` the user."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    user: str | None = None
+    memory_config: MemoryToggles | None = None
+
+
+class UpstreamFailed(Exception):
+    """The upstream model server failed or could not be reached; the message says which and why."""
+
+    def __init__(self, message: str, upstream_status: int | None = None) -> None:
+        super().__init__(message)
+        self.upstream_status = upstream_status
+
+
+@dataclass
+class ChatTurn:
+    """One chat request, resolved: who, which persona, what goes upstream, what is saved after."""
+
+    request: ChatCompletionRequest
+    persona_id: str
+    persona: Persona
+    settings: Settings
+    identity: MemoryAgentContext
+    completion_id: str
+    recalled: Recall | None = None
+
+    @property
+    def recall_enabled(self) -> bool:
+        return bool(self.identity.recall_enabled)
+
+    @property
+    def auto_save(self) -> bool:
+        return bool(self.identity.auto_save_enabled)
+
+    def upstream_body(self) -> dict[str, Any]:
+        """The request the upstream gets: the client's, with the persona's model and the system
+        prompt (persona prompt, the client's system messages, then the recalled memories)."""
+        system_parts = [self.persona.system_prompt.strip()] if self.persona.system_prompt.strip() else []
+        system_parts += [m.text for m in self.request.messages if m.role == "system" and m.text.strip()]
+        system_prompt = recall_system_prompt("\n\n".join(system_parts), self.recalled) if self.recalled else "\n\n".join(system_parts)
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        messages += [m.model_dump(exclude_none=True) for m in self.request.messages if m.role != "system"]
+        # the memlane user id stays here; memory_config is memlane's
+        extra = {k: v for k, v in (self.request.model_extra or {}).items()}
+        return {**extra, "model": self.persona.model, "messages": messages, "stream": self.request.stream}
+
+    def turn(self, reply: str) -> list:
+        """The store messages of this turn: the last user message (and what followed it) and the reply."""
+        history: list[BaseMessage] = []
+        for message in self.request.messages:
+            if message.role == "user":
+                history.append(HumanMessage(message.text, name=message.name))
+            elif message.role == "assistant":
+                history.append(AIMessage(message.text))
+        history.append(AIMessage(clean_text(reply), id=f"{self.completion_id}:assistant"))
+        return turn_messages(history, self.identity)
+
+
+def last_user_text(request: ChatCompletionRequest) -> str:
+    users = [m for m in request.messages if m.role == "user"]
+    return users[-1].text if users else ""
+
+
+async def recall_for(
+    turn: ChatTurn,
+    store: MemoryStore,
+    persistence: MemoryPersistence,
+    metrics: ServeMetrics,
+    rewrite_model: BaseChatModel | None,
+) -> None:
+    """Recall the memories for the turn's last user message (as the agent middleware does)."""
+    if not turn.recall_enabled:
+        return
+    identity = turn.identity
+    if not any(m.role == "assistant" for m in turn.request.messages):
+        # a request without its history: recall must see the previous turn, so its save goes first
+        # (a request with history shows the previous turn in the prompt already)
+        await persistence.wait_user(identity.user_id)
+    started = time.perf_counter()
+    try:
+        turn.recalled = await recall(
+            store,
+            identity.user_id,
+            identity.session_id,
+            last_user_text(turn.request),
+            settings=turn.settings,
+            enabled=True,  # the request's toggle, already applied
+            exclude_texts=[m.text for m in turn.request.messages],
+            rewrite_model=rewrite_model,
+        )
+    except StoreError as error:  # Redis away: answer without memory rather than not at all
+        metrics.recall_failures.inc()
+        logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)
+        return
+    metrics.recall_seconds.observe(time.perf_counter() - started)
+
+
+def _upstream_error(persona: Persona, settings: Settings, response: httpx.Response) -> UpstreamFailed:
+    try:
+        body = response.json()
+        inner = body.get("error", body) if isinstance(body, dict) else body
+        detail = inner.get("message") if isinstance(inner, dict) else inner
+    except ValueError:
+        detail = response.text
+    detail = _masked(str(detail or response.reason_phrase)[:300], persona, settings)
+    return UpstreamFailed(
+        f"the upstream model {persona.model} at {persona.resolved_base_url(settings)} answered "
+        f"{response.status_code}: {detail}",
+        upstream_status=response.status_code,
+    )
+
+
+def _unreachable(persona: Persona, settings: Settings, error: httpx.HTTPError) -> UpstreamFailed:
+    where = f"the upstream model {persona.model} at {persona.resolved_base_url(settings)}"
+    if isinstance(error, httpx.TimeoutException):
+        return UpstreamFailed(f"{where} did not answer within {settings.llm_timeout_seconds:g} s (MEMLANE_LLM_TIMEOUT_SECONDS)")
+    return UpstreamFailed(f"{where} could not be reached: {type(error).__name__}: {_masked(str(error), persona, settings)}")
+
+
+def _masked(text: str, persona: Persona, settings: Settings) -> str:
+    """An upstream's words with secrets masked: the caller of the API must never see the upstream's key."""
+    key = persona.api_key(settings)
+    if key and len(key) >= 4:
+        text = text.replace(key, "****")
+    return mask_secrets(text, settings)
+
+
+def _headers(turn: ChatTurn) -> dict[str, str]:
+    key = turn.persona.api_key(turn.settings)
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+async def complete(client: httpx.AsyncClient, turn: ChatTurn) -> tuple[dict[str, Any], str]:
+    """The upstream's whole reply (stream false): the completion, named after the persona, and its text."""
+    url = turn.persona.resolved_base_url(turn.settings) + "/chat/completions"
+    try:
+        response = await client.post(url, json=turn.upstream_body(), headers=_headers(turn))
+    except httpx.HTTPError as error:
+        raise _unreachable(turn.persona, turn.settings, error) from error
+    if response.status_code >= 400:
+        raise _upstream_error(turn.persona, turn.settings, response)
+    try:
+        completion = response.json()
+        message = completion["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError) as error:
+        raise UpstreamFailed(f"the upstream model {turn.persona.model} answered something that is not a chat completion") from error
+    completion["model"] = turn.persona_id
+    return completion, message.get("content") or ""
+
+
+async def open_stream(client: httpx.AsyncClient, turn: ChatTurn) -> httpx.Response:
+    """Start the upstream's streamed reply; its status is checked before the client sees a byte."""
+    url = turn.persona.resolved_base_url(turn.settings) + "/chat/completions"
+    request = client.build_request("POST", url, json=turn.upstream_body(), headers=_headers(turn))
+    try:
+        response = await client.send(request, stream=True)
+    except httpx.HTTPError as error:
+        raise _unreachable(turn.persona, turn.settings, error) from error
+    if response.status_code >= 400:
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        raise _upstream_error(turn.persona, turn.settings, response)
+    return response
+
+
+def sse(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n\n"
+
+
+def error_payload(message: str, kind: str = "upstream_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+async def relay_stream(
+    response: httpx.Response,
+    turn: ChatTurn,
+    persistence: MemoryPersistence,
+    metrics: ServeMetrics,
+    started: float,
+) -> AsyncIterator[bytes]:
+    """The upstream's SSE chunks, named after the persona, then `data: [DONE]`.
+
+    The turn is saved once the reply completed (the upstream said [DONE] or gave a finish
+    reason); a reply cut off midway ends with an error event and is not saved.
+    """
+    parts: list[str] = []
+    finished = False
+    first = True
+    try:
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue  # comments, event names, keep-alives
+            data = line[5:].strip()
+            if data == "[DONE]":
+                finished = True
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                logger.warning("the upstream of %s sent a chunk that is not JSON; skipped", turn.persona_id)
+                continue
+            if isinstance(chunk, dict) and "error" in chunk:
+                yield sse(chunk)
+                return
+            chunk["model"] = turn.persona_id
+            for choice in chunk.get("choices") or []:
+                if choice.get("index", 0) == 0:
+                    content = (choice.get("delta") or {}).get("content")
+                    if isinstance(content, str):
+                        parts.append(content)
+                    finished |= bool(choice.get("finish_reason"))
+            if first:
+                metrics.first_token_seconds.labels(turn.persona_id).observe(time.perf_counter() - started)
+                first = False
+            yield sse(chunk)
+    except httpx.HTTPError as error:
+        metrics.upstream_errors.labels(turn.persona_id).inc()
+        failure = (
+            f"the upstream model {turn.persona.model} at {turn.persona.resolved_base_url(turn.settings)} "
+            f"broke off the reply: {type(error).__name__}: {_masked(str(error), turn.persona, turn.settings)}"
+        )
+        logger.warning("%s (persona %s)", failure, turn.persona_id)
+        yield sse(error_payload(failure))
+        return
+    finally:
+        await response.aclose()
+    if not finished:
+        metrics.upstream_errors.labels(turn.persona_id).inc()
+        yield sse(error_payload(f"the upstream model {turn.persona.model} ended the stream before the reply was complete"))
+        return
+    save(turn, "".join(parts), persistence)  # before [DONE]: a client that leaves at [DONE] cannot cancel it
+    yield b"data: [DONE]\n\n"
+
+
+def save(turn: ChatTurn, reply: str, persistence: MemoryPersistence) -> None:
+    """Hand the completed turn to the background saver (returns at once)."""
+    if not turn.auto_save:
+        return
+    messages = turn.turn(reply)
+    if messages:
+        persistence.save_turn(turn.identity, messages)
+
+
+def new_completion_id() -> str:
+    return "chatcmpl-" + uuid.uuid4().hex

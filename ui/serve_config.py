@@ -1,0 +1,207 @@
+"""The `memlane serve` configuration file: API keys, their tenants, and the personas.
+
+A TOML file (`MEMLANE_SERVE_CONFIG`, or `memlane serve --config`); `serve.example.toml` in the
+repository shows every field. Keys are stored hashed (`memlane serve hash-key` prints a new key
+and the line to paste); each key belongs to one tenant, a namespace above user ids, so a key
+can only ever reach the users of its own tenant (`store_user_id`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator, model_validator
+
+from memlane import Settings
+
+Scope = Literal["chat", "read", "write"]
+ALL_SCOPES: tuple[Scope, ...] = ("chat", "read", "write")
+HASH_SCHEME = "sha256:"
+TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+USER_ID_MAX_CHARS = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class ServeConfigError(ValueError):
+    """The configuration file is missing or wrong; the message names the file and the field."""
+
+
+def hash_api_key(api_key: str) -> str:
+    """The stored form of an API key. Keys are random 256-bit tokens, so one SHA-256 is enough
+    (no password stretching): the hash cannot be turned back into the key."""
+    return HASH_SCHEME + hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+
+
+def new_api_key() -> str:
+    """A fresh random API key ("ml-" and 43 URL-safe characters)."""
+    return "ml-" + secrets.token_urlsafe(32)
+
+
+def check_user_id(user_id: str) -> str:
+    """`user_id` when the API accepts it: 1 to 512 characters, no "/" (it could not be a path
+    segment), no control characters, not "." or "..". Raises ValueError saying which rule failed."""
+    if not user_id:
+        raise ValueError("the user id is empty")
+    if len(user_id) > USER_ID_MAX_CHARS:
+        raise ValueError(f"the user id is longer than {USER_ID_MAX_CHARS} characters")
+    if "/" in user_id or _CONTROL.search(user_id) or user_id in (".", ".."):
+        raise ValueError('a user id may not contain "/" or control characters, nor be "." or ".."')
+    return user_id
+
+
+def store_user_id(tenant: str, user_id: str) -> str:
+    """The one store user id of (tenant, user): "tenant/user". Unambiguous because a tenant id
+    never contains "/" (`TENANT_PATTERN`); the store and recall know nothing of tenants."""
+    if not TENANT_PATTERN.fullmatch(tenant):
+        raise ValueError(f"tenant {tenant!r} is not a tenant id (a-z, 0-9, '_' and '-', at most 63)")
+    return f"{tenant}/{check_user_id(user_id)}"
+
+
+class ApiKey(BaseModel):
+    """One bearer key: who holds it (`name`, shown in profile histories as "api:<name>"),
+    the tenant it is scoped to, and what it may do."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=64)
+    tenant: str
+    hash: str = Field(description='"sha256:<hex>" of the key; `memlane serve hash-key` prints it')
+    scopes: tuple[Scope, ...] = Field(default=ALL_SCOPES, description="chat, read (memories), write (memories)")
+    personas: tuple[str, ...] | None = Field(default=None, description="personas it may use; unset: all")
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, tenant: str) -> str:
+        if not TENANT_PATTERN.fullmatch(tenant):
+            raise ValueError("a tenant id is 1 to 63 of a-z, 0-9, '_' and '-', starting with a letter or digit")
+        return tenant
+
+    @field_validator("hash")
+    @classmethod
+    def _hash(cls, value: str) -> str:
+        digest = value.removeprefix(HASH_SCHEME)
+        if not value.startswith(HASH_SCHEME) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise ValueError('expected "sha256:" and 64 hex digits; `memlane serve hash-key` prints it')
+        return value
+
+    @property
+    def actor(self) -> str:
+        """How profile histories name changes made with this key."""
+        return f"api:{self.name}"
+
+    def may(self, scope: Scope) -> bool:
+        return scope in self.scopes
+
+    def may_use(self, persona_id: str) -> bool:
+        return self.personas is None or persona_id in self.personas
+
+
+def _recall_overrides_model() -> type[BaseModel]:
+    """Every `recall_*` setting, without its prefix, with the settings' own types and bounds."""
+    fields = {}
+    for name, field in Settings.model_fields.items():
+        if name.startswith("recall_"):
+            fields[name.removeprefix("recall_")] = (field.annotation, field)
+    return create_model("RecallOverrides", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+RecallOverrides = _recall_overrides_model()
+
+
+class Upstream(BaseModel):
+    """An OpenAI-compatible endpoint and the model to ask there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1, description="the model name the upstream knows")
+    base_url: str | None = Field(default=None, description="unset: OPENAI_BASE_URL, else OpenAI")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="environment variable holding its API key")
+
+    def resolved_base_url(self, settings: Settings) -> str:
+        return (self.base_url or settings.openai_base_url or "https://api.openai.com/v1").rstrip("/")
+
+    def api_key(self, settings: Settings) -> str | None:
+        key = os.environ.get(self.api_key_env)
+        if key is None and self.api_key_env == "OPENAI_API_KEY" and settings.openai_api_key:
+            key = settings.openai_api_key.get_secret_value()
+        return key or None
+
+
+class Persona(Upstream):
+    """What a `model` name of a chat request stands for: a system prompt, an upstream and recall settings."""
+
+    system_prompt: str = ""
+    description: str = ""
+    auto_save: bool | None = Field(default=None, description="store turns by default; unset: MEMLANE_AUTO_SAVE_ENABLED")
+    recall: RecallOverrides = Field(default_factory=RecallOverrides)  # type: ignore[valid-type]
+
+    def settings(self, base: Settings) -> Settings:
+        """`base` with this persona's recall settings and auto-save default."""
+        update = {f"recall_{name}": getattr(self.recall, name) for name in self.recall.model_fields_set}
+        if self.auto_save is not None:
+            update["auto_save_enabled"] = self.auto_save
+        return base.model_copy(update=update) if update else base
+
+
+class ServeConfig(BaseModel):
+    """The whole configuration file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    keys: list[ApiKey] = Field(default_factory=list)
+    personas: dict[str, Persona] = Field(default_factory=dict)
+    memory: Upstream | None = Field(default=None, description="the memory graph's model; unset: the settings'")
+    _by_hash: dict[str, ApiKey] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ServeConfig":
+        seen: set[str] = set()
+        for key in self.keys:
+            if key.hash in seen:
+                raise ValueError(f"key {key.name!r}: the same hash is listed twice")
+            seen.add(key.hash)
+            unknown = [persona for persona in key.personas or () if persona not in self.personas]
+            if unknown:
+                raise ValueError(f"key {key.name!r} names personas that are not configured: {unknown}")
+        for persona_id in self.personas:
+            if not persona_id or len(persona_id) > 128:
+                raise ValueError(f"persona id {persona_id!r} must be 1 to 128 characters")
+        self._by_hash = {key.hash: key for key in self.keys}
+        return self
+
+    def key_for_token(self, token: str) -> ApiKey | None:
+        """The key a bearer token is, or None when it is no configured key."""
+        if not token:
+            return None
+        return self._by_hash.get(hash_api_key(token))
+
+
+def load_serve_config(path: str | Path) -> ServeConfig:
+    """Read and check a configuration file. Raises ServeConfigError naming what is wrong."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ServeConfigError(
+            f"{path}: no such file; set MEMLANE_SERVE_CONFIG (see serve.example.toml)"
+        ) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ServeConfigError(f"{path}: not valid TOML: {error}") from error
+    try:
+        config = ServeConfig.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}" for problem in error.errors()
+        )
+        raise ServeConfigError(f"{path}: {problems}") from error
+    if not config.keys:
+        raise ServeConfigError(f"{path}: no [[keys]]: nobody could call the API (`memlane serve hash-key` makes one)")
+    if not config.personas:
+        raise ServeConfigError(f"{path}: no [personas.<id>]: chat requests would have no model to name")
+    return config

@@ -1,0 +1,105 @@
+"""Prometheus metrics of `memlane serve` (`GET /metrics`): one registry per app.
+
+Requests and latency per route template (never per raw path: ids would explode the label
+set), recall latency, time to the first streamed chunk, memory-graph runs queued / done /
+failed, turns saved, upstream failures.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+# ASGI types, spelled out so this module needs nothing but the standard library and prometheus
+Scope = dict[str, Any]
+Receive = Any
+Send = Any
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class ServeMetrics:
+    """The service's counters and histograms, in their own registry (several apps per process in tests)."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        registry = self.registry
+        self.requests = Counter(
+            "memlane_http_requests", "HTTP requests by method, route and status", ["method", "route", "status"], registry=registry
+        )
+        self.request_seconds = Histogram(
+            "memlane_http_request_duration_seconds",
+            "Time from a request to the end of its response (a stream: its last chunk), by route",
+            ["method", "route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.recall_seconds = Histogram(
+            "memlane_recall_duration_seconds", "Recall before an upstream call", buckets=_LATENCY_BUCKETS, registry=registry
+        )
+        self.recall_failures = Counter(
+            "memlane_recall_failures", "Recalls that failed (the reply went out without memory)", registry=registry
+        )
+        self.first_token_seconds = Histogram(
+            "memlane_chat_first_chunk_seconds",
+            "Time from a streamed chat request to its first chunk, by persona",
+            ["persona"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.memory_runs = Counter(
+            "memlane_memory_runs", "Memory-graph runs: queued (by this process), done, failed", ["state"], registry=registry
+        )
+        self.turns = Counter("memlane_turns", "Chat turns handed to the store: saved or failed", ["outcome"], registry=registry)
+        self.upstream_errors = Counter(
+            "memlane_upstream_errors", "Upstream model calls that failed or broke off, by persona", ["persona"], registry=registry
+        )
+        for state in ("queued", "done", "failed"):
+            self.memory_runs.labels(state)
+        for outcome in ("saved", "failed"):
+            self.turns.labels(outcome)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def route_label(scope: Scope) -> str:
+    """The route template that served the request ("/v1/users/{user_id}/profile"), "unmatched" for none."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    if isinstance(path, str):
+        return path or "/"
+    return "unmatched"
+
+
+class MetricsMiddleware:
+    """Pure ASGI (no buffering, streams pass through): counts each HTTP request when its response ends."""
+
+    def __init__(self, app: Any, metrics: ServeMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_counting(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_counting)
+        finally:
+            route = route_label(scope)
+            method = scope.get("method", "")
+            self.metrics.requests.labels(method, route, str(status)).inc()
+            self.metrics.request_seconds.labels(method, route).observe(time.perf_counter() - started)
