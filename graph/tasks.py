@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -40,6 +39,7 @@ from typing import Awaitable, Callable, Sequence
 from docket import ConcurrencyLimit, Disposition, Docket, Retry, TaskKey, Worker
 
 from memlane.config import Settings
+from memlane.masking import mask_secrets
 from memlane.graph.policy import RunDecision, decide_run
 from memlane.graph.run import StepCallback, run_memory_graph
 from memlane.nodes.context import MemoryContext
@@ -56,8 +56,6 @@ _SCHEDULERS: dict[str, "MemoryScheduler"] = {}
 _POLL_INTERVAL = timedelta(milliseconds=20)
 _MAX_RETRY_DELAY_SECONDS = 600.0
 _MAX_ERROR_CHARS = 2000
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
-_API_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 
 
 def _scheduler(name: str) -> "MemoryScheduler":
@@ -120,17 +118,9 @@ def retry_delay(settings: Settings, attempt: int, error: BaseException) -> float
     return delay
 
 
-def redact(text: str, settings: Settings) -> str:
-    """`text` without secrets: the configured API key, `sk-...` keys, credentials in URLs."""
-    if settings.openai_api_key is not None and settings.openai_api_key.get_secret_value():
-        text = text.replace(settings.openai_api_key.get_secret_value(), "****")
-    text = _API_KEY.sub("sk-****", text)
-    return _URL_CREDENTIALS.sub(lambda match: match["scheme"] + "****@", text)
-
-
 def describe_error(error: BaseException, settings: Settings) -> str:
     """What a parked run shows of its error: type and message, secrets removed, bounded."""
-    text = redact(f"{type(error).__name__}: {error}", settings)
+    text = mask_secrets(f"{type(error).__name__}: {error}", settings)
     return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
 
 

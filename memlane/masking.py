@@ -5,6 +5,9 @@ the demo banner, error messages, log lines): a URL keeps its scheme, user, host 
 port, and its password reads `****`; a setting that holds a key or a password reads
 `****` whole; any other text has each URL password and each secret setting's value
 replaced wherever it appears.
+
+Like `config.py` it imports nothing of memlane but the settings, so every room may use it
+(a parked run's error in `graph/tasks.py` is masked here too).
 """
 
 from __future__ import annotations

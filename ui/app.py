@@ -75,10 +75,12 @@ def graph_html(status: MemoryStatus | None = None) -> str:
     return f'<img src="{source}" alt="{escape(alt)}" data-running="{escape(" ".join(running))}"><p>{escape(line)}</p>'
 
 
-def with_session(choices: list[tuple[str, str]], session_id: str | None) -> list[tuple[str, str]]:
-    """The session list, with the shown session in it even before its first message is stored."""
-    if session_id and all(value != session_id for _, value in choices):
-        return [(session_id, session_id), *choices]
+def with_session(choices: list[tuple[str, str]], *session_ids: str | None) -> list[tuple[str, str]]:
+    """The session list, with the shown (or just started) sessions in it before their first
+    message is stored."""
+    for session_id in session_ids:
+        if session_id and all(value != session_id for _, value in choices):
+            choices = [(session_id, session_id), *choices]
     return choices
 
 
@@ -143,6 +145,7 @@ def build_app(
         return (service.status_line(user_id), table, ids, await service.timeline_markdown(user_id), status.version)
 
     tabs: dict[str, TabChat] = {}  # per browser tab (Gradio's session hash)
+    started: dict[str, str] = {}  # per browser tab: the session its "New session" started last
     recall_ids = itertools.count(1)  # each folded block gets its own id (Gradio nests thoughts by id)
 
     def tab_of(request: gr.Request | None) -> TabChat:
@@ -247,9 +250,10 @@ def build_app(
         user_id = user_id.strip() or DEFAULT_USER
         await service.end_session(user_id, session_id or DEFAULT_SESSION)
         fresh = new_session_id()
+        started[getattr(request, "session_hash", None) or ""] = fresh
         return gr.update(choices=with_session(await service.session_choices(user_id), fresh), value=fresh), []
 
-    async def poll_progress(user_id: str, session_id: str, seen: list[Any] | None):
+    async def poll_progress(user_id: str, session_id: str, seen: list[Any] | None, request: gr.Request):
         """Redraw the graph when a run's step changed; relist the sessions when one got a title."""
         user_id = user_id.strip() or DEFAULT_USER
         status = service.status(user_id)
@@ -259,7 +263,9 @@ def build_app(
         graph = graph_html(status) if seen is None or now[:2] != seen[:2] else gr.update()
         sessions = gr.update()
         if seen is None or now[::2] != seen[::2]:
-            sessions = gr.update(choices=with_session(await service.session_choices(user_id), session_id))
+            # a tick that read the session field before "New session" answered still lists the new one
+            fresh = started.get(getattr(request, "session_hash", None) or "")
+            sessions = gr.update(choices=with_session(await service.session_choices(user_id), session_id, fresh))
         return graph, sessions, now
 
     async def open_entry(user_id: str, entry_id: str):

@@ -126,7 +126,7 @@ def test_without_a_model_the_app_says_how_to_configure_one(settings, clean_keys,
     page.locator("#send").click()
     page.wait_for_function(
         "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].some(b => b.innerText.includes('OPENAI_API_KEY'))",
-        timeout=20_000,  # the first message starts the store: slow on a busy machine
+        timeout=45_000,  # the first message starts the store: slow on a busy machine
     )
     page.get_by_role("tab", name="Search").click()
     page.locator("#search-query textarea").fill("coffee")

@@ -170,7 +170,7 @@ def test_sessions_get_titles_and_a_topic_shift_closes_an_event(app_url, page):
     url, _ = app_url
     open_app(page, url, "runner")
     page.get_by_role("button", name="New session").click()
-    page.wait_for_function("() => document.querySelector('#session input').value.startsWith('session-')", timeout=5_000)
+    page.wait_for_function("() => document.querySelector('#session input').value.startsWith('session-')", timeout=15_000)
     send_and_wait(page, "I run trails on Sundays", 0, REPLY)
     # titled once after the first exchange, off the reply path
     page.wait_for_function(
@@ -187,7 +187,7 @@ def test_sessions_get_titles_and_a_topic_shift_closes_an_event(app_url, page):
     save_screenshot(page, "ui-topic-shift-event")
 
     page.get_by_role("button", name="New session").click()
-    page.wait_for_function("() => document.querySelector('#session input').value.startsWith('session-')", timeout=5_000)
+    page.wait_for_function("() => document.querySelector('#session input').value.startsWith('session-')", timeout=15_000)
     page.locator("#session input").click()
     page.get_by_role("option", name="Trail running on Sundays").wait_for(timeout=5_000)
     save_screenshot(page, "ui-sessions-by-title")
