@@ -454,6 +454,9 @@ class UserExport(BaseModel):
     profile_history: list[ProfileRevision] = Field(
         default_factory=list, description="revisions of every profile entry, deleted ones included, oldest first"
     )
+    items: list[StoreItem] = Field(
+        default_factory=list, description="LangGraph store items (memlane/langgraph_store.py), values as written"
+    )
 
 
 class ParkedRun(BaseModel):

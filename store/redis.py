@@ -1566,6 +1566,7 @@ class RedisMemoryStore:
             memories=await self._run(self._user_memories(user_id)),
             cursor=await self.get_cursor(user_id),
             profile_history=await self._all_profile_history(user_id),
+            items=await self.list_items(user_id),
         )
 
 

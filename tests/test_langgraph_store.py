@@ -296,3 +296,21 @@ async def test_langmem_agent_stores_and_finds_memories_through_memlane(store):
     # the same memories are memlane's: recall's search finds them, and no other user does
     assert (await store.search_memories("alice", "燕麦拿铁"))[0].memory.text == "我最喜欢的咖啡是燕麦拿铁"
     assert await store.search_memories("bob", "Lyon") == []
+
+
+async def test_items_are_exported_and_shown_on_the_app_timeline(lg, store, settings):
+    from memlane.ui.service import ChatService
+
+    await lg.aput(("memories", "alice"), "coffee", {"content": "我最喜欢的咖啡是燕麦拿铁"})
+    await lg.aput(("prefs", "alice", "ui"), "theme", {"dark": True}, index=False)
+    exported = await store.export_user("alice")
+    assert {(tuple(item.namespace), item.key) for item in exported.items} == {
+        (("memories", "alice"), "coffee"),
+        (("prefs", "alice", "ui"), "theme"),
+    }
+    assert next(item for item in exported.items if item.key == "theme").value == {"dark": True}
+
+    timeline = await ChatService(settings, store=store).timeline_markdown("alice")
+    assert "No events yet" in timeline and "Saved by your agent" in timeline
+    assert "`memories / coffee`: 我最喜欢的咖啡是燕麦拿铁" in timeline
+    assert '`prefs / ui / theme`: {"dark": true}' in timeline

@@ -3,11 +3,12 @@ history, the timeline's event cards with what each changed. Pure functions, no G
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Sequence
 
 from memlane import Event, Recall, RecallItem
-from memlane.store.base import ProfileChange, ProfileRevision
+from memlane.store.base import ProfileChange, ProfileRevision, StoreItem
 
 # how many sources a searched memory lists before "and N more"
 MAX_SOURCES = 3
@@ -124,6 +125,13 @@ def _change_line(change: ProfileChange) -> str:
         return f"- updated {slot}: {before}{one_line(change.content)}"
     gone = change.previous_content or change.content
     return f"- deleted {slot}" + (f": ~~{one_line(gone)}~~" if gone else "")
+
+
+def item_markdown(item: StoreItem) -> str:
+    """One LangGraph store item an agent saved: when, its namespace and key, what it says."""
+    shown = item.text or json.dumps(item.value, ensure_ascii=False)
+    path = " / ".join(one_line(label, 40) for label in [item.namespace[0], *item.namespace[2:], item.key])
+    return f"- **{when(item.updated_at)}** `{path}`: {one_line(shown, 300)}"
 
 
 def event_markdown(event: Event) -> str:

@@ -29,7 +29,7 @@ from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_
 from memlane.recall import relevance
 from memlane.store.base import InvalidInput, profile_memory_id
 from memlane.tools import forget_memory
-from memlane.ui.panel import event_markdown, history_markdown
+from memlane.ui.panel import event_markdown, history_markdown, item_markdown
 from memlane.ui.sample import SAMPLE_USER, load_sample
 
 logger = logging.getLogger(__name__)
@@ -341,9 +341,11 @@ class ChatService:
     async def timeline_markdown(self, user_id: str) -> str:
         await self.ensure_started()
         events = await self.store.list_events(user_id, limit=30)
-        if not events:
-            return "_No events yet: they appear after the first memory run._"
-        return "\n\n".join(event_markdown(event) for event in events)
+        items = sorted(await self.store.list_items(user_id), key=lambda item: item.updated_at, reverse=True)
+        cards = [event_markdown(event) for event in events] or ["_No events yet: they appear after the first memory run._"]
+        if items:  # what the user's own agents saved through MemlaneStore
+            cards.append("**Saved by your agent** (LangGraph store)\n\n" + "\n".join(item_markdown(item) for item in items[:30]))
+        return "\n\n".join(cards)
 
     async def search_rows(self, user_id: str, query: str) -> list[list[Any]]:
         await self.ensure_started()
