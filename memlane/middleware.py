@@ -348,6 +348,8 @@ class MemoryMiddleware(AgentMiddleware):
         self.store = store
         self.settings = settings or get_settings()
         self.rewrite_model = rewrite_model or (scheduler.context.llm if scheduler is not None else None)
+        # the scheduler's model is asked through its breaker: while the breaker is open, the cheap rewrite
+        self.rewrite_breaker = scheduler.context.model_breaker if rewrite_model is None and scheduler is not None else None
         self.on_recall = on_recall
         self.persistence = MemoryPersistence(
             store, scheduler, on_saved=on_saved, on_failed=on_failed, settings=self.settings
@@ -374,6 +376,7 @@ class MemoryMiddleware(AgentMiddleware):
                 settings=self.settings,
                 exclude_texts=[message_text(m) for m in request.messages],
                 rewrite_model=self.rewrite_model,
+                rewrite_breaker=self.rewrite_breaker,
             )
         except StoreError as error:  # Redis away: answer without memory rather than not at all
             logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from memlane.config import Settings, get_settings
 from memlane.query import rewrite_followup
 from memlane.store.base import Memory, MemoryHit, MemoryStore, Message, ProfileEntry, SessionSummary
+from memlane.store.breaker import CircuitBreaker
 from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.tokens import count_tokens, truncate_to_tokens
 
@@ -141,6 +142,7 @@ async def recall(
     exclude_texts: Iterable[str] = (),
     include_recent: bool = True,
     rewrite_model: BaseChatModel | None = None,
+    rewrite_breaker: CircuitBreaker | None = None,
     reference_time: float | None = None,
 ) -> Recall:
     """The memory context for `message` from `user_id` in `session_id`, inside the token budget.
@@ -148,7 +150,8 @@ async def recall(
     exclude_texts: texts the model already sees (the conversation in its prompt); recent
     messages and memories repeating them are left out. include_recent: False when the
     caller's prompt already holds the session's recent messages. rewrite_model: the model
-    that rewrites follow-up questions (without one, the cheap rewrite). reference_time:
+    that rewrites follow-up questions (without one, the cheap rewrite); rewrite_breaker: that
+    model's circuit breaker (the scheduler's `context.model_breaker`). reference_time:
     when the message was said (default now), for "昨天" and "last week".
     """
     settings = settings or get_settings()
@@ -164,7 +167,9 @@ async def recall(
         store.get_session_summary(user_id, session_id) if session_id else _none(),
         store.recent_messages(user_id, session_id, limit=recent_limit) if recent_limit else _empty(),
     )
-    search_query = await rewrite_followup(message, session_messages, settings, llm=rewrite_model) if message.strip() else ""
+    search_query = await rewrite_followup(
+        message, session_messages, settings, llm=rewrite_model, breaker=rewrite_breaker
+    ) if message.strip() else ""
     hits = (
         await store.search_memories(
             user_id, search_query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time

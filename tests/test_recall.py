@@ -195,6 +195,15 @@ async def test_the_memory_model_rewrites_follow_ups_and_bad_answers_fall_back(st
         fallback = await recall(store, "u", "new", "When does he leave?", settings=quick, rewrite_model=ScriptedChatModel(script=[answer]))
         assert fallback.search_query == "When does he leave? Do you remember Zhang Wei?"
 
+    # the memory model's breaker is open: no call, the cheap rewrite at once
+    from memlane.store.breaker import CircuitBreaker
+
+    breaker = CircuitBreaker("the memory model", failure_threshold=1, reset_seconds=60)
+    breaker.record_failure(RuntimeError("down"))
+    untouched = ScriptedChatModel(script=["When does Zhang Wei leave?"])
+    paused = await recall(store, "u", "new", "When does he leave?", settings=settings, rewrite_model=untouched, rewrite_breaker=breaker)
+    assert paused.search_query == "When does he leave? Do you remember Zhang Wei?" and not untouched.prompts
+
 
 async def test_a_time_expression_in_the_message_recalls_what_was_said_then(store, settings):
     from datetime import datetime

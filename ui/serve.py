@@ -535,7 +535,8 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
         turn = ChatTurn(
             request=body, persona_id=body.model, persona=persona, settings=settings, identity=identity, completion_id=new_completion_id()
         )
-        await recall_for(turn, service.require_store(), service.persistence, service.metrics, service.memory_model)
+        breaker = service.scheduler.context.model_breaker if service.scheduler is not None else None
+        await recall_for(turn, service.require_store(), service.persistence, service.metrics, service.memory_model, breaker)
         headers = {"X-Memlane-Recalled-Tokens": str(turn.recalled.tokens if turn.recalled else 0)}
         try:
             if body.stream:

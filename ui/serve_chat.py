@@ -28,6 +28,7 @@ from memlane import MemoryStore, Settings, StoreError
 from memlane.masking import mask_secrets
 from memlane.middleware import MemoryAgentContext, MemoryPersistence, clean_text, turn_messages
 from memlane.recall import Recall, recall, recall_system_prompt
+from memlane.store.breaker import CircuitBreaker
 from memlane.ui.serve_config import Persona
 from memlane.ui.serve_metrics import ServeMetrics
 
@@ -136,6 +137,7 @@ async def recall_for(
     persistence: MemoryPersistence,
     metrics: ServeMetrics,
     rewrite_model: BaseChatModel | None,
+    rewrite_breaker: CircuitBreaker | None = None,
 ) -> None:
     """Recall the memories for the turn's last user message (as the agent middleware does)."""
     if not turn.recall_enabled:
@@ -156,6 +158,7 @@ async def recall_for(
             enabled=True,  # the request's toggle, already applied
             exclude_texts=[m.text for m in turn.request.messages],
             rewrite_model=rewrite_model,
+            rewrite_breaker=rewrite_breaker,
         )
     except StoreError as error:  # Redis away: answer without memory rather than not at all
         metrics.recall_failures.inc()
