@@ -10,7 +10,7 @@ with one persona whose upstream is the fake OpenAI-compatible server of the test
 - time to first token (first SSE chunk) of the same streamed request sent to the fake upstream
   directly and through `memlane serve`, p50/p95, and what serve adds (target: <= 40 ms p95).
   Variants: recall on and the turn saved (the default) with 0.5 s between the user's turns, and
-  back to back (recall then first waits for the previous turn's save: its embeddings); recall
+  back to back (recall then first waits for the previous turn to be in history); recall
   on without saving; recall off.
 - memory search (`POST /v1/users/{user}/search`) requests/s and p50/p95 at 1, 10 and 50
   concurrent clients.

@@ -180,11 +180,17 @@ class MemoryPersistence:
         # per user: messages of a save being tried again while Redis is away
         self.retrying: dict[str, int] = {}
         self._away: dict[str, asyncio.Event] = {}  # per user: set when a save starts trying again
+        # per user: set once the newest save has written the turn to history (indexing follows)
+        self._stored: dict[str, asyncio.Event] = {}
 
     def save_turn(self, identity: MemoryAgentContext, turn: list[Message]) -> asyncio.Task[None]:
         """Start storing `turn` in the background; returns at once."""
         previous = self._tails.get(identity.user_id)
-        task = asyncio.create_task(self._save(identity, turn, previous), name=f"memlane-save-{identity.user_id}")
+        previous_stored = self._stored.get(identity.user_id)
+        stored = self._stored[identity.user_id] = asyncio.Event()
+        task = asyncio.create_task(
+            self._save(identity, turn, previous, previous_stored, stored), name=f"memlane-save-{identity.user_id}"
+        )
         self._tails[identity.user_id] = task
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._forget(identity.user_id, done))
@@ -195,6 +201,7 @@ class MemoryPersistence:
         if self._tails.get(user_id) is task:  # the user's last pending save
             del self._tails[user_id]
             self._away.pop(user_id, None)
+            self._stored.pop(user_id, None)
 
     async def _store(self, identity: MemoryAgentContext, messages: list[Message]) -> None:
         """Store `messages` in order (idempotent on message id).
@@ -205,7 +212,7 @@ class MemoryPersistence:
         again, or keeps them all for the next save.
         """
         try:
-            await self.store.add_messages(messages)
+            await self.store.add_messages(messages, index_later=True)  # indexed by _save right after
         except (ValueError, TypeError):
             if len(messages) == 1:
                 logger.exception("dropping message %s of %s: it cannot be stored", messages[0].id, identity.user_id)
@@ -213,9 +220,23 @@ class MemoryPersistence:
             for message in messages:  # find the one that cannot be stored; store the others
                 await self._store(identity, [message])
 
-    async def _save(self, identity: MemoryAgentContext, turn: list[Message], previous: asyncio.Task[None] | None) -> None:
-        if previous is not None:
-            await asyncio.wait([previous])  # keep one user's turns in order
+    async def _save(
+        self,
+        identity: MemoryAgentContext,
+        turn: list[Message],
+        previous: asyncio.Task[None] | None,
+        previous_stored: asyncio.Event | None,
+        stored: asyncio.Event,
+    ) -> None:
+        """Store the turn, index it for search, tell the scheduler. `stored` is set once the turn
+        is in history: the user's next recall waits for that, not for the embedding.
+
+        Two stages, each in the user's order: a turn is stored once the previous one is stored,
+        and indexed (and the scheduler told) once the previous save has finished."""
+        if previous is not None and previous_stored is not None:  # or its task ended without storing
+            stored_wait = asyncio.ensure_future(previous_stored.wait())
+            await asyncio.wait([previous, stored_wait], return_when=asyncio.FIRST_COMPLETED)
+            stored_wait.cancel()
         messages = [*self.unsaved.pop(identity.user_id, []), *turn]
         started = time.monotonic()
         try:
@@ -226,6 +247,15 @@ class MemoryPersistence:
             except Exception as error:  # past the retries, or not Redis: keep the turn for the next save
                 self._give_up(identity, messages, error, time.monotonic() - started)
                 return
+            stored.set()
+            if previous is not None:
+                await asyncio.wait([previous])
+            try:  # recorded as waiting for indexing: if this fails, the next save or the worker indexes it
+                await self._while_redis_is_away(
+                    identity, "indexing the turn", lambda: self.store.reindex_pending(identity.user_id), started, len(messages)
+                )
+            except Exception as error:
+                logger.warning("indexing the turn of %s failed; the next save tries again: %s", identity.user_id, error)
             queued = False
             if self.scheduler is not None:
                 try:
@@ -252,6 +282,7 @@ class MemoryPersistence:
                 except Exception:
                     logger.exception("queueing the session summary of %s failed", identity.user_id)
         finally:
+            stored.set()
             if self.retrying.pop(identity.user_id, None) is not None:
                 self._away.pop(identity.user_id, None)
 
@@ -310,17 +341,27 @@ class MemoryPersistence:
                 logger.exception("on_failed callback failed for %s", identity.user_id)
 
     async def wait_user(self, user_id: str, timeout: float | None = 5.0) -> None:
-        """Wait for the user's pending saves, so recall sees the previous turn (not while Redis is
-        away: recall could not read it either, and the reply must not wait for Redis)."""
-        tail = self._tails.get(user_id)
-        if tail is None or user_id in self.retrying:
+        """Wait until the user's newest turn is in history, so recall sees the previous turn (not
+        for its indexing, and not while Redis is away: recall could not read it either, and the
+        reply must not wait for Redis)."""
+        stored = self._stored.get(user_id)
+        if stored is None or stored.is_set() or user_id in self.retrying:
             return
+        tail = asyncio.ensure_future(stored.wait())
         away = self._away.setdefault(user_id, asyncio.Event())
         noticed = asyncio.ensure_future(away.wait())
         try:
             await asyncio.wait([tail, noticed], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             noticed.cancel()
+            tail.cancel()
+
+    async def wait_saved(self, user_id: str, timeout: float | None = 30.0) -> None:
+        """Wait for the user's pending saves to finish: stored, indexed, the scheduler told
+        (before deleting the user, or anything that reads their buffer)."""
+        tail = self._tails.get(user_id)
+        if tail is not None:
+            await asyncio.wait([tail], timeout=timeout)
 
     async def wait_idle(self, timeout: float | None = 30.0) -> None:
         """Wait for every pending save (not for the memory-graph runs they queued)."""

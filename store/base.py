@@ -478,12 +478,16 @@ class MemoryStore(Protocol):
     """What the graph, recall and the app need from storage. All methods are async."""
 
     # history ----------------------------------------------------------------------
-    async def add_messages(self, messages: Sequence[Message], *, index_for_search: bool = True) -> list[Message]:
+    async def add_messages(
+        self, messages: Sequence[Message], *, index_for_search: bool = True, index_later: bool = False
+    ) -> list[Message]:
         """Store messages; ids already stored are skipped. Returns the newly stored ones, with seq.
 
         With `index_for_search`, new messages are indexed for search at once, together with
         any of the user's messages whose indexing failed before. A message that cannot be
         indexed now (the embedder is down) is still stored, and recorded for `reindex_pending`.
+        With `index_later`, the messages are stored and recorded for `reindex_pending` without
+        embedding them now (history answers at once; search finds them once indexed).
         """
 
     async def reindex_pending(self, user_id: str) -> int:

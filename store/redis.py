@@ -341,7 +341,9 @@ class RedisMemoryStore:
         return item.model_copy(update={"text": self._redact(item.text), "value": masked(item.value)})
 
     # history -------------------------------------------------------------------------------
-    async def add_messages(self, messages: Sequence[Message], *, index_for_search: bool = True) -> list[Message]:
+    async def add_messages(
+        self, messages: Sequence[Message], *, index_for_search: bool = True, index_later: bool = False
+    ) -> list[Message]:
         if not messages:
             return []
         for message in messages:  # refused before anything is written
@@ -383,7 +385,14 @@ class RedisMemoryStore:
                 messages[0].user_id,
                 ", ".join(elsewhere[:5]),
             )
-        if index_for_search:
+        if index_later:  # recorded as waiting: reindex_pending (or the next save) indexes them
+            pipe = self.client.pipeline(transaction=False)
+            for user_id in dict.fromkeys(message.user_id for message in messages):
+                ids = [m.id for m in [*stored, *resent] if m.user_id == user_id and m.content.strip()]
+                if ids:
+                    pipe.sadd(self.layout.unindexed_messages(user_id), *ids)
+            await self._run(pipe.execute())
+        elif index_for_search:
             for user_id in dict.fromkeys(message.user_id for message in messages):
                 new = [message for message in stored if message.user_id == user_id]
                 repaired = await self._pending_messages(user_id)  # a repair pass rides on each save

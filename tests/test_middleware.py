@@ -302,3 +302,39 @@ async def test_a_turn_saved_while_redis_is_briefly_down_is_stored_once_when_it_i
     finally:
         await store.aclose()
         stop_running(Settings(data_dir=tmp_path, redis_url=None))
+
+
+async def test_the_next_turn_waits_for_the_previous_one_in_history_not_for_its_embedding(store, settings, embeddings):
+    from memlane.store.redis import RedisMemoryStore
+
+    class GatedEmbeddings:
+        """Real embeddings whose document calls wait for `gate` (a slow embedding endpoint)."""
+
+        def __init__(self, inner) -> None:
+            self.inner, self.dims, self.gate = inner, inner.dims, asyncio.Event()
+
+        async def aembed_documents(self, texts):
+            await self.gate.wait()
+            return await self.inner.aembed_documents(texts)
+
+        async def aembed_query(self, text):
+            return await self.inner.aembed_query(text)
+
+    gated = GatedEmbeddings(embeddings)
+    slow = RedisMemoryStore(store.client, gated, settings=settings)
+    model = ScriptedChatModel(script=["Noted: Lyon.", "You said your sister lives in Lyon."])
+    middleware = MemoryMiddleware(slow, settings=settings)
+    agent = agent_for(model, middleware, system_prompt="Base.")
+    context = MemoryAgentContext(user_id="u", session_id="s")
+    await agent.ainvoke({"messages": [HumanMessage("My sister lives in Lyon")]}, context=context)
+    # a client that sends no history: the first turn is still being embedded, yet the second
+    # turn's recall goes ahead and shows it from the session's history
+    second = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("Where does she live?")]}, context=context))
+    result = await asyncio.wait_for(second, timeout=20)
+    assert result["messages"][-1].content == "You said your sister lives in Lyon."
+    assert "My sister lives in Lyon" in model.calls[1][0].content
+    assert not gated.gate.is_set()  # answered while the first turn still waited for its embedding
+    gated.gate.set()
+    await middleware.wait_idle()
+    hits = await slow.search_memories("u", "sister Lyon", kinds=["message"])
+    assert "My sister lives in Lyon" in [hit.memory.text for hit in hits]

@@ -695,7 +695,7 @@ def _add_memory_routes(app: FastAPI, service: ServeService) -> None:
         """Delete everything of the user (after their pending saves)."""
         store_user = tenant_user(key, user_id)
         if service.persistence is not None:
-            await service.persistence.wait_user(store_user, timeout=10)
+            await service.persistence.wait_saved(store_user, timeout=10)
         if service.scheduler is not None:  # a run in progress would write the user back
             deadline = time.monotonic() + 30
             while service.scheduler.is_busy(store_user):

@@ -453,7 +453,7 @@ class ChatService:
                 return
 
     async def _after_reply(self, user_id: str, session_id: str, message_id: str) -> None:
-        await self.middleware.persistence.wait_user(user_id, timeout=30.0)  # the turn is stored
+        await self.middleware.persistence.wait_saved(user_id)  # the turn is stored and the scheduler told
         try:
             await self.check_topic(user_id, message_id)
         except Exception:  # a lost check only merges two topics into one event

