@@ -35,7 +35,7 @@ from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  
 from memlane import Memory, Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
 from memlane.recall import recall  # noqa: E402
-from memlane.store.base import MemoryUpdate, Message, ProfileEntry, SessionSummary, profile_memory_id  # noqa: E402
+from memlane.store.base import MemoryUpdate, Message, ProfileEntry, SessionSummary  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
 
 USER = "bench-user"
@@ -71,10 +71,7 @@ async def load(store, count: int, rng: random.Random) -> None:
         MemoryUpdate(
             user_id=USER,
             upsert_profile=entries,
-            memories=[
-                Memory(id=profile_memory_id(e.id), user_id=USER, kind="profile", text=f"{e.topic} / {e.subtopic}: {e.content}", ref_id=e.id)
-                for e in entries
-            ],
+            memories=[e.as_memory() for e in entries],
         )
     )
     kinds = ["profile"] * 1 + ["event"] * 3 + ["message"] * 6

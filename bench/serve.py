@@ -42,7 +42,7 @@ from recall import synthetic_text  # noqa: E402  (bench/recall.py)
 from store import settle, tear_down  # noqa: E402  (bench/store.py)
 
 from memlane import Memory, Settings, open_store  # noqa: E402
-from memlane.store.base import MemoryUpdate, Message, ProfileEntry, profile_memory_id  # noqa: E402
+from memlane.store.base import MemoryUpdate, Message, ProfileEntry  # noqa: E402
 from memlane.ui.serve_config import hash_api_key, store_user_id  # noqa: E402
 
 TENANT, USER, KEY = "bench", "bench-user", "bench-key-" + uuid.uuid4().hex
@@ -72,10 +72,7 @@ async def load(store, user_id: str, count: int, rng: random.Random) -> None:
         MemoryUpdate(
             user_id=user_id,
             upsert_profile=entries,
-            memories=[
-                Memory(id=profile_memory_id(e.id), user_id=user_id, kind="profile", text=f"{e.topic} / {e.subtopic}: {e.content}", ref_id=e.id)
-                for e in entries
-            ],
+            memories=[e.as_memory() for e in entries],
         )
     )
     for start in range(0, count, 256):
