@@ -134,10 +134,10 @@ def facts_of(texts: Iterable[str], min_coverage: float, *, by_clause: bool = Fal
     return facts
 
 
-def split_sentences(text: str) -> list[str]:
-    """The sentences of `text`, each with its ending; joined they give `text` back."""
+def _split_after(text: str, ending: re.Pattern[str]) -> list[str]:
+    """`text` cut after each match of `ending`; joined, the parts give `text` back."""
     parts, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
+    for match in ending.finditer(text):
         parts.append(text[start : match.end()])
         start = match.end()
     if start < len(text):
@@ -145,14 +145,13 @@ def split_sentences(text: str) -> list[str]:
     return parts
 
 
+def split_sentences(text: str) -> list[str]:
+    """The sentences of `text`, each with its ending; joined they give `text` back."""
+    return _split_after(text, _SENTENCE_END)
+
+
 def _split_clauses(sentence: str) -> list[str]:
-    parts, start = [], 0
-    for match in _CLAUSE_END.finditer(sentence):
-        parts.append(sentence[start : match.end()])
-        start = match.end()
-    if start < len(sentence):
-        parts.append(sentence[start:])
-    return parts
+    return _split_after(sentence, _CLAUSE_END)
 
 
 def text_terms(text: str) -> frozenset[str]:
