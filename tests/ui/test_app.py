@@ -244,6 +244,8 @@ def test_forget_me_asks_before_deleting(settings, clean_keys, launch_app, page):
     save_screenshot(page, "ui-forget-me-confirm")
     page.get_by_role("button", name="Yes, forget everything").click()
     wait_for_text(page, "#memory-status", "forgot everything of forget-user", 10_000)
+    # the status line can come by the panel's poll a moment before the click's own outputs
+    page.wait_for_function("() => !document.querySelector('#chat [data-testid=\"user\"]')", timeout=10_000)
     assert chat_users(page) == []
     wait_until_hidden(page, "#forget-confirm")
 
