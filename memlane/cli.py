@@ -10,7 +10,8 @@
     memlane serve hash-key [KEY]      a new API key (or KEY) and the hash line for the configuration file
     memlane search USER QUERY         hybrid search over a user's memories
     memlane export USER               everything of a user, as JSON
-    memlane forget USER               delete everything of a user
+    memlane forget USER TEXT          forget what the user said about something ("peanuts"), or one memory by id
+    memlane delete-user USER [--yes]  delete everything of a user (asks first on a terminal)
     memlane config [--markdown]       the settings in force, secrets masked (or the README table)
 """
 
@@ -332,10 +333,50 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    """Forget one fact, as the API's and the tools' `forget` do; never the whole user."""
+    from memlane.tools import answer_forget
+
+    if not (args.what or "").strip():
+        print(
+            f"memlane forget: say what to forget, e.g. `memlane forget {args.user} \"what I said about peanuts\"` "
+            f"(or a memory id from `memlane search`); to delete everything of the user: `memlane delete-user {args.user}`",
+            file=sys.stderr,
+        )
+        return 2
+
     async def forget(store: Any) -> None:
-        print(f"deleted {await store.delete_user(args.user)} keys of {args.user!r}")
+        print(await answer_forget(store, args.user, args.what, actor="cli"))
 
     _run(lambda: _with_store(settings, forget))
+    return 0
+
+
+def _confirmed(user_id: str) -> bool | None:
+    """Ask on a terminal to type the user id; None when stdin is no terminal (nobody to ask)."""
+    stdin = sys.stdin
+    if stdin is None or not stdin.isatty():
+        return None
+    try:
+        answer = input(f"delete everything of {user_id!r} (history, profile, events, memories)? type the user id to confirm: ")
+    except EOFError:
+        return False
+    return answer.strip() == user_id
+
+
+def cmd_delete_user(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.yes:
+        confirmed = _confirmed(args.user)
+        if confirmed is None:
+            print(f"memlane delete-user: stdin is not a terminal, so nobody can confirm; add --yes to delete {args.user!r}", file=sys.stderr)
+            return 2
+        if not confirmed:
+            print(f"kept {args.user!r}: the answer was not the user id")
+            return 1
+
+    async def delete(store: Any) -> None:
+        print(f"deleted {await store.delete_user(args.user)} keys of {args.user!r}")
+
+    _run(lambda: _with_store(settings, delete))
     return 0
 
 
@@ -399,9 +440,15 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("user")
     export.set_defaults(handler=cmd_export)
 
-    forget = commands.add_parser("forget", help="delete everything of a user")
+    forget = commands.add_parser("forget", help="forget what a user said about something, everywhere recall reads")
     forget.add_argument("user")
+    forget.add_argument("what", nargs="?", help='what to forget ("what I said about peanuts"), or a memory id from search')
     forget.set_defaults(handler=cmd_forget)
+
+    delete_user = commands.add_parser("delete-user", help="delete everything of a user (asks first)")
+    delete_user.add_argument("user")
+    delete_user.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+    delete_user.set_defaults(handler=cmd_delete_user)
 
     config = commands.add_parser("config", help="print the settings in force")
     config.add_argument("--markdown", action="store_true", help="print the README's settings table")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import queue
@@ -52,18 +53,58 @@ async def test_the_worker_without_a_model_says_how_to_configure_one(settings):
         await cli.work(settings)
 
 
-def test_export_search_and_forget_from_the_command_line(settings, monkeypatch, capsys):
+def test_export_search_and_config_from_the_command_line(settings, monkeypatch, capsys):
     for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
         monkeypatch.setenv(name, value)
     assert cli.main(["search", "nobody", "咖啡"]) == 0
     assert cli.main(["export", "a|b"]) == 0
     exported = json.loads(capsys.readouterr().out)
     assert exported["user_id"] == "a|b"
-    assert cli.main(["forget", "a|b"]) == 0
-    assert "deleted" in capsys.readouterr().out
     monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-print-me")
     assert cli.main(["config"]) == 0
     assert "sk-do-not-print-me" not in capsys.readouterr().out
+
+
+class Terminal(io.StringIO):
+    """A stdin that is a terminal, with what the user types."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_forget_removes_one_fact_and_delete_user_asks_first(store, settings, monkeypatch, capsys, fresh_settings):
+    for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
+        monkeypatch.setenv(name, value)
+    await add_chat(store, "a|b", [("user", None, "I am allergic to peanuts."), ("user", None, "I live in Lyon.")])
+
+    def run_cli(*argv: str) -> tuple[int, str, str]:
+        code = cli.main(list(argv))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    # `forget USER` alone no longer deletes the user: it says where that went
+    code, out, err = await asyncio.to_thread(run_cli, "forget", "a|b")
+    assert code == 2 and "memlane delete-user" in err and len(await store.unprocessed_messages("a|b")) == 2
+    # `forget USER TEXT` forgets one fact, as the API's forget does
+    code, out, _ = await asyncio.to_thread(run_cli, "forget", "a|b", "what I said about peanuts")
+    assert code == 0 and out.startswith("forgot 1 message")
+    assert [m.content for m in await store.unprocessed_messages("a|b")] == ["I live in Lyon."]
+
+    # delete-user: refused without --yes when nobody can be asked (stdin is not a terminal)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    code, _, err = await asyncio.to_thread(run_cli, "delete-user", "a|b")
+    assert code == 2 and "--yes" in err and await store.unprocessed_messages("a|b")
+    # on a terminal it asks, and anything but the user id keeps the user
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    code, out, _ = await asyncio.to_thread(run_cli, "delete-user", "a|b")
+    assert code == 1 and "a|b" in out and "kept" in out and await store.unprocessed_messages("a|b")
+    monkeypatch.setattr(sys, "stdin", Terminal("a|b\n"))
+    code, out, _ = await asyncio.to_thread(run_cli, "delete-user", "a|b")
+    assert code == 0 and "deleted" in out and await store.unprocessed_messages("a|b") == []
+    await add_chat(store, "a|b", [("user", None, "back again")])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, out, _ = await asyncio.to_thread(run_cli, "delete-user", "a|b", "--yes")
+    assert code == 0 and "deleted" in out and await store.unprocessed_messages("a|b") == []
 
 
 def demo_env(tmp_path, **extra: str) -> dict[str, str]:
