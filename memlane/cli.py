@@ -309,9 +309,28 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if port and _port_taken(host, port):
         print(f"memlane serve: port {port} on {host} is taken; choose another with --port", file=sys.stderr)
         return 2
-    print(f"memlane serve: http://{host}:{port}/ (config {settings.serve_config}; Ctrl-C stops)", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="info" if args.verbose else "warning")
+    from memlane.store.embedded import stop_process_server
+
+    print(f"memlane serve: http://{host}:{port}/ (config {settings.serve_config}; Ctrl-C or SIGTERM stops)", file=sys.stderr, flush=True)
+    # uvicorn drains on SIGINT and SIGTERM, then raises the signal again with the handler it found:
+    # SIGTERM's default would kill the process there, before the embedded Redis is stopped below
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _raise_stopped)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info" if args.verbose else "warning")
+    except _Stopped:
+        pass
+    finally:
+        stop_process_server()  # the embedded Redis this process started (a reused one keeps running)
     return 0
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGINT arrived outside uvicorn's own handling (after it drained, or before it started)."""
+
+
+def _raise_stopped(signum: int, frame: Any) -> None:
+    raise _Stopped(signal.Signals(signum).name)
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:

@@ -173,6 +173,51 @@ def test_demo_warms_up_says_what_it_uses_and_sigterm_stops_its_redis(tmp_path):
     assert "Traceback" not in "".join(output) + rest
 
 
+def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
+    """systemd, Docker and Kubernetes stop a service with SIGTERM: it drains and takes its Redis along."""
+    from memlane.ui.serve_config import hash_api_key
+
+    config = tmp_path / "serve.toml"
+    config.write_text(
+        f'[[keys]]\nname = "k"\ntenant = "acme"\nhash = "{hash_api_key("key-k")}"\n'
+        '[personas.assistant]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+    )
+    port = free_port()
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "memlane.cli", "serve", "--config", str(config), "--port", str(port)],
+        env=demo_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120  # bounded: Redis Stack and the embeddings start here
+        while True:
+            assert serve.poll() is None, serve.stdout.read()[-3000:]
+            assert time.monotonic() < deadline, "memlane serve did not come up"
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as ready:
+                    if ready.status == 200:
+                        break
+            time.sleep(0.2)
+        state = json.loads((tmp_path / "data" / "redis" / "server.json").read_text())
+        os.kill(state["pid"], 0)  # its embedded Redis runs
+
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=60) == 0
+        output = serve.stdout.read()
+        deadline = time.monotonic() + 10
+        with pytest.raises(ProcessLookupError):
+            while time.monotonic() < deadline:
+                os.kill(state["pid"], 0)
+                time.sleep(0.1)
+            raise AssertionError(f"the embedded Redis (pid {state['pid']}) still runs after SIGTERM: {output[-2000:]}")
+        assert "Traceback" not in output, output[-3000:]
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+        with contextlib.suppress(OSError, ValueError, KeyError):  # never leave a Redis behind, even when failing
+            os.kill(json.loads((tmp_path / "data" / "redis" / "server.json").read_text())["pid"], signal.SIGKILL)
+
+
 @pytest.fixture
 def fresh_settings():
     """`cli.main` reads the environment anew (get_settings is cached per process)."""
