@@ -273,9 +273,9 @@ class Settings(BaseSettings):
         description="Messages around a recalled message that come with it (the question it answers, the answer it got), inside the budget",
     )
     recall_rewrite_timeout_seconds: float = Field(
-        default=3.0,
+        default=0.3,
         gt=0,
-        description="Longest the model may take to rewrite a follow-up before recall falls back to the cheap rewrite (it delays the reply)",
+        description="Time budget of the model's rewrite of a follow-up: past it recall uses the cheap rewrite (the first token waits for it)",
     )
     recall_rewrite_followups: bool = Field(
         default=True,

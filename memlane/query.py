@@ -4,13 +4,15 @@
 conversation into one that stands alone, before recall searches with it:
 
 - with a memory model: the model rewrites it from the session's last turns (the seed's
-  BrainMemory `rewrite`), answer parsed leniently, any failure falls back to
+  BrainMemory `rewrite`), answer parsed leniently, within a fixed budget
+  (`recall_rewrite_timeout_seconds`, 0.3 s: the reply waits for it); past the budget or on
+  any failure it falls back to
 - the cheap rewrite: the previous user turn's words are carried into the query
   ("他哪天出发？ 还记得我同事张伟吗"), so its names and nouns reach both the vector and
   the text search. The original question keeps its own words; nothing is removed.
 
-A question that already stands alone (no pronoun or demonstrative, not a fragment) is left
-as it is, and so is any question without an earlier turn.
+A question that already stands alone is left as it is (see `is_followup`: "What is my job?"
+stands alone, "Why?" does not), and so is any question without an earlier turn.
 """
 
 from __future__ import annotations
@@ -29,12 +31,27 @@ from memlane.store.text import query_terms
 
 logger = logging.getLogger(__name__)
 
+# words that point back at something said before: a third person, a demonstrative
 _ZH_REFERENCES = re.compile(r"[他她它]|那[个里儿些次天时]?|这[个里儿些次天时]|其|对方|上面|刚才|之前说")
 _EN_REFERENCES = re.compile(
     r"\b(he|she|it|they|him|her|them|his|hers|its|their|that|this|those|these|there|then|one)\b", re.I
 )
+# phrases with such a word that point at nothing said before: "is there", "this week", "这个月"
+_NOT_REFERENCES = re.compile(
+    r"\b(is|are|was|were|isn't|aren't)\s+there\b|\bthere\s+(is|are|was|were|'s)\b"
+    r"|\b(this|that)\s+(morning|afternoon|evening|night|week|weekend|month|year)\b"
+    r"|这个?(月|星期|礼拜|周末|周)",
+    re.I,
+)
+# an opening that carries the last question over to something new: "And the second one?", "What about Paris?", "还有呢？"
+_CARRY_OVER = re.compile(r"^\s*(and|or|but|also|what about|how about)\b|^\s*(还有|然后|而且)", re.I)
+# the user naming themselves: "my job", "I drink", "我住在哪"
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|mine|myself)\b|我", re.I)
+# Han characters that ask or bind, not name: "为什么", "怎么样", "多少", "是谁"
+_ZH_QUESTION_CHARS = set("为什么怎样哪谁几吗呢吧啊呀么是的了在有个多少呢嘛")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
 _MAX_CONTEXT_CHARS = 300
-_FRAGMENT_TERMS = 1  # a question of one search term ("why?", "where?") leans on what came before
+_FRAGMENT_TERMS = 1  # a question naming at most one thing ("why?", "where?", "多少钱？") leans on what came before
 
 REWRITE_PROMPT = f"""You rewrite the user's last question so that it can be understood without the conversation.
 Replace pronouns and references ("he", "that place", "他", "那个") with what they refer to in the chat, and
@@ -44,11 +61,31 @@ Answer with the rewritten question only: no explanation, no quotes.
 {DATA_RULE}"""
 
 
+def content_words(question: str) -> int:
+    """How many things the question names: its English search terms, and its Han characters
+    that are not question words or particles."""
+    english = [term for term in query_terms(question) if not _HAN.search(term)]
+    han = [char for char in _HAN.findall(question) if char not in _ZH_QUESTION_CHARS]
+    return len(english) + len(han)
+
+
 def is_followup(question: str) -> bool:
-    """True when the question leans on earlier turns: a pronoun, a demonstrative, or a fragment."""
-    if _ZH_REFERENCES.search(question) or _EN_REFERENCES.search(question):
+    """True when the question leans on earlier turns, so searching with its own words misses.
+
+    - it points back: a third person or a demonstrative ("他哪天出发？", "那个城市怎么样？",
+      "What about her?"), not counting "is there" or "this week";
+    - it carries the last question over: "And the second one?", "What about Paris?", "还有呢？";
+    - it is a fragment that does not name the user: "Why?", "多少钱？".
+
+    A question that names what it asks about with the user's own first person stands alone,
+    however short: "What do I drink?", "What is my job?", "我住在哪？".
+    """
+    unanchored = _NOT_REFERENCES.sub(" ", question)
+    if _ZH_REFERENCES.search(unanchored) or _EN_REFERENCES.search(unanchored) or _CARRY_OVER.search(question):
         return True
-    return len(query_terms(question)) <= _FRAGMENT_TERMS
+    if _FIRST_PERSON.search(question) and content_words(_FIRST_PERSON.sub(" ", question)) >= 1:
+        return False  # "my job": the user and the thing asked about, named
+    return content_words(question) <= _FRAGMENT_TERMS
 
 
 def cheap_rewrite(question: str, previous_turns: Sequence[Message]) -> str:

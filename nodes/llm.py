@@ -17,6 +17,7 @@ from typing import Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.constants import TAG_NOSTREAM
 
 from memlane.config import Settings
 from memlane.store.base import Message
@@ -27,6 +28,10 @@ from memlane.store.tokens import count_tokens
 logger = logging.getLogger(__name__)
 
 _RETRY_BACKOFF_SECONDS = 0.2
+# the tag on every memory-model call: a rewrite made inside an agent's model step is never
+# streamed as part of the reply ("nostream": LangGraph's stream_mode="messages" skips it)
+MEMORY_MODEL_TAG = "memlane:memory-model"
+MEMORY_MODEL_CONFIG = {"tags": [MEMORY_MODEL_TAG, TAG_NOSTREAM]}
 _CHAT_TAG = re.compile(r"</?\s*chat\s*>", re.IGNORECASE)
 # every character str.splitlines() breaks a line at
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -87,7 +92,7 @@ class ModelCaller:
     async def _call(self, system: str, user: str) -> BaseMessage:
         # the timeout inside the breaker: a call that hangs counts as a failure of the model
         return await asyncio.wait_for(
-            self.llm.ainvoke([SystemMessage(content=system), HumanMessage(content=user)]),
+            self.llm.ainvoke([SystemMessage(content=system), HumanMessage(content=user)], config=MEMORY_MODEL_CONFIG),
             timeout=self.settings.llm_timeout_seconds,
         )
 

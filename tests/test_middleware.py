@@ -338,3 +338,27 @@ async def test_the_next_turn_waits_for_the_previous_one_in_history_not_for_its_e
     await middleware.wait_idle()
     hits = await slow.search_memories("u", "sister Lyon", kinds=["message"])
     assert "My sister lives in Lyon" in [hit.memory.text for hit in hits]
+
+
+async def test_a_streamed_reply_carries_only_the_reply_models_tokens(store, settings):
+    # the rewrite of a follow-up is a model call inside the agent's model step: streamed with
+    # stream_mode="messages", its answer must not show up as part of the reply
+    await store.add_messages([
+        Message(id="z1", user_id="u", session_id="s", role="user", content="Do you remember my colleague Zhang Wei?"),
+        Message(id="z2", user_id="u", session_id="s", role="assistant", content="Yes, your colleague."),
+    ])
+    rewrite_model = ScriptedChatModel(default="When does Zhang Wei leave for Shanghai?", rules=[("zzz-never", "")])
+    chat_model = ScriptedChatModel(script=["Next Wednesday."], chunk_size=3)
+    middleware = MemoryMiddleware(store, settings=settings, rewrite_model=rewrite_model)
+    agent = agent_for(chat_model, middleware)
+    pieces = []
+    async for chunk, _meta in agent.astream(
+        {"messages": [HumanMessage("When does he leave?")]},
+        context=MemoryAgentContext(user_id="u", session_id="s"),
+        stream_mode="messages",
+    ):
+        if chunk.content:
+            pieces.append(chunk.content)
+    assert rewrite_model.prompts, "the follow-up was rewritten by the model"
+    assert "".join(pieces) == "Next Wednesday."
+    await middleware.wait_idle()

@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from memlane import MemoryStore, Message, ProfileEntry, Recall, Settings, StoreError, open_store
 from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler, MemoryStep
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware
+from memlane.nodes.llm import MEMORY_MODEL_TAG
 from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_title
 from memlane.nodes.topic_shift import is_related
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
@@ -34,6 +35,7 @@ from memlane.ui.sample import SAMPLE_USER, load_sample
 
 logger = logging.getLogger(__name__)
 
+REPLY_NODE = "model"  # the step of a `create_agent` agent that calls the reply model
 TOPIC_CONTEXT_MESSAGES = 6  # the earlier turns the topic check compares a new message with
 
 
@@ -116,6 +118,12 @@ def history_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
         if text:
             messages.append(HumanMessage(text) if role == "user" else AIMessage(text))
     return messages
+
+
+def is_reply_token(metadata: dict[str, Any]) -> bool:
+    """Whether a streamed piece comes from the reply model: the agent's model step, and not a
+    memory-model call made inside it (the follow-up rewrite is tagged, and not streamed at all)."""
+    return metadata.get("langgraph_node") == REPLY_NODE and MEMORY_MODEL_TAG not in (metadata.get("tags") or ())
 
 
 def _when(timestamp: float) -> str:
@@ -290,10 +298,10 @@ class ChatService:
         version_before = self.status(user_id).version
         self.middleware.last_recall.pop(user_id, None)  # `used_memories` reads this turn's, not an older one
         try:
-            async for chunk, _meta in self._agent(persona).astream(
+            async for chunk, metadata in self._agent(persona).astream(
                 {"messages": messages}, context=context, stream_mode="messages"
             ):
-                if isinstance(chunk, AIMessageChunk) and chunk.content:
+                if isinstance(chunk, AIMessageChunk) and chunk.content and is_reply_token(metadata):
                     answer += str(chunk.text)
                     yield answer
         except Exception as error:  # shown in the chat; one log line, not a traceback per layer

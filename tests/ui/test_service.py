@@ -336,3 +336,21 @@ async def test_the_timeline_shows_what_each_event_changed(store, settings):
     assert "- added **lifestyle / diet**: drinks a lot of black coffee without sugar" in timeline
     assert "- updated **lifestyle / diet**: ~~drinks a lot of black coffee without sugar~~ → 戒了咖啡，改喝绿茶" in timeline
     assert await service.load_sample() == "the sample is already loaded"
+
+
+async def test_the_rewrite_of_a_follow_up_never_shows_in_the_reply(store, settings):
+    # a memory model that answers the rewrite like a real one, quickly
+    memory = ScriptedChatModel(rules=[("Last question:", "Why does the user drink black coffee?")], default="{}")
+    chat = ScriptedChatModel(default="Because you like it strong.", rules=[("zzz-never", "")])
+    service = ChatService(settings, store=store, chat_model=chat, memory_model=memory)
+    await store.add_messages([
+        Message(id="c1", user_id="u", session_id="s", role="user", content="I drink black coffee"),
+        Message(id="c2", user_id="u", session_id="s", role="assistant", content="Noted."),
+    ])
+    history = [{"role": "user", "content": "I drink black coffee"}, {"role": "assistant", "content": "Noted."}]
+    answers = [answer async for answer in service.stream_reply("u", "s", "Why?", history)]
+    assert any("Last question:" in prompt for prompt in memory.prompts), "the follow-up was rewritten"
+    assert answers and all("Because you like it strong.".startswith(answer) for answer in answers), answers[-1]
+    await service.wait_background()
+    await service.middleware.wait_idle()
+    await service.aclose()

@@ -1,0 +1,75 @@
+"""memlane/query.py: which questions lean on earlier turns, and the rewrite's time budget."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from scripted import TIMEOUT, ScriptedChatModel
+
+from memlane.query import cheap_rewrite, is_followup, rewrite_followup
+from memlane.store.base import Message
+
+STANDALONE = [
+    "What do I drink?",
+    "What is my job?",
+    "Where do I live?",
+    "How old am I?",
+    "Remind me what I drink",
+    "Is there a café near my home?",
+    "What did I eat this week?",
+    "How far is Paris from Berlin?",
+    "我住在哪？",
+    "我喝什么？",
+    "我的工作是什么？",
+    "我叫什么名字？",
+    "这个月我有什么安排？",
+    "张伟住在哪？",
+]
+FOLLOWUPS = [
+    "Why?",
+    "Where?",
+    "What about her?",
+    "And the second one?",
+    "When does he leave?",
+    "Tell me more",
+    "What about me?",
+    "为什么？",
+    "那个城市怎么样？",
+    "他哪天出发？",
+    "多少钱？",
+    "还有呢？",
+    "我呢？",
+    "怎么样？",
+]
+
+
+@pytest.mark.parametrize("question", STANDALONE)
+def test_a_question_naming_what_it_asks_about_stands_alone(question):
+    assert not is_followup(question)
+
+
+@pytest.mark.parametrize("question", FOLLOWUPS)
+def test_a_question_leaning_on_earlier_turns_is_a_follow_up(question):
+    assert is_followup(question)
+
+
+def test_the_default_rewrite_budget_is_at_most_300_ms(settings):
+    from memlane.config import Settings
+
+    assert Settings.model_fields["recall_rewrite_timeout_seconds"].default <= 0.3
+
+
+async def test_a_memory_model_slower_than_the_budget_gives_the_cheap_rewrite_in_time(settings):
+    previous = [
+        Message(id="p1", user_id="u", session_id="s", role="user", content="还记得我同事张伟吗？"),
+        Message(id="p2", user_id="u", session_id="s", role="assistant", content="记得，他是你的同事。"),
+    ]
+    budget = type(settings).model_fields["recall_rewrite_timeout_seconds"].default
+    slow = ScriptedChatModel(script=[TIMEOUT], timeout_sleep=2.0)
+    started = time.perf_counter()
+    query = await rewrite_followup("他哪天出发？", previous, settings, llm=slow)
+    waited = time.perf_counter() - started
+    assert slow.prompts, "the memory model was asked"
+    assert query == cheap_rewrite("他哪天出发？", previous) == "他哪天出发？ 还记得我同事张伟吗？"
+    assert waited < budget + 0.2, f"the rewrite took {waited:.2f} s"
