@@ -177,6 +177,21 @@ async def retry_parked_runs(
     return runs
 
 
+async def queue_memory_run(store: MemoryStore, settings: Settings, user_id: str, *, docket_url: str | None = None) -> None:
+    """Queue a run for `user_id` now on the deployment's queue, from a process without a scheduler
+    (`memlane mcp`'s remember_now): an app or `memlane worker` on the same Redis runs it. An
+    empty buffer makes a run that stops at once."""
+    name = scheduler_name(settings)
+    url = docket_url or default_docket_url(store, settings, name)
+    if url.startswith("memory://"):
+        raise RuntimeError(
+            "runs queue in this process's memory (memory://), where no worker can see them; "
+            "unset MEMLANE_MEMORY_DOCKET_URL to queue in the store's Redis"
+        )
+    async with Docket(name=name, url=url) as docket:
+        await _queue_memory_run(docket, user_id, name, f"memlane-run:{user_id}:asked-{uuid.uuid4().hex}")
+
+
 def redelivery_timeout(settings: Settings) -> timedelta:
     """How long a run taken by a worker that died waits before another worker gets it.
 

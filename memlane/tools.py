@@ -1,4 +1,5 @@
-"""Memory tools an agent can call: search memories, remember this, forget this.
+"""Memory tools an agent can call: search memories, remember this, forget this, and (with a
+scheduler) remember the conversation now.
 
 The user comes from the run, like the middleware's (`MemoryAgentContext` or
 `configurable`), so a model can never name another user.
@@ -7,7 +8,7 @@ The user comes from the run, like the middleware's (`MemoryAgentContext` or
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, tool
@@ -26,6 +27,9 @@ from memlane.store.base import (
     stable_id,
 )
 
+if TYPE_CHECKING:
+    from memlane.graph.tasks import MemoryScheduler
+
 REMEMBERED_TAG = "remembered"
 
 
@@ -33,8 +37,10 @@ def _day(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d")
 
 
-def memory_tools(store: MemoryStore, settings: Settings | None = None) -> list[BaseTool]:
-    """`[search_memories, remember, forget]` bound to `store`."""
+def memory_tools(
+    store: MemoryStore, settings: Settings | None = None, *, scheduler: "MemoryScheduler | None" = None
+) -> list[BaseTool]:
+    """`[search_memories, remember, forget]` bound to `store`; with `scheduler`, `remember_now` too."""
     settings = settings or get_settings()
 
     @tool
@@ -69,7 +75,19 @@ def memory_tools(store: MemoryStore, settings: Settings | None = None) -> list[B
         identity = resolve_identity(runtime.context, settings)
         return await answer_forget(store, identity.user_id, what, actor="tool")
 
-    return [search_memories, remember, forget]
+    if scheduler is None:
+        return [search_memories, remember, forget]
+
+    @tool
+    async def remember_now(runtime: ToolRuntime[Any]) -> str:
+        """Remember the conversation stored so far now (profile facts, an event card), instead of
+        when enough was said, the session ends or the user goes idle. It runs in the background;
+        this turn itself is stored after your reply."""
+        identity = resolve_identity(runtime.context, settings)
+        queued = await scheduler.notify(identity.user_id, flush=True)
+        return "remembering… (the profile and events show what was learned shortly)" if queued else "nothing new to remember"
+
+    return [search_memories, remember, forget, remember_now]
 
 
 # What the tools answer, shared with the MCP server (ui/mcp.py) and `memlane serve`: the user is the caller's.

@@ -102,3 +102,25 @@ async def test_forget_takes_what_to_forget_in_words(store, settings):
     outputs = await run_tools(store, settings, "u", [call("forget", "4", what="[message:c]")], [call("forget", "5", what="quantum physics")])
     assert outputs == ["forgot [message:c]", "nothing stored matched 'quantum physics'"]
     assert [m.content for m in await store.recent_messages("u", "s")] == ["喜欢喝豆浆。"]
+
+
+async def test_remember_now_tool_runs_the_memory_graph_when_a_scheduler_is_given(store, settings):
+    import asyncio
+
+    from memory_graph_helpers import memory_rules
+
+    from memlane.graph import MemoryContext, MemoryScheduler
+
+    assert [tool.name for tool in memory_tools(store, settings)] == ["search_memories", "remember", "forget"]
+    await store.add_messages([Message(id="a", user_id="u", session_id="s", role="user", content="顺便，我喜欢黑咖啡，不加糖。")])
+    context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    async with MemoryScheduler(context, docket_url=f"memory://{settings.key_prefix}") as scheduler:
+        tools = memory_tools(store, settings, scheduler=scheduler)
+        assert [tool.name for tool in tools] == ["search_memories", "remember", "forget", "remember_now"]
+        model = ToolCallingModel(tool_calls=[[call("remember_now", "1")]])
+        agent = create_agent(model, tools=tools, context_schema=MemoryAgentContext)
+        result = await agent.ainvoke({"messages": [HumanMessage("go")]}, context=MemoryAgentContext(user_id="u", session_id="s"))
+        assert [m.content for m in result["messages"] if m.type == "tool"][0].startswith("remembering")
+        await scheduler.wait_idle(20)
+    assert any("黑咖啡" in entry.content for entry in await store.get_profile("u"))
+    assert await store.unprocessed_messages("u") == []

@@ -3,6 +3,9 @@
     memlane mcp --user ID          stdio: one user per process, for a desktop client's config
     memlane serve                  streamable HTTP at /mcp: the user comes from each request's credentials
 
+Tools: search_memories, remember, forget, get_profile, list_events, and remember_now (a memory
+run now: in `memlane serve` by its scheduler; over stdio queued for the workers on the same Redis).
+
 Every tool acts for the one store user that the caller resolves to (the process's `--user`, or the
 HTTP request's bearer key tenant and user header); no tool takes a user id, so a model can never name
 another user. The tools answer in the same words as the agent tools (`memlane.tools`).
@@ -28,6 +31,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from memlane import MemoryStore, Settings, StoreError, open_store
+from memlane.graph.tasks import queue_memory_run
 from memlane.store.base import profile_memory_id
 from memlane.tools import answer_forget, answer_remember, answer_search
 from memlane.ui.serve_config import store_user_id
@@ -60,6 +64,9 @@ class McpCaller:
 ResolveCaller = Callable[[Context], McpCaller | Awaitable[McpCaller]]
 """The caller of a tool call, from its context; raising `ToolError` refuses the call."""
 
+RememberNow = Callable[[str], Awaitable[str]]
+"""Queue a memory run of a store user now; returns what the `remember_now` tool answers."""
+
 Authenticate = Callable[[Request], Awaitable[McpCaller]]
 """The HTTP caller from the request; raises `starlette.exceptions.HTTPException` (401, 403, ...)
 to refuse the request before MCP sees it."""
@@ -76,8 +83,13 @@ def _version() -> str:
         return "0"
 
 
-def build_mcp_server(store: Callable[[], MemoryStore], resolve_caller: ResolveCaller) -> MCPServer:
-    """The MCP server with memlane's tools; `store()` gives the store at call time (it may open late)."""
+def build_mcp_server(
+    store: Callable[[], MemoryStore], resolve_caller: ResolveCaller, *, remember_now: RememberNow | None = None
+) -> MCPServer:
+    """The MCP server with memlane's tools; `store()` gives the store at call time (it may open late).
+
+    remember_now: queues a memory run for a user; given, the `remember_now` tool is offered.
+    """
     server = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
 
     async def caller(ctx: Context, *, writes: bool = False) -> McpCaller:
@@ -133,6 +145,18 @@ def build_mcp_server(store: Callable[[], MemoryStore], resolve_caller: ResolveCa
         writer = await caller(ctx, writes=True)
         async with store_errors():
             return await answer_forget(store(), writer.user_id, what, actor=writer.actor)
+
+    if remember_now is not None:
+        request_run = remember_now
+
+        @server.tool(name="remember_now", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+        async def remember_now_tool(ctx: Context) -> str:
+            """Remember the conversation so far now (profile facts, an event card), instead of when
+            enough was said, the session ends or the user goes idle. Runs in the background: the
+            profile and events show what it learned a little later."""
+            writer = await caller(ctx, writes=True)
+            async with store_errors():
+                return await request_run(writer.user_id)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def get_profile(ctx: Context) -> str:
@@ -205,13 +229,14 @@ def mcp_http_endpoint(
     *,
     path: str = "/mcp",
     transport_security: TransportSecuritySettings | None = None,
+    remember_now: RememberNow | None = None,
 ) -> McpHttpEndpoint:
     """memlane's MCP server at `path`, each request's user from `authenticate(request)`.
 
     transport_security: the SDK's Host / Origin checks; off by default because every request
     must carry credentials (a DNS-rebinding page has none), and a deployment's host names vary.
     """
-    server = build_mcp_server(store, caller_from_request)
+    server = build_mcp_server(store, caller_from_request, remember_now=remember_now)
     transport = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=True,
@@ -253,7 +278,17 @@ def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
             raise HTTPException(400, f"{USER_HEADER} must name the user: {error}") from None
         return McpCaller(user_id=user_id, actor=key.actor, may_read=key.may("read"), may_write=key.may("write"))
 
-    return mcp_http_endpoint(lambda: service.store, authenticate, path=path)
+    async def remember_now(user_id: str) -> str:
+        return run_requested(await service.remember_now(user_id))
+
+    return mcp_http_endpoint(lambda: service.store, authenticate, path=path, remember_now=remember_now)
+
+
+def run_requested(queued: bool | None) -> str:
+    """What `remember_now` answers for a scheduler's verdict (None: no memory model)."""
+    if queued is None:
+        return "no memory model is configured: turns are stored and searchable, but nothing is remembered from them"
+    return "remembering… (the profile and events show what was learned shortly)" if queued else "nothing new to remember"
 
 
 async def run_stdio(settings: Settings, user_id: str) -> None:
@@ -261,6 +296,14 @@ async def run_stdio(settings: Settings, user_id: str) -> None:
     opened = await open_store(settings)
     try:
         caller = McpCaller(user_id=user_id, actor="mcp")
-        await build_mcp_server(lambda: opened, lambda _ctx: caller).run_stdio_async()
+
+        async def remember_now(run_user: str) -> str:  # no scheduler here: queued for the deployment's workers
+            try:
+                await queue_memory_run(opened, settings, run_user)
+            except RuntimeError as error:
+                return str(error)
+            return "remembering… (queued: a memlane app, `memlane serve` or `memlane worker` on this Redis runs it)"
+
+        await build_mcp_server(lambda: opened, lambda _ctx: caller, remember_now=remember_now).run_stdio_async()
     finally:
         await opened.aclose()

@@ -2,7 +2,8 @@
 
     POST /v1/chat/completions       OpenAI wire format; `model` names a persona (ui/serve_chat.py)
     GET  /v1/models                 the personas
-    /v1/users/{user_id}/...         the memories API: search, profile, events, notes, export, delete
+    /v1/users/{user_id}/...         the memories API: search, profile, events, notes, export, delete,
+                                    remember-now and sessions/{session_id}/end (a memory run now)
     /mcp                            memlane's MCP server (ui/mcp.py), streamable HTTP
     GET  /healthz  /readyz  /metrics
 
@@ -207,6 +208,27 @@ class ServeService:
             if self.store is not None and self._owns_store:
                 await self.store.aclose()
 
+    async def remember_now(self, user_id: str) -> bool | None:
+        """Queue a memory run over the user's unprocessed messages now, whatever their size (the
+        app's "Remember now"). False: nothing new to remember; None: no memory model."""
+        if self.scheduler is None:
+            return None
+        if self.persistence is not None:  # the turns sent just before are part of the run
+            await self.persistence.wait_saved(user_id, timeout=10)
+        return await self.scheduler.notify(user_id, flush=True)
+
+    async def end_session(self, user_id: str, session_id: str) -> bool | None:
+        """The session ended: queue the "session ended" run and fold the session's rolling summary
+        (as the app does when a new chat starts). False: nothing new; None: no memory model."""
+        if self.scheduler is None:
+            return None
+        if self.persistence is not None:
+            await self.persistence.wait_saved(user_id, timeout=10)
+        queued = await self.scheduler.notify(user_id, session_ended=True)
+        if queued:
+            await self.scheduler.update_session_summary(user_id, session_id)
+        return queued
+
     def require_store(self) -> MemoryStore:
         if self.store is None:
             raise StoreError("the store is not open yet; the service is starting")
@@ -389,6 +411,12 @@ class ForgetIn(BaseModel):
     query: str = Field(min_length=1, max_length=1000, description='what to forget: "peanuts", "forget what I said about my ex"')
 
 
+class RunRequested(BaseModel):
+    user_id: str
+    session_id: str | None = Field(description="the session that ended (sessions/{session_id}/end), else null")
+    queued: bool = Field(description="a memory run is queued, or follows the one in progress; false: nothing new to remember")
+
+
 class Deleted(BaseModel):
     id: str
     deleted: Literal[True] = True
@@ -406,7 +434,7 @@ def _public(value: Any, store_user: str, user_id: str) -> Any:
 def _session_header(value: str | None) -> str:
     session_id = (value or "").strip() or DEFAULT_SESSION
     if len(session_id) > SESSION_ID_MAX_CHARS or any(ord(c) < 32 for c in session_id):
-        raise ApiError(422, f"the {SESSION_HEADER} header must be at most {SESSION_ID_MAX_CHARS} printable characters", "invalid_session_id")
+        raise ApiError(422, f"a session id ({SESSION_HEADER}) must be at most {SESSION_ID_MAX_CHARS} printable characters", "invalid_session_id")
     return session_id
 
 
@@ -682,6 +710,29 @@ def _add_memory_routes(app: FastAPI, service: ServeService) -> None:
         store_user = tenant_user(key, user_id)
         report = await service.require_store().forget(store_user, body.query, actor=key.actor)
         return {**_public(report.model_dump(mode="json"), store_user, user_id), "description": report.describe()}
+
+    def requested(user_id: str, session_id: str | None, queued: bool | None) -> RunRequested:
+        if queued is None:
+            raise ApiError(
+                409,
+                "memlane serve has no memory model, so turns are stored but nothing is remembered: "
+                "add a [memory] section to the configuration file, or set MEMLANE_MEMORY_MODEL / OPENAI_BASE_URL",
+                "no_memory_model",
+            )
+        return RunRequested(user_id=user_id, session_id=session_id, queued=queued)
+
+    @app.post(users + "/remember-now", tags=["memories"], status_code=202)
+    async def remember_now(user_id: str, key: ApiKey = write) -> RunRequested:
+        """Remember the user's unprocessed messages now, without waiting for the token threshold,
+        the session's end or the idle flush. The run is queued: poll the profile and events."""
+        return requested(user_id, None, await service.remember_now(tenant_user(key, user_id)))
+
+    @app.post(users + "/sessions/{session_id}/end", tags=["memories"], status_code=202)
+    async def end_session(user_id: str, session_id: str, key: ApiKey = write) -> RunRequested:
+        """The session (the X-Memlane-Session of its chats) ended: remember its messages now and fold
+        its rolling summary."""
+        session_id = _session_header(session_id)
+        return requested(user_id, session_id, await service.end_session(tenant_user(key, user_id), session_id))
 
     @app.get(users + "/export", tags=["memories"])
     async def export_user(user_id: str, key: ApiKey = read) -> dict[str, Any]:

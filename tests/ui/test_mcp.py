@@ -22,7 +22,7 @@ from memlane.cli import build_parser, cmd_mcp
 from memlane.ui.mcp import serve_mcp_endpoint
 from memlane.ui.serve_config import ApiKey, ServeConfig, hash_api_key, store_user_id
 
-TOOLS = {"search_memories", "remember", "forget", "get_profile", "list_events"}
+TOOLS = {"search_memories", "remember", "forget", "get_profile", "list_events", "remember_now"}
 
 
 def text(result) -> str:
@@ -65,6 +65,8 @@ async def test_stdio_tools_act_for_the_command_line_user(store, settings):
         assert text(await client.call_tool("get_profile", {})) == "no profile yet"
         assert text(await client.call_tool("list_events", {})) == "no events yet"
         assert text(await client.call_tool("search_memories", {"query": "coffee cat Miso"})) == "no memories found"
+        # no scheduler in this process: the run is queued for the workers on the same Redis
+        assert text(await client.call_tool("remember_now", {})).startswith("remembering… (queued")
 
 
 def key(name: str, tenant: str, *scopes: str) -> ApiKey:

@@ -474,6 +474,67 @@ def test_forgetting_a_subject_and_a_message(env):
     assert [m["content"] for m in export(env, "leo")["messages"]] == [messages[1]["content"]]
 
 
+def chat_a_short_fact(env: Env, user_id: str, session_id: str) -> None:
+    """One short turn (far below the memory buffer's tokens) of `user_id`, stored."""
+    env.openai().chat.completions.create(
+        model="assistant", user=user_id, messages=[{"role": "user", "content": "顺便，我喜欢黑咖啡，不加糖。"}],
+        extra_headers={"X-Memlane-Session": session_id},
+    )
+    wait_for(lambda: len(export(env, user_id)["messages"]) == 2)
+    time.sleep(0.3)  # a run the turn queued would have started by now
+    with env.http() as http:
+        assert http.get(user_path(user_id) + "/profile").json()["data"] == []  # nothing remembered yet
+
+
+def wait_for_profile(env: Env, user_id: str) -> list[dict[str, Any]]:
+    with env.http() as http:
+        return wait_for(lambda: http.get(user_path(user_id) + "/profile").json()["data"], timeout=20)
+
+
+def test_remember_now_and_session_end_start_a_memory_run(env):
+    chat_a_short_fact(env, "nina", "s1")
+    with env.http("acme-read") as reader:
+        refused = reader.post(user_path("nina") + "/remember-now")
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "insufficient_scope"
+    with env.http("globex") as globex:  # another tenant's nina has nothing to remember
+        assert globex.post(user_path("nina") + "/remember-now").json() == {"user_id": "nina", "session_id": None, "queued": False}
+    time.sleep(0.3)
+    with env.http() as http:
+        assert http.get(user_path("nina") + "/profile").json()["data"] == []
+        asked = http.post(user_path("nina") + "/remember-now")
+        assert asked.status_code == 202 and asked.json() == {"user_id": "nina", "session_id": None, "queued": True}
+    assert any("黑咖啡" in entry["content"] for entry in wait_for_profile(env, "nina"))
+    with env.http() as http:  # the buffer is processed: nothing new to remember
+        assert http.post(user_path("nina") + "/remember-now").json()["queued"] is False
+
+    chat_a_short_fact(env, "oscar", "morning")
+    with env.http() as http:
+        ended = http.post(user_path("oscar") + "/sessions/morning/end")
+        assert ended.status_code == 202 and ended.json() == {"user_id": "oscar", "session_id": "morning", "queued": True}
+        assert http.post(user_path("oscar") + "/sessions/" + "x" * 300 + "/end").status_code == 422
+    assert any("黑咖啡" in entry["content"] for entry in wait_for_profile(env, "oscar"))
+    summary = wait_for(lambda: export(env, "oscar").get("session_summaries"))
+    assert "coffee" in json.dumps(summary)  # the session's rolling summary was folded too
+
+
+def test_remember_now_over_mcp(env):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    chat_a_short_fact(env, "pia", "s1")
+
+    async def remember_now_over_mcp() -> str:
+        headers = {"Authorization": "Bearer key-acme", "X-Memlane-User": "pia"}
+        client = Client(streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60)))
+        async with client:
+            result = await client.call_tool("remember_now", {})
+            return result.content[0].text
+
+    assert asyncio.run(remember_now_over_mcp()).startswith("remembering")
+    assert any("黑咖啡" in entry["content"] for entry in wait_for_profile(env, "pia"))
+
+
 def test_mcp_is_served_at_mcp_with_the_same_keys_and_users(env):
     import httpx2
     from mcp import Client
