@@ -35,6 +35,7 @@ from memlane.graph import MemoryScheduler
 from memlane.recall import Recall, recall, recall_system_prompt
 from memlane.store.base import MemoryStore, Message, RedisUnavailable, StoreError, stable_id
 from memlane.store.connections import RedisPoolExhausted
+from memlane.store.privacy import PrivacyMode, redact
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -104,16 +105,15 @@ def message_text(message: BaseMessage) -> str:
 
 
 def turn_messages(messages: Sequence[BaseMessage], identity: MemoryAgentContext) -> list[Message]:
-    """The last turn as store messages: the last user message and the answers after it.
+    """The conversation's user and assistant messages as store messages, oldest first.
 
     Tool calls and tool results are left out; a message without an id gets one from its
-    content and position, so saving the same turn twice stores it once.
+    content and position, so saving the same turn twice stores it once. What of these is
+    new is for the save to tell (`unstored_messages`): every message after the last one
+    already stored, so several user lines sent in one request are all kept.
     """
-    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=None)
-    if last_human is None:
-        return []
     turn: list[Message] = []
-    for position, message in enumerate(messages[last_human:], start=last_human):
+    for position, message in enumerate(messages):
         text = message_text(message).strip()
         if not text or not isinstance(message, (HumanMessage, AIMessage)):
             continue
@@ -130,6 +130,45 @@ def turn_messages(messages: Sequence[BaseMessage], identity: MemoryAgentContext)
             )
         )
     return turn
+
+
+# how many of the session's last stored messages must line up with the request's to count
+# it as re-sent history (a client that sends the history again gives its messages new ids)
+ALIGNED_MESSAGES = 3
+
+
+def unstored_messages(candidates: list[Message], stored: Sequence[Message], privacy: PrivacyMode = "off") -> list[Message]:
+    """The candidates after the last one already among `stored` (the session's newest stored
+    messages, oldest first).
+
+    Stored is a candidate whose id is stored, or a run of candidates that reads as the stored
+    tail (same role and text, the text as the store keeps it under `privacy`): re-sent history
+    without ids. The last candidate (the reply just made) is never taken for re-sent history.
+    """
+    if not stored or not candidates:
+        return candidates
+    stored_ids = {message.id for message in stored}
+    cut = max((index for index, message in enumerate(candidates) if message.id in stored_ids), default=-1)
+
+    def same(candidate: Message, kept: Message) -> bool:
+        return candidate.role == kept.role and " ".join(redact(candidate.content, privacy).split()) == " ".join(kept.content.split())
+
+    for end in range(len(candidates) - 2, cut, -1):
+        span = min(ALIGNED_MESSAGES, len(stored), end + 1)
+        if all(same(candidates[end - back], stored[-1 - back]) for back in range(span)):
+            cut = end
+            break
+    return candidates[cut + 1 :]
+
+
+def latest_exchange(conversation: list[Message]) -> list[Message]:
+    """The conversation's last answers and the user lines right before them."""
+    start = len(conversation)
+    while start > 0 and conversation[start - 1].role == "assistant":
+        start -= 1
+    while start > 0 and conversation[start - 1].role == "user":
+        start -= 1
+    return conversation[start:]
 
 
 SaveCallback = Callable[[MemoryAgentContext, list[Message], bool], Awaitable[None]]
@@ -173,6 +212,9 @@ class MemoryPersistence:
         self.on_saved = on_saved
         self.on_failed = on_failed
         self.retry_seconds = (settings or get_settings()).save_retry_seconds
+        self.privacy = (settings or get_settings()).privacy_redaction  # stored texts are compared as the store keeps them
+        # per (user, session): the last messages of a turn not saved on purpose (saving off)
+        self.skipped: dict[tuple[str, str], list[Message]] = {}
         self._tails: dict[str, asyncio.Task[None]] = {}  # per user: the newest save task
         self._tasks: set[asyncio.Task[None]] = set()
         # per user: turns whose save failed (Redis away); the next save stores them first
@@ -183,18 +225,39 @@ class MemoryPersistence:
         # per user: set once the newest save has written the turn to history (indexing follows)
         self._stored: dict[str, asyncio.Event] = {}
 
-    def save_turn(self, identity: MemoryAgentContext, turn: list[Message]) -> asyncio.Task[None]:
-        """Start storing `turn` in the background; returns at once."""
+    def save_turn(self, identity: MemoryAgentContext, turn: list[Message], *, only_new: bool = False) -> asyncio.Task[None]:
+        """Start storing `turn` in the background; returns at once.
+
+        only_new: `turn` is the whole conversation a request carried (`turn_messages`); only
+        the messages after the last one already stored (or left unsaved on purpose, see
+        `skip_turn`) are stored."""
         previous = self._tails.get(identity.user_id)
         previous_stored = self._stored.get(identity.user_id)
         stored = self._stored[identity.user_id] = asyncio.Event()
         task = asyncio.create_task(
-            self._save(identity, turn, previous, previous_stored, stored), name=f"memlane-save-{identity.user_id}"
+            self._save(identity, turn, previous, previous_stored, stored, only_new=only_new),
+            name=f"memlane-save-{identity.user_id}",
         )
         self._tails[identity.user_id] = task
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._forget(identity.user_id, done))
         return task
+
+    def skip_turn(self, identity: MemoryAgentContext, turn: list[Message]) -> None:
+        """Note a conversation whose turn is not saved (saving off): a later save with
+        `only_new` does not store these messages when the request carries them again."""
+        self.skipped[(identity.user_id, identity.session_id)] = turn[-ALIGNED_MESSAGES:]
+        if len(self.skipped) > 1000:  # a note per live session, not a store of every one
+            self.skipped.pop(next(iter(self.skipped)))
+
+    async def _new_messages(self, identity: MemoryAgentContext, conversation: list[Message], pending: list[Message]) -> list[Message]:
+        """The conversation's messages after the last one stored, unsaved (`pending`) or skipped."""
+        stored = await self.store.recent_messages(
+            identity.user_id, identity.session_id, limit=max(ALIGNED_MESSAGES, min(len(conversation), 100))
+        )
+        known = [*stored, *[m for m in pending if m.session_id == identity.session_id]]
+        known += self.skipped.get((identity.user_id, identity.session_id), [])
+        return unstored_messages(conversation, known, self.privacy)
 
     def _forget(self, user_id: str, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -227,6 +290,8 @@ class MemoryPersistence:
         previous: asyncio.Task[None] | None,
         previous_stored: asyncio.Event | None,
         stored: asyncio.Event,
+        *,
+        only_new: bool = False,
     ) -> None:
         """Store the turn, index it for search, tell the scheduler. `stored` is set once the turn
         is in history: the user's next recall waits for that, not for the embedding.
@@ -237,16 +302,27 @@ class MemoryPersistence:
             stored_wait = asyncio.ensure_future(previous_stored.wait())
             await asyncio.wait([previous, stored_wait], return_when=asyncio.FIRST_COMPLETED)
             stored_wait.cancel()
-        messages = [*self.unsaved.pop(identity.user_id, []), *turn]
+        pending = self.unsaved.pop(identity.user_id, [])
+        messages = [*pending, *turn]
+        if only_new:  # until the store says what is new: the last exchange (the user lines and the reply)
+            messages = [*pending, *latest_exchange(turn)]
+
+        async def store_messages() -> None:
+            nonlocal messages
+            if only_new:
+                messages = [*pending, *await self._new_messages(identity, turn, pending)]
+            await self._store(identity, messages)
+
         started = time.monotonic()
         try:
             try:
-                await self._while_redis_is_away(
-                    identity, "storing the turn", lambda: self._store(identity, messages), started, len(messages)
-                )
+                await self._while_redis_is_away(identity, "storing the turn", store_messages, started, len(messages))
             except Exception as error:  # past the retries, or not Redis: keep the turn for the next save
                 self._give_up(identity, messages, error, time.monotonic() - started)
                 return
+            if only_new:
+                self.skipped.pop((identity.user_id, identity.session_id), None)
+                turn = messages[len(pending) :]
             stored.set()
             if previous is not None:
                 await asyncio.wait([previous])
@@ -435,10 +511,11 @@ class MemoryMiddleware(AgentMiddleware):
 
     async def aafter_agent(self, state: Any, runtime: Runtime) -> dict[str, Any] | None:
         identity = resolve_identity(runtime.context, self.settings)
-        if identity.auto_save_enabled:
-            turn = turn_messages(state["messages"], identity)
-            if turn:
-                self.persistence.save_turn(identity, turn)
+        turn = turn_messages(state["messages"], identity)
+        if turn and identity.auto_save_enabled:
+            self.persistence.save_turn(identity, turn, only_new=True)
+        elif turn:
+            self.persistence.skip_turn(identity, turn)
         return None
 
     async def wait_idle(self, timeout: float | None = 30.0) -> None:

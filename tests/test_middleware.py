@@ -8,7 +8,7 @@ import time
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
 
@@ -362,3 +362,44 @@ async def test_a_streamed_reply_carries_only_the_reply_models_tokens(store, sett
     assert rewrite_model.prompts, "the follow-up was rewritten by the model"
     assert "".join(pieces) == "Next Wednesday."
     await middleware.wait_idle()
+
+
+async def test_every_user_line_of_a_request_is_stored_and_re_sent_history_is_not(store, settings):
+    # the seed's chat in one agent call: a friend's line and the user's lines, then the reply
+    model = ScriptedChatModel(script=["好的，记住了。", "大理很美。", "不客气。"])
+    middleware = MemoryMiddleware(store, settings=settings)
+    agent = agent_for(model, middleware)
+    run = MemoryAgentContext(user_id="u", session_id="group")
+    first = [
+        HumanMessage("我下个月去大理旅游", name="朋友A"),
+        HumanMessage("我也想去大理"),
+        HumanMessage("顺便，我喜欢黑咖啡，不加糖。"),
+    ]
+    await agent.ainvoke({"messages": first}, context=run)
+    await middleware.wait_idle()
+    stored = await store.recent_messages("u", "group")
+    assert [(m.role, m.name, m.content) for m in stored] == [
+        ("user", "朋友A", "我下个月去大理旅游"),
+        ("user", None, "我也想去大理"),
+        ("user", None, "顺便，我喜欢黑咖啡，不加糖。"),
+        ("assistant", None, "好的，记住了。"),
+    ]
+
+    # the client sends the history again (new message objects, no ids) with a new line
+    history = [HumanMessage("我下个月去大理旅游", name="朋友A"), HumanMessage("我也想去大理"),
+               HumanMessage("顺便，我喜欢黑咖啡，不加糖。"), AIMessage("好的，记住了。")]
+    await agent.ainvoke({"messages": [*history, HumanMessage("大理怎么样？")]}, context=run)
+    await middleware.wait_idle()
+    contents = [m.content for m in await store.recent_messages("u", "group")]
+    assert contents == ["我下个月去大理旅游", "我也想去大理", "顺便，我喜欢黑咖啡，不加糖。", "好的，记住了。", "大理怎么样？", "大理很美。"]
+
+    # a turn with saving off stays unsaved when the next request carries it again
+    off = MemoryAgentContext(user_id="u", session_id="group", auto_save_enabled=False)
+    history += [HumanMessage("大理怎么样？"), AIMessage("大理很美。")]
+    await agent.ainvoke({"messages": [*history, HumanMessage("我的银行卡密码是 1234")]}, context=off)
+    model.script.append("好的。")
+    history += [HumanMessage("我的银行卡密码是 1234"), AIMessage("不客气。")]
+    await agent.ainvoke({"messages": [*history, HumanMessage("谢谢")]}, context=run)
+    await middleware.wait_idle()
+    contents = [m.content for m in await store.recent_messages("u", "group")]
+    assert contents[6:] == ["谢谢", "好的。"], contents

@@ -115,7 +115,8 @@ class ChatTurn:
         return {**extra, "model": self.persona.model, "messages": messages, "stream": self.request.stream}
 
     def turn(self, reply: str) -> list:
-        """The store messages of this turn: the last user message (and what followed it) and the reply."""
+        """The store messages of the request's conversation and the reply; the save keeps those
+        after the last one already stored (several user lines sent at once are all kept)."""
         history: list[BaseMessage] = []
         for message in self.request.messages:
             if message.role == "user":
@@ -307,12 +308,13 @@ async def relay_stream(
 
 
 def save(turn: ChatTurn, reply: str, persistence: MemoryPersistence) -> None:
-    """Hand the completed turn to the background saver (returns at once)."""
-    if not turn.auto_save:
-        return
+    """Hand the completed turn to the background saver (returns at once); with saving off,
+    note it, so that a later request carrying it again does not store it."""
     messages = turn.turn(reply)
-    if messages:
-        persistence.save_turn(turn.identity, messages)
+    if messages and turn.auto_save:
+        persistence.save_turn(turn.identity, messages, only_new=True)
+    elif messages:
+        persistence.skip_turn(turn.identity, messages)
 
 
 def new_completion_id() -> str:
