@@ -274,7 +274,6 @@ async def test_langmem_agent_stores_and_finds_memories_through_memlane(store):
          call("manage_memory", "2", content="My sister lives in Lyon", action="create")],
         [call("search_memory", "3", query="我喜欢喝什么咖啡？"), call("search_memory", "4", query="Where does my sister live?")],
     ])
-    # --- README: langgraph store (start) ---
     from langmem import create_manage_memory_tool, create_search_memory_tool
 
     from memlane import MemlaneStore
@@ -288,7 +287,6 @@ async def test_langmem_agent_stores_and_finds_memories_through_memlane(store):
         store=MemlaneStore(store),  # items land in alice's memlane memories, found by hybrid search
     )
     result = await agent.ainvoke({"messages": [HumanMessage("remember this")]}, {"configurable": {"langgraph_user_id": "alice"}})
-    # --- README: langgraph store (end) ---
     outputs = [m.content for m in result["messages"] if m.type == "tool"]
     assert outputs[0].startswith("created memory") and outputs[1].startswith("created memory")
     assert json.loads(outputs[2])[0]["value"] == {"content": "我最喜欢的咖啡是燕麦拿铁"}

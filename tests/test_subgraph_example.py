@@ -1,4 +1,5 @@
-"""The README's examples: the memory graph as a node of an application's own LangGraph graph."""
+"""The memory graph as a node of an application's own LangGraph graph, and called from a node (the README shows both;
+tests/test_readme.py runs its blocks)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from memlane.store.base import Message
 
 
 async def test_memory_graph_as_a_subgraph_node(store, settings):
-    # --- README: subgraph example (start) ---
     class AppState(TypedDict, total=False):
         user_id: str
         messages: list[Message]  # the memory graph's input: the user's unprocessed buffer
@@ -39,7 +39,6 @@ async def test_memory_graph_as_a_subgraph_node(store, settings):
     app = builder.compile()
 
     context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings)
-    # --- README: subgraph example (end) ---
 
     await store.add_messages([
         Message(id="m1", user_id="u", session_id="s", role="user", content="我最近总是凌晨 2 点才睡，白天困得不行。"),
@@ -51,7 +50,6 @@ async def test_memory_graph_as_a_subgraph_node(store, settings):
 
 
 async def test_memory_graph_called_from_a_node(store, settings):
-    # --- README: node example (start) ---
     memory_graph = compile_memory_graph()
 
     class ChatState(TypedDict, total=False):
@@ -66,7 +64,6 @@ async def test_memory_graph_called_from_a_node(store, settings):
         return {"learned": [change.content for change in output["result"].profile_delta]}
 
     app = StateGraph(ChatState, context_schema=MemoryContext).add_node(remember).add_edge(START, "remember").compile()
-    # --- README: node example (end) ---
 
     await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="顺便，我喜欢黑咖啡，不加糖。")])
     context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings)

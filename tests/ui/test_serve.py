@@ -732,33 +732,6 @@ def test_readme_curl_examples(env):
     assert "black coffee" in found[0]["memory"]["text"]
 
 
-def test_readme_openai_client_example(env):
-    MEMLANE_KEY = "key-acme"  # noqa: N806 (the README's name)
-
-    def OpenAI(base_url: str, api_key: str) -> openai.OpenAI:  # noqa: N802 (stands in for openai.OpenAI)
-        return openai.OpenAI(base_url=base_url.replace("http://127.0.0.1:8080", env.url), api_key=api_key, max_retries=0)
-
-    printed: list[str] = []
-    print = lambda *args, **kwargs: printed.append(" ".join(map(str, args)) + kwargs.get("end", "\n"))  # noqa: E731
-    # --- README: serve openai (start) ---
-    client = OpenAI(base_url="http://127.0.0.1:8080/v1", api_key=MEMLANE_KEY)
-    reply = client.chat.completions.create(
-        model="assistant",  # a persona of the configuration file
-        user="alice",  # the user whose memories are recalled and saved
-        messages=[{"role": "user", "content": "What coffee do I like?"}],
-        extra_headers={"X-Memlane-Session": "s1"},
-        extra_body={"memory_config": {"enabled": True, "auto_save": True}},
-    )
-    print(reply.choices[0].message.content)
-
-    for chunk in client.chat.completions.create(
-        model="assistant", user="alice", stream=True, messages=[{"role": "user", "content": "And my tea?"}]
-    ):
-        print(chunk.choices[0].delta.content or "", end="") if chunk.choices else None
-    # --- README: serve openai (end) ---
-    assert "".join(printed) == "Noted: What coffee do I like?\nNoted: And my tea?"
-
-
 def test_serve_refuses_to_start_without_a_valid_configuration(tmp_path, capsys):
     assert memlane_main(["serve", "--config", str(tmp_path / "missing.toml")]) == 2
     assert "missing.toml: no such file" in capsys.readouterr().err
