@@ -21,6 +21,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is i
 
 import base64  # noqa: E402
 import itertools  # noqa: E402
+import re  # noqa: E402
 from collections import deque  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from html import escape  # noqa: E402
@@ -47,8 +48,12 @@ from memlane.ui.service import (  # noqa: E402
 )
 
 DEFAULT_USER = "demo-user"
-PROFILE_COLUMNS = ["topic", "subtopic", "content", "confidence", "updated", "id"]
+PROFILE_COLUMNS = ["entry", "content", "conf", "updated", "id"]
 SEARCH_COLUMNS = ["score", "kind", "text", "sources", "id"]
+# fixed widths for the short columns (dates and ids on one line); the text column takes the rest
+PROFILE_WIDTHS = ["20%", "40%", "9%", "17%", "14%"]
+SEARCH_WIDTHS = ["10%", "12%", "50%", "14%", "14%"]
+TABLE_HEIGHT = 560  # pixels: about ten one-line rows before the table scrolls
 POLL_SECONDS = 0.5
 
 CSS = """
@@ -56,6 +61,11 @@ CSS = """
 #no-model { border-left: 4px solid #e0a000; padding-left: 8px; }
 #memory-graph img { max-width: 100%; height: auto; }
 #memory-graph p { margin: 4px 0 0; color: var(--body-text-color-subdued); }
+/* numbers, dates and ids never break inside: one line each, in their fixed-width columns */
+#profile [data-col="2"] span, #profile [data-col="3"] span, #profile [data-col="4"] span,
+#search-results [data-col="0"] span, #search-results [data-col="1"] span,
+#search-results [data-col="3"] span, #search-results [data-col="4"] span,
+#profile th span, #search-results th span { white-space: nowrap; word-break: normal; }
 """
 
 
@@ -114,15 +124,40 @@ def _table(rows: list[list[Any]], columns: list[str]) -> pd.DataFrame:
 
 
 def short_id(memory_id: str) -> str:
-    """`profile:e0c4803ab81b…` → `profile:e0c4803a…`: the table shows this, clicks use the full id."""
-    kind, _, rest = memory_id.partition(":")
-    return f"{kind}:{rest[:8]}…" if len(rest) > 9 else memory_id
+    """`profile:e0c4803ab81b…` → `e0c4803a`, `message:sample-zh-1-3` → `…zh-1-3`: eight characters
+    that tell the rows apart (the kind has a column of its own, or is the table's); clicks use
+    the full id."""
+    _, _, rest = str(memory_id).rpartition(":")
+    rest = rest or str(memory_id)
+    if len(rest) <= 8:
+        return rest
+    return rest[:8] if re.fullmatch(r"[0-9a-f]{8,}", rest) else "…" + rest[-7:]
 
 
-def _shown(rows: list[list[Any]], columns: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    """The table with short ids in its last column, and the full ids row by row."""
-    ids = [str(row[-1]) for row in rows]
-    return _table([[*row[:-1], short_id(row[-1])] for row in rows], columns), ids
+def short_time(when: str) -> str:
+    """`2026-11-24 02:11` → `11-24 02:11`: the date and time on one line in a narrow column."""
+    return when[5:] if len(when) == 16 and when[4] == "-" else when
+
+
+def profile_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
+    """The profile as shown (topic / subtopic, content, confidence, when, short id), and the
+    full ids row by row. rows: `ChatService.profile_rows`."""
+    shown = [
+        [f"{topic} / {subtopic}", content, f"{confidence:.2f}", short_time(updated), short_id(entry_id)]
+        for topic, subtopic, content, confidence, updated, entry_id in rows
+    ]
+    return _table(shown, PROFILE_COLUMNS), [str(row[-1]) for row in rows]
+
+
+def search_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
+    """The search hits as shown (their order's score, kind, text, sources, short id), and the
+    full ids row by row. rows: `ChatService.search_rows`, best first."""
+    shown = []
+    for score, kind, text, sources, memory_id in rows:
+        source_ids = [source for source in str(sources or "").split(", ") if source]
+        more = f" +{len(source_ids) - 1}" if len(source_ids) > 1 else ""
+        shown.append([f"{score:.2f}", kind, text, (short_id(source_ids[0]) + more) if source_ids else "", short_id(memory_id)])
+    return _table(shown, SEARCH_COLUMNS), [str(row[-1]) for row in rows]
 
 
 def build_app(
@@ -140,7 +175,7 @@ def build_app(
     async def panel(user_id: str):
         user_id = user_id.strip() or DEFAULT_USER
         status = service.status(user_id)
-        table, ids = _shown(await service.profile_rows(user_id), PROFILE_COLUMNS)
+        table, ids = profile_table(await service.profile_rows(user_id))
         await service.refresh_parked(user_id)
         return (service.status_line(user_id), table, ids, await service.timeline_markdown(user_id), status.version)
 
@@ -292,7 +327,7 @@ def build_app(
         return await show_user(SAMPLE_USER, request)
 
     async def search(user_id: str, query: str):
-        return _shown(await service.search_rows(user_id.strip() or DEFAULT_USER, query), SEARCH_COLUMNS)
+        return search_table(await service.search_rows(user_id.strip() or DEFAULT_USER, query))
 
     async def delete(user_id: str, entry_id: str):
         await service.delete_entry(user_id.strip() or DEFAULT_USER, entry_id)
@@ -352,12 +387,12 @@ def build_app(
                         recall_on = gr.Checkbox(value=settings.recall_enabled, label="Recall memories")
                         save_on = gr.Checkbox(value=settings.auto_save_enabled, label="Save to memory")
                         remember = gr.Button("Remember now", size="sm")
-            with gr.Column(scale=2):
+            with gr.Column(scale=3):  # as wide as the chat: the tables need the room
                 gr.Markdown("## Memory")
                 with gr.Tab("Profile"):
                     profile = gr.Dataframe(
                         value=_table([], PROFILE_COLUMNS), headers=PROFILE_COLUMNS, interactive=False, wrap=True, elem_id="profile",
-                        column_widths=["14%", "16%", "38%", "10%", "12%", "10%"],
+                        column_widths=PROFILE_WIDTHS, max_height=TABLE_HEIGHT,
                     )
                 with gr.Tab("Timeline"):
                     timeline = gr.Markdown(elem_id="timeline")
@@ -367,7 +402,7 @@ def build_app(
                         search_button = gr.Button("Search", scale=1)
                     results = gr.Dataframe(
                         value=_table([], SEARCH_COLUMNS), headers=SEARCH_COLUMNS, interactive=False, wrap=True, elem_id="search-results",
-                        column_widths=["10%", "10%", "50%", "15%", "15%"],
+                        column_widths=SEARCH_WIDTHS, max_height=TABLE_HEIGHT,
                     )
                 with gr.Tab("Memory graph"):
                     graph = gr.HTML(graph_html(), elem_id="memory-graph")

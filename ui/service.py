@@ -28,7 +28,7 @@ from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_
 from memlane.nodes.topic_shift import is_related
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
 from memlane.recall import relevance
-from memlane.store.base import InvalidInput, profile_memory_id
+from memlane.store.base import InvalidInput, MemoryHit, profile_memory_id
 from memlane.tools import forget_memory
 from memlane.ui.panel import event_markdown, history_markdown, item_markdown
 from memlane.ui.sample import SAMPLE_USER, load_sample
@@ -118,6 +118,16 @@ def history_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
         if text:
             messages.append(HumanMessage(text) if role == "user" else AIMessage(text))
     return messages
+
+
+def ranked_scores(hits: list[MemoryHit]) -> list[tuple[MemoryHit, float]]:
+    """The hits best first, each with the score that orders them: the rank-fused score relative
+    to the best hit's (1 for the first), so a shown score never rises down the list. Hits
+    without fused scores are ordered by their relevance instead."""
+    top = max((hit.rank_score for hit in hits), default=0.0)
+    if top <= 0:
+        return sorted(((hit, relevance(hit)) for hit in hits), key=lambda pair: -pair[1])
+    return sorted(((hit, hit.rank_score / top) for hit in hits), key=lambda pair: -pair[1])
 
 
 def is_reply_token(metadata: dict[str, Any]) -> bool:
@@ -359,8 +369,8 @@ class ChatService:
         await self.ensure_started()
         hits = await self.store.search_memories(user_id, query, limit=10) if query.strip() else []
         return [
-            [round(relevance(h), 3), h.memory.kind, h.memory.attributed_text, ", ".join(h.memory.source_message_ids), h.memory.id]
-            for h in hits
+            [round(score, 3), h.memory.kind, h.memory.attributed_text, ", ".join(h.memory.source_message_ids), h.memory.id]
+            for h, score in ranked_scores(hits)
         ]
 
     async def delete_entry(self, user_id: str, memory_id: str) -> str:

@@ -290,3 +290,18 @@ def wait_until_hidden(page, selector: str, timeout: int = 5_000) -> None:
         arg=selector,
         timeout=timeout,
     )
+
+
+def test_a_follow_up_shows_only_the_reply_models_answer(settings, clean_keys, launch_app, page):
+    # the memory model answers the follow-up rewrite as a real one would; none of it may show
+    rewritten = "Why does the user drink black coffee without sugar?"
+    memory = ScriptedChatModel(rules=[("Last question:", rewritten)], default="{}", chunk_size=4)
+    chat = ScriptedChatModel(script=["Noted: black coffee.", "Because you like it strong."], chunk_size=3, chunk_delay=0.01)
+    url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))
+    open_app(page, url, "follow-up-user")
+    send_and_wait(page, "I drink black coffee without sugar.", 0, "Noted: black coffee.")
+    send_and_wait(page, "Why?", 1, "Because you like it strong.")
+    assert any("Last question: Why?" in prompt for prompt in memory.prompts), "the follow-up was rewritten by the model"
+    assert bot_texts(page) == ["Noted: black coffee.", "Because you like it strong."]
+    # what goes back to the model on the next turn is the clean reply too
+    assert "Why does the user" not in "\n".join(chat.prompts)

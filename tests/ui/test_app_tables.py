@@ -1,0 +1,94 @@
+"""The memory panel's tables in headless Chromium: short ids, dates on one line, enough rows
+in view, and search hits whose shown score falls with their order. Screenshots go to
+test-artifacts/screenshots (or $SCREENSHOT_DIR)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from ui_browser import browser, drop_prefix_sync, free_port, page, save_screenshot  # noqa: F401  (pytest fixtures)
+from test_app import open_app, wait_for_text
+
+from memlane.config import Settings
+from memlane.ui.app import LAUNCH_OPTIONS, build_app
+from memlane.ui.sample import SAMPLE_USER
+
+
+@pytest.fixture(scope="module")
+def app_url(redis_url: str, tmp_path_factory):
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    settings = Settings(
+        redis_url=redis_url,
+        key_prefix=prefix,
+        data_dir=tmp_path_factory.mktemp("app-tables") / "data",
+        openai_api_key=None,
+        openai_base_url=None,
+    )
+    demo = build_app(settings)
+    demo.memlane_service.sample_delay = 0.0
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH_OPTIONS)
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+    drop_prefix_sync(redis_url, prefix)
+
+
+# each row of a table (Gradio draws rows as [role=row] divs): its cells' text, size and line height
+CELLS = """(selector) => [...document.querySelectorAll(selector + ' .virtual-row')].map(row =>
+    [...row.querySelectorAll('[role=gridcell]')].map(cell => {
+        const box = cell.getBoundingClientRect();
+        const span = cell.querySelector('span') || cell;  // the text itself: its height counts its lines
+        const line = parseFloat(getComputedStyle(span).lineHeight) || 20;
+        const text = span.getBoundingClientRect();
+        return {text: cell.innerText.trim(), width: box.width, height: text.height, line: line, top: box.top, bottom: box.bottom};
+    }))"""
+
+
+def column(rows: list[list[dict]], headers: list[str], name: str) -> list[dict]:
+    index = headers.index(name)
+    return [row[index] for row in rows if len(row) > index]
+
+
+def headers_of(page, selector: str) -> list[str]:
+    return page.evaluate(f"() => [...document.querySelectorAll('{selector} thead th')].map(th => th.innerText.trim().toLowerCase())")
+
+
+def assert_on_one_line(cells: list[dict], what: str) -> None:
+    for cell in cells:
+        assert cell["text"], f"an empty {what} cell"
+        # one line of text, not one character per line
+        assert cell["height"] < 1.6 * cell["line"], f"the {what} cell {cell['text']!r} wraps: {cell}"
+
+
+def test_the_tables_read_well(app_url, page):
+    open_app(page, app_url, "someone")
+    page.get_by_role("button", name="Load a sample conversation").click()
+    page.wait_for_function("(user) => document.querySelector('#user textarea').value === user", arg=SAMPLE_USER, timeout=10_000)
+    wait_for_text(page, "#memory-status", "sample loaded", 60_000)
+    wait_for_text(page, "#profile", "Maya", 10_000)
+
+    save_screenshot(page, "ui-profile-table")
+    headers = headers_of(page, "#profile")
+    rows = page.evaluate(CELLS, "#profile")
+    assert len(rows) >= 6, f"the sample has more profile entries than {len(rows)}"
+    ids, dates = column(rows, headers, "id"), column(rows, headers, "updated")
+    assert_on_one_line(ids, "id")
+    assert_on_one_line(dates, "updated")
+    assert all(len(cell["text"]) <= 20 for cell in ids), [cell["text"] for cell in ids]
+    # at least six rows are in view inside the table, not three
+    box = page.locator("#profile").bounding_box()
+    in_view = [row for row in rows if row and row[0]["bottom"] <= box["y"] + box["height"]]
+    assert len(in_view) >= 6, f"{len(in_view)} profile rows in view"
+
+    page.get_by_role("tab", name="Search").click()
+    page.locator("#search-query textarea, #search-query input").first.fill("咖啡 睡眠 跑步")
+    page.get_by_role("button", name="Search", exact=True).click()
+    page.wait_for_function("() => document.querySelectorAll('#search-results .virtual-row').length >= 4", timeout=20_000)
+    page.wait_for_timeout(300)
+    save_screenshot(page, "ui-search-table")
+    headers = headers_of(page, "#search-results")
+    rows = page.evaluate(CELLS, "#search-results")
+    scores = [float(cell["text"]) for cell in column(rows, headers, "score")]
+    assert len(scores) >= 4 and scores == sorted(scores, reverse=True), f"the order and the shown scores disagree: {scores}"
+    assert_on_one_line(column(rows, headers, "id"), "id")
