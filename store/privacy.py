@@ -10,7 +10,9 @@ language, and a masked text masks to itself):
 
 - Chinese resident ID numbers, 18 characters (`110101 19900307 457X`, spaces or dashes
   between the groups allowed): the birth date must be a real date and the check character
-  (ISO 7064 MOD 11-2) must match → `[ID number]`.
+  (ISO 7064 MOD 11-2) must match → `[ID number]`. The 15-digit numbers issued before 1999
+  (`110105 491231 002`: area, birth date as YYMMDD in the 1900s, sequence; no check
+  character) are masked too when the area starts with 1-8 and the birth date is a real date.
 - Bank card numbers, 13 to 19 digits, grouped by single spaces or dashes or not: the Luhn
   checksum must hold → `[card ••••1234]` (the last four digits kept, as banks print them).
 - Phone numbers → `[phone]`: Chinese mobiles (`1[3-9]x`, 11 digits, optional `+86`/`0086`,
@@ -72,6 +74,8 @@ _EMAIL = re.compile(
 )
 # 6-digit area, 8-digit birth date, 3-digit sequence, check character; groups may be spaced
 _ID_NUMBER = re.compile(r"(?<![0-9])[1-9][0-9]{5}[ \-]?[0-9]{8}[ \-]?[0-9]{3}[0-9Xx](?![0-9A-Za-z])")
+# the first-generation (1984-1999) number: 6-digit area, YYMMDD birth date, 3-digit sequence
+_OLD_ID_NUMBER = re.compile(r"(?<![0-9])[1-8][0-9]{5}[ \-]?[0-9]{6}[ \-]?[0-9]{3}(?![0-9A-Za-z])")
 # a run of digits with single spaces or dashes between groups: a card candidate (after a "+"
 # it is a phone number with its country code)
 _DIGIT_RUN = re.compile(r"(?<![0-9+])[0-9]+(?:[ \-][0-9]+)*(?![0-9])")
@@ -98,9 +102,16 @@ def _digits(text: str) -> str:
 
 
 def is_resident_id(number: str) -> bool:
-    """Whether `number` (18 characters, separators ignored) is a well-formed Chinese resident ID:
-    a real birth date and the right check character."""
+    """Whether `number` (separators ignored) is a well-formed Chinese resident ID: 18 characters
+    with a real birth date and the right check character, or the 15 digits of a pre-1999 number
+    with a real birth date in the 1900s."""
     compact = re.sub(r"[ \-]", "", number).upper()
+    if re.fullmatch(r"[1-8][0-9]{14}", compact):
+        try:
+            date(1900 + int(compact[6:8]), int(compact[8:10]), int(compact[10:12]))
+        except ValueError:
+            return False
+        return True
     if not re.fullmatch(r"[1-9][0-9]{16}[0-9X]", compact):
         return False
     try:
@@ -145,9 +156,10 @@ def find_private_data(text: str) -> list[PrivateSpan]:
 
     for match in _EMAIL.finditer(text):
         claim("email", match)
-    for match in _ID_NUMBER.finditer(text):
-        if free(match.start(), match.end()) and is_resident_id(match.group()):
-            claim("id_number", match)
+    for pattern in (_ID_NUMBER, _OLD_ID_NUMBER):
+        for match in pattern.finditer(text):
+            if free(match.start(), match.end()) and is_resident_id(match.group()):
+                claim("id_number", match)
     for match in _PHONES[0].finditer(text):  # a Chinese mobile with its 0086 is no card
         if free(match.start(), match.end()):
             claim("phone", match)

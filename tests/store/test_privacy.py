@@ -139,3 +139,22 @@ async def test_the_memory_model_reads_masked_chat(store: RedisMemoryStore, make_
     for raw in (VALID_ID, UNIONPAY_19, "138-1234-5678", "li.lei@example.cn"):
         assert raw not in prompts
     assert WRONG_CHECK_ID in prompts  # a number failing its checksum is no ID: left as said
+
+
+OLD_ID = "110105491231002"  # the 15-digit pre-1999 form: area 110105, born 1949-12-31, sequence 002
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        (f"我的老身份证号是{OLD_ID}。", f"我的老身份证号是{ID_NUMBER_TAG}。"),
+        ("old ID 110105 491231 002, still valid", f"old ID {ID_NUMBER_TAG}, still valid"),
+        ("110105-491231-002", ID_NUMBER_TAG),
+        ("编号110105491331002", "编号110105491331002"),  # month 13: not a birth date
+        ("编号110105490230002", "编号110105490230002"),  # 30 February
+        ("订单号910105491231002", "订单号910105491231002"),  # no area starts with 9
+        ("Amex 378282246310005", "Amex [card ••••0005]"),  # 15 digits, no birth date: a card
+    ],
+)
+def test_fifteen_digit_resident_ids_with_a_real_birth_date_are_masked(text: str, masked: str):
+    assert mask_private_data(text) == masked
