@@ -19,18 +19,29 @@ Idle flush: each notify about a new message (re)schedules one delayed task per u
 `memory_idle_flush_seconds` without messages, so a user who says one fact and leaves is
 still processed.
 
-Bookkeeping (`is_busy`, `wait_idle`, follow-ups) counts the task keys this scheduler
-queued and has not seen finish: a key is noted before `docket.add` and dropped when the
-call fails or queues nothing, and when its task ends however it ends (a run waiting for
-its retry has not ended). A task this scheduler did not queue (another process's, or a
-second delivery of one that finished) leaves the bookkeeping alone. Idle-flush tasks are
-not counted: `wait_idle` does not wait for a flush that is due in ten minutes.
+Run state lives in Redis, beside the queue, the same for every process on it (apps,
+`memlane serve` instances, `memlane worker`s): each run's key is noted in the user's set of
+runs (`<docket>:memlane-runs:<user>`) before `docket.add`, and a run counts as under way
+while pydocket's own record of it (its runs hash) says scheduled, queued or running (a run
+waiting for its retry is scheduled). A key whose record says it ended, or that has no record
+a minute after it was noted (the add failed, its process died), is dropped when read.
+`user_busy` reads that, so a run queued by one process and finished by another leaves no
+process thinking the user busy. A notify that comes while the user's run is under way is
+noted in Redis too (`<docket>:memlane-follow-up:<user>`), and whichever process ends the run
+takes it and queues the follow-up run.
+
+`is_busy` and `wait_idle` are this process's view: the runs it queued, each dropped when its
+task ends here, or when Redis says it ended elsewhere (`wait_idle` and `user_busy` look).
+Idle-flush tasks are not counted: `wait_idle` does not wait for a flush that is due in ten
+minutes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -51,11 +62,17 @@ from memlane.store.base import MemoryStore, ParkedRun, stable_id
 logger = logging.getLogger(__name__)
 
 ResultCallback = Callable[[str, "MemoryRunResult | BaseException"], Awaitable[None]]
+QueuedCallback = Callable[[str], Awaitable[None]]
 
 _SCHEDULERS: dict[str, "MemoryScheduler"] = {}
 _POLL_INTERVAL = timedelta(milliseconds=20)
 _MAX_RETRY_DELAY_SECONDS = 600.0
 _MAX_ERROR_CHARS = 2000
+# pydocket's states of a task that has not ended (its runs hash's "state")
+_UNDER_WAY = frozenset({b"scheduled", b"queued", b"running"})
+_ENDED = frozenset({b"completed", b"failed", b"cancelled"})
+# a run key is noted before its `docket.add`: this long without pydocket's record, the add never happened
+_NOTED_GRACE_SECONDS = 60.0
 
 
 def _scheduler(name: str) -> "MemoryScheduler":
@@ -208,6 +225,17 @@ class _FollowUp:
     through_seq: int | None = None  # the furthest bound asked for, unless `unbounded`
     unbounded: bool = False  # a notify without a bound asked too: the follow-up takes the whole buffer
 
+    @classmethod
+    def from_redis(cls, fields: dict[bytes, bytes]) -> "_FollowUp":
+        """The follow-up noted in the user's hash: a field per flag, and `through:<seq>` per bound asked for."""
+        bounds = [int(name[8:]) for name in fields if name.startswith(b"through:")]
+        return cls(
+            session_ended=b"session_ended" in fields,
+            flush=b"flush" in fields,
+            through_seq=max(bounds) if bounds else None,
+            unbounded=b"unbounded" in fields,
+        )
+
 
 class MemoryScheduler:
     """Queues memory-graph runs by policy and runs them in an in-process pydocket worker."""
@@ -221,8 +249,10 @@ class MemoryScheduler:
         on_result: ResultCallback | None = None,
         run_worker: bool = True,
         on_step: StepCallback | None = None,
+        on_queued: QueuedCallback | None = None,
     ) -> None:
-        """on_step: awaited as each step of a run this process works on starts and finishes."""
+        """on_step: awaited as each step of a run this process works on starts and finishes.
+        on_queued: awaited with the user id each time this scheduler puts a run on the queue."""
         settings = context.settings
         self.context = context
         # one name per deployment, so `memlane worker` processes on the same Redis share the queue
@@ -230,15 +260,16 @@ class MemoryScheduler:
         self.docket_url = docket_url or default_docket_url(context.store, settings, self.name)
         self.on_result = on_result
         self.on_step = on_step
+        self.on_queued = on_queued
         self.run_worker = run_worker
         self._docket: Docket | None = None
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
         self._results: dict[str, MemoryRunResult | BaseException] = {}
         self._decisions: dict[str, RunDecision] = {}
-        self._pending_runs: dict[str, str] = {}  # task key → user: runs queued here, not finished
+        self._pending_runs: dict[str, str] = {}  # task key → user: runs queued here, not seen to end
+        self._noted_at: dict[str, float] = {}  # task key → when it was noted (time.time())
         self._pending_summaries: set[str] = set()  # task keys of session summaries queued here
-        self._follow_ups: dict[str, _FollowUp] = {}
         self._parked_keys: dict[str, set[str]] = {}  # user → keys of runs parked here since their last success
         self._idle = asyncio.Event()
         self._idle.set()
@@ -311,15 +342,20 @@ class MemoryScheduler:
             await self._schedule_idle_flush(user_id)
         if not decision.due:
             return False
-        if self.is_busy(user_id):
-            # the run in progress may consume this buffer; look again when it ends
-            follow_up = self._follow_ups.setdefault(user_id, _FollowUp())
-            follow_up.session_ended |= session_ended
-            follow_up.flush |= flush
-            if through_seq is None:
-                follow_up.unbounded = True
-            else:
-                follow_up.through_seq = max(follow_up.through_seq or 0, through_seq)
+        if await self.user_busy(user_id):
+            # the run in progress may consume this buffer; whoever ends it looks again
+            await self._note_follow_up(user_id, session_ended=session_ended, flush=flush, through_seq=through_seq)
+            if await self.user_busy(user_id):
+                return True
+            # it ended while the note was written: take the note back and go on now
+            follow_up = await self._take_follow_up(user_id)
+            if follow_up is not None:  # (None: the process that ended it took the note and queues)
+                return await self.notify(
+                    user_id,
+                    session_ended=follow_up.session_ended,
+                    flush=follow_up.flush,
+                    through_seq=None if follow_up.unbounded else follow_up.through_seq,
+                )
             return True
         last_seq = max((message.seq or 0) for message in messages)
         key = f"memlane-run:{user_id}:{last_seq}"
@@ -360,17 +396,114 @@ class MemoryScheduler:
 
     async def _queue_run(self, user_id: str, *, key: str, through_seq: int | None = None) -> bool:
         docket = self._require_docket()
-        # noted before the add: the in-process worker may start the task before add returns
+        # noted before the add: a worker (here or elsewhere) may start the task before add returns
         self._pending_runs[key] = user_id
+        self._noted_at[key] = time.time()
         self._idle.clear()
         scheduled = False
         try:
+            async with docket.redis() as redis:
+                await redis.zadd(self._runs_set(user_id), {key: self._noted_at[key]})
             scheduled = await _queue_memory_run(docket, user_id, self.name, key, through_seq)
         finally:
-            if not scheduled:  # the add failed or queued nothing: no task will end this entry
-                self._pending_runs.pop(key, None)
-                self._settle()
+            if not scheduled:  # the add failed or queued nothing: no task of ours will end this entry
+                self._forget_local(key)
+                with contextlib.suppress(Exception):  # (Redis away: the entry is dropped when read, later)
+                    if (await self._run_states([key]))[0] not in _UNDER_WAY:  # not another's run of that key
+                        async with docket.redis() as redis:
+                            await redis.zrem(self._runs_set(user_id), key)
+        if scheduled and self.on_queued is not None:
+            try:
+                await self.on_queued(user_id)
+            except Exception:
+                logger.exception("on_queued callback failed for %s", user_id)
         return scheduled
+
+    # -- run state in Redis ------------------------------------------------------------
+    def _runs_set(self, user_id: str) -> str:
+        return self._require_docket().key(f"memlane-runs:{user_id}")
+
+    def _follow_up_hash(self, user_id: str) -> str:
+        return self._require_docket().key(f"memlane-follow-up:{user_id}")
+
+    async def _run_states(self, keys: Sequence[str]) -> list[bytes | None]:
+        """pydocket's state of each task key (None: no record of it)."""
+        docket = self._require_docket()
+        if not keys:
+            return []
+        async with docket.redis() as redis:
+            async with redis.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.hget(docket.runs_key(key), "state")
+                return list(await pipe.execute())
+
+    def _forget_local(self, key: str) -> None:
+        self._pending_runs.pop(key, None)
+        self._noted_at.pop(key, None)
+        self._settle()
+
+    async def user_busy(self, user_id: str) -> bool:
+        """True while a run for the user, queued by any process on this queue, has not ended
+        (read from Redis: the same answer in every process). Drops the keys of runs that ended."""
+        docket = self._require_docket()
+        runs_set = self._runs_set(user_id)
+        async with docket.redis() as redis:
+            noted = await redis.zrange(runs_set, 0, -1, withscores=True)
+        if not noted:
+            self._forget_ended_locally(user_id, set())
+            return False
+        keys = [member.decode() for member, _ in noted]
+        states = await self._run_states(keys)
+        now = time.time()
+        ended = [
+            key
+            for key, (_, noted_at), state in zip(keys, noted, states)
+            if state in _ENDED or (state not in _UNDER_WAY and now - noted_at > _NOTED_GRACE_SECONDS)
+        ]
+        if ended:
+            async with docket.redis() as redis:
+                await redis.zrem(runs_set, *ended)
+        under_way = set(keys) - set(ended)
+        self._forget_ended_locally(user_id, under_way)
+        return bool(under_way)
+
+    def _forget_ended_locally(self, user_id: str, under_way: set[str]) -> None:
+        """Drop this process's entries of the user's runs that Redis no longer counts (ended elsewhere)."""
+        now = time.time()
+        for key, owner in list(self._pending_runs.items()):
+            if owner == user_id and key not in under_way and now - self._noted_at.get(key, now) > 1.0:
+                self._forget_local(key)
+
+    async def _note_follow_up(
+        self, user_id: str, *, session_ended: bool, flush: bool, through_seq: int | None
+    ) -> None:
+        fields = {"asked": "1"}
+        if session_ended:
+            fields["session_ended"] = "1"
+        if flush:
+            fields["flush"] = "1"
+        fields["unbounded" if through_seq is None else f"through:{through_seq}"] = "1"
+        async with self._require_docket().redis() as redis:
+            await redis.hset(self._follow_up_hash(user_id), mapping=fields)
+
+    async def _take_follow_up(self, user_id: str) -> _FollowUp | None:
+        """The user's noted follow-up, removed (atomically: one process takes it), or None."""
+        async with self._require_docket().redis() as redis:
+            async with redis.pipeline(transaction=True) as pipe:
+                pipe.hgetall(self._follow_up_hash(user_id))
+                pipe.delete(self._follow_up_hash(user_id))
+                fields, _ = await pipe.execute()
+        return _FollowUp.from_redis(fields) if fields else None
+
+    async def _prune_ended(self) -> None:
+        """Drop the entries of runs queued here that pydocket says ended (in another process)."""
+        keys = list(self._pending_runs)
+        states = await self._run_states(keys)
+        now = time.time()
+        for key, state in zip(keys, states):
+            noted_at = self._noted_at.get(key, now)
+            if state in _ENDED or (state not in _UNDER_WAY and now - noted_at > _NOTED_GRACE_SECONDS):
+                self._forget_local(key)
 
     async def update_session_summary(self, user_id: str, session_id: str) -> bool:
         """Queue folding the session's new messages into its rolling summary."""
@@ -400,12 +533,21 @@ class MemoryScheduler:
         return self._decisions.get(user_id)
 
     def is_busy(self, user_id: str) -> bool:
-        """True while a run this scheduler queued for the user has not finished."""
+        """True while a run this scheduler queued for the user has not been seen to finish (this
+        process's view; `user_busy` asks Redis, for runs queued or finished anywhere)."""
         return user_id in self._pending_runs.values()
 
     async def wait_idle(self, timeout: float | None = 30.0) -> None:
-        """Wait until every run queued here has finished. Raises TimeoutError after `timeout`."""
-        await asyncio.wait_for(self._idle.wait(), timeout)
+        """Wait until every run queued here has finished, here or in another process. Raises
+        TimeoutError after `timeout`."""
+
+        async def settled() -> None:
+            while not self._idle.is_set():
+                await self._prune_ended()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._idle.wait(), 0.2)
+
+        await asyncio.wait_for(settled(), timeout)
 
     # -- the worker side --------------------------------------------------------------
     def _settle(self) -> None:
@@ -449,9 +591,18 @@ class MemoryScheduler:
                 await self._end_run(user_id, key, outcome)
 
     async def _end_run(self, user_id: str, key: str, outcome: MemoryRunResult | BaseException | None) -> None:
-        # however the run ended (cancelled too), its entry goes; a task queued elsewhere had none
-        ours = self._pending_runs.pop(key, None) is not None
-        follow_up = self._follow_ups.pop(user_id, None) if ours else None
+        # however the run ended (cancelled too), its entries go, here and in Redis (whoever queued it);
+        # pydocket records the end only after this returns, so the key must leave the set here
+        self._pending_runs.pop(key, None)
+        self._noted_at.pop(key, None)
+        follow_up = None
+        try:
+            async with self._require_docket().redis() as redis:
+                await redis.zrem(self._runs_set(user_id), key)
+            if not await self.user_busy(user_id):  # another run of the user takes the follow-up when it ends
+                follow_up = await self._take_follow_up(user_id)
+        except Exception:
+            logger.exception("ending the run %s of %s in Redis failed; it is dropped when read", key, user_id)
         try:
             # a parked run is not followed up at once: the buffer waits for the next message
             if follow_up is not None and isinstance(outcome, MemoryRunResult):

@@ -6,6 +6,10 @@ port, and its password reads `****`; a setting that holds a key or a password re
 `****` whole; any other text has each URL password and each secret setting's value
 replaced wherever it appears.
 
+Secrets that live outside the settings (a `memlane serve` persona's key read from the
+variable its `api_key_env` names, the [memory] upstream's key) are masked by value too, once
+whoever resolves them calls `register_secret`: they need not look like `sk-…` to be masked.
+
 Like `config.py` it imports nothing of memlane but the settings, so every room may use it
 (a parked run's error in `graph/tasks.py` is masked here too).
 """
@@ -32,6 +36,17 @@ _API_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 _SECRET_NAME = re.compile(r"(^|_)(api_?keys?|keys?|passwords?|passwd|secrets?|token|credentials?)$", re.IGNORECASE)
 
 
+# configured secrets that the settings do not hold, by value (see `register_secret`)
+_REGISTERED_SECRETS: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Mask `value` wherever it appears from now on, in this process (a key read from an
+    environment variable the settings do not know). Values under 4 characters are ignored."""
+    if value and len(value) >= 4:
+        _REGISTERED_SECRETS.add(value)
+
+
 def mask_url(url: str) -> str:
     """`redis://:secret@host:port/0` → `redis://:****@host:port/0` (a URL without a password is unchanged)."""
     return _URL_PASSWORD.sub(lambda match: f"{match['head']}{MASK}@", url)
@@ -55,7 +70,8 @@ def _secret_values(value: Any) -> list[str]:
 
 
 def settings_secrets(settings: Settings) -> list[str]:
-    """Every secret value the settings hold: SecretStr fields, password-like settings, URL passwords."""
+    """Every secret value the settings hold (SecretStr fields, password-like settings, URL
+    passwords), and the registered ones."""
     found: list[str] = []
     for name in type(settings).model_fields:
         value = getattr(settings, name)
@@ -63,6 +79,7 @@ def settings_secrets(settings: Settings) -> list[str]:
             found += _secret_values(value)
         elif isinstance(value, str):
             found += [text for match in _URL_PASSWORD.finditer(value) for text in (match["password"], unquote(match["password"]))]
+    found += sorted(_REGISTERED_SECRETS)
     return [secret for secret in dict.fromkeys(found) if len(secret) >= 4]  # a 1-3 character "secret" would mask every word
 
 

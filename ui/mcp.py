@@ -273,7 +273,10 @@ def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
         if not (key.may("read") or key.may("write")):
             raise HTTPException(403, f"key {key.name!r} may not use memories (it has neither the 'read' nor the 'write' scope)")
         try:
-            user_id = store_user_id(key.tenant, request.headers.get(USER_HEADER, ""))
+            # HTTP carries the header's bytes, which Starlette reads as Latin-1: the id is their UTF-8
+            user_id = store_user_id(key.tenant, request.headers.get(USER_HEADER, "").encode("latin-1").decode("utf-8"))
+        except UnicodeDecodeError:
+            raise HTTPException(400, f"{USER_HEADER} is not UTF-8: send the user id as UTF-8 bytes") from None
         except ValueError as error:
             raise HTTPException(400, f"{USER_HEADER} must name the user: {error}") from None
         return McpCaller(user_id=user_id, actor=key.actor, may_read=key.may("read"), may_write=key.may("write"))

@@ -19,14 +19,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, AsyncIterator, Callable, Literal
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal
 
 import httpx
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from langchain_core.language_models.chat_models import BaseChatModel
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from starlette.exceptions import HTTPException
 
 from memlane import Event, MemoryStore, Settings, StoreError, get_settings, open_store
@@ -48,6 +48,7 @@ from memlane.store.base import (
 from memlane.tools import forget_memory, remember_fact, remember_note
 from memlane.ui.serve_chat import (
     ChatCompletionRequest,
+    JsonBody,
     ChatTurn,
     UpstreamFailed,
     complete,
@@ -65,6 +66,9 @@ logger = logging.getLogger(__name__)
 USER_HEADER = "X-Memlane-User"
 SESSION_HEADER = "X-Memlane-Session"
 SESSION_ID_MAX_CHARS = 256
+# a frozen Redis must not hold a health check (or a search) for the socket timeout's 30 s
+READY_TIMEOUT_SECONDS = 2.0
+SEARCH_TIMEOUT_SECONDS = 5.0
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -113,6 +117,15 @@ async def _upstream_error(request: Request, error: UpstreamFailed) -> JSONRespon
 async def _unexpected_error(request: Request, error: Exception) -> JSONResponse:
     # Starlette logs the traceback after this answer; the caller gets JSON, not a text page
     return error_response(500, f"memlane failed on this request ({type(error).__name__}); the server log has the details", "internal_error")
+
+
+async def bounded(call: Awaitable[Any], seconds: float, what: str) -> Any:
+    """`await call`, or StoreError (a 503) when Redis has not answered within `seconds`: a frozen
+    Redis holds a connection for the socket timeout (30 s), longer than a health check waits."""
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except asyncio.TimeoutError:
+        raise StoreError(f"Redis did not answer {what} within {seconds:g} s; it is overloaded, stopped or unreachable") from None
 
 
 class BodyTooLarge(ApiError):
@@ -182,6 +195,10 @@ class ServeService:
         self.persistence: MemoryPersistence | None = None
         self.upstream: httpx.AsyncClient | None = None
         self.persona_settings = {persona_id: persona.settings(settings) for persona_id, persona in config.personas.items()}
+        for persona in config.personas.values():  # resolved now: each key is masked by value from the start
+            persona.api_key(settings)
+        for note in config.key_notes(settings):
+            logger.warning("configuration: %s", note)
 
     async def start(self) -> None:
         if self.store is None:
@@ -189,7 +206,9 @@ class ServeService:
         if self.memory_model is not None:
             context = MemoryContext(store=self.store, llm=self.memory_model, settings=self.settings)
             docket_url = self.settings.memory_docket_url or getattr(self.store, "url", None)
-            self.scheduler = await MemoryScheduler(context, docket_url=docket_url, on_result=self._on_result).__aenter__()
+            self.scheduler = await MemoryScheduler(
+                context, docket_url=docket_url, on_result=self._on_result, on_queued=self._on_queued
+            ).__aenter__()
         self.persistence = MemoryPersistence(self.store, self.scheduler, on_saved=self._on_saved, on_failed=self._on_failed)
         self.upstream = httpx.AsyncClient(
             timeout=httpx.Timeout(self.settings.llm_timeout_seconds, connect=min(10.0, self.settings.llm_timeout_seconds)),
@@ -236,8 +255,10 @@ class ServeService:
 
     async def _on_saved(self, identity: MemoryAgentContext, turn: list, queued: bool) -> None:
         self.metrics.turns.labels("saved").inc()
-        if queued:
-            self.metrics.memory_runs.labels("queued").inc()
+
+    async def _on_queued(self, user_id: str) -> None:
+        # only runs this process put on the queue: a notify folded into a run in progress is none
+        self.metrics.memory_runs.labels("queued").inc()
 
     async def _on_failed(self, identity: MemoryAgentContext, error: BaseException) -> None:
         self.metrics.turns.labels("failed").inc()
@@ -305,13 +326,19 @@ def authorized(scope: Scope) -> Callable[..., ApiKey]:
 
 
 # --- request and response models --------------------------------------------------------------
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _not_blank(text: str | None) -> str | None:
+    if text is not None and not text.strip():
+        raise ValueError("must hold some text, not only spaces")
+    return text
+
+
+class SearchRequest(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     query: str = Field(min_length=1, max_length=4000)
     limit: int = Field(default=10, ge=1, le=50)
     kinds: list[MemoryKind] | None = None
-    session_id: str | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=SESSION_ID_MAX_CHARS)
     since: float | None = None
     until: float | None = None
 
@@ -367,20 +394,24 @@ class ProfileEntryOut(BaseModel):
         return cls(id=entry.id, memory_id=profile_memory_id(entry.id), **entry.model_dump(exclude={"user_id", "metadata"}))
 
 
-class ProfileEntryIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ProfileEntryIn(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     topic: str = Field(min_length=1, max_length=64)
     subtopic: str = Field(min_length=1, max_length=64)
     content: str = Field(min_length=1, max_length=4000)
     confidence: float = Field(default=0.9, ge=0, le=1)
 
+    check_blank = field_validator("topic", "subtopic", "content")(_not_blank)
 
-class ProfileEntryEdit(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+
+class ProfileEntryEdit(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     content: str | None = Field(default=None, min_length=1, max_length=4000)
     confidence: float | None = Field(default=None, ge=0, le=1)
+
+    check_blank = field_validator("content")(_not_blank)
 
 
 class EventOut(BaseModel):
@@ -398,17 +429,21 @@ class EventOut(BaseModel):
         return cls(memory_id=event_memory_id(event.id), **event.model_dump(exclude={"user_id"}))
 
 
-class NoteIn(BaseModel):
+class NoteIn(JsonBody):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(min_length=1, max_length=4000)
     session_id: str = Field(default="api", min_length=1, max_length=SESSION_ID_MAX_CHARS)
 
+    check_blank = field_validator("text", "session_id")(_not_blank)
 
-class ForgetIn(BaseModel):
+
+class ForgetIn(JsonBody):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=1000, description='what to forget: "peanuts", "forget what I said about my ex"')
+
+    check_blank = field_validator("query")(_not_blank)
 
 
 class RunRequested(BaseModel):
@@ -429,6 +464,23 @@ def _public(value: Any, store_user: str, user_id: str) -> Any:
     if isinstance(value, list):
         return [_public(item, store_user, user_id) for item in value]
     return value
+
+
+def header_text(value: str | None, name: str) -> str | None:
+    """A header's value as the client wrote it: HTTP carries bytes, which Starlette reads as
+    Latin-1; memlane reads them as UTF-8 (so "张伟" in X-Memlane-User is the user "张伟" of the
+    body and the path). 422 for bytes that are not UTF-8."""
+    if value is None or value.isascii():
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        raise ApiError(
+            422,
+            f"the {name} header is not UTF-8: send the id as UTF-8 bytes, or in the request body "
+            '("user" of a chat request) or the URL path, percent-encoded',
+            "invalid_header",
+        ) from None
 
 
 def _session_header(value: str | None) -> str:
@@ -510,7 +562,7 @@ def _add_health_routes(app: FastAPI, service: ServeService) -> None:
     async def readyz() -> JSONResponse:
         """Redis answers and the memory index exists (503 with the reason otherwise)."""
         try:
-            await service.require_store().check_ready()
+            await bounded(service.require_store().check_ready(), READY_TIMEOUT_SECONDS, "the readiness check")
         except StoreError as error:
             return JSONResponse({"status": "unavailable", "reason": mask_secrets(str(error), service.settings)}, status_code=503)
         return JSONResponse({"status": "ready"})
@@ -549,14 +601,14 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
             raise ApiError(404, f"no persona {body.model!r}; GET /v1/models lists them", "model_not_found")
         if not key.may_use(body.model):
             raise ApiError(403, f"the API key {key.name!r} may not use the persona {body.model!r}", "persona_not_allowed")
-        user_id = body.user or user_header
+        user_id = body.user or header_text(user_header, USER_HEADER)
         if not user_id:
             raise ApiError(422, f'name the user: the request\'s "user" field or the {USER_HEADER} header', "missing_user")
         settings = service.persona_settings[body.model]
         toggles = body.memory_config
         identity = MemoryAgentContext(
             user_id=tenant_user(key, user_id),
-            session_id=_session_header(session_header),
+            session_id=_session_header(header_text(session_header, SESSION_HEADER)),
             recall_enabled=settings.recall_enabled if toggles is None or toggles.enabled is None else toggles.enabled,
             auto_save_enabled=settings.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
         )
@@ -592,14 +644,18 @@ def _add_memory_routes(app: FastAPI, service: ServeService) -> None:
     @app.post(users + "/search", tags=["memories"])
     async def search(user_id: str, body: SearchRequest, key: ApiKey = read) -> dict[str, Any]:
         """Hybrid search over the user's memories (profile, events, notes, messages), best first."""
-        hits = await service.require_store().search_memories(
-            tenant_user(key, user_id),
-            body.query,
-            kinds=body.kinds or list(MEMORY_KINDS),
-            session_id=body.session_id,
-            since=body.since,
-            until=body.until,
-            limit=body.limit,
+        hits = await bounded(
+            service.require_store().search_memories(
+                tenant_user(key, user_id),
+                body.query,
+                kinds=body.kinds or list(MEMORY_KINDS),
+                session_id=body.session_id,
+                since=body.since,
+                until=body.until,
+                limit=body.limit,
+            ),
+            SEARCH_TIMEOUT_SECONDS,
+            "the search",
         )
         return {"object": "list", "data": [SearchHitOut.of(hit).model_dump() for hit in hits]}
 
@@ -669,8 +725,8 @@ def _add_memory_routes(app: FastAPI, service: ServeService) -> None:
         user_id: str,
         key: ApiKey = read,
         limit: int = Query(default=50, ge=1, le=1000),
-        since: float | None = None,
-        until: float | None = None,
+        since: float | None = Query(default=None, allow_inf_nan=False),
+        until: float | None = Query(default=None, allow_inf_nan=False),
     ) -> dict[str, Any]:
         """The user's event cards, newest first."""
         events = await service.require_store().list_events(tenant_user(key, user_id), limit=limit, since=since, until=until)
@@ -749,10 +805,10 @@ def _add_memory_routes(app: FastAPI, service: ServeService) -> None:
             await service.persistence.wait_saved(store_user, timeout=10)
         if service.scheduler is not None:  # a run in progress would write the user back
             deadline = time.monotonic() + 30
-            while service.scheduler.is_busy(store_user):
+            while await service.scheduler.user_busy(store_user):  # queued or running in any process
                 if time.monotonic() > deadline:
                     raise ApiError(409, "a memory run of the user is still working; try again in a moment", "user_busy")
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.1)
         removed = await service.require_store().delete_user(store_user)
         return {"id": user_id, "deleted": True, "keys_removed": removed}
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Any, AsyncIterator
 import httpx
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memlane import MemoryStore, Settings, StoreError
 from memlane.masking import mask_secrets
@@ -33,6 +34,44 @@ from memlane.ui.serve_config import Persona
 from memlane.ui.serve_metrics import ServeMetrics
 
 logger = logging.getLogger(__name__)
+
+
+def json_problem(value: Any, where: str = "") -> str | None:
+    """What makes a parsed JSON body unusable, or None: a number that is not finite (NaN,
+    Infinity, 1e400 parse as floats; no upstream or store takes them) or a string holding a lone
+    surrogate ("\\ud800" parses, but is no text: it cannot be encoded to be stored or sent on)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where or 'the body'}: {value!r} is not a finite number"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{where or 'the body'}: the text holds a lone surrogate (an unpaired \\ud800-\\udfff escape); send valid UTF-8"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = json_problem(key, where or "the body") or json_problem(item, f"{where}.{key}" if where else str(key))
+            if problem:
+                return problem
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = json_problem(item, f"{where}.{index}" if where else str(index))
+            if problem:
+                return problem
+    return None
+
+
+class JsonBody(BaseModel):
+    """A request body: refused (422) when it holds a number that is not finite or a lone surrogate,
+    in any field, those passed through to the upstream included."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _usable_json(cls, data: Any) -> Any:
+        problem = json_problem(data)
+        if problem:
+            raise ValueError(problem)
+        return data
 
 
 class ChatMessage(BaseModel):
@@ -62,7 +101,7 @@ class MemoryToggles(BaseModel):
     auto_save: bool | None = None
 
 
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(JsonBody):
     """An OpenAI chat completion request; `model` names a persona, `user` the user."""
 
     model_config = ConfigDict(extra="allow")

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator, model_validator
 
 from memlane import Settings
+from memlane.masking import register_secret
 
 Scope = Literal["chat", "read", "write"]
 ALL_SCOPES: tuple[Scope, ...] = ("chat", "read", "write")
@@ -114,23 +115,59 @@ def _recall_overrides_model() -> type[BaseModel]:
 RecallOverrides = _recall_overrides_model()
 
 
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
 class Upstream(BaseModel):
-    """An OpenAI-compatible endpoint and the model to ask there."""
+    """An OpenAI-compatible endpoint and the model to ask there.
+
+    A key goes only where it was configured to go: `api_key_env` names the variable holding
+    this upstream's key; without it, the upstream gets OPENAI_API_KEY only when it is the
+    server that key is for (OPENAI_BASE_URL, else OpenAI), and no key otherwise."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(min_length=1, description="the model name the upstream knows")
     base_url: str | None = Field(default=None, description="unset: OPENAI_BASE_URL, else OpenAI")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="environment variable holding its API key")
+    api_key_env: str | None = Field(
+        default=None,
+        description="environment variable holding its API key; unset: OPENAI_API_KEY when the upstream is "
+        "OPENAI_BASE_URL (or OpenAI), else no key",
+    )
 
     def resolved_base_url(self, settings: Settings) -> str:
-        return (self.base_url or settings.openai_base_url or "https://api.openai.com/v1").rstrip("/")
+        return (self.base_url or settings.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/")
+
+    def uses_settings_url(self, settings: Settings) -> bool:
+        """Whether the upstream is the server OPENAI_API_KEY is configured for."""
+        return self.resolved_base_url(settings) == (settings.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/")
 
     def api_key(self, settings: Settings) -> str | None:
-        key = os.environ.get(self.api_key_env)
-        if key is None and self.api_key_env == "OPENAI_API_KEY" and settings.openai_api_key:
-            key = settings.openai_api_key.get_secret_value()
+        """The key sent to this upstream (None: no Authorization header); registered for masking."""
+        settings_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if key is None and self.api_key_env == "OPENAI_API_KEY":
+                key = settings_key
+        else:
+            key = settings_key if self.uses_settings_url(settings) else None
+        register_secret(key)
         return key or None
+
+    def key_note(self, name: str, settings: Settings) -> str | None:
+        """A sentence on a key this upstream will not get, for the configuration check; None when fine."""
+        where = self.resolved_base_url(settings)
+        if self.api_key_env and not os.environ.get(self.api_key_env) and not (
+            self.api_key_env == "OPENAI_API_KEY" and settings.openai_api_key
+        ):
+            return f"{name} sends no API key to {where}: its api_key_env {self.api_key_env} is not set"
+        if not self.api_key_env and not self.uses_settings_url(settings):
+            return (
+                f"{name} sends no API key to {where} (OPENAI_API_KEY goes only to "
+                f"{(settings.openai_base_url or OPENAI_DEFAULT_URL).rstrip('/')}); set its api_key_env "
+                "to the environment variable holding that server's key, if it needs one"
+            )
+        return None
 
 
 class Persona(Upstream):
@@ -174,6 +211,13 @@ class ServeConfig(BaseModel):
                 raise ValueError(f"persona id {persona_id!r} must be 1 to 128 characters")
         self._by_hash = {key.hash: key for key in self.keys}
         return self
+
+    def key_notes(self, settings: Settings) -> list[str]:
+        """What the configuration check says about upstream keys: the upstreams that get none."""
+        upstreams = [(f"persona {persona_id!r}", persona) for persona_id, persona in self.personas.items()]
+        if self.memory is not None:
+            upstreams.append(("the [memory] model", self.memory))
+        return [note for name, upstream in upstreams if (note := upstream.key_note(name, settings))]
 
     def key_for_token(self, token: str) -> ApiKey | None:
         """The key a bearer token is, or None when it is no configured key."""

@@ -1,0 +1,289 @@
+"""`memlane serve` under fire (issue 26): hostile inputs answer a clear 4xx and leave the connection
+usable, headers are read as UTF-8, keys go only where they were configured to go and are masked by
+value, the run metric counts runs queued, and a frozen Redis answers 503 within the health bound.
+Real HTTP against uvicorn on loopback, a real Redis Stack, fake upstreams that record what they get."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import signal
+import time
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+import redis
+from fake_upstream import FakeUpstream, Served
+from test_serve import LONG_NOTE, GatedMemoryModel, api_key, reply_for
+
+from memlane import open_store
+from memlane.config import Settings
+from memlane.masking import MaskingFormatter
+from memlane.store.embedded import EmbeddedRedis
+from memlane.ui.serve import READY_TIMEOUT_SECONDS, create_app
+from memlane.ui.serve_config import ServeConfig
+
+OPENAI_KEY = "sk-openai-" + uuid.uuid4().hex  # configured for OPENAI_BASE_URL only
+THIRD_KEY = "third-party-" + uuid.uuid4().hex  # a persona's own key, named by api_key_env
+MEMORY_KEY = "plain" + uuid.uuid4().hex  # the memory model's key: nothing like "sk-…"
+
+
+def user_path(user_id: str) -> str:
+    return "/v1/users/" + quote(user_id, safe="")
+
+
+def drop_prefix(redis_url: str, key_prefix: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.ft(f"{key_prefix}_memories").dropindex(delete_documents=True)
+    except redis.ResponseError:
+        pass
+    keys = list(client.scan_iter(match=f"{key_prefix}*", count=1000))
+    if keys:
+        client.unlink(*keys)
+    client.close()
+
+
+def wait_for(check, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.1)
+    return value
+
+
+class Env:
+    def __init__(self, url: str, settings: Settings, upstreams: dict[str, FakeUpstream], log: io.StringIO) -> None:
+        self.url, self.settings, self.upstreams, self.log = url, settings, upstreams, log
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": "Bearer key-acme"}, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def env(redis_url, tmp_path_factory, embeddings):
+    key_prefix = f"t{uuid.uuid4().hex[:10]}"
+    log = io.StringIO()
+    with (
+        FakeUpstream(reply=reply_for) as official,
+        FakeUpstream(reply=reply_for) as third,
+        FakeUpstream(status=500) as memory_upstream,  # its error names the key it got, as real servers do
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv("MEMLANE_TEST_THIRD_KEY", THIRD_KEY)
+        patch.setenv("MEMLANE_TEST_MEMORY_KEY", MEMORY_KEY)
+        settings = Settings(
+            redis_url=redis_url,
+            key_prefix=key_prefix,
+            data_dir=tmp_path_factory.mktemp("serve-hardening"),
+            openai_api_key=OPENAI_KEY,
+            openai_base_url=official.url,
+            llm_timeout_seconds=5.0,
+            llm_max_retries=0,
+            memory_buffer_tokens=150,
+            memory_run_retries=0,
+            memory_idle_flush_seconds=0,
+        )
+        config = ServeConfig(
+            keys=[api_key("acme", "acme")],
+            personas={
+                "official": {"model": "m"},  # OPENAI_BASE_URL: OPENAI_API_KEY is for it
+                "third": {"model": "m", "base_url": third.url},  # no api_key_env: no key
+                "third-keyed": {"model": "m", "base_url": third.url, "api_key_env": "MEMLANE_TEST_THIRD_KEY"},
+            },
+            memory={"model": "memory-m", "base_url": memory_upstream.url, "api_key_env": "MEMLANE_TEST_MEMORY_KEY"},
+        )
+        # the server log as `memlane serve` writes it (cli.main's handler)
+        handler = logging.StreamHandler(log)
+        handler.setFormatter(MaskingFormatter("%(levelname)s %(name)s: %(message)s", settings=settings))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        try:
+            with Served(create_app(config, settings, mount_mcp=False)) as served:
+                yield Env(served.url, settings, {"official": official, "third": third, "memory": memory_upstream}, log)
+        finally:
+            root.removeHandler(handler)
+    drop_prefix(redis_url, key_prefix)
+
+
+# --- 7: hostile inputs answer a clear 4xx ------------------------------------------------------
+CHAT = '{"model": "official", "user": "hostile", "messages": [{"role": "user", "content": "hi"}], "max_tokens": %s}'
+HOSTILE_INPUTS = [
+    ("max_tokens NaN", "POST", "/v1/chat/completions", CHAT % "NaN"),
+    ("max_tokens Infinity", "POST", "/v1/chat/completions", CHAT % "Infinity"),
+    ("max_tokens -Infinity", "POST", "/v1/chat/completions", CHAT % "-Infinity"),
+    ("max_tokens 1e400", "POST", "/v1/chat/completions", CHAT % "1e400"),
+    ("lone surrogate in content", "POST", "/v1/chat/completions", '{"model": "official", "user": "h", "messages": [{"role": "user", "content": "a\\ud800b"}]}'),
+    ("lone surrogate in user", "POST", "/v1/chat/completions", '{"model": "official", "user": "\\udc00", "messages": [{"role": "user", "content": "hi"}]}'),
+    ("lone surrogate in a streamed request", "POST", "/v1/chat/completions", '{"model": "official", "user": "h", "stream": true, "messages": [{"role": "user", "content": "\\ud83d"}]}'),
+    ("blank note", "POST", user_path("hostile") + "/memories", '{"text": "   "}'),
+    ("blank note session", "POST", user_path("hostile") + "/memories", '{"text": "a note", "session_id": "  "}'),
+    ("surrogate note", "POST", user_path("hostile") + "/memories", '{"text": "\\udfff"}'),
+    ("blank profile content", "POST", user_path("hostile") + "/profile", '{"topic": "diet", "subtopic": "coffee", "content": "  "}'),
+    ("blank profile edit", "PATCH", user_path("hostile") + "/profile/some-entry", '{"content": " \\n "}'),
+    ("NaN profile confidence", "POST", user_path("hostile") + "/profile", '{"topic": "a", "subtopic": "b", "content": "c", "confidence": NaN}'),
+    ("long session id in search", "POST", user_path("hostile") + "/search", '{"query": "coffee", "session_id": "%s"}' % ("s" * 1100)),
+    ("search since NaN", "POST", user_path("hostile") + "/search", '{"query": "coffee", "since": NaN}'),
+    ("search until Infinity", "POST", user_path("hostile") + "/search", '{"query": "coffee", "until": Infinity}'),
+    ("blank forget", "POST", user_path("hostile") + "/forget", '{"query": "   "}'),
+    ("events since nan", "GET", user_path("hostile") + "/events?since=nan", None),
+    ("events until inf", "GET", user_path("hostile") + "/events?until=inf", None),
+]
+
+
+@pytest.mark.parametrize(("case", "method", "path", "body"), HOSTILE_INPUTS, ids=[case[0] for case in HOSTILE_INPUTS])
+def test_hostile_inputs_answer_a_clear_4xx_and_the_connection_keeps_working(env, case, method, path, body):
+    with env.http() as http:
+        answer = http.request(method, path, content=body.encode() if body is not None else None, headers={"Content-Type": "application/json"})
+        assert 400 <= answer.status_code < 500, (case, answer.status_code, answer.text)
+        error = answer.json()["error"]
+        assert error["type"] == "invalid_request_error" and error["code"] and error["message"], error
+        # the same client (its kept-alive connection) serves the next request
+        assert http.get(user_path("hostile") + "/profile").status_code == 200
+        assert http.get("/healthz").json() == {"status": "ok"}
+
+
+# --- 8: a header is read as UTF-8 ----------------------------------------------------------------
+def test_a_non_ascii_user_header_names_the_same_user_as_the_body_and_the_path(env):
+    with env.http() as http:
+        sent = http.post(
+            "/v1/chat/completions",
+            json={"model": "official", "messages": [{"role": "user", "content": "我喜欢喝乌龙茶。"}]},
+            headers={"X-Memlane-User": "张伟".encode("utf-8"), "X-Memlane-Session": "会话".encode("utf-8")},
+        )
+        assert sent.status_code == 200, sent.text
+        messages = wait_for(lambda: http.get(user_path("张伟") + "/export").json()["messages"])
+        assert messages[0]["user_id"] == "张伟" and messages[0]["session_id"] == "会话"
+        assert "我喜欢喝乌龙茶" in messages[0]["content"]
+
+        not_utf8 = http.post(
+            "/v1/chat/completions",
+            json={"model": "official", "messages": [{"role": "user", "content": "hi"}]},
+            headers={"X-Memlane-User": b"\xff\xfe"},
+        )
+        assert not_utf8.status_code == 422 and not_utf8.json()["error"]["code"] == "invalid_header"
+        assert "UTF-8" in not_utf8.json()["error"]["message"]
+
+
+# --- 6: a key goes only where it was configured to go ------------------------------------------------
+def test_a_key_goes_only_to_the_upstream_it_was_configured_for(env):
+    with env.http() as http:
+        for persona in ("official", "third", "third-keyed"):
+            answer = http.post(
+                "/v1/chat/completions", json={"model": persona, "user": "keys", "messages": [{"role": "user", "content": f"to {persona}"}]}
+            )
+            assert answer.status_code == 200, answer.text
+    assert env.upstreams["official"].headers[-1]["authorization"] == f"Bearer {OPENAI_KEY}"
+    third = env.upstreams["third"].headers
+    assert "authorization" not in third[-2]  # its own base_url and no api_key_env: no key at all
+    assert third[-1]["authorization"] == f"Bearer {THIRD_KEY}"
+    assert all(OPENAI_KEY not in str(headers) for headers in third)
+
+
+def test_the_configuration_check_names_the_upstreams_that_get_no_key(env):
+    config = ServeConfig(
+        keys=[api_key("acme", "acme")],
+        personas={"local": {"model": "m", "base_url": "http://127.0.0.1:11434/v1"}, "default": {"model": "m"}},
+        memory={"model": "m", "base_url": "http://models.example/v1", "api_key_env": "MEMLANE_TEST_UNSET_KEY"},
+    )
+    notes = config.key_notes(env.settings)
+    assert len(notes) == 2
+    assert "persona 'local' sends no API key to http://127.0.0.1:11434/v1" in notes[0] and "api_key_env" in notes[0]
+    assert "the [memory] model sends no API key" in notes[1] and "MEMLANE_TEST_UNSET_KEY is not set" in notes[1]
+
+
+# --- 5: every configured secret is masked by value ---------------------------------------------------
+def test_the_memory_models_key_is_neither_logged_nor_stored_when_the_upstream_echoes_it(env, embeddings):
+    with env.http() as http:
+        answer = http.post(
+            "/v1/chat/completions", json={"model": "official", "user": "echo", "messages": [{"role": "user", "content": LONG_NOTE}]}
+        )
+        assert answer.status_code == 200
+        # the run fails (the memory upstream answers 500 naming the key it got) and is parked
+        wait_for(lambda: any(f"{MEMORY_KEY}" in str(headers) for headers in env.upstreams["memory"].headers))
+    async def parked_errors() -> list[str]:
+        store = await open_store(env.settings, embeddings=embeddings)
+        try:
+            return [run.error for run in await store.parked_runs("acme/echo")]
+        finally:
+            await store.aclose()
+
+    errors = wait_for(lambda: asyncio.run(parked_errors()))
+    assert "told to fail" in errors[0] and MEMORY_KEY not in errors[0] and "****" in errors[0], errors
+    log = env.log.getvalue()
+    assert "told to fail" in log and MEMORY_KEY not in log
+
+
+# --- 2: the run metric counts runs queued, not notifications -------------------------------------------
+def test_memory_runs_queued_counts_only_runs_put_on_the_queue(redis_url, tmp_path, embeddings):
+    import threading
+
+    from memory_graph_helpers import memory_rules
+
+    key_prefix = f"t{uuid.uuid4().hex[:10]}"
+    settings = Settings(
+        redis_url=redis_url, key_prefix=key_prefix, data_dir=tmp_path, openai_api_key=None, openai_base_url=None,
+        memory_buffer_tokens=150, memory_idle_flush_seconds=0,
+    )
+    gate = threading.Event()
+    memory_model = GatedMemoryModel(rules=memory_rules(), default="{}", gate=gate)
+    try:
+        with FakeUpstream(reply=reply_for) as upstream:
+            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url}})
+            with Served(create_app(config, settings, memory_model=memory_model, mount_mcp=False)) as served, httpx.Client(
+                base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=30
+            ) as http:
+                def metric(state: str) -> float:
+                    text = http.get("/metrics").text
+                    line = next(line for line in text.splitlines() if line.startswith(f'memlane_memory_runs_total{{state="{state}"}}'))
+                    return float(line.split()[-1])
+
+                for number in range(4):  # the first queues a run (held at the gate); the rest follow it up
+                    chat = {"model": "assistant", "user": "m", "messages": [{"role": "user", "content": f"{number}. {LONG_NOTE}"}]}
+                    assert http.post("/v1/chat/completions", json=chat).status_code == 200
+                    wait_for(lambda: metric("queued") >= 1)
+                time.sleep(1.0)  # the saves of the three follow-ups are done
+                gate.set()
+                wait_for(lambda: metric("done") + metric("failed") >= 2, timeout=60)
+                time.sleep(2.0)
+                assert metric("queued") == metric("done") + metric("failed") == 2
+    finally:
+        gate.set()
+        drop_prefix(redis_url, key_prefix)
+
+
+# --- 13: a frozen Redis answers 503 within the health bound ----------------------------------------------
+def test_a_frozen_redis_answers_503_within_two_seconds(tmp_path, embeddings):
+    server = EmbeddedRedis(Settings(data_dir=tmp_path / "redis-data", redis_url=None))
+    url = server.start()
+    settings = Settings(redis_url=url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
+    config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}})
+    try:
+        with Served(create_app(config, settings, mount_mcp=False)) as served, httpx.Client(
+            base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60
+        ) as http:
+            assert http.get("/readyz").json() == {"status": "ready"}
+            assert http.post(user_path("f") + "/search", json={"query": "coffee"}).status_code == 200
+            os.kill(server.process.pid, signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                ready = http.get("/readyz")
+                took = time.monotonic() - started
+                assert ready.status_code == 503 and "did not answer" in ready.json()["reason"]
+                assert took < READY_TIMEOUT_SECONDS + 1.0, took
+                started = time.monotonic()
+                search = http.post(user_path("f") + "/search", json={"query": "coffee"})
+                took = time.monotonic() - started
+                assert search.status_code == 503 and search.json()["error"]["code"] == "store_unavailable"
+                assert took < 7.0, took
+            finally:
+                os.kill(server.process.pid, signal.SIGCONT)
+            assert wait_for(lambda: http.get("/readyz").status_code == 200, timeout=40)
+    finally:
+        server.stop()
