@@ -6,7 +6,8 @@ conversation into one that stands alone, before recall searches with it:
 - with a memory model: the model rewrites it from the session's last turns (the seed's
   BrainMemory `rewrite`), answer parsed leniently, within a fixed budget
   (`recall_rewrite_timeout_seconds`, 0.3 s: the reply waits for it); past the budget or on
-  any failure it falls back to
+  any failure it falls back to (running out of the budget is not counted as a failure on the
+  memory model's circuit breaker: a model slower than that still serves the memory graph)
 - the cheap rewrite: the previous user turn's words are carried into the query
   ("他哪天出发？ 还记得我同事张伟吗"), so its names and nouns reach both the vector and
   the text search. The original question keeps its own words; nothing is removed.
@@ -125,7 +126,9 @@ async def rewrite_followup(
     if llm is not None:
         # the reply waits for this call: a short timeout and no retry, then the cheap rewrite
         quick = settings.model_copy(update={"llm_timeout_seconds": settings.recall_rewrite_timeout_seconds, "llm_max_retries": 0})
-        caller = ModelCaller(llm=llm, settings=quick, step="rewrite", breaker=breaker)
+        # past the budget the call is given up, not failed: a model slower than 0.3 s still works
+        # for the memory graph, and its breaker must not open on the reply path's impatience
+        caller = ModelCaller(llm=llm, settings=quick, step="rewrite", breaker=breaker, timeout_is_budget=True)
         chat = render_chat([*previous_turns[-6:]])
         try:
             answer = await caller.ask(REWRITE_PROMPT, f"{chat}\n\nLast question: {question}")

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Awaitable, Callable, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -88,13 +88,23 @@ class ModelCaller:
     step: str
     usage: ModelUsage = field(default_factory=ModelUsage)
     breaker: CircuitBreaker | None = None
+    # True when the timeout is the caller's budget (the reply waits on it), not the time a
+    # model that works needs: a call past it is given up without counting against the breaker
+    timeout_is_budget: bool = False
+
+    async def _invoke(self, system: str, user: str) -> BaseMessage:
+        return await self.llm.ainvoke([SystemMessage(content=system), HumanMessage(content=user)], config=MEMORY_MODEL_CONFIG)
+
+    async def _through_breaker(self, make_call: Callable[[], Awaitable[BaseMessage]]) -> BaseMessage:
+        return await (make_call() if self.breaker is None else self.breaker.call(make_call))
 
     async def _call(self, system: str, user: str) -> BaseMessage:
+        timeout = self.settings.llm_timeout_seconds
+        if self.timeout_is_budget:
+            # the timeout outside the breaker: the call is cancelled, which proves nothing
+            return await asyncio.wait_for(self._through_breaker(lambda: self._invoke(system, user)), timeout=timeout)
         # the timeout inside the breaker: a call that hangs counts as a failure of the model
-        return await asyncio.wait_for(
-            self.llm.ainvoke([SystemMessage(content=system), HumanMessage(content=user)], config=MEMORY_MODEL_CONFIG),
-            timeout=self.settings.llm_timeout_seconds,
-        )
+        return await self._through_breaker(lambda: asyncio.wait_for(self._invoke(system, user), timeout=timeout))
 
     async def ask(self, system: str, user: str) -> str:
         """The model's answer text. Raises `ModelCallFailed` after the last retry, and
@@ -108,10 +118,7 @@ class ModelCaller:
             self.usage.model_calls += 1
             self.usage.prompt_tokens += prompt_tokens
             try:
-                if self.breaker is None:
-                    answer = await self._call(system, user)
-                else:
-                    answer = await self.breaker.call(lambda: self._call(system, user))
+                answer = await self._call(system, user)
                 return answer.text if hasattr(answer, "text") else str(answer.content)
             except CircuitOpen as refused:
                 self.usage.model_calls -= 1  # refused before the call: nothing was spent

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
 from scripted import TIMEOUT, ScriptedChatModel
 
 from memlane.query import cheap_rewrite, is_followup, rewrite_followup
@@ -73,3 +74,38 @@ async def test_a_memory_model_slower_than_the_budget_gives_the_cheap_rewrite_in_
     assert slow.prompts, "the memory model was asked"
     assert query == cheap_rewrite("他哪天出发？", previous) == "他哪天出发？ 还记得我同事张伟吗？"
     assert waited < budget + 0.2, f"the rewrite took {waited:.2f} s"
+
+
+async def test_a_rewrite_past_its_budget_does_not_open_the_memory_models_breaker(store, make_context):
+    """A real model often takes longer than the rewrite's 0.3 s: giving up on it is the reply's
+    budget, not the model failing, so the memory graph sharing the breaker still runs."""
+    from memory_graph_helpers import CHINESE_CHAT, add_chat
+
+    from memlane.graph import run_memory_graph
+    from memlane.query import REWRITE_PROMPT
+    from memlane.testing import memory_rules
+
+    previous = [Message(id="p1", user_id="u", session_id="s", role="user", content="还记得我同事张伟吗？")]
+    slow_rewrite = ScriptedChatModel(rules=[(REWRITE_PROMPT[:40], TIMEOUT), *memory_rules()], timeout_sleep=1.0)
+    context = make_context(slow_rewrite, circuit_failure_threshold=2, recall_rewrite_timeout_seconds=0.1)
+    breaker = context.model_breaker
+    for _ in range(breaker.failure_threshold + 1):
+        query = await rewrite_followup("他哪天出发？", previous, context.settings, llm=slow_rewrite, breaker=breaker)
+        assert query == cheap_rewrite("他哪天出发？", previous)
+    assert len(slow_rewrite.prompts) == breaker.failure_threshold + 1, "every rewrite asked the model"
+    assert breaker.state == "closed" and breaker.consecutive_failures == 0
+
+    await add_chat(store, "u", CHINESE_CHAT)
+    result = await run_memory_graph("u", context)
+    assert result.added and breaker.state == "closed"
+
+
+async def test_a_rewrite_that_fails_still_counts_against_the_breaker(settings):
+    from memlane.store.breaker import CircuitBreaker
+
+    breaker = CircuitBreaker("the memory model", failure_threshold=2, reset_seconds=60)
+    down = ScriptedChatModel(default=ConnectionError("connection refused"))
+    previous = [Message(id="p1", user_id="u", session_id="s", role="user", content="还记得我同事张伟吗？")]
+    for _ in range(2):
+        assert await rewrite_followup("他哪天出发？", previous, settings, llm=down, breaker=breaker) == cheap_rewrite("他哪天出发？", previous)
+    assert breaker.state == "open"
