@@ -68,7 +68,6 @@ SESSION_HEADER = "X-Memlane-Session"
 SESSION_ID_MAX_CHARS = 256
 # a frozen Redis must not hold a health check (or a search) for the socket timeout's 30 s
 READY_TIMEOUT_SECONDS = 2.0
-SEARCH_TIMEOUT_SECONDS = 5.0
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -126,6 +125,25 @@ async def bounded(call: Awaitable[Any], seconds: float, what: str) -> Any:
         return await asyncio.wait_for(call, seconds)
     except asyncio.TimeoutError:
         raise StoreError(f"Redis did not answer {what} within {seconds:g} s; it is overloaded, stopped or unreachable") from None
+
+
+async def watched(call: Awaitable[Any], store: MemoryStore) -> Any:
+    """`await call`; when it has not answered within READY_TIMEOUT_SECONDS, Redis is probed (with
+    the same bound) and a probe that fails answers StoreError (503) at once: a frozen Redis no
+    longer holds the request for the socket timeout, and a slow but healthy call is not cut."""
+    task = asyncio.ensure_future(call)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=READY_TIMEOUT_SECONDS)
+        if not done:
+            try:
+                await bounded(store.check_ready(), READY_TIMEOUT_SECONDS, "a health probe")
+            except StoreError:
+                if not task.done():
+                    raise
+        return await task
+    finally:
+        if not task.done():
+            task.cancel()
 
 
 class BodyTooLarge(ApiError):
@@ -644,7 +662,7 @@ def _add_memory_routes(app: FastAPI, service: ServeService) -> None:
     @app.post(users + "/search", tags=["memories"])
     async def search(user_id: str, body: SearchRequest, key: ApiKey = read) -> dict[str, Any]:
         """Hybrid search over the user's memories (profile, events, notes, messages), best first."""
-        hits = await bounded(
+        hits = await watched(
             service.require_store().search_memories(
                 tenant_user(key, user_id),
                 body.query,
@@ -654,8 +672,7 @@ def _add_memory_routes(app: FastAPI, service: ServeService) -> None:
                 until=body.until,
                 limit=body.limit,
             ),
-            SEARCH_TIMEOUT_SECONDS,
-            "the search",
+            service.require_store(),
         )
         return {"object": "list", "data": [SearchHitOut.of(hit).model_dump() for hit in hits]}
 
