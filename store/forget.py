@@ -53,10 +53,11 @@ _FRAMING_EN = re.compile(
     re.IGNORECASE,
 )
 _FRAMING_ZH_START = re.compile(
-    r"^(?:请|麻烦)?(?:你)?(?:忘掉|忘记|忘了|删除|删掉|删了|清除|抹掉)?(?:我)?"
-    r"(?:之前|以前)?(?:说过|提到过|提过|讲过|告诉过你|告诉你)?(?:的)?(?:所有|全部)?(?:关于|有关)?"
+    r"^(?:请|麻烦)?(?:你)?(?:把)?(?:忘掉|忘记|忘了|删除|删掉|删了|清除|抹掉|别再记着|别记着|别记得|别记|不要记住|不要记得|不要记)?(?:掉)?"
+    r"(?:我)?(?:之前|以前)?(?:说过|提到过|提过|讲过|告诉过你|告诉你)?(?:的)?(?:所有|全部|一切)?(?:关于|有关)?"
+    r"(?:我的|我)?"
 )
-_FRAMING_ZH_END = re.compile(r"(?:的(?:事情|事|内容|一切|话|信息|东西))?(?:吧|。|！)?$")
+_FRAMING_ZH_END = re.compile(r"(?:的(?:事情|事|内容|一切|话|信息|东西)|这件事|那件事)?(?:忘掉|忘了|删掉)?(?:吧|。|！)*$")
 
 
 def forget_subject(query: str) -> str:
@@ -72,10 +73,14 @@ def _terms(text: str) -> list[str]:
     return [term for term in index_terms(_CJK_USER.sub(" ", text)).split() if term not in _REPORTING_WORDS]
 
 
+def _is_glue_bigram(term: str) -> bool:
+    return len(term) == 2 and bool(set(term) & _GLUE_CHARS) and bool(_CJK_CHAR.match(term))
+
+
 def _meaningful(terms: Iterable[str]) -> frozenset[str]:
     """Terms without the bigrams holding a glue character, unless nothing else is left."""
     terms = frozenset(terms)
-    strong = frozenset(term for term in terms if not (len(term) == 2 and set(term) & _GLUE_CHARS))
+    strong = frozenset(term for term in terms if not _is_glue_bigram(term))
     return strong or terms
 
 
@@ -89,36 +94,57 @@ def _term_matches(wanted: str, held: str) -> bool:
     return False
 
 
-def coverage(wanted: frozenset[str], held: frozenset[str]) -> float:
-    """Share of `wanted` terms that `held` holds (0 when nothing is wanted)."""
+def _found(term: str, held: frozenset[str]) -> bool:
+    return term in held or any(_term_matches(term, other) for other in held)
+
+
+def coverage(wanted: frozenset[str], held: frozenset[str], optional: frozenset[str] = frozenset()) -> float:
+    """Share of `wanted` terms that `held` holds (0 when nothing is wanted).
+
+    A Chinese bigram straddling two words ("狗旺" of "狗旺财") counts as held when the other
+    bigrams held cover one of its characters and `held` holds the other (a word "狗" before
+    the name "旺财"). `optional` terms (bigrams with a glue character: "成都", "京都") count when
+    held and cost nothing when not."""
     if not wanted:
         return 0.0
-    found = sum(1 for term in wanted if term in held or any(_term_matches(term, other) for other in held))
-    return found / len(wanted)
+    found_terms = {term for term in wanted if _found(term, held)}
+    covered = {char for term in found_terms for char in term}
+    held_chars = {char for term in held for char in term if _CJK_CHAR.match(char)}
+    for term in wanted - found_terms:
+        if len(term) == 2 and _CJK_CHAR.match(term[0]) and _CJK_CHAR.match(term[1]):
+            if (term[0] in covered and term[1] in held_chars) or (term[1] in covered and term[0] in held_chars):
+                found_terms.add(term)
+    bonus = sum(1 for term in optional - wanted if _found(term, held))
+    return (len(found_terms) + bonus) / (len(wanted) + bonus)
 
 
 @dataclass(frozen=True)
 class Fact:
-    """Something to forget, as the words that state it."""
+    """Something to forget, as the words that state it: `terms` must be held, `optional`
+    (Chinese bigrams with a glue character, "成都") count when held."""
 
     text: str
     terms: frozenset[str]
     min_coverage: float
+    optional: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, text: str, min_coverage: float) -> "Fact":
-        return cls(text, _meaningful(_terms(text)), min_coverage)
+        every = frozenset(_terms(text))
+        terms = _meaningful(every)
+        return cls(text, terms, min_coverage, every - terms)
 
     def stated_by(self, terms: frozenset[str]) -> bool:
-        """Whether a text with these (meaningful) terms states the fact."""
+        """Whether a text with these terms (`text_terms`) states the fact."""
         if not self.terms or not terms:
             return False
-        if coverage(self.terms, terms) >= self.min_coverage:
+        if coverage(self.terms, terms, self.optional) >= self.min_coverage:
             return True
-        return len(self.terms) > len(terms) >= 2 and coverage(terms, self.terms) >= self.min_coverage
+        strong = _meaningful(terms)
+        return len(self.terms) > len(strong) >= 2 and coverage(strong, self.terms | self.optional) >= self.min_coverage
 
     def share(self, terms: frozenset[str]) -> float:
-        return coverage(self.terms, terms)
+        return coverage(self.terms, terms, self.optional)
 
 
 def facts_of(texts: Iterable[str], min_coverage: float, *, by_clause: bool = False, min_terms: int = 1) -> list[Fact]:
@@ -155,8 +181,9 @@ def _split_clauses(sentence: str) -> list[str]:
 
 
 def text_terms(text: str) -> frozenset[str]:
-    """The meaningful terms of a text (what `Fact.stated_by` compares)."""
-    return _meaningful(_terms(text))
+    """Every term of a text, glue bigrams included ("成都" is a name): what `Fact.stated_by`
+    looks for the fact's words in."""
+    return frozenset(_terms(text))
 
 
 def states_any(text: str, facts: Sequence[Fact]) -> bool:
@@ -183,7 +210,7 @@ def _strip_sentence(sentence: str, facts: Sequence[Fact]) -> str:
     if all(kept):
         return sentence
     rest = "".join(clause for clause, keep in zip(clauses, kept) if keep)
-    if len(text_terms(rest)) < 2:  # what is left says nothing on its own ("By the way", "顺便")
+    if len(_meaningful(text_terms(rest))) < 2:  # what is left says nothing on its own ("By the way", "顺便")
         return ""
     ending = _CLOSING.search(sentence)
     rest = _TRAILING_PUNCTUATION.sub("", _LEADING_CONJUNCTION.sub("", _LEADING_PUNCTUATION.sub("", rest)))

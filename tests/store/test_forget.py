@@ -5,6 +5,8 @@ memories survive, and recall (as the middleware calls it) brings nothing of it b
 
 from __future__ import annotations
 
+import pytest
+
 from memlane.recall import recall
 from memlane.store.base import (
     Event,
@@ -225,3 +227,25 @@ async def test_forgetting_while_the_embedder_is_down_leaves_nothing_stale(store,
     flaky.down = False
     assert await degraded.reindex_pending("u") == 1
     assert [hit.memory.text for hit in await degraded.search_memories("u", "Lyon")] == ["I live in Lyon."]
+
+
+# issue 26: Chinese names holding a function character (成都, 京都), a pet's name after its kind,
+# "关于我的狗的事" framings; each request removes its fact and leaves the unrelated sentence
+FORGET_PHRASINGS = [
+    ("成都", "我老家在成都。", "我喜欢喝乌龙茶。"),
+    ("忘掉成都", "我老家在成都。", "我喜欢喝乌龙茶。"),
+    ("忘掉京都", "我去年去了京都旅游。", "我每天早上跑步。"),
+    ("别记首都的事", "我在首都工作了五年。", "我妹妹在学钢琴。"),
+    ("忘掉我的狗旺财", "我的狗叫旺财。", "我喜欢喝乌龙茶。"),
+    ("忘掉关于我的狗的事", "我养了一只狗。", "我每天早上跑步。"),
+    ("别记我老家的事", "我老家在成都。", "我妹妹在学钢琴。"),
+    ("删掉我对花生过敏这件事", "我对花生过敏。", "我喜欢喝乌龙茶。"),
+    ("forget what I said about peanuts", "I'm allergic to peanuts.", "I take my coffee black."),
+    ("forget Kyoto", "I visited Kyoto last year.", "I run every morning."),
+]
+
+
+@pytest.mark.parametrize(("request_text", "fact", "unrelated"), FORGET_PHRASINGS)
+def test_forget_phrasings_remove_their_fact_and_nothing_else(request_text, fact, unrelated):
+    stated = Fact.of(forget_subject(request_text), 0.6)
+    assert strip_statements(f"{fact}{unrelated}" if fact[-1] in "。" else f"{fact} {unrelated}", [stated]) == unrelated
