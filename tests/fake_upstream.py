@@ -8,6 +8,9 @@ server, and `Served` (an ASGI app on uvicorn in a thread).
 `reply` is a string or `(request_body) -> str`; a streamed reply comes in `chunk_size` pieces.
 `status` (not 200) answers every request with that status and an OpenAI-style error body;
 `break_stream` ends a stream after its first chunk without finishing it.
+A real model's latency: `first_token_seconds` before a streamed reply's first chunk (the
+reply model), `answer_seconds` before a reply that is not streamed (the memory model's calls),
+e.g. `FakeUpstream(**REAL_MODEL_LATENCY)`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+# a hosted model as users see it: the first token after 300 ms, a short answer after 400 ms
+REAL_MODEL_LATENCY = {"first_token_seconds": 0.3, "answer_seconds": 0.4}
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -37,11 +43,15 @@ class FakeUpstream:
         chunk_size: int = 4,
         status: int = 200,
         break_stream: bool = False,
+        first_token_seconds: float = 0.0,
+        answer_seconds: float = 0.0,
     ) -> None:
         self.reply = reply
         self.chunk_size = chunk_size
         self.status = status
         self.break_stream = break_stream
+        self.first_token_seconds = first_token_seconds
+        self.answer_seconds = answer_seconds
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -135,12 +145,14 @@ def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             model = body.get("model", "fake")
             text = upstream.answer(body)
             if not body.get("stream"):
+                time.sleep(upstream.answer_seconds)
                 self._send_json(200, _completion(model, text))
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            time.sleep(upstream.first_token_seconds)
             self._write_chunk(b"data: " + json.dumps(_chunk(model, {"role": "assistant", "content": ""})).encode() + b"\n\n")
             pieces = [text[start : start + upstream.chunk_size] for start in range(0, len(text), upstream.chunk_size)]
             for number, piece in enumerate(pieces):
