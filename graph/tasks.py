@@ -432,7 +432,7 @@ class MemoryScheduler:
         if not keys:
             return []
         async with docket.redis() as redis:
-            async with redis.pipeline(transaction=False) as pipe:
+            async with redis.pipeline() as pipe:  # the in-memory docket's pipeline takes no arguments
                 for key in keys:
                     pipe.hget(docket.runs_key(key), "state")
                 return list(await pipe.execute())
@@ -489,7 +489,7 @@ class MemoryScheduler:
     async def _take_follow_up(self, user_id: str) -> _FollowUp | None:
         """The user's noted follow-up, removed (atomically: one process takes it), or None."""
         async with self._require_docket().redis() as redis:
-            async with redis.pipeline(transaction=True) as pipe:
+            async with redis.pipeline() as pipe:
                 pipe.hgetall(self._follow_up_hash(user_id))
                 pipe.delete(self._follow_up_hash(user_id))
                 fields, _ = await pipe.execute()
