@@ -10,7 +10,8 @@ server, and `Served` (an ASGI app on uvicorn in a thread).
 `break_stream` ends a stream after its first chunk without finishing it.
 A real model's latency: `first_token_seconds` before a streamed reply's first chunk (the
 reply model), `answer_seconds` before a reply that is not streamed (the memory model's calls),
-e.g. `FakeUpstream(**REAL_MODEL_LATENCY)`.
+e.g. `FakeUpstream(**REAL_MODEL_LATENCY)`; `chunk_seconds` between a stream's chunks (a reply a
+client can leave midway).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class FakeUpstream:
         break_stream: bool = False,
         first_token_seconds: float = 0.0,
         answer_seconds: float = 0.0,
+        chunk_seconds: float = 0.0,
     ) -> None:
         self.reply = reply
         self.chunk_size = chunk_size
@@ -52,6 +54,7 @@ class FakeUpstream:
         self.break_stream = break_stream
         self.first_token_seconds = first_token_seconds
         self.answer_seconds = answer_seconds
+        self.chunk_seconds = chunk_seconds
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -156,6 +159,8 @@ def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             self._write_chunk(b"data: " + json.dumps(_chunk(model, {"role": "assistant", "content": ""})).encode() + b"\n\n")
             pieces = [text[start : start + upstream.chunk_size] for start in range(0, len(text), upstream.chunk_size)]
             for number, piece in enumerate(pieces):
+                if number:
+                    time.sleep(upstream.chunk_seconds)
                 self._write_chunk(b"data: " + json.dumps(_chunk(model, {"content": piece})).encode() + b"\n\n")
                 if upstream.break_stream and number == 0:
                     self.close_connection = True

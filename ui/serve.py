@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Literal
 import httpx
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from starlette.exceptions import HTTPException
@@ -47,15 +47,16 @@ from memlane.store.base import (
 )
 from memlane.tools import forget_memory, remember_fact, remember_note
 from memlane.ui.serve_chat import (
+    IDEMPOTENCY_HEADER,
     ChatCompletionRequest,
     JsonBody,
     ChatTurn,
+    RelayedStream,
     UpstreamFailed,
     complete,
     new_completion_id,
     open_stream,
     recall_for,
-    relay_stream,
     save,
 )
 from memlane.ui.serve_config import ApiKey, Scope, ServeConfig, ServeConfigError, load_serve_config, store_user_id
@@ -610,9 +611,11 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
         key: ApiKey = Depends(authorized("chat")),
         user_header: str | None = Header(default=None, alias=USER_HEADER),
         session_header: str | None = Header(default=None, alias=SESSION_HEADER),
+        idempotency_header: str | None = Header(default=None, alias=IDEMPOTENCY_HEADER),
     ) -> Any:
         """A chat completion with the user's memories recalled into the system prompt; the turn is
-        saved after the reply completes (streamed or not)."""
+        saved after the reply completes (streamed or not). With an Idempotency-Key header, retries
+        of the request are saved once (ui/serve_chat.py says what a request saves)."""
         started = time.perf_counter()
         persona = service.config.personas.get(body.model)
         if persona is None:
@@ -631,7 +634,13 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
             auto_save_enabled=settings.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
         )
         turn = ChatTurn(
-            request=body, persona_id=body.model, persona=persona, settings=settings, identity=identity, completion_id=new_completion_id()
+            request=body,
+            persona_id=body.model,
+            persona=persona,
+            settings=settings,
+            identity=identity,
+            completion_id=new_completion_id(),
+            idempotency_key=(header_text(idempotency_header, IDEMPOTENCY_HEADER) or "").strip() or None,
         )
         breaker = service.scheduler.context.model_breaker if service.scheduler is not None else None
         await recall_for(turn, service.require_store(), service.persistence, service.metrics, service.memory_model, breaker)
@@ -645,9 +654,8 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
             service.metrics.upstream_errors.labels(body.model).inc()
             raise
         if body.stream:
-            return StreamingResponse(
-                relay_stream(response, turn, service.persistence, service.metrics, started),
-                media_type="text/event-stream",
+            return RelayedStream(
+                response, turn, service.persistence, service.metrics, started,
                 headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
         save(turn, reply, service.persistence)

@@ -8,6 +8,25 @@
 Recall and saving are memlane's own (`memlane.recall.recall`, `MemoryPersistence.save_turn`,
 the same paths the agent middleware uses); this module only speaks HTTP. Fields of the
 request it does not know (temperature, tools, ...) go to the upstream unchanged.
+
+What a request saves:
+
+- The messages after the last one the session already stored: the user lines after the
+  request's last assistant message (what the user says now) and the reply. Re-sent history is
+  recognised by the stored tail and stored once. The user lines said now are new messages of
+  their own (their ids name the request), so a client that sends only its last message and says
+  "yes" twice stores "yes" twice.
+- Retries: a request with an `Idempotency-Key` header (any text, e.g. a UUID the client makes
+  once per request and sends again with each retry of it) is saved once however often it is
+  sent, streamed or not: its lines and its reply take their ids from the key (scoped to the
+  user and session), so a retry of a request whose client gave up (its reply still stored)
+  does not add a second reply. The `openai` client sends no stable key of its own (its
+  `x-stainless-retry-count` counts tries); pass one: `extra_headers={"Idempotency-Key": key}`.
+  Without a key every request is a new turn.
+- A client that leaves mid-stream (closes the connection before the reply completed): what the
+  user said is saved, the partial reply is not (the user never saw it whole, and half a sentence
+  must not become a memory). When the upstream fails instead, nothing is saved: the client got
+  an error and sends the request again.
 """
 
 from __future__ import annotations
@@ -24,16 +43,21 @@ import httpx
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from memlane import MemoryStore, Settings, StoreError
 from memlane.masking import mask_secrets
 from memlane.middleware import MemoryAgentContext, MemoryPersistence, clean_text, turn_messages
 from memlane.recall import Recall, recall, recall_system_prompt
+from memlane.store.base import Message, stable_id
 from memlane.store.breaker import CircuitBreaker
 from memlane.ui.serve_config import Persona
 from memlane.ui.serve_metrics import ServeMetrics
 
 logger = logging.getLogger(__name__)
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 def json_problem(value: Any, where: str = "") -> str | None:
@@ -132,6 +156,9 @@ class ChatTurn:
     identity: MemoryAgentContext
     completion_id: str
     recalled: Recall | None = None
+    idempotency_key: str | None = None  # the client's Idempotency-Key: its retries are saved once
+    # "pending" until the reply completed and went to the saver ("saved") or the upstream failed
+    outcome: str = "pending"
 
     @property
     def recall_enabled(self) -> bool:
@@ -153,16 +180,29 @@ class ChatTurn:
         extra = {k: v for k, v in (self.request.model_extra or {}).items()}
         return {**extra, "model": self.persona.model, "messages": messages, "stream": self.request.stream}
 
-    def turn(self, reply: str) -> list:
-        """The store messages of the request's conversation and the reply; the save keeps those
-        after the last one already stored (several user lines sent at once are all kept)."""
+    def request_id(self, *parts: str) -> str:
+        """An id of something this request says: from the Idempotency-Key (a retry gets the same
+        ids) or, without one, from this completion (a request is a new turn)."""
+        request = ("key", self.idempotency_key) if self.idempotency_key else ("completion", self.completion_id)
+        return stable_id("request", self.identity.user_id, self.identity.session_id, *request, *parts)
+
+    def turn(self, reply: str | None) -> list[Message]:
+        """The store messages of the request's conversation and the reply (None: the client left
+        before it completed, only what the user said); the save keeps those after the last one
+        already stored (several user lines sent at once are all kept)."""
+        last_answer = max((i for i, m in enumerate(self.request.messages) if m.role == "assistant"), default=-1)
         history: list[BaseMessage] = []
-        for message in self.request.messages:
+        for position, message in enumerate(self.request.messages):
             if message.role == "user":
-                history.append(HumanMessage(message.text, name=message.name))
+                # said now (after the request's last answer): a message of this request, not one
+                # that happens to read the same and sit at the same position of another request
+                said_now = self.request_id(str(position), message.text) if position > last_answer else None
+                history.append(HumanMessage(message.text, name=message.name, id=said_now))
             elif message.role == "assistant":
                 history.append(AIMessage(message.text))
-        history.append(AIMessage(clean_text(reply), id=f"{self.completion_id}:assistant"))
+        if reply is not None:
+            reply_id = self.request_id("reply") if self.idempotency_key else f"{self.completion_id}:assistant"
+            history.append(AIMessage(clean_text(reply), id=reply_id))
         return turn_messages(history, self.identity)
 
 
@@ -314,6 +354,7 @@ async def relay_stream(
                 logger.warning("the upstream of %s sent a chunk that is not JSON; skipped", turn.persona_id)
                 continue
             if isinstance(chunk, dict) and "error" in chunk:
+                turn.outcome = "failed"
                 yield sse(chunk)
                 return
             chunk["model"] = turn.persona_id
@@ -334,21 +375,56 @@ async def relay_stream(
             f"broke off the reply: {type(error).__name__}: {_masked(str(error), turn.persona, turn.settings)}"
         )
         logger.warning("%s (persona %s)", failure, turn.persona_id)
+        turn.outcome = "failed"
         yield sse(error_payload(failure))
         return
     finally:
         await response.aclose()
     if not finished:
         metrics.upstream_errors.labels(turn.persona_id).inc()
+        turn.outcome = "failed"
         yield sse(error_payload(f"the upstream model {turn.persona.model} ended the stream before the reply was complete"))
         return
     save(turn, "".join(parts), persistence)  # before [DONE]: a client that leaves at [DONE] cannot cancel it
     yield b"data: [DONE]\n\n"
 
 
-def save(turn: ChatTurn, reply: str, persistence: MemoryPersistence) -> None:
-    """Hand the completed turn to the background saver (returns at once); with saving off,
-    note it, so that a later request carrying it again does not store it."""
+class RelayedStream(StreamingResponse):
+    """The streamed reply (`relay_stream`) as a response. When the client leaves before the
+    reply completed (Starlette cancels the stream on the disconnect), what the user said is
+    saved without the partial reply; a failed upstream saves nothing (see the module docstring)."""
+
+    def __init__(
+        self,
+        upstream: httpx.Response,
+        turn: ChatTurn,
+        persistence: MemoryPersistence,
+        metrics: ServeMetrics,
+        started: float,
+        headers: dict[str, str],
+    ) -> None:
+        super().__init__(relay_stream(upstream, turn, persistence, metrics, started), media_type="text/event-stream", headers=headers)
+        self.upstream = upstream
+        self.turn = turn
+        self.persistence = persistence
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self.turn.outcome == "pending":  # the client left: keep what the user said
+                self.turn.outcome = "left"
+                save(self.turn, None, self.persistence)
+            await self.body_iterator.aclose()  # type: ignore[attr-defined]
+            await self.upstream.aclose()  # a stream that never started its relay
+
+
+def save(turn: ChatTurn, reply: str | None, persistence: MemoryPersistence) -> None:
+    """Hand the turn to the background saver (returns at once); with saving off, note it, so
+    that a later request carrying it again does not store it. reply None: only what the user
+    said (the client left before the reply completed)."""
+    if reply is not None:
+        turn.outcome = "saved"
     messages = turn.turn(reply)
     if messages and turn.auto_save:
         persistence.save_turn(turn.identity, messages, only_new=True)

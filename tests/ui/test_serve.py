@@ -118,7 +118,9 @@ def env(redis_url, tmp_path_factory, embeddings):
     )
     rolling = ("TASK: update the rolling summary", '{"summary": "The user talked about coffee."}')
     memory_model = GatedMemoryModel(rules=[rolling, *memory_rules()], default="{}")
-    with FakeUpstream(reply=reply_for) as upstream, FakeUpstream(status=500) as failing, FakeUpstream(reply="cut off here", break_stream=True) as breaking:
+    # "slow": a reply a client can give up on (1 s) or leave midway (a chunk every 0.2 s)
+    slow_upstream = FakeUpstream(reply=reply_for, answer_seconds=1.0, chunk_seconds=0.2)
+    with FakeUpstream(reply=reply_for) as upstream, FakeUpstream(status=500) as failing, FakeUpstream(reply="cut off here", break_stream=True) as breaking, slow_upstream as slow:
         config = ServeConfig(
             keys=[
                 api_key("acme", "acme"),
@@ -131,6 +133,7 @@ def env(redis_url, tmp_path_factory, embeddings):
                 "quiet": {"model": "fake-model", "base_url": upstream.url, "system_prompt": "You are quiet.", "auto_save": False, "recall": {"enabled": False}},
                 "failing": {"model": "fake-model", "base_url": failing.url, "api_key_env": "MEMLANE_TEST_UPSTREAM_KEY"},
                 "breaking": {"model": "fake-model", "base_url": breaking.url},
+                "slow": {"model": "fake-model", "base_url": slow.url},
                 "unreachable": {"model": "fake-model", "base_url": "http://127.0.0.1:9/v1"},
             },
         )
@@ -248,7 +251,7 @@ def test_personas_are_the_models(env):
     with env.http() as http:
         models = http.get("/v1/models").json()
     assert models["object"] == "list"
-    assert [m["id"] for m in models["data"]] == ["assistant", "quiet", "failing", "breaking", "unreachable"]
+    assert [m["id"] for m in models["data"]] == ["assistant", "quiet", "failing", "breaking", "slow", "unreachable"]
     assert [m.id for m in env.openai("acme-chat").models.list().data] == ["assistant"]  # the key's personas only
 
     with pytest.raises(openai.NotFoundError, match="no persona 'gpt-4'"):

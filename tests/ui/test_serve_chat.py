@@ -44,3 +44,64 @@ def test_a_follow_up_reply_carries_only_the_upstreams_text(env):
     ]
     pieces = client.chat.completions.create(model="assistant", user="ola", messages=history, stream=True)
     assert "".join(chunk.choices[0].delta.content or "" for chunk in pieces if chunk.choices) == "Noted: Why?"
+
+
+def stored(env, user_id: str) -> list[tuple[str, str]]:
+    return [(message["role"], message["content"]) for message in export(env, user_id)["messages"]]
+
+
+def test_the_same_words_said_twice_are_two_messages_and_re_sent_history_is_stored_once(env):
+    client = env.openai()
+    # a client that sends only its last message: "yes" twice is said twice
+    first = client.chat.completions.create(model="assistant", user="yui", messages=[{"role": "user", "content": "yes"}])
+    wait_for(lambda: len(export(env, "yui")["messages"]) >= 2)
+    second = client.chat.completions.create(model="assistant", user="yui", messages=[{"role": "user", "content": "yes"}])
+    wait_for(lambda: len(export(env, "yui")["messages"]) >= 4, timeout=5)
+    said = [("user", "yes"), ("assistant", first.choices[0].message.content), ("user", "yes"), ("assistant", second.choices[0].message.content)]
+    assert stored(env, "yui") == said
+
+    # a client that re-sends the whole history: only the new line and its reply are stored
+    history = [{"role": role, "content": content} for role, content in said] + [{"role": "user", "content": "yes"}]
+    third = client.chat.completions.create(model="assistant", user="yui", messages=history)
+    wait_for(lambda: len(export(env, "yui")["messages"]) >= 6, timeout=5)
+    time.sleep(0.3)  # a duplicate would have landed by now
+    assert stored(env, "yui") == [*said, ("user", "yes"), ("assistant", third.choices[0].message.content)]
+
+
+def test_a_retried_request_with_an_idempotency_key_is_stored_once(env):
+    import openai
+    import pytest
+
+    line = [{"role": "user", "content": "Book the usual table"}]
+    key = {"Idempotency-Key": "retry-1"}
+    # the client gives up on a slow reply (the server still completes and stores it), then retries
+    impatient = openai.OpenAI(base_url=env.url + "/v1", api_key="key-acme", max_retries=0, timeout=0.3)
+    with pytest.raises(openai.APITimeoutError):
+        impatient.chat.completions.create(model="slow", user="zed", messages=line, extra_headers=key)
+    reply = env.openai().chat.completions.create(model="slow", user="zed", messages=line, extra_headers=key)
+    answer = reply.choices[0].message.content
+    wait_for(lambda: len(export(env, "zed")["messages"]) >= 2)
+    time.sleep(1.5)  # the abandoned request's save has landed by now
+    assert stored(env, "zed") == [("user", "Book the usual table"), ("assistant", answer)]
+
+    # streamed, twice with one key: stored once; the same key in another session is another request
+    for _ in range(2):
+        pieces = env.openai().chat.completions.create(
+            model="assistant", user="zed", messages=[{"role": "user", "content": "Again"}], stream=True, extra_headers={"Idempotency-Key": "retry-2"}
+        )
+        streamed = "".join(chunk.choices[0].delta.content or "" for chunk in pieces if chunk.choices)
+    wait_for(lambda: len(export(env, "zed")["messages"]) >= 4)
+    time.sleep(0.3)
+    assert stored(env, "zed")[2:] == [("user", "Again"), ("assistant", streamed)]
+
+
+def test_a_client_that_leaves_mid_stream_keeps_what_the_user_said(env):
+    body = {"model": "slow", "user": "liv", "stream": True, "messages": [{"role": "user", "content": "My train leaves at 7"}]}
+    with env.http() as http, http.stream("POST", "/v1/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                break  # the first chunk; the client closes the connection
+    wait_for(lambda: export(env, "liv")["messages"], timeout=5)
+    time.sleep(1.5)  # the rest of the reply would have come by now
+    assert stored(env, "liv") == [("user", "My train leaves at 7")]  # the partial reply is not kept
