@@ -18,6 +18,18 @@ a sentence still states a fact as a whole, the clause holding most of it; what i
 its sentence ending, unless it has fewer than two words of its own ("By the way", "顺便"):
 then the sentence goes. Removing only what states
 the fact keeps the rest of a summary ("likes black coffee" survives forgetting the peanuts).
+
+What only makes sense with a removed clause goes with it (`continues_removed`): the clause right
+after it, and the next sentence when the removed clause ended its sentence, when it begins
+with a word that carries the forgotten fact on ("so", "which", "that's why", "therefore",
+"and so", "and it"; "it"/"its" inside the sentence only: "It rains a lot here." is no dog's;
+"所以", "因此", "于是", "它", "叫"/"名叫", and "很"/"非常" saying how much: "而且很严重"), or, in the
+same sentence, when it has fewer than two words of its own ("and badly"). Each clause so removed carries the rule on to the one after it. A clause or
+sentence with words of its own and no such tie stays: a bare "and" lists another fact as often
+as it continues this one ("The user mentioned a peanut allergy and a love of hiking", "…对花生
+过敏，喜欢爬山"), and "我对花生过敏，别给我推荐沙爹" keeps "别给我推荐沙爹"; without a model, a
+word that ties it back is the evidence. So forgetting the peanut allergy takes "so no satay for
+me" with it, and forgetting the dog takes "叫旺财" from "我养了一只狗，叫旺财。".
 """
 
 from __future__ import annotations
@@ -36,6 +48,12 @@ _CJK_USER = re.compile("该用户|用户")
 # search's function characters here: "过敏" is a word
 _GLUE_CHARS = CJK_FUNCTION_CHARS - {"过"}
 _LEADING_CONJUNCTION = re.compile(r"^(?:(?:and|but|while|whereas|so)\s+|但是|可是|不过|而且|并且|所以)", re.IGNORECASE)
+# a clause or sentence beginning so only carries on the one before it (see the module docstring)
+_CONTINUATION = re.compile(
+    r"^(?:and\s+)?(?:(?:so|which|therefore|hence|thus|it|its|it's)\b|that'?s\s+why\b)"
+    r"|^(?:而且|并且)?(?:所以|因此|因而|于是|它|叫|名叫|名字叫|取名|很|非常|特别|挺|比较)",
+    re.IGNORECASE,
+)
 _CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
 _LATIN_TERM = re.compile(r"^[a-z]+$")
 _SENTENCE_END = re.compile(r"[。！？；\n]+|[.!?;]+(?=\s|$)")
@@ -191,7 +209,23 @@ def states_any(text: str, facts: Sequence[Fact]) -> bool:
     return strip_statements(text, facts) != text
 
 
-def _strip_sentence(sentence: str, facts: Sequence[Fact]) -> str:
+_IT = re.compile(r"^(?:and\s+)?it(?:s|'s)?\b", re.IGNORECASE)
+
+
+def continues_removed(text: str, *, sentence: bool = False) -> bool:
+    """Whether a clause (or, `sentence`, the next sentence) only carries on the one before it
+    ("so no satay for me", "叫旺财"): it goes when that one was removed."""
+    text = _LEADING_PUNCTUATION.sub("", text)
+    if not _WORD.search(text):
+        return False
+    if not sentence and len(_meaningful(text_terms(text))) < 2:  # nothing of its own: "and badly"
+        return True
+    return bool(_CONTINUATION.match(text)) and not (sentence and _IT.match(text))
+
+
+def _strip_sentence(sentence: str, facts: Sequence[Fact], after_removed: bool = False) -> tuple[str, bool]:
+    """The sentence without what states the facts, and whether its end was removed (so the
+    next sentence may go with it). after_removed: the sentence before ended in a removed clause."""
     clauses = _split_clauses(sentence)
     terms = [text_terms(clause) for clause in clauses]
     kept = [True] * len(clauses)
@@ -207,11 +241,18 @@ def _strip_sentence(sentence: str, facts: Sequence[Fact]) -> str:
                 break
             best = max((index for index, keep in enumerate(kept) if keep), key=lambda index: fact.share(terms[index]))
             kept[best] = False
+    previous_removed = after_removed
+    for index, clause in enumerate(clauses):  # what only carries a removed clause on goes with it
+        if not _WORD.search(clause):  # the space between ", " and " and"
+            continue
+        if kept[index] and previous_removed and continues_removed(clause, sentence=index == 0):
+            kept[index] = False
+        previous_removed = not kept[index]
     if all(kept):
-        return sentence
+        return sentence, False
     rest = "".join(clause for clause, keep in zip(clauses, kept) if keep)
     if len(_meaningful(text_terms(rest))) < 2:  # what is left says nothing on its own ("By the way", "顺便")
-        return ""
+        return "", True
     ending = _CLOSING.search(sentence)
     rest = _TRAILING_PUNCTUATION.sub("", _LEADING_CONJUNCTION.sub("", _LEADING_PUNCTUATION.sub("", rest)))
     if sentence.lstrip()[:1].isupper() and rest[:1].islower():
@@ -220,7 +261,7 @@ def _strip_sentence(sentence: str, facts: Sequence[Fact]) -> str:
         rest += ending.group().rstrip()
     leading = sentence[: len(sentence) - len(sentence.lstrip())]
     trailing = sentence[len(sentence.rstrip()) :] if ending else ""
-    return leading + rest + trailing
+    return leading + rest + trailing, not kept[-1]
 
 
 def strip_statements(text: str, facts: Sequence[Fact]) -> str:
@@ -231,7 +272,10 @@ def strip_statements(text: str, facts: Sequence[Fact]) -> str:
     words = frozenset(_terms(text))
     if not any(fact.share(words) for fact in facts):  # no word in common: nothing to cut (the common case)
         return text
-    parts = [_strip_sentence(sentence, facts) for sentence in split_sentences(text)]
+    parts, after_removed = [], False
+    for sentence in split_sentences(text):
+        part, after_removed = _strip_sentence(sentence, facts, after_removed and bool(sentence.strip()))
+        parts.append(part)
     result = "".join(parts)
     if result == text:
         return text

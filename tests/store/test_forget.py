@@ -93,12 +93,13 @@ async def test_deleting_an_english_profile_entry_forgets_the_fact_everywhere(sto
     assert [e.id for e in await store.get_profile("u")] == [hiking.id]
     assert "Clara" in await recalled(store, settings, "u", "Where do I go hiking, and with whom?")
     event = (await store.list_events("u"))[0]
-    assert event.summary == "Avoids satay. The user loves hiking in the Alps with Clara."
+    assert event.summary == "Avoids satay. The user loves hiking in the Alps with Clara."  # a bare "and" may list a fact of its own
     summary = await store.get_session_summary("u", "s1")
     assert summary is not None and "hiking in the Alps" in summary.summary and "peanut" not in summary.summary
-    # the source turn lost the clause stating it, the assistant's echo left history, the rest is intact
+    # the source turn lost the clause stating it and "so no satay for me" carrying it on (nothing
+    # was left of it), the assistant's echo left history, the rest is intact
     contents = {m.id: m.content for m in await store.recent_messages("u", "s1")}
-    assert contents == {"m0": "By the way, so no satay for me.", "m2": ENGLISH["chat"][2][1], "m3": ENGLISH["chat"][3][1]}
+    assert contents == {"m2": ENGLISH["chat"][2][1], "m3": ENGLISH["chat"][3][1]}
     # history keeps the audit of the entry (forget() is what scrubs history, see below)
     assert [r.action for r in await store.profile_history("u", allergy.id)] == ["add", "delete"]
 
@@ -249,3 +250,35 @@ FORGET_PHRASINGS = [
 def test_forget_phrasings_remove_their_fact_and_nothing_else(request_text, fact, unrelated):
     stated = Fact.of(forget_subject(request_text), 0.6)
     assert strip_statements(f"{fact}{unrelated}" if fact[-1] in "。" else f"{fact} {unrelated}", [stated]) == unrelated
+
+
+# issue 26: what only carries a forgotten clause on goes with it; an unrelated next sentence stays
+RESIDUAL_CLAUSES = [
+    ("forget what I said about peanuts", "I'm allergic to peanuts, so no satay for me. I run every morning.", "I run every morning."),
+    ("peanuts", "I'm allergic to peanuts. So I never order satay. I run every morning.", "I run every morning."),
+    ("peanuts", "I'm allergic to peanuts, and it is severe, but I love cashews.", "I love cashews."),
+    ("forget my dog", "I have a dog named Rex, which I walk daily. It rains a lot here.", "It rains a lot here."),
+    ("peanuts", "I'm allergic to peanuts, and I live in Lyon.", "I live in Lyon."),
+    ("忘掉关于我的狗的事", "我养了一只狗，叫旺财。我每天早上跑步。", "我每天早上跑步。"),
+    ("忘掉关于我的狗的事", "我养了一只狗。它叫旺财。我妹妹在学钢琴。", "我妹妹在学钢琴。"),
+    ("忘掉花生的事", "我对花生过敏，所以不吃沙爹。我喜欢喝乌龙茶。", "我喜欢喝乌龙茶。"),
+    ("忘掉花生的事", "我对花生过敏，而且很严重。我喜欢喝乌龙茶。", "我喜欢喝乌龙茶。"),
+    ("忘掉花生的事", "用户对花生过敏，喜欢爬山。", "喜欢爬山。"),
+]
+
+
+@pytest.mark.parametrize(("request_text", "text", "left"), RESIDUAL_CLAUSES)
+def test_what_only_carries_a_forgotten_clause_on_goes_with_it(request_text, text, left):
+    assert strip_statements(text, [Fact.of(forget_subject(request_text), 0.6)]) == left
+
+
+async def test_forgetting_leaves_no_residual_clause_searchable(store, settings):
+    await store.add_messages([
+        Message(id="r1", user_id="u", session_id="s", role="user", content="By the way, I'm allergic to peanuts, so no satay for me."),
+        Message(id="r2", user_id="u", session_id="s", role="user", content="我对花生过敏，所以不吃沙爹。我每天早上跑步。"),
+    ])
+    await store.forget("u", "forget what I said about peanuts")
+    await store.forget("u", "删掉我对花生过敏这件事")
+    assert all("satay" not in hit.memory.text for hit in await store.search_memories("u", "satay"))
+    assert all("沙爹" not in hit.memory.text for hit in await store.search_memories("u", "沙爹"))
+    assert [m.content for m in await store.recent_messages("u", "s")] == ["我每天早上跑步。"]
