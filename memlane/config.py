@@ -118,16 +118,50 @@ class Settings(BaseSettings):
         ge=1,
         description="Reciprocal-rank fusion constant: each ranking adds 1/(k + rank); larger k flattens the ranks",
     )
+    search_vector_weight: float = Field(
+        default=1.0, ge=0, description="Vote of the vector (KNN) ranking in the rank fusion; 0: the ranking does not vote"
+    )
+    search_text_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="Vote of the full-text (BM25) ranking of memories' own text in the rank fusion: half the vector's, there for names and rare words the vector misses",
+    )
+    search_time_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Vote of each of the vector and BM25 rankings again inside the time a query names (\"yesterday\", \"on April 27th\")",
+    )
+    search_speaker_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Vote of the vector ranking of what a person the query names said (\"When did Caroline…\", \"朋友A喜欢…\"), among that person's messages",
+    )
+    search_speaker_replaces_vector: bool = Field(
+        default=True,
+        description="When the query names someone who spoke, the vector ranking among what they said takes the place of the vector ranking over everything (true) or votes beside it (false)",
+    )
+    search_embed_context: bool = Field(
+        default=True,
+        description="Embed a message with the previous message of its session before it (true) or alone (false); the context's words are indexed for full text either way",
+    )
+    search_embed_speaker: bool = Field(
+        default=False,
+        description="Embed a named speaker's message as \"Name: text\" (\"朋友A：…\"), so a question naming a person finds what that person said",
+    )
+    search_message_context: Literal["dialogue", "all", "none"] = Field(
+        default="dialogue",
+        description="Which messages are indexed with the message before them in their session (their context): dialogue (a message of the owner or the assistant, with the other's message it answers; a named speaker's, none), all, or none",
+    )
     search_message_context_chars: int = Field(
         default=300,
         ge=0,
         description="Characters of the previous message of its session a message is indexed and embedded with (not shown); 0: none",
     )
     search_context_weight: float = Field(
-        default=0.5,
+        default=0.0,
         ge=0,
         le=1,
-        description="Vote of the full-text ranking of memories' contexts (a message's previous message) in the rank fusion; the own-text and vector rankings vote 1",
+        description="Vote of the full-text ranking of memories' contexts (a message's previous message) in the rank fusion; 0: it does not vote (it cost R@1 on both MemoryBank languages, bench/recall_quality.py)",
     )
     search_time_match_bonus: float = Field(
         default=0.3,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 import logging
 import time
 from typing import Any, Sequence
@@ -71,7 +71,7 @@ from memlane.store.schema import (
 )
 from memlane.store.forget import Fact, facts_of, forget_subject, states_any, strip_statements, text_terms
 from memlane.store.privacy import redact
-from memlane.store.text import detect_language, index_terms, is_short_entity_query, query_terms
+from memlane.store.text import detect_language, index_terms, is_short_entity_query, name_candidates, query_terms
 from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, resolve_timezone, without_time_expressions
 
 logger = logging.getLogger(__name__)
@@ -118,6 +118,16 @@ def _text(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return "" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One ranking that votes in the fusion: its signal (vector, text, time, context, speaker),
+    its weight, and the documents in rank order."""
+
+    signal: str
+    weight: float
+    docs: list[dict[str, Any]]
 
 
 def _unavailable(error: Exception) -> StoreError:
@@ -454,7 +464,7 @@ class RedisMemoryStore:
                 session_id=message.session_id,
                 created_at=message.created_at,
                 source_message_ids=[message.id],
-                speaker=message.name if message.speaker_role != "owner" else None,
+                speaker=message.name,  # the owner's own name too, when given (shown only for others)
                 speaker_role=message.speaker_role,
             )
             for message in messages
@@ -462,10 +472,15 @@ class RedisMemoryStore:
 
     async def _preceding_texts(self, messages: Sequence[Message]) -> dict[str, str]:
         """Per message id: the message before it in its session (its search context), cut to
-        `search_message_context_chars`. A question and its answer find each other this way:
-        "what did you recommend?" matches the answer that names the films, and the reverse."""
+        `search_message_context_chars`, where `search_message_context` gives it one. By default
+        ("dialogue") a message of the owner and the assistant gets the other's message it
+        answers: "what did you recommend?" finds the answer naming the films through the
+        question, and "Lyon, by the Rhône" is found as the answer to "which city is home?". A
+        named speaker's message (a friend, either side of a chat between two people) gets none:
+        its vector and words are its own, so a question finds the turn that says it."""
         limit = self.settings.search_message_context_chars
-        if not limit or not messages:
+        scope = self.settings.search_message_context
+        if scope == "none" or not limit or not messages:
             return {}
         pipe = self.client.pipeline(transaction=False)
         for message in messages:
@@ -477,9 +492,18 @@ class RedisMemoryStore:
         pipe = self.client.pipeline(transaction=False)
         for message, members in zip(messages, previous):
             prefix = self.layout.user_prefix(message.user_id) + "msg:"
-            pipe.hget(prefix + _text(members[0]), MessageField.CONTENT) if members else pipe.echo("")
-        texts = await self._run(pipe.execute())
-        return {message.id: _text(text)[:limit] for message, text in zip(messages, texts) if _text(text).strip()}
+            if members:
+                pipe.hmget(prefix + _text(members[0]), [MessageField.CONTENT, MessageField.SPEAKER_ROLE])
+            else:
+                pipe.echo("")
+        contexts = {}
+        for message, row in zip(messages, await self._run(pipe.execute())):
+            if not row or not _text(row[0]).strip():
+                continue
+            dialogue = {message.speaker_role, _text(row[1])} == {"owner", "assistant"}
+            if scope == "all" or dialogue:
+                contexts[message.id] = _text(row[0])[:limit]
+        return contexts
 
     async def _load_messages(self, user_id: str, members: Sequence[bytes | str]) -> list[Message]:
         if not members:
@@ -831,14 +855,20 @@ class RedisMemoryStore:
             MemoryField.SESSION_ID: memory.session_id or "",
         }
         row[MemoryField.CONTENT_DIGEST] = stable_id(
-            *(f"{key}={value}" for key, value in sorted(row.items())), f"context={memory.context or ''}"
-        )  # the context's own words count too: the embedding reads them
+            *(f"{key}={value}" for key, value in sorted(row.items())), f"embedded={self._embedding_input(memory)}"
+        )  # what the embedding read counts too: a change of it re-embeds
         return row
 
-    @staticmethod
-    def _embedding_input(memory: Memory) -> str:
-        """What is embedded: the context, then the text, cut to what embedders read."""
-        return (f"{memory.context}\n{memory.text}" if memory.context else memory.text)[:_EMBED_MAX_CHARS]
+    def _embedding_input(self, memory: Memory) -> str:
+        """What is embedded, cut to what embedders read: the text, after its speaker's name when
+        one is known and `search_embed_speaker` is on ("Caroline: …", "朋友A：…"), after the
+        context when `search_embed_context` is on."""
+        text = memory.text
+        if memory.speaker and self.settings.search_embed_speaker:
+            text = f"{memory.speaker}{'：' if detect_language(memory.text) == 'zh' else ': '}{text}"
+        if memory.context and self.settings.search_embed_context:
+            text = f"{memory.context}\n{text}"
+        return text[:_EMBED_MAX_CHARS]
 
     async def _memory_rows(self, memories: Sequence[Memory]) -> list[tuple[str, dict[str, Any]]]:
         """Hash rows of the memories that are new or changed (unchanged ones are skipped), embedded."""
@@ -941,7 +971,9 @@ class RedisMemoryStore:
             return_fields=self._RETURN_FIELDS,
             num_results=limit,
             return_score=True,
-            hybrid_policy="BATCHES" if approximate else None,
+            # spelled out: left to RediSearch, a filter holding a few percent of the index may be
+            # answered from the HNSW graph in batches, approximate and different per index build
+            hybrid_policy="BATCHES" if approximate else "ADHOC_BF",
             ef_runtime=self.settings.search_ef_runtime if approximate else None,
         )
 
@@ -988,29 +1020,38 @@ class RedisMemoryStore:
     ) -> list[MemoryHit]:
         if limit <= 0 or not query.strip():
             return []
+        settings = self.settings
         expression = self._filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
-        candidates = max(self.settings.search_candidates, limit)
+        candidates = max(settings.search_candidates, limit)
         scope = (
             parse_time_scope(query, time.time() if reference_time is None else reference_time, self.zone)
             if understand_time
             else TimeScope()
         )
         terms = query_terms(without_time_expressions(query, scope))
-        text_queries = []
+        # (signal, weight, query): every ranking that votes in the fusion; the vector ones wait for the query's vector
+        text_queries: list[tuple[str, float, TextQuery]] = []
         if terms:
-            text_queries.append(self.text_query(terms, expression, candidates))
+            text_queries.append(("text", settings.search_text_weight, self.text_query(terms, expression, candidates)))
             if scope:
-                text_queries.append(self.text_query(terms, expression & self._time_filter(scope), candidates))
-            text_queries.append(self.text_query(terms, expression, candidates, field=MemoryField.SEARCH_CONTEXT))
+                text_queries.append(
+                    ("time", settings.search_time_weight, self.text_query(terms, expression & self._time_filter(scope), candidates))
+                )
+            if settings.search_context_weight:
+                text_queries.append(
+                    ("context", settings.search_context_weight,
+                     self.text_query(terms, expression, candidates, field=MemoryField.SEARCH_CONTEXT))
+                )
+        named = name_candidates(query) if settings.search_speaker_weight and not speaker else []
 
         async def run_text_queries() -> list[list[dict[str, Any]]]:
-            return await self._run(self.index.batch_query(text_queries))
+            return await self._run(self.index.batch_query([text_query for _, _, text_query in text_queries]))
 
         # the BM25 queries need no vector: Redis answers them while the query is embedded
         # (the coroutine is made inside the task, so a cancelled task leaves none un-awaited)
         text_search = asyncio.ensure_future(run_text_queries()) if text_queries else None
         try:
-            approximate = await self.memory_count(user_id) > self.settings.search_exact_max_memories
+            approximate = await self.memory_count(user_id) > settings.search_exact_max_memories
             try:
                 query_vector: list[float] | None = await self._embed_query(query)
             except EmbeddingsUnavailable as error:  # degrade, never break: the BM25 rankings still answer
@@ -1019,21 +1060,43 @@ class RedisMemoryStore:
                     "searching %r's memories by keyword only: %s", user_id, error,
                 )
                 query_vector = None
-            vector_lists = []
+            vector_queries: list[tuple[str, float, VectorQuery]] = []
             if query_vector is not None:
-                vector_queries = [self.vector_query(query_vector, expression, candidates, approximate=approximate)]
+                vector_queries.append(
+                    ("vector", settings.search_vector_weight,
+                     self.vector_query(query_vector, expression, candidates, approximate=approximate))
+                )
                 if scope:
-                    vector_queries.append(self.vector_query(query_vector, expression & self._time_filter(scope), candidates))
-                vector_lists = await self._run(self.index.batch_query(vector_queries))
+                    vector_queries.append(
+                        ("time", settings.search_time_weight,
+                         self.vector_query(query_vector, expression & self._time_filter(scope), candidates, approximate=approximate))
+                    )
+                if named:  # a person the query names: what they said, ranked among itself, votes again
+                    speakers = Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named]
+                    vector_queries.append(
+                        ("speaker", settings.search_speaker_weight,
+                         self.vector_query(query_vector, expression & speakers, candidates, approximate=approximate))
+                    )
+            vector_lists = (
+                await self._run(self.index.batch_query([vector_query for _, _, vector_query in vector_queries]))
+                if vector_queries
+                else []
+            )
             text_lists = await text_search if text_search is not None else []
-            context_list = text_lists.pop() if text_lists else []
         finally:
             if text_search is not None:
                 if not text_search.done():
                     text_search.cancel()
                 elif not text_search.cancelled():
                     text_search.exception()  # retrieved: an error here is already on its way up
-        return await self._fuse(user_id, query_vector, vector_lists, text_lists, context_list, scope, limit)
+        rankings = [
+            Ranking(signal, weight, docs)
+            for (signal, weight, _), docs in [*zip(vector_queries, vector_lists), *zip(text_queries, text_lists)]
+        ]
+        if settings.search_speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
+            # the query names someone who spoke: the vector votes among what they said, not twice
+            rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
+        return await self._fuse(user_id, query_vector, rankings, scope, limit)
 
     def relevance(
         self, vector_similarity: float | None, text_score: float, time_match: bool = False
@@ -1056,38 +1119,35 @@ class RedisMemoryStore:
         self,
         user_id: str,
         query_vector: Sequence[float] | None,
-        vector_lists: list[list[dict[str, Any]]],
-        text_lists: list[list[dict[str, Any]]],
-        context_list: list[dict[str, Any]],
+        rankings: Sequence[Ranking],
         scope: TimeScope,
         limit: int,
     ) -> list[MemoryHit]:
         """Reciprocal-rank fusion: each ranking adds weight / (k + rank) for every memory it holds.
 
-        The rankings (weight 1) are the vector and the BM25 ranking over the user's memories
-        and, when the query names a time, both again inside that time: a memory of that time
-        gets up to twice the votes, without hiding the others. The BM25 ranking of the
-        memories' contexts (a message's previous message) votes with `search_context_weight`:
-        the answer to "what did you recommend?" is found through the question before it.
-        Without a query vector (the embedder is down) only the BM25 rankings vote.
+        The rankings (see `search_memories`; each weight a setting): the vector and the BM25
+        ranking over the user's memories; both again inside the time the query names, so a
+        memory of that time gets more votes without hiding the others; the BM25 ranking of the
+        memories' contexts (a message's previous message: the answer to "what did you
+        recommend?" is found through the question before it); and the vector ranking of what a
+        person the query names said. Without a query vector (the embedder is down) only the BM25
+        rankings vote. The shown relevance (`relevance`) is computed apart, from the similarity
+        and the BM25 score of the memory's own text.
         """
         k = self.settings.search_rrf_k
         docs: dict[str, dict[str, Any]] = {}
         rank_score: dict[str, float] = {}
-        weighted = [(ranking, 1.0) for ranking in [*vector_lists, *text_lists]]
-        weighted.append((context_list, self.settings.search_context_weight))
-        for ranking, weight in weighted:
-            for rank, doc in enumerate(ranking, 1):
-                docs.setdefault(doc["id"], doc)
-                rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + weight / (k + rank)
         similarity: dict[str, float] = {}
-        for ranking in vector_lists:
-            for doc in ranking:
-                similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc["vector_distance"])))
         text_raw: dict[str, float] = {}
-        for ranking in text_lists:
-            for doc in ranking:
-                text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
+        for ranking in rankings:
+            for rank, doc in enumerate(ranking.docs, 1):
+                if ranking.weight > 0:
+                    docs.setdefault(doc["id"], doc)
+                    rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + ranking.weight / (k + rank)
+                if "vector_distance" in doc:
+                    similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc["vector_distance"])))
+                elif ranking.signal != "context":
+                    text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
         best_text = max(text_raw.values(), default=0.0)
         ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)[:limit]
         missing = [docs[doc_id] for doc_id in ranked if doc_id not in similarity]

@@ -117,3 +117,31 @@ def is_short_entity_query(query: str) -> bool:
         return 2 <= len(stripped) <= 4 and all(_HAN.match(char) for char in stripped)
     words = stripped.split()
     return 1 <= len(words) <= 2 and all(_ENTITY_WORD.match(word) for word in words)
+
+
+_NAME_RUN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
+_POSSESSIVE = re.compile(r"['’]s$", re.I)
+MAX_NAME_CANDIDATES = 200
+
+
+def name_candidates(text: str) -> list[str]:
+    """Every way the text could name a person, for a lookup against known speakers: each word
+    and each pair of words (possessive "'s" dropped), and in Chinese each 2–6 character piece of a
+    run ("朋友A", "小明"). Lower-cased, at most MAX_NAME_CANDIDATES; most name nobody."""
+    words: list[str] = []
+    candidates: dict[str, None] = {}
+    for run in _NAME_RUN.findall(text):
+        if _CJK_RUN.search(run):
+            for length in range(2, 7):
+                for start in range(len(run) - length + 1):
+                    candidates[run[start : start + length].lower()] = None
+            words = []
+            continue
+        word = _POSSESSIVE.sub("", run).lower()
+        if not word:
+            continue
+        candidates[word] = None
+        if words:
+            candidates[f"{words[-1]} {word}"] = None
+        words.append(word)
+    return list(candidates)[:MAX_NAME_CANDIDATES]
