@@ -243,7 +243,7 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     ways = {
         "before: context of every message, no speaker": {
             "search_message_context": "all", "search_embed_context": True, "search_embed_speaker": False,
-            "search_speaker_weight": 0.0, "search_text_weight": 1.0, "search_context_weight": 0.5},
+            "search_speaker_weight": 0.0, "search_context_weight": 0.5},
         "speaker in the vector": {"search_embed_speaker": True},
         "speaker in the vector, no speaker ranking": {"search_embed_speaker": True, "search_speaker_weight": 0.0},
         "context of every message": {"search_message_context": "all"},
@@ -251,7 +251,7 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
         "no context at all": {"search_message_context": "none"},
     }
     keys = ("search_message_context", "search_embed_context", "search_embed_speaker", "search_speaker_weight",
-            "search_text_weight", "search_context_weight")
+            "search_context_weight")
     default = {key: getattr(settings, key) for key in keys}
     return {f"  index: {name}": change for name, change in ways.items() if {**default, **change} != default}
 

@@ -122,9 +122,7 @@ class Settings(BaseSettings):
         default=1.0, ge=0, description="Vote of the vector (KNN) ranking in the rank fusion; 0: the ranking does not vote"
     )
     search_text_weight: float = Field(
-        default=0.5,
-        ge=0,
-        description="Vote of the full-text (BM25) ranking of memories' own text in the rank fusion: half the vector's, there for names and rare words the vector misses",
+        default=1.0, ge=0, description="Vote of the full-text (BM25) ranking of memories' own text in the rank fusion"
     )
     search_time_weight: float = Field(
         default=1.0,
@@ -299,7 +297,7 @@ class Settings(BaseSettings):
     )
     recall_entity_thresholds: list[float] = Field(
         default=[0.3, 0.2],
-        description="Thresholds for short entity queries (2-4 Han characters, or a name): their embeddings carry little meaning; a memory holding the name verbatim always passes",
+        description="Thresholds for short entity queries (1-4 Han characters, or a name): their embeddings carry little meaning; a memory holding the name verbatim always passes",
     )
     recall_neighbour_messages: int = Field(
         default=1,

@@ -108,13 +108,14 @@ _ENTITY_WORD = re.compile(r"^[A-Z][\w'’.-]*$")
 
 
 def is_short_entity_query(query: str) -> bool:
-    """2–4 Han characters, or one or two capitalized words (a name): embeddings of a bare
-    name carry little meaning, so recall judges such queries by their own threshold."""
+    """1–4 Han characters ("狗", "旺财", "张伟"), or one or two capitalized words (a name):
+    embeddings of a bare name carry little meaning, so recall and forget judge such queries by
+    their own threshold."""
     stripped = re.sub(r"[\s\W_]+$|^[\s\W_]+", "", query.strip())
     if not stripped:
         return False
     if _HAN.search(stripped):
-        return 2 <= len(stripped) <= 4 and all(_HAN.match(char) for char in stripped)
+        return 1 <= len(stripped) <= 4 and all(_HAN.match(char) for char in stripped)
     words = stripped.split()
     return 1 <= len(words) <= 2 and all(_ENTITY_WORD.match(word) for word in words)
 
