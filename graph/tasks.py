@@ -177,13 +177,7 @@ async def retry_parked_runs(
     For a process without a scheduler (`memlane runs retry`): an app or `memlane worker` on
     the same Redis takes the runs. A run that fails again is parked again.
     """
-    name = scheduler_name(settings)
-    url = docket_url or default_docket_url(store, settings, name)
-    if url.startswith("memory://"):
-        raise RuntimeError(
-            "runs queue in this process's memory (memory://), where no worker can see them; "
-            "retry from the app, or unset MEMLANE_MEMORY_DOCKET_URL to queue in the store's Redis"
-        )
+    name, url = _shared_queue(store, settings, docket_url, "retry from the app, or ")
     runs = await _parked_to_retry(store, run_ids)
     if runs:
         async with Docket(name=name, url=url) as docket:
@@ -198,15 +192,22 @@ async def queue_memory_run(store: MemoryStore, settings: Settings, user_id: str,
     """Queue a run for `user_id` now on the deployment's queue, from a process without a scheduler
     (`memlane mcp`'s remember_now): an app or `memlane worker` on the same Redis runs it. An
     empty buffer makes a run that stops at once."""
+    name, url = _shared_queue(store, settings, docket_url)
+    async with Docket(name=name, url=url) as docket:
+        await _queue_memory_run(docket, user_id, name, f"memlane-run:{user_id}:asked-{uuid.uuid4().hex}")
+
+
+def _shared_queue(store: MemoryStore, settings: Settings, docket_url: str | None, hint: str = "") -> tuple[str, str]:
+    """The deployment's queue (name, URL) for a process without a scheduler; one in this
+    process's memory is refused, as no worker could see what is put on it."""
     name = scheduler_name(settings)
     url = docket_url or default_docket_url(store, settings, name)
     if url.startswith("memory://"):
         raise RuntimeError(
             "runs queue in this process's memory (memory://), where no worker can see them; "
-            "unset MEMLANE_MEMORY_DOCKET_URL to queue in the store's Redis"
+            f"{hint}unset MEMLANE_MEMORY_DOCKET_URL to queue in the store's Redis"
         )
-    async with Docket(name=name, url=url) as docket:
-        await _queue_memory_run(docket, user_id, name, f"memlane-run:{user_id}:asked-{uuid.uuid4().hex}")
+    return name, url
 
 
 def redelivery_timeout(settings: Settings) -> timedelta:
