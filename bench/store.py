@@ -188,13 +188,17 @@ async def main() -> None:
 
 
 def chat_messages(user: str, count: int, rng: random.Random) -> list[Message]:
-    """Half a two-person chat of named speakers, half user/assistant pairs; sessions of 20."""
+    """Half a two-person chat of named speakers, half user/assistant pairs; sessions of 20; every
+    fifth turn a short reply ("Yeah, the blue one!"), whose vector reads the turn before too."""
     messages = []
     for i in range(count):
         named = i < count // 2
         role = "user" if named or i % 2 == 0 else "assistant"
         name = ("Caroline" if i % 2 else "Melanie") if named else None
-        text = f"{'I ' if role == 'user' else 'You '}{fact(rng, i)}, and that was the week of {rng.choice(WORDS)}."
+        if i % 5 == 4:
+            text = f"Yeah, the {rng.choice(WORDS)} one!"
+        else:
+            text = f"{'I ' if role == 'user' else 'You '}{fact(rng, i)}, and that was the week of {rng.choice(WORDS)}."
         messages.append(Message(id=f"c{i}", user_id=user, session_id=f"s{i // 20}", role=role, name=name,
                                 content=text, created_at=1_700_000_000 + i))
     return messages

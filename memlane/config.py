@@ -142,6 +142,11 @@ class Settings(BaseSettings):
         default=True,
         description="Embed a message with the previous message of its session before it (true) or alone (false); the context's words are indexed for full text either way",
     )
+    search_embed_context_max_tokens: int = Field(
+        default=16,
+        ge=0,
+        description="Only a message this short (cl100k tokens: \"Yeah, I painted that lake sunrise last year!\", \"对，就是那家\") is embedded with its context; a longer one carries its own meaning and a longer embedded text costs ingestion time; 0: any length",
+    )
     search_embed_speaker: bool = Field(
         default=False,
         description="Embed a named speaker's message as \"Name: text\" (\"朋友A：…\"), so a question naming a person finds what that person said",

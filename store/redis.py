@@ -72,6 +72,7 @@ from memlane.store.schema import (
 from memlane.store.forget import Fact, facts_of, forget_subject, states_any, strip_statements, text_terms
 from memlane.store.privacy import redact
 from memlane.store.text import detect_language, index_terms, is_short_entity_query, name_candidates, query_terms
+from memlane.store.tokens import count_tokens
 from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, resolve_timezone, without_time_expressions
 
 logger = logging.getLogger(__name__)
@@ -862,13 +863,19 @@ class RedisMemoryStore:
     def _embedding_input(self, memory: Memory) -> str:
         """What is embedded, cut to what embedders read: the text, after its speaker's name when
         one is known and `search_embed_speaker` is on ("Caroline: …", "朋友A：…"), after the
-        context when `search_embed_context` is on."""
+        context when `search_embed_context` is on and the turn is short (its words are indexed
+        either way)."""
         text = memory.text
         if memory.speaker and self.settings.search_embed_speaker:
             text = f"{memory.speaker}{'：' if detect_language(memory.text) == 'zh' else ': '}{text}"
-        if memory.context and self.settings.search_embed_context:
+        if memory.context and self.settings.search_embed_context and self._is_short_turn(memory.text):
             text = f"{memory.context}\n{text}"
         return text[:_EMBED_MAX_CHARS]
+
+    def _is_short_turn(self, text: str) -> bool:
+        """A turn whose meaning sits in the one before ("Yeah, that one!"), so its vector reads both."""
+        limit = self.settings.search_embed_context_max_tokens
+        return not limit or count_tokens(text) <= limit
 
     async def _memory_rows(self, memories: Sequence[Memory]) -> list[tuple[str, dict[str, Any]]]:
         """Hash rows of the memories that are new or changed (unchanged ones are skipped), embedded."""
