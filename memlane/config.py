@@ -114,7 +114,7 @@ class Settings(BaseSettings):
         description="Up to this many memories per user vector search is exact; above it, HNSW (approximate, faster)",
     )
     search_rrf_k: int = Field(
-        default=60,
+        default=20,
         ge=1,
         description="Reciprocal-rank fusion constant: each ranking adds 1/(k + rank); larger k flattens the ranks",
     )
