@@ -218,8 +218,8 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from memlane.ui.mcp import run_stdio
-    from memlane.ui.serve_config import store_user_id
+    from memlane.serve.config import store_user_id
+    from memlane.serve.mcp import run_stdio
 
     try:
         user_id = store_user_id(args.tenant, args.user) if args.tenant else args.user
@@ -284,7 +284,7 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "hash-key":
-        from memlane.ui.serve_config import hash_api_key, new_api_key
+        from memlane.serve.config import hash_api_key, new_api_key
 
         key = args.key or new_api_key()
         if not args.key:
@@ -294,8 +294,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     import uvicorn
 
-    from memlane.ui.serve import create_app
-    from memlane.ui.serve_config import ServeConfigError
+    from memlane.serve.app import create_app
+    from memlane.serve.config import ServeConfigError
 
     if args.config:
         settings = settings.model_copy(update={"serve_config": Path(args.config)})

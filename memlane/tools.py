@@ -90,7 +90,7 @@ def memory_tools(
     return [search_memories, remember, forget, remember_now]
 
 
-# What the tools answer, shared with the MCP server (ui/mcp.py) and `memlane serve`: the user is the caller's.
+# What the tools answer, shared with the MCP server (serve/mcp.py) and `memlane serve`: the user is the caller's.
 
 
 async def answer_search(store: MemoryStore, user_id: str, query: str, *, limit: int = 5) -> str:

@@ -175,7 +175,7 @@ def test_demo_warms_up_says_what_it_uses_and_sigterm_stops_its_redis(tmp_path):
 
 def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
     """systemd, Docker and Kubernetes stop a service with SIGTERM: it drains and takes its Redis along."""
-    from memlane.ui.serve_config import hash_api_key
+    from memlane.serve.config import hash_api_key
 
     config = tmp_path / "serve.toml"
     config.write_text(

@@ -22,9 +22,9 @@ import redis
 from fake_upstream import FakeUpstream, Served
 
 from memlane.config import Settings
+from memlane.serve.app import create_app
+from memlane.serve.config import ApiKey, ServeConfig, hash_api_key
 from memlane.testing import ScriptedChatModel, memory_rules
-from memlane.ui.serve import create_app
-from memlane.ui.serve_config import ApiKey, ServeConfig, hash_api_key
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()

@@ -24,9 +24,10 @@ from test_serve import LONG_NOTE, GatedMemoryModel, api_key, reply_for
 from memlane import open_store
 from memlane.config import Settings
 from memlane.masking import MaskingFormatter
+from memlane.serve.app import create_app
+from memlane.serve.config import ServeConfig
+from memlane.serve.errors import READY_TIMEOUT_SECONDS
 from memlane.store.embedded import EmbeddedRedis
-from memlane.ui.serve import READY_TIMEOUT_SECONDS, create_app
-from memlane.ui.serve_config import ServeConfig
 
 OPENAI_KEY = "sk-openai-" + uuid.uuid4().hex  # configured for OPENAI_BASE_URL only
 THIRD_KEY = "third-party-" + uuid.uuid4().hex  # a persona's own key, named by api_key_env

@@ -19,8 +19,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from memlane.cli import build_parser, cmd_mcp
-from memlane.ui.mcp import serve_mcp_endpoint
-from memlane.ui.serve_config import ApiKey, ServeConfig, hash_api_key, store_user_id
+from memlane.serve.config import ApiKey, ServeConfig, hash_api_key, store_user_id
+from memlane.serve.mcp import serve_mcp_endpoint
 
 TOOLS = {"search_memories", "remember", "forget", "get_profile", "list_events", "remember_now"}
 
@@ -158,7 +158,7 @@ def test_the_readme_client_config_starts_memlane_mcp():
 
 
 async def test_memlane_serve_answers_mcp_at_slash_mcp(store, settings):
-    from memlane.ui.serve import create_app
+    from memlane.serve.app import create_app
 
     async with serving(create_app(SERVE_CONFIG, settings, store=store)) as base_url:
         async with http_client(base_url + "/mcp", "key-acme", "carol") as carol:

@@ -50,10 +50,10 @@ from memlane import MemoryStore, Settings, StoreError
 from memlane.masking import mask_secrets
 from memlane.middleware import MemoryAgentContext, MemoryPersistence, clean_text, turn_messages
 from memlane.recall import Recall, recall, recall_system_prompt
+from memlane.serve.config import Persona
+from memlane.serve.metrics import ServeMetrics
 from memlane.store.base import Message, stable_id
 from memlane.store.breaker import CircuitBreaker
-from memlane.ui.serve_config import Persona
-from memlane.ui.serve_metrics import ServeMetrics
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""ui/serve_chat.py through `memlane serve` and the real `openai` client: what a chat request saves."""
+"""serve/chat.py through `memlane serve` and the real `openai` client: what a chat request saves."""
 
 from __future__ import annotations
 

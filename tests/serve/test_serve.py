@@ -26,8 +26,8 @@ from scripted import ScriptedChatModel
 from memlane.cli import main as memlane_main
 from memlane.config import Settings
 from memlane.recall import HEADINGS
-from memlane.ui.serve import create_app
-from memlane.ui.serve_config import ApiKey, ServeConfig, ServeConfigError, hash_api_key, load_serve_config, store_user_id
+from memlane.serve.app import create_app
+from memlane.serve.config import ApiKey, ServeConfig, ServeConfigError, hash_api_key, load_serve_config, store_user_id
 
 ROOT = Path(__file__).parents[2]
 UPSTREAM_KEY = "sk-upstream-secret-" + uuid.uuid4().hex

@@ -23,7 +23,7 @@ from test_serve import LONG_NOTE, reply_for
 
 from memlane import open_store
 from memlane.config import Settings
-from memlane.ui.serve_config import hash_api_key
+from memlane.serve.config import hash_api_key
 
 USERS = [f"user-{number}" for number in range(8)]
 

@@ -32,9 +32,9 @@ from starlette.types import Receive, Scope, Send
 
 from memlane import MemoryStore, Settings, StoreError, open_store
 from memlane.graph.tasks import queue_memory_run
+from memlane.serve.config import store_user_id
 from memlane.store.base import profile_memory_id
 from memlane.tools import answer_forget, answer_remember, answer_search
-from memlane.ui.serve_config import store_user_id
 
 # what `remember` files its notes under (an MCP client has no chat session of ours)
 MCP_SESSION = "mcp"

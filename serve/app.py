@@ -1,0 +1,198 @@
+"""`memlane serve`: memlane as an HTTP service (FastAPI on uvicorn, one ASGI app).
+
+    POST /v1/chat/completions       OpenAI wire format; `model` names a persona (serve/chat.py)
+    GET  /v1/models                 the personas
+    /v1/users/{user_id}/...         the memories API (serve/memories.py): search, profile, events, notes,
+                                    export, delete, remember-now and sessions/{session_id}/end (a memory run now)
+    /mcp                            memlane's MCP server (serve/mcp.py), streamable HTTP
+    GET  /healthz  /readyz  /metrics
+
+Every /v1 and /mcp request carries `Authorization: Bearer <key>`. Keys come from the
+configuration file (serve/config.py), stored hashed; each belongs to one tenant, and a
+(tenant, user) pair is one store user (`store_user_id`, serve/auth.py), so no id a caller sends
+can reach another tenant's data. Errors are JSON in OpenAI's shape (serve/errors.py):
+`{"error": {"message", "type", "code"}}`.
+
+This module wires the app: the service it runs on (serve/service.py), the error handlers and
+middleware, the health, chat and memories routes, and the MCP endpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, AsyncIterator
+
+from fastapi import Depends, FastAPI, Header
+from fastapi.responses import JSONResponse, Response
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from memlane import MemoryStore, Settings, StoreError, get_settings
+from memlane.masking import mask_secrets
+from memlane.middleware import MemoryAgentContext
+from memlane.serve.auth import SESSION_HEADER, USER_HEADER, authorized, header_text, tenant_user, valid_session_id
+from memlane.serve.chat import (
+    IDEMPOTENCY_HEADER,
+    ChatCompletionRequest,
+    ChatTurn,
+    RelayedStream,
+    UpstreamFailed,
+    complete,
+    new_completion_id,
+    open_stream,
+    recall_for,
+    save,
+)
+from memlane.serve.config import ApiKey, ServeConfig, ServeConfigError, load_serve_config
+from memlane.serve.errors import READY_TIMEOUT_SECONDS, ApiError, BodyLimitMiddleware, add_error_handlers, bounded
+from memlane.serve.memories import add_memory_routes
+from memlane.serve.metrics import MetricsMiddleware
+from memlane.serve.service import ServeService
+
+
+def create_app(
+    config: ServeConfig | None = None,
+    settings: Settings | None = None,
+    *,
+    store: MemoryStore | None = None,
+    memory_model: BaseChatModel | None = None,
+    mount_mcp: bool = True,
+) -> FastAPI:
+    """The ASGI app of `memlane serve`.
+
+    config: keys and personas (default: the file `MEMLANE_SERVE_CONFIG` names). store: an open
+    store on the serving event loop (default: opened at start-up). memory_model: the memory
+    graph's model (default: the file's [memory], else the settings'; none: turns are stored
+    and searchable, the profile is not updated).
+    """
+    settings = settings or get_settings()
+    if config is None:
+        if settings.serve_config is None:
+            raise ServeConfigError("no configuration file: set MEMLANE_SERVE_CONFIG (see serve.example.toml)")
+        config = load_serve_config(settings.serve_config)
+    service = ServeService(config, settings, store=store, memory_model=memory_model)
+    mcp_endpoint = _mcp_endpoint(service) if mount_mcp else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await service.start()
+        try:
+            async with mcp_endpoint.running() if mcp_endpoint is not None else contextlib.nullcontext():
+                yield
+        finally:
+            await service.aclose()
+
+    app = FastAPI(
+        title="memlane",
+        summary="Long-term memory for chat models: an OpenAI-compatible chat endpoint with recall, and a memories API",
+        lifespan=lifespan,
+    )
+    app.state.memlane = service
+    add_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.serve_max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=service.metrics)  # outermost: counts the 413s too
+    _add_health_routes(app, service)
+    _add_chat_routes(app, service)
+    add_memory_routes(app, service)
+    if mcp_endpoint is not None:
+        app.router.routes.append(mcp_endpoint.route)
+    return app
+
+
+def _mcp_endpoint(service: ServeService) -> Any:
+    """memlane's MCP server (serve/mcp.py) at /mcp: it checks the same bearer keys itself (read / write
+    scopes per tool, the user from the X-Memlane-User header)."""
+    from memlane.serve.mcp import serve_mcp_endpoint
+
+    return serve_mcp_endpoint(service, path="/mcp")
+
+
+def _add_health_routes(app: FastAPI, service: ServeService) -> None:
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        """The process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz() -> JSONResponse:
+        """Redis answers and the memory index exists (503 with the reason otherwise)."""
+        try:
+            await bounded(service.require_store().check_ready(), READY_TIMEOUT_SECONDS, "the readiness check")
+        except StoreError as error:
+            return JSONResponse({"status": "unavailable", "reason": mask_secrets(str(error), service.settings)}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    @app.get("/metrics", tags=["health"])
+    async def metrics() -> Response:
+        """Prometheus metrics."""
+        return Response(service.metrics.render(), media_type=service.metrics.content_type)
+
+
+def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
+    @app.get("/v1/models", tags=["chat"])
+    async def list_models(key: ApiKey = Depends(authorized("chat"))) -> dict[str, Any]:
+        """The personas this key may use, as OpenAI models."""
+        return {
+            "object": "list",
+            "data": [
+                {"id": persona_id, "object": "model", "created": 0, "owned_by": "memlane", "description": persona.description}
+                for persona_id, persona in service.config.personas.items()
+                if key.may_use(persona_id)
+            ],
+        }
+
+    @app.post("/v1/chat/completions", tags=["chat"])
+    async def chat_completions(
+        body: ChatCompletionRequest,
+        key: ApiKey = Depends(authorized("chat")),
+        user_header: str | None = Header(default=None, alias=USER_HEADER),
+        session_header: str | None = Header(default=None, alias=SESSION_HEADER),
+        idempotency_header: str | None = Header(default=None, alias=IDEMPOTENCY_HEADER),
+    ) -> Any:
+        """A chat completion with the user's memories recalled into the system prompt; the turn is
+        saved after the reply completes (streamed or not). With an Idempotency-Key header, retries
+        of the request are saved once (serve/chat.py says what a request saves)."""
+        started = time.perf_counter()
+        persona = service.config.personas.get(body.model)
+        if persona is None:
+            raise ApiError(404, f"no persona {body.model!r}; GET /v1/models lists them", "model_not_found")
+        if not key.may_use(body.model):
+            raise ApiError(403, f"the API key {key.name!r} may not use the persona {body.model!r}", "persona_not_allowed")
+        user_id = body.user or header_text(user_header, USER_HEADER)
+        if not user_id:
+            raise ApiError(422, f'name the user: the request\'s "user" field or the {USER_HEADER} header', "missing_user")
+        settings = service.persona_settings[body.model]
+        toggles = body.memory_config
+        identity = MemoryAgentContext(
+            user_id=tenant_user(key, user_id),
+            session_id=valid_session_id(header_text(session_header, SESSION_HEADER)),
+            recall_enabled=settings.recall_enabled if toggles is None or toggles.enabled is None else toggles.enabled,
+            auto_save_enabled=settings.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
+        )
+        turn = ChatTurn(
+            request=body,
+            persona_id=body.model,
+            persona=persona,
+            settings=settings,
+            identity=identity,
+            completion_id=new_completion_id(),
+            idempotency_key=(header_text(idempotency_header, IDEMPOTENCY_HEADER) or "").strip() or None,
+        )
+        breaker = service.scheduler.context.model_breaker if service.scheduler is not None else None
+        await recall_for(turn, service.require_store(), service.persistence, service.metrics, service.memory_model, breaker)
+        headers = {"X-Memlane-Recalled-Tokens": str(turn.recalled.tokens if turn.recalled else 0)}
+        try:
+            if body.stream:
+                response = await open_stream(service.upstream, turn)
+            else:
+                completion, reply = await complete(service.upstream, turn)
+        except UpstreamFailed:
+            service.metrics.upstream_errors.labels(body.model).inc()
+            raise
+        if body.stream:
+            return RelayedStream(
+                response, turn, service.persistence, service.metrics, started,
+                headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        save(turn, reply, service.persistence)
+        return JSONResponse(completion, headers=headers)

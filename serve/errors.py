@@ -1,0 +1,155 @@
+"""The errors of `memlane serve`: JSON answers in OpenAI's shape, the request body limit, and the
+time bounds that make a frozen Redis a 503 rather than a 30 s wait.
+
+Every error is `{"error": {"message", "type", "code"}}`: a sentence saying what to do and a short code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Awaitable
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from memlane import MemoryStore, StoreError
+from memlane.masking import mask_secrets
+from memlane.serve.chat import UpstreamFailed
+from memlane.serve.service import service_of
+
+logger = logging.getLogger(__name__)
+
+# a frozen Redis must not hold a health check (or a search) for the socket timeout's 30 s
+READY_TIMEOUT_SECONDS = 2.0
+
+
+class ApiError(HTTPException):
+    """An answer other than success: the status, a sentence saying what to do, and a short code."""
+
+    def __init__(self, status: int, message: str, code: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status_code=status, detail=message, headers=headers)
+        self.code = code
+
+
+_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
+
+
+def error_response(status: int, message: str, code: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return JSONResponse({"error": {"message": message, "type": kind, "code": code}}, status_code=status, headers=headers)
+
+
+async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
+    code = getattr(error, "code", None) or _CODES.get(error.status_code, "error")
+    message = error.detail if isinstance(error.detail, str) else str(error.detail)
+    if error.status_code == 404 and not isinstance(error, ApiError):
+        message = f"no route {request.method} {request.url.path}; the API is described in the README (memlane serve)"
+    return error_response(error.status_code, message, code, getattr(error, "headers", None))
+
+
+async def _validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+    problems = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem.get("loc", ()) if part != "body")
+        problems.append(f"{where}: {problem.get('msg')}" if where else str(problem.get("msg")))
+    return error_response(422, "the request is not valid: " + "; ".join(problems), "invalid_request")
+
+
+async def _store_error(request: Request, error: StoreError) -> JSONResponse:
+    logger.warning("%s %s: the store failed: %s", request.method, request.url.path, error)
+    message = mask_secrets(str(error), service_of(request).settings)
+    return error_response(503, f"the memory store is unavailable: {message}", "store_unavailable")
+
+
+async def _upstream_error(request: Request, error: UpstreamFailed) -> JSONResponse:
+    return error_response(502, str(error), "upstream_error")
+
+
+async def _unexpected_error(request: Request, error: Exception) -> JSONResponse:
+    # Starlette logs the traceback after this answer; the caller gets JSON, not a text page
+    return error_response(500, f"memlane failed on this request ({type(error).__name__}); the server log has the details", "internal_error")
+
+
+async def bounded(call: Awaitable[Any], seconds: float, what: str) -> Any:
+    """`await call`, or StoreError (a 503) when Redis has not answered within `seconds`: a frozen
+    Redis holds a connection for the socket timeout (30 s), longer than a health check waits."""
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except asyncio.TimeoutError:
+        raise StoreError(f"Redis did not answer {what} within {seconds:g} s; it is overloaded, stopped or unreachable") from None
+
+
+async def watched(call: Awaitable[Any], store: MemoryStore) -> Any:
+    """`await call`; when it has not answered within READY_TIMEOUT_SECONDS, Redis is probed (with
+    the same bound) and a probe that fails answers StoreError (503) at once: a frozen Redis no
+    longer holds the request for the socket timeout, and a slow but healthy call is not cut."""
+    task = asyncio.ensure_future(call)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=READY_TIMEOUT_SECONDS)
+        if not done:
+            try:
+                await bounded(store.check_ready(), READY_TIMEOUT_SECONDS, "a health probe")
+            except StoreError:
+                if not task.done():
+                    raise
+        return await task
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+class BodyTooLarge(ApiError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes (MEMLANE_SERVE_MAX_BODY_BYTES)", "request_too_large")
+
+
+class BodyLimitMiddleware:
+    """Answers 413 to a body over `max_bytes`: by its Content-Length before reading, or while it
+    streams in (chunked uploads say no length). Pure ASGI, so responses stream through."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await error_response(413, BodyTooLarge(self.max_bytes).detail, "request_too_large")(scope, receive, send)
+                return
+        received = 0
+        started = False
+
+        async def limited_receive() -> dict[str, Any]:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise BodyTooLarge(self.max_bytes)
+            return message
+
+        async def watch_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            started |= message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, watch_send)
+        except BodyTooLarge as error:  # raised where no handler caught it (a mounted app)
+            if not started:
+                await error_response(413, error.detail, "request_too_large")(scope, receive, send)
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every failure the app can meet answers JSON: HTTP errors, invalid requests, the store, the upstream, a bug."""
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StoreError, _store_error)
+    app.add_exception_handler(UpstreamFailed, _upstream_error)
+    app.add_exception_handler(Exception, _unexpected_error)

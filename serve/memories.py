@@ -1,0 +1,348 @@
+"""The memories API of `memlane serve`, under /v1/users/{user_id}: search, profile (with its
+history), events, notes, forgetting, export, deleting a user, and memory runs on request
+(remember-now, sessions/{session_id}/end). Its request and response models are here too."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Literal
+
+from fastapi import Depends, FastAPI, Query
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memlane import Event
+from memlane.serve.auth import SESSION_ID_MAX_CHARS, authorized, tenant_user, valid_session_id
+from memlane.serve.chat import JsonBody
+from memlane.serve.config import ApiKey
+from memlane.serve.errors import ApiError, watched
+from memlane.serve.service import ServeService
+from memlane.store.base import (
+    MEMORY_KINDS,
+    InvalidInput,
+    Memory,
+    MemoryHit,
+    MemoryKind,
+    ProfileEntry,
+    event_memory_id,
+    profile_entry_id,
+    profile_memory_id,
+)
+from memlane.tools import forget_memory, remember_fact, remember_note
+
+
+def _not_blank(text: str | None) -> str | None:
+    if text is not None and not text.strip():
+        raise ValueError("must hold some text, not only spaces")
+    return text
+
+
+class SearchRequest(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    query: str = Field(min_length=1, max_length=4000)
+    limit: int = Field(default=10, ge=1, le=50)
+    kinds: list[MemoryKind] | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=SESSION_ID_MAX_CHARS)
+    since: float | None = None
+    until: float | None = None
+
+
+class MemoryOut(BaseModel):
+    id: str
+    kind: MemoryKind
+    text: str
+    attributed_text: str
+    speaker: str | None
+    speaker_role: str
+    session_id: str | None
+    created_at: float
+    ref_id: str | None
+    source_message_ids: list[str]
+
+    @classmethod
+    def of(cls, memory: Memory) -> "MemoryOut":
+        return cls(attributed_text=memory.attributed_text, **memory.model_dump(exclude={"user_id", "context"}))
+
+
+class SearchHitOut(BaseModel):
+    memory: MemoryOut
+    score: float = Field(description="relevance 0..1")
+    vector_similarity: float
+    text_score: float
+    time_match: bool
+
+    @classmethod
+    def of(cls, hit: MemoryHit) -> "SearchHitOut":
+        return cls(
+            memory=MemoryOut.of(hit.memory),
+            score=hit.score,
+            vector_similarity=hit.vector_similarity,
+            text_score=hit.text_score,
+            time_match=hit.time_match,
+        )
+
+
+class ProfileEntryOut(BaseModel):
+    id: str
+    memory_id: str = Field(description="id of its search memory (DELETE /memories/{id} deletes the entry too)")
+    topic: str
+    subtopic: str
+    content: str
+    confidence: float
+    created_at: float
+    updated_at: float
+    source_message_ids: list[str]
+
+    @classmethod
+    def of(cls, entry: ProfileEntry) -> "ProfileEntryOut":
+        return cls(id=entry.id, memory_id=profile_memory_id(entry.id), **entry.model_dump(exclude={"user_id", "metadata"}))
+
+
+class ProfileEntryIn(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    topic: str = Field(min_length=1, max_length=64)
+    subtopic: str = Field(min_length=1, max_length=64)
+    content: str = Field(min_length=1, max_length=4000)
+    confidence: float = Field(default=0.9, ge=0, le=1)
+
+    check_blank = field_validator("topic", "subtopic", "content")(_not_blank)
+
+
+class ProfileEntryEdit(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    content: str | None = Field(default=None, min_length=1, max_length=4000)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+
+    check_blank = field_validator("content")(_not_blank)
+
+
+class EventOut(BaseModel):
+    id: str
+    memory_id: str
+    created_at: float
+    summary: str
+    tags: list[str]
+    profile_delta: list[dict[str, Any]]
+    session_ids: list[str]
+    source_message_ids: list[str]
+
+    @classmethod
+    def of(cls, event: Event) -> "EventOut":
+        return cls(memory_id=event_memory_id(event.id), **event.model_dump(exclude={"user_id"}))
+
+
+class NoteIn(JsonBody):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=4000)
+    session_id: str = Field(default="api", min_length=1, max_length=SESSION_ID_MAX_CHARS)
+
+    check_blank = field_validator("text", "session_id")(_not_blank)
+
+
+class ForgetIn(JsonBody):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=1000, description='what to forget: "peanuts", "forget what I said about my ex"')
+
+    check_blank = field_validator("query")(_not_blank)
+
+
+class RunRequested(BaseModel):
+    user_id: str
+    session_id: str | None = Field(description="the session that ended (sessions/{session_id}/end), else null")
+    queued: bool = Field(description="a memory run is queued, or follows the one in progress; false: nothing new to remember")
+
+
+class Deleted(BaseModel):
+    id: str
+    deleted: Literal[True] = True
+
+
+def _public(value: Any, store_user: str, user_id: str) -> Any:
+    """A dumped record with each `user_id` shown as the caller's id (not the tenant-qualified store id)."""
+    if isinstance(value, dict):
+        return {k: (user_id if k == "user_id" and v == store_user else _public(v, store_user, user_id)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public(item, store_user, user_id) for item in value]
+    return value
+
+
+def add_memory_routes(app: FastAPI, service: ServeService) -> None:
+    """The memories API under /v1/users/{user_id}: search, profile, events, notes, forgetting, export, memory runs."""
+    read = Depends(authorized("read"))
+    write = Depends(authorized("write"))
+    users = "/v1/users/{user_id}"
+
+    @app.post(users + "/search", tags=["memories"])
+    async def search(user_id: str, body: SearchRequest, key: ApiKey = read) -> dict[str, Any]:
+        """Hybrid search over the user's memories (profile, events, notes, messages), best first."""
+        hits = await watched(
+            service.require_store().search_memories(
+                tenant_user(key, user_id),
+                body.query,
+                kinds=body.kinds or list(MEMORY_KINDS),
+                session_id=body.session_id,
+                since=body.since,
+                until=body.until,
+                limit=body.limit,
+            ),
+            service.require_store(),
+        )
+        return {"object": "list", "data": [SearchHitOut.of(hit).model_dump() for hit in hits]}
+
+    @app.get(users + "/profile", tags=["memories"])
+    async def list_profile(user_id: str, key: ApiKey = read) -> dict[str, Any]:
+        """The user's profile entries, by topic and subtopic."""
+        entries = await service.require_store().get_profile(tenant_user(key, user_id))
+        return {"object": "list", "data": [ProfileEntryOut.of(entry).model_dump() for entry in entries]}
+
+    async def find_entry(store_user: str, entry_id: str) -> ProfileEntry:
+        entry = next((e for e in await service.require_store().get_profile(store_user) if e.id == entry_id), None)
+        if entry is None:
+            raise ApiError(404, f"the user has no profile entry {entry_id!r}", "entry_not_found")
+        return entry
+
+    @app.get(users + "/profile/{entry_id}", tags=["memories"])
+    async def get_entry(user_id: str, entry_id: str, key: ApiKey = read) -> ProfileEntryOut:
+        """One profile entry."""
+        return ProfileEntryOut.of(await find_entry(tenant_user(key, user_id), entry_id))
+
+    @app.post(users + "/profile", tags=["memories"], status_code=201)
+    async def add_entry(user_id: str, body: ProfileEntryIn, key: ApiKey = write) -> ProfileEntryOut:
+        """Add a profile entry (409 when its topic / subtopic slot is taken: PATCH that entry)."""
+        store_user = tenant_user(key, user_id)
+        store = service.require_store()
+        entry_id = profile_entry_id(store_user, body.topic, body.subtopic)
+        if any(e.id == entry_id for e in await store.get_profile(store_user)):
+            raise ApiError(409, f"the user already has an entry {body.topic} / {body.subtopic} ({entry_id}); PATCH it", "entry_exists")
+        await remember_fact(
+            store, store_user, body.topic, body.subtopic, body.content, confidence=body.confidence, actor=key.actor
+        )
+        return ProfileEntryOut.of(await find_entry(store_user, entry_id))  # as stored (private data masked)
+
+    @app.patch(users + "/profile/{entry_id}", tags=["memories"])
+    async def edit_entry(user_id: str, entry_id: str, body: ProfileEntryEdit, key: ApiKey = write) -> ProfileEntryOut:
+        """Change an entry's content and / or confidence; the change is kept in its history."""
+        if body.content is None and body.confidence is None:
+            raise ApiError(422, "send content, confidence or both", "nothing_to_change")
+        try:
+            edited = await service.require_store().edit_profile_entry(
+                tenant_user(key, user_id), entry_id, content=body.content, confidence=body.confidence, actor=key.actor
+            )
+        except InvalidInput as error:
+            raise ApiError(422, str(error), "invalid_edit") from None
+        if edited is None:
+            raise ApiError(404, f"the user has no profile entry {entry_id!r}", "entry_not_found")
+        return ProfileEntryOut.of(edited)
+
+    @app.delete(users + "/profile/{entry_id}", tags=["memories"])
+    async def delete_entry(user_id: str, entry_id: str, key: ApiKey = write) -> Deleted:
+        """Delete a profile entry (its history keeps the deletion)."""
+        if not await service.require_store().delete_profile_entry(tenant_user(key, user_id), entry_id, actor=key.actor):
+            raise ApiError(404, f"the user has no profile entry {entry_id!r}", "entry_not_found")
+        return Deleted(id=entry_id)
+
+    @app.get(users + "/profile/{entry_id}/history", tags=["memories"])
+    async def entry_history(user_id: str, entry_id: str, key: ApiKey = read) -> dict[str, Any]:
+        """Every change of the entry, oldest first: who or what made it, before / after, when."""
+        store_user = tenant_user(key, user_id)
+        revisions = await service.require_store().profile_history(store_user, entry_id)
+        if not revisions:
+            raise ApiError(404, f"the user has no profile entry {entry_id!r}, now or before", "entry_not_found")
+        return {"object": "list", "data": [_public(r.model_dump(mode="json"), store_user, user_id) for r in revisions]}
+
+    @app.get(users + "/events", tags=["memories"])
+    async def list_events(
+        user_id: str,
+        key: ApiKey = read,
+        limit: int = Query(default=50, ge=1, le=1000),
+        since: float | None = Query(default=None, allow_inf_nan=False),
+        until: float | None = Query(default=None, allow_inf_nan=False),
+    ) -> dict[str, Any]:
+        """The user's event cards, newest first."""
+        events = await service.require_store().list_events(tenant_user(key, user_id), limit=limit, since=since, until=until)
+        return {"object": "list", "data": [EventOut.of(event).model_dump() for event in events]}
+
+    @app.delete(users + "/events/{event_id}", tags=["memories"])
+    async def delete_event(user_id: str, event_id: str, key: ApiKey = write) -> Deleted:
+        """Delete an event card and its search memory."""
+        if not await service.require_store().delete_event(tenant_user(key, user_id), event_id):
+            raise ApiError(404, f"the user has no event {event_id!r}", "event_not_found")
+        return Deleted(id=event_id)
+
+    @app.post(users + "/memories", tags=["memories"], status_code=201)
+    async def add_note(user_id: str, body: NoteIn, key: ApiKey = write) -> dict[str, Any]:
+        """Remember a note about the user (an event card tagged "remembered", found by search and recall)."""
+        memory = await remember_note(service.require_store(), tenant_user(key, user_id), body.text.strip(), session_id=body.session_id)
+        return MemoryOut.of(memory).model_dump()
+
+    @app.delete(users + "/memories/{memory_id}", tags=["memories"])
+    async def delete_memory(user_id: str, memory_id: str, key: ApiKey = write) -> Deleted:
+        """Delete one search memory by id; a profile or event memory takes its entry or card with it."""
+        if not await forget_memory(service.require_store(), tenant_user(key, user_id), memory_id, actor=key.actor):
+            raise ApiError(404, f"the user has no memory {memory_id!r}", "memory_not_found")
+        return Deleted(id=memory_id)
+
+    @app.delete(users + "/messages/{message_id}", tags=["memories"])
+    async def delete_message(user_id: str, message_id: str, key: ApiKey = write) -> Deleted:
+        """Drop one message from history and search, and what it states from the summaries."""
+        if not await service.require_store().delete_message(tenant_user(key, user_id), message_id):
+            raise ApiError(404, f"the user has no message {message_id!r}", "message_not_found")
+        return Deleted(id=message_id)
+
+    @app.post(users + "/forget", tags=["memories"])
+    async def forget(user_id: str, body: ForgetIn, key: ApiKey = write) -> dict[str, Any]:
+        """Forget what the user said about something, everywhere recall reads (profile, events,
+        messages, summaries). Says what was removed."""
+        store_user = tenant_user(key, user_id)
+        report = await service.require_store().forget(store_user, body.query, actor=key.actor)
+        return {**_public(report.model_dump(mode="json"), store_user, user_id), "description": report.describe()}
+
+    def requested(user_id: str, session_id: str | None, queued: bool | None) -> RunRequested:
+        if queued is None:
+            raise ApiError(
+                409,
+                "memlane serve has no memory model, so turns are stored but nothing is remembered: "
+                "add a [memory] section to the configuration file, or set MEMLANE_MEMORY_MODEL / OPENAI_BASE_URL",
+                "no_memory_model",
+            )
+        return RunRequested(user_id=user_id, session_id=session_id, queued=queued)
+
+    @app.post(users + "/remember-now", tags=["memories"], status_code=202)
+    async def remember_now(user_id: str, key: ApiKey = write) -> RunRequested:
+        """Remember the user's unprocessed messages now, without waiting for the token threshold,
+        the session's end or the idle flush. The run is queued: poll the profile and events."""
+        return requested(user_id, None, await service.remember_now(tenant_user(key, user_id)))
+
+    @app.post(users + "/sessions/{session_id}/end", tags=["memories"], status_code=202)
+    async def end_session(user_id: str, session_id: str, key: ApiKey = write) -> RunRequested:
+        """The session (the X-Memlane-Session of its chats) ended: remember its messages now and fold
+        its rolling summary."""
+        session_id = valid_session_id(session_id)
+        return requested(user_id, session_id, await service.end_session(tenant_user(key, user_id), session_id))
+
+    @app.get(users + "/export", tags=["memories"])
+    async def export_user(user_id: str, key: ApiKey = read) -> dict[str, Any]:
+        """Everything stored about the user, as JSON."""
+        store_user = tenant_user(key, user_id)
+        exported = await service.require_store().export_user(store_user)
+        return _public(exported.model_dump(mode="json"), store_user, user_id)
+
+    @app.delete(users, tags=["memories"])
+    async def delete_user(user_id: str, key: ApiKey = write) -> dict[str, Any]:
+        """Delete everything of the user (after their pending saves)."""
+        store_user = tenant_user(key, user_id)
+        if service.persistence is not None:
+            await service.persistence.wait_saved(store_user, timeout=10)
+        if service.scheduler is not None:  # a run in progress would write the user back
+            deadline = time.monotonic() + 30
+            while await service.scheduler.user_busy(store_user):  # queued or running in any process
+                if time.monotonic() > deadline:
+                    raise ApiError(409, "a memory run of the user is still working; try again in a moment", "user_busy")
+                await asyncio.sleep(0.1)
+        removed = await service.require_store().delete_user(store_user)
+        return {"id": user_id, "deleted": True, "keys_removed": removed}

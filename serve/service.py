@@ -1,0 +1,134 @@
+"""What `memlane serve` runs on: the store, the memory scheduler and its worker, the saver of
+turns, the upstream HTTP client, and the metrics they feed."""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+from fastapi import Request
+from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic import SecretStr
+
+from memlane import MemoryStore, Settings, StoreError, open_store
+from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
+from memlane.middleware import MemoryAgentContext, MemoryPersistence
+from memlane.models import memory_model_from_settings
+from memlane.serve.config import ServeConfig
+from memlane.serve.metrics import ServeMetrics
+
+logger = logging.getLogger(__name__)
+
+
+class ServeService:
+    """What the app runs on: the store, the scheduler and its worker, the saver, the upstream client."""
+
+    def __init__(
+        self,
+        config: ServeConfig,
+        settings: Settings,
+        *,
+        store: MemoryStore | None = None,
+        memory_model: BaseChatModel | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.store: MemoryStore | None = store
+        self._owns_store = store is None
+        self.memory_model = memory_model or configured_memory_model(config, settings)
+        self.metrics = ServeMetrics()
+        self.scheduler: MemoryScheduler | None = None
+        self.persistence: MemoryPersistence | None = None
+        self.upstream: httpx.AsyncClient | None = None
+        self.persona_settings = {persona_id: persona.settings(settings) for persona_id, persona in config.personas.items()}
+        for persona in config.personas.values():  # resolved now: each key is masked by value from the start
+            persona.api_key(settings)
+        for note in config.key_notes(settings):
+            logger.warning("configuration: %s", note)
+
+    async def start(self) -> None:
+        if self.store is None:
+            self.store = await open_store(self.settings)
+        if self.memory_model is not None:
+            context = MemoryContext(store=self.store, llm=self.memory_model, settings=self.settings)
+            docket_url = self.settings.memory_docket_url or getattr(self.store, "url", None)
+            self.scheduler = await MemoryScheduler(
+                context, docket_url=docket_url, on_result=self._on_result, on_queued=self._on_queued
+            ).__aenter__()
+        self.persistence = MemoryPersistence(self.store, self.scheduler, on_saved=self._on_saved, on_failed=self._on_failed)
+        self.upstream = httpx.AsyncClient(
+            timeout=httpx.Timeout(self.settings.llm_timeout_seconds, connect=min(10.0, self.settings.llm_timeout_seconds)),
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        )
+
+    async def aclose(self) -> None:
+        try:
+            if self.persistence is not None:
+                await self.persistence.wait_idle(10)
+            if self.upstream is not None:
+                await self.upstream.aclose()
+            if self.scheduler is not None:
+                await self.scheduler.__aexit__(None, None, None)
+        finally:
+            if self.store is not None and self._owns_store:
+                await self.store.aclose()
+
+    async def remember_now(self, user_id: str) -> bool | None:
+        """Queue a memory run over the user's unprocessed messages now, whatever their size (the
+        app's "Remember now"). False: nothing new to remember; None: no memory model."""
+        if self.scheduler is None:
+            return None
+        if self.persistence is not None:  # the turns sent just before are part of the run
+            await self.persistence.wait_saved(user_id, timeout=10)
+        return await self.scheduler.notify(user_id, flush=True)
+
+    async def end_session(self, user_id: str, session_id: str) -> bool | None:
+        """The session ended: queue the "session ended" run and fold the session's rolling summary
+        (as the app does when a new chat starts). False: nothing new; None: no memory model."""
+        if self.scheduler is None:
+            return None
+        if self.persistence is not None:
+            await self.persistence.wait_saved(user_id, timeout=10)
+        queued = await self.scheduler.notify(user_id, session_ended=True)
+        if queued:
+            await self.scheduler.update_session_summary(user_id, session_id)
+        return queued
+
+    def require_store(self) -> MemoryStore:
+        if self.store is None:
+            raise StoreError("the store is not open yet; the service is starting")
+        return self.store
+
+    async def _on_saved(self, identity: MemoryAgentContext, turn: list, queued: bool) -> None:
+        self.metrics.turns.labels("saved").inc()
+
+    async def _on_queued(self, user_id: str) -> None:
+        # only runs this process put on the queue: a notify folded into a run in progress is none
+        self.metrics.memory_runs.labels("queued").inc()
+
+    async def _on_failed(self, identity: MemoryAgentContext, error: BaseException) -> None:
+        self.metrics.turns.labels("failed").inc()
+
+    async def _on_result(self, user_id: str, outcome: MemoryRunResult | BaseException) -> None:
+        self.metrics.memory_runs.labels("failed" if isinstance(outcome, BaseException) else "done").inc()
+
+
+def configured_memory_model(config: ServeConfig, settings: Settings) -> BaseChatModel | None:
+    """The memory graph's model: the file's [memory] upstream, else the settings' (None when neither)."""
+    if config.memory is None:
+        return memory_model_from_settings(settings)
+    key = config.memory.api_key(settings)
+    return memory_model_from_settings(
+        settings.model_copy(
+            update={
+                "memory_model": config.memory.model,
+                "openai_base_url": config.memory.resolved_base_url(settings),
+                "openai_api_key": SecretStr(key or "not-needed"),
+            }
+        )
+    )
+
+
+def service_of(request: Request) -> ServeService:
+    """The service of the app answering `request` (create_app keeps it in the app's state)."""
+    return request.app.state.memlane
