@@ -81,6 +81,32 @@ async def everything_stored(store: RedisMemoryStore, user_id: str) -> str:
     return export.model_dump_json(exclude={"profile_history"})
 
 
+async def test_delete_profile_entry_removes_its_memory(store: RedisMemoryStore):
+    entry = ProfileEntry(user_id="alice", topic="work", subtopic="title", content="nurse")
+    await store.apply_update(MemoryUpdate(
+        user_id="alice", upsert_profile=[entry],
+        memories=[Memory(id=profile_memory_id(entry.id), user_id="alice", kind="profile", text="work/title: nurse")],
+    ))
+    assert await store.delete_profile_entry("alice", entry.id) is True
+    assert await store.delete_profile_entry("alice", entry.id) is False
+    assert await store.search_memories("alice", "nurse") == []
+
+
+async def test_delete_event_removes_its_card_and_memory_for_that_user_only(store: RedisMemoryStore):
+    for user in ("alice", "a|b"):
+        event = Event(id="e1", user_id=user, summary="ran a marathon in Berlin", tags=["sport"])
+        await store.apply_update(MemoryUpdate(
+            user_id=user, event=event,
+            memories=[Memory(id=event_memory_id(event.id), user_id=user, kind="event", text=event.summary)],
+        ))
+    assert await store.delete_event("alice", "e1") is True
+    assert await store.delete_event("alice", "e1") is False
+    assert await store.list_events("alice") == []
+    assert await store.search_memories("alice", "marathon Berlin") == []
+    assert [event.id for event in await store.list_events("a|b")] == ["e1"]
+    assert len(await store.search_memories("a|b", "marathon Berlin")) == 1
+
+
 async def test_deleting_an_english_profile_entry_forgets_the_fact_everywhere(store, settings):
     allergy, hiking = await seed(store, "u", ENGLISH)
     before = await recalled(store, settings, "u", "What am I allergic to?")

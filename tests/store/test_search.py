@@ -1,11 +1,14 @@
-"""Search ranking: who spoke is in the vector, a message's vector is the message, and each
-signal of the fusion does what its setting says (bench/recall_quality.py measures how much)."""
+"""Search (store/search.py): hybrid search over one user's memories, filtered by kind, session,
+time and speaker, in English and Chinese, by keywords alone while the embedder is down; who
+spoke is in the vector, a message's vector is the message, and each signal of the fusion does
+what its setting says (bench/recall_quality.py measures how much)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memlane.store.base import Message
+from test_messages import chat as owner_chat, flaky_store
+from memlane.store.base import Memory, Message
 from memlane.store.redis import RedisMemoryStore
 from memlane.store.schema import MemoryField
 from memlane.store.text import name_candidates
@@ -147,3 +150,151 @@ def test_name_candidates_cover_words_pairs_and_chinese_pieces():
     assert {"caroline", "mary ann", "mary"} <= set(english) and "caroline's" not in english
     assert {"朋友a", "小明"} <= set(name_candidates("朋友A和小明去哪了？"))
     assert len(name_candidates("很" * 10_000)) <= 200
+
+
+# --- hybrid search: filters, both languages, speakers, time, the embedder down --------------------
+async def test_hybrid_search_ranks_an_exact_name_first_where_vector_search_does_not(store: RedisMemoryStore):
+    texts = [
+        "My neighbor Marco Morelli bakes sourdough loaves every morning",
+        "Alicia Moretti lives in Lyon",
+        "I enjoy hiking on weekends",
+        "My favourite pastry shop closed",
+        "I like black coffee without sugar",
+    ]
+    await store.add_memories([Memory(id=str(i), user_id="alice", kind="profile", text=t) for i, t in enumerate(texts)])
+    query = "Moretti bread baker"
+    vector = await store.embeddings.aembed_query(query)
+    vector_only = await store.index.query(store.vector_query(vector, store._filter("alice", None, None, None, None), 3))
+    assert vector_only[0]["text"] != "Alicia Moretti lives in Lyon"
+    hits = await store.search_memories("alice", query, limit=3)
+    assert hits[0].memory.text == "Alicia Moretti lives in Lyon"
+    assert hits[0].text_score == 1.0 and 0 < hits[0].score <= 1
+
+
+async def test_chinese_full_text_search_finds_words_inside_sentences(store: RedisMemoryStore):
+    await store.add_messages(owner_chat("alice", "s1", "我最近总是凌晨 2 点才睡，白天困得不行。", "是的，连续两周都在加班。",
+                                        "顺便，我喜欢黑咖啡，不加糖。", "I also like green tea"))
+    for query, expected in [("咖啡", "黑咖啡"), ("加班", "加班"), ("我喜欢喝什么咖啡", "黑咖啡"), ("green tea", "green tea")]:
+        hits = await store.search_memories("alice", query, limit=4)
+        best_text = max(hits, key=lambda hit: hit.text_score)
+        assert expected in best_text.memory.text and best_text.text_score == 1.0, query
+        assert hits[0].memory.source_message_ids
+
+
+async def test_search_filters_on_kind_session_and_time(store: RedisMemoryStore):
+    await store.add_memories([
+        Memory(id="1", user_id="alice", kind="message", text="coffee in session one", session_id="s1", created_at=100.0),
+        Memory(id="2", user_id="alice", kind="message", text="coffee in session two", session_id="s2", created_at=200.0),
+        Memory(id="3", user_id="alice", kind="profile", text="likes coffee", created_at=300.0),
+    ])
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", kinds=["profile"])} == {"3"}
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", session_id="s2")} == {"2"}
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", since=150, until=250)} == {"2"}
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", kinds=["message", "event"])} == {"1", "2"}
+
+
+async def test_approximate_vector_search_for_users_with_many_memories_stays_per_user(store: RedisMemoryStore):
+    store.settings = store.settings.model_copy(update={"search_exact_max_memories": 3})
+    texts = ["drinks black coffee", "runs marathons", "lives in Lyon", "plays chess", "learns Japanese"]
+    await store.add_memories([Memory(id=f"a{i}", user_id="a|b", kind="profile", text=t) for i, t in enumerate(texts)])
+    await store.add_memories([Memory(id="v", user_id="a", kind="profile", text="drinks black coffee")])
+    assert await store.memory_count("a|b") == 5 and await store.memory_count("a") == 1
+    hits = await store.search_memories("a|b", "what coffee do I drink", limit=3)  # HNSW (BATCHES)
+    assert hits[0].memory.id == "a0" and {hit.memory.user_id for hit in hits} == {"a|b"}
+    exact = await store.search_memories("a", "what coffee do I drink")  # brute force over one memory
+    assert [hit.memory.id for hit in exact] == ["v"]
+
+
+async def test_blank_and_punctuation_queries_do_not_fail(store: RedisMemoryStore):
+    await store.add_memories([Memory(id="1", user_id="alice", kind="profile", text="likes coffee")])
+    assert await store.search_memories("alice", "   ") == []
+    assert len(await store.search_memories("alice", "?!*|{}@:")) == 1  # vector search still answers
+
+
+async def test_english_words_are_found_by_their_stem(store: RedisMemoryStore):
+    await store.add_messages(owner_chat("alice", "s", "We hiked up the Ventoux last summer", "I bought a new phone"))
+    text_only = await store.index.query(store.text_query(["hike"], store._filter("alice", None, None, None, None), 5))
+    assert [doc["text"] for doc in text_only] == ["We hiked up the Ventoux last summer"]
+    hits = await store.search_memories("alice", "hiking trips", limit=2)
+    assert hits[0].memory.text.startswith("We hiked") and hits[0].text_score == 1.0
+
+
+async def test_chinese_and_english_in_one_message_are_both_searchable(store: RedisMemoryStore):
+    await store.add_messages(owner_chat("alice", "s", "我在用Python写一个running app", "今天天气不错", "I like jazz"))
+    for query in ["Python", "跑步 running", "写一个", "apps that run"]:
+        hits = await store.search_memories("alice", query, limit=3)
+        assert hits[0].memory.text == "我在用Python写一个running app", query
+        assert hits[0].text_score == 1.0
+
+
+async def test_a_friends_words_keep_their_speaker_and_can_be_filtered(store: RedisMemoryStore):
+    await store.add_messages([
+        Message(id="m1", user_id="alice", session_id="g", role="user", name="朋友A", content="我最喜欢的电影是《星际穿越》"),
+        Message(id="m2", user_id="alice", session_id="g", role="user", content="我最喜欢的电影是《千与千寻》"),
+        Message(id="m3", user_id="alice", session_id="g", role="user", name="Alice", speaker_is_owner=True, content="我也喜欢看纪录片"),
+    ])
+    hits = {hit.memory.source_message_ids[0]: hit.memory for hit in await store.search_memories("alice", "最喜欢的电影", limit=5)}
+    assert hits["m1"].speaker == "朋友A" and hits["m1"].speaker_role == "other"
+    assert hits["m1"].attributed_text == "朋友A: 我最喜欢的电影是《星际穿越》"
+    assert hits["m2"].speaker_role == "owner" and hits["m2"].attributed_text == "我最喜欢的电影是《千与千寻》"
+    assert hits["m3"].speaker_role == "owner"  # named, but explicitly the user
+    # the speaker's name is searchable text, and a filter
+    assert (await store.search_memories("alice", "朋友A", limit=1))[0].memory.source_message_ids == ["m1"]
+    only_friend = await store.search_memories("alice", "电影", speaker="朋友A")
+    assert [hit.memory.source_message_ids for hit in only_friend] == [["m1"]]
+    owner_only = await store.search_memories("alice", "电影", speaker_roles=["owner"])
+    assert {hit.memory.source_message_ids[0] for hit in owner_only} == {"m2", "m3"}
+    history = await store.recent_messages("alice", "g")
+    assert [m.speaker_role for m in history] == ["other", "owner", "owner"]
+
+
+async def test_fusion_ranks_what_either_side_ranks_first(store: RedisMemoryStore):
+    texts = ["Bought oat milk for the office", "My dentist is Dr. Okonkwo on Rue Pasteur",
+             "Feeling tired after the long week", "The dentist appointment is on Friday"]
+    await store.add_memories([Memory(id=str(i), user_id="alice", kind="event", text=t) for i, t in enumerate(texts)])
+    hits = await store.search_memories("alice", "Okonkwo", limit=4)
+    assert hits[0].memory.id == "1"
+    assert all(a.rank_score >= b.rank_score for a, b in zip(hits, hits[1:]))
+    assert all(0.0 <= hit.score <= 1.0 for hit in hits)
+
+
+async def test_a_time_expression_in_the_query_favours_memories_of_that_time(store: RedisMemoryStore):
+    day = 86_400.0
+    reference = 1_700_000_000.0  # 2023-11-14, a Tuesday
+    await store.add_memories([
+        Memory(id="old", user_id="alice", kind="message", text="I went running in the park", created_at=reference - 30 * day),
+        Memory(id="yesterday", user_id="alice", kind="message", text="I went swimming at the pool", created_at=reference - day),
+        Memory(id="older", user_id="alice", kind="message", text="I went running by the river", created_at=reference - 60 * day),
+    ])
+    hits = await store.search_memories("alice", "what sport did I do yesterday?", reference_time=reference)
+    assert hits[0].memory.id == "yesterday" and hits[0].time_match
+    assert not any(hit.time_match for hit in hits[1:])
+    plain = await store.search_memories("alice", "what sport did I do yesterday?", reference_time=reference, understand_time=False)
+    assert {hit.memory.id for hit in plain} == {"old", "yesterday", "older"}
+
+
+async def test_a_date_without_a_year_finds_that_day_in_any_year(store: RedisMemoryStore):
+    from datetime import datetime
+
+    def at(year: int, month: int, day: int) -> float:
+        return datetime(year, month, day, 12, tzinfo=store.zone).timestamp()
+
+    await store.add_memories([
+        Memory(id="apr27", user_id="alice", kind="message", text="我今天在公园跑了五公里", created_at=at(2023, 4, 27)),
+        Memory(id="may01", user_id="alice", kind="message", text="我今天在公园跑了十公里", created_at=at(2023, 5, 1)),
+    ])
+    for query in ["4月27号我在公园跑了多久？", "How far did I run on April 27th?"]:
+        hits = await store.search_memories("alice", query, reference_time=at(2026, 11, 23))
+        assert hits[0].memory.id == "apr27" and hits[0].time_match, query
+
+
+async def test_search_falls_back_to_keywords_when_the_embedder_is_down(store: RedisMemoryStore, settings, embeddings):
+    await store.add_messages(owner_chat("alice", "s1", "I live in Lyon", "my sister lives in Berlin", "我养了一只猫"))
+    degraded, flaky = flaky_store(store, settings, embeddings)
+    flaky.down = True
+    hits = await degraded.search_memories("alice", "Lyon")
+    assert hits and hits[0].memory.text == "I live in Lyon"
+    assert hits[0].vector_similarity == 0.0 and hits[0].score == pytest.approx(1.0)  # relevance from the text score
+    chinese = await degraded.search_memories("alice", "我的那只猫")
+    assert [hit.memory.text for hit in chinese] == ["我养了一只猫"]
+    assert await degraded.search_memories("bob", "Lyon") == []  # still the user's own memories only

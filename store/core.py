@@ -1,0 +1,152 @@
+"""`StoreCore`: what every part of the Redis store shares.
+
+One connection, one key layout (`schema.KeyLayout`), the settings, the embedder behind its
+circuit breaker, the memory index and the zone dates are read in; and the helpers every
+part calls through: a Redis call whose failure becomes a store error that says what to do,
+an embedding call through the breaker, and the masking and size check of what enters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import InitVar, dataclass, field
+from datetime import tzinfo
+from typing import Any
+
+import redis.asyncio as aioredis
+from langchain_core.embeddings import Embeddings
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redisvl.exceptions import RedisSearchError
+from redisvl.index import AsyncSearchIndex
+from redisvl.schema import IndexSchema
+
+from memlane.config import Settings
+from memlane.store.breaker import CircuitBreaker, CircuitOpen
+from memlane.store.embeddings import embedding_dims
+from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
+from memlane.store.privacy import redact
+from memlane.store.schema import KeyLayout, memory_schema
+from memlane.store.timeexpr import resolve_timezone
+
+
+def as_text(value: Any) -> str:
+    """A Redis reply value as text (bytes decoded, None as "")."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
+
+
+def unavailable(error: Exception) -> StoreError:
+    """The store error for a failed Redis call: a busy connection pool is not a Redis that went away."""
+    from redis.exceptions import MaxConnectionsError
+
+    from memlane.store.connections import pool_exhausted
+
+    if isinstance(error, MaxConnectionsError):
+        return pool_exhausted(error)
+    return RedisUnavailable(
+        f"Redis stopped answering ({error}); check that it runs and REDIS_URL points at it, "
+        "or unset REDIS_URL to use the embedded Redis Stack"
+    )
+
+
+@dataclass(eq=False, repr=False)
+class StoreCore:
+    """The connection and keyspace the store's parts share. `settings` may be replaced (the
+    parts read it on each call); what is derived from it is fixed when the store is made."""
+
+    client: aioredis.Redis
+    embeddings: Embeddings
+    settings: Settings
+    key_prefix: InitVar[str | None] = None
+    layout: KeyLayout = field(init=False)
+    # shared by every embedding call of this store: a down embedder is not waited on each time
+    embedder_breaker: CircuitBreaker = field(init=False)
+    dims: int = field(init=False)
+    schema: IndexSchema = field(init=False)
+    index: AsyncSearchIndex = field(init=False)
+    zone: tzinfo = field(init=False)  # what "April 27th" and "昨天" are read in
+
+    def __post_init__(self, key_prefix: str | None) -> None:
+        self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
+        self.layout = KeyLayout(key_prefix or self.settings.key_prefix, max_id_chars=self.settings.max_id_chars)
+        self.dims = embedding_dims(self.embeddings)
+        self.schema = memory_schema(self.layout, self.dims)
+        self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
+        self.zone = resolve_timezone(self.settings.timezone)
+
+    # Redis calls -------------------------------------------------------------------------
+    async def run(self, coro: Any) -> Any:
+        try:
+            return await coro
+        except (RedisConnectionError, RedisTimeoutError, OSError) as error:
+            raise unavailable(error) from error
+        except RedisSearchError as error:  # RedisVL wraps the connection error
+            if isinstance(error.__cause__, (RedisConnectionError, RedisTimeoutError, OSError)):
+                raise unavailable(error.__cause__) from error
+            raise
+
+    async def execute_with_scripts(self, pipe: Any) -> list[Any]:
+        """`pipe.execute()` for a pipeline carrying Lua scripts, its connection always given back:
+        redis-py (8.1) keeps it when the SCRIPT EXISTS that precedes such a pipeline fails (Redis
+        went away), and every connection the pool held at that moment would leak for good."""
+        try:
+            return await self.run(pipe.execute())
+        finally:
+            await pipe.reset()
+
+    # embedding calls -----------------------------------------------------------------------
+    async def _embed(self, make_call: Any) -> Any:
+        """An embedding call through the embedder's circuit breaker; any failure of it becomes
+        `EmbeddingsUnavailable` (a store error the callers degrade on)."""
+        try:
+            return await self.embedder_breaker.call(make_call)
+        except CircuitOpen as error:
+            raise EmbeddingsUnavailable(str(error)) from error
+        except Exception as error:
+            raise EmbeddingsUnavailable(
+                f"the embedder failed ({type(error).__name__}: {error}); search uses keywords only "
+                "and new messages are indexed once it answers again"
+            ) from error
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await self._embed(lambda: self.embeddings.aembed_documents(texts))
+
+    async def embed_query(self, text: str) -> list[float]:
+        return await self._embed(lambda: self.embeddings.aembed_query(text))
+
+    # what enters the store: private data masked, sizes checked -------------------------------
+    def redact(self, text: str) -> str:
+        """`text` with private data masked (`privacy_redaction`; see store/privacy.py)."""
+        return redact(text, self.settings.privacy_redaction)
+
+    def check_text_size(self, text: str, what: str) -> None:
+        limit = self.settings.max_message_chars
+        if len(text) > limit:
+            raise InputTooLarge(
+                f"{what} has {len(text):,} characters, more than MEMLANE_MAX_MESSAGE_CHARS ({limit:,}); "
+                "shorten it or raise the setting"
+            )
+
+
+@dataclass(eq=False, repr=False)
+class StorePart:
+    """One part of the store (messages, profile, search …): it reaches Redis, the settings and
+    the key layout through the shared core, and other parts' records through those parts."""
+
+    core: StoreCore
+
+    @property
+    def client(self) -> aioredis.Redis:
+        return self.core.client
+
+    @property
+    def layout(self) -> KeyLayout:
+        return self.core.layout
+
+    @property
+    def settings(self) -> Settings:
+        return self.core.settings
+
+    async def _run(self, coro: Any) -> Any:
+        return await self.core.run(coro)

@@ -1,0 +1,284 @@
+"""Forgetting, store side: what states a fact leaves every copy recall reads.
+
+`forget` (a subject the user names) and the deletes that forget what the deleted record
+stated (`delete_profile_entry`, `delete_event`, `delete_message`) find the statements in
+profile entries and their history, messages, LangGraph items, event summaries and profile
+deltas, and session summaries, and have each part rewrite or delete its own records. What
+"states a fact" means (words, clauses, coverage) is the text logic of `store/forget.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from memlane.store.core import StorePart
+from memlane.store.events import Events
+from memlane.store.forget import Fact, facts_of, forget_subject, states_any, strip_statements, text_terms
+from memlane.store.items import Items
+from memlane.store.messages import Messages
+from memlane.store.profile import Profile
+from memlane.store.records import (
+    ITEM_MEMORY_PREFIX,
+    ForgetReport,
+    Message,
+    ProfileEntry,
+    SessionSummary,
+    clean_text,
+)
+from memlane.store.schema import item_key
+from memlane.store.search import Search
+from memlane.store.text import is_short_entity_query
+
+logger = logging.getLogger(__name__)
+
+_FORGET_SEARCH_LIMIT = 1000  # memories one round of forgetting checks
+_ANY_WORD = 1e-9  # a coverage any shared word reaches
+_FORGET_QUERY_CHARS = 2000  # of a long fact (an event summary), what its search reads
+
+
+@dataclass(eq=False, repr=False)
+class Forgetting(StorePart):
+    """`forget`, and the deletes that forget what the deleted record stated."""
+
+    search: Search  # finds the messages and items that state a fact
+    # the parts whose records it rewrites or deletes
+    messages: Messages
+    profile: Profile
+    events: Events
+    items: Items
+
+    async def forget(self, user_id: str, query: str, *, actor: str = "forget") -> ForgetReport:
+        subject = forget_subject(clean_text(query))
+        report = ForgetReport(user_id=user_id, query=query, subject=subject)
+        self.layout.user_tag(user_id)  # a bad user id is refused before anything else
+        fact = Fact.of(subject, self.settings.forget_min_term_coverage)
+        if not fact.terms:
+            return report
+        touched = await self._forget_in_profile(user_id, [fact], report, actor=actor)
+        deleted = [r.id for r in report.records if r.kind == "profile" and r.action == "deleted"]
+        # a bare name ("Miso", "张伟") is forgotten wherever it is written, as recall finds it
+        relevance = 0.0 if is_short_entity_query(subject) else self.settings.forget_min_relevance
+        await self._forget_statements(
+            user_id, [fact], report, search_query=subject, min_relevance=relevance, removed_entry_ids=deleted
+        )
+        await self._forget_in_profile_history(user_id, touched, [fact])
+        logger.info("forget %r for %r: %s", subject, user_id, report.describe())
+        return report
+
+    async def delete_profile_entry(self, user_id: str, entry_id: str, *, actor: str = "user") -> bool:
+        entry = await self.profile.delete_entry(user_id, entry_id, actor=actor)
+        if entry is None:
+            return False
+        report = await self._forget_entry_fact(entry)
+        logger.info("deleted profile entry %s of %r: %s", entry_id, user_id, report.describe())
+        return True
+
+    async def delete_event(self, user_id: str, event_id: str) -> bool:
+        event = (await self.events.get_events(user_id, [event_id]))[0]
+        removed = await self.events.delete_card(user_id, event_id)
+        if removed and event is not None:
+            report = ForgetReport(user_id=user_id, query=event.summary)
+            facts = facts_of([event.summary], self.settings.forget_min_term_coverage, by_clause=True, min_terms=2)
+            await self._forget_statements(
+                user_id, facts, report, search_query=event.summary, cited_message_ids=event.source_message_ids
+            )
+            logger.info("deleted event %s of %r: %s", event_id, user_id, report.describe())
+        return removed
+
+    async def delete_message(self, user_id: str, message_id: str) -> bool:
+        messages = await self.messages.load_messages(user_id, [self.layout.message(user_id, message_id).rsplit(":", 1)[1]])
+        if not messages:
+            return False
+        message = messages[0]
+        report = ForgetReport(user_id=user_id, query=message.content)
+        await self._drop_messages(user_id, [message], [], report)
+        facts = facts_of([message.content], self.settings.forget_min_term_coverage, by_clause=True, min_terms=2)
+        await self._forget_statements(user_id, facts, report, search_query="", in_messages=False)
+        return True
+
+    async def _forget_entry_fact(self, entry: ProfileEntry) -> ForgetReport:
+        """After deleting an entry: its fact out of its source turns (dropped whole when no
+        sentence of theirs matches: the extractor read the fact there), other turns, event
+        summaries and deltas, and session summaries."""
+        report = ForgetReport(user_id=entry.user_id, query=entry.content)
+        facts = facts_of([entry.content], self.settings.forget_min_term_coverage)
+        await self._forget_statements(
+            entry.user_id,
+            facts,
+            report,
+            search_query=entry.content,
+            cited_message_ids=entry.source_message_ids,
+            drop_cited=True,
+            removed_entry_ids=[entry.id],
+        )
+        return report
+
+    async def _forget_statements(
+        self,
+        user_id: str,
+        facts: Sequence[Fact],
+        report: ForgetReport,
+        *,
+        search_query: str,
+        min_relevance: float | None = None,
+        cited_message_ids: Sequence[str] = (),
+        drop_cited: bool = False,
+        removed_entry_ids: Sequence[str] = (),
+        in_messages: bool = True,
+    ) -> None:
+        """Remove what states `facts` from messages (those search finds for `search_query` at
+        `min_relevance` or more, and the cited ones), items, every event summary and profile
+        delta, and every session summary. `drop_cited`: a cited message stating none of the
+        facts in words of theirs is dropped whole, and the assistant's reply to it loses every
+        clause holding any word of the facts ("Noted, no peanuts for you")."""
+        if in_messages and (facts or (drop_cited and cited_message_ids)):
+            min_relevance = self.settings.forget_min_relevance if min_relevance is None else min_relevance
+            cited = list(cited_message_ids)
+            drop_whole = set(cited) if drop_cited else set()
+            if drop_cited and cited:
+                any_word = [replace(fact, min_coverage=_ANY_WORD) for fact in facts]
+                await self._forget_in_messages(user_id, await self.messages.replies_to(user_id, cited), any_word, set(), report)
+            # each round changes what states the facts, so that it states them no more; a round
+            # that changes nothing, or that saw every candidate, ends it
+            while True:
+                hits = (
+                    await self.search.search_memories(
+                        user_id, search_query[:_FORGET_QUERY_CHARS], kinds=["message", "event"],
+                        limit=_FORGET_SEARCH_LIMIT, understand_time=False,
+                    )
+                    if search_query.strip()
+                    else []
+                )
+                # a hit's text is its message's content: only those stating a fact are loaded
+                relevant = [hit.memory for hit in hits if hit.score >= min_relevance and states_any(hit.memory.text, facts)]
+                message_ids = [m.source_message_ids[0] for m in relevant if m.kind == "message" and m.source_message_ids]
+                item_ids = [m.id for m in relevant if m.id.startswith(ITEM_MEMORY_PREFIX)]
+                changed = await self._forget_in_messages(user_id, [*cited, *message_ids], facts, drop_whole, report)
+                changed = await self._forget_in_items(user_id, item_ids, facts, report) or changed
+                cited = []
+                if not changed or len(hits) < _FORGET_SEARCH_LIMIT:  # every candidate was seen
+                    break
+        if facts or removed_entry_ids:
+            await self._forget_in_events(user_id, facts, set(removed_entry_ids), report)
+        if facts:
+            await self._forget_in_session_summaries(user_id, facts, report)
+
+    async def _forget_in_messages(
+        self, user_id: str, message_ids: Sequence[str], facts: Sequence[Fact], drop_whole: set[str], report: ForgetReport
+    ) -> bool:
+        ids = list(dict.fromkeys(message_ids))
+        if not ids:
+            return False
+        messages = await self.messages.load_messages(user_id, [item_key(message_id) for message_id in ids])
+        rewritten, dropped = [], []
+        for message in messages:
+            content = strip_statements(message.content, facts)
+            if content == message.content:
+                if message.id in drop_whole:
+                    dropped.append(message)
+            elif content:
+                rewritten.append(message.model_copy(update={"content": content}))
+            else:
+                dropped.append(message)
+        if not rewritten and not dropped:
+            return False
+        await self._drop_messages(user_id, dropped, rewritten, report)
+        return True
+
+    async def _drop_messages(
+        self, user_id: str, dropped: Sequence[Message], rewritten: Sequence[Message], report: ForgetReport
+    ) -> None:
+        """Drop and rewrite messages (`Messages.drop_messages`), recording them in the report."""
+        await self.messages.drop_messages(user_id, dropped, rewritten)
+        for message in dropped:
+            report.add("message", message.id, "deleted")
+        for message in rewritten:
+            report.add("message", message.id, "rewritten")
+
+    async def _forget_in_items(
+        self, user_id: str, memory_ids: Sequence[str], facts: Sequence[Fact], report: ForgetReport
+    ) -> bool:
+        items = [item for item in await self.items.get_items(user_id, list(dict.fromkeys(memory_ids))) if item is not None]
+        stating = [item.memory_id for item in items if states_any(item.text, facts)]
+        if stating:
+            await self.items.delete_items(user_id, stating)
+            for memory_id in stating:
+                report.add("item", memory_id, "deleted")
+        return bool(stating)
+
+    async def _forget_in_events(
+        self, user_id: str, facts: Sequence[Fact], removed_entry_ids: set[str], report: ForgetReport
+    ) -> None:
+        """Every event: summary sentences stating the facts go (an event left with nothing is
+        deleted), and so do profile-delta lines stating them or naming a removed entry."""
+        for event in await self.events.list_events(user_id, limit=1_000_000):
+            summary = strip_statements(event.summary, facts)
+            delta = [
+                change
+                for change in event.profile_delta
+                if change.entry_id not in removed_entry_ids
+                and not states_any(change.content, facts)
+                and not states_any(change.previous_content or "", facts)
+            ]
+            if summary == event.summary and delta == event.profile_delta:
+                continue
+            if not summary:
+                await self.events.delete_card(user_id, event.id)
+                report.add("event", event.id, "deleted")
+                continue
+            await self.events.rewrite(user_id, event.model_copy(update={"summary": summary, "profile_delta": delta}))
+            report.add("event", event.id, "rewritten")
+
+    async def _forget_in_session_summaries(self, user_id: str, facts: Sequence[Fact], report: ForgetReport) -> None:
+        sessions = await self.messages.list_sessions(user_id)
+        for start in range(0, len(sessions), 500):
+            batch = sessions[start : start + 500]
+            updated: dict[str, SessionSummary] = {}
+            for session_id, summary in zip(batch, await self.messages.session_summaries(user_id, batch)):
+                if summary is None:
+                    continue
+                text = strip_statements(summary.summary, facts)
+                if text != summary.summary:
+                    updated[session_id] = summary.model_copy(update={"summary": text, "updated_at": time.time()})
+                    report.add("summary", session_id, "rewritten" if text else "deleted")
+            await self.messages.replace_session_summaries(user_id, updated)
+
+    async def _forget_in_profile(
+        self, user_id: str, facts: Sequence[Fact], report: ForgetReport, *, actor: str
+    ) -> list[str]:
+        """Entries whose slot names the fact, or left with nothing, are deleted; others lose the
+        sentences stating it. Returns the ids of the entries changed."""
+        touched = []
+        for entry in await self.profile.get_profile(user_id):
+            slot_terms = text_terms(f"{entry.topic} {entry.subtopic}")
+            content = "" if any(fact.stated_by(slot_terms) for fact in facts) else strip_statements(entry.content, facts)
+            if content == entry.content:
+                continue
+            touched.append(entry.id)
+            if content:
+                await self.profile.edit_profile_entry(user_id, entry.id, content=content, actor=actor)
+                report.add("profile", entry.id, "rewritten")
+            else:
+                await self.profile.delete_entry(user_id, entry.id, actor=actor)
+                report.add("profile", entry.id, "deleted")
+        return touched
+
+    async def _forget_in_profile_history(self, user_id: str, entry_ids: Sequence[str], facts: Sequence[Fact]) -> None:
+        """The revisions of the entries `forget` changed lose the fact too (a content left with
+        nothing becomes None); who changed what slot when is kept."""
+        for entry_id in entry_ids:
+            revisions = await self.profile.profile_history(user_id, entry_id)
+            cleaned = [
+                revision.model_copy(
+                    update={
+                        "before_content": strip_statements(revision.before_content, facts) or None if revision.before_content else None,
+                        "after_content": strip_statements(revision.after_content, facts) or None if revision.after_content else None,
+                    }
+                )
+                for revision in revisions
+            ]
+            if cleaned != revisions:
+                await self.profile.replace_history(user_id, entry_id, cleaned)

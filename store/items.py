@@ -1,0 +1,110 @@
+"""LangGraph store items (memlane/langgraph_store.py): each is a search memory of kind "event"
+whose hash also keeps the item's JSON, listed in a per-user registry (memory id → namespace)
+and expiring with its ttl.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from memlane.store.core import StorePart, as_text
+from memlane.store.memories import Memories
+from memlane.store.records import StoreItem
+from memlane.store.schema import MemoryField
+
+
+@dataclass(eq=False, repr=False)
+class Items(StorePart):
+    """Items: their memories, their registry, their expiry."""
+
+    memories: Memories  # an item is kept in its search memory's hash
+
+    def _redacted(self, item: StoreItem) -> StoreItem:
+        """The item with its text and every string inside its value masked."""
+        if self.settings.privacy_redaction == "off":
+            return item
+
+        def masked(value: Any) -> Any:
+            if isinstance(value, str):
+                return self.core.redact(value)
+            if isinstance(value, dict):
+                return {key: masked(inner) for key, inner in value.items()}
+            if isinstance(value, list):
+                return [masked(inner) for inner in value]
+            return value
+
+        return item.model_copy(update={"text": self.core.redact(item.text), "value": masked(item.value)})
+
+    async def put_items(self, items: Sequence[StoreItem]) -> list[StoreItem]:
+        items = [self._redacted(item) for item in items]
+        latest = {(item.user_id, item.memory_id): item for item in items}  # last one wins
+        items = list(latest.values())
+        if not items:
+            return []
+        keys = [self.layout.memory(item.user_id, item.memory_id) for item in items]
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hget(key, MemoryField.ITEM)
+        stored = await self._run(pipe.execute())
+        items = [
+            item.model_copy(update={"created_at": StoreItem.model_validate_json(raw).created_at}) if raw else item
+            for item, raw in zip(items, stored)
+        ]
+        # embed before the transaction; unchanged searchable memories are not rewritten
+        changed = dict(await self.memories.memory_rows([item.as_memory() for item in items if item.text]))
+        pipe = self.client.pipeline(transaction=True)
+        for key, item in zip(keys, items):
+            if not item.text:  # index=False: kept and listed, but no vector and no search terms
+                row = self.memories.memory_row(item.as_memory())
+                row.update({MemoryField.SEARCH_TEXT: "", MemoryField.CONTENT_DIGEST: ""})
+                pipe.hdel(key, MemoryField.EMBEDDING)
+                pipe.hset(key, mapping=row)
+            elif key in changed:
+                pipe.hset(key, mapping=changed[key])
+            pipe.hset(key, MemoryField.ITEM, item.model_dump_json())
+            pipe.hset(self.layout.items(item.user_id), item.memory_id, json.dumps(item.namespace, ensure_ascii=False))
+            if item.ttl_minutes is not None:
+                pipe.pexpire(key, max(1, int(item.ttl_minutes * 60_000)))
+            else:
+                pipe.persist(key)
+        await self._run(pipe.execute())
+        return items
+
+    async def get_items(self, user_id: str, memory_ids: Sequence[str]) -> list[StoreItem | None]:
+        if not memory_ids:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for memory_id in memory_ids:
+            pipe.hget(self.layout.memory(user_id, memory_id), MemoryField.ITEM)
+        raw = await self._run(pipe.execute())
+        return [StoreItem.model_validate_json(value) if value else None for value in raw]
+
+    async def list_items(self, user_id: str) -> list[StoreItem]:
+        registry = self.layout.items(user_id)
+        memory_ids = [as_text(field) for field in await self._run(self.client.hkeys(registry))]
+        items = await self.get_items(user_id, memory_ids)
+        gone = [memory_id for memory_id, item in zip(memory_ids, items) if item is None]
+        if gone:  # expired, or deleted as a memory (the app's panel, the forget tool)
+            await self._run(self.client.hdel(registry, *gone))
+        return [item for item in items if item is not None]
+
+    async def refresh_items(self, items: Sequence[StoreItem]) -> None:
+        expiring = [item for item in items if item.ttl_minutes is not None]
+        if not expiring:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for item in expiring:
+            pipe.pexpire(self.layout.memory(item.user_id, item.memory_id), max(1, int(item.ttl_minutes * 60_000)))
+        await self._run(pipe.execute())
+
+    async def delete_items(self, user_id: str, memory_ids: Sequence[str]) -> int:
+        if not memory_ids:
+            return 0
+        pipe = self.client.pipeline(transaction=True)
+        for memory_id in memory_ids:
+            pipe.delete(self.layout.memory(user_id, memory_id))
+        pipe.hdel(self.layout.items(user_id), *memory_ids)
+        removed = await self._run(pipe.execute())
+        return sum(removed[:-1])

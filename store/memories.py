@@ -1,0 +1,264 @@
+"""The search memories: one hash per memory under the user's memory prefix (its text, its
+search fields, its vector), and the RedisVL index over them, created with the store.
+
+Every part that makes something searchable (messages, profile entries, events, LangGraph
+items) writes it here as a `Memory`: masked, its row digested so that an unchanged memory
+is neither embedded again nor rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from redis.commands.search.index_definition import IndexDefinition, IndexType
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from memlane.store.core import StorePart, as_text, unavailable
+from memlane.store.errors import StoreError
+from memlane.store.records import Memory, stable_id
+from memlane.store.schema import INDEX_LANGUAGE, MemoryField, speaker_key
+from memlane.store.text import detect_language, index_terms
+from memlane.store.timeexpr import month_day
+from memlane.store.tokens import count_tokens
+
+logger = logging.getLogger(__name__)
+
+# embedders read a few thousand characters at most; sending a 1 MB message only costs time
+_EMBED_MAX_CHARS = 16_000
+
+# what a search, an export and the index rebuild read of a memory's hash
+RETURN_FIELDS = [
+    MemoryField.ID,
+    MemoryField.USER_ID,
+    MemoryField.KIND,
+    MemoryField.SESSION_ID,
+    MemoryField.TEXT,
+    MemoryField.CREATED_AT,
+    MemoryField.SOURCES,
+    MemoryField.REF_ID,
+    MemoryField.SPEAKER,
+    MemoryField.SPEAKER_ROLE,
+]
+
+
+def memory_from_doc(doc: dict[str, Any]) -> Memory:
+    """The memory a search result (or a hash read with `RETURN_FIELDS`) holds."""
+    return Memory(
+        id=as_text(doc[MemoryField.ID]),
+        user_id=as_text(doc[MemoryField.USER_ID]),
+        kind=as_text(doc[MemoryField.KIND]),  # type: ignore[arg-type]
+        text=as_text(doc[MemoryField.TEXT]),
+        session_id=as_text(doc.get(MemoryField.SESSION_ID)) or None,
+        created_at=float(doc[MemoryField.CREATED_AT]),
+        source_message_ids=json.loads(as_text(doc.get(MemoryField.SOURCES)) or "[]"),
+        ref_id=as_text(doc.get(MemoryField.REF_ID)) or None,
+        speaker=as_text(doc.get(MemoryField.SPEAKER)) or None,
+        speaker_role=as_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",  # type: ignore[arg-type]
+    )
+
+
+def _vector_bytes(vector: Sequence[float]) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+@dataclass(eq=False, repr=False)
+class Memories(StorePart):
+    """Writes, deletes and lists search memories; creates and checks their index."""
+
+    # the index -----------------------------------------------------------------------------
+    async def ensure_indexes(self) -> None:
+        """Create the memory index unless it exists; rebuild one made by an older memlane."""
+        name = self.layout.memory_index_name
+        try:
+            info = await self.client.ft(name).info()
+        except ResponseError:
+            info = None
+        except (RedisConnectionError, RedisTimeoutError, OSError) as error:
+            raise unavailable(error) from error
+        if info is not None:
+            self._check_dims(info)
+            if self._index_is_current(info):
+                return
+            logger.warning("rebuilding the index %s for the bilingual full-text fields", name)
+            await self._run(self.client.ft(name).dropindex(delete_documents=False))
+            await self._create_index()
+            await self._backfill_search_fields()
+            return
+        await self._create_index()
+
+    async def _create_index(self) -> None:
+        name = self.layout.memory_index_name
+        definition = IndexDefinition(
+            prefix=[self.layout.memory_key_prefix], index_type=IndexType.HASH, language=INDEX_LANGUAGE
+        )
+        try:
+            await self.client.ft(name).create_index(self.core.schema.redis_fields, definition=definition)
+        except ResponseError as error:
+            if "already exists" not in str(error).lower():  # another process won the race
+                raise StoreError(f"could not create the index {name}: {error}") from error
+
+    @staticmethod
+    def _index_is_current(info: dict[str, Any]) -> bool:
+        names = {as_text(item) for attribute in info.get("attributes", []) for item in attribute}
+        return {MemoryField.SEARCH_TEXT, MemoryField.SEARCH_CONTEXT, MemoryField.MONTH_DAY} <= names
+
+    async def _backfill_search_fields(self) -> None:
+        """Give memories written before the bilingual index their search fields (one HSET each,
+        the stored vector kept), 500 keys per round trip."""
+        keys = [key async for key in self.client.scan_iter(match=self.layout.memory_key_prefix + "*", count=1000)]
+        for start in range(0, len(keys), 500):
+            batch = keys[start : start + 500]
+            pipe = self.client.pipeline(transaction=False)
+            for key in batch:
+                pipe.hmget(key, RETURN_FIELDS)
+            rows = await self._run(pipe.execute())
+            pipe = self.client.pipeline(transaction=False)
+            for key, values in zip(batch, rows):
+                doc = dict(zip(RETURN_FIELDS, values))
+                if doc[MemoryField.ID] is not None and doc[MemoryField.TEXT] is not None:
+                    memory = memory_from_doc({field: as_text(value) for field, value in doc.items()})
+                    pipe.hset(key, mapping=self.memory_row(memory))
+            await self._run(pipe.execute())
+
+    def _check_dims(self, info: dict[str, Any]) -> None:
+        for attribute in info.get("attributes", []):
+            flat = [as_text(item) for item in attribute]
+            if MemoryField.EMBEDDING in flat and "dim" in flat:
+                dims = int(flat[flat.index("dim") + 1])
+                if dims != self.core.dims:
+                    raise StoreError(
+                        f"the index {self.layout.memory_index_name} holds {dims}-dim vectors but the "
+                        f"embeddings give {self.core.dims}; set MEMLANE_KEY_PREFIX to a new prefix for "
+                        "this embedding model, or delete the old index"
+                    )
+
+    async def check_ready(self) -> None:
+        """Raise StoreError saying what is wrong unless Redis answers and the memory index exists."""
+        await self._run(self.client.ping())
+        try:
+            await self._run(self.client.ft(self.layout.memory_index_name).info())
+        except ResponseError as error:
+            raise StoreError(
+                f"the index {self.layout.memory_index_name} does not exist ({error}); the store creates it on "
+                "start (open_store), so restart the service or check MEMLANE_KEY_PREFIX"
+            ) from error
+
+    # rows ----------------------------------------------------------------------------------
+    def _redacted(self, memory: Memory) -> Memory:
+        self.core.check_text_size(memory.text, f"memory {memory.id!r}")
+        text = self.core.redact(memory.text)
+        context = self.core.redact(memory.context) if memory.context else memory.context
+        if text == memory.text and context == memory.context:
+            return memory
+        return memory.model_copy(update={"text": text, "context": context})
+
+    def memory_row(self, memory: Memory) -> dict[str, Any]:
+        """Every field of a memory's hash but the embedding. All fields are always written
+        (empty when unset), so an upsert is one HSET: a DEL before it would make RediSearch
+        index the document twice and skew its BM25 statistics until garbage collection."""
+        speaker = memory.speaker or ""
+        row: dict[str, Any] = {
+            MemoryField.ID: memory.id,
+            MemoryField.USER: self.layout.user_tag(memory.user_id),
+            MemoryField.USER_ID: memory.user_id,
+            MemoryField.KIND: memory.kind,
+            MemoryField.TEXT: memory.text,
+            MemoryField.SEARCH_TEXT: index_terms(f"{speaker} {memory.text}" if speaker else memory.text),
+            MemoryField.SEARCH_CONTEXT: index_terms(memory.context or ""),
+            MemoryField.LANGUAGE: detect_language(memory.text),
+            MemoryField.SPEAKER: speaker,
+            MemoryField.SPEAKER_KEY: speaker_key(speaker) if speaker else "",
+            MemoryField.SPEAKER_ROLE: memory.speaker_role,
+            MemoryField.CREATED_AT: memory.created_at,
+            MemoryField.MONTH_DAY: month_day(memory.created_at, self.core.zone),
+            MemoryField.SOURCES: json.dumps(memory.source_message_ids, ensure_ascii=False),
+            MemoryField.REF_ID: memory.ref_id or "",
+            MemoryField.SESSION: self.layout.session_tag(memory.session_id) if memory.session_id else "",
+            MemoryField.SESSION_ID: memory.session_id or "",
+        }
+        row[MemoryField.CONTENT_DIGEST] = stable_id(
+            *(f"{key}={value}" for key, value in sorted(row.items())), f"embedded={self._embedding_input(memory)}"
+        )  # what the embedding read counts too: a change of it re-embeds
+        return row
+
+    def _embedding_input(self, memory: Memory) -> str:
+        """What is embedded, cut to what embedders read: the text, after its speaker's name when
+        one is known and `search_embed_speaker` is on ("Caroline: …", "朋友A：…"), after the
+        context when `search_embed_context` is on and the turn is short (its words are indexed
+        either way)."""
+        text = memory.text
+        if memory.speaker and self.settings.search_embed_speaker:
+            text = f"{memory.speaker}{'：' if detect_language(memory.text) == 'zh' else ': '}{text}"
+        if memory.context and self.settings.search_embed_context and self._is_short_turn(memory.text):
+            text = f"{memory.context}\n{text}"
+        return text[:_EMBED_MAX_CHARS]
+
+    def _is_short_turn(self, text: str) -> bool:
+        """A turn whose meaning sits in the one before ("Yeah, that one!"), so its vector reads both."""
+        limit = self.settings.search_embed_context_max_tokens
+        return not limit or count_tokens(text) <= limit
+
+    async def memory_rows(self, memories: Sequence[Memory]) -> list[tuple[str, dict[str, Any]]]:
+        """Hash rows of the memories that are new or changed (unchanged ones are skipped), embedded."""
+        if not memories:
+            return []
+        empty = [memory.user_id for memory in memories if not memory.user_id]
+        if empty:
+            raise StoreError("a memory has an empty user_id: every memory belongs to a user")
+        memories = [self._redacted(memory) for memory in memories]
+        latest = {self.layout.memory(memory.user_id, memory.id): memory for memory in memories}  # last one wins
+        keys = list(latest)
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hget(key, MemoryField.CONTENT_DIGEST)
+        stored = await self._run(pipe.execute())
+        changed = []
+        for key, digest in zip(keys, stored):
+            row = self.memory_row(latest[key])
+            if as_text(digest) != row[MemoryField.CONTENT_DIGEST]:
+                changed.append((key, row))
+        if not changed:
+            return []
+        vectors = await self.core.embed_documents([self._embedding_input(latest[key]) for key, _ in changed])
+        for (_, row), vector in zip(changed, vectors):
+            row[MemoryField.EMBEDDING] = _vector_bytes(vector)
+        return changed
+
+    @staticmethod
+    def queue_rows(pipe: Any, rows: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Queue the writes of rows made by `memory_rows` on `pipe`."""
+        for key, row in rows:
+            pipe.hset(key, mapping=row)
+
+    # the protocol's calls ----------------------------------------------------------------------
+    async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
+        rows = await self.memory_rows(memories)
+        if rows:
+            pipe = self.client.pipeline(transaction=False)
+            self.queue_rows(pipe, rows)
+            await self._run(pipe.execute())
+        return [memory.id for memory in memories]
+
+    async def delete_memory(self, user_id: str, memory_id: str) -> bool:
+        removed = await self._run(self.client.delete(self.layout.memory(user_id, memory_id)))
+        return bool(removed)
+
+    async def of_user(self, user_id: str) -> list[Memory]:
+        """Every search memory of the user, oldest first (a scan of the user's memory prefix)."""
+        keys = [key async for key in self.client.scan_iter(match=self.layout.memory_user_prefix(user_id) + "*")]
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(key, RETURN_FIELDS)
+        rows = await self._run(pipe.execute())
+        memories = [
+            memory_from_doc({field: as_text(value) for field, value in zip(RETURN_FIELDS, row)})
+            for row in rows
+            if row and row[0] is not None
+        ]
+        return sorted(memories, key=lambda memory: memory.created_at)

@@ -1,0 +1,188 @@
+"""The profile: one hash of entries per user (entry id → `ProfileEntry` JSON), each mirrored
+by a search memory, and the history of every entry's revisions (who changed what, when),
+kept after the entry is gone.
+
+Deleting an entry here only deletes it; forgetting its fact everywhere else is
+`store/forgetting.py`'s.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from redis.exceptions import WatchError
+
+from memlane.store.core import StorePart, as_text
+from memlane.store.errors import InvalidInput, StoreError
+from memlane.store.memories import Memories
+from memlane.store.records import MemoryUpdate, ProfileEntry, ProfileRevision, clean_text, profile_memory_id
+
+_EDIT_ATTEMPTS = 5  # optimistic transactions of one profile edit before it gives up
+
+
+@dataclass(eq=False, repr=False)
+class Profile(StorePart):
+    """Profile entries and their revisions."""
+
+    memories: Memories  # where an entry's mirror memory is written
+
+    def redacted(self, entry: ProfileEntry) -> ProfileEntry:
+        """The entry with its content masked (its size checked first)."""
+        self.core.check_text_size(entry.content, f"profile entry {entry.topic} / {entry.subtopic}")
+        content = self.core.redact(entry.content)
+        return entry if content == entry.content else entry.model_copy(update={"content": content})
+
+    async def get_profile(self, user_id: str) -> list[ProfileEntry]:
+        raw = await self._run(self.client.hvals(self.layout.profile(user_id)))
+        entries = [ProfileEntry.model_validate_json(value) for value in raw]
+        return sorted(entries, key=lambda entry: (entry.topic.lower(), entry.subtopic.lower()))
+
+    async def delete_entry(self, user_id: str, entry_id: str, *, actor: str) -> ProfileEntry | None:
+        """Delete the entry and its search memory, recording the revision; the entry deleted, or
+        None when there was none."""
+        raw = await self._run(self.client.hget(self.layout.profile(user_id), entry_id))
+        entry = ProfileEntry.model_validate_json(raw) if raw else None
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hdel(self.layout.profile(user_id), entry_id)
+        pipe.delete(self.layout.memory(user_id, profile_memory_id(entry_id)))
+        if entry is not None:
+            self.record_revisions(pipe, [self._revision(entry_id, "delete", actor, entry, None)])
+        removed = (await self._run(pipe.execute()))[0]
+        return entry if removed else None
+
+    async def edit_profile_entry(
+        self,
+        user_id: str,
+        entry_id: str,
+        *,
+        content: str | None = None,
+        confidence: float | None = None,
+        actor: str = "user",
+    ) -> ProfileEntry | None:
+        if content is not None:
+            content = clean_text(content).strip()
+            if not content:
+                raise InvalidInput("a profile entry's content must not be blank; delete the entry to remove it")
+            content = self.core.redact(content)
+            self.core.check_text_size(content, "a profile entry's content")
+        if confidence is not None and not 0.0 <= confidence <= 1.0:  # NaN fails this too
+            raise InvalidInput(f"a profile entry's confidence must be between 0 and 1, not {confidence}")
+        profile_key = self.layout.profile(user_id)
+        for _ in range(_EDIT_ATTEMPTS):  # optimistic: retried only when another writer changed the profile
+            async with self.client.pipeline(transaction=True) as pipe:
+                try:
+                    await self._run(pipe.watch(profile_key))
+                    raw = await self._run(pipe.hget(profile_key, entry_id))
+                    if raw is None:
+                        return None
+                    before = ProfileEntry.model_validate_json(raw)
+                    changes: dict[str, Any] = {}
+                    if content is not None and content != before.content:
+                        changes["content"] = content
+                    if confidence is not None and confidence != before.confidence:
+                        changes["confidence"] = float(confidence)
+                    if not changes:
+                        return before
+                    after = before.model_copy(update={**changes, "updated_at": time.time()})
+                    rows = await self.memories.memory_rows([after.as_memory()]) if "content" in changes else []
+                    pipe.multi()
+                    pipe.hset(profile_key, entry_id, after.model_dump_json())
+                    self.memories.queue_rows(pipe, rows)
+                    self.record_revisions(pipe, [self._revision(entry_id, "update", actor, before, after)])
+                    await self._run(pipe.execute())
+                    return after
+                except WatchError:
+                    continue
+        raise StoreError(
+            f"the profile of {user_id!r} changed {_EDIT_ATTEMPTS} times while entry {entry_id} was being edited; "
+            "try the edit again"
+        )
+
+    # revisions -----------------------------------------------------------------------------
+    async def profile_history(self, user_id: str, entry_id: str) -> list[ProfileRevision]:
+        raw = await self._run(self.client.lrange(self.layout.profile_history(user_id, entry_id), 0, -1))
+        return [ProfileRevision.model_validate_json(value) for value in raw]
+
+    async def all_history(self, user_id: str) -> list[ProfileRevision]:
+        entry_ids = sorted(as_text(member) for member in await self._run(
+            self.client.smembers(self.layout.profile_history_entries(user_id))
+        ))
+        pipe = self.client.pipeline(transaction=False)
+        for entry_id in entry_ids:
+            pipe.lrange(self.layout.profile_history(user_id, entry_id), 0, -1)
+        lists = await self._run(pipe.execute()) if entry_ids else []
+        revisions = [ProfileRevision.model_validate_json(value) for values in lists for value in values]
+        return sorted(revisions, key=lambda revision: revision.at)
+
+    @staticmethod
+    def _revision(
+        entry_id: str, action: str, actor: str, before: ProfileEntry | None, after: ProfileEntry | None
+    ) -> ProfileRevision:
+        slot = after or before
+        assert slot is not None  # a revision has a before, an after, or both
+        return ProfileRevision(
+            entry_id=entry_id,
+            user_id=slot.user_id,
+            action=action,  # type: ignore[arg-type]
+            actor=actor,
+            at=time.time(),
+            topic=slot.topic,
+            subtopic=slot.subtopic,
+            before_content=before.content if before else None,
+            after_content=after.content if after else None,
+            before_confidence=before.confidence if before else None,
+            after_confidence=after.confidence if after else None,
+        )
+
+    def record_revisions(self, pipe: Any, revisions: Sequence[ProfileRevision]) -> None:
+        """Queue the revisions on `pipe` (inside the transaction that makes the change)."""
+        keep = self.settings.profile_history_max_revisions
+        for revision in revisions:
+            key = self.layout.profile_history(revision.user_id, revision.entry_id)
+            pipe.rpush(key, revision.model_dump_json())
+            pipe.ltrim(key, -keep, -1)
+            pipe.sadd(self.layout.profile_history_entries(revision.user_id), revision.entry_id)
+
+    async def replace_history(self, user_id: str, entry_id: str, revisions: Sequence[ProfileRevision]) -> None:
+        """Put `revisions` in place of the entry's history, in one transaction (forgetting rewrites it)."""
+        key = self.layout.profile_history(user_id, entry_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.delete(key)
+        pipe.rpush(key, *(revision.model_dump_json() for revision in revisions))
+        await self._run(pipe.execute())
+
+    # the memory graph's writes (store/updates.py) -----------------------------------------
+    async def revisions_of(self, update: MemoryUpdate) -> list[ProfileRevision]:
+        """The revisions an update makes, against the entries as stored just before it. An
+        upsert changing neither content nor confidence (a redelivered run) makes none."""
+        entry_ids = list(dict.fromkeys([*(entry.id for entry in update.upsert_profile), *update.delete_profile_ids]))
+        if not entry_ids:
+            return []
+        raw = await self._run(self.client.hmget(self.layout.profile(update.user_id), entry_ids))
+        stored = {entry_id: ProfileEntry.model_validate_json(value) for entry_id, value in zip(entry_ids, raw) if value}
+        actor = update.actor or (f"run:{update.event.id}" if update.event is not None else "run")
+        revisions = []
+        for entry in update.upsert_profile:
+            before = stored.get(entry.id)
+            if before is None:
+                revisions.append(self._revision(entry.id, "add", actor, None, entry))
+            elif (before.content, before.confidence) != (entry.content, entry.confidence):
+                revisions.append(self._revision(entry.id, "update", actor, before, entry))
+        upserted = {entry.id for entry in update.upsert_profile}
+        for entry_id in update.delete_profile_ids:
+            if entry_id in stored and entry_id not in upserted:
+                revisions.append(self._revision(entry_id, "delete", actor, stored[entry_id], None))
+        return revisions
+
+    def queue_update(self, pipe: Any, update: MemoryUpdate, revisions: Sequence[ProfileRevision]) -> None:
+        """Queue on `pipe` the profile writes of a memory-graph run: its upserts with their
+        `revisions`, then its deletes (each with its mirror memory)."""
+        profile_key = self.layout.profile(update.user_id)
+        for entry in update.upsert_profile:
+            pipe.hset(profile_key, entry.id, entry.model_dump_json())
+        self.record_revisions(pipe, revisions)
+        for entry_id in update.delete_profile_ids:
+            pipe.hdel(profile_key, entry_id)
+            pipe.delete(self.layout.memory(update.user_id, profile_memory_id(entry_id)))

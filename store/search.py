@@ -1,0 +1,324 @@
+"""Search over the user's memories: the filters, the vector (KNN) and BM25 queries, and their
+reciprocal-rank fusion.
+
+Every signal that votes is one `Ranking` with its own weight (a setting): the vector and the
+text ranking over the user's memories, both again inside a time the query names, the text
+ranking of the memories' contexts, and the vector ranking of what a person the query names
+said. The shown relevance (`Search.relevance`) is computed apart, for thresholds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import numpy as np
+from redisvl.query import CountQuery, TextQuery, VectorQuery
+from redisvl.query.filter import FilterExpression, Num, Tag
+
+from memlane.store.breaker import CircuitOpen
+from memlane.store.core import StorePart, as_text
+from memlane.store.errors import EmbeddingsUnavailable
+from memlane.store.memories import RETURN_FIELDS, memory_from_doc
+from memlane.store.records import MemoryHit, MemoryKind, SpeakerRole
+from memlane.store.schema import MemoryField, speaker_key
+from memlane.store.text import name_candidates, query_terms
+from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, without_time_expressions
+
+logger = logging.getLogger(__name__)
+
+_COUNT_TTL_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One ranking that votes in the fusion: its signal (vector, text, time, context, speaker),
+    its weight, and the documents in rank order."""
+
+    signal: str
+    weight: float
+    docs: list[dict[str, Any]]
+
+
+@dataclass(eq=False, repr=False)
+class Search(StorePart):
+    """Hybrid search over one user's memories at a time."""
+
+    _counts: dict[str, tuple[int, float]] = field(default_factory=dict, init=False)  # user → (memory count, when counted)
+
+    def user_filter(
+        self,
+        user_id: str,
+        kinds: Sequence[MemoryKind] | None,
+        session_id: str | None,
+        since: float | None,
+        until: float | None,
+        speaker: str | None = None,
+        speaker_roles: Sequence[SpeakerRole] | None = None,
+    ) -> FilterExpression:
+        """The filter on one user's memories, narrowed by kind, session, time and speaker."""
+        expression = Tag(MemoryField.USER) == self.layout.user_tag(user_id)
+        if kinds:
+            expression = expression & (Tag(MemoryField.KIND) == list(kinds))
+        if session_id:
+            expression = expression & (Tag(MemoryField.SESSION) == self.layout.session_tag(session_id))
+        if since is not None:
+            expression = expression & (Num(MemoryField.CREATED_AT) >= since)
+        if until is not None:
+            expression = expression & (Num(MemoryField.CREATED_AT) <= until)
+        if speaker:
+            expression = expression & (Tag(MemoryField.SPEAKER_KEY) == speaker_key(speaker))
+        if speaker_roles:
+            expression = expression & (Tag(MemoryField.SPEAKER_ROLE) == list(speaker_roles))
+        return expression
+
+    @staticmethod
+    def _time_filter(scope: TimeScope) -> FilterExpression:
+        """Memories inside any of the scope's spans or on any of its month-days."""
+        clauses: list[FilterExpression] = [
+            Num(MemoryField.CREATED_AT).between(start, end) for start, end in scope.ranges
+        ] + [Num(MemoryField.MONTH_DAY) == value for value in scope.month_days]
+        expression = clauses[0]
+        for clause in clauses[1:]:
+            expression = expression | clause
+        return expression
+
+    def vector_query(
+        self, vector: Sequence[float], expression: FilterExpression, limit: int, *, approximate: bool = False
+    ) -> VectorQuery:
+        """KNN under the filter. Exact by default: RediSearch compares the query with each of
+        the user's memories (ADHOC_BF), which costs ~0.2 ms per thousand. `approximate` walks
+        the HNSW graph instead (BATCHES, `search_ef_runtime`), for users with many memories."""
+        return VectorQuery(
+            vector=list(vector),
+            vector_field_name=MemoryField.EMBEDDING,
+            filter_expression=expression,
+            return_fields=RETURN_FIELDS,
+            num_results=limit,
+            return_score=True,
+            # spelled out: left to RediSearch, a filter holding a few percent of the index may be
+            # answered from the HNSW graph in batches, approximate and different per index build
+            hybrid_policy="BATCHES" if approximate else "ADHOC_BF",
+            ef_runtime=self.settings.search_ef_runtime if approximate else None,
+        )
+
+    async def memory_count(self, user_id: str) -> int:
+        """How many search memories the user has (cached for a minute: it picks the search mode)."""
+        now = time.monotonic()
+        cached = self._counts.get(user_id)
+        if cached is not None and now - cached[1] < _COUNT_TTL_SECONDS:
+            return cached[0]
+        count = int(await self._run(self.core.index.query(CountQuery(self.user_filter(user_id, None, None, None, None)))))
+        if len(self._counts) > 10_000:
+            self._counts.clear()
+        self._counts[user_id] = (count, now)
+        return count
+
+    def text_query(
+        self, terms: Sequence[str], expression: FilterExpression, limit: int, *, field: str = MemoryField.SEARCH_TEXT
+    ) -> TextQuery:
+        """BM25 over the analyzed terms (`store.text.query_terms`), any of them matching, in the
+        memories' own text (or, with `field`, their context)."""
+        return TextQuery(
+            text=" ".join(terms),
+            text_field_name=field,
+            filter_expression=expression,
+            return_fields=RETURN_FIELDS,
+            num_results=limit,
+            stopwords=None,
+        )
+
+    async def search_memories(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        kinds: Sequence[MemoryKind] | None = None,
+        session_id: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 10,
+        speaker: str | None = None,
+        speaker_roles: Sequence[SpeakerRole] | None = None,
+        reference_time: float | None = None,
+        understand_time: bool = True,
+    ) -> list[MemoryHit]:
+        if limit <= 0 or not query.strip():
+            return []
+        settings = self.settings
+        expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
+        candidates = max(settings.search_candidates, limit)
+        scope = (
+            parse_time_scope(query, time.time() if reference_time is None else reference_time, self.core.zone)
+            if understand_time
+            else TimeScope()
+        )
+        terms = query_terms(without_time_expressions(query, scope))
+        # (signal, weight, query): every ranking that votes in the fusion; the vector ones wait for the query's vector
+        text_queries: list[tuple[str, float, TextQuery]] = []
+        if terms:
+            text_queries.append(("text", settings.search_text_weight, self.text_query(terms, expression, candidates)))
+            if scope:
+                text_queries.append(
+                    ("time", settings.search_time_weight, self.text_query(terms, expression & self._time_filter(scope), candidates))
+                )
+            if settings.search_context_weight:
+                text_queries.append(
+                    ("context", settings.search_context_weight,
+                     self.text_query(terms, expression, candidates, field=MemoryField.SEARCH_CONTEXT))
+                )
+        named = name_candidates(query) if settings.search_speaker_weight and not speaker else []
+
+        async def run_text_queries() -> list[list[dict[str, Any]]]:
+            return await self._run(self.core.index.batch_query([text_query for _, _, text_query in text_queries]))
+
+        # the BM25 queries need no vector: Redis answers them while the query is embedded
+        # (the coroutine is made inside the task, so a cancelled task leaves none un-awaited)
+        text_search = asyncio.ensure_future(run_text_queries()) if text_queries else None
+        try:
+            approximate = await self.memory_count(user_id) > settings.search_exact_max_memories
+            try:
+                query_vector: list[float] | None = await self.core.embed_query(query)
+            except EmbeddingsUnavailable as error:  # degrade, never break: the BM25 rankings still answer
+                logger.log(
+                    logging.DEBUG if isinstance(error.__cause__, CircuitOpen) else logging.WARNING,
+                    "searching %r's memories by keyword only: %s", user_id, error,
+                )
+                query_vector = None
+            vector_queries: list[tuple[str, float, VectorQuery]] = []
+            if query_vector is not None:
+                vector_queries.append(
+                    ("vector", settings.search_vector_weight,
+                     self.vector_query(query_vector, expression, candidates, approximate=approximate))
+                )
+                if scope:
+                    vector_queries.append(
+                        ("time", settings.search_time_weight,
+                         self.vector_query(query_vector, expression & self._time_filter(scope), candidates, approximate=approximate))
+                    )
+                if named:  # a person the query names: what they said, ranked among itself, votes again
+                    speakers = Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named]
+                    vector_queries.append(
+                        ("speaker", settings.search_speaker_weight,
+                         self.vector_query(query_vector, expression & speakers, candidates, approximate=approximate))
+                    )
+            vector_lists = (
+                await self._run(self.core.index.batch_query([vector_query for _, _, vector_query in vector_queries]))
+                if vector_queries
+                else []
+            )
+            text_lists = await text_search if text_search is not None else []
+        finally:
+            if text_search is not None:
+                if not text_search.done():
+                    text_search.cancel()
+                elif not text_search.cancelled():
+                    text_search.exception()  # retrieved: an error here is already on its way up
+        rankings = [
+            Ranking(signal, weight, docs)
+            for (signal, weight, _), docs in [*zip(vector_queries, vector_lists), *zip(text_queries, text_lists)]
+        ]
+        if settings.search_speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
+            # the query names someone who spoke: the vector votes among what they said, not twice
+            rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
+        return await self._fuse(user_id, query_vector, rankings, scope, limit)
+
+    def relevance(
+        self, vector_similarity: float | None, text_score: float, time_match: bool = False
+    ) -> float:
+        """The documented 0..1 relevance recall thresholds apply to: cosine similarity rescaled
+        from the provider's floor of unrelated texts (`Settings.similarity_floor`) to 1,
+        weighted `hybrid_alpha`, plus the BM25 score normalized to the best text hit, plus
+        `search_time_match_bonus` for a memory of the time the query names (capped at 1).
+        Without a similarity (the embedder is down: keyword-only search) it is the text score."""
+        if vector_similarity is None:
+            fused = text_score
+        else:
+            floor = self.settings.similarity_floor
+            similarity = min(1.0, max(0.0, (vector_similarity - floor) / (1.0 - floor)))
+            alpha = self.settings.hybrid_alpha
+            fused = alpha * similarity + (1 - alpha) * text_score
+        return min(1.0, fused + (self.settings.search_time_match_bonus if time_match else 0.0))
+
+    async def _fuse(
+        self,
+        user_id: str,
+        query_vector: Sequence[float] | None,
+        rankings: Sequence[Ranking],
+        scope: TimeScope,
+        limit: int,
+    ) -> list[MemoryHit]:
+        """Reciprocal-rank fusion: each ranking adds weight / (k + rank) for every memory it holds.
+
+        The rankings (see `search_memories`; each weight a setting): the vector and the BM25
+        ranking over the user's memories; both again inside the time the query names, so a
+        memory of that time gets more votes without hiding the others; the BM25 ranking of the
+        memories' contexts (a message's previous message: the answer to "what did you
+        recommend?" is found through the question before it); and the vector ranking of what a
+        person the query names said. Without a query vector (the embedder is down) only the BM25
+        rankings vote. The shown relevance (`relevance`) is computed apart, from the similarity
+        and the BM25 score of the memory's own text.
+        """
+        k = self.settings.search_rrf_k
+        docs: dict[str, dict[str, Any]] = {}
+        rank_score: dict[str, float] = {}
+        similarity: dict[str, float] = {}
+        text_raw: dict[str, float] = {}
+        for ranking in rankings:
+            for rank, doc in enumerate(ranking.docs, 1):
+                if ranking.weight > 0:
+                    docs.setdefault(doc["id"], doc)
+                    rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + ranking.weight / (k + rank)
+                if "vector_distance" in doc:
+                    similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc["vector_distance"])))
+                elif ranking.signal != "context":
+                    text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
+        best_text = max(text_raw.values(), default=0.0)
+        ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)[:limit]
+        missing = [docs[doc_id] for doc_id in ranked if doc_id not in similarity]
+        if missing and query_vector is not None:
+            similarity.update(await self._similarities(user_id, query_vector, missing))
+        hits = []
+        for doc_id in ranked:  # records only for what is returned
+            memory = memory_from_doc(docs[doc_id])
+            text_score = text_raw.get(doc_id, 0.0) / best_text if best_text > 0 else 0.0
+            vector_similarity = similarity.get(doc_id, 0.0)
+            time_match = bool(scope) and self._in_scope(memory.created_at, scope)
+            hits.append(
+                MemoryHit(
+                    memory=memory,
+                    score=self.relevance(vector_similarity if query_vector is not None else None, text_score, time_match),
+                    rank_score=rank_score[doc_id],
+                    vector_similarity=vector_similarity,
+                    text_score=text_score,
+                    time_match=time_match,
+                )
+            )
+        return hits
+
+    def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
+        return any(start <= created_at <= end for start, end in scope.ranges) or (
+            month_day(created_at, self.core.zone) in scope.month_days
+        )
+
+    async def _similarities(
+        self, user_id: str, query_vector: Sequence[float], docs: list[dict[str, Any]]
+    ) -> dict[str, float]:
+        """Cosine similarity of text-only hits, from their stored vectors."""
+        pipe = self.client.pipeline(transaction=False)
+        for doc in docs:
+            pipe.hget(self.layout.memory(user_id, as_text(doc[MemoryField.ID])), MemoryField.EMBEDDING)
+        blobs = await self._run(pipe.execute())
+        query = np.asarray(query_vector, dtype=np.float32)
+        query_norm = float(np.linalg.norm(query)) or 1.0
+        similarities = {}
+        for doc, blob in zip(docs, blobs):
+            if not blob:
+                continue
+            vector = np.frombuffer(blob, dtype=np.float32)
+            norm = float(np.linalg.norm(vector)) or 1.0
+            similarities[doc["id"]] = max(0.0, float(vector @ query) / (norm * query_norm))
+        return similarities

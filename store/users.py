@@ -1,0 +1,59 @@
+"""The whole user: everything stored about one user exported, or deleted (every key under the
+user's two prefixes, `schema.KeyLayout.user_prefix` and `memory_user_prefix`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlane.store.core import StorePart
+from memlane.store.events import Events
+from memlane.store.items import Items
+from memlane.store.memories import Memories
+from memlane.store.messages import Messages
+from memlane.store.profile import Profile
+from memlane.store.records import UserExport
+
+
+@dataclass(eq=False, repr=False)
+class Users(StorePart):
+    """`export_user` and `delete_user`."""
+
+    # what an export reads (a delete removes every key under the user's prefixes instead)
+    memories: Memories
+    messages: Messages
+    profile: Profile
+    events: Events
+    items: Items
+
+    async def _user_keys(self, user_id: str) -> list[bytes]:
+        keys: list[bytes] = []
+        for prefix in (self.layout.user_prefix(user_id), self.layout.memory_user_prefix(user_id)):
+            # the prefixes are hex digests: nothing in them is a glob character
+            async for key in self.client.scan_iter(match=prefix + "*", count=1000):
+                keys.append(key)
+        return keys
+
+    async def delete_user(self, user_id: str) -> int:
+        keys = await self._run(self._user_keys(user_id))
+        removed = 0
+        for start in range(0, len(keys), 500):
+            removed += await self._run(self.client.unlink(*keys[start : start + 500]))
+        return removed
+
+    async def export_user(self, user_id: str) -> UserExport:
+        members = await self._run(self.client.zrange(self.layout.timeline(user_id), 0, -1))
+        sessions = await self.messages.list_sessions(user_id)
+        summaries = [await self.messages.get_session_summary(user_id, session) for session in sessions]
+        return UserExport(
+            user_id=user_id,
+            messages=await self.messages.load_messages(user_id, members),
+            session_summaries=[summary for summary in summaries if summary is not None],
+            session_titles=await self.messages.session_titles(user_id),
+            profile=await self.profile.get_profile(user_id),
+            events=await self.events.list_events(user_id, limit=1_000_000),
+            memories=await self._run(self.memories.of_user(user_id)),
+            cursor=await self.messages.get_cursor(user_id),
+            profile_history=await self.profile.all_history(user_id),
+            items=await self.items.list_items(user_id),
+        )

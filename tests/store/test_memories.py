@@ -1,0 +1,60 @@
+"""Search memories and their index (store/memories.py): an unchanged memory is not rewritten, an
+index from an older memlane is rebuilt with its memories, a memory belongs to a user."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlane.store.base import Memory, MemoryUpdate, StoreError
+from memlane.store.redis import RedisMemoryStore
+
+
+async def test_reindexing_unchanged_memories_keeps_text_scores(store: RedisMemoryStore):
+    memories = [Memory(id=str(i), user_id="alice", kind="event", text=f"note {i} about coffee beans") for i in range(20)]
+    memories.append(Memory(id="tea", user_id="alice", kind="event", text="green tea from Kyoto"))
+    await store.add_memories(memories)
+
+    async def scores() -> dict[str, float]:
+        docs = await store.index.query(store.text_query(["kyoto", "coffe"], store._filter("alice", None, None, None, None), 30))
+        return {doc["memory_id"]: round(float(doc["score"]), 6) for doc in docs}
+
+    before = await scores()
+    info_before = await store.client.ft(store.layout.memory_index_name).info()
+    for _ in range(3):
+        await store.add_memories(memories)  # bulk re-indexing of the same memories
+    assert await scores() == before
+    info_after = await store.client.ft(store.layout.memory_index_name).info()
+    assert int(info_after["max_doc_id"]) == int(info_before["max_doc_id"])  # nothing was rewritten
+    changed = memories[0].model_copy(update={"text": "note 0 about tea"})
+    await store.add_memories([changed])
+    assert {hit.memory.text for hit in await store.search_memories("alice", "note 0 about tea", limit=3)} >= {"note 0 about tea"}
+
+
+async def test_an_index_from_an_older_memlane_is_rebuilt_with_its_memories(store: RedisMemoryStore):
+    await store.add_memories([Memory(id="1", user_id="alice", kind="event", text="我喜欢黑咖啡", session_id="s")])
+    key = store.layout.memory("alice", "1")
+    await store.client.hdel(key, "search_text", "month_day", "speaker_role", "content_digest")
+    await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=False)
+    old_fields = [field for field in store.schema.redis_fields if field.name in ("user", "kind", "session", "created_at", "embedding")]
+    from redis.commands.search.field import TextField
+    from redis.commands.search.index_definition import IndexDefinition
+
+    await store.client.ft(store.layout.memory_index_name).create_index(
+        [*old_fields, TextField("text")], definition=IndexDefinition(prefix=[store.layout.memory_key_prefix], language="chinese")
+    )
+    await store.ensure_indexes()
+    for _ in range(50):  # the rebuilt index scans the existing hashes in the background
+        hits = await store.search_memories("alice", "咖啡", limit=1)
+        if hits and hits[0].text_score == 1.0:
+            break
+        import asyncio
+
+        await asyncio.sleep(0.1)
+    assert hits[0].memory.text == "我喜欢黑咖啡" and hits[0].text_score == 1.0
+
+
+async def test_memories_without_a_user_are_refused(store: RedisMemoryStore):
+    with pytest.raises(StoreError, match="empty user_id"):
+        await store.add_memories([Memory(id="1", user_id="", kind="event", text="orphan")])
+    with pytest.raises(StoreError, match="empty user_id"):
+        await store.apply_update(MemoryUpdate(user_id="", advance_cursor_to=3))
