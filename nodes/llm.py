@@ -5,6 +5,8 @@ set in one place (`Settings.llm_timeout_seconds`, `Settings.llm_max_retries`) an
 run can report how many calls and prompt tokens it cost. With a circuit breaker (the
 `MemoryContext`'s, shared by every step), a model that keeps failing is not called at all
 until the breaker lets a trial call through: the step fails at once with `ModelPaused`.
+A step passes its output model to `ask`; whether the call sends it as a JSON schema is
+decided in `nodes/structured_output.py`.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Sequence
 
+from pydantic import BaseModel
+
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.constants import TAG_NOSTREAM
 
 from memlane.config import Settings
+from memlane.nodes.structured_output import STRUCTURED_OUTPUT
 from memlane.store.base import Message
 from memlane.store.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.text import has_cjk
@@ -92,23 +97,37 @@ class ModelCaller:
     # model that works needs: a call past it is given up without counting against the breaker
     timeout_is_budget: bool = False
 
-    async def _invoke(self, system: str, user: str) -> BaseMessage:
-        return await self.llm.ainvoke([SystemMessage(content=system), HumanMessage(content=user)], config=MEMORY_MODEL_CONFIG)
+    async def _invoke(self, system: str, user: str, schema: type[BaseModel] | None) -> str:
+        # a server refusing the schema is asked again without it inside this one call, so the
+        # breaker and the retries see only the answer
+        return await STRUCTURED_OUTPUT.answer(
+            self.llm,
+            [SystemMessage(content=system), HumanMessage(content=user)],
+            schema=schema,
+            mode=self.settings.memory_model_structured_output,
+            step=self.step,
+            config=MEMORY_MODEL_CONFIG,
+        )
 
-    async def _through_breaker(self, make_call: Callable[[], Awaitable[BaseMessage]]) -> BaseMessage:
+    async def _through_breaker(self, make_call: Callable[[], Awaitable[str]]) -> str:
         return await (make_call() if self.breaker is None else self.breaker.call(make_call))
 
-    async def _call(self, system: str, user: str) -> BaseMessage:
+    async def _call(self, system: str, user: str, schema: type[BaseModel] | None) -> str:
         timeout = self.settings.llm_timeout_seconds
         if self.timeout_is_budget:
             # the timeout outside the breaker: the call is cancelled, which proves nothing
-            return await asyncio.wait_for(self._through_breaker(lambda: self._invoke(system, user)), timeout=timeout)
+            return await asyncio.wait_for(
+                self._through_breaker(lambda: self._invoke(system, user, schema)), timeout=timeout
+            )
         # the timeout inside the breaker: a call that hangs counts as a failure of the model
-        return await self._through_breaker(lambda: asyncio.wait_for(self._invoke(system, user), timeout=timeout))
+        return await self._through_breaker(lambda: asyncio.wait_for(self._invoke(system, user, schema), timeout=timeout))
 
-    async def ask(self, system: str, user: str) -> str:
+    async def ask(self, system: str, user: str, *, schema: type[BaseModel] | None = None) -> str:
         """The model's answer text. Raises `ModelCallFailed` after the last retry, and
-        `ModelPaused` without calling while the breaker is open."""
+        `ModelPaused` without calling while the breaker is open.
+
+        schema: the step's output model, sent as a JSON schema where the model takes one
+        (`memory_model_structured_output`); the answer is parsed leniently either way."""
         prompt_tokens = count_tokens(system, self.settings.token_encoding) + count_tokens(
             user, self.settings.token_encoding
         )
@@ -118,8 +137,7 @@ class ModelCaller:
             self.usage.model_calls += 1
             self.usage.prompt_tokens += prompt_tokens
             try:
-                answer = await self._call(system, user)
-                return answer.text if hasattr(answer, "text") else str(answer.content)
+                return await self._call(system, user, schema)
             except CircuitOpen as refused:
                 self.usage.model_calls -= 1  # refused before the call: nothing was spent
                 self.usage.prompt_tokens -= prompt_tokens

@@ -71,6 +71,20 @@ class MergeDecision(BaseModel):
         return "" if value is None else value
 
 
+class NumberedDecision(BaseModel):
+    """One decision of the batched merge answer, citing its fact's number."""
+
+    fact: int
+    action: Action
+    content: str
+
+
+class MergeBatchOutput(BaseModel):
+    """The batched merge answer (read by `parse_decisions`, which takes other shapes too)."""
+
+    decisions: list[NumberedDecision]
+
+
 @dataclass(frozen=True)
 class MergeQuestion:
     """One fact the model decides on, with what its slot holds."""
@@ -254,7 +268,7 @@ def apply_decision(
 
 async def _decide_one(question: MergeQuestion, caller: ModelCaller, notes: list[str]) -> MergeDecision | None:
     """One fact, one call; None (and a note) when the answer holds no usable decision."""
-    answer = await caller.ask(MERGE_PROMPT, merge_prompt_input(question))
+    answer = await caller.ask(MERGE_PROMPT, merge_prompt_input(question), schema=MergeDecision)
     try:
         decisions, problems = parse_decisions(answer, [question])
         if 1 in decisions:
@@ -275,7 +289,7 @@ async def _decide_batch(
         return [await _decide_one(questions[0], caller, notes)]
     decisions: dict[int, MergeDecision] = {}
     try:
-        answer = await caller.ask(MERGE_BATCH_PROMPT, merge_batch_input(questions))
+        answer = await caller.ask(MERGE_BATCH_PROMPT, merge_batch_input(questions), schema=MergeBatchOutput)
         decisions, problems = parse_decisions(answer, questions)
     except (ModelCallFailed, ParseFailed) as failure:
         # a model that is really away fails the first one-by-one call below, and the step

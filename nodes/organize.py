@@ -40,6 +40,12 @@ class OrganizedSubtopic(BaseModel):
         return value.strip()
 
 
+class OrganizeOutput(BaseModel):
+    """The organize step's answer."""
+
+    subtopics: list[OrganizedSubtopic]
+
+
 def topics_over_limit(profile: Sequence[ProfileEntry], max_subtopics: int) -> list[str]:
     counts: dict[str, list[ProfileEntry]] = defaultdict(list)
     for entry in profile:
@@ -100,6 +106,7 @@ async def organize_profile(
         answer = await caller.ask(
             ORGANIZE_PROMPT.format(max_subtopics=max_subtopics),
             f"<chat>\nTopic: {data_line(topic)}\nSubtopics:\n{listing}\n</chat>",
+            schema=OrganizeOutput,
         )
         try:
             items, skipped = parse_items(answer, OrganizedSubtopic, key="subtopics", step="organize")

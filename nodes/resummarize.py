@@ -45,6 +45,7 @@ async def resummarize_entries(
             RESUMMARIZE_PROMPT.format(max_tokens=max_tokens),
             f"<chat>\nSlot: {data_line(entry.topic)} / {data_line(entry.subtopic)}\n"
             f"Entry: {data_line(entry.content)}\n</chat>",
+            schema=ResummarizedEntry,
         )
         try:
             content = parse_object(answer, ResummarizedEntry, step="resummarize").content.strip()

@@ -113,7 +113,9 @@ async def condense(lines: Sequence[str], settings: Settings, caller: ModelCaller
     summaries: list[str] = []
     for part in split_windows(lines, window, settings.summary_window_overlap_tokens, encoding):
         answer = await caller.ask(
-            WINDOW_SUMMARY_PROMPT.format(max_tokens=target), "<chat>\n" + "\n".join(part) + "\n</chat>"
+            WINDOW_SUMMARY_PROMPT.format(max_tokens=target),
+            "<chat>\n" + "\n".join(part) + "\n</chat>",
+            schema=SummaryText,
         )
         summaries.append(truncate_to_tokens(_answer_text(answer, "session summary"), target, encoding))
     return await condense([summary for summary in summaries if summary], settings, caller, depth + 1)
@@ -134,11 +136,12 @@ async def summarize_session(
     answer = await caller.ask(
         SESSION_SUMMARY_PROMPT.format(max_tokens=limit),
         f"Previous summary: {previous or '(none)'}\n\nNew part:\n<chat>\n{digest}\n</chat>",
+        schema=SummaryText,
     )
     summary = _answer_text(answer, "session summary")
     if count_tokens(summary, encoding) > limit:
         answer = await caller.ask(
-            WINDOW_SUMMARY_PROMPT.format(max_tokens=limit), f"<chat>\n{summary}\n</chat>"
+            WINDOW_SUMMARY_PROMPT.format(max_tokens=limit), f"<chat>\n{summary}\n</chat>", schema=SummaryText
         )
         summary = truncate_to_tokens(_answer_text(answer, "session summary"), limit, encoding)
     return summary

@@ -12,6 +12,7 @@ import re
 from typing import Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic import BaseModel
 
 from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, render_chat
@@ -32,6 +33,13 @@ its subject, e.g. "Planning a trip to Lisbon" or "周末去杭州的计划". No 
 {LANGUAGE_RULE}
 {DATA_RULE}
 Answer with JSON only: {{"title": "..."}}"""
+
+
+class TitleOutput(BaseModel):
+    """The title answer (read by `clean_title`, which takes a bare line too)."""
+
+    title: str
+
 
 _LABEL = re.compile(r"^\s*(?:\**\s*)?(?:title|session title|标题|题目)\s*(?:\**\s*)?[:：]\s*", re.IGNORECASE)
 _EDGES = "\"'“”‘’「」『』《》【】`*#_ \t"
@@ -107,7 +115,7 @@ async def session_title(llm: BaseChatModel, messages: Sequence[Message], setting
     language = detect_language(owner_text or " ".join(message.content for message in shown))
     caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), "session_title")
     try:
-        answer = await caller.ask(TITLE_PROMPT, render_chat(shown))
+        answer = await caller.ask(TITLE_PROMPT, render_chat(shown), schema=TitleOutput)
     except ModelCallFailed as failure:
         logger.warning("session title: using the first message: %s", failure)
         return fallback

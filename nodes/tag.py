@@ -53,7 +53,9 @@ async def tag_event(
     if max_tags == 0:
         return [], []
     try:
-        answer = await caller.ask(TAG_PROMPT.format(max_tags=max_tags), f"<chat>\nEvent: {summary}\n</chat>")
+        answer = await caller.ask(
+            TAG_PROMPT.format(max_tags=max_tags), f"<chat>\nEvent: {summary}\n</chat>", schema=TagOutput
+        )
         value = extract_json(
             answer, step="tag", accept=lambda found: isinstance(found, list) or (isinstance(found, dict) and "tags" in found)
         )

@@ -13,6 +13,7 @@ import logging
 import re
 
 from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic import BaseModel
 
 from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, data_line, render_message
@@ -31,6 +32,13 @@ it or refers back to it ("and the second one?", "那第二个呢？"); small tal
 "thanks" or "好的" continues it too. It does not when it starts a new, unrelated subject.
 {DATA_RULE}
 Answer with JSON only: {{"related": true}} or {{"related": false}}"""
+
+
+class TopicShiftOutput(BaseModel):
+    """The topic-shift answer (read by `parse_related`, which takes words too)."""
+
+    related: bool
+
 
 _ANSWER_KEYS = ("related", "is_related", "continues", "same_topic", "answer", "result")
 _LEADING_NO = re.compile(r"^(?:no|nope|false|不是|不相关|无关|否|不)(?:\b|(?![a-z]))", re.IGNORECASE)
@@ -108,7 +116,7 @@ async def is_related(llm: BaseChatModel, context: str, message: Message, setting
     )
     caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), "topic_shift")
     try:
-        answer = await caller.ask(TOPIC_SHIFT_PROMPT, user_text)
+        answer = await caller.ask(TOPIC_SHIFT_PROMPT, user_text, schema=TopicShiftOutput)
     except ModelCallFailed as failure:
         logger.warning("topic shift: assuming the message continues the conversation: %s", failure)
         return True

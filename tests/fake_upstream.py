@@ -8,6 +8,9 @@ server, and `Served` (an ASGI app on uvicorn in a thread).
 `reply` is a string or `(request_body) -> str`; a streamed reply comes in `chunk_size` pieces.
 `status` (not 200) answers every request with that status and an OpenAI-style error body;
 `break_stream` ends a stream after its first chunk without finishing it.
+`refuse_json_schema` answers a request carrying a `json_schema` response_format with a 400, as a
+server without structured outputs does; `finish_reason` ("length": the answer hit the token limit)
+ends every answer.
 A real model's latency: `first_token_seconds` before a streamed reply's first chunk (the
 reply model), `answer_seconds` before a reply that is not streamed (the memory model's calls),
 e.g. `FakeUpstream(**REAL_MODEL_LATENCY)`; `chunk_seconds` between a stream's chunks (a reply a
@@ -47,6 +50,8 @@ class FakeUpstream:
         first_token_seconds: float = 0.0,
         answer_seconds: float = 0.0,
         chunk_seconds: float = 0.0,
+        refuse_json_schema: bool = False,
+        finish_reason: str = "stop",
     ) -> None:
         self.reply = reply
         self.chunk_size = chunk_size
@@ -55,6 +60,8 @@ class FakeUpstream:
         self.first_token_seconds = first_token_seconds
         self.answer_seconds = answer_seconds
         self.chunk_seconds = chunk_seconds
+        self.refuse_json_schema = refuse_json_schema
+        self.finish_reason = finish_reason
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -91,13 +98,13 @@ class FakeUpstream:
         return prompts
 
 
-def _completion(model: str, text: str) -> dict[str, Any]:
+def _completion(model: str, text: str, finish_reason: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
 
@@ -145,11 +152,15 @@ def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 message = f"the fake upstream is told to fail (key {key or 'none'})"
                 self._send_json(upstream.status, {"error": {"message": message, "type": "server_error"}})
                 return
+            if upstream.refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
+                message = "response_format json_schema is not supported by this model"
+                self._send_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": "response_format"}})
+                return
             model = body.get("model", "fake")
             text = upstream.answer(body)
             if not body.get("stream"):
                 time.sleep(upstream.answer_seconds)
-                self._send_json(200, _completion(model, text))
+                self._send_json(200, _completion(model, text, upstream.finish_reason))
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -165,7 +176,7 @@ def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 if upstream.break_stream and number == 0:
                     self.close_connection = True
                     return  # no terminating chunk: the client sees the stream cut
-            self._write_chunk(b"data: " + json.dumps(_chunk(model, {}, "stop")).encode() + b"\n\n")
+            self._write_chunk(b"data: " + json.dumps(_chunk(model, {}, upstream.finish_reason)).encode() + b"\n\n")
             self._write_chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
