@@ -1,57 +1,476 @@
-"""The store protocol, `MemoryStore`: what nodes, graph and recall depend on.
+"""The store protocol and its record models.
 
-`store/redis.py` implements it. Every method is scoped to one user: no call can read or
-write another user's data. The records it speaks in live in `store/records.py` and the
-errors in `store/errors.py`; both are importable from here, as they always were.
+Nodes, graph and recall depend on `MemoryStore` only; `store/redis.py` implements it.
+Every method is scoped to one user: no call can read or write another user's data.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+import hashlib
+import json
+import time
+from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+
+from pydantic import BaseModel, Field, field_validator
 
 from memlane.store.breaker import BreakerStatus
-from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, InvalidInput, RedisUnavailable, StoreError
-from memlane.store.records import (
-    Event,
-    ForgetReport,
-    ForgottenRecord,
-    ITEM_MEMORY_PREFIX,
-    MEMORY_KINDS,
-    Memory,
-    MemoryHit,
-    MemoryKind,
-    MemoryUpdate,
-    Message,
-    ParkedRun,
-    ProfileChange,
-    ProfileEntry,
-    ProfileRevision,
-    Role,
-    SessionSummary,
-    SpeakerRole,
-    StoreItem,
-    UserExport,
-    check_id,
-    clean_text,
-    event_memory_id,
-    item_memory_id,
-    message_memory_id,
-    normalize_slot,
-    now,
-    profile_entry_id,
-    profile_memory_id,
-    stable_id,
-)
 
-# re-exported: records and errors were defined here, and are imported from here
-__all__ = [
-    "EmbeddingsUnavailable", "Event", "ForgetReport", "ForgottenRecord", "ITEM_MEMORY_PREFIX", "InputTooLarge",
-    "InvalidInput", "MEMORY_KINDS", "Memory", "MemoryHit", "MemoryKind", "MemoryStore", "MemoryUpdate",
-    "Message", "ParkedRun", "ProfileChange", "ProfileEntry", "ProfileRevision", "RedisUnavailable", "Role",
-    "SessionSummary", "SpeakerRole", "StoreError", "StoreItem", "UserExport", "check_id", "clean_text",
-    "event_memory_id", "item_memory_id", "message_memory_id", "normalize_slot", "now", "profile_entry_id",
-    "profile_memory_id", "stable_id",
-]
+MemoryKind = Literal["profile", "event", "summary", "message"]
+MEMORY_KINDS: tuple[MemoryKind, ...] = ("profile", "event", "summary", "message")
+Role = Literal["user", "assistant", "system", "tool"]
+SpeakerRole = Literal["owner", "assistant", "other"]
+
+
+class StoreError(RuntimeError):
+    """Base class of the store's errors; the message says what to do."""
+
+
+class RedisUnavailable(StoreError):
+    """Redis cannot be reached or started."""
+
+
+class EmbeddingsUnavailable(StoreError):
+    """The embedder failed (or its circuit breaker is open): search falls back to keywords,
+    and messages stored meanwhile are indexed later (`MemoryStore.reindex_pending`)."""
+
+
+class InvalidInput(ValueError):
+    """The store refuses a record or an id for what it holds (a NUL byte in an id, a blank
+    profile content, a confidence outside 0..1); the message says what to change."""
+
+
+class InputTooLarge(InvalidInput):
+    """A text or id is longer than its setting allows; the message names the setting."""
+
+
+def stable_id(*parts: str) -> str:
+    """A deterministic id from content parts: at-least-once delivery must not duplicate."""
+    digest = hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()[:32]
+
+
+def now() -> float:
+    return time.time()
+
+
+def clean_text(value: str) -> str:
+    """`value` safe to store, embed and send to a model: NUL bytes dropped, each lone UTF-16
+    surrogate ("\\ud800") replaced by U+FFFD (a pair of surrogates is joined into the character
+    it encodes)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if value.isascii():
+        return value
+    return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def check_id(value: str, what: str = "an id") -> str:
+    """`value` as it is, or `InvalidInput` when it holds a NUL byte or a lone surrogate. Ids are
+    used as given, never cleaned: a changed id could name another record, or another user."""
+    if "\x00" in value:
+        raise InvalidInput(f"{what} holds a NUL byte (\\x00); ids are used as given, so remove it")
+    if not value.isascii() and any("\ud800" <= char <= "\udfff" for char in value):
+        raise InvalidInput(f"{what} holds a lone UTF-16 surrogate; ids must be valid Unicode text")
+    return value
+
+
+def _cleaned(value: Any) -> Any:
+    """A text field as `clean_text` leaves it (None and non-strings are pydantic's to judge)."""
+    return clean_text(value) if isinstance(value, str) else value
+
+
+def _checked(value: str | None) -> str | None:
+    """An id field, refused by `check_id` when it holds a NUL byte or a lone surrogate."""
+    return value if value is None else check_id(value)
+
+
+class Message(BaseModel):
+    """One chat message; `id` is the caller's and unique per user."""
+
+    id: str = Field(min_length=1)
+    user_id: str = Field(min_length=1)
+    session_id: str = Field(min_length=1)
+    role: Role
+    content: str
+    created_at: float = Field(default_factory=now)
+    name: str | None = Field(default=None, description="speaker name, e.g. a friend in a group chat")
+    speaker_is_owner: bool | None = Field(
+        default=None,
+        description="whether the user who owns this memory said it; unset: a 'user' message without a name "
+        "is the owner's, a named one (朋友A in a group chat) is someone else's",
+    )
+    seq: int | None = Field(default=None, description="per-user order, assigned by the store")
+
+    @field_validator("content", "name")
+    @classmethod
+    def _replace_lone_surrogates(cls, value: str | None) -> str | None:
+        """A lone UTF-16 surrogate ("\\ud800") cannot be encoded for Redis or a model: it becomes
+        U+FFFD; NUL bytes are dropped (see `clean_text`)."""
+        return None if value is None else clean_text(value)
+
+    @field_validator("id", "user_id", "session_id")
+    @classmethod
+    def _check_ids(cls, value: str) -> str:
+        return check_id(value)
+
+    @property
+    def speaker_role(self) -> SpeakerRole:
+        """Who said it, explicitly: the memory's owner, the assistant, or someone else."""
+        if self.role == "assistant":
+            return "assistant"
+        if self.speaker_is_owner is not None:
+            return "owner" if self.speaker_is_owner else "other"
+        return "owner" if self.role == "user" and not self.name else "other"
+
+
+class SessionSummary(BaseModel):
+    """The rolling summary of one (user, session)."""
+
+    user_id: str
+    session_id: str
+    summary: str
+    updated_at: float = Field(default_factory=now)
+    source_message_ids: list[str] = Field(default_factory=list)
+
+    _check_ids = field_validator("user_id", "session_id")(_checked)
+    _clean_texts = field_validator("summary", mode="before")(_cleaned)
+
+
+def normalize_slot(text: str) -> str:
+    """Topic/subtopic key: case and surrounding space do not make a new slot."""
+    return " ".join(text.strip().lower().split())
+
+
+def profile_entry_id(user_id: str, topic: str, subtopic: str) -> str:
+    return stable_id("profile", user_id, normalize_slot(topic), normalize_slot(subtopic))
+
+
+def profile_memory_id(entry_id: str) -> str:
+    """Id of the search memory that mirrors a profile entry (deleted with the entry)."""
+    return f"profile:{entry_id}"
+
+
+def event_memory_id(event_id: str) -> str:
+    return f"event:{event_id}"
+
+
+def message_memory_id(message_id: str) -> str:
+    return f"message:{message_id}"
+
+
+ITEM_MEMORY_PREFIX = "item:"
+
+
+def item_memory_id(namespace: Sequence[str], key: str) -> str:
+    """Id of the search memory that keeps a LangGraph store item (memlane/langgraph_store.py)."""
+    return ITEM_MEMORY_PREFIX + stable_id("item", json.dumps([list(namespace), key], ensure_ascii=False))
+
+
+class ProfileEntry(BaseModel):
+    """One fact about the user, unique on (user, topic, subtopic)."""
+
+    user_id: str
+    topic: str = Field(min_length=1)
+    subtopic: str = Field(min_length=1)
+    content: str = Field(min_length=1)
+    confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)
+    source_message_ids: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("topic", "subtopic")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        value = " ".join(clean_text(value).split())
+        if not value:
+            raise ValueError("topic and subtopic must not be blank")
+        return value
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        value = clean_text(value)
+        if not value.strip():
+            raise ValueError("a profile entry's content must not be blank")
+        return value
+
+    _check_ids = field_validator("user_id")(_checked)
+
+    @property
+    def id(self) -> str:
+        return profile_entry_id(self.user_id, self.topic, self.subtopic)
+
+    @property
+    def line(self) -> str:
+        """"topic / subtopic: content", the way prompts, recall and search show an entry."""
+        return f"{self.topic} / {self.subtopic}: {self.content}"
+
+    def as_memory(self) -> Memory:
+        """The search memory mirroring this entry (rewritten and deleted with it)."""
+        return Memory(
+            id=profile_memory_id(self.id),
+            user_id=self.user_id,
+            kind="profile",
+            text=self.line,
+            source_message_ids=self.source_message_ids,
+            ref_id=self.id,
+        )
+
+
+class ProfileRevision(BaseModel):
+    """One change of a profile entry, as its history keeps it (oldest first).
+
+    Recorded by `edit_profile_entry`, `delete_profile_entry`, `forget` and `apply_update`; an
+    update that changes neither content nor confidence records none. The history outlives
+    the entry (the delete is its last revision) and goes with `delete_user`.
+    """
+
+    entry_id: str
+    user_id: str
+    action: Literal["add", "update", "delete"]
+    actor: str = Field(
+        description='who made the change: "run:<event id>" (a memory-graph run), "user" (the app), '
+        '"api:<key name>", "tool", "cli", "forget"'
+    )
+    at: float = Field(default_factory=now, description="unix time")
+    topic: str
+    subtopic: str
+    before_content: str | None = None
+    after_content: str | None = None
+    before_confidence: float | None = None
+    after_confidence: float | None = None
+
+
+class ProfileChange(BaseModel):
+    """One line of an event's profile delta."""
+
+    action: Literal["add", "update", "delete"]
+    entry_id: str
+    topic: str
+    subtopic: str
+    content: str = ""
+    previous_content: str | None = None
+
+    _clean_texts = field_validator("content", "previous_content", mode="before")(_cleaned)
+
+
+class Event(BaseModel):
+    """An event card: what one memory-graph run learned."""
+
+    id: str
+    user_id: str
+    created_at: float = Field(default_factory=now)
+    summary: str
+    tags: list[str] = Field(default_factory=list)
+    profile_delta: list[ProfileChange] = Field(default_factory=list)
+    session_ids: list[str] = Field(default_factory=list)
+    source_message_ids: list[str] = Field(default_factory=list)
+
+    _check_ids = field_validator("id", "user_id")(_checked)
+    _clean_texts = field_validator("summary", mode="before")(_cleaned)
+
+    def as_memory(self) -> Memory:
+        """The search memory that makes the event's summary searchable."""
+        return Memory(
+            id=event_memory_id(self.id),
+            user_id=self.user_id,
+            kind="event",
+            text=self.summary,
+            session_id=self.session_ids[-1] if self.session_ids else None,
+            created_at=self.created_at,
+            source_message_ids=self.source_message_ids,
+            ref_id=self.id,
+        )
+
+
+class Memory(BaseModel):
+    """A searchable memory: a text with its embedding, kind and sources."""
+
+    id: str
+    user_id: str
+    kind: MemoryKind
+    text: str = Field(min_length=1)
+    session_id: str | None = None
+    created_at: float = Field(default_factory=now)
+    source_message_ids: list[str] = Field(default_factory=list)
+    ref_id: str | None = Field(default=None, description="id of the profile entry / event it mirrors")
+    context: str | None = Field(
+        default=None,
+        description="text that helps find it but is not part of it (for a message: the message before it "
+        "in its session); embedded and indexed with the text, never shown",
+    )
+    speaker: str | None = Field(default=None, description="who said it, when someone other than the owner did")
+    speaker_role: SpeakerRole = Field(
+        default="owner", description="owner (the user, and facts about them), assistant, or other (a friend)"
+    )
+
+    _check_ids = field_validator("id", "user_id", "session_id")(_checked)
+    _clean_texts = field_validator("text", "context", "speaker", mode="before")(_cleaned)
+
+    @property
+    def attributed_text(self) -> str:
+        """The text with its speaker in front when it is not the owner's ("朋友A: …")."""
+        if self.speaker_role == "other":
+            return f"{self.speaker or 'other'}: {self.text}"
+        if self.speaker_role == "assistant":
+            return f"{self.speaker or 'assistant'}: {self.text}"
+        return self.text
+
+
+class MemoryHit(BaseModel):
+    """A search result: the memory and how it scored.
+
+    Hits come ranked by `rank_score` (reciprocal-rank fusion of the vector and the text
+    ranking, plus the time-scoped rankings when the query names a time). `score` is a
+    calibrated relevance for thresholds, independent of the other hits: the cosine
+    similarity rescaled from the embedding provider's floor of unrelated texts to 1,
+    fused with the normalized BM25 score (see `RedisMemoryStore.relevance`).
+    """
+
+    memory: Memory
+    score: float = Field(description="relevance 0..1, for thresholds")
+    rank_score: float = Field(default=0.0, description="reciprocal-rank fusion score: the order of the hits")
+    vector_similarity: float = Field(description="cosine similarity, 0..1")
+    text_score: float = Field(description="BM25 score normalized to the best text hit, 0..1")
+    time_match: bool = Field(default=False, description="inside a time the query names (\"yesterday\", \"5月2日\")")
+
+
+class StoreItem(BaseModel):
+    """A LangGraph store item: a search memory of kind "event" whose hash also keeps the item.
+
+    Recall and the app see the memory (id `item_memory_id`); deleting the memory deletes the item.
+    """
+
+    user_id: str = Field(min_length=1)
+    namespace: list[str] = Field(min_length=2, description="(collection, user_id, ...): the user is the second label")
+    key: str
+    value: dict[str, Any]
+    text: str = Field(default="", description="what search finds it by; empty: not searchable (index=False)")
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)
+    ttl_minutes: float | None = Field(default=None, description="expires this long after its last write or read")
+
+    _check_ids = field_validator("user_id")(_checked)
+    _clean_texts = field_validator("text", mode="before")(_cleaned)
+
+    @property
+    def memory_id(self) -> str:
+        return item_memory_id(self.namespace, self.key)
+
+    def as_memory(self) -> Memory:
+        """The search memory that carries the item (the JSON value stands in for an unsearchable one's text)."""
+        return Memory(
+            id=self.memory_id,
+            user_id=self.user_id,
+            kind="event",
+            text=self.text or json.dumps(self.value, ensure_ascii=False) or "{}",
+            created_at=self.created_at,
+        )
+
+
+class MemoryUpdate(BaseModel):
+    """Everything one memory-graph run writes, applied in one transaction.
+
+    Idempotent: profile entries are keyed by (user, topic, subtopic), events and
+    memories by deterministic ids, and the cursor only moves forward.
+    """
+
+    user_id: str
+    # deleting a profile entry also deletes its `profile_memory_id` memory
+    upsert_profile: list[ProfileEntry] = Field(default_factory=list)
+    delete_profile_ids: list[str] = Field(default_factory=list)
+    event: Event | None = None
+    memories: list[Memory] = Field(default_factory=list)
+    delete_memory_ids: list[str] = Field(default_factory=list)
+    advance_cursor_to: int | None = Field(
+        default=None, description="last message seq this run consumed; moves the buffer cursor"
+    )
+    actor: str | None = Field(
+        default=None, description='who writes it, for profile history; unset: "run:<event id>" ("run" without an event)'
+    )
+
+
+class ForgottenRecord(BaseModel):
+    """One record `forget` changed."""
+
+    kind: Literal["profile", "event", "message", "summary", "item"]
+    id: str = Field(description="profile entry, event, message or item memory id; the session id of a summary")
+    action: Literal["deleted", "rewritten"] = Field(
+        description="deleted: the whole record went; rewritten: the sentences stating the fact went"
+    )
+
+
+class ForgetReport(BaseModel):
+    """What `forget` (or deleting a profile entry, event or message) removed, and where."""
+
+    user_id: str
+    query: str
+    subject: str = Field(default="", description='what was matched: the query without "forget what I said about"')
+    records: list[ForgottenRecord] = Field(default_factory=list)
+
+    def add(self, kind: str, record_id: str, action: str) -> None:
+        if not any(r.kind == kind and r.id == record_id for r in self.records):
+            self.records.append(ForgottenRecord(kind=kind, id=record_id, action=action))  # type: ignore[arg-type]
+
+    @property
+    def forgot_anything(self) -> bool:
+        return bool(self.records)
+
+    def describe(self) -> str:
+        """One line: "forgot 1 profile entry, 2 messages (1 rewritten), 1 session summary"."""
+        if not self.records:
+            return f"nothing stored matched {self.subject or self.query!r}"
+        nouns = {
+            "profile": ("profile entry", "profile entries"),
+            "event": ("event", "events"),
+            "message": ("message", "messages"),
+            "summary": ("session summary", "session summaries"),
+            "item": ("item", "items"),
+        }
+        parts = []
+        for kind, (singular, plural) in nouns.items():
+            records = [r for r in self.records if r.kind == kind]
+            if records:
+                rewritten = sum(1 for r in records if r.action == "rewritten")
+                parts.append(
+                    f"{len(records)} {singular if len(records) == 1 else plural}" + (f" ({rewritten} rewritten)" if rewritten else "")
+                )
+        return "forgot " + ", ".join(parts)
+
+
+class UserExport(BaseModel):
+    """Everything stored about one user."""
+
+    user_id: str
+    exported_at: float = Field(default_factory=now)
+    messages: list[Message]
+    session_summaries: list[SessionSummary]
+    session_titles: dict[str, str] = Field(default_factory=dict, description="session id → title")
+    profile: list[ProfileEntry]
+    events: list[Event]
+    memories: list[Memory]
+    cursor: int
+    profile_history: list[ProfileRevision] = Field(
+        default_factory=list, description="revisions of every profile entry, deleted ones included, oldest first"
+    )
+    items: list[StoreItem] = Field(
+        default_factory=list, description="LangGraph store items (memlane/langgraph_store.py), values as written"
+    )
+
+
+class ParkedRun(BaseModel):
+    """A memory-graph run that failed every retry, kept in the dead-letter list with its error.
+
+    Its buffer is not lost: the cursor did not move, so retrying queues a run for the user.
+    """
+
+    id: str
+    user_id: str
+    error: str
+    attempts: int = Field(ge=1, description="attempts made, over every time this run was parked")
+    first_failed_at: float = Field(default_factory=now)
+    last_failed_at: float = Field(default_factory=now)
 
 
 @runtime_checkable

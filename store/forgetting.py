@@ -14,20 +14,13 @@ import time
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from memlane.store.base import ITEM_MEMORY_PREFIX, ForgetReport, Message, ProfileEntry, SessionSummary, clean_text
 from memlane.store.core import StorePart
 from memlane.store.events import Events
 from memlane.store.forget import Fact, facts_of, forget_subject, states_any, strip_statements, text_terms
 from memlane.store.items import Items
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
-from memlane.store.records import (
-    ITEM_MEMORY_PREFIX,
-    ForgetReport,
-    Message,
-    ProfileEntry,
-    SessionSummary,
-    clean_text,
-)
 from memlane.store.schema import item_key
 from memlane.store.search import Search
 from memlane.store.text import is_short_entity_query

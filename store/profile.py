@@ -14,10 +14,17 @@ from typing import Any, Sequence
 
 from redis.exceptions import WatchError
 
+from memlane.store.base import (
+    InvalidInput,
+    MemoryUpdate,
+    ProfileEntry,
+    ProfileRevision,
+    StoreError,
+    clean_text,
+    profile_memory_id,
+)
 from memlane.store.core import StorePart, as_text
-from memlane.store.errors import InvalidInput, StoreError
 from memlane.store.memories import Memories
-from memlane.store.records import MemoryUpdate, ProfileEntry, ProfileRevision, clean_text, profile_memory_id
 
 _EDIT_ATTEMPTS = 5  # optimistic transactions of one profile edit before it gives up
 
@@ -106,6 +113,7 @@ class Profile(StorePart):
         return [ProfileRevision.model_validate_json(value) for value in raw]
 
     async def all_history(self, user_id: str) -> list[ProfileRevision]:
+        """Every revision of the user's entries, deleted entries' included, oldest first (for export)."""
         entry_ids = sorted(as_text(member) for member in await self._run(
             self.client.smembers(self.layout.profile_history_entries(user_id))
         ))

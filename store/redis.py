@@ -7,7 +7,7 @@ Hybrid search runs a KNN query and a BM25 query (both filtered on the user with 
 
 The store is a facade: each concern is a part in a module of its own, every part shares one
 `StoreCore` (core.py: connection, key layout, settings, embedder), and the table in the class
-says which part answers each method of the protocol (base.py; its records in records.py):
+says which part answers each method of the protocol (base.py, with the records):
 
     messages.py     history, cursor, sessions          memories.py  search memories, their index
     profile.py      profile entries, their revisions   search.py    hybrid search and its fusion
@@ -28,10 +28,10 @@ from langchain_core.embeddings import Embeddings
 from redis.exceptions import RedisError
 
 from memlane.config import Settings, get_settings
+from memlane.store.base import RedisUnavailable
 from memlane.store.breaker import BreakerStatus
 from memlane.store.core import StoreCore
 from memlane.store.embeddings import get_embeddings
-from memlane.store.errors import RedisUnavailable
 from memlane.store.events import Events
 from memlane.store.forgetting import Forgetting
 from memlane.store.items import Items

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memlane.store.base import MemoryUpdate, StoreError
 from memlane.store.core import StorePart
-from memlane.store.errors import StoreError
 from memlane.store.events import Events
 from memlane.store.memories import Memories
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
-from memlane.store.records import MemoryUpdate
 
 
 @dataclass(eq=False, repr=False)
