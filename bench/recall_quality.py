@@ -248,7 +248,8 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
         "speaker in the vector, no speaker ranking": {"search_embed_speaker": True, "search_speaker_weight": 0.0},
         "context of every message": {"search_message_context": "all"},
         "context not in the vector": {"search_embed_context": False},
-        "context in the vector of long turns too": {"search_embed_context_max_tokens": 0},
+        "context in the vector of short turns": {"search_embed_context": True, "search_embed_context_max_tokens": 16},
+        "context in the vector of every dialogue turn": {"search_embed_context": True, "search_embed_context_max_tokens": 0},
         "no context at all": {"search_message_context": "none"},
     }
     keys = ("search_message_context", "search_embed_context", "search_embed_context_max_tokens", "search_embed_speaker",

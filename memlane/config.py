@@ -150,8 +150,8 @@ class Settings(BaseSettings):
         description="When the query names someone who spoke, the vector ranking among what they said takes the place of the vector ranking over everything (true) or votes beside it (false)",
     )
     search_embed_context: bool = Field(
-        default=True,
-        description="Embed a message with the previous message of its session before it (true) or alone (false); the context's words are indexed for full text either way",
+        default=False,
+        description="Embed a short dialogue message (search_embed_context_max_tokens) with the message before it (true) or alone (false, the default: on MemoryBank and locomo-dev it gained nothing that held on both, and a longer embedded text costs ingestion time); the context's words are indexed for full text either way",
     )
     search_embed_context_max_tokens: int = Field(
         default=16,
@@ -343,7 +343,7 @@ class Settings(BaseSettings):
         "(needs a memory model)",
     )
 
-    # --- HTTP service (`memlane serve`, owned by ui/serve.py) ------------------------
+    # --- HTTP service (`memlane serve`, owned by serve/) --------------------------
     serve_config: Path | None = Field(
         default=None, description="TOML file of `memlane serve`: API keys (hashed), tenants, personas (see serve.example.toml)"
     )
