@@ -51,10 +51,7 @@ class ServeService:
             self.store = await open_store(self.settings)
         if self.memory_model is not None:
             context = MemoryContext(store=self.store, llm=self.memory_model, settings=self.settings)
-            docket_url = self.settings.memory_docket_url or getattr(self.store, "url", None)
-            self.scheduler = await MemoryScheduler(
-                context, docket_url=docket_url, on_result=self._on_result, on_queued=self._on_queued
-            ).__aenter__()
+            self.scheduler = await MemoryScheduler(context, on_result=self._on_result, on_queued=self._on_queued).__aenter__()
         self.persistence = MemoryPersistence(self.store, self.scheduler, on_saved=self._on_saved, on_failed=self._on_failed)
         self.upstream = httpx.AsyncClient(
             timeout=httpx.Timeout(self.settings.llm_timeout_seconds, connect=min(10.0, self.settings.llm_timeout_seconds)),

@@ -180,12 +180,10 @@ class ChatService:
             if self.store is None:
                 self.store = await open_store(self.settings)
             if self.memory_model is not None:
+                # runs queue in the store's Redis (memory_docket_url, else the store's): a run cut
+                # off by a restart is picked up again
                 context = MemoryContext(store=self.store, llm=self.memory_model, settings=self.settings)
-                # runs queue in the store's Redis: a run cut off by a restart is picked up again
-                docket_url = self.settings.memory_docket_url or getattr(self.store, "url", None)
-                self.scheduler = await MemoryScheduler(
-                    context, docket_url=docket_url, on_result=self._on_result, on_step=self._on_step
-                ).__aenter__()
+                self.scheduler = await MemoryScheduler(context, on_result=self._on_result, on_step=self._on_step).__aenter__()
             self.middleware = MemoryMiddleware(
                 self.store,
                 scheduler=self.scheduler,

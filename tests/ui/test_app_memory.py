@@ -5,16 +5,13 @@ Screenshots go to test-artifacts/screenshots (or $SCREENSHOT_DIR)."""
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 from scripted import ScriptedChatModel
-from ui_browser import browser, drop_prefix_sync, free_port, page, save_screenshot  # noqa: F401  (pytest fixtures)
+from ui_browser import browser, page, save_screenshot, served_app  # noqa: F401  (pytest fixtures)
 from memory_graph_helpers import memory_rules
 from test_app import bot_texts, open_app, send_and_wait, wait_for_text
 
-from memlane.config import Settings
-from memlane.ui.app import LAUNCH_OPTIONS, build_app
 from memlane.ui.sample import SAMPLE_USER
 
 REPLY = "Noted."
@@ -48,25 +45,17 @@ def memory_model() -> ScriptedChatModel:
 
 @pytest.fixture(scope="module")
 def app_url(redis_url: str, tmp_path_factory):
-    prefix = f"t{uuid.uuid4().hex[:10]}"
-    settings = Settings(
-        redis_url=redis_url,
-        key_prefix=prefix,
-        data_dir=tmp_path_factory.mktemp("app-memory") / "data",
-        openai_api_key=None,
-        openai_base_url=None,
+    with served_app(
+        redis_url,
+        tmp_path_factory.mktemp("app-memory") / "data",
+        chat_model=ScriptedChatModel(default=REPLY, chunk_size=3),
+        memory_model=memory_model(),
         llm_timeout_seconds=5.0,
         llm_max_retries=0,
         memory_buffer_tokens=100_000,  # runs come from topic shifts, Remember now and the sample only
-    )
-    chat = ScriptedChatModel(default=REPLY, chunk_size=3)
-    demo = build_app(settings, chat_model=chat, memory_model=memory_model())
-    demo.memlane_service.sample_delay = 0.3  # each step stays on screen for a poll or two
-    port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH_OPTIONS)
-    yield f"http://127.0.0.1:{port}/", demo
-    demo.close()
-    drop_prefix_sync(redis_url, prefix)
+    ) as (url, demo):
+        demo.memlane_service.sample_delay = 0.3  # each step stays on screen for a poll or two
+        yield url, demo
 
 
 def load_the_sample(page, url: str) -> None:

@@ -4,34 +4,19 @@ test-artifacts/screenshots (or $SCREENSHOT_DIR)."""
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
-from ui_browser import browser, drop_prefix_sync, free_port, page, save_screenshot  # noqa: F401  (pytest fixtures)
+from ui_browser import browser, page, save_screenshot, served_app  # noqa: F401  (pytest fixtures)
 from test_app import open_app, wait_for_text
 
-from memlane.config import Settings
-from memlane.ui.app import LAUNCH_OPTIONS, build_app
 from memlane.ui.sample import SAMPLE_USER
 
 
 @pytest.fixture(scope="module")
 def app_url(redis_url: str, tmp_path_factory):
-    prefix = f"t{uuid.uuid4().hex[:10]}"
-    settings = Settings(
-        redis_url=redis_url,
-        key_prefix=prefix,
-        data_dir=tmp_path_factory.mktemp("app-tables") / "data",
-        openai_api_key=None,
-        openai_base_url=None,
-    )
-    demo = build_app(settings)
-    demo.memlane_service.sample_delay = 0.0
-    port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH_OPTIONS)
-    yield f"http://127.0.0.1:{port}/"
-    demo.close()
-    drop_prefix_sync(redis_url, prefix)
+    with served_app(redis_url, tmp_path_factory.mktemp("app-tables") / "data") as (url, demo):
+        demo.memlane_service.sample_delay = 0.0
+        yield url
 
 
 # each row of a table (Gradio draws rows as [role=row] divs): its cells' text, size and line height

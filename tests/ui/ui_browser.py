@@ -5,9 +5,11 @@ Imported by the test modules: a second conftest.py would shadow tests/conftest.p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
+import uuid
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,27 @@ def launch_app():
     yield launch
     for demo in launched:
         demo.close()
+
+
+@contextlib.contextmanager
+def served_app(redis_url: str, data_dir, *, chat_model=None, memory_model=None, **settings_fields):
+    """The chat app on its own key prefix, served on a free loopback port: yields (url, demo);
+    closed and its keys dropped afterwards."""
+    from memlane.config import Settings
+    from memlane.ui.app import LAUNCH_OPTIONS, build_app
+
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    settings = Settings(
+        redis_url=redis_url, key_prefix=prefix, data_dir=data_dir, openai_api_key=None, openai_base_url=None, **settings_fields
+    )
+    demo = build_app(settings, chat_model=chat_model, memory_model=memory_model)
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH_OPTIONS)
+    try:
+        yield f"http://127.0.0.1:{port}/", demo
+    finally:
+        demo.close()
+        drop_prefix_sync(redis_url, prefix)
 
 
 def drop_prefix_sync(redis_url: str, prefix: str) -> None:
