@@ -145,6 +145,20 @@ class Settings(BaseSettings):
         ge=0,
         description="Vote of the vector ranking of what a person the query names said (\"When did Caroline…\", \"朋友A喜欢…\"), among that person's messages",
     )
+    search_recency_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="Vote of the recency ranking (the candidates newest first, each vote times its decay, search_recency_half_life_days) in the rank fusion; 0: recency does not vote",
+    )
+    search_recency_half_life_days: float = Field(
+        default=30.0,
+        gt=0,
+        description="Days after which a memory's recency vote halves, counted back from the newest candidate (not the clock: a user away for months keeps the order)",
+    )
+    search_recency_kinds: list[Literal["profile", "event", "summary", "message"]] = Field(
+        default_factory=lambda: ["message", "event"],
+        description="Memory kinds whose recency votes (they fade); others never do: a profile entry holds until a newer fact replaces it",
+    )
     search_speaker_replaces_vector: bool = Field(
         default=True,
         description="When the query names someone who spoke, the vector ranking among what they said takes the place of the vector ranking over everything (true) or votes beside it (false)",

@@ -1,5 +1,8 @@
 """Step 8: write what the run learned in one idempotent `MemoryUpdate`, then the cursor moves.
 
+A changed entry holds from when its fact was said (`valid_from`: its newest source message);
+the store keeps the content an UPDATE replaced as a dated past value.
+
 Ids are deterministic: profile entries by (user, topic, subtopic), the event by the
 user and its source message ids, vector memories by the record they mirror. A run
 delivered twice, or re-run after a crash, overwrites instead of duplicating.
@@ -91,6 +94,18 @@ def profile_delta(before: Sequence[ProfileEntry], after: Sequence[ProfileEntry])
     return changes
 
 
+def said_at(entry: ProfileEntry, messages: Sequence[Message], previous: ProfileEntry | None = None) -> ProfileEntry:
+    """The entry with `valid_from` set to when its fact was said: the newest of `messages` among
+    its sources (the run's wall clock would date a fact by when the graph happened to run). An
+    entry that only grew (an APPEND: the previous content still in it) holds since it did."""
+    if previous is not None and previous.content in entry.content:
+        return entry.model_copy(update={"valid_from": previous.since})
+    times = [message.created_at for message in messages if message.id in set(entry.source_message_ids)]
+    if not times:
+        return entry
+    return entry.model_copy(update={"valid_from": max(times)})
+
+
 def build_update(
     user_id: str,
     messages: Sequence[Message],
@@ -108,7 +123,8 @@ def build_update(
     changes = profile_delta(before, after)
     changed_ids = {change.entry_id for change in changes if change.action != "delete"}
     deleted_ids = [change.entry_id for change in changes if change.action == "delete"]
-    upserts = [entry for entry in after if entry.id in changed_ids]
+    previous = {entry.id: entry for entry in before}
+    upserts = [said_at(entry, messages, previous.get(entry.id)) for entry in after if entry.id in changed_ids]
     event = Event(
         id=event_id_for(user_id, messages),
         user_id=user_id,

@@ -150,6 +150,13 @@ def profile_memory_id(entry_id: str) -> str:
     return f"profile:{entry_id}"
 
 
+def past_value_memory_id(entry_id: str, content: str) -> str:
+    """Id of the search memory that keeps one past value of a profile entry ("where did I live
+    before?"); under the entry's `profile_memory_id`, so deleting the entry's memories by that
+    prefix takes its past values too."""
+    return f"{profile_memory_id(entry_id)}:earlier:{stable_id(content)}"
+
+
 def event_memory_id(event_id: str) -> str:
     return f"event:{event_id}"
 
@@ -178,6 +185,11 @@ class ProfileEntry(BaseModel):
     updated_at: float = Field(default_factory=now)
     source_message_ids: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    valid_from: float | None = Field(
+        default=None,
+        description="since when it holds: when it was said (its newest source message), not when it was written; "
+        "unset for entries written before memlane kept it (`since` falls back to created_at)",
+    )
 
     @field_validator("topic", "subtopic")
     @classmethod
@@ -206,6 +218,11 @@ class ProfileEntry(BaseModel):
         """"topic / subtopic: content", the way prompts, recall and search show an entry."""
         return f"{self.topic} / {self.subtopic}: {self.content}"
 
+    @property
+    def since(self) -> float:
+        """Since when the fact holds: `valid_from`, else when the entry was created."""
+        return self.valid_from if self.valid_from is not None else self.created_at
+
     def as_memory(self) -> Memory:
         """The search memory mirroring this entry (rewritten and deleted with it)."""
         return Memory(
@@ -213,9 +230,56 @@ class ProfileEntry(BaseModel):
             user_id=self.user_id,
             kind="profile",
             text=self.line,
+            created_at=self.since,
             source_message_ids=self.source_message_ids,
             ref_id=self.id,
         )
+
+
+class PastValue(BaseModel):
+    """What a profile entry held before a memory-graph run replaced it (an UPDATE): kept, dated,
+    and searchable ("where did I live before?"), from the entry's history."""
+
+    entry_id: str
+    user_id: str
+    topic: str
+    subtopic: str
+    content: str
+    valid_from: float | None = Field(default=None, description="since when it held (unknown for old entries)")
+    valid_until: float = Field(description="when the new value was said")
+    source_message_ids: list[str] = Field(default_factory=list)
+
+    _clean_texts = field_validator("content", mode="before")(_cleaned)
+
+    def as_memory(self) -> Memory:
+        """Its search memory: the entry's line marked as earlier, in the content's language
+        ("earlier: lived in Beijing", "以前：住在北京"), dated by `valid_until`."""
+        marker = PAST_VALUE_MARKERS[1] if any("\u4e00" <= char <= "\u9fff" for char in self.content) else PAST_VALUE_MARKERS[0]
+        return Memory(
+            id=past_value_memory_id(self.entry_id, self.content),
+            user_id=self.user_id,
+            kind="profile",
+            text=f"{self.topic} / {self.subtopic}: {marker}{self.content}",
+            created_at=self.valid_from if self.valid_from is not None else self.valid_until,
+            source_message_ids=self.source_message_ids,
+            ref_id=self.entry_id,
+            context=PAST_VALUE_CONTEXT,
+            valid_until=self.valid_until,
+        )
+
+
+# indexed beside a past value (never shown): "before" / "以前" questions find it by keyword too
+PAST_VALUE_CONTEXT = "earlier before previously formerly used to past 以前 之前 原来 过去 曾经"
+PAST_VALUE_MARKERS = ("earlier: ", "以前：")
+
+
+def past_value_text(memory: Memory) -> str:
+    """The content a past-value memory keeps ("lived in Beijing"), without its slot and marker."""
+    text = memory.text.split(": ", 1)[1] if ": " in memory.text else memory.text
+    for marker in PAST_VALUE_MARKERS:
+        if text.startswith(marker):
+            return text[len(marker) :]
+    return text
 
 
 class ProfileRevision(BaseModel):
@@ -240,6 +304,28 @@ class ProfileRevision(BaseModel):
     after_content: str | None = None
     before_confidence: float | None = None
     after_confidence: float | None = None
+    before_valid_from: float | None = Field(default=None, description="since when the replaced content held")
+    valid_until: float | None = Field(
+        default=None,
+        description="set when a memory-graph run replaced the content (an UPDATE, not an APPEND): when the new "
+        "value was said; the before content is then a past value of the entry (`PastValue`)",
+    )
+    before_source_message_ids: list[str] = Field(default_factory=list, description="where the replaced content came from")
+
+    def past_value(self) -> PastValue | None:
+        """The content this revision replaced, as a dated past value (None unless it was replaced)."""
+        if self.valid_until is None or not self.before_content:
+            return None
+        return PastValue(
+            entry_id=self.entry_id,
+            user_id=self.user_id,
+            topic=self.topic,
+            subtopic=self.subtopic,
+            content=self.before_content,
+            valid_from=self.before_valid_from,
+            valid_until=self.valid_until,
+            source_message_ids=self.before_source_message_ids,
+        )
 
 
 class ProfileChange(BaseModel):
@@ -304,6 +390,10 @@ class Memory(BaseModel):
     speaker_role: SpeakerRole = Field(
         default="owner", description="owner (the user, and facts about them), assistant, or other (a friend)"
     )
+    valid_until: float | None = Field(
+        default=None,
+        description="when what it states stopped holding (a newer fact replaced it); unset while it holds",
+    )
 
     _check_ids = field_validator("id", "user_id", "session_id")(_checked)
     _clean_texts = field_validator("text", "context", "speaker", mode="before")(_cleaned)
@@ -316,6 +406,11 @@ class Memory(BaseModel):
         if self.speaker_role == "assistant":
             return f"{self.speaker or 'assistant'}: {self.text}"
         return self.text
+
+    @property
+    def status(self) -> Literal["current", "earlier"]:
+        """"earlier" once a newer fact replaced what it states, else "current"."""
+        return "current" if self.valid_until is None else "earlier"
 
 
 class MemoryHit(BaseModel):
@@ -544,6 +639,10 @@ class MemoryStore(Protocol):
 
     async def profile_history(self, user_id: str, entry_id: str) -> list[ProfileRevision]:
         """The entry's revisions, oldest first (kept after the entry is deleted)."""
+
+    async def past_values(self, user_id: str, entry_id: str | None = None) -> list[PastValue]:
+        """What the entry (every entry, without `entry_id`) held before a memory-graph run
+        replaced it, dated, oldest first (from its history; each is also a search memory)."""
 
     async def forget(self, user_id: str, query: str, *, actor: str = "forget") -> ForgetReport:
         """Forget what the user said about something ("peanuts", "forget what I said about my

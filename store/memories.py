@@ -43,6 +43,7 @@ RETURN_FIELDS = [
     MemoryField.REF_ID,
     MemoryField.SPEAKER,
     MemoryField.SPEAKER_ROLE,
+    MemoryField.VALID_UNTIL,
 ]
 
 
@@ -59,6 +60,7 @@ def memory_from_doc(doc: dict[str, Any]) -> Memory:
         ref_id=as_text(doc.get(MemoryField.REF_ID)) or None,
         speaker=as_text(doc.get(MemoryField.SPEAKER)) or None,
         speaker_role=as_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",  # type: ignore[arg-type]
+        valid_until=float(as_text(doc.get(MemoryField.VALID_UNTIL)) or 0) or None,
     )
 
 
@@ -83,6 +85,8 @@ class Memories(StorePart):
         if info is not None:
             self._check_dims(info)
             if self._index_is_current(info):
+                if not self._has_field(info, MemoryField.VALID_UNTIL):
+                    await self._add_valid_until(name)
                 return
             logger.warning("rebuilding the index %s for the bilingual full-text fields", name)
             await self._run(self.client.ft(name).dropindex(delete_documents=False))
@@ -106,6 +110,20 @@ class Memories(StorePart):
     def _index_is_current(info: dict[str, Any]) -> bool:
         names = {as_text(item) for attribute in info.get("attributes", []) for item in attribute}
         return {MemoryField.SEARCH_TEXT, MemoryField.SEARCH_CONTEXT, MemoryField.MONTH_DAY} <= names
+
+    @staticmethod
+    def _has_field(info: dict[str, Any], field: str) -> bool:
+        return field in {as_text(item) for attribute in info.get("attributes", []) for item in attribute}
+
+    async def _add_valid_until(self, name: str) -> None:
+        """Add the `valid_until` field to an index made before memlane dated superseded facts, in
+        place (FT.ALTER): no memory is rewritten, as one without the field holds until marked."""
+        logger.warning("adding the field %s to the index %s", MemoryField.VALID_UNTIL, name)
+        try:
+            await self._run(self.client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", MemoryField.VALID_UNTIL, "NUMERIC"))
+        except ResponseError as error:
+            if "duplicate" not in str(error).lower():  # another process added it first
+                raise StoreError(f"could not add {MemoryField.VALID_UNTIL} to the index {name}: {error}") from error
 
     async def _backfill_search_fields(self) -> None:
         """Give memories written before the bilingual index their search fields (one HSET each,
@@ -181,9 +199,14 @@ class Memories(StorePart):
             MemoryField.SESSION: self.layout.session_tag(memory.session_id) if memory.session_id else "",
             MemoryField.SESSION_ID: memory.session_id or "",
         }
-        row[MemoryField.CONTENT_DIGEST] = stable_id(
-            *(f"{key}={value}" for key, value in sorted(row.items())), f"embedded={self._embedding_input(memory)}"
-        )  # what the embedding read counts too: a change of it re-embeds
+        # what the embedding read counts too: a change of it re-embeds. An unset valid_until does
+        # not: a memory marked superseded in place (`queue_valid_until`) stays marked when
+        # the same memory is written again unmarked
+        digested = [*(f"{key}={value}" for key, value in sorted(row.items())), f"embedded={self._embedding_input(memory)}"]
+        if memory.valid_until is not None:
+            digested.append(f"{MemoryField.VALID_UNTIL}={memory.valid_until}")
+        row[MemoryField.VALID_UNTIL] = memory.valid_until or 0
+        row[MemoryField.CONTENT_DIGEST] = stable_id(*digested)
         return row
 
     def _embedding_input(self, memory: Memory) -> str:
@@ -228,6 +251,26 @@ class Memories(StorePart):
         for (_, row), vector in zip(changed, vectors):
             row[MemoryField.EMBEDDING] = _vector_bytes(vector)
         return changed
+
+    async def still_holding(self, user_id: str, memory_ids: Sequence[str]) -> list[str]:
+        """Those of `memory_ids` the user has a search memory for that no newer fact replaced yet."""
+        if not memory_ids:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for memory_id in memory_ids:
+            pipe.hmget(self.layout.memory(user_id, memory_id), [MemoryField.ID, MemoryField.VALID_UNTIL])
+        found = await self._run(pipe.execute())
+        return [
+            memory_id for memory_id, (present, until) in zip(memory_ids, found)
+            if present is not None and not float(as_text(until) or 0)
+        ]
+
+    def queue_valid_until(self, pipe: Any, user_id: str, memory_ids: Sequence[str], valid_until: float) -> None:
+        """Queue on `pipe` the marking of memories as superseded at `valid_until` (one HSET each,
+        the text and vector untouched); only for memories `still_holding` found, so no partial hash
+        is made."""
+        for memory_id in memory_ids:
+            pipe.hset(self.layout.memory(user_id, memory_id), MemoryField.VALID_UNTIL, valid_until)
 
     @staticmethod
     def queue_rows(pipe: Any, rows: Sequence[tuple[str, dict[str, Any]]]) -> None:

@@ -17,6 +17,7 @@ from redis.exceptions import WatchError
 from memlane.store.base import (
     InvalidInput,
     MemoryUpdate,
+    PastValue,
     ProfileEntry,
     ProfileRevision,
     StoreError,
@@ -124,12 +125,24 @@ class Profile(StorePart):
         revisions = [ProfileRevision.model_validate_json(value) for values in lists for value in values]
         return sorted(revisions, key=lambda revision: revision.at)
 
+    async def past_values(self, user_id: str, entry_id: str | None = None) -> list[PastValue]:
+        """What the entry (every entry, without `entry_id`) held before a memory-graph run replaced
+        it, oldest first; a value that holds again is not a past value."""
+        revisions = await (self.profile_history(user_id, entry_id) if entry_id else self.all_history(user_id))
+        current = {entry.id: entry.content for entry in await self.get_profile(user_id)}
+        values = [value for revision in revisions if (value := revision.past_value()) is not None]
+        return [value for value in values if current.get(value.entry_id) != value.content]
+
     @staticmethod
     def _revision(
         entry_id: str, action: str, actor: str, before: ProfileEntry | None, after: ProfileEntry | None
     ) -> ProfileRevision:
         slot = after or before
         assert slot is not None  # a revision has a before, an after, or both
+        replaced = (
+            action == "update" and actor.startswith("run") and before is not None and after is not None
+            and before.content not in after.content  # an APPEND keeps what was there: nothing is past
+        )
         return ProfileRevision(
             entry_id=entry_id,
             user_id=slot.user_id,
@@ -142,6 +155,9 @@ class Profile(StorePart):
             after_content=after.content if after else None,
             before_confidence=before.confidence if before else None,
             after_confidence=after.confidence if after else None,
+            before_valid_from=before.since if before else None,
+            valid_until=(after.valid_from or time.time()) if replaced and after else None,
+            before_source_message_ids=before.source_message_ids if replaced and before else [],
         )
 
     def record_revisions(self, pipe: Any, revisions: Sequence[ProfileRevision]) -> None:

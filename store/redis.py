@@ -129,6 +129,7 @@ class RedisMemoryStore:
     get_profile = _answered_by("profile", Profile.get_profile)
     edit_profile_entry = _answered_by("profile", Profile.edit_profile_entry)
     profile_history = _answered_by("profile", Profile.profile_history)
+    past_values = _answered_by("profile", Profile.past_values)
 
     list_events = _answered_by("events", Events.list_events)
     get_events = _answered_by("events", Events.get_events)

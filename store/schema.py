@@ -43,6 +43,7 @@ class MemoryField:
     SPEAKER_ROLE = "speaker_role"  # tag: "owner" (the user whose memory it is), "assistant" or "other"
     CREATED_AT = "created_at"
     MONTH_DAY = "month_day"  # MMDD of created_at in the configured zone: "April 27th" in any year
+    VALID_UNTIL = "valid_until"  # numeric: when a newer fact replaced what it states; 0 while it holds
     CONTENT_DIGEST = "content_digest"  # unchanged memories are not rewritten (no churn in BM25 statistics)
     SOURCES = "source_message_ids"
     REF_ID = "ref_id"
@@ -217,6 +218,7 @@ def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
                 {"name": MemoryField.SEARCH_CONTEXT, "type": "text", "attrs": {"no_stem": True}},
                 {"name": MemoryField.CREATED_AT, "type": "numeric", "attrs": {"sortable": True}},
                 {"name": MemoryField.MONTH_DAY, "type": "numeric"},
+                {"name": MemoryField.VALID_UNTIL, "type": "numeric"},
                 {
                     "name": MemoryField.EMBEDDING,
                     "type": "vector",

@@ -3,8 +3,9 @@ reciprocal-rank fusion.
 
 Every signal that votes is one `Ranking` with its own weight (a setting): the vector and the
 text ranking over the user's memories, both again inside a time the query names, the text
-ranking of the memories' contexts, and the vector ranking of what a person the query names
-said. The shown relevance (`Search.relevance`) is computed apart, for thresholds.
+ranking of the memories' contexts, the vector ranking of what a person the query names
+said, and the recency ranking of the candidates the others found (newest first, each vote
+halving every `search_recency_half_life_days`; only the kinds that fade). The shown relevance (`Search.relevance`) is computed apart, for thresholds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
-from memlane.store.base import EmbeddingsUnavailable, MemoryHit, MemoryKind, SpeakerRole
+from memlane.store.base import EmbeddingsUnavailable, Memory, MemoryHit, MemoryKind, SpeakerRole
 from memlane.store.breaker import CircuitOpen
 from memlane.store.core import StorePart, as_text
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
@@ -40,6 +41,7 @@ class Ranking:
     signal: str
     weight: float
     docs: list[dict[str, Any]]
+    factors: list[float] | None = None  # per document, times the weight (the recency ranking's decay)
 
 
 @dataclass(eq=False, repr=False)
@@ -115,6 +117,13 @@ class Search(StorePart):
             self._counts.clear()
         self._counts[user_id] = (count, now)
         return count
+
+    async def nearest_memories(self, user_id: str, vector: Sequence[float], *, limit: int) -> list[Memory]:
+        """The user's memories nearest `vector` by cosine similarity alone (no keywords, no
+        fusion), nearest first: what `forget` weighs by meaning."""
+        approximate = await self.memory_count(user_id) > self.settings.search_exact_max_memories
+        query = self.vector_query(vector, self.user_filter(user_id, None, None, None, None), limit, approximate=approximate)
+        return [memory_from_doc(doc) for doc in await self._run(self.core.index.query(query))]
 
     def text_query(
         self, terms: Sequence[str], expression: FilterExpression, limit: int, *, field: str = MemoryField.SEARCH_TEXT
@@ -242,6 +251,29 @@ class Search(StorePart):
             fused = alpha * similarity + (1 - alpha) * text_score
         return min(1.0, fused + (self.settings.search_time_match_bonus if time_match else 0.0))
 
+    def recency_ranking(self, rankings: Sequence[Ranking]) -> Ranking | None:
+        """The candidates the other rankings found, newest first, each vote times its decay: 1 for
+        the newest candidate, halving every `search_recency_half_life_days` before it (relative to
+        the newest, not the clock). Only kinds in `search_recency_kinds` are in it: a stable
+        preference does not fade like "this week I'm busy". None when its weight is 0."""
+        settings = self.settings
+        if not settings.search_recency_weight:
+            return None
+        fading = set(settings.search_recency_kinds)
+        found: dict[str, dict[str, Any]] = {}
+        for ranking in rankings:
+            if ranking.weight > 0:
+                for doc in ranking.docs:
+                    if as_text(doc.get(MemoryField.KIND)) in fading:
+                        found.setdefault(doc["id"], doc)
+        if not found:
+            return None
+        docs = sorted(found.values(), key=lambda doc: float(doc[MemoryField.CREATED_AT]), reverse=True)
+        newest = float(docs[0][MemoryField.CREATED_AT])
+        half_life = settings.search_recency_half_life_days * 86_400.0
+        factors = [0.5 ** ((newest - float(doc[MemoryField.CREATED_AT])) / half_life) for doc in docs]
+        return Ranking("recency", settings.search_recency_weight, docs, factors)
+
     async def _fuse(
         self,
         user_id: str,
@@ -257,8 +289,9 @@ class Search(StorePart):
         memory of that time gets more votes without hiding the others; the BM25 ranking of the
         memories' contexts (a message's previous message: the answer to "what did you
         recommend?" is found through the question before it); and the vector ranking of what a
-        person the query names said. Without a query vector (the embedder is down) only the BM25
-        rankings vote. The shown relevance (`relevance`) is computed apart, from the similarity
+        person the query names said; and the recency ranking of what those found
+        (`recency_ranking`). Without a query vector (the embedder is down) only the BM25
+        rankings (and recency) vote. The shown relevance (`relevance`) is computed apart, from the similarity
         and the BM25 score of the memory's own text.
         """
         k = self.settings.search_rrf_k
@@ -266,14 +299,16 @@ class Search(StorePart):
         rank_score: dict[str, float] = {}
         similarity: dict[str, float] = {}
         text_raw: dict[str, float] = {}
-        for ranking in rankings:
+        recency = self.recency_ranking(rankings)
+        for ranking in [*rankings, *([recency] if recency else [])]:
             for rank, doc in enumerate(ranking.docs, 1):
                 if ranking.weight > 0:
                     docs.setdefault(doc["id"], doc)
-                    rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + ranking.weight / (k + rank)
+                    factor = ranking.factors[rank - 1] if ranking.factors else 1.0
+                    rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + ranking.weight * factor / (k + rank)
                 if "vector_distance" in doc:
                     similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc["vector_distance"])))
-                elif ranking.signal != "context":
+                elif ranking.signal not in ("context", "recency"):
                     text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
         best_text = max(text_raw.values(), default=0.0)
         ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)[:limit]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlane.store.base import MemoryUpdate, StoreError
+from memlane.store.base import MemoryUpdate, ProfileRevision, StoreError, message_memory_id, past_value_memory_id
 from memlane.store.core import StorePart
 from memlane.store.events import Events
 from memlane.store.memories import Memories
@@ -41,11 +41,17 @@ class Updates(StorePart):
                 "event": self.events.redacted(update.event) if update.event is not None else None,
             }
         )
-        # embed before the transaction: nothing slow may sit inside it
-        memory_rows = await self.memories.memory_rows(update.memories)
         revisions = await self.profile.revisions_of(update)
+        past_values = [value for revision in revisions if (value := revision.past_value()) is not None]
+        # embed before the transaction: nothing slow may sit inside it
+        memory_rows = await self.memories.memory_rows([*update.memories, *(value.as_memory() for value in past_values)])
+        superseded = await self._superseded_turns(update, revisions)
         pipe = self.client.pipeline(transaction=True)
         self.profile.queue_update(pipe, update, revisions)
+        for entry in update.upsert_profile:  # a value that holds again is no longer a past one
+            pipe.delete(self.layout.memory(user_id, past_value_memory_id(entry.id, entry.content)))
+        for valid_until, memory_ids in superseded:
+            self.memories.queue_valid_until(pipe, user_id, memory_ids, valid_until)
         for memory_id in update.delete_memory_ids:
             pipe.delete(self.layout.memory(user_id, memory_id))
         if update.event is not None:
@@ -54,3 +60,20 @@ class Updates(StorePart):
         if update.advance_cursor_to is not None:
             await self.messages.queue_cursor_advance(pipe, user_id, update.advance_cursor_to)
         await self.core.execute_with_scripts(pipe)
+
+    async def _superseded_turns(
+        self, update: MemoryUpdate, revisions: list[ProfileRevision]
+    ) -> list[tuple[float, list[str]]]:
+        """Per replaced profile content: when it stopped holding, and the search memories of the
+        turns it came from, to mark (the new content's own turns are not among them: an UPDATE
+        keeps the old sources and adds the new)."""
+        marks = []
+        for revision in revisions:
+            if revision.valid_until is None:
+                continue
+            memory_ids = await self.memories.still_holding(
+                update.user_id, [message_memory_id(m) for m in revision.before_source_message_ids]
+            )
+            if memory_ids:
+                marks.append((revision.valid_until, memory_ids))
+        return marks
