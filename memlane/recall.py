@@ -12,6 +12,14 @@ weight; the thresholds in `recall_thresholds` apply to it, tried in turn until o
 memory through. Short entity queries ("张伟", "Marco Morelli") use `recall_entity_thresholds`,
 and a memory that holds the name verbatim passes whatever its score.
 
+Every line carries its time (memlane/dates.py), in the conversation's language and relative
+to `reference_time`: a profile entry since when it holds ("since 2026-10-12, 3 weeks ago" /
+"自2026年10月12日起，三周前"), a searched turn or event when it was said. A memory a newer
+fact replaced (`Memory.valid_until`, marked by the memory graph when an UPDATE replaced a
+profile entry: no model runs here) comes after the current ones, as "earlier: …, until
+<date>" / "之前：…，直到<date>"; a past value of a profile entry that the search found is shown
+on the entry's line, after its current value. The budget drops the earlier ones first.
+
 Before searching, a follow-up question ("他哪天出发？") is rewritten with the session's
 previous turn (memlane/query.py). A recalled message brings its neighbours (the question it
 answers, the answer it got) and says who said it: "朋友A: 我最喜欢的电影是《星际穿越》" is
@@ -22,16 +30,21 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
+from dataclasses import dataclass
+from datetime import tzinfo
 from typing import Iterable, Literal, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, Field
 
+from memlane import dates
 from memlane.config import Settings, get_settings
 from memlane.query import rewrite_followup
-from memlane.store.base import Memory, MemoryHit, MemoryStore, Message, ProfileEntry, SessionSummary
+from memlane.store.base import Memory, MemoryHit, MemoryStore, Message, ProfileEntry, SessionSummary, past_value_text
 from memlane.store.breaker import CircuitBreaker
 from memlane.store.text import Language, detect_language, is_short_entity_query
+from memlane.store.timeexpr import resolve_timezone
 from memlane.store.tokens import count_tokens, truncate_to_tokens
 
 Layer = Literal["profile", "summary", "recent", "event", "message"]
@@ -74,6 +87,15 @@ class RecallItem(BaseModel):
     source_message_ids: list[str] = Field(default_factory=list)
     created_at: float | None = None
     confidence: float | None = None
+    when: str | None = Field(
+        default=None, description='its time as the line shows it: "2026-10-12, 3 weeks ago" (a profile entry: "since …")'
+    )
+    status: Literal["current", "earlier"] = Field(default="current", description="earlier: a newer fact replaced it")
+    valid_until: float | None = Field(default=None, description="when a newer fact replaced it")
+    until: str | None = Field(default=None, description="valid_until as the line shows it")
+    earlier: list[str] = Field(
+        default_factory=list, description='a profile entry\'s past values the search found: "earlier: …, until <date>"'
+    )
     tokens: int = 0
 
 
@@ -202,10 +224,13 @@ async def recall(
     weighted.sort(key=lambda pair: pair[1].rank_score * layer_weight(pair[1].memory.kind, settings), reverse=True)
     threshold, passing = passing_hits(weighted, thresholds)
     profile_scores: dict[str, float] = {}
+    profile_earlier: dict[str, list[Memory]] = {}
     chosen: list[tuple[float, Memory]] = []
     for score, hit in passing:
         memory = hit.memory
         if memory.kind == "profile" and memory.ref_id in profile_ids:
+            if memory.valid_until is not None:  # a past value: shown on its entry's line, after the current one
+                profile_earlier.setdefault(memory.ref_id, []).append(memory)
             profile_scores.setdefault(memory.ref_id, score)  # ranks the profile; not listed twice
             continue
         key = _normalized(memory.text)
@@ -216,6 +241,13 @@ async def recall(
             chosen.append((score, memory))
     neighbours = await _neighbours(store, user_id, [memory for _, memory in chosen], settings)
     memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings)
+    clock = Clock(resolve_timezone(settings.timezone), language, time.time() if reference_time is None else reference_time)
+    for item in memory_items:
+        clock.date(item)
+    memory_items.sort(key=lambda item: item.status == "earlier")  # stable: the current ones first, in rank order
+    profile_items = _profile_items(profile, profile_scores)
+    for item in profile_items:
+        clock.date(item, profile_earlier.get(item.ref_id or "", []))
 
     result = Recall(
         user_id=user_id,
@@ -226,8 +258,35 @@ async def recall(
         threshold=threshold,
         budget=budget,
     )
-    _fill(result, _profile_items(profile, profile_scores), _summary_item(summary), memory_items, _recent_items(recent, language), settings)
+    _fill(result, profile_items, _summary_item(summary), memory_items, _recent_items(recent, language), settings)
     return result
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Dates recall's items in the reader's zone and language, relative to the message's time."""
+
+    zone: tzinfo
+    language: Language
+    reference: float
+
+    def date(self, item: RecallItem, past_values: Sequence[Memory] = ()) -> None:
+        """Set the item's `when` (a profile entry: since when it holds), its status and its
+        end when a newer fact replaced it, and a profile entry's past values found by search."""
+        if item.created_at is None:
+            return
+        if item.layer == "profile":
+            item.when = dates.since(item.created_at, self.zone, self.language, self.reference)
+            item.earlier = [
+                dates.earlier(past_value_text(memory), memory.valid_until, self.zone, self.language)
+                for memory in sorted(past_values, key=lambda memory: memory.valid_until or 0.0, reverse=True)
+                if memory.valid_until is not None
+            ]
+            return
+        item.when = dates.when(item.created_at, self.zone, self.language, self.reference)
+        if item.valid_until is not None:
+            item.status = "earlier"
+            item.until = dates.day(item.valid_until, self.zone, self.language)
 
 
 async def _neighbours(
@@ -269,7 +328,7 @@ def _memory_items(
     items = []
     for score, memory in chosen:
         if memory.kind != "message":
-            text = memory.text
+            text = past_value_text(memory) if memory.kind == "profile" and memory.valid_until is not None else memory.text
             source_ids = memory.source_message_ids
         else:
             if set(memory.source_message_ids) <= covered:
@@ -296,6 +355,7 @@ def _memory_items(
                 ref_id=memory.ref_id,
                 source_message_ids=source_ids,
                 created_at=memory.created_at,
+                valid_until=memory.valid_until,
             )
         )
     return items
@@ -310,7 +370,7 @@ async def _empty() -> list:
 
 
 def _profile_items(profile: Sequence[ProfileEntry], scores: dict[str, float]) -> list[RecallItem]:
-    ranked = sorted(profile, key=lambda e: (scores.get(e.id, 0.0), e.confidence, e.updated_at), reverse=True)
+    ranked = sorted(profile, key=lambda e: (scores.get(e.id, 0.0), e.confidence, e.since), reverse=True)
     return [
         RecallItem(
             layer="profile",
@@ -318,7 +378,7 @@ def _profile_items(profile: Sequence[ProfileEntry], scores: dict[str, float]) ->
             score=round(scores[entry.id], 4) if entry.id in scores else None,
             ref_id=entry.id,
             source_message_ids=entry.source_message_ids,
-            created_at=entry.updated_at,
+            created_at=entry.since,
             confidence=entry.confidence,
         )
         for entry in ranked
@@ -354,8 +414,21 @@ def _recent_items(recent: Sequence[Message], language: Language) -> list[RecallI
     return items
 
 
-def _line(item: RecallItem) -> str:
-    return "- " + _SPACES.sub(" ", item.text).strip()
+def _line(item: RecallItem, language: Language) -> str:
+    """The item as the block shows it: a profile entry with since when it holds and its past
+    values; a searched memory after its time, wrapped in "earlier: …, until <date>" once replaced."""
+    text = _SPACES.sub(" ", item.text).strip()
+    opening, closing = dates.BRACKETS[language]
+    if item.layer == "profile":
+        if item.when:
+            text += (" " if language == "en" else "") + f"{opening}{item.when}{closing}"
+        if item.earlier:
+            text += ("; " if language == "en" else "；") + ("; " if language == "en" else "；").join(item.earlier)
+    elif item.when:
+        text = f"{opening}{item.when}{closing}" + (" " if language == "en" else "") + text
+        if item.status == "earlier" and item.until:
+            text = dates.LABELS[language]["earlier"].format(text=text, until=item.until)
+    return "- " + text
 
 
 def _fill(
@@ -378,7 +451,7 @@ def _fill(
             text = truncate_to_tokens(item.text, item_cap, encoding)
             if text != item.text:
                 item.text = text + "…"
-            item.tokens = count_tokens(_line(item) + "\n", encoding)
+            item.tokens = count_tokens(_line(item, result.language) + "\n", encoding)
 
     heading_tokens = {name: count_tokens("\n" + headings[name] + "\n", encoding) for name in candidates}
     chosen: dict[str, list[RecallItem]] = {name: [] for name in candidates}
@@ -407,14 +480,14 @@ def _fill(
         order = {id(item): index for index, item in enumerate(candidates[name])}
         chosen[name].sort(key=lambda item: order[id(item)])
 
-    text = _render(chosen, headings)
+    text = _render(chosen, headings, result.language)
     # the sum of parts bounds the whole in practice; this guards tokenizer merges at joins
     while text and count_tokens(text, encoding) > result.budget:
         for name in reversed(list(SECTION_SHARES)):
             if chosen[name]:
                 chosen[name].pop()
                 break
-        text = _render(chosen, headings)
+        text = _render(chosen, headings, result.language)
 
     result.profile = chosen["profile"]
     result.summary = chosen["summary"][0] if chosen["summary"] else None
@@ -425,14 +498,14 @@ def _fill(
     result.tokens = count_tokens(text, encoding)
 
 
-def _render(chosen: dict[str, list[RecallItem]], headings: dict[str, str]) -> str:
+def _render(chosen: dict[str, list[RecallItem]], headings: dict[str, str], language: Language) -> str:
     if not any(chosen.values()):
         return ""
     parts = [headings["intro"]]
     for name in SECTION_SHARES:
         items = chosen[name] if name != "recent" else list(reversed(chosen[name]))
         if items:
-            parts.append("\n" + headings[name] + "\n" + "\n".join(_line(item) for item in items))
+            parts.append("\n" + headings[name] + "\n" + "\n".join(_line(item, language) for item in items))
     return "\n".join(parts)
 
 

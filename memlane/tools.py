@@ -94,13 +94,15 @@ def memory_tools(
 
 
 async def answer_search(store: MemoryStore, user_id: str, query: str, *, limit: int = 5) -> str:
-    """Search the user's memories; one line per hit: [id] (kind, day, relevance) text."""
+    """Search the user's memories; one line per hit: [id] (kind, day, relevance) text, and
+    "earlier, until <day>" in the parentheses once a newer fact replaced what it says."""
     hits = await store.search_memories(user_id, query, limit=max(1, min(limit, 20)))
     if not hits:
         return "no memories found"
     return "\n".join(
-        f"[{hit.memory.id}] ({hit.memory.kind}, {_day(hit.memory.created_at)}, {relevance(hit):.2f}) "
-        f"{hit.memory.attributed_text}"
+        f"[{hit.memory.id}] ({hit.memory.kind}, {_day(hit.memory.created_at)}, "
+        + (f"earlier, until {_day(hit.memory.valid_until)}, " if hit.memory.valid_until is not None else "")
+        + f"{relevance(hit):.2f}) {hit.memory.attributed_text}"
         for hit in hits
     )
 

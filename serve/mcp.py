@@ -160,14 +160,21 @@ def build_mcp_server(
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def get_profile(ctx: Context) -> str:
-        """What you know about the user, one fact per line: [id] topic / subtopic: fact."""
+        """What you know about the user, one fact per line: [id] topic / subtopic: fact (since
+        <day>), then what it held before, when it changed: "earlier: …, until <day>"."""
         user_id = (await caller(ctx)).user_id
         async with store_errors():
             entries = await store().get_profile(user_id)
+            past_values = await store().past_values(user_id)
         if not entries:
             return "no profile yet"
+        earlier: dict[str, list[str]] = {}
+        for value in reversed(past_values):  # newest first
+            earlier.setdefault(value.entry_id, []).append(f"earlier: {value.content}, until {_day(value.valid_until)}")
         return "\n".join(
-            f"[{profile_memory_id(entry.id)}] {entry.line}" for entry in entries
+            f"[{profile_memory_id(entry.id)}] {entry.line} (since {_day(entry.since)})"
+            + "".join(f"; {line}" for line in earlier.get(entry.id, []))
+            for entry in entries
         )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from fastapi import Depends, FastAPI, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -23,6 +23,7 @@ from memlane.store.base import (
     Memory,
     MemoryHit,
     MemoryKind,
+    PastValue,
     ProfileEntry,
     event_memory_id,
     profile_entry_id,
@@ -59,10 +60,14 @@ class MemoryOut(BaseModel):
     created_at: float
     ref_id: str | None
     source_message_ids: list[str]
+    valid_until: float | None = Field(description="when a newer fact replaced what it says; null while it holds")
+    status: Literal["current", "earlier"]
 
     @classmethod
     def of(cls, memory: Memory) -> "MemoryOut":
-        return cls(attributed_text=memory.attributed_text, **memory.model_dump(exclude={"user_id", "context"}))
+        return cls(
+            attributed_text=memory.attributed_text, status=memory.status, **memory.model_dump(exclude={"user_id", "context"})
+        )
 
 
 class SearchHitOut(BaseModel):
@@ -83,6 +88,17 @@ class SearchHitOut(BaseModel):
         )
 
 
+class PastValueOut(BaseModel):
+    content: str
+    valid_from: float | None
+    valid_until: float
+    status: Literal["earlier"] = "earlier"
+
+    @classmethod
+    def of(cls, value: PastValue) -> "PastValueOut":
+        return cls(content=value.content, valid_from=value.valid_from, valid_until=value.valid_until)
+
+
 class ProfileEntryOut(BaseModel):
     id: str
     memory_id: str = Field(description="id of its search memory (DELETE /memories/{id} deletes the entry too)")
@@ -93,10 +109,22 @@ class ProfileEntryOut(BaseModel):
     created_at: float
     updated_at: float
     source_message_ids: list[str]
+    valid_from: float = Field(description="since when it holds: when it was said (created_at for older entries)")
+    status: Literal["current"] = "current"
+    earlier: list[PastValueOut] = Field(
+        default_factory=list, description="what it held before a memory run replaced it, newest first"
+    )
 
     @classmethod
-    def of(cls, entry: ProfileEntry) -> "ProfileEntryOut":
-        return cls(id=entry.id, memory_id=profile_memory_id(entry.id), **entry.model_dump(exclude={"user_id", "metadata"}))
+    def of(cls, entry: ProfileEntry, past_values: Sequence[PastValue] = ()) -> "ProfileEntryOut":
+        return cls(
+            id=entry.id,
+            memory_id=profile_memory_id(entry.id),
+            earlier=[PastValueOut.of(value) for value in reversed(past_values) if value.entry_id == entry.id],
+            **entry.model_dump(exclude={"user_id", "metadata", "valid_from"}),
+            valid_from=entry.since,
+        )
+
 
 
 class ProfileEntryIn(JsonBody):
@@ -196,9 +224,13 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
 
     @app.get(users + "/profile", tags=["memories"])
     async def list_profile(user_id: str, key: ApiKey = read) -> dict[str, Any]:
-        """The user's profile entries, by topic and subtopic."""
-        entries = await service.require_store().get_profile(tenant_user(key, user_id))
-        return {"object": "list", "data": [ProfileEntryOut.of(entry).model_dump() for entry in entries]}
+        """The user's profile entries, by topic and subtopic, each since when it holds and with what
+        it held before ("earlier")."""
+        store_user = tenant_user(key, user_id)
+        entries, past_values = await asyncio.gather(
+            service.require_store().get_profile(store_user), service.require_store().past_values(store_user)
+        )
+        return {"object": "list", "data": [ProfileEntryOut.of(entry, past_values).model_dump() for entry in entries]}
 
     async def find_entry(store_user: str, entry_id: str) -> ProfileEntry:
         entry = next((e for e in await service.require_store().get_profile(store_user) if e.id == entry_id), None)
@@ -208,8 +240,10 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
 
     @app.get(users + "/profile/{entry_id}", tags=["memories"])
     async def get_entry(user_id: str, entry_id: str, key: ApiKey = read) -> ProfileEntryOut:
-        """One profile entry."""
-        return ProfileEntryOut.of(await find_entry(tenant_user(key, user_id), entry_id))
+        """One profile entry, with what it held before."""
+        store_user = tenant_user(key, user_id)
+        entry = await find_entry(store_user, entry_id)
+        return ProfileEntryOut.of(entry, await service.require_store().past_values(store_user, entry_id))
 
     @app.post(users + "/profile", tags=["memories"], status_code=201)
     async def add_entry(user_id: str, body: ProfileEntryIn, key: ApiKey = write) -> ProfileEntryOut:

@@ -48,7 +48,7 @@ from memlane.ui.service import (  # noqa: E402
 )
 
 DEFAULT_USER = "demo-user"
-PROFILE_COLUMNS = ["entry", "content", "conf", "updated", "id"]
+PROFILE_COLUMNS = ["entry", "content", "conf", "since", "id"]
 SEARCH_COLUMNS = ["score", "kind", "text", "sources", "id"]
 # fixed widths for the short columns (dates and ids on one line); the text column takes the rest
 PROFILE_WIDTHS = ["20%", "40%", "9%", "17%", "14%"]

@@ -60,7 +60,8 @@ def recall_markdown(recalled: Recall) -> str:
         for item in recalled.profile:
             details = [f"confidence {item.confidence:.2f}" if item.confidence is not None else ""]
             details.append(f"relevance {item.score:.2f}" if item.score is not None else "")
-            shown = " · ".join(part for part in details if part)
+            details.append(item.when or "")
+            shown = " · ".join(part for part in [*details, *item.earlier] if part)
             lines.append(f"- {one_line(item.text)}" + (f" · {shown}" if shown else ""))
     if recalled.summary:
         lines.append("**Session summary**")
@@ -70,7 +71,9 @@ def recall_markdown(recalled: Recall) -> str:
         for item in recalled.memories:
             score = f"`{item.score:.2f}` " if item.score is not None else ""
             kind = "message" if item.layer == "message" else "event" if not (item.memory_id or "").startswith("profile:") else "profile"
-            lines.append(f"- {score}{kind}: {one_line(item.text)}{_sources(item)}")
+            dated = f" · {item.when}" if item.when else ""
+            status = f" · earlier, until {item.until}" if item.status == "earlier" else ""
+            lines.append(f"- {score}{kind}: {one_line(item.text)}{dated}{status}{_sources(item)}")
     if recalled.recent:
         lines.append("**Recent messages**")
         lines.extend(f"- {one_line(item.text)}" for item in recalled.recent)

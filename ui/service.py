@@ -349,9 +349,14 @@ class ChatService:
 
     async def profile_rows(self, user_id: str) -> list[list[Any]]:
         await self.ensure_started()
+        entries, past_values = await asyncio.gather(self.store.get_profile(user_id), self.store.past_values(user_id))
+        earlier: dict[str, list[str]] = {}
+        for value in reversed(past_values):  # newest first
+            earlier.setdefault(value.entry_id, []).append(f"earlier: {value.content}, until {_when(value.valid_until)}")
         return [
-            [e.topic, e.subtopic, e.content, round(e.confidence, 2), _when(e.updated_at), profile_memory_id(e.id)]
-            for e in await self.store.get_profile(user_id)
+            [e.topic, e.subtopic, "; ".join([e.content, *earlier.get(e.id, [])]), round(e.confidence, 2),
+             _when(e.since), profile_memory_id(e.id)]
+            for e in entries
         ]
 
     async def timeline_markdown(self, user_id: str) -> str:
@@ -367,7 +372,9 @@ class ChatService:
         await self.ensure_started()
         hits = await self.store.search_memories(user_id, query, limit=10) if query.strip() else []
         return [
-            [round(score, 3), h.memory.kind, h.memory.attributed_text, ", ".join(h.memory.source_message_ids), h.memory.id]
+            [round(score, 3),
+             h.memory.kind + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else ""),
+             h.memory.attributed_text, ", ".join(h.memory.source_message_ids), h.memory.id]
             for h, score in ranked_scores(hits)
         ]
 

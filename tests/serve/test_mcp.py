@@ -54,7 +54,7 @@ async def test_stdio_tools_act_for_the_command_line_user(store, settings):
         found = text(await client.call_tool("search_memories", {"query": "what coffee does she drink?"})).splitlines()
         assert "black coffee" in found[0]
         profile = text(await client.call_tool("get_profile", {}))
-        assert profile.endswith("diet / coffee: drinks black coffee, no sugar") and bracketed_id(profile) == bracketed_id(found[0])
+        assert "diet / coffee: drinks black coffee, no sugar (since " in profile and bracketed_id(profile) == bracketed_id(found[0])
         events = text(await client.call_tool("list_events", {}))
         assert "Her cat is called Miso #remembered" in events
 

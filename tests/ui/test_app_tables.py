@@ -57,9 +57,9 @@ def test_the_tables_read_well(app_url, page):
     headers = headers_of(page, "#profile")
     rows = page.evaluate(CELLS, "#profile")
     assert len(rows) >= 6, f"the sample has more profile entries than {len(rows)}"
-    ids, dates = column(rows, headers, "id"), column(rows, headers, "updated")
+    ids, dates = column(rows, headers, "id"), column(rows, headers, "since")
     assert_on_one_line(ids, "id")
-    assert_on_one_line(dates, "updated")
+    assert_on_one_line(dates, "since")
     assert all(len(cell["text"]) <= 20 for cell in ids), [cell["text"] for cell in ids]
     # at least six rows are in view inside the table, not three
     box = page.locator("#profile").bounding_box()
