@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import hashlib
 import json
 import pickle
@@ -225,7 +224,7 @@ def rrf(*rankings: Sequence[str]) -> list[str]:
 def signal_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     """One row per fusion signal: switched off when it votes by default, on (weight 1) otherwise."""
     rows = {}
-    for signal in ("vector", "text", "time", "context", "speaker"):
+    for signal in ("vector", "text", "time", "context", "speaker", "recency"):
         name = f"search_{signal}_weight"
         on = getattr(settings, name) > 0
         rows[f"  {'-' if on else '+'} {signal} ranking"] = {name: 0.0 if on else 1.0}
@@ -258,6 +257,23 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     return {f"  index: {name}": change for name, change in ways.items() if {**default, **change} != default}
 
 
+@dataclass
+class WithSettings:
+    """The store searching under other settings. Not a copy of it: a store's parts share one
+    core, so a copy given settings would change the original's too (and every other copy's)."""
+
+    store: Any
+    settings: Settings
+
+    async def search_memories(self, *args: Any, **kwargs: Any) -> Any:
+        default = self.store.settings
+        self.store.settings = self.settings
+        try:
+            return await self.store.search_memories(*args, **kwargs)
+        finally:
+            self.store.settings = default
+
+
 async def ingest(store, dataset: Dataset) -> None:
     for rows in dataset.messages.values():
         await store.add_messages(rows)
@@ -266,10 +282,9 @@ async def ingest(store, dataset: Dataset) -> None:
 async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Settings, variant_stores: dict[str, Any],
                    show_misses: bool) -> Scores:
     scores = Scores()
-    searchers = {"memlane search": store}
+    searchers: dict[str, Any] = {"memlane search": store}
     for name, change in signal_variants(settings).items():
-        searchers[name] = copy.copy(store)
-        searchers[name].settings = settings.model_copy(update=change)
+        searchers[name] = WithSettings(store, settings.model_copy(update=change))
     searchers.update(variant_stores)
     for user_id, rows in dataset.messages.items():
         tuning = user_id in dataset.tuning_users

@@ -6,6 +6,7 @@ A context on the real store, chat helpers, and rules that answer every node.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, Sequence
 
 import pytest
@@ -14,7 +15,8 @@ from scripted import ScriptedChatModel
 from memlane.config import Settings
 from memlane.graph import MemoryContext
 from memlane.nodes.profile_config import ProfileConfig, default_profile_config
-from memlane.store.base import Message, MemoryStore
+from memlane.nodes.persist import build_update
+from memlane.store.base import Message, MemoryStore, ProfileEntry
 from memlane.testing import CHINESE_FACTS, CHINESE_SUMMARY, CHINESE_TAGS, as_json, batched, memory_rules  # noqa: F401 (re-exported)
 
 CHINESE_CHAT = [
@@ -88,3 +90,20 @@ class SlowScriptedChatModel(ScriptedChatModel):
             return await super()._agenerate(messages, stop, run_manager, **kwargs)
         finally:
             self.active -= 1
+
+
+DAY = 86_400.0
+
+
+async def said_then_changed(store: MemoryStore, user_id: str, old: str, new: str, *, topic: str, subtopic: str) -> float:
+    """`old` said 60 days ago and stored by a run (ADD), `new` 20 days ago (the merge step's UPDATE)."""
+    first = Message(id=f"{user_id}-1", user_id=user_id, session_id="s1", role="user", content=old, created_at=time.time() - 60 * DAY)
+    second = Message(id=f"{user_id}-2", user_id=user_id, session_id="s2", role="user", content=new, created_at=time.time() - 20 * DAY)
+    await store.add_messages([first])
+    entry = ProfileEntry(user_id=user_id, topic=topic, subtopic=subtopic, content=old, source_message_ids=[first.id])
+    await store.apply_update(build_update(user_id, [first], [first], old, [], [], [entry])[0])
+    await store.add_messages([second])
+    before = await store.get_profile(user_id)
+    after = before[0].model_copy(update={"content": new, "source_message_ids": [first.id, second.id]})
+    await store.apply_update(build_update(user_id, [second], [second], new, [], before, [after])[0])
+    return second.created_at

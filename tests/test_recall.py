@@ -8,6 +8,7 @@ from conftest import HOSTILE_IDS
 from memlane.recall import HEADINGS, detect_language, recall, recall_system_prompt
 from memlane.store.base import Memory, MemoryUpdate, Message, ProfileEntry, SessionSummary, profile_memory_id
 from memlane.store.tokens import count_tokens
+from memory_graph_helpers import said_then_changed
 
 
 async def add_profile(store, user_id: str, rows: list[tuple[str, str, str, float]]) -> list[ProfileEntry]:
@@ -248,3 +249,32 @@ async def test_a_recalled_message_brings_its_question_and_answer_within_the_budg
     off = settings.model_copy(update={"recall_neighbour_messages": 0})
     alone = await recall(store, "u", "new", "Which film by Christopher Nolan did you recommend?", settings=off)
     assert any(i.text == "assistant: Try Interstellar by Christopher Nolan." for i in alone.memories)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "question", "since", "earlier"),
+    [
+        ("我住在北京", "我上周搬到上海了", "我现在住在哪里？", "起，两周前）", "之前："),
+        ("I live in Boston", "I moved to Denver last week", "Where do I live now?", "(since ", "earlier: "),
+    ],
+)
+async def test_recall_dates_every_memory_and_puts_the_current_fact_first(store, settings, old, new, question, since, earlier):
+    await said_then_changed(store, "ann", old, new, topic="home" if old.isascii() else "居住", subtopic="city" if old.isascii() else "城市")
+    recalled = await recall(store, "ann", None, question, settings=settings)
+    lines = recalled.text.splitlines()
+    current = next(n for n, line in enumerate(lines) if new in line)
+    assert since in lines[current]  # since when it holds, in the reader's language
+    stale = [n for n, line in enumerate(lines) if old in line and new not in line]
+    assert all(n > current for n in stale), recalled.text
+    for item in recalled.memories:
+        assert item.when, item  # every searched memory carries its time
+    for item in recalled.memories:
+        if item.memory_id == "message:ann-1":  # the turn that said the old fact
+            assert item.status == "earlier" and lines[[n for n, line in enumerate(lines) if old in line][-1]].startswith("- " + earlier)
+    assert [item.status for item in recalled.memories] == sorted(item.status for item in recalled.memories)  # current first
+
+
+async def test_recall_answers_the_past_question_with_the_old_value(store, settings):
+    await said_then_changed(store, "ann", "我住在北京", "我上周搬到上海了", topic="居住", subtopic="城市")
+    recalled = await recall(store, "ann", None, "我以前住哪？", settings=settings)
+    assert "之前：我住在北京，直到" in recalled.text

@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 from memlane.store.base import Memory, MemoryUpdate, StoreError
+from redis.commands.search.index_definition import IndexDefinition, IndexType
+
 from memlane.store.redis import RedisMemoryStore
+from memlane.store.schema import MemoryField
 
 
 async def test_reindexing_unchanged_memories_keeps_text_scores(store: RedisMemoryStore):
@@ -58,3 +61,16 @@ async def test_memories_without_a_user_are_refused(store: RedisMemoryStore):
         await store.add_memories([Memory(id="1", user_id="", kind="event", text="orphan")])
     with pytest.raises(StoreError, match="empty user_id"):
         await store.apply_update(MemoryUpdate(user_id="", advance_cursor_to=3))
+
+
+async def test_an_index_made_before_valid_until_gets_the_field_in_place(store: RedisMemoryStore):
+    await store.add_memories([Memory(id="m", user_id="ann", kind="message", text="我住在北京")])
+    name = store.layout.memory_index_name
+    await store.client.ft(name).dropindex(delete_documents=False)
+    fields = [field for field in store.core.schema.redis_fields if field.name != MemoryField.VALID_UNTIL]
+    await store.client.ft(name).create_index(fields, definition=IndexDefinition(prefix=[store.layout.memory_key_prefix], index_type=IndexType.HASH))
+    await store.memories.ensure_indexes()
+    info = await store.client.ft(name).info()
+    assert MemoryField.VALID_UNTIL in {str(item, "utf-8") if isinstance(item, bytes) else item for attribute in info["attributes"] for item in attribute}
+    [hit] = await store.search_memories("ann", "北京", limit=1)
+    assert hit.memory.id == "m" and hit.memory.status == "current"  # kept, not rewritten

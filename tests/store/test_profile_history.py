@@ -7,13 +7,17 @@ import math
 
 import pytest
 
+from memory_graph_helpers import said_then_changed
+
 from memlane.store.base import (
     Event,
     InvalidInput,
     Memory,
     MemoryUpdate,
+    Message,
     ProfileEntry,
     UserExport,
+    message_memory_id,
     profile_memory_id,
 )
 from memlane.store.redis import RedisMemoryStore
@@ -104,3 +108,38 @@ async def test_history_keeps_the_newest_revisions(store: RedisMemoryStore):
     for version in range(1, 6):
         await store.edit_profile_entry("alice", entry_id, content=f"version {version}")
     assert [r.after_content for r in await store.profile_history("alice", entry_id)] == ["version 3", "version 4", "version 5"]
+
+
+# --- facts that change (issue 22) --------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("old", "new", "topic", "subtopic", "question"),
+    [
+        ("我住在北京", "我上周搬到上海了", "居住", "城市", "我以前住哪？"),
+        ("I live in Boston", "I moved to Denver last week", "home", "city", "Where did I live before?"),
+    ],
+)
+async def test_an_update_keeps_the_replaced_content_as_a_dated_searchable_past_value(
+    store: RedisMemoryStore, old: str, new: str, topic: str, subtopic: str, question: str
+):
+    changed_at = await said_then_changed(store, "ann", old, new, topic=topic, subtopic=subtopic)
+    [entry] = await store.get_profile("ann")
+    assert entry.content == new and entry.valid_from == pytest.approx(changed_at)  # when it was said, not the run's clock
+    [past] = await store.past_values("ann")
+    assert (past.content, past.valid_until) == (old, pytest.approx(changed_at))
+    assert past.valid_from is not None and past.valid_from < changed_at
+    hits = await store.search_memories("ann", question, limit=5)
+    found = {hit.memory.id: hit.memory for hit in hits}
+    assert past.as_memory().id in found and found[past.as_memory().id].status == "earlier"
+    # the turn that said the old fact is marked; the one that said the new is not
+    turns = {hit.memory.id: hit.memory for hit in await store.search_memories("ann", old, kinds=["message"], limit=5)}
+    assert turns[message_memory_id("ann-1")].valid_until == pytest.approx(changed_at)
+    assert turns[message_memory_id("ann-2")].valid_until is None
+
+
+async def test_an_append_or_a_user_edit_keeps_no_past_value(store: RedisMemoryStore):
+    await store.apply_update(entry_update("bo", "nurse", event_id="run-1"))
+    entry_id = (await store.get_profile("bo"))[0].id
+    await store.apply_update(entry_update("bo", "nurse; night shifts", event_id="run-2"))  # an APPEND
+    await store.edit_profile_entry("bo", entry_id, content="head nurse")  # a correction, not a change over time
+    assert await store.past_values("bo") == []

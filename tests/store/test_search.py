@@ -11,6 +11,7 @@ from test_messages import chat as owner_chat, flaky_store
 from memlane.store.base import Memory, Message
 from memlane.store.redis import RedisMemoryStore
 from memlane.store.schema import MemoryField
+from memlane.store.search import Ranking
 from memlane.store.text import name_candidates
 
 
@@ -298,3 +299,26 @@ async def test_search_falls_back_to_keywords_when_the_embedder_is_down(store: Re
     chinese = await degraded.search_memories("alice", "我的那只猫")
     assert [hit.memory.text for hit in chinese] == ["我养了一只猫"]
     assert await degraded.search_memories("bob", "Lyon") == []  # still the user's own memories only
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "query"),
+    [("这周我很忙，在赶项目", "这周我很忙，要搬家", "我这周忙什么？"), ("I'm busy this week with a project", "I'm busy this week with the move", "What am I busy with this week?")],
+)
+async def test_recency_ranking_puts_the_newer_of_two_alike_memories_first_when_it_votes(
+    store: RedisMemoryStore, older: str, newer: str, query: str
+):
+    day = 86_400.0
+    await store.add_memories([
+        Memory(id="old", user_id="ann", kind="message", text=older, created_at=1_790_000_000.0),
+        Memory(id="new", user_id="ann", kind="message", text=newer, created_at=1_790_000_000.0 + 60 * day),
+        Memory(id="pref", user_id="ann", kind="profile", text=older, created_at=1_700_000_000.0),  # profile entries do not fade
+    ])
+    store.settings = store.settings.model_copy(update={"search_recency_weight": 3.0})
+    ranked = [hit.memory.id for hit in await store.search_memories("ann", query, limit=3)]
+    assert ranked.index("new") < ranked.index("old")
+    docs = [{"id": k, MemoryField.KIND: kind, MemoryField.CREATED_AT: str(t)}
+            for k, kind, t in [("a", "message", 0.0), ("b", "message", 30 * day), ("p", "profile", 60 * day)]]
+    recency = store.search.recency_ranking([Ranking("vector", 1.0, docs)])
+    assert recency is not None and [doc["id"] for doc in recency.docs] == ["b", "a"]  # the profile entry is not in it
+    assert recency.factors == [1.0, pytest.approx(0.5)]  # halves every search_recency_half_life_days (30)

