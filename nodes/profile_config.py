@@ -10,6 +10,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from memlane.store.base import normalize_slot
 
+# the topic that keeps facts about other people, one subtopic per person (see nodes/extract.py)
+PEOPLE_TOPIC = "people"
+
 
 class SubtopicConfig(BaseModel):
     """One slot inside a topic."""
@@ -30,6 +33,10 @@ class TopicConfig(BaseModel):
     subtopics: list[SubtopicConfig] = Field(default_factory=list)
     validate_merge: bool = Field(
         default=True, description="ask the model before adding to an empty slot of this topic"
+    )
+    open_subtopics: bool = Field(
+        default=False,
+        description="any subtopic name is a slot of this topic, in strict mode too (people: one per person)",
     )
 
 
@@ -64,7 +71,10 @@ class ProfileConfig(BaseModel):
 
     def allows(self, topic: str, subtopic: str) -> bool:
         """Whether a fact for this slot may be kept (always, unless strict)."""
-        return not self.strict or self.find_subtopic(topic, subtopic) is not None
+        if not self.strict or self.find_subtopic(topic, subtopic) is not None:
+            return True
+        found = self.find_topic(topic)
+        return found is not None and found.open_subtopics
 
     def needs_validation(self, topic: str, subtopic: str) -> bool:
         """Whether adding to an empty slot asks the model first."""
@@ -86,20 +96,29 @@ class ProfileConfig(BaseModel):
             for subtopic in topic.subtopics:
                 lines.append(f"  - {subtopic.name}: {subtopic.description}".rstrip(": "))
         if self.strict:
-            lines.append("Only these topic/subtopic pairs are allowed.")
+            open_topics = [topic.name for topic in self.topics if topic.open_subtopics]
+            lines.append(
+                "Only these topic/subtopic pairs are allowed"
+                + (f", and any subtopic of {', '.join(open_topics)}." if open_topics else ".")
+            )
         else:
             lines.append("Prefer these names; add a new subtopic only when none fits.")
         return "\n".join(lines)
 
 
 def _topic(
-    name: str, description: str, *subtopics: tuple[str, str], validate_merge: bool = True
+    name: str,
+    description: str,
+    *subtopics: tuple[str, str],
+    validate_merge: bool = True,
+    open_subtopics: bool = False,
 ) -> TopicConfig:
     return TopicConfig(
         name=name,
         description=description,
         subtopics=[SubtopicConfig(name=sub, description=text) for sub, text in subtopics],
         validate_merge=validate_merge,
+        open_subtopics=open_subtopics,
     )
 
 
@@ -147,10 +166,19 @@ def default_profile_config() -> ProfileConfig:
             ),
             _topic(
                 "relationships",
-                "people in the user's life / 人际关系",
+                "the user's relationships / 用户的人际关系",
                 ("family", "family members / 家人"),
                 ("friends", "friends and colleagues / 朋友与同事"),
                 ("partner", "partner / 伴侣"),
+            ),
+            # facts about someone else (a friend's favourite film) are theirs, never the user's;
+            # added without asking the merge model, whose prompt is about the user's own profile
+            _topic(
+                PEOPLE_TOPIC,
+                "facts about other people in the user's life, one subtopic per person, named as the chat "
+                "names them / 用户身边其他人的事，每人一个子话题，用聊天里的称呼命名",
+                validate_merge=False,
+                open_subtopics=True,
             ),
             _topic(
                 "goals",

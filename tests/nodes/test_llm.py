@@ -106,6 +106,19 @@ def test_the_owner_is_always_user_in_prompts_and_a_friend_never_is():
     assert "[2] 朋友A: 我最喜欢《星际穿越》" in text and "[3] other person: me too" in text
 
 
+def test_an_english_chat_between_named_people_names_every_speaker():
+    messages = [
+        Message(id="1", user_id="u", session_id="s", role="user", name="Caroline", content="I love hiking"),
+        Message(id="2", user_id="u", session_id="s", role="user", name="Melanie", speaker_is_owner=True, content="I paint"),
+        Message(id="3", user_id="u", session_id="s", role="assistant", content="Both sound fun"),
+    ]
+    assert render_chat(messages).splitlines()[1:4] == [
+        "[1] Caroline: I love hiking",
+        "[2] user (Melanie): I paint",
+        "[3] assistant: Both sound fun",
+    ]
+
+
 async def test_the_memory_models_breaker_opens_after_consecutive_failures_then_half_opens(settings):
     """One breaker per context: the failures of every step count together; open, a step fails
     at once without calling the model; after the reset time one trial call goes through."""

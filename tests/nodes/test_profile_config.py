@@ -20,12 +20,13 @@ def test_default_config_covers_what_people_tell_assistants_in_both_languages():
         "relationships",
         "goals",
         "assistant_preferences",
+        "people",
     } <= names
     for topic in config.topics:
         assert has_cjk(topic.description) and any(
             char.isascii() and char.isalpha() for char in topic.description
         )
-        assert topic.subtopics
+        assert topic.subtopics or topic.open_subtopics  # people: one subtopic per person
     assert config.find_subtopic("Lifestyle", " Sleep_Schedule ") is not None
 
 
@@ -36,6 +37,14 @@ def test_strict_mode_allows_only_configured_slots():
     assert config.allows("work", "job") and config.allows("WORK", "Job")
     assert not config.allows("work", "salary") and not config.allows("pets", "dog")
     assert ProfileConfig(topics=config.topics, strict=False).allows("pets", "dog")
+
+
+def test_people_takes_any_persons_name_even_in_strict_mode():
+    config = default_profile_config().model_copy(update={"strict": True})
+    assert config.allows("people", "朋友A") and config.allows("People", "Caroline")
+    assert not config.allows("interests", "朋友A")
+    assert not config.needs_validation("people", "Caroline")  # a new person is added without asking
+    assert "any subtopic of people" in config.describe()
 
 
 def test_validation_flag_per_slot_overrides_the_topic():
