@@ -75,8 +75,12 @@ async def merge(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
 
 async def organize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     caller = _caller(runtime, "organize")
+    profile_config = runtime.context.profile_config
     organized, notes = await organize_profile(
-        state["working_profile"], runtime.context.profile_config.max_subtopics_per_topic, caller
+        state["working_profile"],
+        profile_config.max_subtopics_per_topic,
+        caller,
+        open_topics=[topic.name for topic in profile_config.topics if topic.open_subtopics],
     )
     return {"working_profile": organized, "notes": notes, **caller.usage.as_update()}
 

@@ -1,10 +1,14 @@
-"""Step 5: regroup a topic that has more subtopics than the configured maximum."""
+"""Step 5: regroup a topic that has more subtopics than the configured maximum.
+
+A topic with open subtopics (people: one per person) is never regrouped: merging two of its
+subtopics would make two people one.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Sequence
+from typing import Collection, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -46,10 +50,15 @@ class OrganizeOutput(BaseModel):
     subtopics: list[OrganizedSubtopic]
 
 
-def topics_over_limit(profile: Sequence[ProfileEntry], max_subtopics: int) -> list[str]:
+def topics_over_limit(
+    profile: Sequence[ProfileEntry], max_subtopics: int, open_topics: Collection[str] = ()
+) -> list[str]:
+    """The topics with more than `max_subtopics` subtopics, but for `open_topics`."""
+    kept_apart = {normalize_slot(topic) for topic in open_topics}
     counts: dict[str, list[ProfileEntry]] = defaultdict(list)
     for entry in profile:
-        counts[normalize_slot(entry.topic)].append(entry)
+        if normalize_slot(entry.topic) not in kept_apart:
+            counts[normalize_slot(entry.topic)].append(entry)
     return [entries[0].topic for entries in counts.values() if len(entries) > max_subtopics]
 
 
@@ -91,10 +100,16 @@ def regroup(
 
 
 async def organize_profile(
-    profile: Sequence[ProfileEntry], max_subtopics: int, caller: ModelCaller
+    profile: Sequence[ProfileEntry],
+    max_subtopics: int,
+    caller: ModelCaller,
+    open_topics: Collection[str] = (),
 ) -> tuple[list[ProfileEntry], list[str]]:
-    """The profile with every over-full topic regrouped; a topic whose answer is unusable stays."""
-    over = topics_over_limit(profile, max_subtopics)
+    """The profile with every over-full topic regrouped; a topic whose answer is unusable stays.
+
+    open_topics: topics whose subtopics are never regrouped, however many (one per person).
+    """
+    over = topics_over_limit(profile, max_subtopics, open_topics)
     if not over:
         return list(profile), []
     organized = list(profile)

@@ -1,4 +1,5 @@
-"""Step 2: summarize the chat into an event summary; empty when it says nothing about the user."""
+"""Step 2: summarize the chat into an event summary; empty when it says nothing worth keeping
+about the user or about a named person in their chat."""
 
 from __future__ import annotations
 
@@ -19,9 +20,13 @@ logger = logging.getLogger(__name__)
 SUMMARIZE_PROMPT = f"""TASK: summarize a chat for the user's long-term memory.
 You keep long-term memory for a personal assistant. Read the chat and write a short event
 summary (one to four sentences) of what it reveals about the user ("user" in the chat):
-what happened, what they did, felt, like, plan or told about themselves. Other speakers
-matter only through what they reveal about the user. Skip greetings and small talk.
-When the chat holds nothing worth remembering about the user, the summary is "".
+what happened, what they did, felt, like, plan or told about themselves. A named other
+speaker (a friend in a group chat) counts too when they state a lasting fact about
+themselves (their job, home, tastes, plans, or a change to one): add it in a short clause
+that names them ("Maria started climbing" / "朋友A最喜欢的电影是《星际穿越》"), never as the
+user's. Skip greetings, small talk and chatter, whoever says it.
+When the chat holds nothing worth remembering about the user or the people who speak in
+it, the summary is "".
 Use the known profile and the profile slots below as context; do not repeat known facts
 unless the chat changes them.
 {LANGUAGE_RULE}
@@ -47,7 +52,8 @@ async def summarize_chat(
     profile_config: ProfileConfig,
     caller: ModelCaller,
 ) -> str:
-    """The event summary, "" when the chat says nothing about the user.
+    """The event summary, "" when the chat says nothing worth keeping (about the user, or what a
+    named speaker says about themselves).
 
     A prose answer without JSON is taken as the summary; an empty answer raises `ParseFailed`.
     """

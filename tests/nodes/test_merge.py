@@ -8,7 +8,7 @@ import re
 import pytest
 from memory_graph_helpers import add_chat, batched, calls_for, scripted
 from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
-from scripted import TIMEOUT, ScriptedChatModel
+from scripted import TIMEOUT, ScriptedChatModel, answer_from
 
 from memlane.config import Settings
 from memlane.graph import run_memory_graph
@@ -411,3 +411,38 @@ async def test_five_new_facts_cost_one_merge_call(store, make_context):
         assert result.model_calls == expected_calls == len(model.calls)
         profiles.append({(entry.topic, entry.subtopic): entry.content for entry in await store.get_profile(user)})
     assert profiles[0] == profiles[1] and len(profiles[1]) == 5
+
+
+def a_literal_model(update: str):
+    """A merge model that ABORTs whatever its prompt does not say is worth keeping: a fact
+    that is not the user's, unless the prompt and the slot say whose facts the slot holds."""
+
+    def answer(prompt: str) -> str:
+        told = "holds facts about that person, not the user" in prompt and "not the user / 关于" in prompt
+        return json.dumps({"action": "UPDATE", "content": update} if told else {"action": "ABORT", "content": ""})
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "person, first_said, later_said, old, new",
+    [
+        ("朋友A", "我住在北京", "我搬到深圳了", "朋友A住在北京", "朋友A住在深圳（以前在北京）"),
+        ("Maria", "I live in Boston.", "I moved to Lisbon.", "Maria lives in Boston", "Maria lives in Lisbon (was Boston)"),
+    ],
+)
+async def test_a_change_about_a_friend_is_merged_into_their_slot_not_aborted(
+    store, make_context, person, first_said, later_said, old, new
+):
+    friend = {"about": person, "topic": "people", "subtopic": person, "messages": [1]}
+    await add_chat(store, "u", [("user", person, first_said)], session_id="s0")
+    await run_memory_graph("u", make_context(scripted(facts=[{**friend, "content": old}], tags=[])))
+
+    model = scripted(facts=[{**friend, "content": new}], merge=answer_from(a_literal_model(new)), tags=[])
+    await add_chat(store, "u", [("user", person, later_said)], start=5)
+    result = await run_memory_graph("u", make_context(model))
+
+    assert await profile_of(store) == {("people", person): new}
+    assert result.updated == [profile_entry_id("u", "people", person)]
+    prompt = next(prompt for prompt in model.prompts if "TASK: merge" in prompt)
+    assert f"Slot: people / {person} (facts about {person}, not the user" in prompt

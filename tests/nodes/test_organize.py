@@ -96,3 +96,23 @@ async def test_a_regrouped_subtopic_with_a_runaway_name_leaves_the_topic_as_it_w
     result = await run_memory_graph("u", make_context(scripted(facts=FACTS, organize=answer), config=CONFIG))
     assert set(await subtopics(store)) == {"chess", "go", "cello"}
     assert any("memory_slot_max_chars" in note for note in result.notes)
+
+
+async def test_people_are_never_regrouped_however_many(store, make_context):
+    """Past max_subtopics_per_topic people, organize leaves people / <name> alone: regrouping
+    could make two people one."""
+    friends = ["朋友A", "朋友B", "Maria", "Tom"]
+    model = scripted(
+        facts=[
+            {"about": name, "topic": "people", "subtopic": name, "content": f"{name} 喜欢爬山", "messages": [1]}
+            for name in friends
+        ],
+        organize=AssertionError("organize must not be asked about people"),
+    )
+    await add_chat(store, "u", [("user", None, "朋友A、朋友B、Maria 和 Tom 都喜欢爬山。")])
+    config = ProfileConfig(
+        topics=[TopicConfig(name="people", validate_merge=False, open_subtopics=True)], max_subtopics_per_topic=2
+    )
+    await run_memory_graph("u", make_context(model, config=config))
+    assert calls_for(model, "organize") == 0
+    assert await subtopics(store) == {name: f"{name} 喜欢爬山" for name in friends}

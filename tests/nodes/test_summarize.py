@@ -65,3 +65,44 @@ async def test_a_runaway_summary_is_cut_to_the_limit(store, make_context, settin
     [event] = await store.list_events("u")
     assert count_tokens(event.summary) <= settings.memory_summary_max_tokens
     assert event.summary.startswith("用户喜欢黑咖啡。") and result.summary == event.summary
+
+
+FRIEND_ONLY = {
+    "zh": (
+        [("user", "朋友A", "我下个月要搬去深圳了，新工作在腾讯。"), ("user", None, "哇，恭喜！")],
+        "朋友A下个月搬去深圳，新工作在腾讯。",
+        {"about": "朋友A", "topic": "people", "subtopic": "朋友A", "content": "朋友A下个月搬去深圳，在腾讯工作", "messages": [1]},
+    ),
+    "en": (
+        [("user", "Maria", "I just started a new job as a pilot."), ("user", None, "No way, congrats!")],
+        "Maria started a new job as a pilot.",
+        {"about": "Maria", "topic": "people", "subtopic": "Maria", "content": "Maria works as a pilot", "messages": [1]},
+    ),
+}
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+async def test_a_chat_where_only_a_friend_says_something_is_kept_under_the_friend(store, make_context, language):
+    chat, summary, fact = FRIEND_ONLY[language]
+    model = scripted(summary=summary, facts=[fact], tags=[])
+    await add_chat(store, "u", chat)
+
+    result = await run_memory_graph("u", make_context(model))
+
+    # the prompt asks for a named speaker's own facts, attributed by name, in both languages
+    [prompt] = [prompt for prompt in model.prompts if "TASK: summarize" in prompt]
+    assert "A named other\nspeaker" in prompt and "names them" in prompt and "never as the\nuser's" in prompt
+    assert "朋友A最喜欢的电影是《星际穿越》" in prompt and "Maria started climbing" in prompt
+    assert "Skip greetings, small talk and chatter, whoever says it." in prompt
+    # the summary is not empty, so the graph goes on: the friend's fact is theirs, the user has none
+    assert result.event_id and calls_for(model, "extract") == 1
+    [entry] = await store.get_profile("u")
+    assert (entry.topic, entry.subtopic, entry.content) == ("people", fact["subtopic"], fact["content"])
+
+
+async def test_small_talk_with_a_friend_still_stops_the_graph(store, make_context):
+    model = scripted(summary="")
+    await add_chat(store, "u", [("user", "朋友A", "哈哈哈，早啊"), ("user", "Maria", "lol good morning"), ("user", None, "早！")])
+    result = await run_memory_graph("u", make_context(model))
+    assert calls_for(model, "extract") == 0 and result.event_id is None
+    assert await store.get_profile("u") == []
