@@ -353,6 +353,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     """Forget one fact, as the API's and the tools' `forget` do; never the whole user."""
+    from memlane.models import memory_model_from_settings
+    from memlane.nodes.confirm_forget import forget_confirmer
     from memlane.tools import answer_forget
 
     if not (args.what or "").strip():
@@ -364,7 +366,8 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
         return 2
 
     async def forget(store: Any) -> None:
-        print(await answer_forget(store, args.user, args.what, actor="cli"))
+        confirm = forget_confirmer(memory_model_from_settings(settings), settings)  # None without a model
+        print(await answer_forget(store, args.user, args.what, actor="cli", confirm=confirm))
 
     _run(lambda: _with_store(settings, forget))
     return 0

@@ -235,6 +235,12 @@ class Settings(BaseSettings):
         le=1,
         description="Share of the fact's words a sentence must hold to be forgotten with it (the literal match that keeps forget from removing more than asked)",
     )
+    forget_meaning_margin: float = Field(
+        default=0.18,
+        ge=0,
+        le=1,
+        description="Without a memory model, when a forget request asking a question (\"what car I drive\") matches no word: how much nearer it (relevance, see recall_similarity_floor) than everyday sentences the user's nearest sentence must be to be forgotten by meaning (1: never)",
+    )
 
     # --- memory graph (owned by graph/ and nodes/) ---------------------------------
     memory_buffer_tokens: int = Field(

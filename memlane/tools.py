@@ -11,14 +11,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain.tools import ToolRuntime
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.tools import BaseTool, tool
 
 from memlane.config import Settings, get_settings
 from memlane.middleware import resolve_identity
+from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.recall import relevance
 from memlane.store.base import (
     ITEM_MEMORY_PREFIX,
     Event,
+    ForgetConfirm,
     Memory,
     MemoryStore,
     MemoryUpdate,
@@ -38,10 +41,23 @@ def _day(timestamp: float) -> str:
 
 
 def memory_tools(
-    store: MemoryStore, settings: Settings | None = None, *, scheduler: "MemoryScheduler | None" = None
+    store: MemoryStore,
+    settings: Settings | None = None,
+    *,
+    scheduler: "MemoryScheduler | None" = None,
+    memory_model: BaseChatModel | None = None,
 ) -> list[BaseTool]:
-    """`[search_memories, remember, forget]` bound to `store`; with `scheduler`, `remember_now` too."""
+    """`[search_memories, remember, forget]` bound to `store`; with `scheduler`, `remember_now` too.
+
+    memory_model (else the scheduler's): confirms what `forget` finds by meaning (see
+    `MemoryStore.forget`); without one, forget takes by meaning only what is clear."""
     settings = settings or get_settings()
+    context = scheduler.context if scheduler is not None else None
+    confirm = forget_confirmer(
+        memory_model or (context.llm if context is not None else None),
+        settings,
+        breaker=context.model_breaker if context is not None and memory_model is None else None,
+    )
 
     @tool
     async def search_memories(query: str, runtime: ToolRuntime[Any], limit: int = 5) -> str:
@@ -73,7 +89,7 @@ def memory_tools(
         ("[profile:…]"), or in words what to forget ("what I said about peanuts", "关于花生的事").
         Says what was removed."""
         identity = resolve_identity(runtime.context, settings)
-        return await answer_forget(store, identity.user_id, what, actor="tool")
+        return await answer_forget(store, identity.user_id, what, actor="tool", confirm=confirm)
 
     if scheduler is None:
         return [search_memories, remember, forget]
@@ -176,13 +192,18 @@ async def forget_memory(store: MemoryStore, user_id: str, memory_id: str, *, act
 MEMORY_ID_PREFIXES = ("profile:", "event:", "message:", ITEM_MEMORY_PREFIX)
 
 
-async def answer_forget(store: MemoryStore, user_id: str, what: str, *, actor: str) -> str:
+async def answer_forget(
+    store: MemoryStore, user_id: str, what: str, *, actor: str, confirm: ForgetConfirm | None = None
+) -> str:
     """Forget one memory by the id search showed ("[profile:…]"), or everything the user said
-    about something ("peanuts", "what I said about my ex") through the store's `forget`."""
+    about something ("peanuts", "what I said about my ex") through the store's `forget`.
+
+    confirm: the memory model's confirmation of what forget finds by meaning
+    (`memlane.nodes.confirm_forget.forget_confirmer`), where the caller has a memory model."""
     memory_id = what.strip().strip("[]").strip()
     if memory_id.startswith(MEMORY_ID_PREFIXES) and not any(char.isspace() for char in memory_id):
         removed = await forget_memory(store, user_id, memory_id, actor=actor)
         return f"forgot [{memory_id}]" if removed else f"no memory [{memory_id}] to forget"
     if not memory_id:
         return "nothing to forget: say what (an id in brackets, or what it was about)"
-    return (await store.forget(user_id, what.strip(), actor=actor)).describe()
+    return (await store.forget(user_id, what.strip(), actor=actor, confirm=confirm)).describe()

@@ -32,8 +32,10 @@ from starlette.types import Receive, Scope, Send
 
 from memlane import MemoryStore, Settings, StoreError, open_store
 from memlane.graph.tasks import queue_memory_run
+from memlane.models import memory_model_from_settings
+from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.serve.config import store_user_id
-from memlane.store.base import profile_memory_id
+from memlane.store.base import ForgetConfirm, profile_memory_id
 from memlane.tools import answer_forget, answer_remember, answer_search
 
 # what `remember` files its notes under (an MCP client has no chat session of ours)
@@ -84,11 +86,16 @@ def _version() -> str:
 
 
 def build_mcp_server(
-    store: Callable[[], MemoryStore], resolve_caller: ResolveCaller, *, remember_now: RememberNow | None = None
+    store: Callable[[], MemoryStore],
+    resolve_caller: ResolveCaller,
+    *,
+    remember_now: RememberNow | None = None,
+    confirm_forget: ForgetConfirm | None = None,
 ) -> MCPServer:
     """The MCP server with memlane's tools; `store()` gives the store at call time (it may open late).
 
     remember_now: queues a memory run for a user; given, the `remember_now` tool is offered.
+    confirm_forget: the memory model's confirmation of what `forget` finds by meaning.
     """
     server = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
 
@@ -144,7 +151,7 @@ def build_mcp_server(
         """
         writer = await caller(ctx, writes=True)
         async with store_errors():
-            return await answer_forget(store(), writer.user_id, what, actor=writer.actor)
+            return await answer_forget(store(), writer.user_id, what, actor=writer.actor, confirm=confirm_forget)
 
     if remember_now is not None:
         request_run = remember_now
@@ -237,13 +244,14 @@ def mcp_http_endpoint(
     path: str = "/mcp",
     transport_security: TransportSecuritySettings | None = None,
     remember_now: RememberNow | None = None,
+    confirm_forget: ForgetConfirm | None = None,
 ) -> McpHttpEndpoint:
     """memlane's MCP server at `path`, each request's user from `authenticate(request)`.
 
     transport_security: the SDK's Host / Origin checks; off by default because every request
     must carry credentials (a DNS-rebinding page has none), and a deployment's host names vary.
     """
-    server = build_mcp_server(store, caller_from_request, remember_now=remember_now)
+    server = build_mcp_server(store, caller_from_request, remember_now=remember_now, confirm_forget=confirm_forget)
     transport = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=True,
@@ -270,7 +278,9 @@ class _Authenticated:
 
 def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
     """The MCP endpoint of `memlane serve`: the bearer key (`service.config`, a `ServeConfig`) names
-    the tenant and the scopes, the `X-Memlane-User` header the user; `service.store` is read per call."""
+    the tenant and the scopes, the `X-Memlane-User` header the user; `service.store` is read per call;
+    `service.memory_model` (with `service.settings`), where there is one, confirms what `forget`
+    finds by meaning."""
 
     async def authenticate(request: Request) -> McpCaller:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -291,7 +301,11 @@ def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
     async def remember_now(user_id: str) -> str:
         return run_requested(await service.remember_now(user_id))
 
-    return mcp_http_endpoint(lambda: service.store, authenticate, path=path, remember_now=remember_now)
+    memory_model = getattr(service, "memory_model", None)  # a ServeService's, when one is configured
+    return mcp_http_endpoint(
+        lambda: service.store, authenticate, path=path, remember_now=remember_now,
+        confirm_forget=forget_confirmer(memory_model, service.settings) if memory_model is not None else None,
+    )
 
 
 def run_requested(queued: bool | None) -> str:
@@ -314,6 +328,9 @@ async def run_stdio(settings: Settings, user_id: str) -> None:
                 return str(error)
             return "remembering… (queued: a memlane app, `memlane serve` or `memlane worker` on this Redis runs it)"
 
-        await build_mcp_server(lambda: opened, lambda _ctx: caller, remember_now=remember_now).run_stdio_async()
+        confirm = forget_confirmer(memory_model_from_settings(settings), settings)
+        await build_mcp_server(
+            lambda: opened, lambda _ctx: caller, remember_now=remember_now, confirm_forget=confirm
+        ).run_stdio_async()
     finally:
         await opened.aclose()

@@ -29,6 +29,7 @@ from memlane.store.base import (
     profile_entry_id,
     profile_memory_id,
 )
+from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.tools import forget_memory, remember_fact, remember_note
 
 
@@ -333,7 +334,8 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
         """Forget what the user said about something, everywhere recall reads (profile, events,
         messages, summaries). Says what was removed."""
         store_user = tenant_user(key, user_id)
-        report = await service.require_store().forget(store_user, body.query, actor=key.actor)
+        confirm = forget_confirmer(service.memory_model, service.settings)  # the memory model confirms what meaning finds
+        report = await service.require_store().forget(store_user, body.query, actor=key.actor, confirm=confirm)
         return {**_public(report.model_dump(mode="json"), store_user, user_id), "description": report.describe()}
 
     def requested(user_id: str, session_id: str | None, queued: bool | None) -> RunRequested:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Awaitable, Callable, Literal, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -486,6 +486,13 @@ class MemoryUpdate(BaseModel):
     )
 
 
+ForgetConfirm = Callable[[str, Sequence[str]], Awaitable[Sequence[int] | None]]
+"""Which of the user's sentences state what a forget request asks to forget: called with the
+request and the sentences nearest it, answers the indexes of those that do ([] for none), or
+None when it cannot tell (then `forget` keeps to what it removes without a model). A memory
+model answers it (`memlane.nodes.confirm_forget.forget_confirmer`); the store imports no model."""
+
+
 class ForgottenRecord(BaseModel):
     """One record `forget` changed."""
 
@@ -644,14 +651,22 @@ class MemoryStore(Protocol):
         """What the entry (every entry, without `entry_id`) held before a memory-graph run
         replaced it, dated, oldest first (from its history; each is also a search memory)."""
 
-    async def forget(self, user_id: str, query: str, *, actor: str = "forget") -> ForgetReport:
+    async def forget(
+        self, user_id: str, query: str, *, actor: str = "forget", confirm: ForgetConfirm | None = None
+    ) -> ForgetReport:
         """Forget what the user said about something ("peanuts", "forget what I said about my
         ex", "忘掉关于花生的事"), everywhere recall reads: profile entries stating it are
         deleted (or rewritten without it), and the sentences stating it leave messages (a
         message left with nothing is dropped from history), event summaries (an event left
         with nothing is deleted), session summaries, the history of the profile entries
-        touched, and LangGraph store items (deleted). Matching is literal (the subject's
-        words, see `store/forget.py`) among memories of `forget_min_relevance` or more.
+        touched, and LangGraph store items (deleted).
+
+        Words first: a sentence holding the subject's words states it (`store/forget.py`),
+        among memories of `forget_min_relevance` or more. Then meaning
+        (`store/forget_meaning.py`): with `confirm` (a memory model), the sentences nearest the
+        request that it confirms; without, when the words found nothing and the request asks a
+        question ("what car I drive"), the one sentence clearly nearest it
+        (`forget_meaning_margin`), never one about someone else for a request about the user.
         Returns what was removed."""
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:

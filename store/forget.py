@@ -43,6 +43,8 @@ from memlane.store.text import CJK_FUNCTION_CHARS, CJK_RANGES, index_terms
 # Words that say who or that something was said, not what: summaries call the user "the
 # user" / "用户" and report ("mentioned", "提到自己…") where the chat just says it.
 _REPORTING_WORDS = frozenset({"user", "mention", "said", "say", "told", "tell", "提到", "表示", "自己", "说过"})
+# what is left of "I'm", "it's", "we've", "don't" once the apostrophe splits them: no word of a fact
+_CONTRACTION_ENDS = frozenset({"m", "s", "re", "ve", "ll", "d", "t"})
 _CJK_USER = re.compile("该用户|用户")
 # Bigrams holding one of these mostly straddle two words ("我的", "对花"); "过" is left out of
 # search's function characters here: "过敏" is a word
@@ -88,7 +90,10 @@ def forget_subject(query: str) -> str:
 
 
 def _terms(text: str) -> list[str]:
-    return [term for term in index_terms(_CJK_USER.sub(" ", text)).split() if term not in _REPORTING_WORDS]
+    return [
+        term for term in index_terms(_CJK_USER.sub(" ", text)).split()
+        if term not in _REPORTING_WORDS and term not in _CONTRACTION_ENDS
+    ]
 
 
 def _is_glue_bigram(term: str) -> bool:
@@ -145,12 +150,16 @@ class Fact:
     terms: frozenset[str]
     min_coverage: float
     optional: frozenset[str] = frozenset()
+    # a shorter clause holding `min_coverage` of its own words in the fact states it too (an
+    # event summary restating a short turn); off for a sentence found by meaning, whose every
+    # clause sharing two words ("every morning") is no restatement of it
+    in_shorter_clauses: bool = True
 
     @classmethod
-    def of(cls, text: str, min_coverage: float) -> "Fact":
+    def of(cls, text: str, min_coverage: float, *, in_shorter_clauses: bool = True) -> "Fact":
         every = frozenset(_terms(text))
         terms = _meaningful(every)
-        return cls(text, terms, min_coverage, every - terms)
+        return cls(text, terms, min_coverage, every - terms, in_shorter_clauses)
 
     def stated_by(self, terms: frozenset[str]) -> bool:
         """Whether a text with these terms (`text_terms`) states the fact."""
@@ -158,6 +167,8 @@ class Fact:
             return False
         if coverage(self.terms, terms, self.optional) >= self.min_coverage:
             return True
+        if not self.in_shorter_clauses:
+            return False
         strong = _meaningful(terms)
         return len(self.terms) > len(strong) >= 2 and coverage(strong, self.terms | self.optional) >= self.min_coverage
 
@@ -165,14 +176,16 @@ class Fact:
         return coverage(self.terms, terms, self.optional)
 
 
-def facts_of(texts: Iterable[str], min_coverage: float, *, by_clause: bool = False, min_terms: int = 1) -> list[Fact]:
+def facts_of(
+    texts: Iterable[str], min_coverage: float, *, by_clause: bool = False, min_terms: int = 1, in_shorter_clauses: bool = True
+) -> list[Fact]:
     """One fact per sentence of the texts (per clause with `by_clause`: an event summary lists
     several facts in one sentence), those of at least `min_terms` words."""
     facts = []
     for text in texts:
         for sentence in split_sentences(text):
             for part in _split_clauses(sentence) if by_clause else [sentence]:
-                fact = Fact.of(part, min_coverage)
+                fact = Fact.of(part, min_coverage, in_shorter_clauses=in_shorter_clauses)
                 if len(fact.terms) >= min_terms:
                     facts.append(fact)
     return facts
@@ -202,6 +215,34 @@ def text_terms(text: str) -> frozenset[str]:
     """Every term of a text, glue bigrams included ("成都" is a name): what `Fact.stated_by`
     looks for the fact's words in."""
     return frozenset(_terms(text))
+
+
+_SUBJECT_WORD = re.compile(rf"[{CJK_RANGES}]+|[^\W_{CJK_RANGES}]+(?:['’][^\W_{CJK_RANGES}]+)?", re.UNICODE)
+
+
+def unsaid(subject: str, text: str) -> str | None:
+    """The words of `subject` that `text` does not hold ("my allergy to shellfish" in "I'm
+    allergic to peanuts" → "shellfish"; "海鲜过敏" in "我对花生过敏" → "海鲜"), stop words left out;
+    None when it holds none of them. What a sentence sharing some words with a request must
+    still mean for the request to be about it."""
+    held = text_terms(text)
+    kept, any_held = [], False
+    for word in _SUBJECT_WORD.findall(subject):
+        if _CJK_CHAR.match(word):  # the characters no held bigram of the subject covers
+            bigrams = [word[i : i + 2] for i in range(len(word) - 1)] or [word]
+            covered = {i + offset for i, bigram in enumerate(bigrams) if _found(bigram, held) for offset in range(len(bigram))}
+            any_held = any_held or bool(covered)
+            rest = "".join(" " if i in covered else char for i, char in enumerate(word)).split()
+            kept.extend(part for part in rest if not set(part) <= _GLUE_CHARS)
+            continue
+        terms = _terms(word)
+        if not terms:  # a stop word says nothing either way
+            continue
+        if any(_found(term, held) for term in terms):
+            any_held = True
+        else:
+            kept.append(word)
+    return " ".join(kept) if any_held else None
 
 
 def states_any(text: str, facts: Sequence[Fact]) -> bool:

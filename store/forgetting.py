@@ -4,32 +4,73 @@
 stated (`delete_profile_entry`, `delete_event`, `delete_message`) find the statements in
 profile entries and their history, messages, LangGraph items, event summaries and profile
 deltas, and session summaries, and have each part rewrite or delete its own records. What
-"states a fact" means (words, clauses, coverage) is the text logic of `store/forget.py`.
+"states a fact" means (words, clauses, coverage) is the text logic of `store/forget.py`;
+which sentences a request means when it shares no word with them, `store/forget_meaning.py`:
+`forget` weighs the user's sentences nearest the request by the embedder, and what it takes
+is then forgotten by its own words, like a deleted record's statement.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from memlane.store.base import ITEM_MEMORY_PREFIX, ForgetReport, Message, ProfileEntry, SessionSummary, clean_text
+import numpy as np
+
+from memlane.store.base import (
+    ITEM_MEMORY_PREFIX,
+    PAST_VALUE_MARKERS,
+    EmbeddingsUnavailable,
+    ForgetConfirm,
+    ForgetReport,
+    Memory,
+    Message,
+    ProfileEntry,
+    SessionSummary,
+    clean_text,
+)
 from memlane.store.core import StorePart
 from memlane.store.events import Events
-from memlane.store.forget import Fact, facts_of, forget_subject, states_any, strip_statements, text_terms
+from memlane.store.forget import (
+    Fact,
+    facts_of,
+    forget_subject,
+    split_sentences,
+    states_any,
+    strip_statements,
+    text_terms,
+    unsaid,
+)
+from memlane.store.forget_meaning import (
+    EVERYDAY_NEAREST,
+    EVERYDAY_SENTENCES,
+    MeaningCandidate,
+    asks_a_question,
+    clearly_meant,
+    meaning_query,
+)
 from memlane.store.items import Items
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
 from memlane.store.schema import item_key
 from memlane.store.search import Search
-from memlane.store.text import is_short_entity_query
+from memlane.store.text import has_cjk, is_short_entity_query
 
 logger = logging.getLogger(__name__)
 
 _FORGET_SEARCH_LIMIT = 1000  # memories one round of forgetting checks
 _ANY_WORD = 1e-9  # a coverage any shared word reaches
 _FORGET_QUERY_CHARS = 2000  # of a long fact (an event summary), what its search reads
+_MEANING_MEMORIES = 20  # memories nearest a request whose sentences forget weighs by meaning
+_MEANING_SENTENCES = 80  # of their sentences, those embedded (the first ones of the nearest memories)
+_MEANING_SHOWN = 8  # sentences a confirming model is shown: the nearest
+# a word or two ("car") carry less of a meaning than a whole request: the words a sentence lacks
+# must be meant by it at this share of forget_meaning_margin
+_LACKING_SHARE = 0.5
+_PROFILE_SLOT = re.compile(r"^[^:：\n]{1,200}[:：]\s*")  # "topic / subtopic: " before a profile memory's content
 
 
 @dataclass(eq=False, repr=False)
@@ -42,24 +83,149 @@ class Forgetting(StorePart):
     profile: Profile
     events: Events
     items: Items
+    # the vectors of EVERYDAY_SENTENCES per language, embedded once
+    _everyday: dict[str, np.ndarray] = field(default_factory=dict, init=False)
 
-    async def forget(self, user_id: str, query: str, *, actor: str = "forget") -> ForgetReport:
+    async def forget(
+        self, user_id: str, query: str, *, actor: str = "forget", confirm: ForgetConfirm | None = None
+    ) -> ForgetReport:
         subject = forget_subject(clean_text(query))
         report = ForgetReport(user_id=user_id, query=query, subject=subject)
         self.layout.user_tag(user_id)  # a bad user id is refused before anything else
         fact = Fact.of(subject, self.settings.forget_min_term_coverage)
-        if not fact.terms:
-            return report
-        touched = await self._forget_in_profile(user_id, [fact], report, actor=actor)
-        deleted = [r.id for r in report.records if r.kind == "profile" and r.action == "deleted"]
-        # a bare name ("Miso", "张伟") is forgotten wherever it is written, as recall finds it
-        relevance = 0.0 if is_short_entity_query(subject) else self.settings.forget_min_relevance
-        await self._forget_statements(
-            user_id, [fact], report, search_query=subject, min_relevance=relevance, removed_entry_ids=deleted
-        )
-        await self._forget_in_profile_history(user_id, touched, [fact])
+        if fact.terms:  # words first
+            touched = await self._forget_in_profile(user_id, [fact], report, actor=actor)
+            deleted = [r.id for r in report.records if r.kind == "profile" and r.action == "deleted"]
+            # a bare name ("Miso", "张伟") is forgotten wherever it is written, as recall finds it
+            relevance = 0.0 if is_short_entity_query(subject) else self.settings.forget_min_relevance
+            await self._forget_statements(
+                user_id, [fact], report, search_query=subject, min_relevance=relevance, removed_entry_ids=deleted
+            )
+            await self._forget_in_profile_history(user_id, touched, [fact])
+        # then meaning: with a model always (it confirms), without one when the words found nothing
+        if confirm is not None or not report.forgot_anything:
+            await self._forget_by_meaning(user_id, clean_text(query), report, confirm=confirm, actor=actor)
         logger.info("forget %r for %r: %s", subject, user_id, report.describe())
         return report
+
+    async def _forget_by_meaning(
+        self, user_id: str, query: str, report: ForgetReport, *, confirm: ForgetConfirm | None, actor: str
+    ) -> None:
+        """Forget the sentences nearest the request that state it: those `confirm` confirms, or,
+        without a model (or with an answer that says nothing usable) and when the words found
+        nothing, the one `clearly_meant` takes. Each is then forgotten by its own words (the
+        words of the whole sentence: a clause sharing two of them is no copy of it)."""
+        request = meaning_query(query)
+        if not request or (confirm is None and not asks_a_question(request)):  # see clearly_meant
+            return
+        try:
+            candidates, sources = await self._meaning_candidates(user_id, request)
+            chosen = await self._meant(query, request, report, candidates, confirm)
+        except EmbeddingsUnavailable as error:  # the words were all this forget could weigh
+            logger.warning("forget %r for %r by words only: %s", request, user_id, error)
+            return
+        sentences = list(dict.fromkeys(candidates[index].text for index in chosen))
+        if not sentences:
+            return
+        facts = facts_of(sentences, self.settings.forget_min_term_coverage, in_shorter_clauses=False)
+        touched = await self._forget_in_profile(user_id, facts, report, actor=actor)
+        await self._forget_statements(
+            user_id, facts, report, search_query=" ".join(sentences),
+            cited_message_ids=[message_id for index in chosen for message_id in sources[index]],
+        )
+        await self._forget_in_profile_history(user_id, touched, facts)
+
+    async def _meant(
+        self,
+        query: str,
+        request: str,
+        report: ForgetReport,
+        candidates: Sequence[MeaningCandidate],
+        confirm: ForgetConfirm | None,
+    ) -> list[int]:
+        """The indexes of the candidates the request means: the model's answer when it gives a
+        usable one, else (when the words found nothing) the one clearly meant."""
+        shown = [candidate.text for candidate in candidates[:_MEANING_SHOWN]]  # the nearest first
+        if confirm is not None and shown:
+            answer = await confirm(query, shown)
+            if answer is not None and all(isinstance(index, int) and 0 <= index < len(shown) for index in answer):
+                return list(answer)
+            if answer is not None:  # None: the confirmation said why itself
+                logger.warning(
+                    "forget %r: the confirmation named sentences it was not shown (%r); forget keeps to what is clear",
+                    request, answer,
+                )
+        if report.forgot_anything:
+            return []
+        chosen = clearly_meant(request, candidates, min_margin=self.settings.forget_meaning_margin)
+        if chosen and not await self._means_what_it_lacks(report.subject, candidates[chosen[0]].text):
+            return []
+        return chosen
+
+    async def _means_what_it_lacks(self, subject: str, sentence: str) -> bool:
+        """Whether a sentence sharing some of the subject's words means the rest too: "I drive a
+        blue Subaru" means "car" of "what car I drive", "I'm allergic to peanuts" does not mean
+        "shellfish" of "my allergy to shellfish". True for a sentence sharing none of them."""
+        lacking = unsaid(subject, sentence)
+        if not lacking:
+            return True
+        (margin,) = await self._margins(lacking, [sentence])
+        return margin >= _LACKING_SHARE * self.settings.forget_meaning_margin
+
+    async def _meaning_candidates(self, user_id: str, request: str) -> tuple[list[MeaningCandidate], list[list[str]]]:
+        """The sentences of the memories nearest `request`, nearest first by margin (see
+        `store/forget_meaning.py`), and for each the messages it was read from."""
+        request_vector = await self.core.embed_query(request)
+        sources: dict[str, list[str]] = {}
+        for memory in await self.search.nearest_memories(user_id, request_vector, limit=_MEANING_MEMORIES):
+            for sentence in self._sentences(memory):
+                if sentence not in sources and len(sources) < _MEANING_SENTENCES:
+                    sources[sentence] = []
+                if sentence in sources and memory.kind == "message":
+                    sources[sentence].extend(memory.source_message_ids[:1])
+        if not sources:
+            return [], []
+        sentences = list(sources)
+        margins = await self._margins(request, sentences, request_vector)
+        order = sorted(range(len(sentences)), key=lambda index: margins[index], reverse=True)
+        return (
+            [MeaningCandidate(sentences[index], margins[index]) for index in order],
+            [list(dict.fromkeys(sources[sentences[index]])) for index in order],
+        )
+
+    async def _margins(self, request: str, sentences: list[str], request_vector: Sequence[float] | None = None) -> list[float]:
+        """How much nearer `request` each sentence is than everyday sentences of its language
+        are, in relevance units (cosine similarity over what separates unrelated texts, 1 -
+        `similarity_floor`)."""
+        query = np.asarray(request_vector if request_vector is not None else await self.core.embed_query(request), dtype=np.float32)
+        similarity = _cosines(query, np.asarray(await self.core.embed_documents(sentences), dtype=np.float32))
+        everyday = {
+            language: float(np.sort(_cosines(query, vectors))[-EVERYDAY_NEAREST:].mean())
+            for language, vectors in (await self._everyday_vectors()).items()
+        }
+        scale = max(1e-6, 1.0 - self.settings.similarity_floor)
+        return [
+            (float(value) - everyday["zh" if has_cjk(sentence) else "en"]) / scale
+            for sentence, value in zip(sentences, similarity)
+        ]
+
+    @staticmethod
+    def _sentences(memory: Memory) -> list[str]:
+        """A memory's sentences, as forget weighs them (a profile memory without its slot)."""
+        text = memory.text
+        if memory.kind == "profile":  # "topic / subtopic: [earlier: ]content"
+            text = _PROFILE_SLOT.sub("", text, count=1)
+            text = next((text[len(marker) :] for marker in PAST_VALUE_MARKERS if text.startswith(marker)), text)
+        return [sentence.strip() for sentence in split_sentences(text) if any(char.isalnum() for char in sentence)]
+
+    async def _everyday_vectors(self) -> dict[str, np.ndarray]:
+        if not self._everyday:
+            embedded = {
+                language: np.asarray(await self.core.embed_documents(list(sentences)), dtype=np.float32)
+                for language, sentences in EVERYDAY_SENTENCES.items()
+            }
+            self._everyday.update(embedded)  # all languages or none
+        return self._everyday
 
     async def delete_profile_entry(self, user_id: str, entry_id: str, *, actor: str = "user") -> bool:
         entry = await self.profile.delete_entry(user_id, entry_id, actor=actor)
@@ -275,3 +441,9 @@ class Forgetting(StorePart):
             ]
             if cleaned != revisions:
                 await self.profile.replace_history(user_id, entry_id, cleaned)
+
+
+def _cosines(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Cosine similarity of `vector` with each row of `matrix`."""
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(vector)) or 1.0)
+    return (matrix @ vector) / np.where(norms > 0, norms, 1.0)

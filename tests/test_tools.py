@@ -124,3 +124,26 @@ async def test_remember_now_tool_runs_the_memory_graph_when_a_scheduler_is_given
         await scheduler.wait_idle(20)
     assert any("黑咖啡" in entry.content for entry in await store.get_profile("u"))
     assert await store.unprocessed_messages("u") == []
+
+
+async def test_forget_has_the_memory_model_confirm_what_it_finds_by_meaning(store, settings):
+    import json
+    import re
+
+    from memlane.testing import ScriptedChatModel as MemoryModel, answer_from
+
+    def confirm(prompt: str) -> str:  # the model names the sentence about the pet, not the neighbour's cat
+        shown = dict((sentence, int(number)) for number, sentence in re.findall(r"^\[(\d+)\] (.*)$", prompt, re.MULTILINE))
+        return json.dumps({"sentences": [shown["我养了一只狗，叫旺财。"]]})
+
+    memory_model = MemoryModel(rules=[("asked you to forget", answer_from(confirm))])
+    await store.add_messages([
+        Message(id="a", user_id="u", session_id="s", role="user", content="我养了一只狗，叫旺财。我教数学。"),
+        Message(id="b", user_id="u", session_id="s", role="user", content="我邻居家养了一只猫。"),
+    ])
+    model = ToolCallingModel(tool_calls=[[call("forget", "1", what="忘掉我的宠物")]])
+    tools = memory_tools(store, settings, memory_model=memory_model)
+    agent = create_agent(model, tools=tools, context_schema=MemoryAgentContext)
+    await agent.ainvoke({"messages": [HumanMessage("go")]}, context=MemoryAgentContext(user_id="u", session_id="s"))
+    assert memory_model.prompts
+    assert [m.content for m in await store.recent_messages("u", "s")] == ["我教数学。", "我邻居家养了一只猫。"]

@@ -9,7 +9,7 @@ import memlane.nodes
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE
 
 # answers that hold no text written for the user need no language rule
-NO_TEXT_ANSWER = {"memlane.nodes.topic_shift.TOPIC_SHIFT_PROMPT"}
+NO_TEXT_ANSWER = {"memlane.nodes.topic_shift.TOPIC_SHIFT_PROMPT", "memlane.nodes.confirm_forget.CONFIRM_FORGET_PROMPT"}
 
 
 def node_prompts() -> dict[str, str]:

@@ -320,6 +320,9 @@ PHRASINGS = json.loads((Path(__file__).parent / "forget_phrasings.json").read_te
 def test_the_phrasing_set_is_half_chinese():
     matched = [case for case in PHRASINGS if not case.get("needs_embedder")]
     assert len(matched) >= 40 and sum(case["lang"] == "zh" for case in matched) >= len(matched) // 2 - 1
+    for language in ("en", "zh"):  # meaning's cases: at least 6 a language, in both halves
+        by_meaning = [case for case in PHRASINGS if case.get("needs_embedder") and case["lang"] == language]
+        assert len(by_meaning) >= 6 and {case["half"] for case in by_meaning} == {"tuning", "check"}
 
 
 @pytest.mark.parametrize("case", PHRASINGS, ids=[case["request"] for case in PHRASINGS])
@@ -330,3 +333,129 @@ def test_each_forget_phrasing_removes_its_fact_and_nothing_else(case):
         assert case["fact"] in left
     else:
         assert left == case["kept"]
+
+
+# issue 26: a request that shares no word with what was said is found by meaning
+# (store/forget_meaning.py); without a model only the answer to a question ("what car I
+# drive") that is clearly about it goes, with a memory model what the model confirms
+
+
+async def said(store: RedisMemoryStore, user_id: str, *lines: str) -> None:
+    """Each line a message of the user's, in session s, in order."""
+    await store.add_messages([
+        Message(id=f"l{index}", user_id=user_id, session_id="s", role="user", content=line, created_at=1000.0 + index)
+        for index, line in enumerate(lines)
+    ])
+
+
+async def history(store: RedisMemoryStore, user_id: str) -> list[str]:
+    return [message.content for message in await store.recent_messages(user_id, "s", limit=100)]
+
+
+EVERYDAY_CHAT = ["Can you recommend a good podcast?", "Thanks, that was helpful!", "我们来计划一下周末吧。", "东京现在几点？"]
+
+
+async def test_a_request_sharing_no_word_with_the_fact_forgets_it_in_english(store):
+    await said(store, "u", "I drive a blue Subaru to work. I like jazz.", "I drive my kids to school on Mondays.",
+               "My brother sells used cars.", *EVERYDAY_CHAT)
+    report = await store.forget("u", "forget what car I drive")
+    assert report.forgot_anything
+    assert await history(store, "u") == ["I like jazz.", "I drive my kids to school on Mondays.", "My brother sells used cars.", *EVERYDAY_CHAT]
+    assert all("Subaru" not in hit.memory.text for hit in await store.search_memories("u", "Subaru car"))
+
+
+async def test_a_request_sharing_no_word_with_the_fact_forgets_it_in_chinese_with_a_model(store, settings):
+    from memlane.nodes.confirm_forget import forget_confirmer
+
+    await said(store, "zh", "我每天抽一包烟。我喜欢爵士乐。", "我爸爸很讨厌烟味。", *EVERYDAY_CHAT)
+    before = await history(store, "zh")
+    await store.forget("zh", "忘了我抽烟的事吧")  # without a model: 抽烟 names its subject, matched no word, so stays
+    assert await history(store, "zh") == before
+    model = confirming_model(lambda prompt: json.dumps({"sentences": [numbered(prompt)["我每天抽一包烟。"]]}))
+    await store.forget("zh", "忘了我抽烟的事吧", confirm=forget_confirmer(model, settings))
+    assert await history(store, "zh") == ["我喜欢爵士乐。", "我爸爸很讨厌烟味。", *EVERYDAY_CHAT]
+    assert all("抽一包烟" not in hit.memory.text for hit in await store.search_memories("zh", "每天抽一包烟"))
+
+
+@pytest.mark.parametrize(
+    ("request_text", "near_misses"),
+    [
+        ("forget what I'm afraid of", ["My son is scared of the dark.", "I play tennis on Sundays."]),  # someone else's fear
+        ("忘掉我吃什么药", ["我的猫每天要吃甲状腺药片。", "我喜欢爬山。"]),
+        ("forget which shellfish I'm allergic to", ["I'm allergic to peanuts.", "I like hiking."]),  # means not "shellfish"
+        ("forget Kyoto", ["What time is it in Tokyo?", "I like hiking."]),  # a name no word matched was never said
+        ("忘掉我害怕的东西", ["我儿子怕黑。", "我周日打网球。"]),
+    ],
+)
+async def test_without_a_model_a_near_miss_stays(store, request_text, near_misses):
+    await said(store, "u", *near_misses, *EVERYDAY_CHAT)
+    report = await store.forget("u", request_text)
+    assert not report.forgot_anything, report.records
+    assert await history(store, "u") == [*near_misses, *EVERYDAY_CHAT]
+
+
+def confirming_model(answer):
+    """A memory model that answers the forget confirmation with `answer(prompt)` (a str, or a
+    callable of the prompt), and every other prompt with nothing."""
+    from memlane.testing import ScriptedChatModel, answer_from
+
+    return ScriptedChatModel(rules=[("asked you to forget", answer_from(answer) if callable(answer) else answer)])
+
+
+def numbered(prompt: str) -> dict[str, int]:
+    """The sentences the confirmation prompt shows, and their numbers."""
+    import re
+
+    return {sentence: int(number) for number, sentence in re.findall(r"^\[(\d+)\] (.*)$", prompt, re.MULTILINE)}
+
+
+async def test_with_a_model_only_what_it_confirms_goes(store, settings):
+    from memlane.nodes.confirm_forget import forget_confirmer
+
+    await said(store, "zh", "我养了一只狗，叫旺财。我教数学。", "我邻居家养了一只猫。", *EVERYDAY_CHAT)
+    model = confirming_model(
+        lambda prompt: f'好的。```json\n{{"sentences": ["{numbered(prompt)["我养了一只狗，叫旺财。"]}",],}}\n```'
+    )
+    await store.forget("zh", "忘掉我的宠物", confirm=forget_confirmer(model, settings))
+    assert "我邻居家养了一只猫。" in numbered(model.prompts[0])  # the model saw the near miss and left it
+    assert await history(store, "zh") == ["我教数学。", "我邻居家养了一只猫。", *EVERYDAY_CHAT]
+
+
+async def test_with_a_model_it_is_asked_after_the_words_too(store, settings):
+    from memlane.nodes.confirm_forget import forget_confirmer
+
+    await said(store, "u", "I'm allergic to peanuts.", "Satay makes me sick.", "I'm allergic to cats.", *EVERYDAY_CHAT)
+    model = confirming_model(lambda prompt: f'Sentence {numbered(prompt)["Satay makes me sick."]} states it: {{"sentences": [{numbered(prompt)["Satay makes me sick."]}]}}')
+    await store.forget("u", "forget my peanut allergy", confirm=forget_confirmer(model, settings))
+    assert await history(store, "u") == ["I'm allergic to cats.", *EVERYDAY_CHAT]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Sure! I'd be happy to help you forget that.",
+        "Sentence [1] is about the user's fear.",  # a number in prose is no answer
+        '{"sentences": [1, 42]}',  # a sentence it was not shown
+        '{"sentences": ["maybe"]}',
+        '{"related": true}',
+        RuntimeError("the model server is down"),
+    ],
+)
+async def test_a_garbage_model_answer_removes_nothing_extra(store, settings, answer):
+    from memlane.nodes.confirm_forget import forget_confirmer
+
+    near_misses = ["蜘蛛让我浑身发毛。我周日打网球。", "我儿子怕黑。"]  # without a model, none is clearly meant
+    await said(store, "zh", *near_misses, *EVERYDAY_CHAT)
+    model = confirming_model(answer if isinstance(answer, str) else lambda _prompt: answer)
+    report = await store.forget("zh", "忘掉我害怕的东西", confirm=forget_confirmer(model, settings))
+    assert model.prompts and not report.forgot_anything
+    assert await history(store, "zh") == [*near_misses, *EVERYDAY_CHAT]
+
+
+async def test_a_garbage_model_answer_falls_back_to_what_is_clear(store, settings):
+    from memlane.nodes.confirm_forget import forget_confirmer
+
+    await said(store, "u", "I drive a blue Subaru to work. I like jazz.", "I drive my kids to school on Mondays.", *EVERYDAY_CHAT)
+    model = confirming_model("I cannot tell.")
+    await store.forget("u", "forget what car I drive", confirm=forget_confirmer(model, settings))
+    assert await history(store, "u") == ["I like jazz.", "I drive my kids to school on Mondays.", *EVERYDAY_CHAT]
