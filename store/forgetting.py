@@ -31,6 +31,7 @@ from memlane.store.base import (
     ProfileEntry,
     SessionSummary,
     clean_text,
+    past_value_memory_id,
 )
 from memlane.store.core import StorePart
 from memlane.store.events import Events
@@ -427,20 +428,31 @@ class Forgetting(StorePart):
 
     async def _forget_in_profile_history(self, user_id: str, entry_ids: Sequence[str], facts: Sequence[Fact]) -> None:
         """The revisions of the entries `forget` changed lose the fact too (a content left with
-        nothing becomes None); who changed what slot when is kept."""
+        nothing becomes None), and so do their past values ("earlier: …"): a slot forget deleted
+        loses every value it held, since its name is the fact. Who changed what slot when is kept."""
+        current = {entry.id for entry in await self.profile.get_profile(user_id)}
+
+        def scrubbed(content: str | None, deleted: bool) -> str | None:
+            return None if deleted or not content else strip_statements(content, facts) or None
+
         for entry_id in entry_ids:
+            deleted = entry_id not in current
             revisions = await self.profile.profile_history(user_id, entry_id)
             cleaned = [
                 revision.model_copy(
                     update={
-                        "before_content": strip_statements(revision.before_content, facts) or None if revision.before_content else None,
-                        "after_content": strip_statements(revision.after_content, facts) or None if revision.after_content else None,
+                        "before_content": scrubbed(revision.before_content, deleted),
+                        "after_content": scrubbed(revision.after_content, deleted),
                     }
                 )
                 for revision in revisions
             ]
-            if cleaned != revisions:
-                await self.profile.replace_history(user_id, entry_id, cleaned)
+            if cleaned == revisions:
+                continue
+            past = [value.content for revision in revisions if (value := revision.past_value()) is not None]
+            if past:
+                await self._run(self.client.delete(*(self.layout.memory(user_id, past_value_memory_id(entry_id, content)) for content in past)))
+            await self.profile.replace_history(user_id, entry_id, cleaned)
 
 
 def _cosines(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:

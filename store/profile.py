@@ -22,6 +22,7 @@ from memlane.store.base import (
     ProfileRevision,
     StoreError,
     clean_text,
+    past_value_memory_id,
     profile_memory_id,
 )
 from memlane.store.core import StorePart, as_text
@@ -48,13 +49,16 @@ class Profile(StorePart):
         return sorted(entries, key=lambda entry: (entry.topic.lower(), entry.subtopic.lower()))
 
     async def delete_entry(self, user_id: str, entry_id: str, *, actor: str) -> ProfileEntry | None:
-        """Delete the entry and its search memory, recording the revision; the entry deleted, or
-        None when there was none."""
+        """Delete the entry, its search memory and its past values' search memories, recording the
+        revision (the history keeps the audit; `forget` scrubs it); the entry deleted, or None."""
         raw = await self._run(self.client.hget(self.layout.profile(user_id), entry_id))
         entry = ProfileEntry.model_validate_json(raw) if raw else None
+        past = await self.past_values(user_id, entry_id) if entry is not None else []
         pipe = self.client.pipeline(transaction=True)
         pipe.hdel(self.layout.profile(user_id), entry_id)
         pipe.delete(self.layout.memory(user_id, profile_memory_id(entry_id)))
+        for value in past:  # what the slot held before goes with it: no "earlier: …" is left to find
+            pipe.delete(self.layout.memory(user_id, past_value_memory_id(entry_id, value.content)))
         if entry is not None:
             self.record_revisions(pipe, [self._revision(entry_id, "delete", actor, entry, None)])
         removed = (await self._run(pipe.execute()))[0]
@@ -127,11 +131,12 @@ class Profile(StorePart):
 
     async def past_values(self, user_id: str, entry_id: str | None = None) -> list[PastValue]:
         """What the entry (every entry, without `entry_id`) held before a memory-graph run replaced
-        it, oldest first; a value that holds again is not a past value."""
+        it, oldest first; a value that holds again is not a past value, nor is a deleted entry's."""
         revisions = await (self.profile_history(user_id, entry_id) if entry_id else self.all_history(user_id))
         current = {entry.id: entry.content for entry in await self.get_profile(user_id)}
         values = [value for revision in revisions if (value := revision.past_value()) is not None]
-        return [value for value in values if current.get(value.entry_id) != value.content]
+        # a deleted entry has no earlier values (its history keeps the audit)
+        return [value for value in values if value.entry_id in current and current[value.entry_id] != value.content]
 
     @staticmethod
     def _revision(

@@ -143,3 +143,29 @@ async def test_an_append_or_a_user_edit_keeps_no_past_value(store: RedisMemorySt
     await store.apply_update(entry_update("bo", "nurse; night shifts", event_id="run-2"))  # an APPEND
     await store.edit_profile_entry("bo", entry_id, content="head nurse")  # a correction, not a change over time
     assert await store.past_values("bo") == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "topic", "subtopic"),
+    [("我住在北京", "我上周搬到上海了", "居住", "城市"), ("I live in Boston", "I moved to Denver last week", "home", "city")],
+)
+@pytest.mark.parametrize("how", ["forget", "delete_profile_entry"])
+async def test_forgetting_a_fact_forgets_its_past_values(
+    store: RedisMemoryStore, old: str, new: str, topic: str, subtopic: str, how: str
+):
+    await said_then_changed(store, "ann", old, new, topic=topic, subtopic=subtopic)
+    [entry] = await store.get_profile("ann")
+    assert [value.content for value in await store.past_values("ann")] == [old]
+    if how == "forget":  # the slot's name is the fact: every value it held goes
+        await store.forget("ann", f"{topic} {subtopic}")
+    else:
+        assert await store.delete_profile_entry("ann", entry.id)
+    assert await store.get_profile("ann") == []
+    hits = await store.search_memories("ann", old, limit=20)
+    assert not [hit for hit in hits if hit.memory.kind == "profile"]  # no "earlier: …" left to recall
+    assert await store.past_values("ann") == []
+    history = await store.profile_history("ann", entry.id)
+    if how == "forget":
+        assert all(r.before_content is None and r.after_content is None for r in history)
+    else:  # a delete keeps the audit of the entry (forget is what scrubs history)
+        assert history[-1].action == "delete" and history[-1].before_content == new
