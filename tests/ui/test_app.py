@@ -275,7 +275,7 @@ def test_the_user_field_keeps_the_session_and_survives_a_reload(settings, clean_
 
     page.reload()
     page.locator("#message textarea").wait_for(timeout=20_000)
-    page.wait_for_function("() => document.querySelector('#user textarea').value === 'steady-user'", timeout=10_000)
+    page.wait_for_function("() => document.querySelector('#user textarea').value === 'steady-user'", timeout=20_000)
     page.wait_for_function(  # that user's latest session is back
         "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].some(u => u.innerText.includes('second session message'))",
         timeout=10_000,
