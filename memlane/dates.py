@@ -23,8 +23,8 @@ LABELS: dict[Language, dict[str, str]] = {
 }
 
 
-def day(timestamp: float, zone: tzinfo, language: Language = "en") -> str:
-    """The calendar day: "2026-10-12" / "2026年10月12日"."""
+def day(timestamp: float, zone: tzinfo | None = None, language: Language = "en") -> str:
+    """The calendar day: "2026-10-12" / "2026年10月12日" (zone None: this machine's)."""
     moment = datetime.fromtimestamp(timestamp, zone)
     return f"{moment.year}年{moment.month}月{moment.day}日" if language == "zh" else moment.strftime("%Y-%m-%d")
 
@@ -78,6 +78,6 @@ def since(timestamp: float, zone: tzinfo, language: Language = "en", reference: 
     return LABELS[language]["since"].format(day=day(timestamp, zone, language), ago=ago(timestamp, reference, language))
 
 
-def earlier(text: str, until: float, zone: tzinfo, language: Language = "en") -> str:
+def earlier(text: str, until: float, zone: tzinfo | None = None, language: Language = "en") -> str:
     """"earlier: lived in Beijing, until 2026-11-21" / "之前：住在北京，直到2026年11月21日"."""
     return LABELS[language]["earlier"].format(text=text, until=day(until, zone, language))

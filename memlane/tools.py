@@ -7,7 +7,6 @@ The user comes from the run, like the middleware's (`MemoryAgentContext` or
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain.tools import ToolRuntime
@@ -15,6 +14,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.tools import BaseTool, tool
 
 from memlane.config import Settings, get_settings
+from memlane.dates import day
 from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.recall import relevance
@@ -34,10 +34,6 @@ if TYPE_CHECKING:
     from memlane.graph.tasks import MemoryScheduler
 
 REMEMBERED_TAG = "remembered"
-
-
-def _day(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d")
 
 
 def memory_tools(
@@ -116,8 +112,8 @@ async def answer_search(store: MemoryStore, user_id: str, query: str, *, limit: 
     if not hits:
         return "no memories found"
     return "\n".join(
-        f"[{hit.memory.id}] ({hit.memory.kind}, {_day(hit.memory.created_at)}, "
-        + (f"earlier, until {_day(hit.memory.valid_until)}, " if hit.memory.valid_until is not None else "")
+        f"[{hit.memory.id}] ({hit.memory.kind}, {day(hit.memory.created_at)}, "
+        + (f"earlier, until {day(hit.memory.valid_until)}, " if hit.memory.valid_until is not None else "")
         + f"{relevance(hit):.2f}) {hit.memory.attributed_text}"
         for hit in hits
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 from dataclasses import dataclass
-from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, AsyncIterator, Awaitable, Callable
 
@@ -31,6 +30,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from memlane import MemoryStore, Settings, StoreError, open_store
+from memlane.dates import day
+from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
 from memlane.graph.tasks import queue_memory_run
 from memlane.models import memory_model_from_settings
 from memlane.nodes.confirm_forget import forget_confirmer
@@ -72,10 +73,6 @@ RememberNow = Callable[[str], Awaitable[str]]
 Authenticate = Callable[[Request], Awaitable[McpCaller]]
 """The HTTP caller from the request; raises `starlette.exceptions.HTTPException` (401, 403, ...)
 to refuse the request before MCP sees it."""
-
-
-def _day(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d")
 
 
 def _version() -> str:
@@ -177,9 +174,9 @@ def build_mcp_server(
             return "no profile yet"
         earlier: dict[str, list[str]] = {}
         for value in reversed(past_values):  # newest first
-            earlier.setdefault(value.entry_id, []).append(f"earlier: {value.content}, until {_day(value.valid_until)}")
+            earlier.setdefault(value.entry_id, []).append(earlier_value(value.content, value.valid_until))
         return "\n".join(
-            f"[{profile_memory_id(entry.id)}] {entry.line} (since {_day(entry.since)})"
+            f"[{profile_memory_id(entry.id)}] {entry.line} (since {day(entry.since)})"
             + "".join(f"; {line}" for line in earlier.get(entry.id, []))
             for entry in entries
         )
@@ -194,7 +191,7 @@ def build_mcp_server(
         if not events:
             return "no events yet"
         return "\n".join(
-            f"[event:{event.id}] {_day(event.created_at)} {event.summary}"
+            f"[event:{event.id}] {day(event.created_at)} {event.summary}"
             + "".join(f" #{tag}" for tag in event.tags)
             for event in events
         )
