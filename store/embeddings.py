@@ -17,11 +17,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from memlane.config import Settings
 
 logger = logging.getLogger(__name__)
+
+
+def cosine_similarities(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Cosine similarity of `vector` with each row of `matrix` (0 for a zero vector)."""
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(vector)) or 1.0)
+    return (matrix @ vector) / np.where(norms > 0, norms, 1.0)
 
 Vectors = list[list[float]]
 

@@ -34,6 +34,7 @@ from memlane.store.base import (
     past_value_memory_id,
 )
 from memlane.store.core import StorePart
+from memlane.store.embeddings import cosine_similarities
 from memlane.store.events import Events
 from memlane.store.forget import (
     Fact,
@@ -199,9 +200,9 @@ class Forgetting(StorePart):
         are, in relevance units (cosine similarity over what separates unrelated texts, 1 -
         `similarity_floor`)."""
         query = np.asarray(request_vector if request_vector is not None else await self.core.embed_query(request), dtype=np.float32)
-        similarity = _cosines(query, np.asarray(await self.core.embed_documents(sentences), dtype=np.float32))
+        similarity = cosine_similarities(query, np.asarray(await self.core.embed_documents(sentences), dtype=np.float32))
         everyday = {
-            language: float(np.sort(_cosines(query, vectors))[-EVERYDAY_NEAREST:].mean())
+            language: float(np.sort(cosine_similarities(query, vectors))[-EVERYDAY_NEAREST:].mean())
             for language, vectors in (await self._everyday_vectors()).items()
         }
         scale = max(1e-6, 1.0 - self.settings.similarity_floor)
@@ -453,9 +454,3 @@ class Forgetting(StorePart):
             if past:
                 await self._run(self.client.delete(*(self.layout.memory(user_id, past_value_memory_id(entry_id, content)) for content in past)))
             await self.profile.replace_history(user_id, entry_id, cleaned)
-
-
-def _cosines(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """Cosine similarity of `vector` with each row of `matrix`."""
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(vector)) or 1.0)
-    return (matrix @ vector) / np.where(norms > 0, norms, 1.0)

@@ -23,6 +23,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 from memlane.store.base import EmbeddingsUnavailable, Memory, MemoryHit, MemoryKind, SpeakerRole
 from memlane.store.breaker import CircuitOpen
 from memlane.store.core import StorePart, as_text
+from memlane.store.embeddings import cosine_similarities
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
 from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.text import name_candidates, query_terms
@@ -345,14 +346,8 @@ class Search(StorePart):
         pipe = self.client.pipeline(transaction=False)
         for doc in docs:
             pipe.hget(self.layout.memory(user_id, as_text(doc[MemoryField.ID])), MemoryField.EMBEDDING)
-        blobs = await self._run(pipe.execute())
-        query = np.asarray(query_vector, dtype=np.float32)
-        query_norm = float(np.linalg.norm(query)) or 1.0
-        similarities = {}
-        for doc, blob in zip(docs, blobs):
-            if not blob:
-                continue
-            vector = np.frombuffer(blob, dtype=np.float32)
-            norm = float(np.linalg.norm(vector)) or 1.0
-            similarities[doc["id"]] = max(0.0, float(vector @ query) / (norm * query_norm))
-        return similarities
+        found = [(doc["id"], np.frombuffer(blob, dtype=np.float32)) for doc, blob in zip(docs, await self._run(pipe.execute())) if blob]
+        if not found:
+            return {}
+        similarities = cosine_similarities(np.asarray(query_vector, dtype=np.float32), np.stack([vector for _, vector in found]))
+        return {doc_id: max(0.0, float(similarity)) for (doc_id, _), similarity in zip(found, similarities)}
