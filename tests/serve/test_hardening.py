@@ -251,9 +251,12 @@ def test_memory_runs_queued_counts_only_runs_put_on_the_queue(redis_url, tmp_pat
                     wait_for(lambda: metric("queued") >= 1)
                 time.sleep(1.0)  # the saves of the three follow-ups are done
                 gate.set()
-                wait_for(lambda: metric("done") + metric("failed") >= 2, timeout=60)
-                time.sleep(2.0)
-                assert metric("queued") == metric("done") + metric("failed") == 2
+                # the first run may have started after some follow-ups were saved and taken them too (the
+                # queue's worker picks it up when it polls): then no follow-up run is due, so 1 or 2 runs
+                wait_for(lambda: metric("done") + metric("failed") >= 1, timeout=60)
+                time.sleep(2.0)  # a follow-up, if one is due, is queued by the end of the first run
+                wait_for(lambda: metric("queued") == metric("done") + metric("failed"), timeout=60)
+                assert metric("queued") in (1, 2)  # four notifications, one run and at most one follow-up
     finally:
         gate.set()
         drop_prefix(redis_url, key_prefix)
