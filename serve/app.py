@@ -45,7 +45,14 @@ from memlane.serve.chat import (
     save,
 )
 from memlane.serve.config import ApiKey, ServeConfig, ServeConfigError, load_serve_config
-from memlane.serve.errors import READY_TIMEOUT_SECONDS, ApiError, BodyLimitMiddleware, add_error_handlers, bounded
+from memlane.serve.errors import (
+    READY_TIMEOUT_SECONDS,
+    ApiError,
+    BodyLimitMiddleware,
+    UnexpectedErrorMiddleware,
+    add_error_handlers,
+    bounded,
+)
 from memlane.serve.memories import add_memory_routes
 from memlane.serve.metrics import MetricsMiddleware
 from memlane.serve.service import ServeService
@@ -91,6 +98,7 @@ def create_app(
     app.state.memlane = service
     service.metrics.watch_index_backlog(lambda: service.persistence.index_backlog() if service.persistence else None)
     add_error_handlers(app)
+    app.add_middleware(UnexpectedErrorMiddleware)  # innermost: the metrics count its 500s
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.serve_max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)  # outermost: counts the 413s too
     _add_health_routes(app, service)

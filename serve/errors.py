@@ -68,9 +68,42 @@ async def _upstream_error(request: Request, error: UpstreamFailed) -> JSONRespon
     return error_response(502, str(error), "upstream_error")
 
 
-async def _unexpected_error(request: Request, error: Exception) -> JSONResponse:
-    # Starlette logs the traceback after this answer; the caller gets JSON, not a text page
+def _internal_error(error: BaseException) -> JSONResponse:
     return error_response(500, f"memlane failed on this request ({type(error).__name__}); the server log has the details", "internal_error")
+
+
+async def _unexpected_error(request: Request, error: Exception) -> JSONResponse:
+    # reached only for what UnexpectedErrorMiddleware lets through (it answers a bug itself)
+    return _internal_error(error)
+
+
+class UnexpectedErrorMiddleware:
+    """Answers a bug with a 500 in JSON and keeps the connection. Starlette's own last handler
+    answers too, then raises again, and uvicorn closes a connection whose app raised: the client's
+    next request on it failed with ECONNRESET. A failure after the answer began (a stream cut
+    mid-way) still goes up: that connection cannot carry a clean answer any more."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            started |= message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch_send)
+        except Exception as error:
+            if started or isinstance(error, HTTPException):  # (an HTTP error from a mounted app: the outer handlers answer it)
+                raise
+            logger.exception("%s %s failed", scope.get("method", ""), scope.get("path", ""))
+            await _internal_error(error)(scope, receive, send)
 
 
 async def bounded(call: Awaitable[Any], seconds: float, what: str) -> Any:

@@ -150,6 +150,29 @@ def test_hostile_inputs_answer_a_clear_4xx_and_the_connection_keeps_working(env,
         assert http.get("/healthz").json() == {"status": "ok"}
 
 
+def test_a_bug_answers_500_in_json_and_the_connection_keeps_working(redis_url, tmp_path, embeddings, caplog):
+    import socket
+
+    settings = Settings(redis_url=redis_url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
+    app = create_app(ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}}), settings, mount_mcp=False)
+
+    @app.get("/bug")
+    async def bug() -> None:
+        raise RuntimeError("a bug in a route")
+
+    request = b"GET /bug HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    with Served(app) as served, socket.create_connection(("127.0.0.1", int(served.url.rsplit(":", 1)[1])), timeout=10) as sock:
+        sock.sendall(request)  # two requests on one kept-alive connection
+        received = b""
+        while received.count(b"HTTP/1.1 ") < 2 or not received.endswith(b'{"status":"ok"}'):
+            chunk = sock.recv(65536)
+            assert chunk, f"the connection was closed after: {received!r}"
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 500 ")
+    assert b'"code":"internal_error"' in received and b"RuntimeError" in received and b"a bug in a route" not in received
+    assert "a bug in a route" in caplog.text  # the details go to the server log
+
+
 # --- 8: a header is read as UTF-8 ----------------------------------------------------------------
 def test_a_non_ascii_user_header_names_the_same_user_as_the_body_and_the_path(env):
     with env.http() as http:
