@@ -317,7 +317,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _raise_stopped)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info" if args.verbose else "warning")
+        # log_config=None: uvicorn's own lines (access, errors) go to the masking handler of `main`
+        uvicorn.run(app, host=host, port=port, log_level="info" if args.verbose else "warning", log_config=None)
     except _Stopped:
         pass
     finally:

@@ -174,7 +174,8 @@ def test_demo_warms_up_says_what_it_uses_and_sigterm_stops_its_redis(tmp_path):
 
 
 def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
-    """systemd, Docker and Kubernetes stop a service with SIGTERM: it drains and takes its Redis along."""
+    """systemd, Docker and Kubernetes stop a service with SIGTERM: it drains and takes its Redis along.
+    With -v uvicorn's access lines are logged, through the same masking as memlane's own."""
     from memlane.serve.config import hash_api_key
 
     config = tmp_path / "serve.toml"
@@ -183,9 +184,10 @@ def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
         '[personas.assistant]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
     )
     port = free_port()
+    secret = "plain" + uuid.uuid4().hex  # a configured key that looks like no key pattern
     serve = subprocess.Popen(
-        [sys.executable, "-m", "memlane.cli", "serve", "--config", str(config), "--port", str(port)],
-        env=demo_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "memlane.cli", "-v", "serve", "--config", str(config), "--port", str(port)],
+        env=demo_env(tmp_path, OPENAI_API_KEY=secret), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
         deadline = time.monotonic() + 120  # bounded: Redis Stack and the embeddings start here
@@ -199,6 +201,8 @@ def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
             time.sleep(0.2)
         state = json.loads((tmp_path / "data" / "redis" / "server.json").read_text())
         os.kill(state["pid"], 0)  # its embedded Redis runs
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz?probe={secret}", timeout=5) as health:
+            assert health.status == 200
 
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=60) == 0
@@ -210,6 +214,7 @@ def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
                 time.sleep(0.1)
             raise AssertionError(f"the embedded Redis (pid {state['pid']}) still runs after SIGTERM: {output[-2000:]}")
         assert "Traceback" not in output, output[-3000:]
+        assert "GET /healthz?probe=" in output and secret not in output, output[-3000:]  # uvicorn's access line, masked
     finally:
         if serve.poll() is None:
             serve.kill()
