@@ -49,10 +49,10 @@ from memlane.ui.service import (  # noqa: E402
 
 DEFAULT_USER = "demo-user"
 PROFILE_COLUMNS = ["entry", "content", "conf", "since", "id"]
-SEARCH_COLUMNS = ["score", "kind", "text", "sources", "id"]
+SEARCH_COLUMNS = ["score", "kind", "text", "when", "id"]
 # fixed widths for the short columns (dates and ids on one line); the text column takes the rest
 PROFILE_WIDTHS = ["20%", "40%", "9%", "17%", "14%"]
-SEARCH_WIDTHS = ["10%", "12%", "50%", "14%", "14%"]
+SEARCH_WIDTHS = ["10%", "13%", "45%", "17%", "15%"]
 TABLE_HEIGHT = 560  # pixels: about ten one-line rows before the table scrolls
 POLL_SECONDS = 0.5
 
@@ -150,13 +150,13 @@ def profile_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
 
 
 def search_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
-    """The search hits as shown (their order's score, kind, text, sources, short id), and the
-    full ids row by row. rows: `ChatService.search_rows`, best first."""
-    shown = []
-    for score, kind, text, sources, memory_id in rows:
-        source_ids = [source for source in str(sources or "").split(", ") if source]
-        more = f" +{len(source_ids) - 1}" if len(source_ids) > 1 else ""
-        shown.append([f"{score:.2f}", kind, text, (short_id(source_ids[0]) + more) if source_ids else "", short_id(memory_id)])
+    """The search hits as shown (their order's score, kind, text, when it was said, short id), and
+    the full ids row by row. rows: `ChatService.search_rows`, best first (their sources are in the
+    memories a reply used)."""
+    shown = [
+        [f"{score:.2f}", kind, text, short_time(said_at), short_id(memory_id)]
+        for score, kind, text, said_at, _sources, memory_id in rows
+    ]
     return _table(shown, SEARCH_COLUMNS), [str(row[-1]) for row in rows]
 
 

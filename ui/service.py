@@ -374,7 +374,7 @@ class ChatService:
         return [
             [round(score, 3),
              h.memory.kind + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else ""),
-             h.memory.attributed_text, ", ".join(h.memory.source_message_ids), h.memory.id]
+             h.memory.attributed_text, _when(h.memory.created_at), ", ".join(h.memory.source_message_ids), h.memory.id]
             for h, score in ranked_scores(hits)
         ]
 

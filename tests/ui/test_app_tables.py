@@ -4,6 +4,7 @@ test-artifacts/screenshots (or $SCREENSHOT_DIR)."""
 
 from __future__ import annotations
 
+import re
 
 import pytest
 from ui_browser import browser, page, save_screenshot, served_app  # noqa: F401  (pytest fixtures)
@@ -77,3 +78,6 @@ def test_the_tables_read_well(app_url, page):
     scores = [float(cell["text"]) for cell in column(rows, headers, "score")]
     assert len(scores) >= 4 and scores == sorted(scores, reverse=True), f"the order and the shown scores disagree: {scores}"
     assert_on_one_line(column(rows, headers, "id"), "id")
+    said = column(rows, headers, "when")  # every hit shows when it was said, on one line
+    assert_on_one_line(said, "when")
+    assert all(re.fullmatch(r"\d\d-\d\d \d\d:\d\d", cell["text"]) for cell in said), [cell["text"] for cell in said]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -41,7 +42,8 @@ async def test_panel_reads_search_delete_and_forget(store, settings):
     assert await service.history("u", "s") == [{"role": "user", "content": "I run trails on Sundays"}]
 
     results = await service.search_rows("u", "trail running")
-    assert results[0][1:4] == ["message", "I run trails on Sundays", "m1"] and 0 <= results[0][0] <= 1
+    assert results[0][1:3] == ["message", "I run trails on Sundays"] and results[0][4] == "m1" and 0 <= results[0][0] <= 1
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", results[0][3])  # when it was said
 
     assert await service.delete_entry("u", rows[0][-1]) == f"deleted {rows[0][-1]}"
     assert await service.profile_rows("u") == [] and service.status("u").version == 1
