@@ -85,7 +85,12 @@ class EmbeddedCluster:
     def alive(self, pid: int) -> bool:
         """Whether node process `pid` runs (a node this process started is reaped, not left a zombie)."""
         process = self._processes.get(pid)
-        return process.poll() is None if process is not None else _pid_alive(pid)
+        if process is not None:
+            return process.poll() is None
+        with contextlib.suppress(OSError, IndexError):  # exited, not reaped yet by the process that started it
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return False
+        return _pid_alive(pid)
 
     # state -------------------------------------------------------------------------------
     def _read_state(self) -> dict:
@@ -197,13 +202,19 @@ class EmbeddedCluster:
         return cluster_url(ports[0], password)
 
     def _wait_until_ok(self, ports: list[int], password: str, deadline: float) -> None:
-        """Until every node says `cluster_state:ok` and knows every other node."""
+        """Until every node says `cluster_state:ok` and knows every other node, and every primary
+        has its replicas connected (a failover needs them in sync)."""
         for port in ports:
             client = redis.Redis.from_url(_node_url(port, password), socket_timeout=2)
             try:
                 while True:
                     info = client.cluster("info")
-                    if info.get("cluster_state") == "ok" and int(info.get("cluster_known_nodes", 0)) == len(ports):
+                    replication = client.info("replication")
+                    if (
+                        info.get("cluster_state") == "ok"
+                        and int(info.get("cluster_known_nodes", 0)) == len(ports)
+                        and (replication["role"] != "master" or replication["connected_slaves"] >= self.replicas)
+                    ):
                         break
                     if time.monotonic() > deadline:
                         raise RedisUnavailable(f"the embedded cluster did not reach cluster_state:ok ({info}); {HELP}")
