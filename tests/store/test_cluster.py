@@ -25,6 +25,7 @@ from memlane.store.base import Event, Memory, MemoryUpdate, ParkedRun, ProfileEn
 from memlane.store.cluster import _first_node_url, wants_cluster
 from memlane.store.redis import RedisMemoryStore
 from memlane.store.schema import KeyLayout
+from memlane.graph.tasks import docket_spelling
 
 USERS = ["alice", "bob", "carol", "dave", "erin", "frank", *HOSTILE_IDS[:4]]
 
@@ -162,3 +163,34 @@ async def test_a_cluster_url_that_answers_nothing_says_what_to_do(settings: Sett
 
     with pytest.raises(StoreError, match="memlane redis start --cluster 3"):
         await open_store(settings.model_copy(update={"redis_url": "redis://127.0.0.1:1/0?cluster=true"}))
+
+
+def test_the_queue_gets_pydockets_spelling_of_a_cluster_url():
+    assert docket_spelling("redis://:pw@h1:7000/0?cluster=true", cluster=False) == "redis+cluster://:pw@h1:7000"
+    assert docket_spelling("redis://h1:7000,h2:7001/0", cluster=False) == "redis+cluster://h1:7000"
+    assert docket_spelling("rediss://h1:7000", cluster=True) == "rediss+cluster://h1:7000"
+    assert docket_spelling("redis://h1:6379/1", cluster=False) == "redis://h1:6379/1"  # a standalone queue as it was
+    assert docket_spelling("redis+cluster://h1:7000", cluster=True) == "redis+cluster://h1:7000"
+
+
+async def test_memory_runs_queue_on_the_cluster_and_write_there(cluster_store: RedisMemoryStore, settings: Settings):
+    """pydocket on the cluster (its keys share one hash tag): a run queued by the scheduler is taken
+    by its worker, and the memory graph's write lands in the user's slot."""
+    from memory_graph_helpers import CHINESE_CHAT, add_chat, memory_rules
+    from scripted import ScriptedChatModel
+
+    from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
+    from memlane.nodes.profile_config import default_profile_config
+
+    context = MemoryContext(
+        store=cluster_store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings.model_copy(update={"memory_buffer_tokens": 1}),
+        profile_config=default_profile_config(),
+    )
+    async with MemoryScheduler(context) as scheduler:
+        assert scheduler.docket_url.startswith("redis+cluster://")
+        await add_chat(cluster_store, "u|1", CHINESE_CHAT)
+        assert await scheduler.notify("u|1", flush=True) is True
+        await scheduler.wait_idle(30)
+        result = scheduler.last_result("u|1")
+    assert isinstance(result, MemoryRunResult) and result.added
+    assert await cluster_store.unprocessed_messages("u|1") == [] and await cluster_store.get_profile("u|1")
