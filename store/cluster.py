@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -66,7 +67,20 @@ def cluster_client(url: str, settings: Settings) -> RedisCluster:
         max_connections=settings.redis_max_connections,
         socket_timeout=30,
         socket_connect_timeout=5,
+        # a MOVED patches the slot map (redis-py's default closes every connection each 5th MOVED,
+        # under the commands using them: a reshard's stream of MOVED broke calls in flight)
+        reinitialize_steps=0,
     )
+
+
+def is_connection_race(error: BaseException) -> bool:
+    """redis-py (8.1) closes a cluster node's connections when the node fails or the cluster is
+    down, also those other calls are using: such a call fails with an AttributeError inside
+    redis.asyncio.connection (its writer is gone). It is a lost connection, not a bug of ours."""
+    if not isinstance(error, AttributeError):
+        return False
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and frames[-1].filename.replace("\\", "/").endswith("redis/asyncio/connection.py")
 
 
 def is_cluster(client: Any) -> bool:
@@ -76,6 +90,8 @@ def is_cluster(client: Any) -> bool:
 def _retryable(error: BaseException) -> bool:
     if isinstance(error, RedisSearchError) and error.__cause__ is not None:
         error = error.__cause__
+    if is_connection_race(error):
+        return True
     if isinstance(error, (RedisConnectionError, RedisTimeoutError, OSError, MovedError, AskError, ClusterDownError, TryAgainError)):
         return True
     return isinstance(error, ResponseError) and str(error).split(" ", 1)[0].upper() in _RETRYABLE_REPLIES
@@ -179,6 +195,9 @@ class ShardIndexes:
                 if attempt == SEARCH_RETRIES or not _retryable(error):
                     raise
                 logger.info("search on %s failed (%s); refreshing the cluster's slot map", node.name, error)
+                if isinstance(error, (MovedError, AskError)):  # the slot moved: patch the map, as redis-py does
+                    await self.cluster.nodes_manager.move_slot(error)
+                    continue
                 await self.forget_node(node.name)
                 await asyncio.sleep(0.2 * (attempt + 1))
                 await self.refresh()

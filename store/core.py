@@ -24,7 +24,7 @@ from redisvl.schema import IndexSchema
 from memlane.config import Settings
 from memlane.store.base import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
 from memlane.store.breaker import CircuitBreaker, CircuitOpen
-from memlane.store.cluster import ShardIndexes, is_cluster
+from memlane.store.cluster import ShardIndexes, is_cluster, is_connection_race
 from memlane.store.embeddings import embedding_dims
 from memlane.store.privacy import redact
 from memlane.store.schema import KeyLayout, memory_schema
@@ -96,6 +96,10 @@ class StoreCore:
         except RedisSearchError as error:  # RedisVL wraps the connection error
             if isinstance(error.__cause__, (RedisConnectionError, RedisTimeoutError, OSError)):
                 raise unavailable(error.__cause__) from error
+            raise
+        except AttributeError as error:
+            if self.shards is not None and is_connection_race(error):
+                raise unavailable(RedisConnectionError(f"a cluster node's connection was closed under the call ({error})")) from error
             raise
 
     async def queue_script(self, pipe: Any, script: AsyncScript, keys: list[str], args: list[Any]) -> None:
