@@ -6,6 +6,8 @@ standalone tests run again on the cluster)."""
 from __future__ import annotations
 
 import inspect
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,3 +196,39 @@ async def test_memory_runs_queue_on_the_cluster_and_write_there(cluster_store: R
         result = scheduler.last_result("u|1")
     assert isinstance(result, MemoryRunResult) and result.added
     assert await cluster_store.unprocessed_messages("u|1") == [] and await cluster_store.get_profile("u|1")
+
+
+@pytest.fixture
+def served_on_the_cluster(redis_cluster, settings: Settings):
+    """`memlane serve`'s app (one persona, a fake upstream) with its store on the test cluster."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))  # test_serve, when this file runs alone
+    from fake_upstream import FakeUpstream, Served
+    from memory_graph_helpers import memory_rules
+    from test_serve import Env, GatedMemoryModel, api_key, reply_for
+
+    from memlane.serve.app import create_app
+    from memlane.serve.config import ServeConfig
+
+    cluster_settings = settings.model_copy(update={"redis_url": redis_cluster[0], "memory_buffer_tokens": 150})
+    memory_model = GatedMemoryModel(rules=memory_rules(), default="{}")
+    with FakeUpstream(reply=reply_for) as upstream:
+        config = ServeConfig(
+            keys=[api_key("acme", "acme")],
+            personas={"assistant": {"model": "fake-model", "base_url": upstream.url, "system_prompt": "You are the test assistant."}},
+        )
+        with Served(create_app(config, cluster_settings, memory_model=memory_model)) as served:
+            yield Env(served.url, upstream, upstream, memory_model, cluster_settings)
+
+
+# `memlane serve` tests that run again, unchanged, with the service's store on the cluster
+SERVED_THE_SAME_ON_A_CLUSTER = [
+    "test_replies_streamed_and_not_carry_the_recalled_memory_upstream",
+    "test_notes_events_search_export_and_deleting_a_user",
+]
+
+
+@pytest.mark.parametrize("name", SERVED_THE_SAME_ON_A_CLUSTER)
+def test_memlane_serve_behaves_the_same_on_a_cluster(name: str, served_on_the_cluster):
+    import test_serve
+
+    getattr(test_serve, name)(served_on_the_cluster)
