@@ -136,15 +136,12 @@ class Search(StorePart):
         for _, doc in found:
             pipe.hmget(doc["id"], fields)
         rows = await self._run(pipe.execute())
-        vectors = [row[-1] for (query, _), row in zip(found, rows) if isinstance(query, VectorQuery) and row[-1]]
-        similarities = iter(
-            cosine_similarities(np.asarray(vector, dtype=np.float32), np.stack([np.frombuffer(blob, dtype=np.float32) for blob in vectors]))
-            if vectors and vector is not None
-            else []
-        )
-        for (query, doc), row in zip(found, rows):
+        measured = [vector is not None and isinstance(query, VectorQuery) and bool(row[-1]) for (query, _), row in zip(found, rows)]
+        vectors = [np.frombuffer(row[-1], dtype=np.float32) for row, wanted in zip(rows, measured) if wanted]
+        similarities = iter(cosine_similarities(np.asarray(vector, dtype=np.float32), np.stack(vectors)) if vectors else [])
+        for (_, doc), row, wanted in zip(found, rows, measured):
             doc.update({name: as_text(value) for name, value in zip(RETURN_FIELDS, row) if value is not None})
-            if isinstance(query, VectorQuery) and row[-1]:
+            if wanted:
                 doc[VECTOR_DISTANCE] = str(1.0 - float(next(similarities)))
         return [[doc for doc in docs if MemoryField.ID in doc] for docs in answers]
 

@@ -49,7 +49,13 @@ def test_every_key_of_a_user_is_in_the_users_slot(user_id: str):
         layout.slot_key(user_id),
     ]
     assert {_slot(key) for key in keys} == {_slot("{" + digest + "}")}
-    assert all(key.startswith(layout.memory_key_prefix) for key in keys[:1])  # the index still covers memories
+    assert keys[0].startswith(layout.memory_key_prefix)  # the index's prefix still covers the memories
+
+
+def test_a_key_prefix_is_matched_literally_in_scans():
+    from memlane.store.schema import glob_escaped
+
+    assert glob_escaped("a*b?[c]\\d{e}") == "a\\*b\\?\\[c\\]\\\\d{e}"
 
 
 def test_a_cluster_is_asked_for_as_redisvl_spells_it_or_by_the_setting():
