@@ -5,6 +5,7 @@ standalone tests run again on the cluster)."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import sys
 from pathlib import Path
@@ -164,6 +165,23 @@ async def test_a_search_follows_its_user_to_another_primary_after_a_reshard(clus
     hits = await store.search_memories("alice", "favourite city")
     assert [hit.memory.text for hit in hits] == ["my favourite city is Lyon"]
     assert store.client.get_node_from_key(store.layout.slot_key("alice")).name == target.name
+
+
+async def test_a_primary_whose_index_name_moves_away_gets_a_new_index(cluster_store: RedisMemoryStore, redis_cluster, caplog):
+    store, (_, cluster) = cluster_store, redis_cluster
+    await store.add_messages(chat("alice", "s1", "my favourite city is Lyon"))
+    node = store.client.get_node_from_key(store.layout.slot_key("alice"))
+    old_name = (await store.core.shards.index_of(node)).name
+    other = next(primary for primary in store.client.get_primaries() if primary.name != node.name)
+    cluster.move_slot(store.client.keyslot(old_name), node.port, other.port)  # the node can no longer name its index
+    for _ in range(100):  # the new index reads the node's memories in the background
+        hits = await store.search_memories("alice", "favourite city")
+        if hits:
+            break
+        await asyncio.sleep(0.05)
+    assert [hit.memory.text for hit in hits] == ["my favourite city is Lyon"]
+    new_name = (await store.core.shards.index_of(store.client.get_node_from_key(store.layout.slot_key("alice")))).name
+    assert new_name != old_name and "indexing its memories again" in caplog.text
 
 
 async def test_a_cluster_url_that_answers_nothing_says_what_to_do(settings: Settings):
