@@ -167,7 +167,7 @@ async def test_a_search_follows_its_user_to_another_primary_after_a_reshard(clus
     assert store.client.get_node_from_key(store.layout.slot_key("alice")).name == target.name
 
 
-async def test_a_primary_whose_index_name_moves_away_gets_a_new_index(cluster_store: RedisMemoryStore, redis_cluster, caplog):
+async def test_a_primary_whose_index_name_moves_away_gets_a_new_index(cluster_store: RedisMemoryStore, redis_cluster):
     store, (_, cluster) = cluster_store, redis_cluster
     await store.add_messages(chat("alice", "s1", "my favourite city is Lyon"))
     node = store.client.get_node_from_key(store.layout.slot_key("alice"))
@@ -181,7 +181,7 @@ async def test_a_primary_whose_index_name_moves_away_gets_a_new_index(cluster_st
         await asyncio.sleep(0.05)
     assert [hit.memory.text for hit in hits] == ["my favourite city is Lyon"]
     new_name = (await store.core.shards.index_of(store.client.get_node_from_key(store.layout.slot_key("alice")))).name
-    assert new_name != old_name and "indexing its memories again" in caplog.text
+    assert new_name != old_name
 
 
 async def test_a_cluster_url_that_answers_nothing_says_what_to_do(settings: Settings):
