@@ -62,7 +62,7 @@ PHASES = ["steady", "reshard", "failover", "after"]
 
 def cluster_nodes(cluster: EmbeddedCluster) -> list[dict[str, Any]]:
     """Every live node: {"port", "pid", "id", "primary", "slots"}, from CLUSTER NODES of a live node."""
-    alive = {int(node["port"]): node for node in cluster.nodes() if cluster.alive(int(node["pid"]))}
+    alive = {int(node["port"]): node for node in cluster.nodes() if cluster.alive(node.get("pid"))}
     with redis.Redis.from_url(cluster.node_url(next(iter(alive)))) as client:
         table = client.execute_command("CLUSTER NODES")  # redis-py: {"host:port": {...}}
     nodes = []

@@ -4,7 +4,8 @@ for the cluster tests, the cluster drill (bench/cluster.py) and trials (`memlane
 Same binaries, libssl handling and privacy as `embedded.py`: one random password (in each
 node's config file of mode 600, never on a command line; replicas use it as `masterauth`),
 data under `<data_dir>/redis-cluster/<port>` (0700, AOF on), a state file (mode 600) with the
-ports, password and pids so that `memlane redis stop` and a second process find it.
+ports, password and pids so that `memlane redis stop` and a second process find it. A cluster
+stopped by `stop` starts again on its ports with its data (AOF, nodes.conf) at the next `start`.
 
 The search module of Redis Stack 7.4 has no coordinator: every primary keeps its own index
 over its own keys, which is why the store creates the index on every primary and sends a
@@ -21,6 +22,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -82,8 +84,10 @@ class EmbeddedCluster:
         self.url: str | None = None
         self._processes: dict[int, subprocess.Popen[bytes]] = {}  # the nodes this object started, by pid
 
-    def alive(self, pid: int) -> bool:
+    def alive(self, pid: int | None) -> bool:
         """Whether node process `pid` runs (a node this process started is reaped, not left a zombie)."""
+        if not pid:  # a node stopped on purpose
+            return False
         process = self._processes.get(pid)
         if process is not None:
             return process.poll() is None
@@ -118,7 +122,7 @@ class EmbeddedCluster:
         nodes = state.get("nodes") or []
         if not nodes or not state.get("password"):
             return None
-        alive = [node for node in nodes if self.alive(int(node["pid"]))]
+        alive = [node for node in nodes if self.alive(node.get("pid"))]
         if not alive or _probe(_node_url(int(alive[0]["port"]), state["password"])) != "up":
             return None
         return cluster_url(int(alive[0]["port"]), state["password"])
@@ -130,11 +134,29 @@ class EmbeddedCluster:
         _tighten_tree(self.dir)
         with os.fdopen(os.open(self.dir / "start.lock", os.O_WRONLY | os.O_CREAT, 0o600), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            url = self.running_url()
-            if url is None:
-                url = self._create(timeout)
+            url = self.running_url() or self._restart(timeout) or self._create(timeout)
             self.url = url
             return url
+
+    def _restart(self, timeout: float) -> str | None:
+        """Start the nodes of a cluster stopped earlier again, on their ports, with their data and
+        their cluster configuration; None when there is none to start (or its ports are taken)."""
+        state = self._read_state()
+        ports = [int(node["port"]) for node in state.get("nodes") or []]
+        password = state.get("password")
+        if not ports or not password or not all((self.dir / str(port) / "nodes.conf").is_file() for port in ports):
+            return None
+        if not all(_port_free(port) and _port_free(port + 10000) for port in ports):
+            logger.warning("the ports of the stopped embedded cluster are taken; creating a new, empty cluster")
+            return None
+        if len(ports) != self.primaries * (1 + self.replicas):
+            logger.warning(
+                "starting the stopped embedded cluster of %d nodes again, not a new one of %d; delete %s for a new one",
+                len(ports), self.primaries * (1 + self.replicas), self.dir,
+            )
+        self._launch_all(ports, password, timeout, create=False)
+        logger.info("started the embedded Redis Cluster again on ports %s (data in %s)", ports, self.dir)
+        return cluster_url(ports[0], password)
 
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -146,9 +168,6 @@ class EmbeddedCluster:
     def _launch_node(self, port: int, password: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         binaries = find_redis_stack()
         node_dir = self.dir / str(port)
-        if node_dir.exists():  # a cluster's node files from an earlier run: a new cluster starts empty
-            for stale in node_dir.iterdir():
-                stale.unlink()
         _private_dir(node_dir)
         config = node_dir / "redis.conf"
         quoted = password.replace("\\", "\\\\").replace('"', '\\"')
@@ -170,12 +189,20 @@ class EmbeddedCluster:
         )
 
     def _create(self, timeout: float) -> str:
-        env = self._environment()
         password = secrets.token_urlsafe(24)
-        count = self.primaries * (1 + self.replicas)
         ports: list[int] = []
-        for _ in range(count):
+        for _ in range(self.primaries * (1 + self.replicas)):
             ports.append(_free_node_port({*ports, *(port + 10000 for port in ports)}))
+        for port in ports:  # node files of an older cluster on the same port: a new cluster starts empty
+            shutil.rmtree(self.dir / str(port), ignore_errors=True)
+        self._launch_all(ports, password, timeout, create=True)
+        logger.info("started an embedded Redis Cluster of %d primaries (%d replicas each) on ports %s",
+                    self.primaries, self.replicas, ports)
+        return cluster_url(ports[0], password)
+
+    def _launch_all(self, ports: list[int], password: str, timeout: float, *, create: bool) -> None:
+        """Start a node on each port and wait until the cluster is ok (`create`: join them into a new one)."""
+        env = self._environment()
         processes = [self._launch_node(port, password, env) for port in ports]
         self._processes.update({process.pid: process for process in processes})
         self._write_state(
@@ -189,19 +216,17 @@ class EmbeddedCluster:
                         raise RedisUnavailable(f"node 127.0.0.1:{port} of the embedded cluster did not start "
                                                f"(see {self.dir / str(port) / 'redis.log'}); {HELP}")
                     time.sleep(0.05)
-            self.cli(
-                "--cluster", "create", *[f"127.0.0.1:{port}" for port in ports],
-                "--cluster-replicas", str(self.replicas), "--cluster-yes", env=env,
-            )
-            self._wait_until_ok(ports, password, deadline)
+            if create:
+                self.cli(
+                    "--cluster", "create", *[f"127.0.0.1:{port}" for port in ports],
+                    "--cluster-replicas", str(self.replicas), "--cluster-yes", env=env,
+                )
+            self._wait_until_ok(ports, password, deadline, replicas=self.replicas if create else 0)
         except (RedisUnavailable, subprocess.SubprocessError, OSError):
             self.stop()
             raise
-        logger.info("started an embedded Redis Cluster of %d primaries (%d replicas each) on ports %s",
-                    self.primaries, self.replicas, ports)
-        return cluster_url(ports[0], password)
 
-    def _wait_until_ok(self, ports: list[int], password: str, deadline: float) -> None:
+    def _wait_until_ok(self, ports: list[int], password: str, deadline: float, *, replicas: int) -> None:
         """Until every node says `cluster_state:ok` and knows every other node, and every primary
         has its replicas connected (a failover needs them in sync)."""
         for port in ports:
@@ -213,7 +238,7 @@ class EmbeddedCluster:
                     if (
                         info.get("cluster_state") == "ok"
                         and int(info.get("cluster_known_nodes", 0)) == len(ports)
-                        and (replication["role"] != "master" or replication["connected_slaves"] >= self.replicas)
+                        and (replication["role"] != "master" or replication["connected_slaves"] >= replicas)
                     ):
                         break
                     if time.monotonic() > deadline:
@@ -260,7 +285,7 @@ class EmbeddedCluster:
         nodes = state.get("nodes") or []
         stopped = False
         for node in nodes:
-            pid, port = int(node["pid"]), int(node["port"])
+            pid, port = node.get("pid"), int(node["port"])
             if not self.alive(pid):
                 continue
             stopped = True
@@ -272,7 +297,7 @@ class EmbeddedCluster:
                 time.sleep(0.05)
             else:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        if nodes:
-            self._write_state({"password": state.get("password"), "nodes": []})
+                    os.kill(int(pid), signal.SIGKILL)
+        if nodes:  # the ports and the password stay: the next start brings the cluster back with its data
+            self._write_state({"password": state.get("password"), "nodes": [{"port": node["port"], "pid": None} for node in nodes]})
         return stopped

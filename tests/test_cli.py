@@ -290,6 +290,11 @@ def test_redis_start_cluster_starts_a_cluster_that_stop_stops(tmp_path, monkeypa
         assert client.set("k", "v") and client.get("k") == b"v"
     assert cli.main(["redis", "stop"]) == 0 and capsys.readouterr().out.strip() == "stopped"
     assert cluster.running_url() is None
+    assert cli.main(["redis", "start", "--cluster", "3", "--show-password"]) == 0  # back on its ports, with its data
+    assert capsys.readouterr().out.strip() == url
+    with contextlib.closing(redis.RedisCluster.from_url(url.replace("?cluster=true", ""))) as client:
+        assert client.get("k") == b"v"
+    assert cli.main(["redis", "stop"]) == 0 and capsys.readouterr().out.strip() == "stopped"
     assert cli.main(["redis", "start", "--cluster", "2"]) == 2  # a cluster needs 3 primaries: said, not raised
     assert "at least 3 primaries" in capsys.readouterr().err
 
