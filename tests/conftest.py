@@ -106,9 +106,14 @@ async def cluster_store(redis_cluster, settings: Settings, embeddings):
 
     memory_store = await open_store(settings.model_copy(update={"redis_url": redis_cluster[0]}), embeddings=embeddings)
     yield memory_store
-    for index in await memory_store.core.shards.every_index():
+    await close_dropping_everything(memory_store)
+
+
+async def close_dropping_everything(cluster_store: RedisMemoryStore) -> None:
+    """Drop a cluster store's index on every primary and every key under its prefix, and close it."""
+    for index in await cluster_store.core.shards.every_index():
         await index.delete(drop=False)
-    keys = [key async for key in memory_store.client.scan_iter(match=f"{settings.key_prefix}:*", count=1000)]
-    for key in keys:
-        await memory_store.client.unlink(key)
-    await memory_store.aclose()
+    keys = [key async for key in cluster_store.client.scan_iter(match=f"{cluster_store.layout.prefix}:*", count=1000)]
+    for key in keys:  # one by one: they are in many slots
+        await cluster_store.client.unlink(key)
+    await cluster_store.aclose()

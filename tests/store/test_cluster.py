@@ -18,7 +18,7 @@ import test_messages as message_tests
 import test_parked_runs as parked_run_tests
 import test_updates as update_tests
 import test_users as user_tests
-from conftest import HOSTILE_IDS
+from conftest import HOSTILE_IDS, close_dropping_everything
 from redis.crc import key_slot
 from test_messages import chat
 
@@ -256,3 +256,16 @@ def test_memlane_serve_behaves_the_same_on_a_cluster(name: str, served_on_the_cl
     import test_serve
 
     getattr(test_serve, name)(served_on_the_cluster)
+
+
+async def test_the_setting_makes_a_plain_node_url_a_cluster(redis_cluster, settings: Settings, embeddings):
+    from memlane.store.redis import open_store
+
+    plain = redis_cluster[0].replace("?cluster=true", "")
+    store = await open_store(settings.model_copy(update={"redis_url": plain, "redis_cluster": True}), embeddings=embeddings)
+    try:
+        assert store.core.shards is not None and len(await store.core.shards.every_index()) == 3
+        await store.add_messages(chat("alice", "s1", "my favourite city is Lyon"))
+        assert [hit.memory.user_id for hit in await store.search_memories("alice", "favourite city")] == ["alice"]
+    finally:
+        await close_dropping_everything(store)
