@@ -131,12 +131,11 @@ class Search(StorePart):
         found = [(query, doc) for query, docs in zip(queries, answers) for doc in docs]
         if not found:
             return answers
-        fields = [*RETURN_FIELDS, MemoryField.EMBEDDING]
         pipe = self.client.pipeline(transaction=False)
-        for _, doc in found:
-            pipe.hmget(doc["id"], fields)
+        for query, doc in found:  # the stored vector only where a distance is wanted
+            pipe.hmget(doc["id"], [*RETURN_FIELDS, MemoryField.EMBEDDING] if isinstance(query, VectorQuery) else RETURN_FIELDS)
         rows = await self._run(pipe.execute())
-        measured = [vector is not None and isinstance(query, VectorQuery) and bool(row[-1]) for (query, _), row in zip(found, rows)]
+        measured = [vector is not None and len(row) > len(RETURN_FIELDS) and bool(row[-1]) for row in rows]
         vectors = [np.frombuffer(row[-1], dtype=np.float32) for row, wanted in zip(rows, measured) if wanted]
         similarities = iter(cosine_similarities(np.asarray(vector, dtype=np.float32), np.stack(vectors)) if vectors else [])
         for (_, doc), row, wanted in zip(found, rows, measured):
