@@ -269,3 +269,24 @@ async def test_the_setting_makes_a_plain_node_url_a_cluster(redis_cluster, setti
         assert [hit.memory.user_id for hit in await store.search_memories("alice", "favourite city")] == ["alice"]
     finally:
         await close_dropping_everything(store)
+
+
+async def test_a_call_whose_connection_redis_py_closed_under_it_is_redis_unavailable(cluster_store: RedisMemoryStore):
+    """redis-py 8.1 closes a failed node's connections under the calls using them, which then fail
+    with an AttributeError inside redis.asyncio.connection: a lost connection, said as one."""
+    from memlane.store.base import RedisUnavailable
+    from memlane.store.cluster import is_connection_race
+
+    where: dict[str, Any] = {}
+    exec(compile("async def send(writer):\n    writer.writelines([b'PING'])\n", "/x/redis/asyncio/connection.py", "exec"), where)
+
+    async def ours():
+        return None.upper  # a bug of ours stays a bug
+
+    with pytest.raises(AttributeError) as raised:
+        await where["send"](None)
+    assert is_connection_race(raised.value)
+    with pytest.raises(RedisUnavailable, match="connection was closed under the call"):
+        await cluster_store.core.run(where["send"](None))
+    with pytest.raises(AttributeError):
+        await cluster_store.core.run(ours())
