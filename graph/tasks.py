@@ -46,6 +46,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Awaitable, Callable, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from docket import ConcurrencyLimit, Disposition, Docket, Retry, TaskKey, Worker
 
@@ -150,7 +151,32 @@ def parked_run_id(user_id: str, cursor: int) -> str:
 def default_docket_url(store: MemoryStore, settings: Settings, name: str) -> str:
     """Where runs queue: `memory_docket_url`, else the Redis the store is connected to (so runs
     survive a crash and `memlane worker` sees them), else an in-process `memory://` queue."""
-    return settings.memory_docket_url or getattr(store, "url", None) or settings.redis_url or f"memory://{name}"
+    if settings.memory_docket_url:
+        return docket_spelling(settings.memory_docket_url, cluster=False)
+    url = getattr(store, "url", None) or settings.redis_url
+    return docket_spelling(url, cluster=settings.redis_cluster) if url else f"memory://{name}"
+
+
+def docket_spelling(url: str, *, cluster: bool) -> str:
+    """`url` as pydocket reads it. pydocket (0.27) runs on a Redis Cluster when its URL says
+    `redis+cluster://` (its keys then share the hash tag of the queue's name: one slot, one
+    primary); a URL in RedisVL's spelling (`?cluster=true`, or several hosts) or with
+    MEMLANE_REDIS_CLUSTER set is given that scheme, as pydocket would otherwise talk to the
+    one node named and meet MOVED on most of its keys."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    flagged = any(name.lower() == "cluster" and value.lower() == "true" for name, value in query)
+    if not (cluster or flagged or "," in parts.netloc) or parts.scheme.endswith("+cluster"):
+        return url
+    if parts.scheme not in ("redis", "rediss"):
+        raise ValueError(f"a Redis Cluster URL must start with redis:// or rediss://, not {parts.scheme}://")
+    credentials, at, hosts = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(
+        scheme=parts.scheme + "+cluster",
+        netloc=credentials + at + hosts.split(",")[0],
+        path="",  # a cluster has one database
+        query=urlencode([(name, value) for name, value in query if name.lower() != "cluster"]),
+    ))
 
 
 async def _queue_memory_run(docket: Docket, user_id: str, name: str, key: str, through_seq: int | None = None) -> bool:

@@ -2,7 +2,7 @@
 
     memlane demo                      the chat app on embedded defaults
     memlane redis start|stop|status   the embedded Redis Stack (kept running by `start`; URLs masked
-                                      unless --show-password)
+                                      unless --show-password); `start --cluster 3 [--replicas 1]`: a Redis Cluster
     memlane worker                    run queued memory-graph runs (beside apps on the same Redis)
     memlane runs [retry|drop ID|--all] the parked runs: memory-graph runs that failed every retry
     memlane mcp --user ID             one user's memory as MCP tools over stdio (for MCP clients)
@@ -154,26 +154,35 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
     from memlane.store.embedded import EmbeddedRedis, stop_running
+    from memlane.store.embedded_cluster import EmbeddedCluster
 
     if args.action == "start":
-        server = EmbeddedRedis(settings, detach=True)
         try:
-            url = server.start()
-        except StoreError as error:
+            if args.cluster:
+                url = EmbeddedCluster(settings, primaries=args.cluster, replicas=args.replicas).start()
+            else:
+                url = EmbeddedRedis(settings, detach=True).start()
+        except (StoreError, ValueError) as error:
             print(f"memlane: {mask_secrets(str(error), settings)}", file=sys.stderr)
             return 2
         print(url if args.show_password else mask_url(url))
-        print(
-            f"memlane commands and apps with MEMLANE_DATA_DIR={settings.data_dir} use it as it is; other clients "
-            "need its password: `memlane redis status --show-password` prints the whole URL",
-            file=sys.stderr,
-        )
+        if args.cluster:
+            hint = (
+                "set REDIS_URL to its URL for memlane and other clients: "
+                f"`memlane redis status --cluster {args.cluster} --show-password` prints it whole"
+            )
+        else:
+            hint = (
+                f"memlane commands and apps with MEMLANE_DATA_DIR={settings.data_dir} use it as it is; other clients "
+                "need its password: `memlane redis status --show-password` prints the whole URL"
+            )
+        print(hint, file=sys.stderr)
         return 0
-    if args.action == "stop":
-        stopped = stop_running(settings)
-        print("stopped" if stopped else "no embedded Redis Stack is running")
+    if args.action == "stop":  # the server and the cluster of this data dir, whichever runs
+        stopped = [stop_running(settings), EmbeddedCluster(settings).stop()]
+        print("stopped" if any(stopped) else "no embedded Redis Stack is running")
         return 0
-    url = EmbeddedRedis(settings).running_url()
+    url = EmbeddedCluster(settings).running_url() if args.cluster else EmbeddedRedis(settings).running_url()
     print((url if args.show_password else mask_url(url)) if url else "not running")
     return 0 if url else 1
 
@@ -426,6 +435,11 @@ def build_parser() -> argparse.ArgumentParser:
     redis_cmd.add_argument(
         "--show-password", action="store_true", help="print the URL with its password (masked otherwise)"
     )
+    redis_cmd.add_argument(
+        "--cluster", type=int, default=0, metavar="PRIMARIES",
+        help="start (or show) a Redis Cluster of this many primaries (at least 3) instead of one server",
+    )
+    redis_cmd.add_argument("--replicas", type=int, default=0, help="replicas of each primary (with --cluster)")
     redis_cmd.set_defaults(handler=cmd_redis)
 
     worker = commands.add_parser("worker", help="run queued memory-graph runs (needs a chat model)")

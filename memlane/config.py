@@ -46,6 +46,10 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("REDIS_URL", "MEMLANE_REDIS_URL"),
         description="Redis 8 / Redis Stack URL; unset starts the embedded Redis Stack",
     )
+    redis_cluster: bool = Field(
+        default=False,
+        description="REDIS_URL names a node of a Redis Cluster (as does `?cluster=true` in the URL, RedisVL's spelling)",
+    )
     openai_api_key: SecretStr | None = Field(
         default=None,
         validation_alias=AliasChoices("OPENAI_API_KEY", "MEMLANE_OPENAI_API_KEY"),

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import InitVar, dataclass, field
 from datetime import tzinfo
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
+from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redisvl.exceptions import RedisSearchError
@@ -23,6 +24,7 @@ from redisvl.schema import IndexSchema
 from memlane.config import Settings
 from memlane.store.base import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
 from memlane.store.breaker import CircuitBreaker, CircuitOpen
+from memlane.store.cluster import ShardIndexes, is_cluster, is_connection_race
 from memlane.store.embeddings import embedding_dims
 from memlane.store.privacy import redact
 from memlane.store.schema import KeyLayout, memory_schema
@@ -55,7 +57,7 @@ class StoreCore:
     """The connection and keyspace the store's parts share. `settings` may be replaced (the
     parts read it on each call); what is derived from it is fixed when the store is made."""
 
-    client: aioredis.Redis
+    client: aioredis.Redis  # or a `redis.asyncio.RedisCluster` (store/cluster.py)
     embeddings: Embeddings
     settings: Settings
     key_prefix: InitVar[str | None] = None
@@ -66,6 +68,8 @@ class StoreCore:
     schema: IndexSchema = field(init=False)
     index: AsyncSearchIndex = field(init=False)
     zone: tzinfo = field(init=False)  # what "April 27th" and "昨天" are read in
+    # on a cluster: the index on each primary (a user's search goes to the owner of the user's slot)
+    shards: ShardIndexes | None = field(init=False)
 
     def __post_init__(self, key_prefix: str | None) -> None:
         self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
@@ -74,6 +78,14 @@ class StoreCore:
         self.schema = memory_schema(self.layout, self.dims)
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
         self.zone = resolve_timezone(self.settings.timezone)
+        self.shards = ShardIndexes(self.client, self.schema) if is_cluster(self.client) else None
+
+    async def on_user_index(self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[Any]]) -> Any:
+        """`call` with the memory index that holds the user's memories: the one index of a
+        standalone Redis, or the index on the primary that owns the user's slot on a cluster."""
+        if self.shards is None:
+            return await self.run(call(self.index))
+        return await self.run(self.shards.on_owner(self.layout.slot_key(user_id), call))
 
     # Redis calls -------------------------------------------------------------------------
     async def run(self, coro: Any) -> Any:
@@ -85,6 +97,19 @@ class StoreCore:
             if isinstance(error.__cause__, (RedisConnectionError, RedisTimeoutError, OSError)):
                 raise unavailable(error.__cause__) from error
             raise
+        except AttributeError as error:
+            if self.shards is not None and is_connection_race(error):
+                raise unavailable(RedisConnectionError(f"a cluster node's connection was closed under the call ({error})")) from error
+            raise
+
+    async def queue_script(self, pipe: Any, script: AsyncScript, keys: list[str], args: list[Any]) -> None:
+        """Queue `script` on `pipe`: by its SHA on a standalone Redis (loaded before the pipeline
+        runs), whole (EVAL) on a cluster, whose client refuses scripts in pipelines and whose nodes
+        may not hold it (a promoted replica's script cache starts empty). Its keys share one slot."""
+        if self.shards is None:
+            await script(keys=keys, args=args, client=pipe)
+        else:
+            pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
 
     async def execute_with_scripts(self, pipe: Any) -> list[Any]:
         """`pipe.execute()` for a pipeline carrying Lua scripts, its connection always given back:

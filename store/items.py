@@ -54,8 +54,12 @@ class Items(StorePart):
         ]
         # embed before the transaction; unchanged searchable memories are not rewritten
         changed = dict(await self.memories.memory_rows([item.as_memory() for item in items if item.text]))
-        pipe = self.client.pipeline(transaction=True)
+        # one transaction per user: a transaction stays within one user's hash slot (a cluster refuses more)
+        pipes: dict[str, Any] = {}
         for key, item in zip(keys, items):
+            if item.user_id not in pipes:
+                pipes[item.user_id] = self.client.pipeline(transaction=True)
+            pipe = pipes[item.user_id]
             if not item.text:  # index=False: kept and listed, but no vector and no search terms
                 row = self.memories.memory_row(item.as_memory())
                 row.update({MemoryField.SEARCH_TEXT: "", MemoryField.CONTENT_DIGEST: ""})
@@ -69,7 +73,8 @@ class Items(StorePart):
                 pipe.pexpire(key, max(1, int(item.ttl_minutes * 60_000)))
             else:
                 pipe.persist(key)
-        await self._run(pipe.execute())
+        for pipe in pipes.values():
+            await self._run(pipe.execute())
         return items
 
     async def get_items(self, user_id: str, memory_ids: Sequence[str]) -> list[StoreItem | None]:

@@ -21,7 +21,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memlane.store.base import Memory, StoreError, stable_id
 from memlane.store.core import StorePart, as_text, unavailable
-from memlane.store.schema import INDEX_LANGUAGE, MemoryField, speaker_key
+from memlane.store.schema import INDEX_LANGUAGE, KEY_LAYOUT_VERSION, MemoryField, glob_escaped, speaker_key
 from memlane.store.text import detect_language, index_terms
 from memlane.store.timeexpr import month_day
 from memlane.store.tokens import count_tokens
@@ -74,10 +74,23 @@ class Memories(StorePart):
 
     # the index -----------------------------------------------------------------------------
     async def ensure_indexes(self) -> None:
-        """Create the memory index unless it exists; rebuild one made by an older memlane."""
-        name = self.layout.memory_index_name
+        """Create the memory index unless it exists; rebuild one made by an older memlane; rename the
+        keys of an older key layout in place (standalone Redis). On a cluster, on every primary."""
+        if self.core.shards is not None:  # a cluster has never held the older layout: nothing to rename
+            await self._run(self.core.shards.every_index())
+            await self._run(self.client.set(self.layout.key_layout_marker, KEY_LAYOUT_VERSION))
+            return
+        await self._migrate_key_layout()
+        await self._ensure_index_on(self.client, self.layout.memory_index_name)
+
+    def __post_init__(self) -> None:
+        if self.core.shards is not None:  # a primary the store meets without an index gets one
+            self.core.shards.ensure_index = self._ensure_index_on
+
+    async def _ensure_index_on(self, client: Any, name: str) -> None:
+        """The memory index `name` on the Redis `client` talks to (the one Redis, or one primary)."""
         try:
-            info = await self.client.ft(name).info()
+            info = await client.ft(name).info()
         except ResponseError:
             info = None
         except (RedisConnectionError, RedisTimeoutError, OSError) as error:
@@ -86,22 +99,52 @@ class Memories(StorePart):
             self._check_dims(info)
             if self._index_is_current(info):
                 if not self._has_field(info, MemoryField.VALID_UNTIL):
-                    await self._add_valid_until(name)
+                    await self._add_valid_until(client, name)
                 return
             logger.warning("rebuilding the index %s for the bilingual full-text fields", name)
-            await self._run(self.client.ft(name).dropindex(delete_documents=False))
-            await self._create_index()
-            await self._backfill_search_fields()
+            await self._run(client.ft(name).dropindex(delete_documents=False))
+            await self._create_index(client, name)
+            await self._backfill_search_fields(client)
             return
-        await self._create_index()
+        await self._create_index(client, name)
 
-    async def _create_index(self) -> None:
-        name = self.layout.memory_index_name
+    async def _migrate_key_layout(self) -> None:
+        """Rename every key of an older key layout to its name in this one (`KeyLayout.migrated_key`:
+        the user's digest becomes a hash tag), then mark the keyspace as migrated. RENAMENX keeps a
+        key of the new layout that exists already; the memory hashes stay under the index's prefix,
+        so RediSearch indexes them under their new names as they are renamed. Safe to re-run."""
+        marker = as_text(await self._run(self.client.get(self.layout.key_layout_marker)))
+        if marker == KEY_LAYOUT_VERSION:
+            return
+        if not await self._has_index(self.client):  # no older memlane wrote here: nothing to rename
+            await self._run(self.client.set(self.layout.key_layout_marker, KEY_LAYOUT_VERSION))
+            return
+        renamed = kept = 0
+        for pattern in self.layout.old_layout_patterns():
+            keys = [as_text(key) async for key in self.client.scan_iter(match=pattern, count=1000)]
+            for start in range(0, len(keys), 500):
+                pipe = self.client.pipeline(transaction=False)
+                pairs = [(key, new) for key in keys[start : start + 500] if (new := self.layout.migrated_key(key))]
+                for key, new in pairs:
+                    pipe.renamenx(key, new)
+                for (key, new), done in zip(pairs, await self._run(pipe.execute(raise_on_error=False))):
+                    if isinstance(done, ResponseError):  # "no such key": another process renamed it first
+                        continue
+                    if done:
+                        renamed += 1
+                    else:
+                        kept += 1
+                        logger.warning("kept %s: %s exists already in the new key layout", key, new)
+        if renamed or kept:
+            logger.warning("renamed %d keys under %s: to the cluster-safe key layout %s", renamed, self.layout.prefix, KEY_LAYOUT_VERSION)
+        await self._run(self.client.set(self.layout.key_layout_marker, KEY_LAYOUT_VERSION))
+
+    async def _create_index(self, client: Any, name: str) -> None:
         definition = IndexDefinition(
             prefix=[self.layout.memory_key_prefix], index_type=IndexType.HASH, language=INDEX_LANGUAGE
         )
         try:
-            await self.client.ft(name).create_index(self.core.schema.redis_fields, definition=definition)
+            await client.ft(name).create_index(self.core.schema.redis_fields, definition=definition)
         except ResponseError as error:
             if "already exists" not in str(error).lower():  # another process won the race
                 raise StoreError(f"could not create the index {name}: {error}") from error
@@ -115,27 +158,27 @@ class Memories(StorePart):
     def _has_field(info: dict[str, Any], field: str) -> bool:
         return field in {as_text(item) for attribute in info.get("attributes", []) for item in attribute}
 
-    async def _add_valid_until(self, name: str) -> None:
+    async def _add_valid_until(self, client: Any, name: str) -> None:
         """Add the `valid_until` field to an index made before memlane dated superseded facts, in
         place (FT.ALTER): no memory is rewritten, as one without the field holds until marked."""
         logger.warning("adding the field %s to the index %s", MemoryField.VALID_UNTIL, name)
         try:
-            await self._run(self.client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", MemoryField.VALID_UNTIL, "NUMERIC"))
+            await self._run(client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", MemoryField.VALID_UNTIL, "NUMERIC"))
         except ResponseError as error:
             if "duplicate" not in str(error).lower():  # another process added it first
                 raise StoreError(f"could not add {MemoryField.VALID_UNTIL} to the index {name}: {error}") from error
 
-    async def _backfill_search_fields(self) -> None:
+    async def _backfill_search_fields(self, client: Any) -> None:
         """Give memories written before the bilingual index their search fields (one HSET each,
         the stored vector kept), 500 keys per round trip."""
-        keys = [key async for key in self.client.scan_iter(match=self.layout.memory_key_prefix + "*", count=1000)]
+        keys = [key async for key in client.scan_iter(match=glob_escaped(self.layout.memory_key_prefix) + "*", count=1000)]
         for start in range(0, len(keys), 500):
             batch = keys[start : start + 500]
-            pipe = self.client.pipeline(transaction=False)
+            pipe = client.pipeline(transaction=False)
             for key in batch:
                 pipe.hmget(key, RETURN_FIELDS)
             rows = await self._run(pipe.execute())
-            pipe = self.client.pipeline(transaction=False)
+            pipe = client.pipeline(transaction=False)
             for key, values in zip(batch, rows):
                 doc = dict(zip(RETURN_FIELDS, values))
                 if doc[MemoryField.ID] is not None and doc[MemoryField.TEXT] is not None:
@@ -159,12 +202,25 @@ class Memories(StorePart):
         """Raise StoreError saying what is wrong unless Redis answers and the memory index exists."""
         await self._run(self.client.ping())
         try:
-            await self._run(self.client.ft(self.layout.memory_index_name).info())
+            if self.core.shards is not None:  # each primary's index, made where one is missing
+                await self._run(self.core.shards.every_index())
+            else:
+                await self._check_index_on(self.client)
         except ResponseError as error:
             raise StoreError(
                 f"the index {self.layout.memory_index_name} does not exist ({error}); the store creates it on "
                 "start (open_store), so restart the service or check MEMLANE_KEY_PREFIX"
             ) from error
+
+    async def _has_index(self, client: Any) -> bool:
+        try:
+            await self._run(client.ft(self.layout.memory_index_name).info())
+        except ResponseError:
+            return False
+        return True
+
+    async def _check_index_on(self, client: Any) -> None:
+        await self._run(client.ft(self.layout.memory_index_name).info())
 
     # rows ----------------------------------------------------------------------------------
     def _redacted(self, memory: Memory) -> Memory:
@@ -293,7 +349,7 @@ class Memories(StorePart):
 
     async def of_user(self, user_id: str) -> list[Memory]:
         """Every search memory of the user, oldest first (a scan of the user's memory prefix)."""
-        keys = [key async for key in self.client.scan_iter(match=self.layout.memory_user_prefix(user_id) + "*")]
+        keys = [key async for key in self.client.scan_iter(match=glob_escaped(self.layout.memory_user_prefix(user_id)) + "*")]
         pipe = self.client.pipeline(transaction=False)
         for key in keys:
             pipe.hmget(key, RETURN_FIELDS)

@@ -98,7 +98,7 @@ class Messages(StorePart):
                 self.layout.session_messages(message.user_id, message.session_id),
                 self.layout.sessions(message.user_id),
             ]
-            await self._add_message(keys=keys, args=args, client=pipe)
+            await self.core.queue_script(pipe, self._add_message, keys, args)
         results = [int(seq) for seq in await self.core.execute_with_scripts(pipe)]
         stored = [message.model_copy(update={"seq": seq}) for message, seq in zip(messages, results) if seq >= 0]
         resent = [message for message, seq in zip(messages, results) if seq == -1]
@@ -205,15 +205,15 @@ class Messages(StorePart):
                 self.layout.session_messages(message.user_id, message.session_id), f"({message.seq}", "-inf", start=0, num=1
             )
         previous = await self._run(pipe.execute())
+        # only the messages with one before them (no placeholder command: a cluster pipeline refuses ECHO)
+        followers = [(message, members[0]) for message, members in zip(messages, previous) if members]
         pipe = self.client.pipeline(transaction=False)
-        for message, members in zip(messages, previous):
+        for message, member in followers:
             prefix = self.layout.user_prefix(message.user_id) + "msg:"
-            if members:
-                pipe.hmget(prefix + as_text(members[0]), [MessageField.CONTENT, MessageField.SPEAKER_ROLE])
-            else:
-                pipe.echo("")
+            pipe.hmget(prefix + as_text(member), [MessageField.CONTENT, MessageField.SPEAKER_ROLE])
         contexts = {}
-        for message, row in zip(messages, await self._run(pipe.execute())):
+        rows = await self._run(pipe.execute()) if followers else []
+        for (message, _), row in zip(followers, rows):
             if not row or not as_text(row[0]).strip():
                 continue
             dialogue = {message.speaker_role, as_text(row[1])} == {"owner", "assistant"}
@@ -296,7 +296,7 @@ class Messages(StorePart):
 
     async def queue_cursor_advance(self, pipe: Any, user_id: str, through_seq: int) -> None:
         """Queue `advance_cursor` on `pipe` (inside a transaction that writes what the run consumed)."""
-        await self._advance_cursor(keys=[self.layout.cursor(user_id)], args=[int(through_seq)], client=pipe)
+        await self.core.queue_script(pipe, self._advance_cursor, [self.layout.cursor(user_id)], [int(through_seq)])
 
     # forgetting a message: a tombstone, or its text rewritten ------------------------------
     async def drop_messages(self, user_id: str, dropped: Sequence[Message], rewritten: Sequence[Message]) -> None:

@@ -24,10 +24,10 @@ class ParkedRuns(StorePart):
             run = run.model_copy(
                 update={"first_failed_at": earlier.first_failed_at, "attempts": earlier.attempts + run.attempts}
             )
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(key, run.id, run.model_dump_json())
-        pipe.sadd(self.layout.parked_users, digest)
-        await self._run(pipe.execute())
+        # two writes, never one transaction: the set is in a slot of its own on a cluster. The hash
+        # first, so a lister never sees a user whose hash is not written yet (it would drop the user)
+        await self._run(self.client.hset(key, run.id, run.model_dump_json()))
+        await self._run(self.client.sadd(self.layout.parked_users, digest))
         return run
 
     async def parked_runs(self, user_id: str | None = None) -> list[ParkedRun]:

@@ -25,7 +25,7 @@ from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast
 
 import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from memlane.config import Settings, get_settings
 from memlane.store.base import RedisUnavailable
@@ -104,6 +104,8 @@ class RedisMemoryStore:
         self.core.settings = settings
 
     async def aclose(self) -> None:
+        if self.core.shards is not None:
+            await self.core.shards.aclose()
         await self.client.aclose()
 
     def health(self) -> list[BreakerStatus]:
@@ -173,21 +175,33 @@ async def open_store(
     key_prefix: str | None = None,
 ) -> RedisMemoryStore:
     """Connect to REDIS_URL (or start the embedded Redis Stack) and return a ready store."""
+    from memlane.store.cluster import CLUSTER_HELP, cluster_client, wants_cluster
     from memlane.store.connections import connection_pool
     from memlane.store.embedded import resolve_redis_url
 
     settings = settings or get_settings()
     url = await asyncio.to_thread(resolve_redis_url, settings)
-    # a blocking pool: a burst of chats waits for a free connection instead of failing at once
-    client = aioredis.Redis.from_pool(connection_pool(url, settings))
-    try:
-        await client.ping()
-    except (RedisError, OSError) as error:
-        await client.aclose()
-        raise RedisUnavailable(
-            f"Redis at {url.split('@')[-1]} did not answer ({error}); set REDIS_URL to a running Redis 8 "
-            "or Redis Stack, or unset it to use the embedded Redis Stack (`memlane redis start`)"
-        ) from error
+    if wants_cluster(url, settings):
+        client: Any = cluster_client(url, settings)
+        try:
+            await client.initialize()  # reads the slot map: fails here when no node answers
+            await client.ping()
+        except (RedisError, RedisClusterException, OSError) as error:
+            await client.aclose()
+            raise RedisUnavailable(
+                f"the Redis Cluster at {url.split('@')[-1]} did not answer ({error}); {CLUSTER_HELP}"
+            ) from error
+    else:
+        # a blocking pool: a burst of chats waits for a free connection instead of failing at once
+        client = aioredis.Redis.from_pool(connection_pool(url, settings))
+        try:
+            await client.ping()
+        except (RedisError, OSError) as error:
+            await client.aclose()
+            raise RedisUnavailable(
+                f"Redis at {url.split('@')[-1]} did not answer ({error}); set REDIS_URL to a running Redis 8 "
+                "or Redis Stack, or unset it to use the embedded Redis Stack (`memlane redis start`)"
+            ) from error
     store = RedisMemoryStore(
         client, embeddings or get_embeddings(settings), settings=settings, key_prefix=key_prefix
     )

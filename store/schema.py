@@ -4,6 +4,15 @@ User ids and session ids come from users, so keys never contain them raw: they c
 a hash (`user_key`, `session_key`) and the raw ids live in fields, matched with
 RedisVL's escaped `Tag` filters. All of one user's keys start with `user_prefix(...)`
 or `memory_user_prefix(...)`, which is how `delete_user` finds them.
+
+Both prefixes carry the user's digest as a Redis Cluster hash tag (`memlane:u:{<digest>}:…`,
+`memlane:mem:{<digest>}:…`), so every key of one user lives in one hash slot: a user's Lua
+scripts, transactions and pipelines never cross slots, and the user's memories sit on the
+one primary whose index the user's searches are sent to. The keys that belong to no user
+are few and each is used alone (never in a transaction with a user's keys):
+`parked_users` (a set of digests) and `key_layout_marker` (which layout the keyspace is in).
+The memory index's prefix (`memory_key_prefix`) holds every user's memory hashes, old layout
+and new alike, and each primary of a cluster has its own copy of the index.
 """
 
 from __future__ import annotations
@@ -21,6 +30,10 @@ from memlane.store.base import InputTooLarge, check_id
 INDEX_LANGUAGE = "english"
 # Bumped when the index's fields change: `ensure_indexes` rebuilds an older index in place.
 INDEX_VERSION = "2"
+# Bumped when key names change: `ensure_indexes` renames an older keyspace's keys in place
+# (`KeyLayout.migrated_key`) and then writes this into `KeyLayout.key_layout_marker`.
+# "2": the user's digest in keys is a hash tag ({digest}), for Redis Cluster.
+KEY_LAYOUT_VERSION = "2"
 
 
 class MemoryField:
@@ -84,6 +97,16 @@ def item_key(item_id: str) -> str:
     return _digest("item\x00" + item_id, 32)
 
 
+def hash_tag(digest: str) -> str:
+    """`digest` as a Redis Cluster hash tag: keys holding the same tag share one hash slot."""
+    return "{" + digest + "}"
+
+
+def glob_escaped(text: str) -> str:
+    """`text` matched literally inside a SCAN pattern (a key prefix may hold `*`, `?` or `[`)."""
+    return "".join("\\" + char if char in "*?[]\\" else char for char in text)
+
+
 @dataclass(frozen=True)
 class KeyLayout:
     """Key names under one prefix (tests use a fresh prefix each)."""
@@ -120,10 +143,36 @@ class KeyLayout:
         return f"{self.prefix}:mem:"
 
     def user_prefix(self, user_id: str) -> str:
-        return f"{self.prefix}:u:{self.user_tag(user_id)}:"
+        return self._user_digest_prefix(self.user_tag(user_id))
+
+    def _user_digest_prefix(self, user_digest: str) -> str:
+        return f"{self.prefix}:u:{hash_tag(user_digest)}:"
 
     def memory_user_prefix(self, user_id: str) -> str:
-        return f"{self.memory_key_prefix}{self.user_tag(user_id)}:"
+        return f"{self.memory_key_prefix}{hash_tag(self.user_tag(user_id))}:"
+
+    def slot_key(self, user_id: str) -> str:
+        """A key of the user (any one does: they share a slot), for finding the user's hash slot."""
+        return self.user_prefix(user_id)
+
+    @property
+    def key_layout_marker(self) -> str:
+        """String: the `KEY_LAYOUT_VERSION` the keyspace is in (absent: an older memlane's, or empty)."""
+        return f"{self.prefix}:key_layout"
+
+    def old_layout_patterns(self) -> list[str]:
+        """SCAN patterns of the keys of layout "1" (the user's digest without braces)."""
+        return [glob_escaped(f"{self.prefix}:u:") + "[0-9a-f]*", glob_escaped(self.memory_key_prefix) + "[0-9a-f]*"]
+
+    def migrated_key(self, old_key: str) -> str | None:
+        """The layout-"2" name of a layout-"1" key (`memlane:u:<digest>:…` → `memlane:u:{<digest>}:…`),
+        or None for a key that is not one of them."""
+        for head in (f"{self.prefix}:u:", self.memory_key_prefix):
+            if old_key.startswith(head):
+                digest, separator, rest = old_key[len(head):].partition(":")
+                if separator and digest and all(char in "0123456789abcdef" for char in digest):
+                    return f"{head}{hash_tag(digest)}:{rest}"
+        return None
 
     def memory(self, user_id: str, memory_id: str) -> str:
         # memory ids may carry a kind prefix on a checked id ("message:<id>"): no length limit
@@ -189,12 +238,13 @@ class KeyLayout:
     def parked_runs(self, user_digest: str) -> str:
         """Hash: parked run id → `base.ParkedRun` JSON, of the user whose `user_key` is `user_digest`
         (under the user's prefix, so `delete_user` removes it)."""
-        return f"{self.prefix}:u:{user_digest}:parked"
+        return self._user_digest_prefix(user_digest) + "parked"
 
     @property
     def parked_users(self) -> str:
         """Set: `user_key` digests of users with parked runs; a digest whose hash is gone (the user
-        was deleted) is dropped when the list is next read."""
+        was deleted) is dropped when the list is next read. Not a user's key: on a cluster it lives in
+        its own slot and is written after the user's parked hash, never in one transaction with it."""
         return f"{self.prefix}:parked_users"
 
 

@@ -31,6 +31,8 @@ from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, witho
 
 logger = logging.getLogger(__name__)
 
+VECTOR_DISTANCE = VectorQuery.DISTANCE_ID  # "vector_distance": cosine distance of a KNN hit
+
 _COUNT_TTL_SECONDS = 60.0
 
 
@@ -100,12 +102,47 @@ class Search(StorePart):
             filter_expression=expression,
             return_fields=RETURN_FIELDS,
             num_results=limit,
-            return_score=True,
+            # on a cluster the distance is computed from the stored vectors (`_read_found`)
+            return_score=self.core.shards is None,
             # spelled out: left to RediSearch, a filter holding a few percent of the index may be
             # answered from the HNSW graph in batches, approximate and different per index build
             hybrid_policy="BATCHES" if approximate else "ADHOC_BF",
             ef_runtime=self.settings.search_ef_runtime if approximate else None,
         )
+
+    async def _search_user(
+        self, user_id: str, queries: Sequence[TextQuery | VectorQuery], vector: Sequence[float] | None = None
+    ) -> list[list[dict[str, Any]]]:
+        """The answers of `queries` (all vector ones searching with `vector`), from the index that
+        holds the user's memories (`StoreCore.on_user_index`)."""
+        answers = await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)))
+        if self.core.shards is not None:
+            answers = await self._read_found(queries, answers, vector)
+        return answers
+
+    async def _read_found(
+        self, queries: Sequence[TextQuery | VectorQuery], answers: list[list[dict[str, Any]]], vector: Sequence[float] | None
+    ) -> list[list[dict[str, Any]]]:
+        """On a cluster: the found memories' fields, read from their hashes. Redis 7.4's search module
+        returns none of a hash outside the slot of the index's name (every user's but one slot's),
+        not even the vector distance, so a vector query asks for ids only (in distance order) and the
+        distance is computed here from the stored vector. One HMGET per memory, one round trip, all
+        in the user's slot; a memory deleted since the search is left out."""
+        found = [(query, doc) for query, docs in zip(queries, answers) for doc in docs]
+        if not found:
+            return answers
+        pipe = self.client.pipeline(transaction=False)
+        for query, doc in found:  # the stored vector only where a distance is wanted
+            pipe.hmget(doc["id"], [*RETURN_FIELDS, MemoryField.EMBEDDING] if isinstance(query, VectorQuery) else RETURN_FIELDS)
+        rows = await self._run(pipe.execute())
+        measured = [vector is not None and len(row) > len(RETURN_FIELDS) and bool(row[-1]) for row in rows]
+        vectors = [np.frombuffer(row[-1], dtype=np.float32) for row, wanted in zip(rows, measured) if wanted]
+        similarities = iter(cosine_similarities(np.asarray(vector, dtype=np.float32), np.stack(vectors)) if vectors else [])
+        for (_, doc), row, wanted in zip(found, rows, measured):
+            doc.update({name: as_text(value) for name, value in zip(RETURN_FIELDS, row) if value is not None})
+            if wanted:
+                doc[VECTOR_DISTANCE] = str(1.0 - float(next(similarities)))
+        return [[doc for doc in docs if MemoryField.ID in doc] for docs in answers]
 
     async def memory_count(self, user_id: str) -> int:
         """How many search memories the user has (cached for a minute: it picks the search mode)."""
@@ -113,7 +150,8 @@ class Search(StorePart):
         cached = self._counts.get(user_id)
         if cached is not None and now - cached[1] < _COUNT_TTL_SECONDS:
             return cached[0]
-        count = int(await self._run(self.core.index.query(CountQuery(self.user_filter(user_id, None, None, None, None)))))
+        count_query = CountQuery(self.user_filter(user_id, None, None, None, None))
+        count = int(await self.core.on_user_index(user_id, lambda index: index.query(count_query)))
         if len(self._counts) > 10_000:
             self._counts.clear()
         self._counts[user_id] = (count, now)
@@ -124,7 +162,8 @@ class Search(StorePart):
         fusion), nearest first: what `forget` weighs by meaning."""
         approximate = await self.memory_count(user_id) > self.settings.search_exact_max_memories
         query = self.vector_query(vector, self.user_filter(user_id, None, None, None, None), limit, approximate=approximate)
-        return [memory_from_doc(doc) for doc in await self._run(self.core.index.query(query))]
+        [docs] = await self._search_user(user_id, [query], vector)
+        return [memory_from_doc(doc) for doc in docs]
 
     def text_query(
         self, terms: Sequence[str], expression: FilterExpression, limit: int, *, field: str = MemoryField.SEARCH_TEXT
@@ -182,7 +221,7 @@ class Search(StorePart):
         named = name_candidates(query) if settings.search_speaker_weight and not speaker else []
 
         async def run_text_queries() -> list[list[dict[str, Any]]]:
-            return await self._run(self.core.index.batch_query([text_query for _, _, text_query in text_queries]))
+            return await self._search_user(user_id, [text_query for _, _, text_query in text_queries])
 
         # the BM25 queries need no vector: Redis answers them while the query is embedded
         # (the coroutine is made inside the task, so a cancelled task leaves none un-awaited)
@@ -215,7 +254,7 @@ class Search(StorePart):
                          self.vector_query(query_vector, expression & speakers, candidates, approximate=approximate))
                     )
             vector_lists = (
-                await self._run(self.core.index.batch_query([vector_query for _, _, vector_query in vector_queries]))
+                await self._search_user(user_id, [vector_query for _, _, vector_query in vector_queries], query_vector)
                 if vector_queries
                 else []
             )

@@ -13,6 +13,7 @@ from memlane.store.items import Items
 from memlane.store.memories import Memories
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
+from memlane.store.schema import glob_escaped
 
 
 @dataclass(eq=False, repr=False)
@@ -29,8 +30,7 @@ class Users(StorePart):
     async def _user_keys(self, user_id: str) -> list[bytes]:
         keys: list[bytes] = []
         for prefix in (self.layout.user_prefix(user_id), self.layout.memory_user_prefix(user_id)):
-            # the prefixes are hex digests: nothing in them is a glob character
-            async for key in self.client.scan_iter(match=prefix + "*", count=1000):
+            async for key in self.client.scan_iter(match=glob_escaped(prefix) + "*", count=1000):
                 keys.append(key)
         return keys
 

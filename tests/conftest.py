@@ -85,3 +85,35 @@ async def drop_prefix(client: aioredis.Redis, prefix: str) -> None:
     keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
     if keys:
         await client.unlink(*keys)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A Redis Cluster of 3 primaries on loopback (store/embedded_cluster.py), started once for the
+    session; yields (url, EmbeddedCluster)."""
+    from memlane.store.embedded_cluster import EmbeddedCluster
+
+    cluster = EmbeddedCluster(Settings(data_dir=tmp_path_factory.mktemp("memlane-cluster"), redis_url=None), primaries=3)
+    url = cluster.start()
+    yield url, cluster
+    cluster.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def cluster_store(redis_cluster, settings: Settings, embeddings):
+    """A RedisMemoryStore on the test cluster (open_store with a `?cluster=true` URL), under a key prefix of its own."""
+    from memlane.store.redis import open_store
+
+    memory_store = await open_store(settings.model_copy(update={"redis_url": redis_cluster[0]}), embeddings=embeddings)
+    yield memory_store
+    await close_dropping_everything(memory_store)
+
+
+async def close_dropping_everything(cluster_store: RedisMemoryStore) -> None:
+    """Drop a cluster store's index on every primary and every key under its prefix, and close it."""
+    for index in await cluster_store.core.shards.every_index():
+        await index.delete(drop=False)
+    keys = [key async for key in cluster_store.client.scan_iter(match=f"{cluster_store.layout.prefix}:*", count=1000)]
+    for key in keys:  # one by one: they are in many slots
+        await cluster_store.client.unlink(key)
+    await cluster_store.aclose()

@@ -272,6 +272,38 @@ def test_config_redis_status_and_errors_mask_every_secret(tmp_path, monkeypatch,
         server.stop()
 
 
+def test_redis_start_cluster_starts_a_cluster_that_stop_stops(tmp_path, monkeypatch, capsys, fresh_settings):
+    import redis
+
+    from memlane.store.embedded_cluster import EmbeddedCluster
+
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("MEMLANE_DATA_DIR", str(tmp_path / "data"))
+    assert cli.main(["redis", "start", "--cluster", "3", "--replicas", "1"]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.strip().endswith("?cluster=true") and "****" in printed.out and "REDIS_URL" in printed.err
+    assert cli.main(["redis", "status", "--cluster", "3", "--show-password"]) == 0
+    url = capsys.readouterr().out.strip()
+    cluster = EmbeddedCluster(cli.get_settings())
+    assert len(cluster.nodes()) == 6 and oct(cluster.state_file.stat().st_mode)[-3:] == "600"
+    roles = []
+    for node in cluster.nodes():
+        with contextlib.closing(redis.Redis.from_url(cluster.node_url(node["port"]))) as client:
+            roles.append(client.info("replication")["role"])
+    assert sorted(roles) == ["master"] * 3 + ["slave"] * 3
+    with contextlib.closing(redis.RedisCluster.from_url(url.replace("?cluster=true", ""))) as client:
+        assert client.set("k", "v") and client.get("k") == b"v"
+    assert cli.main(["redis", "stop"]) == 0 and capsys.readouterr().out.strip() == "stopped"
+    assert cluster.running_url() is None
+    assert cli.main(["redis", "start", "--cluster", "3", "--show-password"]) == 0  # back on its ports, with its data
+    assert capsys.readouterr().out.strip() == url
+    with contextlib.closing(redis.RedisCluster.from_url(url.replace("?cluster=true", ""))) as client:
+        assert client.get("k") == b"v"
+    assert cli.main(["redis", "stop"]) == 0 and capsys.readouterr().out.strip() == "stopped"
+    assert cli.main(["redis", "start", "--cluster", "2"]) == 2  # a cluster needs 3 primaries: said, not raised
+    assert "at least 3 primaries" in capsys.readouterr().err
+
+
 async def test_runs_lists_retries_and_drops_parked_runs(store, settings, monkeypatch, capsys, fresh_settings):
     from memlane.store.base import ParkedRun
 

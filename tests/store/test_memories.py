@@ -74,3 +74,43 @@ async def test_an_index_made_before_valid_until_gets_the_field_in_place(store: R
     assert MemoryField.VALID_UNTIL in {str(item, "utf-8") if isinstance(item, bytes) else item for attribute in info["attributes"] for item in attribute}
     [hit] = await store.search_memories("ann", "北京", limit=1)
     assert hit.memory.id == "m" and hit.memory.status == "current"  # kept, not rewritten
+
+
+async def test_a_keyspace_of_the_layout_before_hash_tags_is_renamed_in_place(store: RedisMemoryStore):
+    """Keys written by memlane before hash tags (`memlane:u:<digest>:…`) are renamed at start to
+    `memlane:u:{<digest>}:…`; every message, profile entry and memory stays readable and searchable,
+    and starting again changes nothing."""
+    from test_messages import chat
+
+    from memlane.store.base import Event, ProfileEntry
+
+    for user in ("alice", "a|b"):
+        await store.add_messages(chat(user, "s1", "I moved to Lyon last spring", "我喜欢黑咖啡"))
+        await store.apply_update(MemoryUpdate(
+            user_id=user, advance_cursor_to=1,
+            upsert_profile=[ProfileEntry(user_id=user, topic="home", subtopic="city", content="Lyon")],
+            event=Event(id="e1", user_id=user, summary="moved to Lyon"),
+            memories=[Memory(id="fact", user_id=user, kind="profile", text="lives in Lyon")],
+        ))
+    before = {user: await store.export_user(user) for user in ("alice", "a|b")}
+    # back to the older layout: the same names without the braces, and no layout marker
+    new_keys = [key.decode() async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*")]
+    for key in new_keys:
+        if "{" in key:
+            await store.client.rename(key, key.replace("{", "").replace("}", ""))
+    await store.client.delete(store.layout.key_layout_marker)
+    assert await store.export_user("alice") != before["alice"]  # the new names find nothing
+
+    for _ in range(2):  # migrated once; the second start has nothing left to do
+        await store.ensure_indexes()
+        keys = sorted([key.decode() async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*")])
+        assert keys == sorted(new_keys)
+    for user in ("alice", "a|b"):
+        after = await store.export_user(user)
+        assert after.model_dump(exclude={"memories", "exported_at"}) == before[user].model_dump(exclude={"memories", "exported_at"})
+        assert {m.id for m in after.memories} == {m.id for m in before[user].memories}
+        hits = await store.search_memories(user, "Lyon", limit=10)
+        assert {hit.memory.user_id for hit in hits} == {user}
+        assert {"message:m0", "fact"} <= {hit.memory.id for hit in hits}
+        assert [hit.memory.text for hit in await store.search_memories(user, "咖啡", limit=1)] == ["我喜欢黑咖啡"]
+    assert await store.get_cursor("alice") == 1 and [e.id for e in await store.list_events("a|b")] == ["e1"]
