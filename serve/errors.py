@@ -77,6 +77,19 @@ async def _unexpected_error(request: Request, error: Exception) -> JSONResponse:
     return _internal_error(error)
 
 
+class AnswerWatch:
+    """An ASGI `send` that notes whether the answer has begun: a middleware can still answer an
+    error before that, not after."""
+
+    def __init__(self, send: Any) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.started |= message["type"] == "http.response.start"
+        await self.send(message)
+
+
 class UnexpectedErrorMiddleware:
     """Answers a bug with a 500 in JSON and keeps the connection. Starlette's own last handler
     answers too, then raises again, and uvicorn closes a connection whose app raised: the client's
@@ -90,17 +103,11 @@ class UnexpectedErrorMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def watch_send(message: dict[str, Any]) -> None:
-            nonlocal started
-            started |= message["type"] == "http.response.start"
-            await send(message)
-
+        watched_send = AnswerWatch(send)
         try:
-            await self.app(scope, receive, watch_send)
+            await self.app(scope, receive, watched_send)
         except Exception as error:
-            if started or isinstance(error, HTTPException):  # (an HTTP error from a mounted app: the outer handlers answer it)
+            if watched_send.started or isinstance(error, HTTPException):  # (an HTTP error from a mounted app: the outer handlers answer it)
                 raise
             logger.exception("%s %s failed", scope.get("method", ""), scope.get("path", ""))
             await _internal_error(error)(scope, receive, send)
@@ -156,7 +163,7 @@ class BodyLimitMiddleware:
                 await error_response(413, BodyTooLarge(self.max_bytes).detail, "request_too_large")(scope, receive, send)
                 return
         received = 0
-        started = False
+        watched_send = AnswerWatch(send)
 
         async def limited_receive() -> dict[str, Any]:
             nonlocal received
@@ -167,15 +174,10 @@ class BodyLimitMiddleware:
                     raise BodyTooLarge(self.max_bytes)
             return message
 
-        async def watch_send(message: dict[str, Any]) -> None:
-            nonlocal started
-            started |= message["type"] == "http.response.start"
-            await send(message)
-
         try:
-            await self.app(scope, limited_receive, watch_send)
+            await self.app(scope, limited_receive, watched_send)
         except BodyTooLarge as error:  # raised where no handler caught it (a mounted app)
-            if not started:
+            if not watched_send.started:
                 await error_response(413, error.detail, "request_too_large")(scope, receive, send)
 
 

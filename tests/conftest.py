@@ -77,6 +77,22 @@ async def store(settings: Settings, embeddings):
     await client.aclose()
 
 
+def drop_prefix_sync(redis_url: str, prefix: str) -> None:
+    """`drop_prefix` with a blocking client, for tests without the session's event loop (a
+    served app, a browser, processes): the index, the store's keys and its run queue's."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.ft(f"{prefix}_memories").dropindex(delete_documents=True)
+    except redis.ResponseError:  # the index may never have been created
+        pass
+    keys = list(client.scan_iter(match=f"*{prefix}*", count=1000))  # pydocket's keys start with a hash tag
+    if keys:
+        client.unlink(*keys)
+    client.close()
+
+
 async def drop_prefix(client: aioredis.Redis, prefix: str) -> None:
     try:
         await client.ft(f"{prefix}_memories").dropindex(delete_documents=True)

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-import redis
+from conftest import drop_prefix_sync
 from fake_upstream import FakeUpstream, Served
 
 from memlane.config import Settings
@@ -65,19 +65,7 @@ def served(redis_url, upstream, tmp_path_factory):
     )
     with Served(create_app(config, settings, memory_model=ScriptedChatModel(rules=memory_rules()))) as app:
         yield app.url
-    drop_prefix(redis_url, prefix)
-
-
-def drop_prefix(redis_url: str, prefix: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    try:
-        client.ft(f"{prefix}_memories").dropindex(delete_documents=True)
-    except redis.ResponseError:
-        pass
-    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))  # the store's keys and its run queue's
-    if keys:
-        client.unlink(*keys)
-    client.close()
+    drop_prefix_sync(redis_url, prefix)
 
 
 @pytest.mark.parametrize(("code"), [code for _, code in BLOCKS], ids=[block_id for block_id, _ in BLOCKS])
@@ -101,7 +89,7 @@ def test_readme_python_block_runs_as_written(code, redis_url, upstream, request,
     try:
         done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     finally:
-        drop_prefix(redis_url, prefix)
+        drop_prefix_sync(redis_url, prefix)
     assert done.returncode == 0, f"the README block failed:\n{textwrap.indent(code, '    ')}\n{done.stderr[-4000:]}"
     assert done.stdout.strip(), "every block prints what it did"
 

@@ -12,12 +12,11 @@ import os
 import signal
 import time
 import uuid
-from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
-import redis
+from conftest import drop_prefix_sync
 from fake_upstream import FakeUpstream, Served
 from test_serve import LONG_NOTE, GatedMemoryModel, api_key, reply_for
 
@@ -36,18 +35,6 @@ MEMORY_KEY = "plain" + uuid.uuid4().hex  # the memory model's key: nothing like 
 
 def user_path(user_id: str) -> str:
     return "/v1/users/" + quote(user_id, safe="")
-
-
-def drop_prefix(redis_url: str, key_prefix: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    try:
-        client.ft(f"{key_prefix}_memories").dropindex(delete_documents=True)
-    except redis.ResponseError:
-        pass
-    keys = list(client.scan_iter(match=f"{key_prefix}*", count=1000))
-    if keys:
-        client.unlink(*keys)
-    client.close()
 
 
 def wait_for(check, timeout: float = 30.0):
@@ -110,7 +97,7 @@ def env(redis_url, tmp_path_factory, embeddings):
                 yield Env(served.url, settings, {"official": official, "third": third, "memory": memory_upstream}, log)
         finally:
             root.removeHandler(handler)
-    drop_prefix(redis_url, key_prefix)
+    drop_prefix_sync(redis_url, key_prefix)
 
 
 # --- 7: hostile inputs answer a clear 4xx ------------------------------------------------------
@@ -282,7 +269,7 @@ def test_memory_runs_queued_counts_only_runs_put_on_the_queue(redis_url, tmp_pat
                 assert metric("queued") in (1, 2)  # four notifications, one run and at most one follow-up
     finally:
         gate.set()
-        drop_prefix(redis_url, key_prefix)
+        drop_prefix_sync(redis_url, key_prefix)
 
 
 # --- 13: a frozen Redis answers 503 within the health bound ----------------------------------------------

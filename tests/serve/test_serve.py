@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 import redis
-from conftest import HOSTILE_IDS
+from conftest import HOSTILE_IDS, drop_prefix_sync
 from fake_upstream import FakeUpstream, Served
 from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
@@ -140,15 +140,7 @@ def env(redis_url, tmp_path_factory, embeddings):
         with pytest.MonkeyPatch.context() as patch, Served(create_app(config, settings, memory_model=memory_model)) as served:
             patch.setenv("MEMLANE_TEST_UPSTREAM_KEY", UPSTREAM_KEY)
             yield Env(served.url, upstream, failing, memory_model, settings)
-    client = redis.Redis.from_url(redis_url)
-    try:
-        client.ft(f"{key_prefix}_memories").dropindex(delete_documents=True)
-    except redis.ResponseError:
-        pass
-    keys = list(client.scan_iter(match=f"{key_prefix}:*", count=1000))
-    if keys:
-        client.unlink(*keys)
-    client.close()
+    drop_prefix_sync(redis_url, key_prefix)
 
 
 def add_entry(env: Env, user_id: str, topic: str, subtopic: str, content: str, key: str = "acme") -> dict[str, Any]:

@@ -12,12 +12,11 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
-import redis
+from conftest import drop_prefix_sync
 from fake_upstream import FakeUpstream
 from test_serve import LONG_NOTE, reply_for
 
@@ -88,15 +87,7 @@ def deployment(redis_url, tmp_path, embeddings):
                     process.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     process.kill()
-            client = redis.Redis.from_url(redis_url)
-            try:
-                client.ft(f"{key_prefix}_memories").dropindex(delete_documents=True)
-            except redis.ResponseError:
-                pass
-            keys = list(client.scan_iter(match=f"*{key_prefix}*", count=1000))
-            if keys:
-                client.unlink(*keys)
-            client.close()
+            drop_prefix_sync(redis_url, key_prefix)
 
 
 def _ready(url: str) -> bool:

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import drop_prefix_sync
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -75,22 +76,6 @@ def served_app(redis_url: str, data_dir, *, chat_model=None, memory_model=None, 
     finally:
         demo.close()
         drop_prefix_sync(redis_url, prefix)
-
-
-def drop_prefix_sync(redis_url: str, prefix: str) -> None:
-    """Remove a test's index and keys with a blocking client (the async `store` fixture cannot
-    start while the module's browser runs its own event loop)."""
-    import redis
-
-    client = redis.Redis.from_url(redis_url)
-    try:
-        client.ft(f"{prefix}_memories").dropindex(delete_documents=True)
-    except redis.ResponseError:  # the index may never have been created
-        pass
-    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-    if keys:
-        client.unlink(*keys)
-    client.close()
 
 
 @pytest.fixture
