@@ -53,6 +53,10 @@ WORDS = ["black", "Lyon", "trail", "peanuts", "Rust", "jazz", "tennis", "Kyoto",
          "黑", "上海", "深圳", "花生", "吉他", "围棋", "网球", "日语", "历史", "摄影"]
 
 
+def embeddings_dims(store) -> int:
+    return len(store.embeddings.embed_query("dims"))
+
+
 class HashEmbeddings(Embeddings):
     """Deterministic random unit vectors per text: exercises Redis without a model."""
 
@@ -126,6 +130,7 @@ async def main() -> None:
     try:
         # a second user's memories share the index: search must filter them out
         await store.add_memories([Memory(id=f"o{i}", user_id="other", kind="profile", text=fact(rng, i)) for i in range(200)])
+        memory_before = (await store.client.info("memory"))["used_memory"]
         started = time.perf_counter()
         for start in range(0, args.memories, args.batch):
             count = min(args.batch, args.memories - start)
@@ -139,6 +144,7 @@ async def main() -> None:
                 print(f"  ... {start + count} memories, {rate:.0f}/s", file=sys.stderr)
         insert_seconds = time.perf_counter() - started
         await settle(store)
+        memory_per_item = ((await store.client.info("memory"))["used_memory"] - memory_before) / args.memories
 
         queries = [rng.choice(["我喜欢什么咖啡", "where does my sister live", "周末做什么", "allergies",
                                "加班", "what should I learn", rng.choice(WORDS)]) for _ in range(args.queries)]
@@ -179,6 +185,10 @@ async def main() -> None:
               f"p95 {percentile(bare, 95):.1f} ms")
         print(f"ratio memlane/bare: p50 {statistics.median(hybrid) / statistics.median(bare):.2f}, "
               f"p95 {percentile(hybrid, 95) / percentile(bare, 95):.2f} (target <= 2)")
+        # sizing (README, "Scaling out"): Redis memory per memory, one client's searches per second
+        print(f"Redis memory: {memory_per_item / 1024:.1f} KiB per memory ({embeddings_dims(store)} dims: vector, "
+              f"text, fields and index entries); one client: {1000 / statistics.mean(hybrid):.0f} searches/s "
+              f"(query embedding included), load average {os.getloadavg()[0]:.1f}")
         if args.langgraph_items > 0:
             await bench_langgraph_store(store, langgraph_user, queries, args, rng)
         if args.chat_messages > 0:
