@@ -224,7 +224,7 @@ def rrf(*rankings: Sequence[str]) -> list[str]:
 def signal_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     """One row per fusion signal: switched off when it votes by default, on (weight 1) otherwise."""
     rows = {}
-    for signal in ("vector", "text", "time", "context", "speaker", "recency"):
+    for signal in ("vector", "text", "time", "context", "speaker", "speaker_text", "recency"):
         name = f"search_{signal}_weight"
         on = getattr(settings, name) > 0
         rows[f"  {'-' if on else '+'} {signal} ranking"] = {name: 0.0 if on else 1.0}
@@ -242,9 +242,10 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     ways = {
         "before: context of every message, no speaker": {
             "search_message_context": "all", "search_embed_context": True, "search_embed_speaker": False,
-            "search_speaker_weight": 0.0, "search_context_weight": 0.5},
+            "search_speaker_weight": 0.0, "search_speaker_text_weight": 0.0, "search_context_weight": 0.5},
         "speaker in the vector": {"search_embed_speaker": True},
-        "speaker in the vector, no speaker ranking": {"search_embed_speaker": True, "search_speaker_weight": 0.0},
+        "speaker in the vector, no speaker ranking": {
+            "search_embed_speaker": True, "search_speaker_weight": 0.0, "search_speaker_text_weight": 0.0},
         "context of every message": {"search_message_context": "all"},
         "context not in the vector": {"search_embed_context": False},
         "context in the vector of short turns": {"search_embed_context": True, "search_embed_context_max_tokens": 16},
@@ -252,7 +253,7 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
         "no context at all": {"search_message_context": "none"},
     }
     keys = ("search_message_context", "search_embed_context", "search_embed_context_max_tokens", "search_embed_speaker",
-            "search_speaker_weight", "search_context_weight")
+            "search_speaker_weight", "search_speaker_text_weight", "search_context_weight")
     default = {key: getattr(settings, key) for key in keys}
     return {f"  index: {name}": change for name, change in ways.items() if {**default, **change} != default}
 

@@ -149,6 +149,11 @@ class Settings(BaseSettings):
         ge=0,
         description="Vote of the vector ranking of what a person the query names said (\"When did Caroline…\", \"朋友A喜欢…\"), among that person's messages",
     )
+    search_speaker_text_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Vote of the full-text (BM25) ranking of what a person the query names said, among that person's messages, beside the BM25 ranking over everything (a name the other speaker says to them no longer outvotes their own words)",
+    )
     search_recency_weight: float = Field(
         default=0.0,
         ge=0,

@@ -218,7 +218,17 @@ class Search(StorePart):
                     ("context", settings.search_context_weight,
                      self.text_query(terms, expression, candidates, field=MemoryField.SEARCH_CONTEXT))
                 )
-        named = name_candidates(query) if settings.search_speaker_weight and not speaker else []
+        named = (
+            name_candidates(query)
+            if (settings.search_speaker_weight or settings.search_speaker_text_weight) and not speaker
+            else []
+        )
+        # a person the query names: what they said, ranked among itself, votes again (vector and BM25)
+        speakers = Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named] if named else None
+        if terms and speakers is not None and settings.search_speaker_text_weight:
+            text_queries.append(
+                ("speaker_text", settings.search_speaker_text_weight, self.text_query(terms, expression & speakers, candidates))
+            )
 
         async def run_text_queries() -> list[list[dict[str, Any]]]:
             return await self._search_user(user_id, [text_query for _, _, text_query in text_queries])
@@ -247,8 +257,7 @@ class Search(StorePart):
                         ("time", settings.search_time_weight,
                          self.vector_query(query_vector, expression & self._time_filter(scope), candidates, approximate=approximate))
                     )
-                if named:  # a person the query names: what they said, ranked among itself, votes again
-                    speakers = Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named]
+                if speakers is not None and settings.search_speaker_weight:
                     vector_queries.append(
                         ("speaker", settings.search_speaker_weight,
                          self.vector_query(query_vector, expression & speakers, candidates, approximate=approximate))
@@ -328,8 +337,9 @@ class Search(StorePart):
         ranking over the user's memories; both again inside the time the query names, so a
         memory of that time gets more votes without hiding the others; the BM25 ranking of the
         memories' contexts (a message's previous message: the answer to "what did you
-        recommend?" is found through the question before it); and the vector ranking of what a
-        person the query names said; and the recency ranking of what those found
+        recommend?" is found through the question before it); the vector and the BM25 ranking
+        of what a person the query names said, among their own messages; and the recency
+        ranking of what those found
         (`recency_ranking`). Without a query vector (the embedder is down) only the BM25
         rankings (and recency) vote. The shown relevance (`relevance`) is computed apart, from the similarity
         and the BM25 score of the memory's own text.

@@ -61,7 +61,9 @@ async def test_a_question_naming_a_person_ranks_that_persons_turn_first(store: R
     await store.add_messages(chat("alice", lines))
     assert first(await store.search_memories("alice", question, kinds=["message"])) == expected
     # the speaker ranking alone: the vector ranking among what the named person said
-    speaker_only = variant(store, search_text_weight=0.0, search_context_weight=0.0, search_time_weight=0.0)
+    speaker_only = variant(
+        store, search_text_weight=0.0, search_speaker_text_weight=0.0, search_context_weight=0.0, search_time_weight=0.0
+    )
     hits = await speaker_only.search_memories("alice", question, kinds=["message"])
     assert first(hits) == expected and len({hit.memory.speaker for hit in hits}) == 1
 
@@ -134,10 +136,32 @@ async def test_the_speaker_ranking_votes_only_for_the_person_named(store: RedisM
     assert all(a.rank_score >= b.rank_score for a, b in zip(hits, hits[1:]))
 
 
+@pytest.mark.parametrize(
+    "lines, question",
+    [
+        ([("Melanie", "Caroline, did you bring a cake to the picnic on Sunday?"), ("Caroline", "I brought a lemon tart to the picnic.")],
+         "What did Caroline bring to the picnic?"),
+        ([("朋友B", "朋友A，你周日野餐带了什么？带蛋糕了吗？"), ("朋友A", "我带了柠檬挞去野餐。")], "朋友A周日野餐带了什么？"),
+    ],
+)
+async def test_a_name_the_other_speaker_says_does_not_outvote_the_named_persons_words(store: RedisMemoryStore, lines, question):
+    await store.add_messages(chat("alice", lines))
+    keywords = {"search_vector_weight": 0.0, "search_speaker_weight": 0.0, "search_time_weight": 0.0}
+    # BM25 over everything: the other speaker's turn, which says the name, comes first
+    over_everything = variant(store, search_speaker_text_weight=0.0, **keywords)
+    assert first(await over_everything.search_memories("alice", question, kinds=["message"])) == "s:0"
+    # the BM25 ranking among the named person's own messages votes too: their words come first
+    among_theirs = variant(store, **keywords)
+    assert first(await among_theirs.search_memories("alice", question, kinds=["message"])) == "s:1"
+    assert first(await store.search_memories("alice", question, kinds=["message"])) == "s:1"  # the defaults
+
+
 async def test_a_signal_with_weight_zero_does_not_vote(store: RedisMemoryStore):
     await store.add_messages(chat("alice", ENGLISH))
     hits = await store.search_memories("alice", "violin", kinds=["message"])
-    text_off = variant(store, search_text_weight=0.0, search_speaker_weight=0.0, search_context_weight=0.0)
+    text_off = variant(
+        store, search_text_weight=0.0, search_speaker_text_weight=0.0, search_speaker_weight=0.0, search_context_weight=0.0
+    )
     vector_off = variant(store, search_vector_weight=0.0, search_speaker_weight=0.0, search_context_weight=0.0)
     # the vector ranking holds every memory; the text ranking only those with the word
     assert len(await text_off.search_memories("alice", "violin", kinds=["message"])) == len(ENGLISH)
