@@ -197,7 +197,8 @@ def merge_model(batch_answer=None, single_answer=per_fact) -> ScriptedChatModel:
 
 
 def caller_for(model, **settings) -> ModelCaller:
-    base = {"llm_timeout_seconds": 0.3, "llm_max_retries": 0}
+    # 1 s: the scripted model answers at once, but a loaded CI machine stalled a call past 0.3 s
+    base = {"llm_timeout_seconds": 1.0, "llm_max_retries": 0}
     return ModelCaller(model, Settings(**{**base, **settings}), "merge")
 
 
