@@ -31,7 +31,7 @@ from memlane.store.base import (
 )
 
 if TYPE_CHECKING:
-    from memlane.graph.tasks import MemoryScheduler
+    from memlane.graph.scheduler import MemoryScheduler
 
 REMEMBERED_TAG = "remembered"
 
