@@ -205,7 +205,7 @@ class Memories(StorePart):
             if self.core.shards is not None:  # each primary's index, made where one is missing
                 await self._run(self.core.shards.every_index())
             else:
-                await self._check_index_on(self.client)
+                await self._run(self.client.ft(self.layout.memory_index_name).info())
         except ResponseError as error:
             raise StoreError(
                 f"the index {self.layout.memory_index_name} does not exist ({error}); the store creates it on "
@@ -218,9 +218,6 @@ class Memories(StorePart):
         except ResponseError:
             return False
         return True
-
-    async def _check_index_on(self, client: Any) -> None:
-        await self._run(client.ft(self.layout.memory_index_name).info())
 
     # rows ----------------------------------------------------------------------------------
     def _redacted(self, memory: Memory) -> Memory:
