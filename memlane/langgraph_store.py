@@ -1,184 +1,135 @@
 """memlane as a LangGraph `BaseStore`: `create_agent(store=...)`, `get_store()` and LangMem's
-memory tools over memlane's Redis, hybrid search and per-user isolation.
+memory tools over memlane's Redis, behaving as LangGraph's reference `InMemoryStore` does.
 
-A namespace names its user in the second label, `(collection, user_id, *more)`:
+Namespaces of any shape work: put, get, search, delete and list with prefix, suffix, wildcards,
+`max_depth`, limit and offset. Which memlane user an item belongs to is said explicitly, by
+`MemlaneStore(store, user_of=...)` (memlane/langgraph_rules.py, `UserMapping`):
 
-    ("memories", "alice")             items (LangMem's default namespace), found by hybrid search
-    ("memories", "alice", "work")     deeper namespaces hold items too
-    ("memlane_profile", "alice")      alice's profile entries: read, search, delete
-    ("memlane_events", "alice")       alice's event cards: read, search, delete
+    user_of=None       (default) no namespace is a user's: items behave as in InMemoryStore and
+                       are in no user's export, panel or recall
+    user_of=1          ("memories", user_id, ...): LangMem's `("memories", "{langgraph_user_id}")`
+    user_of=0          (user_id, "memories"): the layout of LangGraph's docs
+    user_of=callable   namespace -> user id or None
+    user_of="config"   the calling run's `config["configurable"]["user_id"]`
 
-Every read and write goes to the keys and the index filter of that one user, so a namespace
-can never reach another user's items; a namespace (or search prefix) without a user is refused.
+An item of a user is one of that user's search memories (kind "event", id `item:<digest>`): recall
+finds it, the app lists it, export and delete take it. Two read-only collections show memlane's
+own records of a user: `("memlane_profile", user_id)` and `("memlane_events", user_id)`.
 
-An item is a search memory of kind "event" with the id `item:<digest of namespace and key>`
-(`store.base.item_memory_id`), whose Redis hash also keeps the item's JSON: recall finds it,
-the app's search table lists it, and deleting that memory there deletes the item. Its text
-is the value's strings (`{"content": "..."}` gives just the content, other fields read
-`field: value`), or the `index` paths given; `index=False` keeps an item out of search and recall.
-A ttl (minutes) is a Redis expiry on that hash: Redis deletes the item, its vector and its
-index entry itself; reads restart the clock unless `refresh_ttl=False`.
+`SearchItem.score` is LangGraph's: the similarity the index config's `distance_type` gives
+(cosine by default) between the query and the item's best-matching vector. With no `index`
+config, items are embedded by memlane's own embedder (one vector of `langgraph_rules.item_text`,
+shared with recall); with one, by its `embed` and `fields` exactly as InMemoryStore embeds them.
+A ttl (minutes) is a Redis expiry on the item's hash; reads restart it unless `refresh_ttl=False`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import concurrent.futures
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+import numpy as np
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
     TTLConfig,
-    get_text_at_path,
-    tokenize_path,
     validate_op_namespace,
 )
+from langgraph.store.base.embed import ensure_embeddings
 
 from memlane.config import Settings
-from memlane.store.base import (
-    ITEM_MEMORY_PREFIX,
-    Event,
-    MemoryHit,
-    MemoryKind,
-    MemoryStore,
-    ProfileEntry,
-    StoreError,
-    StoreItem,
-    event_memory_id,
-    item_memory_id,
+from memlane.langgraph_rules import (
+    NO_USER,
+    Namespace,
+    UserMapping,
+    UserOf,
+    item_text,
+    matches,
+    path_texts,
+    rank_page,
+    select_namespaces,
+    under,
+    vector_bytes,
+    vector_rows,
 )
+from memlane.store.base import Event, MemoryStore, ProfileEntry, StoreError, StoreItem, item_memory_id
 
 PROFILE_COLLECTION = "memlane_profile"
 EVENTS_COLLECTION = "memlane_events"
 _MEMLANE_COLLECTIONS = (PROFILE_COLLECTION, EVENTS_COLLECTION)
-# fields whose text stands for the whole value: LangMem stores {"content": ...}
-_PLAIN_FIELDS = ("content", "text", "memory")
+_DISTANCES = ("cosine", "inner_product", "l2")
+# how long a synchronous caller waits between checks that the store's loop still runs
+_LIVENESS_SECONDS = 0.25
 
-Namespace = tuple[str, ...]
-
-
-def namespace_user(namespace: Namespace) -> str:
-    """The memlane user a namespace belongs to: its second label."""
-    if len(namespace) < 2:
-        raise InvalidNamespaceError(
-            f"memlane keeps items per user: a namespace is (collection, user_id, ...), like "
-            f"('memories', 'alice'); {namespace} names no user"
-        )
-    return namespace[1]
+Value = TypeVar("Value")
 
 
-def item_text(value: dict[str, Any], paths: list[str] | None = None) -> str:
-    """What an item is searched (and recalled) by: the text at `paths`, or every string in the value."""
-    if paths is not None:
-        texts = [text for path in paths for text in get_text_at_path(value, tokenize_path(path))]
-    else:
-        texts = list(_value_lines(value))
-    text = "\n".join(text for text in texts if text.strip())
-    return text or (json.dumps(value, ensure_ascii=False) if value and paths is None else "")
+class _Answered(concurrent.futures.Future, Generic[Value]):
+    """A finished future that `await` accepts too, for the TTL sweeper methods that sync and async
+    LangGraph stores spell alike (`store.stop_ttl_sweeper()`, `await store.stop_ttl_sweeper()`)."""
+
+    def __init__(self, value: Value) -> None:
+        super().__init__()
+        self.set_result(value)
+
+    def __await__(self):  # type: ignore[override]
+        return self.result()
+        yield  # a generator: `await` gets the result without suspending
+
+    def __bool__(self) -> bool:
+        return bool(self.result())
 
 
-def _value_lines(value: Any, field: str | None = None) -> Iterator[str]:
-    if isinstance(value, dict):
-        for name, inner in value.items():
-            yield from _value_lines(inner, str(name))
-    elif isinstance(value, (list, tuple)):
-        for inner in value:
-            yield from _value_lines(inner, field)
-    elif isinstance(value, str):
-        yield value if field is None or field in _PLAIN_FIELDS else f"{field}: {value}"
+@dataclass(frozen=True)
+class _Put:
+    """A put or delete with the owner it was resolved to (in the caller's context)."""
 
-
-def matches_filter(value: Any, condition: Any) -> bool:
-    """LangGraph's filter semantics (as InMemoryStore): exact match, nested dicts, $eq $ne $gt $gte $lt $lte."""
-    if isinstance(condition, dict):
-        if any(name.startswith("$") for name in condition):
-            return all(_compare(value, operator, operand) for operator, operand in condition.items())
-        return isinstance(value, dict) and all(matches_filter(value.get(k), v) for k, v in condition.items())
-    if isinstance(condition, (list, tuple)):
-        return (
-            isinstance(value, (list, tuple))
-            and len(value) == len(condition)
-            and all(matches_filter(v, c) for v, c in zip(value, condition))
-        )
-    return value == condition
-
-
-def _compare(value: Any, operator: str, operand: Any) -> bool:
-    if operator == "$eq":
-        return value == operand
-    if operator == "$ne":
-        return value != operand
-    if operator not in ("$gt", "$gte", "$lt", "$lte"):
-        raise ValueError(f"unsupported filter operator {operator!r}: use $eq, $ne, $gt, $gte, $lt or $lte")
-    try:
-        left, right = float(value), float(operand)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[operator]
-
-
-def _namespace_matches(condition: MatchCondition, namespace: Namespace) -> bool:
-    path = condition.path
-    if len(namespace) < len(path):
-        return False
-    pairs = zip(namespace, path) if condition.match_type == "prefix" else zip(reversed(namespace), reversed(path))
-    return all(label == "*" or label == part for part, label in pairs)
+    op: PutOp
+    owner: str
 
 
 def _when(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, timezone.utc)
 
 
-def _search_item(namespace: Namespace, key: str, value: dict[str, Any], created: float, updated: float,
-                 score: float | None) -> SearchItem:
-    return SearchItem(namespace, key, value, _when(created), _when(updated), score)
-
-
 def _profile_value(entry: ProfileEntry) -> dict[str, Any]:
-    return {
-        "topic": entry.topic,
-        "subtopic": entry.subtopic,
-        "content": entry.content,
-        "confidence": entry.confidence,
-        "source_message_ids": entry.source_message_ids,
-    }
+    return {"topic": entry.topic, "subtopic": entry.subtopic, "content": entry.content,
+            "confidence": entry.confidence, "source_message_ids": entry.source_message_ids}
 
 
 def _event_value(event: Event) -> dict[str, Any]:
-    return {
-        "summary": event.summary,
-        "tags": event.tags,
-        "profile_delta": [change.model_dump() for change in event.profile_delta],
-        "session_ids": event.session_ids,
-        "source_message_ids": event.source_message_ids,
-    }
+    return {"summary": event.summary, "tags": event.tags,
+            "profile_delta": [change.model_dump() for change in event.profile_delta],
+            "session_ids": event.session_ids, "source_message_ids": event.source_message_ids}
 
 
 class MemlaneStore(BaseStore):
-    """A LangGraph `BaseStore` over a memlane `MemoryStore` (see the module docstring for the mapping).
+    """A LangGraph `BaseStore` over a memlane `MemoryStore` (see the module docstring).
 
     Create it inside the event loop that opened the store (`MemlaneStore(await open_store())`);
     the async methods are the native ones. The sync methods work from other threads while that
     loop runs (LangGraph's sync tools run so), and refuse to block the loop's own thread. Code
     with no event loop at all uses `MemlaneStore.open()`, which runs the store on its own loop.
 
-    fields: paths of the value to search by (default: every string, see `item_text`);
-    `put(..., index=[...])` overrides them per item.
-    ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`); Redis itself
-    deletes what expired, so `sweep_interval_minutes` has nothing to do.
+    user_of: which user an item belongs to (module docstring); None keeps every item userless.
+    index: LangGraph's `IndexConfig` (`dims`, `embed`, `fields`, and `distance_type`: "cosine",
+    "inner_product" or "l2"); without it memlane's embedder reads `fields` (default: every string).
+    ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`); Redis itself deletes
+    what expired, so there is nothing to sweep.
     """
 
     supports_ttl = True
@@ -187,29 +138,57 @@ class MemlaneStore(BaseStore):
         self,
         store: MemoryStore,
         *,
+        user_of: UserOf = None,
+        index: IndexConfig | None = None,
         fields: list[str] | None = None,
         ttl: TTLConfig | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.store = store
-        self.fields = fields
+        self.users = UserMapping(user_of)
         self.ttl_config = ttl
+        self._index = dict(index) if index else None
+        if self._index is not None:
+            distance = self._index.get("distance_type", "cosine")
+            if distance not in _DISTANCES:
+                raise ValueError(f"distance_type {distance!r}: use one of {', '.join(_DISTANCES)}")
+            self._index.setdefault("distance_type", distance)
+            # "text_fields" is the SQL stores' spelling of "fields"
+            self._index["fields"] = list(self._index.get("fields") or self._index.get("text_fields") or ["$"])
+            self.embeddings = ensure_embeddings(self._index.get("embed"))
+        else:
+            self.embeddings = getattr(store, "embeddings", None)  # memlane's own embedder
+        self.fields = fields if self._index is None else self._index["fields"]
         try:
             self._loop = loop or asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None  # bound by the first async call
         self._loop_thread: threading.Thread | None = None
+        self._waiting_puts: list[tuple[list[_Put], asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    @property
+    def index_config(self) -> dict[str, Any]:
+        """The index config searches follow: the one given, or memlane's embedder over `fields`."""
+        if self._index is not None:
+            return self._index
+        from memlane.store.embeddings import embedding_dims
+
+        embeddings = self.embeddings
+        return {"dims": embedding_dims(embeddings) if embeddings else None, "embed": embeddings,
+                "fields": self.fields, "distance_type": "cosine"}
 
     # running on the store's loop ---------------------------------------------------------
     @classmethod
     def open(cls, settings: Settings | None = None, **kwargs: Any) -> MemlaneStore:
         """For code without an event loop: open memlane's store on a private loop thread.
 
-        kwargs: `fields`, `ttl`, and `open_store`'s `embeddings` / `key_prefix`. Call `close()` at the end.
+        kwargs: `user_of`, `index`, `fields`, `ttl`, and `open_store`'s `embeddings` / `key_prefix`.
+        Call `close()` at the end.
         """
         from memlane.store.redis import open_store
 
-        options = {name: kwargs.pop(name) for name in ("fields", "ttl") if name in kwargs}
+        options = {name: kwargs.pop(name) for name in ("user_of", "index", "fields", "ttl") if name in kwargs}
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="memlane-store", daemon=True)
         thread.start()
@@ -225,7 +204,8 @@ class MemlaneStore(BaseStore):
         return instance
 
     def close(self) -> None:
-        """Close a store made by `open()`: its Redis connections, then its loop thread."""
+        """Close a store made by `open()`: its Redis connections, then its loop thread. Calls still
+        waiting on that loop fail with StoreError instead of waiting forever."""
         if self._loop_thread is None or self._loop is None:
             return
         asyncio.run_coroutine_threadsafe(self.store.aclose(), self._loop).result()
@@ -233,6 +213,12 @@ class MemlaneStore(BaseStore):
         self._loop_thread.join()
         self._loop.close()
         self._loop_thread = None
+
+    def _loop_gone(self) -> StoreError:
+        return StoreError(
+            "MemlaneStore's event loop stopped while a call waited on it; create the store with "
+            "MemlaneStore.open() in code without an event loop, or keep its loop running"
+        )
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
@@ -256,61 +242,76 @@ class MemlaneStore(BaseStore):
                 "MemlaneStore's event loop is not running, so a synchronous call cannot reach Redis; in code "
                 "without an event loop create it with MemlaneStore.open(), or use the async methods"
             )
-        return asyncio.run_coroutine_threadsafe(self._execute(ops), self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(self._execute(ops, self.users.context_user()), self._loop)
+        while True:
+            try:
+                return future.result(timeout=_LIVENESS_SECONDS)
+            except TimeoutError:
+                if self._loop is None or self._loop.is_closed() or not self._loop.is_running():
+                    future.cancel()
+                    raise self._loop_gone() from None
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        context_user = self.users.context_user()
         running = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = running
         if running is self._loop:
-            return await self._execute(ops)
-        if self._loop.is_running():  # another loop's caller: the Redis connections live on the store's loop
-            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._execute(ops), self._loop))
-        raise StoreError(
-            "MemlaneStore was created in an event loop that no longer runs; create it in the loop that "
-            "uses it, or with MemlaneStore.open()"
-        )
+            return await self._execute(ops, context_user)
+        if not self._loop.is_running():
+            raise StoreError(
+                "MemlaneStore was created in an event loop that no longer runs; create it in the loop that "
+                "uses it, or with MemlaneStore.open()"
+            )
+        # another loop's caller: the Redis connections live on the store's loop
+        future = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._execute(ops, context_user), self._loop))
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=_LIVENESS_SECONDS)
+            if done:
+                return future.result()
+            if self._loop is None or self._loop.is_closed() or not self._loop.is_running():
+                future.cancel()
+                raise self._loop_gone()
 
-    async def _execute(self, ops: list[Op]) -> list[Result]:
-        """Reads first (concurrently), then the puts, last one per (namespace, key) winning:
-        a read in a batch sees the store as it was before the batch, like LangGraph's stores."""
+    async def _execute(self, ops: list[Op], context_user: str | None) -> list[Result]:
+        """Reads first (concurrently), then the writes, last one per (namespace, key) winning:
+        a read in a batch sees the store as it was before the batch, like LangGraph's stores.
+        Every op is checked before anything is written."""
+        puts: list[_Put] = []
         for op in ops:
             if not isinstance(op, (GetOp, SearchOp, ListNamespacesOp, PutOp)):
                 raise ValueError(f"unknown store operation {type(op).__name__}")
             validate_op_namespace(op)
+            if isinstance(op, PutOp):
+                puts.append(self._resolved_put(op, context_user))
+        reads = [
+            (position, self._get(op, context_user) if isinstance(op, GetOp)
+             else self._search(op, context_user) if isinstance(op, SearchOp)
+             else self._list_namespaces(op, context_user))
+            for position, op in enumerate(ops)
+            if not isinstance(op, PutOp)
+        ]
         results: list[Result] = [None] * len(ops)
-        reads: list[tuple[int, Callable[[], Awaitable[Result]]]] = []
-        puts: dict[tuple[Namespace, str], PutOp] = {}
-        for position, op in enumerate(ops):
-            if isinstance(op, GetOp):
-                reads.append((position, lambda op=op: self._get(op)))
-            elif isinstance(op, SearchOp):
-                reads.append((position, lambda op=op: self._search(op)))
-            elif isinstance(op, ListNamespacesOp):
-                reads.append((position, lambda op=op: self._list_namespaces(op)))
-            else:
-                puts[(tuple(op.namespace), str(op.key))] = op
-        values = await asyncio.gather(*(read() for _, read in reads))
+        values = await asyncio.gather(*(read for _, read in reads))
         for (position, _), value in zip(reads, values):
             results[position] = value
         if puts:
-            await self._apply_puts(list(puts.values()))
+            await self._write(puts)
         return results
 
     # get ------------------------------------------------------------------------------------
-    async def _get(self, op: GetOp) -> Item | None:
+    async def _get(self, op: GetOp, context_user: str | None) -> Item | None:
         namespace, key = tuple(op.namespace), str(op.key)
-        user_id = namespace_user(namespace)
-        if namespace[0] in _MEMLANE_COLLECTIONS:
-            if namespace == (PROFILE_COLLECTION, user_id):
+        if self._memlane_collection(namespace):
+            user_id = namespace[1]
+            if namespace[0] == PROFILE_COLLECTION:
                 entry = next((e for e in await self.store.get_profile(user_id) if e.id == key), None)
                 return self._profile_item(entry, None) if entry else None
-            if namespace == (EVENTS_COLLECTION, user_id):
-                (event,) = await self.store.get_events(user_id, [key])
-                return self._event_item(event, None) if event else None
-            return None
-        (stored,) = await self.store.get_items(user_id, [item_memory_id(namespace, key)])
+            (event,) = await self.store.get_events(user_id, [key])
+            return self._event_item(event, None) if event else None
+        owner = self.users.owner(namespace, context_user)
+        (stored,) = await self.store.get_items(owner, [item_memory_id(namespace, key)])
         if stored is None or tuple(stored.namespace) != namespace or stored.key != key:
             return None
         if op.refresh_ttl:
@@ -319,184 +320,216 @@ class MemlaneStore(BaseStore):
                     created_at=_when(stored.created_at), updated_at=_when(stored.updated_at))
 
     # search ---------------------------------------------------------------------------------
-    async def _search(self, op: SearchOp) -> list[SearchItem]:
+    async def _search(self, op: SearchOp, context_user: str | None) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        user_id = namespace_user(prefix)
         if op.limit <= 0:
             return []
-        collection = prefix[0]
-        if collection in _MEMLANE_COLLECTIONS:
-            if len(prefix) > 2:
-                return []
-            if collection == PROFILE_COLLECTION:
-                return await self._search_profile(user_id, op)
-            return await self._search_events(user_id, op)
-        loaded: dict[tuple[Namespace, str], StoreItem] = {}
-        if op.query:
-            async def resolve(hits: list[MemoryHit]) -> list[SearchItem]:
-                hits = [hit for hit in hits if hit.memory.id.startswith(ITEM_MEMORY_PREFIX)]
-                stored = await self.store.get_items(user_id, [hit.memory.id for hit in hits])
-                found = []
-                for hit, item in zip(hits, stored):
-                    if item is not None and self._wanted(item.namespace, item.value, prefix, op):
-                        loaded[(tuple(item.namespace), item.key)] = item
-                        found.append(self._stored_item(item, hit.score))
-                return found
-
-            found = await self._hybrid(user_id, op, ["event"], resolve)
+        if self._memlane_collection(prefix):
+            return await self._search_memlane(prefix, op)
+        owner = self.users.prefix_owner(prefix, context_user)
+        owners = [owner] if owner is not None else await self.store.item_owners()
+        listed = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
+        candidates = [
+            item for items in listed for item in items
+            if under(tuple(item.namespace), prefix) and matches(item.value, op.filter)
+        ]
+        candidates.sort(key=lambda item: (-item.updated_at, item.namespace, item.key))  # newest first, as the SQL stores
+        if not op.query:
+            page = [(item, None) for item in candidates[op.offset : op.offset + op.limit]]
         else:
-            items = [
-                item for item in await self.store.list_items(user_id)
-                if self._wanted(item.namespace, item.value, prefix, op)
-            ]
-            items.sort(key=lambda item: item.updated_at, reverse=True)  # newest first, like PostgresStore
-            loaded = {(tuple(item.namespace), item.key): item for item in items}
-            found = [self._stored_item(item, None) for item in items[op.offset : op.offset + op.limit]]
+            page = await self._ranked(candidates, op.query, op.offset, op.limit)
         if op.refresh_ttl:
-            await self.store.refresh_items([loaded[(item.namespace, item.key)] for item in found])
-        return found
+            await self.store.refresh_items([item for item, _ in page])
+        return [self._search_item(item, score) for item, score in page]
 
-    async def _search_profile(self, user_id: str, op: SearchOp) -> list[SearchItem]:
-        entries = {entry.id: entry for entry in await self.store.get_profile(user_id)}
-        prefix = (PROFILE_COLLECTION, user_id)
-        if not op.query:
-            kept = [e for e in entries.values() if self._wanted(prefix, _profile_value(e), prefix, op)]
-            return [self._profile_item(e, None) for e in kept[op.offset : op.offset + op.limit]]
-
-        async def resolve(hits: list[MemoryHit]) -> list[SearchItem]:
-            found = []
-            for hit in hits:
-                entry = entries.get(hit.memory.ref_id or "")
-                if entry is not None and self._wanted(prefix, _profile_value(entry), prefix, op):
-                    found.append(self._profile_item(entry, hit.score))
-            return found
-
-        return await self._hybrid(user_id, op, ["profile"], resolve)
-
-    async def _search_events(self, user_id: str, op: SearchOp) -> list[SearchItem]:
-        prefix = (EVENTS_COLLECTION, user_id)
-        if not op.query:
-            events = await self.store.list_events(user_id, limit=op.offset + op.limit if not op.filter else 1_000_000)
-            kept = [e for e in events if self._wanted(prefix, _event_value(e), prefix, op)]
-            return [self._event_item(e, None) for e in kept[op.offset : op.offset + op.limit]]
-
-        async def resolve(hits: list[MemoryHit]) -> list[SearchItem]:
-            hits = [hit for hit in hits if hit.memory.id == event_memory_id(hit.memory.ref_id or "")]
-            events = await self.store.get_events(user_id, [hit.memory.ref_id or "" for hit in hits])
-            return [
-                self._event_item(event, hit.score)
-                for hit, event in zip(hits, events)
-                if event is not None and self._wanted(prefix, _event_value(event), prefix, op)
-            ]
-
-        return await self._hybrid(user_id, op, ["event"], resolve)
-
-    async def _hybrid(
-        self,
-        user_id: str,
-        op: SearchOp,
-        kinds: list[MemoryKind],
-        resolve: Callable[[list[MemoryHit]], Awaitable[list[SearchItem]]],
-    ) -> list[SearchItem]:
-        """memlane's hybrid search, in rank-fusion order, kept to the namespace and the filter.
-
-        It asks for as many hits as the page needs. The user's other memories of these kinds
-        share the ranking, so when too few hits survive it asks for four times as many; it stops
-        once a search returns fewer hits than asked for, which means every memory of the user
-        under the filter has been ranked.
-        """
-        wanted = op.offset + op.limit
-        requested = wanted
-        while True:
-            hits = await self.store.search_memories(user_id, op.query or "", kinds=kinds, limit=requested)
-            found = await resolve(hits)
-            if len(found) >= wanted or len(hits) < requested:
-                return found[op.offset : wanted]
-            requested *= 4
-
-    @staticmethod
-    def _wanted(namespace: Iterable[str], value: dict[str, Any], prefix: Namespace, op: SearchOp) -> bool:
-        return tuple(namespace)[: len(prefix)] == prefix and (
-            not op.filter or all(matches_filter(value.get(k), v) for k, v in op.filter.items())
+    async def _ranked(
+        self, candidates: list[StoreItem], query: str, offset: int, limit: int
+    ) -> list[tuple[StoreItem, float | None]]:
+        """A page of `candidates` by similarity to `query` (`langgraph_rules.rank_page`)."""
+        own = self._index is not None
+        by_owner: dict[str, list[StoreItem]] = {}
+        for item in candidates:
+            by_owner.setdefault(item.user_id, []).append(item)
+        query_vector, *stored = await asyncio.gather(
+            self.embeddings.aembed_query(query) if own else self.store.embed_query(query),
+            *(self.store.item_vectors(owner, [i.memory_id for i in items], own=own) for owner, items in by_owner.items()),
+        )
+        dims = int(self._index.get("dims") or 0) if own else 0
+        vectors = {
+            (item.user_id, item.memory_id): vector_rows(raw, dims)
+            for items, raws in zip(by_owner.values(), stored) for item, raw in zip(items, raws)
+        }
+        return rank_page(
+            [(item, vectors[(item.user_id, item.memory_id)]) for item in candidates],
+            np.asarray(query_vector, dtype=np.float32),
+            self.index_config["distance_type"] if own else "cosine",
+            offset,
+            limit,
         )
 
+    async def _search_memlane(self, prefix: Namespace, op: SearchOp) -> list[SearchItem]:
+        """A search of a user's profile or events: memlane's hybrid search over that user's
+        memories of that kind, scored by its fused relevance (these are memlane's records)."""
+        if len(prefix) > 2:
+            return []
+        user_id = prefix[1]
+        if prefix[0] == PROFILE_COLLECTION:
+            records = {e.id: (e, _profile_value(e)) for e in await self.store.get_profile(user_id)}
+            as_item = self._profile_item
+        else:
+            events = await self.store.list_events(user_id, limit=1_000_000)
+            records = {e.id: (e, _event_value(e)) for e in events}
+            as_item = self._event_item
+        kept = {key: record for key, (record, value) in records.items() if matches(value, op.filter)}
+        if not op.query:
+            return [as_item(record, None) for record in list(kept.values())[op.offset : op.offset + op.limit]]
+        kind = "profile" if prefix[0] == PROFILE_COLLECTION else "event"
+        hits = await self.store.search_memories(user_id, op.query, kinds=[kind], limit=max(len(kept), 1))
+        found, seen = [], set()
+        for hit in hits:
+            ref = hit.memory.ref_id or ""
+            if ref in kept and ref not in seen and not hit.memory.id.startswith("item:"):
+                seen.add(ref)
+                found.append(as_item(kept[ref], hit.score))
+        return found[op.offset : op.offset + op.limit]
+
     @staticmethod
-    def _stored_item(item: StoreItem, score: float | None) -> SearchItem:
-        return _search_item(tuple(item.namespace), item.key, item.value, item.created_at, item.updated_at, score)
+    def _memlane_collection(namespace: Namespace) -> bool:
+        return len(namespace) >= 2 and namespace[0] in _MEMLANE_COLLECTIONS
+
+    @staticmethod
+    def _search_item(item: StoreItem, score: float | None) -> SearchItem:
+        return SearchItem(tuple(item.namespace), item.key, item.value, _when(item.created_at), _when(item.updated_at), score)
 
     @staticmethod
     def _profile_item(entry: ProfileEntry, score: float | None) -> SearchItem:
-        return _search_item((PROFILE_COLLECTION, entry.user_id), entry.id, _profile_value(entry),
-                            entry.created_at, entry.updated_at, score)
+        return SearchItem((PROFILE_COLLECTION, entry.user_id), entry.id, _profile_value(entry),
+                          _when(entry.created_at), _when(entry.updated_at), score)
 
     @staticmethod
     def _event_item(event: Event, score: float | None) -> SearchItem:
-        return _search_item((EVENTS_COLLECTION, event.user_id), event.id, _event_value(event),
-                            event.created_at, event.created_at, score)
+        return SearchItem((EVENTS_COLLECTION, event.user_id), event.id, _event_value(event),
+                          _when(event.created_at), _when(event.created_at), score)
 
     # list namespaces --------------------------------------------------------------------------
-    async def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
-        conditions = op.match_conditions or ()
-        users = {
-            condition.path[1]
-            for condition in conditions
-            if condition.match_type == "prefix" and len(condition.path) >= 2 and condition.path[1] != "*"
-        }
-        if len(users) != 1:
-            raise InvalidNamespaceError(
-                "memlane lists one user's namespaces: pass prefix=(collection, user_id), or "
-                "prefix=('*', user_id) for all of the user's collections"
-            )
-        (user_id,) = users
-        namespaces = {tuple(item.namespace) for item in await self.store.list_items(user_id)}
-        if await self.store.get_profile(user_id):
-            namespaces.add((PROFILE_COLLECTION, user_id))
-        if await self.store.list_events(user_id, limit=1):
-            namespaces.add((EVENTS_COLLECTION, user_id))
-        kept = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
-        if op.max_depth is not None:
-            kept = list({ns[: op.max_depth] for ns in kept})
-        return sorted(kept)[op.offset : op.offset + op.limit]
+    async def _list_namespaces(self, op: ListNamespacesOp, context_user: str | None) -> list[Namespace]:
+        conditions = tuple(op.match_conditions or ())
+        owner = self.users.conditions_owner(conditions, context_user)
+        owners = [owner] if owner is not None else await self.store.item_owners()
+        listed = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
+        namespaces = {tuple(item.namespace) for items in listed for item in items}
+        namespaces |= await self._memlane_namespaces(conditions)
+        return select_namespaces(namespaces, conditions, op.max_depth, op.offset, op.limit)
+
+    async def _memlane_namespaces(self, conditions: Sequence[Any]) -> set[Namespace]:
+        """The user's profile and events collections, where a prefix names the user and allows them."""
+        found: set[Namespace] = set()
+        for condition in conditions:
+            path = tuple(condition.path)
+            if condition.match_type != "prefix" or len(path) < 2 or path[1] == "*":
+                continue
+            user_id = path[1]
+            if path[0] in ("*", PROFILE_COLLECTION) and await self.store.get_profile(user_id):
+                found.add((PROFILE_COLLECTION, user_id))
+            if path[0] in ("*", EVENTS_COLLECTION) and await self.store.list_events(user_id, limit=1):
+                found.add((EVENTS_COLLECTION, user_id))
+        return found
 
     # put and delete ---------------------------------------------------------------------------
-    async def _apply_puts(self, ops: list[PutOp]) -> None:
-        upserts: list[StoreItem] = []
-        deletions: dict[str, list[str]] = {}
-        for op in ops:
-            namespace, key = tuple(op.namespace), str(op.key)
-            user_id = namespace_user(namespace)
-            if namespace[0] == "langgraph":
-                raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
-            if namespace[0] in _MEMLANE_COLLECTIONS:
-                await self._delete_memlane_record(namespace, key, op.value)
-            elif op.value is None:
-                deletions.setdefault(user_id, []).append(item_memory_id(namespace, key))
-            else:
-                value = dict(op.value)
-                paths = self.fields if op.index is None else op.index
-                upserts.append(
-                    StoreItem(
-                        user_id=user_id,
-                        namespace=list(namespace),
-                        key=key,
-                        value=value,
-                        text="" if paths is False else item_text(value, paths),
-                        ttl_minutes=op.ttl,
-                    )
-                )
-        for user_id, memory_ids in deletions.items():
-            await self.store.delete_items(user_id, memory_ids)
-        await self.store.put_items(upserts)
-
-    async def _delete_memlane_record(self, namespace: Namespace, key: str, value: Any) -> None:
-        user_id = namespace[1]
-        if value is not None or len(namespace) != 2:
+    def _resolved_put(self, op: PutOp, context_user: str | None) -> _Put:
+        """The put with its owner, refused here (before anything is written) when it cannot be done."""
+        namespace = tuple(op.namespace)
+        if not namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+        if self._memlane_collection(namespace) and (op.value is not None or len(namespace) != 2):
             raise StoreError(
                 f"{namespace} is memlane's own {namespace[0].removeprefix('memlane_')}, written by its memory "
-                f"graph: it can be read, searched and deleted from; put items in a namespace of your own, "
-                f"like ('memories', {user_id!r})"
+                "graph: it can be read, searched and deleted from; put items in a namespace of your own, "
+                "like ('memories', user_id)"
             )
+        owner = namespace[1] if self._memlane_collection(namespace) else self.users.owner(namespace, context_user)
+        return _Put(op, owner)
+
+    async def _write(self, puts: list[_Put]) -> None:
+        """Apply `puts` together with those of every caller waiting now: concurrent callers'
+        puts are embedded in one call and written in one pass per user."""
+        assert self._loop is not None
+        done: asyncio.Future[None] = self._loop.create_future()
+        self._waiting_puts.append((puts, done))
+        if self._writer is None or self._writer.done():
+            self._writer = self._loop.create_task(self._write_waiting())
+        await asyncio.shield(done)  # a cancelled caller's put is still written, as it was accepted
+
+    async def _write_waiting(self) -> None:
+        while self._waiting_puts:
+            taken, self._waiting_puts = self._waiting_puts, []
+            latest = {(put.owner, tuple(put.op.namespace), str(put.op.key)): put for puts, _ in taken for put in puts}
+            try:
+                await self._apply_puts(list(latest.values()))
+            except BaseException as error:  # every caller of this pass hears of it
+                for _, done in taken:
+                    if not done.done():
+                        done.set_exception(error)
+                if not isinstance(error, Exception):
+                    raise
+            else:
+                for _, done in taken:
+                    if not done.done():
+                        done.set_result(None)
+
+    async def _apply_puts(self, puts: list[_Put]) -> None:
+        upserts: list[StoreItem] = []
+        own_texts: list[list[str]] = []
+        deletions: dict[str, list[str]] = {}
+        for put in puts:
+            op, namespace, key = put.op, tuple(put.op.namespace), str(put.op.key)
+            if self._memlane_collection(namespace):
+                await self._delete_memlane_record(namespace, key)
+            elif op.value is None:
+                deletions.setdefault(put.owner, []).append(item_memory_id(namespace, key))
+            else:
+                value = dict(op.value)
+                indexed = op.index is not False
+                if self._index is None:
+                    paths = self.fields if op.index in (None, False) else op.index
+                    text = item_text(value, paths) if indexed else ""
+                    own_texts.append([])
+                else:
+                    paths = self._index["fields"] if op.index in (None, False) else op.index
+                    own_texts.append(path_texts(value, paths) if indexed else [])
+                    # memlane's own text feeds recall: only a user's item needs one
+                    text = item_text(value) if indexed and put.owner != NO_USER else ""
+                upserts.append(StoreItem(user_id=put.owner, namespace=list(namespace), key=key, value=value,
+                                         text=text, ttl_minutes=op.ttl))
+        for owner, memory_ids in deletions.items():
+            await self.store.delete_items(owner, memory_ids)
+        if upserts:
+            await self.store.put_items(upserts, vectors=await self._own_vectors(own_texts))
+
+    async def _own_vectors(self, texts_per_item: list[list[str]]) -> list[bytes | None] | None:
+        """Each item's vectors from the index config's embedder, in one call for every item."""
+        if self._index is None:
+            return None
+        unique = list(dict.fromkeys(text for texts in texts_per_item for text in texts))
+        embedded = dict(zip(unique, await self.embeddings.aembed_documents(unique))) if unique else {}
+        return [vector_bytes([embedded[text] for text in texts]) if texts else None for texts in texts_per_item]
+
+    async def _delete_memlane_record(self, namespace: Namespace, key: str) -> None:
         if namespace[0] == PROFILE_COLLECTION:
-            await self.store.delete_profile_entry(user_id, key)
+            await self.store.delete_profile_entry(namespace[1], key)
         else:
-            await self.store.delete_event(user_id, key)
+            await self.store.delete_event(namespace[1], key)
+
+    # TTL: Redis expires items itself ---------------------------------------------------------
+    def sweep_ttl(self) -> _Answered[int]:
+        """0: Redis deletes an expired item itself (its hash expires), so there is nothing to sweep."""
+        return _Answered(0)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> _Answered[None]:
+        """A finished future: no sweeper runs, as Redis expiry deletes items on time by itself.
+        Works with and without `await`, as the sync and async LangGraph stores spell it."""
+        return _Answered(None)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> _Answered[bool]:
+        """True (there is no sweeper to stop); with or without `await`."""
+        return _Answered(True)

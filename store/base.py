@@ -438,7 +438,9 @@ class StoreItem(BaseModel):
     """
 
     user_id: str = Field(min_length=1)
-    namespace: list[str] = Field(min_length=2, description="(collection, user_id, ...): the user is the second label")
+    namespace: list[str] = Field(
+        min_length=1, description="LangGraph's namespace, any shape; `user_id` is the user it maps to (memlane/langgraph_store.py)"
+    )
     key: str
     value: dict[str, Any]
     text: str = Field(default="", description="what search finds it by; empty: not searchable (index=False)")
@@ -727,9 +729,23 @@ class MemoryStore(Protocol):
         """The message with up to `before` / `after` messages of its session around it, in order."""
 
     # LangGraph store items (memlane/langgraph_store.py) ----------------------------------
-    async def put_items(self, items: Sequence[StoreItem]) -> list[StoreItem]:
+    async def put_items(
+        self, items: Sequence[StoreItem], *, vectors: Sequence[bytes | None] | None = None
+    ) -> list[StoreItem]:
         """Upsert items with their search memories; a stored item keeps its created_at. An item with
-        `ttl_minutes` expires that long after this write, one without never. Returns them as stored."""
+        `ttl_minutes` expires that long after this write, one without never. `vectors`, one per item:
+        the item's own vectors (float32 rows, from a LangGraph index config's embedder), or None for
+        an item scored by its search memory's embedding. Returns them as stored."""
+
+    async def item_vectors(self, user_id: str, memory_ids: Sequence[str], *, own: bool) -> list[bytes | None]:
+        """The items' vectors as float32 bytes, in order: their own (`put_items(vectors=...)`) or
+        their search memory's embedding; None where the item has none (index=False, or expired)."""
+
+    async def item_owners(self) -> list[str]:
+        """Every user id that items were put under (a deleted user's is dropped)."""
+
+    async def embed_query(self, text: str) -> list[float]:
+        """The store's embedding of a search query (what its search memories are compared with)."""
 
     async def get_items(self, user_id: str, memory_ids: Sequence[str]) -> list[StoreItem | None]:
         """The user's items with these memory ids, in order (None for one not stored or expired)."""

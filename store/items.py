@@ -1,6 +1,7 @@
 """LangGraph store items (memlane/langgraph_store.py): each is a search memory of kind "event"
-whose hash also keeps the item's JSON, listed in a per-user registry (memory id → namespace)
-and expiring with its ttl.
+whose hash also keeps the item's JSON (and its own vectors, when a LangGraph index config embeds
+it), listed in its owner's registry (memory id → namespace), expiring with its ttl. The owners
+are listed in one set, so a search that names no user reaches every owner's items.
 """
 
 from __future__ import annotations
@@ -37,12 +38,21 @@ class Items(StorePart):
 
         return item.model_copy(update={"text": self.core.redact(item.text), "value": masked(item.value)})
 
-    async def put_items(self, items: Sequence[StoreItem]) -> list[StoreItem]:
-        items = [self._redacted(item) for item in items]
-        latest = {(item.user_id, item.memory_id): item for item in items}  # last one wins
-        items = list(latest.values())
-        if not items:
+    async def put_items(
+        self, items: Sequence[StoreItem], *, vectors: Sequence[bytes | None] | None = None
+    ) -> list[StoreItem]:
+        own_vectors = list(vectors) if vectors is not None else [None] * len(items)
+        if len(own_vectors) != len(items):
+            raise ValueError(f"put_items got {len(own_vectors)} vectors for {len(items)} items")
+        latest = {  # last one wins
+            (item.user_id, item.memory_id): (self._redacted(item), vector) for item, vector in zip(items, own_vectors)
+        }
+        if not latest:
             return []
+        items = [item for item, _ in latest.values()]
+        own_vectors = [vector for _, vector in latest.values()]
+        # the owner is listed before its items exist: a search over every owner never misses one
+        await self._run(self.client.sadd(self.layout.item_owners, *{item.user_id for item in items}))
         keys = [self.layout.memory(item.user_id, item.memory_id) for item in items]
         pipe = self.client.pipeline(transaction=False)
         for key in keys:
@@ -56,7 +66,7 @@ class Items(StorePart):
         changed = dict(await self.memories.memory_rows([item.as_memory() for item in items if item.text]))
         # one transaction per user: a transaction stays within one user's hash slot (a cluster refuses more)
         pipes: dict[str, Any] = {}
-        for key, item in zip(keys, items):
+        for key, item, own in zip(keys, items, own_vectors):
             if item.user_id not in pipes:
                 pipes[item.user_id] = self.client.pipeline(transaction=True)
             pipe = pipes[item.user_id]
@@ -68,6 +78,10 @@ class Items(StorePart):
             elif key in changed:
                 pipe.hset(key, mapping=changed[key])
             pipe.hset(key, MemoryField.ITEM, item.model_dump_json())
+            if own is None:
+                pipe.hdel(key, MemoryField.ITEM_VECTORS)
+            else:
+                pipe.hset(key, MemoryField.ITEM_VECTORS, own)
             pipe.hset(self.layout.items(item.user_id), item.memory_id, json.dumps(item.namespace, ensure_ascii=False))
             if item.ttl_minutes is not None:
                 pipe.pexpire(key, max(1, int(item.ttl_minutes * 60_000)))
@@ -85,6 +99,18 @@ class Items(StorePart):
             pipe.hget(self.layout.memory(user_id, memory_id), MemoryField.ITEM)
         raw = await self._run(pipe.execute())
         return [StoreItem.model_validate_json(value) if value else None for value in raw]
+
+    async def item_vectors(self, user_id: str, memory_ids: Sequence[str], *, own: bool) -> list[bytes | None]:
+        if not memory_ids:
+            return []
+        field = MemoryField.ITEM_VECTORS if own else MemoryField.EMBEDDING
+        pipe = self.client.pipeline(transaction=False)
+        for memory_id in memory_ids:
+            pipe.hget(self.layout.memory(user_id, memory_id), field)
+        return [value or None for value in await self._run(pipe.execute())]
+
+    async def item_owners(self) -> list[str]:
+        return sorted(as_text(member) for member in await self._run(self.client.smembers(self.layout.item_owners)))
 
     async def list_items(self, user_id: str) -> list[StoreItem]:
         registry = self.layout.items(user_id)

@@ -159,6 +159,9 @@ class RedisMemoryStore:
     list_items = _answered_by("items", Items.list_items)
     refresh_items = _answered_by("items", Items.refresh_items)
     delete_items = _answered_by("items", Items.delete_items)
+    item_vectors = _answered_by("items", Items.item_vectors)
+    item_owners = _answered_by("items", Items.item_owners)
+    embed_query = _answered_by("core", StoreCore.embed_query)
 
     park_run = _answered_by("runs", ParkedRuns.park_run)
     parked_runs = _answered_by("runs", ParkedRuns.parked_runs)

@@ -10,7 +10,7 @@ Both prefixes carry the user's digest as a Redis Cluster hash tag (`memlane:u:{<
 scripts, transactions and pipelines never cross slots, and the user's memories sit on the
 one primary whose index the user's searches are sent to. The keys that belong to no user
 are few and each is used alone (never in a transaction with a user's keys):
-`parked_users` (a set of digests) and `key_layout_marker` (which layout the keyspace is in).
+`parked_users` (a set of digests), `item_owners` (a set of user ids) and `key_layout_marker` (which layout the keyspace is in).
 The memory index's prefix (`memory_key_prefix`) holds every user's memory hashes, old layout
 and new alike, and each primary of a cluster has its own copy of the index.
 """
@@ -62,6 +62,7 @@ class MemoryField:
     REF_ID = "ref_id"
     EMBEDDING = "embedding"
     ITEM = "item"  # a LangGraph store item's JSON (`base.StoreItem`); not indexed
+    ITEM_VECTORS = "item_vectors"  # an item's own vectors (float32 rows) from a LangGraph index config; not indexed
 
 
 class MessageField:
@@ -246,6 +247,13 @@ class KeyLayout:
         was deleted) is dropped when the list is next read. Not a user's key: on a cluster it lives in
         its own slot and is written after the user's parked hash, never in one transaction with it."""
         return f"{self.prefix}:parked_users"
+
+    @property
+    def item_owners(self) -> str:
+        """Set: user ids that LangGraph store items were put under, so a search or a namespace
+        listing that names no user finds every owner's items. Not a user's key (on a cluster, its
+        own slot; added to before the user's items are written); `delete_user` removes the id."""
+        return f"{self.prefix}:item_owners"
 
 
 def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:

@@ -39,6 +39,7 @@ class Users(StorePart):
         removed = 0
         for start in range(0, len(keys), 500):
             removed += await self._run(self.client.unlink(*keys[start : start + 500]))
+        await self._run(self.client.srem(self.layout.item_owners, user_id))
         return removed
 
     async def export_user(self, user_id: str) -> UserExport:

@@ -133,7 +133,8 @@ def _change_line(change: ProfileChange) -> str:
 def item_markdown(item: StoreItem) -> str:
     """One LangGraph store item an agent saved: when, its namespace and key, what it says."""
     shown = item.text or json.dumps(item.value, ensure_ascii=False)
-    path = " / ".join(one_line(label, 40) for label in [item.namespace[0], *item.namespace[2:], item.key])
+    labels = [label for label in item.namespace if label != item.user_id] or list(item.namespace)  # the user is implied
+    path = " / ".join(one_line(label, 40) for label in [*labels, item.key])
     return f"- **{when(item.updated_at)}** `{path}`: {one_line(shown, 300)}"
 
 

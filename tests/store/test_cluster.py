@@ -109,7 +109,7 @@ async def test_every_key_a_users_operations_write_is_in_one_slot(cluster_store: 
     keys = [key.decode() async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
     by_user: dict[str, set[int]] = {}
     for key in keys:
-        if key in (store.layout.parked_users, store.layout.key_layout_marker):
+        if key in (store.layout.parked_users, store.layout.key_layout_marker, store.layout.item_owners):
             continue
         tag = key[key.index("{") + 1 : key.index("}")]
         by_user.setdefault(tag, set()).add(_slot(key))
@@ -120,7 +120,7 @@ async def test_every_key_a_users_operations_write_is_in_one_slot(cluster_store: 
 
 
 def _fixtures(cluster_store: RedisMemoryStore, settings: Settings) -> dict[str, Any]:
-    return {"store": cluster_store, "settings": settings, "lg": MemlaneStore(cluster_store), "hostile": HOSTILE_IDS[0]}
+    return {"store": cluster_store, "settings": settings, "lg": MemlaneStore(cluster_store, user_of=1), "hostile": HOSTILE_IDS[0]}
 
 
 # standalone tests that run again, unchanged, on the cluster
