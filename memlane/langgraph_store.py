@@ -72,6 +72,9 @@ PROFILE_COLLECTION = "memlane_profile"
 EVENTS_COLLECTION = "memlane_events"
 _MEMLANE_COLLECTIONS = (PROFILE_COLLECTION, EVENTS_COLLECTION)
 _DISTANCES = ("cosine", "inner_product", "l2")
+# passes writing waiting puts at once: one embeds while the other writes to Redis. Puts of one
+# pass are one embedding call; concurrent passes hold concurrent calls, so either order is theirs
+_WRITERS = 2
 # how long a synchronous caller waits between checks that the store's loop still runs
 _LIVENESS_SECONDS = 0.25
 
@@ -165,7 +168,7 @@ class MemlaneStore(BaseStore):
             self._loop = None  # bound by the first async call
         self._loop_thread: threading.Thread | None = None
         self._waiting_puts: list[tuple[list[_Put], asyncio.Future[None]]] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._writers: set[asyncio.Task[None]] = set()
 
     @property
     def index_config(self) -> dict[str, Any]:
@@ -328,44 +331,35 @@ class MemlaneStore(BaseStore):
             return await self._search_memlane(prefix, op)
         owner = self.users.prefix_owner(prefix, context_user)
         owners = [owner] if owner is not None else await self.store.item_owners()
-        listed = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
+        own = self._index is not None
+        if op.query:
+            listed, query_vector = await asyncio.gather(
+                asyncio.gather(*(self.store.list_items_with_vectors(owner, own=own) for owner in owners)),
+                self.embeddings.aembed_query(op.query) if own else self.store.embed_query(op.query),
+            )
+        else:
+            listed = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
+            listed = [[(item, None) for item in items] for items in listed]
         candidates = [
-            item for items in listed for item in items
+            (item, vectors) for items in listed for item, vectors in items
             if under(tuple(item.namespace), prefix) and matches(item.value, op.filter)
         ]
-        candidates.sort(key=lambda item: (-item.updated_at, item.namespace, item.key))  # newest first, as the SQL stores
+        # newest first, as the SQL stores list them; a query ranks them (ties keep this order)
+        candidates.sort(key=lambda candidate: (-candidate[0].updated_at, candidate[0].namespace, candidate[0].key))
         if not op.query:
-            page = [(item, None) for item in candidates[op.offset : op.offset + op.limit]]
+            page = [(item, None) for item, _ in candidates[op.offset : op.offset + op.limit]]
         else:
-            page = await self._ranked(candidates, op.query, op.offset, op.limit)
+            dims = int(self._index.get("dims") or 0) if own else 0
+            page = rank_page(
+                [(item, vector_rows(raw, dims)) for item, raw in candidates],
+                np.asarray(query_vector, dtype=np.float32),
+                self.index_config["distance_type"] if own else "cosine",
+                op.offset,
+                op.limit,
+            )
         if op.refresh_ttl:
             await self.store.refresh_items([item for item, _ in page])
         return [self._search_item(item, score) for item, score in page]
-
-    async def _ranked(
-        self, candidates: list[StoreItem], query: str, offset: int, limit: int
-    ) -> list[tuple[StoreItem, float | None]]:
-        """A page of `candidates` by similarity to `query` (`langgraph_rules.rank_page`)."""
-        own = self._index is not None
-        by_owner: dict[str, list[StoreItem]] = {}
-        for item in candidates:
-            by_owner.setdefault(item.user_id, []).append(item)
-        query_vector, *stored = await asyncio.gather(
-            self.embeddings.aembed_query(query) if own else self.store.embed_query(query),
-            *(self.store.item_vectors(owner, [i.memory_id for i in items], own=own) for owner, items in by_owner.items()),
-        )
-        dims = int(self._index.get("dims") or 0) if own else 0
-        vectors = {
-            (item.user_id, item.memory_id): vector_rows(raw, dims)
-            for items, raws in zip(by_owner.values(), stored) for item, raw in zip(items, raws)
-        }
-        return rank_page(
-            [(item, vectors[(item.user_id, item.memory_id)]) for item in candidates],
-            np.asarray(query_vector, dtype=np.float32),
-            self.index_config["distance_type"] if own else "cosine",
-            offset,
-            limit,
-        )
 
     async def _search_memlane(self, prefix: Namespace, op: SearchOp) -> list[SearchItem]:
         """A search of a user's profile or events: memlane's hybrid search over that user's
@@ -452,12 +446,13 @@ class MemlaneStore(BaseStore):
 
     async def _write(self, puts: list[_Put]) -> None:
         """Apply `puts` together with those of every caller waiting now: concurrent callers'
-        puts are embedded in one call and written in one pass per user."""
+        puts are embedded in one call and written in one pass per user (`_WRITERS` passes at once)."""
         assert self._loop is not None
         done: asyncio.Future[None] = self._loop.create_future()
         self._waiting_puts.append((puts, done))
-        if self._writer is None or self._writer.done():
-            self._writer = self._loop.create_task(self._write_waiting())
+        self._writers = {writer for writer in self._writers if not writer.done()}
+        if len(self._writers) < _WRITERS:
+            self._writers.add(self._loop.create_task(self._write_waiting()))
         await asyncio.shield(done)  # a cancelled caller's put is still written, as it was accepted
 
     async def _write_waiting(self) -> None:

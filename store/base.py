@@ -737,9 +737,9 @@ class MemoryStore(Protocol):
         the item's own vectors (float32 rows, from a LangGraph index config's embedder), or None for
         an item scored by its search memory's embedding. Returns them as stored."""
 
-    async def item_vectors(self, user_id: str, memory_ids: Sequence[str], *, own: bool) -> list[bytes | None]:
-        """The items' vectors as float32 bytes, in order: their own (`put_items(vectors=...)`) or
-        their search memory's embedding; None where the item has none (index=False, or expired)."""
+    async def list_items_with_vectors(self, user_id: str, *, own: bool) -> list[tuple[StoreItem, bytes | None]]:
+        """`list_items`, each with its vectors as float32 bytes: its own (`put_items(vectors=...)`) or
+        its search memory's embedding; None where it has none (index=False)."""
 
     async def item_owners(self) -> list[str]:
         """Every user id that items were put under (a deleted user's is dropped)."""

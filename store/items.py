@@ -100,26 +100,56 @@ class Items(StorePart):
         raw = await self._run(pipe.execute())
         return [StoreItem.model_validate_json(value) if value else None for value in raw]
 
-    async def item_vectors(self, user_id: str, memory_ids: Sequence[str], *, own: bool) -> list[bytes | None]:
-        if not memory_ids:
-            return []
-        field = MemoryField.ITEM_VECTORS if own else MemoryField.EMBEDDING
+    async def adopt_item_owners(self) -> None:
+        """List the owners of items put by a memlane older than `item_owners` (once per keyspace:
+        a marker says it is done). Each owner's registry is found by SCAN; its first item names it."""
+        if await self._run(self.client.exists(self.layout.item_owners_adopted)):
+            return
+        registries = [key async for key in self.client.scan_iter(match=self.layout.item_registry_pattern, count=1000)]
+        owners = set()
+        for registry in registries:
+            memory_ids = await self._run(self.client.hkeys(registry))
+            (item,) = await self.get_items_at(registry, memory_ids[:1]) if memory_ids else (None,)
+            if item is not None:
+                owners.add(item.user_id)
+        if owners:
+            await self._run(self.client.sadd(self.layout.item_owners, *owners))
+        await self._run(self.client.set(self.layout.item_owners_adopted, "1"))
+
+    async def get_items_at(self, registry: Any, memory_ids: Sequence[Any]) -> list[StoreItem | None]:
+        """Items by memory id under the user of a registry key (`layout.items`), its user unknown."""
+        digest = self.layout.digest_of_user_key(as_text(registry))
         pipe = self.client.pipeline(transaction=False)
         for memory_id in memory_ids:
-            pipe.hget(self.layout.memory(user_id, memory_id), field)
-        return [value or None for value in await self._run(pipe.execute())]
+            pipe.hget(self.layout.memory_of_digest(digest, as_text(memory_id)), MemoryField.ITEM)
+        return [StoreItem.model_validate_json(raw) if raw else None for raw in await self._run(pipe.execute())]
 
     async def item_owners(self) -> list[str]:
         return sorted(as_text(member) for member in await self._run(self.client.smembers(self.layout.item_owners)))
 
     async def list_items(self, user_id: str) -> list[StoreItem]:
+        return [item for item, _ in await self._listed(user_id, None)]
+
+    async def list_items_with_vectors(self, user_id: str, *, own: bool) -> list[tuple[StoreItem, bytes | None]]:
+        return await self._listed(user_id, MemoryField.ITEM_VECTORS if own else MemoryField.EMBEDDING)
+
+    async def _listed(self, user_id: str, vector_field: str | None) -> list[tuple[StoreItem, bytes | None]]:
+        """Every item of the user, with the vector field asked for, in one round trip after the registry's."""
         registry = self.layout.items(user_id)
         memory_ids = [as_text(field) for field in await self._run(self.client.hkeys(registry))]
-        items = await self.get_items(user_id, memory_ids)
-        gone = [memory_id for memory_id, item in zip(memory_ids, items) if item is None]
+        if not memory_ids:
+            return []
+        fields = [MemoryField.ITEM] if vector_field is None else [MemoryField.ITEM, vector_field]
+        pipe = self.client.pipeline(transaction=False)
+        for memory_id in memory_ids:
+            pipe.hmget(self.layout.memory(user_id, memory_id), fields)
+        rows = await self._run(pipe.execute())
+        gone = [memory_id for memory_id, row in zip(memory_ids, rows) if not row[0]]
         if gone:  # expired, or deleted as a memory (the app's panel, the forget tool)
             await self._run(self.client.hdel(registry, *gone))
-        return [item for item in items if item is not None]
+        return [
+            (StoreItem.model_validate_json(row[0]), (row[1] or None) if vector_field else None) for row in rows if row[0]
+        ]
 
     async def refresh_items(self, items: Sequence[StoreItem]) -> None:
         expiring = [item for item in items if item.ttl_minutes is not None]

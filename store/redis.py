@@ -112,7 +112,13 @@ class RedisMemoryStore:
         return [self.embedder_breaker.status()]
 
     # which part answers what ---------------------------------------------------------------
-    ensure_indexes = _answered_by("memories", Memories.ensure_indexes)
+    async def ensure_indexes(self) -> None:
+        """Create the memory index unless it exists; rebuild one made by an older memlane; rename
+        the keys of an older key layout in place (standalone Redis); list the owners of items put
+        by an older memlane. On a cluster, the index on every primary."""
+        await self.memories.ensure_indexes()
+        await self.items.adopt_item_owners()
+
     check_ready = _answered_by("memories", Memories.check_ready)
 
     add_messages = _answered_by("messages", Messages.add_messages)
@@ -159,7 +165,7 @@ class RedisMemoryStore:
     list_items = _answered_by("items", Items.list_items)
     refresh_items = _answered_by("items", Items.refresh_items)
     delete_items = _answered_by("items", Items.delete_items)
-    item_vectors = _answered_by("items", Items.item_vectors)
+    list_items_with_vectors = _answered_by("items", Items.list_items_with_vectors)
     item_owners = _answered_by("items", Items.item_owners)
     embed_query = _answered_by("core", StoreCore.embed_query)
 

@@ -150,7 +150,10 @@ class KeyLayout:
         return f"{self.prefix}:u:{hash_tag(user_digest)}:"
 
     def memory_user_prefix(self, user_id: str) -> str:
-        return f"{self.memory_key_prefix}{hash_tag(self.user_tag(user_id))}:"
+        return self._memory_digest_prefix(self.user_tag(user_id))
+
+    def _memory_digest_prefix(self, user_digest: str) -> str:
+        return f"{self.memory_key_prefix}{hash_tag(user_digest)}:"
 
     def slot_key(self, user_id: str) -> str:
         """A key of the user (any one does: they share a slot), for finding the user's hash slot."""
@@ -176,8 +179,12 @@ class KeyLayout:
         return None
 
     def memory(self, user_id: str, memory_id: str) -> str:
+        return self.memory_of_digest(self.user_tag(user_id), memory_id)
+
+    def memory_of_digest(self, user_digest: str, memory_id: str) -> str:
+        """`memory` of the user whose `user_key` is `user_digest`."""
         # memory ids may carry a kind prefix on a checked id ("message:<id>"): no length limit
-        return self.memory_user_prefix(user_id) + item_key(check_id(memory_id, "a memory id"))
+        return self._memory_digest_prefix(user_digest) + item_key(check_id(memory_id, "a memory id"))
 
     def message(self, user_id: str, message_id: str) -> str:
         return self.user_prefix(user_id) + "msg:" + item_key(self.checked_id(message_id, "a message id"))
@@ -236,6 +243,16 @@ class KeyLayout:
         or deleted items are removed when the items are next listed."""
         return self.user_prefix(user_id) + "items"
 
+    @property
+    def item_registry_pattern(self) -> str:
+        """SCAN pattern of every user's `items` registry."""
+        return glob_escaped(f"{self.prefix}:u:") + "{*}:items"
+
+    @staticmethod
+    def digest_of_user_key(key: str) -> str:
+        """The user's digest inside one of the user's keys (its hash tag)."""
+        return key[key.index("{") + 1 : key.index("}")]
+
     def parked_runs(self, user_digest: str) -> str:
         """Hash: parked run id → `base.ParkedRun` JSON, of the user whose `user_key` is `user_digest`
         (under the user's prefix, so `delete_user` removes it)."""
@@ -254,6 +271,11 @@ class KeyLayout:
         listing that names no user finds every owner's items. Not a user's key (on a cluster, its
         own slot; added to before the user's items are written); `delete_user` removes the id."""
         return f"{self.prefix}:item_owners"
+
+    @property
+    def item_owners_adopted(self) -> str:
+        """String: set once the owners of items put before `item_owners` existed were added to it."""
+        return f"{self.prefix}:item_owners_adopted"
 
 
 def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:

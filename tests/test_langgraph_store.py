@@ -22,7 +22,17 @@ from scripted import ScriptedChatModel
 
 from memlane import MemlaneStore
 from memlane.recall import recall
-from memlane.store.base import Event, Memory, MemoryUpdate, ProfileEntry, StoreError, event_memory_id, item_memory_id, profile_memory_id
+from memlane.store.base import (
+    Event,
+    Memory,
+    MemoryUpdate,
+    ProfileEntry,
+    StoreError,
+    StoreItem,
+    event_memory_id,
+    item_memory_id,
+    profile_memory_id,
+)
 from memlane.tools import forget_memory
 
 
@@ -320,3 +330,17 @@ async def test_items_are_exported_and_shown_on_the_app_timeline(lg, store, setti
     assert "No events yet" in timeline and "Saved by your agent" in timeline
     assert "`memories / coffee`: 我最喜欢的咖啡是燕麦拿铁" in timeline
     assert '`prefs / ui / theme`: {"dark": true}' in timeline
+
+
+async def test_items_of_an_older_memlane_keep_their_user_and_are_found_after_the_upgrade(store):
+    """Items put under the old rule (the second label was the user) are where `user_of=1` looks,
+    and `ensure_indexes` lists their owners once, so a search that names no user finds them too."""
+    old = StoreItem(user_id="alice", namespace=["memories", "alice"], key="k", value={"content": "window seats"}, text="window seats")
+    await store.put_items([old])
+    await store.client.delete(store.layout.item_owners, store.layout.item_owners_adopted)  # as an older memlane left it
+    lg = MemlaneStore(store, user_of=1)
+    assert (await lg.aget(("memories", "alice"), "k")).value == {"content": "window seats"}
+    assert await lg.asearch(("memories",)) == []  # the owner is not listed yet
+    await store.ensure_indexes()
+    assert [i.key for i in await lg.asearch(("memories",), query="seats")] == ["k"]
+    assert await store.client.exists(store.layout.item_owners_adopted)

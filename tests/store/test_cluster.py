@@ -109,7 +109,8 @@ async def test_every_key_a_users_operations_write_is_in_one_slot(cluster_store: 
     keys = [key.decode() async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
     by_user: dict[str, set[int]] = {}
     for key in keys:
-        if key in (store.layout.parked_users, store.layout.key_layout_marker, store.layout.item_owners):
+        if key in (store.layout.parked_users, store.layout.key_layout_marker, store.layout.item_owners,
+                   store.layout.item_owners_adopted):
             continue
         tag = key[key.index("{") + 1 : key.index("}")]
         by_user.setdefault(tag, set()).add(_slot(key))
