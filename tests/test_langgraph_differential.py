@@ -17,45 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import random
-import zlib
 from typing import Any
 
-import numpy as np
 import pytest
 import pytest_asyncio
-import redis.asyncio as aioredis
-from langchain_core.embeddings import Embeddings
+from conftest import drop_prefix_sync
+from hash_embeddings import CharacterHashEmbeddings
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
-from conftest import drop_prefix, drop_prefix_sync
 from langgraph.store.memory import InMemoryStore
 
 from memlane import MemlaneStore
-from memlane.store.redis import RedisMemoryStore
 
 ASYNC_SEQUENCES = 2000
 SYNC_SEQUENCES = 1000
 LABELS = ["a", "b", "users", "u1", "u2", "memories", "x*y", "{t}", "中文", "a|b"]
 WORDS = ["coffee", "tea", "Lyon", "sister", "marathon", "cat", "black", "green", "咖啡", "北京", "上海", "花生", "过敏"]
 TAGS = ["red", "blue", "绿"]
-
-
-class CharacterHashEmbeddings(Embeddings):
-    """Deterministic test vectors: character and bigram counts hashed into 24 dimensions."""
-
-    dims = 24
-
-    def _one(self, text: str) -> list[float]:
-        vector = np.zeros(self.dims)
-        for gram in [*text, *(text[i : i + 2] for i in range(len(text) - 1))]:
-            vector[zlib.crc32(gram.encode()) % self.dims] += 1.0
-        norm = np.linalg.norm(vector)
-        return (vector / norm if norm else vector).tolist()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._one(text) for text in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._one(text)
 
 
 def index_config(rng: random.Random) -> dict[str, Any]:
@@ -195,17 +172,6 @@ def same_ranking(op: SearchOp, expected: list[Any], got: list[Any], where: str) 
 async def _clear(lg: MemlaneStore, batches: list[list[Any]]) -> None:
     touched = {(op.namespace, op.key) for batch in batches for op in batch if isinstance(op, PutOp)}
     await lg.abatch([PutOp(namespace, key, None) for namespace, key in touched])
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def hashed_store(settings):
-    """A memlane store whose own embedder (recall's, for the items of a user) is the cheap test one."""
-    client = aioredis.Redis.from_url(settings.redis_url)
-    memory_store = RedisMemoryStore(client, CharacterHashEmbeddings(), settings=settings)
-    await memory_store.ensure_indexes()
-    yield memory_store
-    await drop_prefix(client, settings.key_prefix)
-    await client.aclose()
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -344,3 +344,24 @@ async def test_items_of_an_older_memlane_keep_their_user_and_are_found_after_the
     await store.ensure_indexes()
     assert [i.key for i in await lg.asearch(("memories",), query="seats")] == ["k"]
     assert await store.client.exists(store.layout.item_owners_adopted)
+
+
+async def test_langmem_tools_with_the_layout_of_langgraphs_docs(store):
+    """(user_id, "memories"), as LangGraph's docs write it, with user_of=0: each user's memories
+    are theirs in recall, and neither user's search reaches the other's."""
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    lg = MemlaneStore(store, user_of=0)
+    for user, fact in (("alice", "我对花生过敏"), ("bob", "I am allergic to cats")):
+        model = ToolCallingModel(tool_calls=[
+            [call("manage_memory", "1", content=fact, action="create")],
+            [call("search_memory", "2", query="allergic 过敏")],
+        ])
+        agent = create_agent(model, store=lg, tools=[
+            create_manage_memory_tool(namespace=("{langgraph_user_id}", "memories")),
+            create_search_memory_tool(namespace=("{langgraph_user_id}", "memories")),
+        ])
+        result = await agent.ainvoke({"messages": [HumanMessage("remember")]}, {"configurable": {"langgraph_user_id": user}})
+        found = json.loads([m.content for m in result["messages"] if m.type == "tool"][-1])
+        assert [hit["value"]["content"] for hit in found] == [fact]
+        assert [h.memory.text for h in await store.search_memories(user, "allergic 过敏")] == [fact]
