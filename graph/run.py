@@ -11,6 +11,7 @@ from typing import Any, Awaitable, Callable
 from memlane.graph.build import compile_memory_graph
 from memlane.nodes.context import MemoryContext
 from memlane.nodes.persist import MemoryRunResult
+from memlane.nodes.truncate import input_windows
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +44,19 @@ async def run_memory_graph(
 ) -> MemoryRunResult:
     """Consume the user's unprocessed buffer: learn from it, persist, move the cursor.
 
+    A buffer larger than one run's input (`memory_max_input_tokens`) is remembered in windows,
+    oldest first (`input_windows`): each window is one graph run that persists and moves the
+    cursor past exactly that window, so nothing is marked processed that no run read. The
+    result adds the windows' changes up; its event is the last window's.
+
     through_seq: consume the buffer only up to this message seq (a topic shift closes the
     earlier turns as their own event; later turns stay for the next run). on_step: awaited
     as each step starts and finishes (the app shows the step in progress); its failures are
     logged, never fail the run.
 
     Raises the failing step's error when a step cannot complete (model unreachable,
-    unusable summary or extraction); the cursor then stays, so the next run retries.
+    unusable summary or extraction); the cursor then stays after the windows already
+    remembered, so the next run retries from the first one not done.
     """
     started = time.perf_counter()
     messages = await context.store.unprocessed_messages(user_id)
@@ -67,16 +74,22 @@ async def run_memory_graph(
             message_count=len(messages),
             skipped_reason="only blank messages",
         )
-    graph_input = {"user_id": user_id, "messages": messages}
-    if on_step is None:
-        output = await _compiled_graph().ainvoke(graph_input, context=context)
-    else:
-        output = await _stream_steps(graph_input, context, on_step)
-    result: MemoryRunResult = output["result"]
+    settings = context.settings
+    windows = input_windows(messages, settings.memory_max_input_tokens, settings.token_encoding)
+    results = []
+    for window in windows:
+        graph_input = {"user_id": user_id, "messages": window}
+        if on_step is None:
+            output = await _compiled_graph().ainvoke(graph_input, context=context)
+        else:
+            output = await _stream_steps(graph_input, context, on_step)
+        results.append(output["result"])
+    result = combined(results)
     logger.info(
-        "memory run user=%s messages=%d duration=%.3fs model_calls=%d added=%d updated=%d deleted=%d event=%s",
+        "memory run user=%s messages=%d windows=%d duration=%.3fs model_calls=%d added=%d updated=%d deleted=%d event=%s",
         user_id,
         result.message_count,
+        len(windows),
         time.perf_counter() - started,
         result.model_calls,
         len(result.added),
@@ -85,6 +98,29 @@ async def run_memory_graph(
         result.event_id,
     )
     return result
+
+
+def combined(results: list[MemoryRunResult]) -> MemoryRunResult:
+    """One result for the windows of a run, in order: their changes added up, the last one's event."""
+    if len(results) == 1:
+        return results[0]
+    last = results[-1]
+    learned = [result for result in results if result.changed]
+    return last.model_copy(
+        update={
+            "added": [entry for result in results for entry in result.added],
+            "updated": [entry for result in results for entry in result.updated],
+            "deleted": [entry for result in results for entry in result.deleted],
+            "profile_delta": [change for result in results for change in result.profile_delta],
+            "event_ids": [event for result in results for event in result.event_ids],
+            "message_count": sum(result.message_count for result in results),
+            "model_calls": sum(result.model_calls for result in results),
+            "prompt_tokens": sum(result.prompt_tokens for result in results),
+            "notes": [note for result in results for note in result.notes],
+            "skipped_reason": None if learned else last.skipped_reason,
+            "windows": len(results),
+        }
+    )
 
 
 async def _stream_steps(graph_input: dict[str, Any], context: MemoryContext, on_step: StepCallback) -> dict[str, Any]:

@@ -42,6 +42,8 @@ class MemoryRunResult(BaseModel):
     prompt_tokens: int = 0
     notes: list[str] = Field(default_factory=list, description="items skipped and why")
     skipped_reason: str | None = Field(default=None, description="why nothing was learned, if so")
+    windows: int = Field(default=1, description="graph runs the buffer took, oldest window first (graph/run.py)")
+    event_ids: list[str] = Field(default_factory=list, description="the event card of each window that made one")
 
     @property
     def changed(self) -> bool:
@@ -159,6 +161,7 @@ async def persist_run(
         updated=[change.entry_id for change in changes if change.action == "update"],
         deleted=[change.entry_id for change in changes if change.action == "delete"],
         event_id=update.event.id if update.event else None,
+        event_ids=[update.event.id] if update.event else [],
         summary=update.event.summary if update.event else "",
         tags=update.event.tags if update.event else [],
         profile_delta=list(changes),

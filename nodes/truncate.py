@@ -1,4 +1,5 @@
-"""Step 1: cut the unprocessed chat to the run's token budget, newest messages kept."""
+"""Step 1: cut the unprocessed chat to the run's token budget, newest messages kept; and the
+windows a backlog larger than one run's budget is remembered in, oldest first."""
 
 from __future__ import annotations
 
@@ -47,3 +48,25 @@ def truncate_chat(
         logger.info("truncate: dropped the %d oldest messages to fit %d tokens", dropped, max_tokens)
     kept.reverse()
     return kept
+
+
+def input_windows(
+    messages: Sequence[Message], max_tokens: int, encoding: str = "cl100k_base"
+) -> list[list[Message]]:
+    """`messages` cut into consecutive windows of at most `max_tokens` content tokens each,
+    oldest first, so that a run over each window reads all of it (`truncate_chat` then drops
+    nothing). A message larger than the whole budget is a window of its own (the run reads its
+    start). Blank messages ride along with their neighbours; they cost nothing.
+    """
+    windows: list[list[Message]] = []
+    current: list[Message] = []
+    used = 0
+    for message, tokens in zip(messages, count_tokens_many([m.content for m in messages], encoding), strict=True):
+        if current and used + tokens > max_tokens:
+            windows.append(current)
+            current, used = [], 0
+        current.append(message)
+        used += tokens
+    if current:
+        windows.append(current)
+    return windows

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -194,6 +193,7 @@ async def test_users_from_the_runs_config(store):
 # the sync API --------------------------------------------------------------------------------------
 def test_many_threads_share_the_sync_api_and_close_never_hangs(settings):
     lg = MemlaneStore.open(settings, embeddings=EMBED, index={"dims": EMBED.dims, "embed": EMBED})
+    loop_thread = lg._loop_thread
     try:
         def work(thread: int) -> int:
             done = 0
@@ -211,7 +211,7 @@ def test_many_threads_share_the_sync_api_and_close_never_hangs(settings):
             assert sum(pool.map(work, range(10))) == 1000
     finally:
         lg.close()
-    assert threading.active_count() < 50
+    assert not loop_thread.is_alive()  # close() ended the store's loop thread
 
 
 def test_a_caller_waiting_on_a_stopped_loop_gets_an_error_not_a_hang(settings):
@@ -221,4 +221,11 @@ def test_a_caller_waiting_on_a_stopped_loop_gets_an_error_not_a_hang(settings):
     loop.call_soon_threadsafe(loop.stop)  # the loop stops with a call still waiting
     with pytest.raises(StoreError, match="event loop"):
         lg.get(("a",), "k")
+    lg._loop_thread.join()  # clean up: cancel what the stopped loop still holds, close the store
     blocker.cancel()
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(lg.store.aclose())
+    loop.close()
