@@ -353,6 +353,39 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from memlane.graph import MemoryContext
+    from memlane.importing import import_messages, read_file
+    from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
+
+    messages = read_file(Path(args.file), args.user, session_id=args.session)
+    model = memory_model_from_settings(settings) if args.remember else None
+
+    async def bring_in(store: Any) -> None:
+        context = MemoryContext(store=store, llm=model, settings=settings) if model is not None else None
+        with tqdm(total=len(messages), unit="msg", desc="stored", file=sys.stderr) as stored_bar, \
+                tqdm(total=0, unit="window", desc="remembered", file=sys.stderr, disable=context is None) as window_bar:
+            def windows(done: int, total: int) -> None:
+                window_bar.total = total
+                window_bar.n = done
+                window_bar.refresh()
+
+            added, result = await import_messages(
+                store, args.user, messages, context=context, stored=stored_bar.update, windows=windows
+            )
+        print(f"{len(messages)} messages read, {added} new")
+        if result is not None:
+            print(f"remembered in {result.windows} window(s): {result.message_count} messages, "
+                  f"{len(result.added)} profile entries added, {len(result.updated)} updated, {len(result.event_ids)} events")
+        elif args.remember:
+            print("not remembered yet: " + HOW_TO_CONFIGURE.replace("restart", "run `memlane import` again"), file=sys.stderr)
+
+    _run(lambda: _with_store(settings, bring_in))
+    return 0
+
+
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     async def export(store: Any) -> None:
         print((await store.export_user(args.user)).model_dump_json(indent=2))
@@ -472,6 +505,16 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=5)
     search.set_defaults(handler=cmd_search)
+
+    importing = commands.add_parser(
+        "import", help="bring in a past conversation (JSONL messages, an OpenAI messages list, LoCoMo-style sessions)"
+    )
+    importing.add_argument("file", help="the conversation file (UTF-8)")
+    importing.add_argument("--user", required=True, help="the memlane user it belongs to")
+    importing.add_argument("--session", default="import", help="session id for messages that name none")
+    importing.add_argument("--no-remember", dest="remember", action="store_false",
+                           help="store the history only; the memory graph reads it later")
+    importing.set_defaults(handler=cmd_import)
 
     export = commands.add_parser("export", help="print everything of a user as JSON")
     export.add_argument("user")

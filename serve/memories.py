@@ -12,6 +12,7 @@ from fastapi import Depends, FastAPI, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memlane import Event
+from memlane.importing import messages_of, store_messages
 from memlane.serve.auth import SESSION_ID_MAX_CHARS, authorized, tenant_user, valid_session_id
 from memlane.serve.chat import JsonBody
 from memlane.serve.config import ApiKey
@@ -178,6 +179,25 @@ class ForgetIn(JsonBody):
     query: str = Field(min_length=1, max_length=1000, description='what to forget: "peanuts", "forget what I said about my ex"')
 
     check_blank = field_validator("query")(_not_blank)
+
+
+class MessagesIn(BaseModel):
+    """Past messages to store (`memlane import`'s shapes: `messages`, or LoCoMo-style `sessions`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    messages: list[dict[str, Any]] | None = Field(
+        default=None, description="each {role, content, id?, session_id?, name?, created_at?}; an OpenAI messages list reads as is"
+    )
+    sessions: list[dict[str, Any]] | None = Field(default=None, description="LoCoMo-style sessions: {session, date_time, turns}")
+    session_id: str = Field(default="import", max_length=SESSION_ID_MAX_CHARS, description="for messages that name none")
+    remember: Literal["now"] | None = Field(default=None, description='"now": queue a memory run over them at once')
+
+
+class MessagesStored(BaseModel):
+    user_id: str
+    received: int
+    stored: int = Field(description="new to the store (ids already stored are skipped)")
+    queued: bool | None = Field(description='with remember "now": a memory run is queued; else null')
 
 
 class RunRequested(BaseModel):
@@ -347,6 +367,22 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
                 "no_memory_model",
             )
         return RunRequested(user_id=user_id, session_id=session_id, queued=queued)
+
+    @app.post(users + "/messages", tags=["memories"], status_code=201)
+    async def add_messages(user_id: str, body: MessagesIn, key: ApiKey = write) -> MessagesStored:
+        """Store past messages of the user (a conversation held elsewhere), idempotent on message ids;
+        they are remembered in windows, oldest first, by the next run, or at once with `remember: "now"`."""
+        store_user = tenant_user(key, user_id)
+        document = {"sessions": body.sessions} if body.sessions is not None else {"messages": body.messages or []}
+        try:
+            messages = messages_of(document, store_user, session_id=valid_session_id(body.session_id), source="api")
+        except InvalidInput as error:
+            raise ApiError(422, str(error), "invalid_messages") from None
+        added = await store_messages(service.require_store(), messages)
+        queued = None
+        if body.remember == "now":
+            queued = requested(user_id, None, await service.remember_now(store_user)).queued
+        return MessagesStored(user_id=user_id, received=len(messages), stored=added, queued=queued)
 
     @app.post(users + "/remember-now", tags=["memories"], status_code=202)
     async def remember_now(user_id: str, key: ApiKey = write) -> RunRequested:

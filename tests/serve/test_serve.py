@@ -772,3 +772,29 @@ def test_readme_curl_examples(env):
 def test_serve_refuses_to_start_without_a_valid_configuration(tmp_path, capsys):
     assert memlane_main(["serve", "--config", str(tmp_path / "missing.toml")]) == 2
     assert "missing.toml: no such file" in capsys.readouterr().err
+
+
+def test_past_messages_come_in_over_http_and_are_remembered_on_request(env):
+    body = {
+        "session_id": "old-chat",
+        "messages": [
+            {"role": "user", "content": "我最近总是凌晨 2 点才睡。", "created_at": "2024-03-01T08:00:00Z"},
+            {"role": "user", "name": "朋友A", "content": "那你最近加班多吗？", "created_at": "2024-03-01T08:01:00Z"},
+            {"role": "user", "content": "顺便，我喜欢黑咖啡，不加糖。", "created_at": "2024-03-01T08:02:00Z"},
+        ],
+        "remember": "now",
+    }
+    with env.http("acme-read") as reader:
+        assert reader.post(user_path("pia") + "/messages", json=body).status_code == 403
+    with env.http() as http:
+        stored = http.post(user_path("pia") + "/messages", json=body)
+        assert stored.status_code == 201 and stored.json() == {"user_id": "pia", "received": 3, "stored": 3, "queued": True}
+        again = http.post(user_path("pia") + "/messages", json={**body, "remember": None})
+        assert again.json() == {"user_id": "pia", "received": 3, "stored": 0, "queued": None}  # ids from place and content
+        bad = http.post(user_path("pia") + "/messages", json={"messages": [{"role": "robot", "content": "beep"}]})
+        assert bad.status_code == 422 and "robot" in bad.json()["error"]["message"]
+    assert any("黑咖啡" in entry["content"] for entry in wait_for_profile(env, "pia"))
+    history = export(env, "pia")["messages"]
+    assert [(m["session_id"], m["name"]) for m in history] == [("old-chat", None), ("old-chat", "朋友A"), ("old-chat", None)]
+    with env.http("globex") as globex:  # another tenant's pia has none of it
+        assert globex.get(user_path("pia") + "/export").json()["messages"] == []
