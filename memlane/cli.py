@@ -227,15 +227,9 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from memlane.serve.config import store_user_id
     from memlane.serve.mcp import run_stdio
 
-    try:
-        user_id = store_user_id(args.tenant, args.user) if args.tenant else args.user
-    except ValueError as error:
-        print(f"memlane mcp: {error}", file=sys.stderr)
-        return 2
-    _run(lambda: run_stdio(settings, user_id))  # stdout carries the protocol: nothing else is printed there
+    _run(lambda: run_stdio(settings, args.user))  # main() made it the tenant's user  # stdout carries the protocol: nothing else is printed there
     return 0
 
 
@@ -345,9 +339,12 @@ def _raise_stopped(signum: int, frame: Any) -> None:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     async def search(store: Any) -> None:
-        for hit in await store.search_memories(args.user, args.query, limit=args.limit):
+        hits = await store.search_memories(args.user, args.query, limit=args.limit)
+        for hit in hits:
             sources = ",".join(hit.memory.source_message_ids)
             print(f"{hit.score:.3f}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
+        if not hits:
+            print(f"no memory of {args.user!r} matches (a user of `memlane serve` is named with --tenant)", file=sys.stderr)
 
     _run(lambda: _with_store(settings, search))
     return 0
@@ -480,7 +477,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     mcp = commands.add_parser("mcp", help="serve one user's memory as MCP tools over stdio")
     mcp.add_argument("--user", required=True, help="the user every tool acts for")
-    mcp.add_argument("--tenant", help="the tenant of `memlane serve` the user belongs to (same data as over HTTP)")
     mcp.set_defaults(handler=cmd_mcp)
 
     runs = commands.add_parser("runs", help="list, retry or drop parked memory-graph runs (failed every retry)")
@@ -533,11 +529,29 @@ def build_parser() -> argparse.ArgumentParser:
     config = commands.add_parser("config", help="print the settings in force")
     config.add_argument("--markdown", action="store_true", help="print the README's settings table")
     config.set_defaults(handler=cmd_config)
+    tenant_help = "the tenant of `memlane serve` the user belongs to (the same data as over HTTP)"
+    for command in (mcp, runs, search, importing, export, forget, delete_user):
+        command.add_argument("--tenant", help=tenant_help)
     return parser
+
+
+def _tenant_user(args: argparse.Namespace) -> str | None:
+    """The store user of `--tenant T` and the user given (as `memlane serve` stores it), or None
+    when the command was given no tenant. Raises ValueError naming a bad tenant or user id."""
+    if not getattr(args, "tenant", None) or not getattr(args, "user", None):
+        return None
+    from memlane.serve.config import store_user_id
+
+    return store_user_id(args.tenant, args.user)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        args.user = _tenant_user(args) or getattr(args, "user", None)
+    except ValueError as error:
+        print(f"memlane {args.command}: {error}", file=sys.stderr)
+        return 2
     settings = get_settings()
     log_handler = logging.StreamHandler()  # a logged URL or error keeps its secrets to itself
     log_handler.setFormatter(MaskingFormatter("%(levelname)s %(name)s: %(message)s", settings=settings))

@@ -154,3 +154,13 @@ async def close_dropping_everything(cluster_store: RedisMemoryStore) -> None:
     for key in keys:  # one by one: they are in many slots
         await cluster_store.client.unlink(key)
     await cluster_store.aclose()
+
+
+@pytest.fixture
+def fresh_settings():
+    """`cli.main` reads the environment anew (get_settings is cached per process)."""
+    from memlane.config import get_settings
+
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()

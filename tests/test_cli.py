@@ -24,7 +24,7 @@ from scripted import ScriptedChatModel
 
 from memlane import cli
 from memlane.graph.tasks import memory_run_task
-from memlane.store.base import StoreError
+from memlane.store.base import Memory, StoreError
 
 
 async def test_a_worker_takes_runs_queued_by_another_process(store, settings):
@@ -223,16 +223,6 @@ def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
             os.kill(json.loads((tmp_path / "data" / "redis" / "server.json").read_text())["pid"], signal.SIGKILL)
 
 
-@pytest.fixture
-def fresh_settings():
-    """`cli.main` reads the environment anew (get_settings is cached per process)."""
-    from memlane.config import get_settings
-
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
-
-
 def test_config_redis_status_and_errors_mask_every_secret(tmp_path, monkeypatch, capsys, fresh_settings):
     from memlane.config import get_settings
     from memlane.store.embedded import EmbeddedRedis
@@ -347,3 +337,17 @@ async def test_runs_lists_retries_and_drops_parked_runs(store, settings, monkeyp
             await worker
     assert await store.unprocessed_messages("u|1") == [] and await store.parked_runs() == []
     assert (await asyncio.to_thread(run_cli))[1] == "no parked runs\n"
+
+
+async def test_user_commands_reach_a_tenants_user_with_tenant(store, settings, monkeypatch, capsys, fresh_settings):
+    for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
+        monkeypatch.setenv(name, value)
+    await store.add_memories([Memory(id="n1", user_id="acme/carol", kind="profile", text="I am allergic to peanuts")])
+    assert await asyncio.to_thread(cli.main, ["search", "carol", "allergy peanuts", "--tenant", "acme"]) == 0
+    assert "allergic to peanuts" in capsys.readouterr().out
+    assert await asyncio.to_thread(cli.main, ["search", "acme:carol", "allergy"]) == 0
+    assert "--tenant" in capsys.readouterr().err  # nothing found says how a service user is named
+    assert await asyncio.to_thread(cli.main, ["export", "carol", "--tenant", "acme"]) == 0
+    assert json.loads(capsys.readouterr().out)["user_id"] == "acme/carol"
+    assert await asyncio.to_thread(cli.main, ["export", "carol", "--tenant", "Not A Tenant"]) == 2
+    assert "not a tenant id" in capsys.readouterr().err

@@ -85,7 +85,7 @@ async def test_an_import_larger_than_one_run_is_remembered_whole_oldest_first(st
     assert again == 0 and len((await store.export_user("u")).messages) == 41
 
 
-def test_memlane_import_from_the_command_line(settings, monkeypatch, capsys, tmp_path):
+def test_memlane_import_from_the_command_line(settings, monkeypatch, capsys, tmp_path, fresh_settings):
     for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
         monkeypatch.setenv(name, value)
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
