@@ -1,11 +1,12 @@
-"""`MemoryMiddleware`: long-term memory for a LangChain 1.x `create_agent` agent.
+"""`MemoryMiddleware`: long-term memory for a LangChain 1.x `create_agent` agent, an adapter
+over the turn service (memlane/turns.py) that `memlane serve` and the app use too.
 
 Before each model call it recalls what matters for the user's last message and appends it
 to the system prompt. After the agent finishes it hands the turn to a background task that
 stores it (indexed for search at once) and asks the `MemoryScheduler` whether a memory-graph
-run is due, so the reply, streamed or not, never waits for memory work. When Redis is away
-the reply goes out without memory, and the turn's save is tried again until Redis is back
-(`MEMLANE_SAVE_RETRY_SECONDS`).
+run is due, then checks for a topic shift and titles the session, so the reply, streamed or
+not, never waits for memory work. When Redis is away the reply goes out without memory, and
+the turn's save is tried again until Redis is back (`MEMLANE_SAVE_RETRY_SECONDS`).
 
 Who is talking comes from the run's context (`context=MemoryAgentContext(user_id=..., session_id=...)`,
 or any object / dict with those fields) or from `config={"configurable": {"user_id": ..., "session_id": ...}}`.
@@ -14,476 +15,31 @@ The hooks are async: run the agent with `ainvoke` / `astream`.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import random
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence, TypeVar
+from typing import Any, Awaitable, Callable
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langgraph.config import get_config
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memlane.config import Settings, get_settings
 from memlane.graph import MemoryScheduler
-from memlane.recall import Recall, recall, recall_system_prompt
-from memlane.store.base import MemoryStore, Message, RedisUnavailable, StoreError, stable_id
-from memlane.store.connections import RedisPoolExhausted
-from memlane.store.embeddings import EmbeddingBacklog, passage_backlog
-from memlane.store.privacy import PrivacyMode, redact
-
-logger = logging.getLogger(__name__)
-T = TypeVar("T")
-
-DEFAULT_SESSION = "default"
-
-
-@dataclass
-class MemoryAgentContext:
-    """Per-run context naming the user and session; toggles left None use the settings."""
-
-    user_id: str
-    session_id: str = DEFAULT_SESSION
-    recall_enabled: bool | None = None
-    auto_save_enabled: bool | None = None
-
-
-class MissingUser(ValueError):
-    """The run does not say which user it is for."""
-
-
-def _field(source: Any, name: str) -> Any:
-    if source is None:
-        return None
-    if isinstance(source, Mapping):
-        return source.get(name)
-    return getattr(source, name, None)
-
-
-def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
-    """The user, session and toggles of this run, from the runtime context or `configurable`."""
-    try:
-        configurable = get_config().get("configurable", {})
-    except RuntimeError:  # called outside a runnable
-        configurable = {}
-    values = {}
-    for name in ("user_id", "session_id", "recall_enabled", "auto_save_enabled"):
-        value = _field(context, name)
-        values[name] = value if value is not None else configurable.get(name)
-    if not values["user_id"]:
-        raise MissingUser(
-            "memlane needs to know the user: pass context=MemoryAgentContext(user_id=...) "
-            "(create_agent(..., context_schema=MemoryAgentContext)) or "
-            "config={'configurable': {'user_id': ...}}"
-        )
-    return MemoryAgentContext(
-        user_id=str(values["user_id"]),
-        session_id=str(values["session_id"] or DEFAULT_SESSION),
-        recall_enabled=settings.recall_enabled if values["recall_enabled"] is None else bool(values["recall_enabled"]),
-        auto_save_enabled=settings.auto_save_enabled
-        if values["auto_save_enabled"] is None
-        else bool(values["auto_save_enabled"]),
-    )
-
-
-def clean_text(text: str) -> str:
-    """`text` with each lone UTF-16 surrogate ("\\ud800") replaced by U+FFFD, as `Message` does:
-    such a text cannot be encoded for Redis, the embedder or a model."""
-    if text.isascii():
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def message_text(message: BaseMessage) -> str:
-    """The message's text, safe to encode (see `clean_text`)."""
-    return clean_text(str(message.text))
-
-
-def turn_messages(messages: Sequence[BaseMessage], identity: MemoryAgentContext) -> list[Message]:
-    """The conversation's user and assistant messages as store messages, oldest first.
-
-    Tool calls and tool results are left out; a message without an id gets one from its
-    content and position, so saving the same turn twice stores it once. What of these is
-    new is for the save to tell (`unstored_messages`): every message after the last one
-    already stored, so several user lines sent in one request are all kept.
-    """
-    turn: list[Message] = []
-    for position, message in enumerate(messages):
-        text = message_text(message).strip()
-        if not text or not isinstance(message, (HumanMessage, AIMessage)):
-            continue
-        role = "user" if isinstance(message, HumanMessage) else "assistant"
-        message_id = message.id or stable_id("turn", identity.session_id, str(position), role, text)
-        turn.append(
-            Message(
-                id=message_id,
-                user_id=identity.user_id,
-                session_id=identity.session_id,
-                role=role,
-                content=text,
-                name=message.name if role == "user" else None,
-            )
-        )
-    return turn
-
-
-# how many of the session's last stored messages must line up with the request's to count
-# it as re-sent history (a client that sends the history again gives its messages new ids)
-ALIGNED_MESSAGES = 3
-
-
-def unstored_messages(candidates: list[Message], stored: Sequence[Message], privacy: PrivacyMode = "off") -> list[Message]:
-    """The candidates after the last one already among `stored` (the session's newest stored
-    messages, oldest first).
-
-    Stored is a candidate whose id is stored, or a run of candidates that reads as the stored
-    tail (same role and text, the text as the store keeps it under `privacy`): re-sent history
-    without ids. The last candidate (the reply just made) is never taken for re-sent history.
-    """
-    if not stored or not candidates:
-        return candidates
-    stored_ids = {message.id for message in stored}
-    cut = max((index for index, message in enumerate(candidates) if message.id in stored_ids), default=-1)
-
-    def same(candidate: Message, kept: Message) -> bool:
-        return candidate.role == kept.role and " ".join(redact(candidate.content, privacy).split()) == " ".join(kept.content.split())
-
-    for end in range(len(candidates) - 2, cut, -1):
-        span = min(ALIGNED_MESSAGES, len(stored), end + 1)
-        if all(same(candidates[end - back], stored[-1 - back]) for back in range(span)):
-            cut = end
-            break
-    return candidates[cut + 1 :]
-
-
-def latest_exchange(conversation: list[Message]) -> list[Message]:
-    """The conversation's last answers and the user lines right before them."""
-    start = len(conversation)
-    while start > 0 and conversation[start - 1].role == "assistant":
-        start -= 1
-    while start > 0 and conversation[start - 1].role == "user":
-        start -= 1
-    return conversation[start:]
-
-
-SaveCallback = Callable[[MemoryAgentContext, list[Message], bool], Awaitable[None]]
-FailureCallback = Callable[[MemoryAgentContext, BaseException], Awaitable[None]]
-
-# Turns kept in memory while Redis is away, per user (oldest dropped beyond this).
-MAX_UNSAVED_MESSAGES = 200
-# Waits between tries of a save while Redis is away: from the first, doubling up to the most.
-SAVE_RETRY_FIRST_DELAY = 0.1
-SAVE_RETRY_MAX_DELAY = 2.0
-
-
-@dataclass(frozen=True)
-class IndexBacklog:
-    """Saved turns not searchable yet: handed to a save of this process and not indexed (a save
-    that gives up keeps its messages in `MemoryPersistence.unsaved` instead; one whose indexing
-    fails leaves them to the next save's repair pass)."""
-
-    turns: int
-    messages: int  # counted once stored; before, the turn's last exchange
-    oldest_seconds: float  # since the oldest of them was handed over; 0.0 when none
-    embedding: EmbeddingBacklog | None  # the embedder's queue of stored texts (every caller's); None: it keeps none
-
-
-@dataclass(eq=False)
-class _Unindexed:
-    """One save's turn between being handed over and indexed."""
-
-    messages: int
-    since: float = field(default_factory=time.monotonic)
-
-
-def redis_is_away(error: BaseException) -> bool:
-    """Whether `error` says Redis cannot be reached now (restarting, loading its data, or every
-    connection busy), so the same call may succeed a little later."""
-    return isinstance(
-        error, (RedisUnavailable, RedisPoolExhausted, RedisConnectionError, RedisTimeoutError, OSError)
-    )
-
-
-class MemoryPersistence:
-    """Stores turns and notifies the scheduler in background tasks, one user at a time.
-
-    A save that fails because Redis is away (crashed and restarting, loading its data) is
-    tried again with backoff for up to `save_retry_seconds`; message ids make a repeated
-    save store each message once. Past that the messages wait in `unsaved` for the user's
-    next turn, and a log line counts them.
-    """
-
-    def __init__(
-        self,
-        store: MemoryStore,
-        scheduler: MemoryScheduler | None = None,
-        *,
-        on_saved: SaveCallback | None = None,
-        on_failed: FailureCallback | None = None,
-        settings: Settings | None = None,
-    ) -> None:
-        self.store = store
-        self.scheduler = scheduler
-        self.on_saved = on_saved
-        self.on_failed = on_failed
-        self.retry_seconds = (settings or get_settings()).save_retry_seconds
-        self.privacy = (settings or get_settings()).privacy_redaction  # stored texts are compared as the store keeps them
-        # per (user, session): the last messages of a turn not saved on purpose (saving off)
-        self.skipped: dict[tuple[str, str], list[Message]] = {}
-        self._tails: dict[str, asyncio.Task[None]] = {}  # per user: the newest save task
-        self._tasks: set[asyncio.Task[None]] = set()
-        # per user: turns whose save failed (Redis away); the next save stores them first
-        self.unsaved: dict[str, list[Message]] = {}
-        # per user: messages of a save being tried again while Redis is away
-        self.retrying: dict[str, int] = {}
-        self._away: dict[str, asyncio.Event] = {}  # per user: set when a save starts trying again
-        # per user: set once the newest save has written the turn to history (indexing follows)
-        self._stored: dict[str, asyncio.Event] = {}
-        self._unindexed: set[_Unindexed] = set()  # saves whose turn is not indexed yet
-
-    def save_turn(self, identity: MemoryAgentContext, turn: list[Message], *, only_new: bool = False) -> asyncio.Task[None]:
-        """Start storing `turn` in the background; returns at once.
-
-        only_new: `turn` is the whole conversation a request carried (`turn_messages`); only
-        the messages after the last one already stored (or left unsaved on purpose, see
-        `skip_turn`) are stored."""
-        previous = self._tails.get(identity.user_id)
-        previous_stored = self._stored.get(identity.user_id)
-        stored = self._stored[identity.user_id] = asyncio.Event()
-        unindexed = _Unindexed(len(latest_exchange(turn)) if only_new else len(turn))
-        self._unindexed.add(unindexed)
-        task = asyncio.create_task(
-            self._save(identity, turn, previous, previous_stored, stored, unindexed, only_new=only_new),
-            name=f"memlane-save-{identity.user_id}",
-        )
-        self._tails[identity.user_id] = task
-        self._tasks.add(task)
-        task.add_done_callback(lambda done: self._forget(identity.user_id, done))
-        return task
-
-    def skip_turn(self, identity: MemoryAgentContext, turn: list[Message]) -> None:
-        """Note a conversation whose turn is not saved (saving off): a later save with
-        `only_new` does not store these messages when the request carries them again."""
-        self.skipped[(identity.user_id, identity.session_id)] = turn[-ALIGNED_MESSAGES:]
-        if len(self.skipped) > 1000:  # a note per live session, not a store of every one
-            self.skipped.pop(next(iter(self.skipped)))
-
-    def index_backlog(self) -> IndexBacklog:
-        """The turns handed over and not searchable yet, and the embedder's queue behind them."""
-        waiting = list(self._unindexed)
-        oldest = min((save.since for save in waiting), default=None)
-        return IndexBacklog(
-            turns=len(waiting),
-            messages=sum(save.messages for save in waiting),
-            oldest_seconds=0.0 if oldest is None else time.monotonic() - oldest,
-            # the protocol does not name the embedder; RedisMemoryStore keeps it as `embeddings`
-            embedding=passage_backlog(getattr(self.store, "embeddings", None)),
-        )
-
-    async def _new_messages(self, identity: MemoryAgentContext, conversation: list[Message], pending: list[Message]) -> list[Message]:
-        """The conversation's messages after the last one stored, unsaved (`pending`) or skipped."""
-        stored = await self.store.recent_messages(
-            identity.user_id, identity.session_id, limit=max(ALIGNED_MESSAGES, min(len(conversation), 100))
-        )
-        known = [*stored, *[m for m in pending if m.session_id == identity.session_id]]
-        known += self.skipped.get((identity.user_id, identity.session_id), [])
-        return unstored_messages(conversation, known, self.privacy)
-
-    def _forget(self, user_id: str, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if self._tails.get(user_id) is task:  # the user's last pending save
-            del self._tails[user_id]
-            self._away.pop(user_id, None)
-            self._stored.pop(user_id, None)
-
-    async def _store(self, identity: MemoryAgentContext, messages: list[Message]) -> None:
-        """Store `messages` in order (idempotent on message id).
-
-        A message that cannot be stored for what it holds (a ValueError or TypeError, such
-        as a text Redis cannot encode) is dropped with a log line, so it never holds back
-        the messages after it. Anything else (Redis away) is raised: the caller tries
-        again, or keeps them all for the next save.
-        """
-        try:
-            await self.store.add_messages(messages, index_later=True)  # indexed by _save right after
-        except (ValueError, TypeError):
-            if len(messages) == 1:
-                logger.exception("dropping message %s of %s: it cannot be stored", messages[0].id, identity.user_id)
-                return
-            for message in messages:  # find the one that cannot be stored; store the others
-                await self._store(identity, [message])
-
-    async def _save(
-        self,
-        identity: MemoryAgentContext,
-        turn: list[Message],
-        previous: asyncio.Task[None] | None,
-        previous_stored: asyncio.Event | None,
-        stored: asyncio.Event,
-        unindexed: _Unindexed,
-        *,
-        only_new: bool = False,
-    ) -> None:
-        """Store the turn, index it for search, tell the scheduler. `stored` is set once the turn
-        is in history: the user's next recall waits for that, not for the embedding; `unindexed`
-        (the turn in `index_backlog`) is let go once it is indexed.
-
-        Two stages, each in the user's order: a turn is stored once the previous one is stored,
-        and indexed (and the scheduler told) once the previous save has finished."""
-        if previous is not None and previous_stored is not None:  # or its task ended without storing
-            stored_wait = asyncio.ensure_future(previous_stored.wait())
-            await asyncio.wait([previous, stored_wait], return_when=asyncio.FIRST_COMPLETED)
-            stored_wait.cancel()
-        pending = self.unsaved.pop(identity.user_id, [])
-        messages = [*pending, *turn]
-        if only_new:  # until the store says what is new: the last exchange (the user lines and the reply)
-            messages = [*pending, *latest_exchange(turn)]
-
-        async def store_messages() -> None:
-            nonlocal messages
-            if only_new:
-                messages = [*pending, *await self._new_messages(identity, turn, pending)]
-            await self._store(identity, messages)
-
-        started = time.monotonic()
-        try:
-            try:
-                await self._while_redis_is_away(identity, "storing the turn", store_messages, started, len(messages))
-            except Exception as error:  # past the retries, or not Redis: keep the turn for the next save
-                self._give_up(identity, messages, error, time.monotonic() - started)
-                return
-            if only_new:
-                self.skipped.pop((identity.user_id, identity.session_id), None)
-                turn = messages[len(pending) :]
-            unindexed.messages = len(messages)
-            stored.set()
-            if previous is not None:
-                await asyncio.wait([previous])
-            try:  # recorded as waiting for indexing: if this fails, the next save or the worker indexes it
-                await self._while_redis_is_away(
-                    identity, "indexing the turn", lambda: self.store.reindex_pending(identity.user_id), started, len(messages)
-                )
-            except Exception as error:
-                logger.warning("indexing the turn of %s failed; the next save tries again: %s", identity.user_id, error)
-            self._unindexed.discard(unindexed)
-            queued = False
-            if self.scheduler is not None:
-                try:
-                    queued = await self._while_redis_is_away(
-                        identity, "telling the scheduler", lambda: self.scheduler.notify(identity.user_id), started, len(messages)
-                    )
-                except Exception as error:  # stored: the next turn's notice covers this one
-                    logger.warning("the memory scheduler could not be told about %s's new turn: %s", identity.user_id, error)
-            if self.on_saved is not None:
-                try:
-                    await self.on_saved(identity, turn, queued)
-                except Exception:  # a broken callback must not lose the session summary below
-                    logger.exception("on_saved callback failed for %s", identity.user_id)
-            if queued:
-                # the rolling summary is folded when the memory graph runs, not on every turn
-                try:
-                    await self._while_redis_is_away(
-                        identity,
-                        "queueing the session summary",
-                        lambda: self.scheduler.update_session_summary(identity.user_id, identity.session_id),
-                        started,
-                        len(messages),
-                    )
-                except Exception:
-                    logger.exception("queueing the session summary of %s failed", identity.user_id)
-        finally:
-            stored.set()
-            self._unindexed.discard(unindexed)
-            if self.retrying.pop(identity.user_id, None) is not None:
-                self._away.pop(identity.user_id, None)
-
-    async def _while_redis_is_away(
-        self, identity: MemoryAgentContext, what: str, attempt: Callable[[], Awaitable[T]], started: float, held: int
-    ) -> T:
-        """`attempt()`, tried again with backoff while Redis is away, until `save_retry_seconds`
-        after `started`; then, or at once for any other error, the error is raised.
-
-        held: the messages of the save, shown in `retrying` meanwhile."""
-        delay = SAVE_RETRY_FIRST_DELAY
-        failures = 0
-        while True:
-            try:
-                result = await attempt()
-            except Exception as error:  # the reply is already delivered: try again, or let the caller keep the turn
-                failures += 1
-                if identity.user_id not in self.retrying:  # the save's first failure: say so once
-                    await self.report_failure(identity, error)
-                remaining = started + self.retry_seconds - time.monotonic()
-                if not redis_is_away(error) or remaining <= 0:
-                    raise
-                if identity.user_id not in self.retrying:
-                    logger.warning(
-                        "%s of %s failed (%s); trying again for up to %.0f s", what, identity.user_id, error, self.retry_seconds
-                    )
-                self.retrying[identity.user_id] = held
-                self._away.setdefault(identity.user_id, asyncio.Event()).set()  # wait_user stops waiting
-                # jittered, so the turns of many users do not all try again at the same moment
-                await asyncio.sleep(min(delay * random.uniform(0.5, 1.0), remaining))
-                delay = min(delay * 2, SAVE_RETRY_MAX_DELAY)
-                continue
-            if failures:
-                logger.info("%s of %s done after %d failed tries (%.1f s)", what, identity.user_id, failures, time.monotonic() - started)
-            return result
-
-    def _give_up(self, identity: MemoryAgentContext, messages: list[Message], error: BaseException, waited: float) -> None:
-        """Keep `messages` for the user's next save and say how many are unsaved in all."""
-        kept = messages[-MAX_UNSAVED_MESSAGES:]
-        self.unsaved[identity.user_id] = kept
-        if len(kept) < len(messages):
-            logger.error("dropped the %d oldest unsaved messages of %s", len(messages) - len(kept), identity.user_id)
-        logger.error(
-            "saving %d messages of %s failed after %.0f s (%s: %s); kept in memory for the user's next turn. "
-            "Unsaved now: %d messages of %d users",
-            len(kept), identity.user_id, waited, type(error).__name__, error,
-            sum(len(unsaved) for unsaved in self.unsaved.values()), len(self.unsaved),
-            exc_info=not redis_is_away(error),
-        )
-
-    async def report_failure(self, identity: MemoryAgentContext, error: BaseException) -> None:
-        if self.on_failed is not None:
-            try:
-                await self.on_failed(identity, error)
-            except Exception:
-                logger.exception("on_failed callback failed for %s", identity.user_id)
-
-    async def wait_user(self, user_id: str, timeout: float | None = 5.0) -> None:
-        """Wait until the user's newest turn is in history, so recall sees the previous turn (not
-        for its indexing, and not while Redis is away: recall could not read it either, and the
-        reply must not wait for Redis)."""
-        stored = self._stored.get(user_id)
-        if stored is None or stored.is_set() or user_id in self.retrying:
-            return
-        tail = asyncio.ensure_future(stored.wait())
-        away = self._away.setdefault(user_id, asyncio.Event())
-        noticed = asyncio.ensure_future(away.wait())
-        try:
-            await asyncio.wait([tail, noticed], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            noticed.cancel()
-            tail.cancel()
-
-    async def wait_saved(self, user_id: str, timeout: float | None = 30.0) -> None:
-        """Wait for the user's pending saves to finish: stored, indexed, the scheduler told
-        (before deleting the user, or anything that reads their buffer)."""
-        tail = self._tails.get(user_id)
-        if tail is not None:
-            await asyncio.wait([tail], timeout=timeout)
-
-    async def wait_idle(self, timeout: float | None = 30.0) -> None:
-        """Wait for every pending save (not for the memory-graph runs they queued)."""
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=timeout)
+from memlane.persistence import (  # noqa: F401  (importable from here, where they were first)
+    DEFAULT_SESSION,
+    FailureCallback,
+    IndexBacklog,
+    MemoryAgentContext,
+    MemoryPersistence,
+    MissingUser,
+    SaveCallback,
+    clean_text,
+    message_text,
+    resolve_identity,
+    turn_messages,
+)
+from memlane.recall import Recall, recall_system_prompt
+from memlane.store.base import MemoryStore
+from memlane.turns import TurnService
 
 
 class MemoryMiddleware(AgentMiddleware):
@@ -499,20 +55,32 @@ class MemoryMiddleware(AgentMiddleware):
         on_saved: SaveCallback | None = None,
         on_failed: FailureCallback | None = None,
         rewrite_model: BaseChatModel | None = None,
+        turns: TurnService | None = None,
     ) -> None:
         """rewrite_model: rewrites follow-up questions before recall; default: the scheduler's
-        memory model (without either, the cheap rewrite: memlane/query.py)."""
+        memory model (without either, the cheap rewrite: memlane/query.py). turns: the turn
+        service to adapt (the app shares its own); by default one of its own over the store."""
         super().__init__()
         self.store = store
-        self.settings = settings or get_settings()
-        self.rewrite_model = rewrite_model or (scheduler.context.llm if scheduler is not None else None)
-        # the scheduler's model is asked through its breaker: while the breaker is open, the cheap rewrite
-        self.rewrite_breaker = scheduler.context.model_breaker if rewrite_model is None and scheduler is not None else None
-        self.on_recall = on_recall
-        self.persistence = MemoryPersistence(
-            store, scheduler, on_saved=on_saved, on_failed=on_failed, settings=self.settings
+        self.settings = settings or (turns.settings if turns is not None else get_settings())
+        self.turns = turns or TurnService(
+            store,
+            settings=self.settings,
+            scheduler=scheduler,
+            rewrite_model=rewrite_model,
+            on_saved=on_saved,
+            on_failed=on_failed,
         )
-        self.last_recall: dict[str, Recall] = {}  # per user: the latest recall, for inspection
+        self.on_recall = on_recall
+
+    @property
+    def persistence(self) -> MemoryPersistence:
+        return self.turns.persistence
+
+    @property
+    def last_recall(self) -> dict[str, Recall]:
+        """Per user: the latest recall, for inspection."""
+        return self.turns.last_recall
 
     async def awrap_model_call(
         self,
@@ -524,25 +92,9 @@ class MemoryMiddleware(AgentMiddleware):
             return await handler(request)
         humans = [m for m in request.messages if isinstance(m, HumanMessage)]
         query = message_text(humans[-1]) if humans else ""
-        await self.persistence.wait_user(identity.user_id)
-        try:
-            recalled = await recall(
-                self.store,
-                identity.user_id,
-                identity.session_id,
-                query,
-                settings=self.settings,
-                exclude_texts=[message_text(m) for m in request.messages],
-                rewrite_model=self.rewrite_model,
-                rewrite_breaker=self.rewrite_breaker,
-            )
-        except StoreError as error:  # Redis away: answer without memory rather than not at all
-            logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)
-            await self.persistence.report_failure(identity, error)
+        recalled = await self.turns.recall(identity, query, exclude_texts=[message_text(m) for m in request.messages])
+        if recalled is None:
             return await handler(request)
-        self.last_recall[identity.user_id] = recalled
-        if len(self.last_recall) > 1000:  # kept for inspection, not as a store of every user
-            self.last_recall.pop(next(iter(self.last_recall)))
         if self.on_recall is not None:
             self.on_recall(recalled)
         if not recalled.text:
@@ -552,16 +104,13 @@ class MemoryMiddleware(AgentMiddleware):
 
     async def aafter_agent(self, state: Any, runtime: Runtime) -> dict[str, Any] | None:
         identity = resolve_identity(runtime.context, self.settings)
-        turn = turn_messages(state["messages"], identity)
-        if turn and identity.auto_save_enabled:
-            self.persistence.save_turn(identity, turn, only_new=True)
-        elif turn:
-            self.persistence.skip_turn(identity, turn)
+        self.turns.save(identity, turn_messages(state["messages"], identity))
         return None
 
     async def wait_idle(self, timeout: float | None = 30.0) -> None:
-        """Wait until the turns handed over so far are stored and the scheduler notified."""
-        await self.persistence.wait_idle(timeout)
+        """Wait until the turns handed over so far are stored, the scheduler notified and their
+        after-reply hooks done."""
+        await self.turns.wait_idle(timeout)
 
     def index_backlog(self) -> IndexBacklog:
         """The turns handed over and not searchable yet (see `MemoryPersistence.index_backlog`)."""

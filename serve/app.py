@@ -192,8 +192,7 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
             completion_id=new_completion_id(),
             idempotency_key=(header_text(idempotency_header, IDEMPOTENCY_HEADER) or "").strip() or None,
         )
-        breaker = service.scheduler.context.model_breaker if service.scheduler is not None else None
-        await recall_for(turn, service.require_store(), service.persistence, service.metrics, service.memory_model, breaker)
+        await recall_for(turn, service.require_turns(), service.metrics)
         headers = {"X-Memlane-Recalled-Tokens": str(turn.recalled.tokens if turn.recalled else 0)}
         try:
             if body.stream:
@@ -205,8 +204,8 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
             raise
         if body.stream:
             return RelayedStream(
-                response, turn, service.persistence, service.metrics, started,
+                response, turn, service.require_turns(), service.metrics, started,
                 headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        save(turn, reply, service.persistence)
+        save(turn, reply, service.require_turns())
         return JSONResponse(completion, headers=headers)

@@ -5,7 +5,7 @@
             ─→ after the reply completes: the turn is saved and the memory graph scheduled (a
                background task: it never sits before the first token)
 
-Recall and saving are memlane's own (`memlane.recall.recall`, `MemoryPersistence.save_turn`,
+Recall and saving are memlane's own (the turn service: `TurnService.recall`, `TurnService.save`,
 the same paths the agent middleware uses); this module only speaks HTTP. Fields of the
 request it does not know (temperature, tools, ...) go to the upstream unchanged.
 
@@ -40,20 +40,19 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 import httpx
-from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from memlane import MemoryStore, Settings, StoreError
+from memlane import Settings
 from memlane.masking import mask_secrets
-from memlane.middleware import MemoryAgentContext, MemoryPersistence, clean_text, turn_messages
-from memlane.recall import Recall, recall, recall_system_prompt
+from memlane.middleware import MemoryAgentContext, clean_text, turn_messages
+from memlane.turns import TurnService
+from memlane.recall import Recall, recall_system_prompt
 from memlane.serve.config import Persona
 from memlane.serve.metrics import ServeMetrics
 from memlane.store.base import Message, stable_id
-from memlane.store.breaker import CircuitBreaker
 
 logger = logging.getLogger(__name__)
 
@@ -211,38 +210,17 @@ def last_user_text(request: ChatCompletionRequest) -> str:
     return users[-1].text if users else ""
 
 
-async def recall_for(
-    turn: ChatTurn,
-    store: MemoryStore,
-    persistence: MemoryPersistence,
-    metrics: ServeMetrics,
-    rewrite_model: BaseChatModel | None,
-    rewrite_breaker: CircuitBreaker | None = None,
-) -> None:
-    """Recall the memories for the turn's last user message (as the agent middleware does)."""
+async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) -> None:
+    """Recall the memories for the turn's last user message (`TurnService.recall`, as the agent
+    middleware and the app do), with the persona's settings."""
     if not turn.recall_enabled:
         return
-    identity = turn.identity
-    if not any(m.role == "assistant" for m in turn.request.messages):
-        # a request without its history: recall must see the previous turn, so its save goes first
-        # (a request with history shows the previous turn in the prompt already)
-        await persistence.wait_user(identity.user_id)
     started = time.perf_counter()
-    try:
-        turn.recalled = await recall(
-            store,
-            identity.user_id,
-            identity.session_id,
-            last_user_text(turn.request),
-            settings=turn.settings,
-            enabled=True,  # the request's toggle, already applied
-            exclude_texts=[m.text for m in turn.request.messages],
-            rewrite_model=rewrite_model,
-            rewrite_breaker=rewrite_breaker,
-        )
-    except StoreError as error:  # Redis away: answer without memory rather than not at all
+    turn.recalled = await turns.recall(
+        turn.identity, last_user_text(turn.request), exclude_texts=[m.text for m in turn.request.messages], settings=turn.settings
+    )
+    if turn.recalled is None:  # Redis away: answered without memory
         metrics.recall_failures.inc()
-        logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)
         return
     metrics.recall_seconds.observe(time.perf_counter() - started)
 
@@ -328,7 +306,7 @@ def error_payload(message: str, kind: str = "upstream_error") -> dict[str, Any]:
 async def relay_stream(
     response: httpx.Response,
     turn: ChatTurn,
-    persistence: MemoryPersistence,
+    turns: TurnService,
     metrics: ServeMetrics,
     started: float,
 ) -> AsyncIterator[bytes]:
@@ -385,7 +363,7 @@ async def relay_stream(
         turn.outcome = "failed"
         yield sse(error_payload(f"the upstream model {turn.persona.model} ended the stream before the reply was complete"))
         return
-    save(turn, "".join(parts), persistence)  # before [DONE]: a client that leaves at [DONE] cannot cancel it
+    save(turn, "".join(parts), turns)  # before [DONE]: a client that leaves at [DONE] cannot cancel it
     yield b"data: [DONE]\n\n"
 
 
@@ -398,15 +376,15 @@ class RelayedStream(StreamingResponse):
         self,
         upstream: httpx.Response,
         turn: ChatTurn,
-        persistence: MemoryPersistence,
+        turns: TurnService,
         metrics: ServeMetrics,
         started: float,
         headers: dict[str, str],
     ) -> None:
-        super().__init__(relay_stream(upstream, turn, persistence, metrics, started), media_type="text/event-stream", headers=headers)
+        super().__init__(relay_stream(upstream, turn, turns, metrics, started), media_type="text/event-stream", headers=headers)
         self.upstream = upstream
         self.turn = turn
-        self.persistence = persistence
+        self.turns = turns
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -414,22 +392,19 @@ class RelayedStream(StreamingResponse):
         finally:
             if self.turn.outcome == "pending":  # the client left: keep what the user said
                 self.turn.outcome = "left"
-                save(self.turn, None, self.persistence)
+                save(self.turn, None, self.turns)
             await self.body_iterator.aclose()  # type: ignore[attr-defined]
             await self.upstream.aclose()  # a stream that never started its relay
 
 
-def save(turn: ChatTurn, reply: str | None, persistence: MemoryPersistence) -> None:
-    """Hand the turn to the background saver (returns at once); with saving off, note it, so
-    that a later request carrying it again does not store it. reply None: only what the user
-    said (the client left before the reply completed)."""
+def save(turn: ChatTurn, reply: str | None, turns: TurnService) -> None:
+    """Hand the turn to the turn service (returns at once): stored in the background, then the
+    topic check and the session's title; with saving off, noted, so that a later request
+    carrying it again does not store it. reply None: only what the user said (the client left
+    before the reply completed)."""
     if reply is not None:
         turn.outcome = "saved"
-    messages = turn.turn(reply)
-    if messages and turn.auto_save:
-        persistence.save_turn(turn.identity, messages, only_new=True)
-    elif messages:
-        persistence.skip_turn(turn.identity, messages)
+    turns.save(turn.identity, turn.turn(reply))
 
 
 def new_completion_id() -> str:

@@ -33,11 +33,14 @@ from memlane import MemoryStore, Settings, StoreError, open_store
 from memlane.dates import day
 from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
 from memlane.graph.tasks import queue_memory_run
+from memlane.middleware import MemoryAgentContext
 from memlane.models import memory_model_from_settings
+from memlane.recall import Recall
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.serve.config import store_user_id
 from memlane.store.base import ForgetConfirm, profile_memory_id
 from memlane.tools import answer_forget, answer_remember, answer_search
+from memlane.turns import TurnService
 
 # what `remember` files its notes under (an MCP client has no chat session of ours)
 MCP_SESSION = "mcp"
@@ -68,6 +71,8 @@ ResolveCaller = Callable[[Context], McpCaller | Awaitable[McpCaller]]
 """The caller of a tool call, from its context; raising `ToolError` refuses the call."""
 
 RememberNow = Callable[[str], Awaitable[str]]
+# (user, message, session) -> the memory block recall would put before a model for the message
+RecallBlock = Callable[[str, str, str], Awaitable[str]]
 """Queue a memory run of a store user now; returns what the `remember_now` tool answers."""
 
 Authenticate = Callable[[Request], Awaitable[McpCaller]]
@@ -88,10 +93,12 @@ def build_mcp_server(
     *,
     remember_now: RememberNow | None = None,
     confirm_forget: ForgetConfirm | None = None,
+    recall_block: RecallBlock | None = None,
 ) -> MCPServer:
     """The MCP server with memlane's tools; `store()` gives the store at call time (it may open late).
 
     remember_now: queues a memory run for a user; given, the `remember_now` tool is offered.
+    recall_block: the turn service's recall; given, the `recall` tool is offered.
     confirm_forget: the memory model's confirmation of what `forget` finds by meaning.
     """
     server = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
@@ -161,6 +168,18 @@ def build_mcp_server(
             writer = await caller(ctx, writes=True)
             async with store_errors():
                 return await request_run(writer.user_id)
+
+    if recall_block is not None:
+        recall_for = recall_block
+
+        @server.tool(name="recall", annotations=ToolAnnotations(read_only_hint=True))
+        async def recall_tool(message: str, ctx: Context, session_id: str = "default") -> str:
+            """What you should know about the user before answering `message`: their profile, the
+            conversation's rolling summary, and the memories relevant to the message, dated, within
+            memlane's recall budget (the block `memlane serve` puts before its own model)."""
+            reader = await caller(ctx)
+            async with store_errors():
+                return await recall_for(reader.user_id, message, session_id or "default")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def get_profile(ctx: Context) -> str:
@@ -242,13 +261,16 @@ def mcp_http_endpoint(
     transport_security: TransportSecuritySettings | None = None,
     remember_now: RememberNow | None = None,
     confirm_forget: ForgetConfirm | None = None,
+    recall_block: RecallBlock | None = None,
 ) -> McpHttpEndpoint:
     """memlane's MCP server at `path`, each request's user from `authenticate(request)`.
 
     transport_security: the SDK's Host / Origin checks; off by default because every request
     must carry credentials (a DNS-rebinding page has none), and a deployment's host names vary.
     """
-    server = build_mcp_server(store, caller_from_request, remember_now=remember_now, confirm_forget=confirm_forget)
+    server = build_mcp_server(
+        store, caller_from_request, remember_now=remember_now, confirm_forget=confirm_forget, recall_block=recall_block
+    )
     transport = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=True,
@@ -298,11 +320,21 @@ def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
     async def remember_now(user_id: str) -> str:
         return run_requested(await service.remember_now(user_id))
 
+    async def recall_block(user_id: str, message: str, session_id: str) -> str:
+        return recall_answer(await service.require_turns().recall(MemoryAgentContext(user_id, session_id), message))
+
     memory_model = getattr(service, "memory_model", None)  # a ServeService's, when one is configured
     return mcp_http_endpoint(
-        lambda: service.store, authenticate, path=path, remember_now=remember_now,
+        lambda: service.store, authenticate, path=path, remember_now=remember_now, recall_block=recall_block,
         confirm_forget=forget_confirmer(memory_model, service.settings) if memory_model is not None else None,
     )
+
+
+def recall_answer(recalled: Recall | None) -> str:
+    """What the `recall` tool answers: the block, or why there is none."""
+    if recalled is None:
+        return "memory is unavailable right now (the store did not answer); answer without it"
+    return recalled.text or "nothing is known about the user that bears on this message yet"
 
 
 def run_requested(queued: bool | None) -> str:
@@ -326,8 +358,13 @@ async def run_stdio(settings: Settings, user_id: str) -> None:
             return "remembering… (queued: a memlane app, `memlane serve` or `memlane worker` on this Redis runs it)"
 
         confirm = forget_confirmer(memory_model_from_settings(settings), settings)
+        turns = TurnService(opened, settings=settings)  # recall only: the deployment's workers remember
+
+        async def recall_block(run_user: str, message: str, session_id: str) -> str:
+            return recall_answer(await turns.recall(MemoryAgentContext(run_user, session_id), message))
+
         await build_mcp_server(
-            lambda: opened, lambda _ctx: caller, remember_now=remember_now, confirm_forget=confirm
+            lambda: opened, lambda _ctx: caller, remember_now=remember_now, confirm_forget=confirm, recall_block=recall_block
         ).run_stdio_async()
     finally:
         await opened.aclose()

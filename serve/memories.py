@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memlane import Event
 from memlane.importing import messages_of, store_messages
+from memlane.middleware import DEFAULT_SESSION, MemoryAgentContext
 from memlane.serve.auth import SESSION_ID_MAX_CHARS, authorized, tenant_user, valid_session_id
 from memlane.serve.chat import JsonBody
 from memlane.serve.config import ApiKey
@@ -200,6 +201,12 @@ class MessagesStored(BaseModel):
     queued: bool | None = Field(description='with remember "now": a memory run is queued; else null')
 
 
+class RecallIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(description="the user's message the model is about to answer")
+    session_id: str = Field(default=DEFAULT_SESSION, max_length=SESSION_ID_MAX_CHARS)
+
+
 class RunRequested(BaseModel):
     user_id: str
     session_id: str | None = Field(description="the session that ended (sessions/{session_id}/end), else null")
@@ -367,6 +374,19 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
                 "no_memory_model",
             )
         return RunRequested(user_id=user_id, session_id=session_id, queued=queued)
+
+    @app.post(users + "/recall", tags=["memories"])
+    async def recall_block(user_id: str, body: RecallIn, key: ApiKey = read) -> dict[str, Any]:
+        """The memory block for a message, for a client that calls its own model: what the chat
+        route puts before the model (profile, the session's rolling summary, memories relevant to
+        the message, within the recall budget), as `text` and as items with their relevance."""
+        identity = MemoryAgentContext(user_id=tenant_user(key, user_id), session_id=valid_session_id(body.session_id))
+        recalled = await service.require_turns().recall(identity, body.message)
+        if recalled is None:
+            raise ApiError(503, "the store cannot answer now; answer without memory and try again", "store_unavailable")
+        items = [item.model_dump(exclude_none=True) for item in recalled.items]
+        return {"user_id": user_id, "session_id": body.session_id, "text": recalled.text, "tokens": recalled.tokens,
+                "search_query": recalled.search_query, "items": items}
 
     @app.post(users + "/messages", tags=["memories"], status_code=201)
     async def add_messages(user_id: str, body: MessagesIn, key: ApiKey = write) -> MessagesStored:

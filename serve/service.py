@@ -13,6 +13,7 @@ from pydantic import SecretStr
 from memlane import MemoryStore, Settings, StoreError, open_store
 from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
+from memlane.turns import TurnService
 from memlane.models import memory_model_from_settings
 from memlane.serve.config import ServeConfig
 from memlane.serve.metrics import ServeMetrics
@@ -38,7 +39,7 @@ class ServeService:
         self.memory_model = memory_model or configured_memory_model(config, settings)
         self.metrics = ServeMetrics()
         self.scheduler: MemoryScheduler | None = None
-        self.persistence: MemoryPersistence | None = None
+        self.turns: TurnService | None = None
         self.upstream: httpx.AsyncClient | None = None
         self.persona_settings = {persona_id: persona.settings(settings) for persona_id, persona in config.personas.items()}
         for persona in config.personas.values():  # resolved now: each key is masked by value from the start
@@ -52,7 +53,14 @@ class ServeService:
         if self.memory_model is not None:
             context = MemoryContext(store=self.store, llm=self.memory_model, settings=self.settings)
             self.scheduler = await MemoryScheduler(context, on_result=self._on_result, on_queued=self._on_queued).__aenter__()
-        self.persistence = MemoryPersistence(self.store, self.scheduler, on_saved=self._on_saved, on_failed=self._on_failed)
+        self.turns = TurnService(
+            self.store,
+            settings=self.settings,
+            scheduler=self.scheduler,
+            memory_model=self.memory_model,
+            on_saved=self._on_saved,
+            on_failed=self._on_failed,
+        )
         self.upstream = httpx.AsyncClient(
             timeout=httpx.Timeout(self.settings.llm_timeout_seconds, connect=min(10.0, self.settings.llm_timeout_seconds)),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
@@ -60,8 +68,8 @@ class ServeService:
 
     async def aclose(self) -> None:
         try:
-            if self.persistence is not None:
-                await self.persistence.wait_idle(10)
+            if self.turns is not None:
+                await self.turns.wait_idle(10)
             if self.upstream is not None:
                 await self.upstream.aclose()
             if self.scheduler is not None:
@@ -70,26 +78,22 @@ class ServeService:
             if self.store is not None and self._owns_store:
                 await self.store.aclose()
 
+    @property
+    def persistence(self) -> MemoryPersistence | None:
+        return self.turns.persistence if self.turns is not None else None
+
     async def remember_now(self, user_id: str) -> bool | None:
-        """Queue a memory run over the user's unprocessed messages now, whatever their size (the
-        app's "Remember now"). False: nothing new to remember; None: no memory model."""
-        if self.scheduler is None:
-            return None
-        if self.persistence is not None:  # the turns sent just before are part of the run
-            await self.persistence.wait_saved(user_id, timeout=10)
-        return await self.scheduler.notify(user_id, flush=True)
+        """Queue a memory run over the user's unprocessed messages now (`TurnService.remember_now`)."""
+        return await self.require_turns().remember_now(user_id)
 
     async def end_session(self, user_id: str, session_id: str) -> bool | None:
-        """The session ended: queue the "session ended" run and fold the session's rolling summary
-        (as the app does when a new chat starts). False: nothing new; None: no memory model."""
-        if self.scheduler is None:
-            return None
-        if self.persistence is not None:
-            await self.persistence.wait_saved(user_id, timeout=10)
-        queued = await self.scheduler.notify(user_id, session_ended=True)
-        if queued:
-            await self.scheduler.update_session_summary(user_id, session_id)
-        return queued
+        """The session ended (`TurnService.end_session`)."""
+        return await self.require_turns().end_session(user_id, session_id)
+
+    def require_turns(self) -> TurnService:
+        if self.turns is None:
+            raise StoreError("the service is starting; try again in a moment")
+        return self.turns
 
     def require_store(self) -> MemoryStore:
         if self.store is None:

@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, AsyncIterator, Coroutine
+from typing import Any, AsyncIterator
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -23,9 +23,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from memlane import MemoryStore, Message, ProfileEntry, Recall, Settings, StoreError, open_store
 from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler, MemoryStep
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware
+from memlane.turns import TurnService
 from memlane.nodes.llm import MEMORY_MODEL_TAG
-from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_title
-from memlane.nodes.topic_shift import is_related
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
 from memlane.recall import relevance
 from memlane.store.base import InvalidInput, MemoryHit, profile_memory_id
@@ -36,7 +35,6 @@ from memlane.ui.sample import SAMPLE_USER, load_sample
 logger = logging.getLogger(__name__)
 
 REPLY_NODE = "model"  # the step of a `create_agent` agent that calls the reply model
-TOPIC_CONTEXT_MESSAGES = 6  # the earlier turns the topic check compares a new message with
 
 
 class ReplyFailed(Exception):
@@ -154,6 +152,7 @@ class ChatService:
         self.chat_model = self.chat_model or chat_model_from_settings(self.settings)
         self.memory_model = self.memory_model or memory_model_from_settings(self.settings) or self.chat_model
         self.scheduler: MemoryScheduler | None = None
+        self.turns: TurnService | None = None  # recall, saving, titles, topic checks: the same as every door's
         self.middleware: MemoryMiddleware | None = None
         self._agents: dict[str, Any] = {}
         self._started: asyncio.Lock | None = None
@@ -161,8 +160,6 @@ class ChatService:
         self._owns_store = self.store is None
         self.start_error: StoreError | None = None  # why warm_up could not start the store
         self._parked_notes: dict[str, str] = {}  # user → the parked-runs note, read with the panel
-        self._background: set[asyncio.Task[None]] = set()  # titles and topic checks, off the reply path
-        self._titling: set[tuple[str, str]] = set()  # (user, session) whose title is being made
         self.sample_delay = 0.15  # seconds per scripted answer of the sample's memory runs: the steps show
 
     @property
@@ -184,13 +181,17 @@ class ChatService:
                 # off by a restart is picked up again
                 context = MemoryContext(store=self.store, llm=self.memory_model, settings=self.settings)
                 self.scheduler = await MemoryScheduler(context, on_result=self._on_result, on_step=self._on_step).__aenter__()
-            self.middleware = MemoryMiddleware(
+            self.turns = TurnService(
                 self.store,
-                scheduler=self.scheduler,
                 settings=self.settings,
+                scheduler=self.scheduler,
+                memory_model=self.memory_model,
                 on_saved=self._on_saved,
                 on_failed=self._on_failed,
+                on_topic_shift=self._on_topic_shift,
+                on_title=self._on_title,
             )
+            self.middleware = MemoryMiddleware(self.store, turns=self.turns)
             self._ready = True
 
     async def warm_up(self) -> None:
@@ -287,18 +288,21 @@ class ChatService:
         persona: str = "",
         recall_enabled: bool = True,
         auto_save_enabled: bool = True,
+        speaker: str | None = None,
     ) -> AsyncIterator[str]:
         """The reply to `text`, as the growing answer after each streamed piece.
 
         `history` is the chat so far in any shape Gradio gives it (see `history_messages`).
+        `speaker`: who says `text` when it is not the user (朋友A in a group chat): the line is
+        stored under that name, and its facts are that person's, not the user's.
         Raises `ReplyFailed` with a sentence for the user when the model call fails.
         """
         await self.ensure_started()
         if self.chat_model is None:
             yield HOW_TO_CONFIGURE
             return
-        message_id = f"msg-{uuid.uuid4().hex}"  # the id it is stored under: the topic check finds it by it
-        messages = [*history_messages(history), HumanMessage(text, id=message_id)]
+        message_id = f"msg-{uuid.uuid4().hex}"  # the id it is stored under (the topic check finds it by it)
+        messages = [*history_messages(history), HumanMessage(text, id=message_id, name=speaker or None)]
         context = MemoryAgentContext(
             user_id=user_id, session_id=session_id, recall_enabled=recall_enabled, auto_save_enabled=auto_save_enabled
         )
@@ -318,23 +322,20 @@ class ChatService:
             raise ReplyFailed(reason) from error
         if auto_save_enabled and self.status(user_id).version == version_before:
             self._bump(user_id, "saving…", busy=True)  # unless the save already reported
-        if auto_save_enabled:
-            self._in_background(self._after_reply(user_id, session_id, message_id))
 
     async def remember_now(self, user_id: str) -> str:
         await self.ensure_started()
-        if self.scheduler is None:
+        queued = await self.turns.remember_now(user_id)
+        if queued is None:
             return "no memory model configured"
-        await self.middleware.wait_idle()
-        if await self.scheduler.notify(user_id, flush=True):
+        if queued:
             self._bump(user_id, "remembering…", busy=True)
             return "remembering…"
         return "nothing new to remember"
 
     async def end_session(self, user_id: str, session_id: str) -> None:
         await self.ensure_started()
-        if self.scheduler is not None and await self.scheduler.notify(user_id, session_ended=True):
-            await self.scheduler.update_session_summary(user_id, session_id)
+        if await self.turns.end_session(user_id, session_id):
             self._bump(user_id, "remembering…", busy=True)
 
     # -- memory panel -------------------------------------------------------------------------
@@ -462,77 +463,27 @@ class ChatService:
         titles = await self.store.session_titles(user_id) if sessions else {}
         return [(titles.get(session_id, session_id), session_id) for session_id in sessions]
 
-    # -- work after a reply, off its path: the session's title, the topic check ------------------
-    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
+    # -- after a reply (the turn service's hooks): the session's title, the topic check -----------
     async def wait_background(self, timeout: float | None = 30.0) -> None:
-        """Wait for the titles and topic checks started so far (tests, forget me, shutdown)."""
-        while self._background:
-            done, _ = await asyncio.wait(list(self._background), timeout=timeout)
-            if not done:
-                return
-
-    async def _after_reply(self, user_id: str, session_id: str, message_id: str) -> None:
-        await self.middleware.persistence.wait_saved(user_id)  # the turn is stored and the scheduler told
-        try:
-            await self.check_topic(user_id, message_id)
-        except Exception:  # a lost check only merges two topics into one event
-            logger.exception("the topic check after a reply of %s failed", user_id)
-        try:
-            await self.ensure_title(user_id, session_id)
-        except Exception:  # the session stays listed by its id; the next reply tries again
-            logger.exception("titling session %s of %s failed", session_id, user_id)
+        """Wait for the saves, titles and topic checks started so far (tests, forget me, shutdown)."""
+        if self.turns is not None:
+            await self.turns.wait_idle(timeout)
 
     async def ensure_title(self, user_id: str, session_id: str) -> str | None:
-        """Give the session a title once, from its first exchange: the memory model's, or the
-        first message's words without a model. Returns the title made, None when it had one."""
-        key = (user_id, session_id)
-        if key in self._titling:
-            return None
-        self._titling.add(key)
-        try:
-            if session_id in await self.store.session_titles(user_id):
-                return None
-            messages = await self.store.recent_messages(user_id, session_id, limit=TITLE_MESSAGES)
-            if not messages:
-                return None
-            if self.memory_model is not None:
-                title = await session_title(self.memory_model, messages, self.settings)
-            else:
-                title = fallback_title(messages)
-            await self.store.set_session_title(user_id, session_id, title)
-            self.status(user_id).titles += 1
-            return title
-        finally:
-            self._titling.discard(key)
+        """`TurnService.ensure_title`: the session's title, once."""
+        await self.ensure_started()
+        return await self.turns.ensure_title(user_id, session_id)
 
     async def check_topic(self, user_id: str, message_id: str) -> bool:
-        """After a reply: when the buffer holds turns before the message `message_id` and the
-        memory model says it moves on from them, remember those turns now as their own event.
-        True when a run was queued for them.
+        """`TurnService.check_topic`: a message that moves on remembers the turns before it."""
+        await self.ensure_started()
+        return await self.turns.check_topic(user_id, message_id)
 
-        The run is queued with `through_seq` = the last earlier message, so it covers the
-        turns before this one and the cursor stops there: this turn opens the next buffer.
-        """
-        if self.scheduler is None or not self.settings.topic_shift_check:
-            return False
-        buffer = await self.store.unprocessed_messages(user_id)
-        position = next((index for index, message in enumerate(buffer) if message.id == message_id), None)
-        if not position:  # not stored (save off or failed), already remembered, or nothing before it
-            return False
-        # the turns still buffered, not the session's rolling summary: it may tell of turns
-        # already remembered, and the question is whether this message closes *these*
-        earlier = buffer[:position]
-        context = " / ".join(f"{message.role}: {message.content}" for message in earlier[-TOPIC_CONTEXT_MESSAGES:])
-        if await is_related(self.memory_model, context, buffer[position], self.settings):
-            return False
-        if await self.scheduler.notify(user_id, flush=True, through_seq=earlier[-1].seq):
-            self._bump(user_id, "new topic: remembering the conversation before it…", busy=True)
-            return True
-        return False
+    async def _on_topic_shift(self, user_id: str) -> None:
+        self._bump(user_id, "new topic: remembering the conversation before it…", busy=True)
+
+    async def _on_title(self, user_id: str, session_id: str, title: str) -> None:
+        self.status(user_id).titles += 1
 
     # -- a memory run's steps -------------------------------------------------------------------
     async def _on_step(self, step: MemoryStep) -> None:

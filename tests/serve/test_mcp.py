@@ -22,7 +22,7 @@ from memlane.cli import build_parser, cmd_mcp
 from memlane.serve.config import ApiKey, ServeConfig, hash_api_key, store_user_id
 from memlane.serve.mcp import serve_mcp_endpoint
 
-TOOLS = {"search_memories", "remember", "forget", "get_profile", "list_events", "remember_now"}
+TOOLS = {"search_memories", "remember", "forget", "get_profile", "list_events", "remember_now", "recall"}
 
 
 def text(result) -> str:
@@ -57,6 +57,8 @@ async def test_stdio_tools_act_for_the_command_line_user(store, settings):
         assert "diet / coffee: drinks black coffee, no sugar (since " in profile and bracketed_id(profile) == bracketed_id(found[0])
         events = text(await client.call_tool("list_events", {}))
         assert "Her cat is called Miso #remembered" in events
+        recalled = text(await client.call_tool("recall", {"message": "what coffee should I order?"}))
+        assert "drinks black coffee, no sugar" in recalled  # the block a model would get before answering
 
         assert text(await client.call_tool("forget", {"what": f"[{bracketed_id(profile)}]"})).startswith("forgot [profile:")
         assert text(await client.call_tool("forget", {"what": "what I said about Miso"})).startswith("forgot 1 event")

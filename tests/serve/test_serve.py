@@ -785,16 +785,45 @@ def test_past_messages_come_in_over_http_and_are_remembered_on_request(env):
         "remember": "now",
     }
     with env.http("acme-read") as reader:
-        assert reader.post(user_path("pia") + "/messages", json=body).status_code == 403
+        assert reader.post(user_path("quinn") + "/messages", json=body).status_code == 403
     with env.http() as http:
-        stored = http.post(user_path("pia") + "/messages", json=body)
-        assert stored.status_code == 201 and stored.json() == {"user_id": "pia", "received": 3, "stored": 3, "queued": True}
-        again = http.post(user_path("pia") + "/messages", json={**body, "remember": None})
-        assert again.json() == {"user_id": "pia", "received": 3, "stored": 0, "queued": None}  # ids from place and content
-        bad = http.post(user_path("pia") + "/messages", json={"messages": [{"role": "robot", "content": "beep"}]})
+        stored = http.post(user_path("quinn") + "/messages", json=body)
+        assert stored.status_code == 201 and stored.json() == {"user_id": "quinn", "received": 3, "stored": 3, "queued": True}
+        again = http.post(user_path("quinn") + "/messages", json={**body, "remember": None})
+        assert again.json() == {"user_id": "quinn", "received": 3, "stored": 0, "queued": None}  # ids from place and content
+        bad = http.post(user_path("quinn") + "/messages", json={"messages": [{"role": "robot", "content": "beep"}]})
         assert bad.status_code == 422 and "robot" in bad.json()["error"]["message"]
-    assert any("黑咖啡" in entry["content"] for entry in wait_for_profile(env, "pia"))
-    history = export(env, "pia")["messages"]
+    assert any("黑咖啡" in entry["content"] for entry in wait_for_profile(env, "quinn"))
+    history = export(env, "quinn")["messages"]
     assert [(m["session_id"], m["name"]) for m in history] == [("old-chat", None), ("old-chat", "朋友A"), ("old-chat", None)]
     with env.http("globex") as globex:  # another tenant's pia has none of it
-        assert globex.get(user_path("pia") + "/export").json()["messages"] == []
+        assert globex.get(user_path("quinn") + "/export").json()["messages"] == []
+
+
+def test_recall_over_http_gives_the_block_the_chat_route_would(env):
+    chat_a_short_fact(env, "rita", "s1")
+    with env.http() as http:
+        assert http.post(user_path("rita") + "/remember-now").json()["queued"] is True
+    wait_for_profile(env, "rita")
+    with env.http() as http:
+        recalled = http.post(user_path("rita") + "/recall", json={"message": "我喝什么咖啡？", "session_id": "s1"})
+        assert recalled.status_code == 200
+        body = recalled.json()
+        assert "黑咖啡" in body["text"] and body["tokens"] > 0 and body["user_id"] == "rita"
+        assert any("黑咖啡" in item["text"] and item["layer"] == "profile" for item in body["items"])
+        assert http.post(user_path("rita") + "/recall", json={"text": "x"}).status_code == 422
+    with env.http("globex") as globex:  # another tenant's rita: nothing
+        assert "黑咖啡" not in globex.post(user_path("rita") + "/recall", json={"message": "我喝什么咖啡？"}).json()["text"]
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def recall_over_mcp() -> str:  # the same block through the MCP tool
+        headers = {"Authorization": "Bearer key-acme", "X-Memlane-User": "rita"}
+        client = Client(streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60)))
+        async with client:
+            result = await client.call_tool("recall", {"message": "我喝什么咖啡？", "session_id": "s1"})
+            return result.content[0].text
+
+    assert asyncio.run(recall_over_mcp()) == body["text"]

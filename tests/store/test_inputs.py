@@ -29,7 +29,7 @@ async def test_a_message_over_the_limit_is_refused_naming_the_setting(store: Red
 
 async def test_the_middleware_drops_a_refused_message_and_keeps_the_turn(store: RedisMemoryStore):
     store.settings = store.settings.model_copy(update={"max_message_chars": 1000})
-    persistence = MemoryPersistence(store)
+    persistence = MemoryPersistence(store, settings=store.settings)
     identity = MemoryAgentContext(user_id="u", session_id="s")
     turn = [message("u", "x" * 5000, message_id="big"), Message(id="r", user_id="u", session_id="s", role="assistant", content="That is long!")]
     await persistence.save_turn(identity, turn)
