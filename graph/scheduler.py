@@ -196,9 +196,13 @@ class MemoryScheduler:
         messages = await self.context.store.unprocessed_messages(user_id)
         if through_seq is not None:
             messages = [message for message in messages if (message.seq or 0) <= through_seq]
+        settings = self.context.settings
+        first_run = not await self.context.store.get_cursor(user_id)  # nothing of the user remembered yet
         decision = decide_run(
             messages,
-            threshold_tokens=self.context.settings.memory_buffer_tokens,
+            threshold_tokens=min(settings.memory_first_run_tokens, settings.memory_buffer_tokens)
+            if first_run
+            else settings.memory_buffer_tokens,
             session_ended=session_ended,
             flush=flush,
             encoding=self.context.settings.token_encoding,

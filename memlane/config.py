@@ -255,6 +255,12 @@ class Settings(BaseSettings):
     memory_buffer_tokens: int = Field(
         default=1024, ge=1, description="Unprocessed chat tokens that start a memory-graph run"
     )
+    memory_first_run_tokens: int = Field(
+        default=256,
+        ge=1,
+        description="Unprocessed chat tokens that start a user's first memory-graph run (none remembered yet), "
+        "so a new user's profile fills sooner; memory_buffer_tokens after (the lower of the two applies)",
+    )
     memory_max_input_tokens: int = Field(
         default=6000, ge=64, description="Chat tokens one run reads after truncation (newest kept)"
     )

@@ -132,8 +132,8 @@ def unstored_messages(candidates: list[Message], stored: Sequence[Message], priv
     messages, oldest first).
 
     Stored is a candidate whose id is stored, or a run of candidates that reads as the stored
-    tail (same role and text, the text as the store keeps it under `privacy`): re-sent history
-    without ids. The last candidate (the reply just made) is never taken for re-sent history.
+    tail (same role and text, the text as the store keeps it under `privacy`; a named line also
+    as a chat shows it, "朋友A: …"): re-sent history without ids. The last candidate (the reply just made) is never taken for re-sent history.
     """
     if not stored or not candidates:
         return candidates
@@ -141,7 +141,14 @@ def unstored_messages(candidates: list[Message], stored: Sequence[Message], priv
     cut = max((index for index, message in enumerate(candidates) if message.id in stored_ids), default=-1)
 
     def same(candidate: Message, kept: Message) -> bool:
-        return candidate.role == kept.role and " ".join(redact(candidate.content, privacy).split()) == " ".join(kept.content.split())
+        if candidate.role != kept.role:
+            return False
+        text = " ".join(redact(candidate.content, privacy).split())
+        # a group line comes back as the chat showed it, "朋友A: …", or as it was sent
+        shown = [" ".join(kept.content.split())]
+        if kept.name:
+            shown.append(" ".join(f"{kept.name}: {kept.content}".split()))
+        return text in shown
 
     for end in range(len(candidates) - 2, cut, -1):
         span = min(ALIGNED_MESSAGES, len(stored), end + 1)

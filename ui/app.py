@@ -104,6 +104,7 @@ class PendingMessage:
     persona: str
     recall_on: bool
     save_on: bool
+    speaker: str = ""  # who says it when not the user (朋友A in a group chat)
 
 
 @dataclass
@@ -186,11 +187,16 @@ def build_app(
     def tab_of(request: gr.Request | None) -> TabChat:
         return tabs.setdefault(getattr(request, "session_hash", None) or "", TabChat())
 
-    def enqueue(text: str, user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool, request: gr.Request):
+    def enqueue(
+        text: str, user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool, speaker: str, request: gr.Request
+    ):
         """Take a message at once (even while a reply streams): it waits in the tab's queue."""
         if text.strip():
             tab_of(request).pending.append(
-                PendingMessage(text.strip(), user_id.strip() or DEFAULT_USER, session_id or DEFAULT_SESSION, persona, recall_on, save_on)
+                PendingMessage(
+                    text.strip(), user_id.strip() or DEFAULT_USER, session_id or DEFAULT_SESSION, persona, recall_on, save_on,
+                    (speaker or "").strip(),
+                )
             )
         return ""
 
@@ -210,7 +216,8 @@ def build_app(
             while tab.pending:
                 item = tab.pending.popleft()
                 prior = list(history)
-                history += [{"role": "user", "content": item.text}, {"role": "assistant", "content": ""}]
+                shown = f"{item.speaker}: {item.text}" if item.speaker else item.text
+                history += [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
                 yield tab.showing(history)
                 try:
                     async for answer in service.stream_reply(
@@ -221,6 +228,7 @@ def build_app(
                         persona=item.persona,
                         recall_enabled=item.recall_on,
                         auto_save_enabled=item.save_on,
+                        speaker=item.speaker or None,
                     ):
                         history[-1] = {"role": "assistant", "content": answer}
                         yield tab.showing(history)
@@ -380,13 +388,18 @@ def build_app(
                 with gr.Row():
                     message = gr.Textbox(placeholder="Message", show_label=False, scale=5, elem_id="message", autofocus=True)
                     send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
-                status = gr.Markdown("", elem_id="memory-status")
+                with gr.Row():
+                    status = gr.Markdown("", elem_id="memory-status")
+                    remember = gr.Button("Remember now", size="sm", scale=0, min_width=130, elem_id="remember-now")
                 with gr.Accordion("Persona and switches", open=False):
                     persona = gr.Textbox(value=settings.app_persona, lines=3, label="Persona / system prompt")
+                    speaker = gr.Textbox(
+                        value="", label="Speaker (empty: you; a name such as 朋友A: someone else in a group chat)",
+                        elem_id="speaker",
+                    )
                     with gr.Row():
                         recall_on = gr.Checkbox(value=settings.recall_enabled, label="Recall memories")
                         save_on = gr.Checkbox(value=settings.auto_save_enabled, label="Save to memory")
-                        remember = gr.Button("Remember now", size="sm")
             with gr.Column(scale=3):  # as wide as the chat: the tables need the room
                 gr.Markdown("## Memory")
                 with gr.Tab("Profile"):
@@ -433,7 +446,7 @@ def build_app(
         seen_progress = gr.State(None)  # [user, step progress, titles] last drawn
 
         panel_outputs = [status, profile, profile_ids, timeline, seen_version]
-        chat_inputs = [message, user, session, persona, recall_on, save_on]
+        chat_inputs = [message, user, session, persona, recall_on, save_on, speaker]
         for trigger in (message.submit, send.click):
             # "multiple": a message sent while a reply streams is taken, not dropped; the
             # streaming event writes only the chat, never the message box being typed in

@@ -305,3 +305,36 @@ def test_a_follow_up_shows_only_the_reply_models_answer(settings, clean_keys, la
     assert bot_texts(page) == ["Noted: black coffee.", "Because you like it strong."]
     # what goes back to the model on the next turn is the clean reply too
     assert "Why does the user" not in "\n".join(chat.prompts)
+
+
+def test_a_group_line_keeps_its_speaker_and_remember_now_is_in_view(settings, clean_keys, launch_app, page):
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memlane.store.redis import open_store
+
+    chat, memory = scripted_models()
+    url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))
+    open_app(page, url, "group-user")
+    assert page.locator("#remember-now").is_visible()  # beside the status line, not folded away
+    page.get_by_text("Persona and switches").click()
+    page.locator("#speaker textarea").fill("朋友A")
+    send_and_wait(page, "我最喜欢的电影是《星际穿越》", 0, REPLY)
+    assert page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())") == [
+        "朋友A: 我最喜欢的电影是《星际穿越》"]
+    page.locator("#speaker textarea").fill("")
+    send_and_wait(page, "I drink black coffee, no sugar.", 1, REPLY)
+    page.locator("#remember-now").click()
+    wait_for_text(page, "#profile", "drinks black coffee without sugar", 20_000)
+    save_screenshot(page, "ui-group-line-remember-now")
+
+    async def stored() -> list[tuple[str | None, str]]:
+        store = await open_store(settings)
+        try:
+            return [(m.name, m.content) for m in (await store.export_user("group-user")).messages if m.role == "user"]
+        finally:
+            await store.aclose()
+
+    with ThreadPoolExecutor(1) as pool:  # playwright's own loop runs in this thread
+        assert pool.submit(asyncio.run, stored()).result() == [
+            ("朋友A", "我最喜欢的电影是《星际穿越》"), (None, "I drink black coffee, no sugar.")]
