@@ -71,6 +71,49 @@ def test_relative_and_dated_expressions_become_spans(query, days):
 
 
 @pytest.mark.parametrize(
+    "query, days",
+    [
+        ("What did I do in 2024?", [("2024-01-01", "2024-12-31")]),
+        ("2024年我去了哪里", [("2024-01-01", "2024-12-31")]),
+        ("2024年3月发生了什么", [("2024-03-01", "2024-03-31")]),
+        ("2024年三月", [("2024-03-01", "2024-03-31")]),
+        ("What happened in March 2024?", [("2024-03-01", "2024-03-31")]),
+        ("in February of 2024", [("2024-02-01", "2024-02-29")]),
+        ("two years ago", [("2020-11-07", "2021-11-06")]),
+        ("2 years ago", [("2020-11-07", "2021-11-06")]),
+        ("两年前我在哪里工作", [("2020-11-07", "2021-11-06")]),
+        ("2年前", [("2020-11-07", "2021-11-06")]),
+        ("去年三月我去了哪里", [("2022-03-01", "2022-03-31")]),
+        ("去年3月5日", [("2022-03-05", "2022-03-05")]),
+        ("今年二月", [("2023-02-01", "2023-02-28")]),
+        ("the summer of 2023", [("2023-06-01", "2023-08-31")]),
+        ("2022年夏天", [("2022-06-01", "2022-08-31")]),
+        ("去年的秋天", [("2022-09-01", "2022-11-30")]),
+        ("last summer", [("2022-06-01", "2022-08-31")]),
+        ("last winter", [("2022-12-01", "2023-02-28")]),
+        ("winter 2023", [("2023-01-01", "2023-02-28"), ("2023-12-01", "2023-12-31")]),
+        ("last March", [("2023-03-01", "2023-03-31")]),
+        ("last June", [("2022-06-01", "2022-06-30")]),
+        ("March 5, 2024", [("2024-03-05", "2024-03-05")]),
+        ("2024年3月5日", [("2024-03-05", "2024-03-05")]),
+    ],
+)
+def test_years_months_and_seasons_become_spans(query, days):
+    assert _days(query) == days
+
+
+def test_numbers_and_words_that_are_not_years_stay_words():
+    assert not parse_time_scope("I ran 2024 meters", REFERENCE, ZONE)
+    assert not parse_time_scope("1990年代的音乐", REFERENCE, ZONE)
+    assert not parse_time_scope("以前年轻的时候", REFERENCE, ZONE)  # 前年 inside 以前年轻 is no year
+    assert not parse_time_scope("Did I fall last time?", REFERENCE, ZONE)
+    query = "What did I do in the summer of 2023?"
+    left = without_time_expressions(query, parse_time_scope(query, REFERENCE, ZONE))
+    assert "summer" not in left and "2023" not in left and left.startswith("What did I do")
+    assert without_time_expressions("2024年3月我去了哪里", parse_time_scope("2024年3月我去了哪里", REFERENCE, ZONE)) == "我去了哪里"
+
+
+@pytest.mark.parametrize(
     "query, month_days",
     [("On April 27th, how long did I run?", [427]), ("我曾经在5月2日提到过", [502]), ("在4月27号这天", [427]),
      ("on May 2nd", [502]), ("the 4th of May", [504]), ("五月二日", [502]), ("十二月二十五日", [1225])],
