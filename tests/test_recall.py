@@ -278,3 +278,24 @@ async def test_recall_answers_the_past_question_with_the_old_value(store, settin
     await said_then_changed(store, "ann", "我住在北京", "我上周搬到上海了", topic="居住", subtopic="城市")
     recalled = await recall(store, "ann", None, "我以前住哪？", settings=settings)
     assert "之前：我住在北京，直到" in recalled.text
+
+
+@pytest.mark.parametrize(
+    ("opening", "ending", "length", "question", "answer"),
+    [
+        ("今天我们聊了很多关于工作和生活的事情，包括项目进度、团队安排以及下个月的出差计划。", "最后我在杭州梅家坞买了一斤明前龙井。", 510,
+         "我在哪里买的龙井？", "梅家坞买了一斤明前龙井"),
+        ("Today we talked about work and life, the project schedule, the team and next month's trip. ",
+         "In the end I bought a pound of Longjing tea at Meijiawu in Hangzhou.", 2000, "Where did I buy the Longjing tea?",
+         "Longjing tea at Meijiawu"),
+    ],
+    ids=["zh", "en"],
+)
+async def test_a_long_memory_is_trimmed_around_the_part_that_answers(store, settings, opening, ending, length, question, answer):
+    long_text = (opening * 40)[: length - len(ending)] + ending  # the answer is the message's last words
+    assert len(long_text) == length and count_tokens(long_text) > 400  # longer than one item's share of the budget
+    await store.add_messages([Message(id="long", user_id="u", session_id="old", role="user", content=long_text)])
+    result = await recall(store, "u", "new", question, settings=settings)
+    item = next(item for item in result.memories if item.source_message_ids == ["long"])
+    assert answer in item.text and item.text.startswith("用户: …" if length == 510 else "user: …")  # cut before, marked
+    assert result.tokens <= result.budget

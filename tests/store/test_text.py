@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memlane.store.text import detect_language, index_terms, is_short_entity_query, query_terms, term_coverage
+from memlane.store.text import detect_language, index_terms, is_short_entity_query, query_terms, term_coverage, term_spans
 from memlane.store.timeexpr import month_day, parse_time_scope, without_time_expressions, zh_number
 
 ZONE = ZoneInfo("Asia/Shanghai")
@@ -29,6 +29,13 @@ def test_mixed_text_keeps_both_scripts():
     terms = index_terms("我在用Python写running app").split()
     assert {"python", "run", "app", "我在"} <= set(terms)
     assert term_coverage("running 写", "我在用Python写running app") == 1.0
+
+
+def test_term_spans_are_the_index_terms_with_their_characters():
+    text = "我在用Python写running app"
+    spans = term_spans(text)
+    assert [term for term, _, _ in spans] == index_terms(text).split()
+    assert [text[start:end] for _, start, end in spans] == ["我在", "在用", "Python", "写", "running", "app"]
 
 
 def test_language_detection():
