@@ -15,6 +15,11 @@ Run by `python bench/recall_quality.py` (this module prints its second table per
 
 One row per stage of recall, each switched off (or changed) through its setting alone, under
 the same store and search. `tune` / `check` are the section R@10 turns on each half.
+
+Noise: **off-topic items** is the mean number of memory items recall shows for everyday requests
+that concern nothing the user said (`OFF_TOPIC`, in the dataset's language), asked of every user.
+They are not all unrelated to every chat (a user may have talked about recipes), so it is a
+rough figure, compared between rows, not a count of errors.
 """
 
 from __future__ import annotations
@@ -28,15 +33,24 @@ from memlane import Settings
 from memlane.recall import recall
 
 COLUMNS = ("R@10 turns", "R@items", "precision", "empty", "items")
+OFF_TOPIC = {
+    "en": ["What is the capital of Australia?", "Write a haiku about autumn leaves.", "How do I reverse a list in Python?",
+           "Explain how vaccines work.", "What is 17 times 23?", "Translate 'good morning' into French.",
+           "Who wrote Pride and Prejudice?", "How far is the Moon from the Earth?"],
+    "zh": ["澳大利亚的首都是哪里？", "写一首关于秋天落叶的俳句。", "Python里怎么反转一个列表？", "解释一下疫苗是怎么起作用的。",
+           "17乘以23等于多少？", "把“早上好”翻译成法语。", "《傲慢与偏见》的作者是谁？", "月球离地球有多远？"],
+}
 
 
 def recall_stage_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     """One row per stage of recall, changed through its setting: what each one costs or buys."""
     unweighted = {"recall_weight_profile": 1.0, "recall_weight_event": 1.0, "recall_weight_message": 1.0}
     rows: dict[str, dict[str, Any]] = {
-        "  - relevance thresholds": {"recall_thresholds": [0.0], "recall_entity_thresholds": [0.0]},
+        "  - relevance floor": {"recall_min_relevance": 0.0},
         "  - layer weights": unweighted,
+        "  neighbours on both sides": {"recall_neighbour_mode": "around"},
         "  - neighbours": {"recall_neighbour_messages": 0},
+        "  10 items": {"recall_max_memories": 10},
         "  budget x2 (tokens)": {"recall_max_tokens": 2 * settings.recall_max_tokens},
     }
     return {name: change for name, change in rows.items() if any(getattr(settings, key) != value for key, value in change.items())}
@@ -101,6 +115,7 @@ class ModelSees:
         self.settings = settings
         self.variants = {name: settings.model_copy(update=change) for name, change in recall_stage_variants(settings).items()}
         self.scores = SeenScores()
+        self.off_topic: dict[str, list[int]] = {}
 
     async def measure(self, store: Any, user_id: str, question: str, evidence: Sequence[str], hit_message_ids: Sequence[str],
                       turn_of: Callable[[str], str], tuning: bool) -> list[list[str]]:
@@ -116,15 +131,23 @@ class ModelSees:
             self.scores.add(name, section_row(sections[name], evidence), tuning)
         return sections["recall memory section"]
 
+    async def measure_off_topic(self, store: Any, user_id: str, language: str) -> None:
+        """The items recall shows for each of OFF_TOPIC's requests, under each variant."""
+        for name, settings in {"recall memory section": self.settings, **self.variants}.items():
+            for question in OFF_TOPIC[language]:
+                recalled = await recall(store, user_id, None, question, settings=settings)
+                self.off_topic.setdefault(name, []).append(len(recalled.memories))
+
     def print_table(self, dataset_name: str) -> dict[str, list[float]]:
         print(f"\n{dataset_name}: what the model sees (recall's memory section; search at the same counts)")
-        print(f"  {'method':42}" + "".join(f"  {column:>10}" for column in COLUMNS) + "     tune    check")
+        print(f"  {'method':42}" + "".join(f"  {column:>10}" for column in COLUMNS) + "     tune    check  off-topic items")
         means = {}
         for method in self.scores.rows:
             row = means[method] = self.scores.mean(method)
             tune = self.scores.mean(method, lambda tuning: tuning)[0]
             check = self.scores.mean(method, lambda tuning: not tuning)[0]
-            print(f"  {method:42}" + "".join(f"  {value:10.3f}" for value in row) + f"  {tune:7.3f}  {check:7.3f}")
+            noise = f"  {np.mean(self.off_topic[method]):15.2f}" if self.off_topic.get(method) else ""
+            print(f"  {method:42}" + "".join(f"  {value:10.3f}" for value in row) + f"  {tune:7.3f}  {check:7.3f}" + noise)
         search = next(iter(means.values()))
         section = means["recall memory section"]
         print(f"  section - search: R@10 turns {section[0] - search[0]:+.3f}, R@items {section[1] - search[1]:+.3f} "

@@ -297,6 +297,8 @@ async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Se
         matrix = np.asarray(await embeddings.aembed_documents([dataset.baseline_text(m) for m in rows]), dtype=np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         bm25 = BM25Okapi([naive_tokens(dataset.baseline_text(m)) for m in rows])
+        if model_sees is not None:
+            await model_sees.measure_off_topic(store, user_id, "zh" if dataset.name.endswith("cn") else "en")
         for probe in dataset.probes[user_id]:
             def add(method: str, values: list[float]) -> None:
                 scores.add(method, values, tuning, probe.category)

@@ -4,13 +4,12 @@
     session summary + recent messages ──────┼─→ items with scores and sources ─→ system-prompt block
     hybrid search (profile/event/message) ──┘
 
-Search hits are ordered by the store's rank fusion (`MemoryHit.rank_score`) times the
-layer's weight. Whether a hit is relevant at all is the store's 0..1 relevance
-(`MemoryHit.score`: cosine similarity rescaled from the embedding provider's floor of
-unrelated texts, fused with the normalized BM25 score by `hybrid_alpha`) times the layer's
-weight; the thresholds in `recall_thresholds` apply to it, tried in turn until one lets a
-memory through. Short entity queries ("张伟", "Marco Morelli") use `recall_entity_thresholds`,
-and a memory that holds the name verbatim passes whatever its score.
+Search hits keep search's ranking (memlane/recall_select.py documents each stage): the
+store's rank fusion (`MemoryHit.rank_score`) times the layer's weight orders them; a hit whose
+0..1 relevance (`MemoryHit.score`: cosine similarity rescaled from the embedding provider's
+floor of unrelated texts, fused with the normalized BM25 score by `hybrid_alpha`) is below
+`recall_min_relevance` leaves, unless a short entity query ("张伟", "Marco Morelli") names
+it verbatim; the first `recall_max_memories` items are shown.
 
 Every line carries its time (memlane/dates.py), in the conversation's language and relative
 to `reference_time`: a profile entry since when it holds ("since 2026-10-12, 3 weeks ago" /
@@ -48,6 +47,7 @@ from memlane.store.passage import answering_passage
 from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
 from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, fill_block, item_token_cap
+from memlane.recall_select import neighbours_shown, ranked_hits
 from memlane.store.tokens import count_tokens
 
 __all__ = ["HEADINGS", "SECTION_SHARES", "Layer", "Recall", "RecallItem", "detect_language", "recall", "recall_system_prompt"]
@@ -60,27 +60,17 @@ def relevance(hit: MemoryHit, settings: Settings | None = None) -> float:
     return hit.score
 
 
-def layer_weight(kind: str, settings: Settings) -> float:
+def layer_weights(settings: Settings) -> dict[str, float]:
+    """Recall's order weight of each kind of memory (see memlane/recall_select.py)."""
     return {
         "profile": settings.recall_weight_profile,
         "event": settings.recall_weight_event,
         "message": settings.recall_weight_message,
-    }.get(kind, settings.recall_weight_event)
+    }
 
 
 def _normalized(text: str) -> str:
     return _SPACES.sub(" ", text).strip().lower()
-
-
-def passing_hits(ranked: Sequence[tuple[float, MemoryHit]], thresholds: Sequence[float]) -> tuple[float | None, list[tuple[float, MemoryHit]]]:
-    """The ranked hits down to the last one passing the first threshold that lets any through
-    (thresholds tried in order). The fusion decides the order, the threshold how deep recall
-    goes: a hit ranked above a passing one is kept too."""
-    for threshold in thresholds:
-        deepest = max((index for index, (score, _) in enumerate(ranked) if score >= threshold), default=None)
-        if deepest is not None:
-            return threshold, list(ranked[: deepest + 1])
-    return None, []
 
 
 async def recall(
@@ -138,38 +128,31 @@ async def recall(
     seen |= {_normalized(m.content) for m in recent}
 
     profile_ids = {entry.id for entry in profile}
-    fresh = []  # hits the prompt does not hold already: thresholds are judged among these
+    fresh = []  # hits the prompt does not hold already
     for hit in hits:
         memory = hit.memory
         if memory.kind == "profile" and memory.ref_id in profile_ids:
             fresh.append(hit)  # ranks the profile below
         elif _normalized(memory.text) not in seen and not (memory.kind == "message" and set(memory.source_message_ids) & recent_ids):
             fresh.append(hit)
-    weighted = [(hit.score * layer_weight(hit.memory.kind, settings), hit) for hit in fresh]
-    if is_short_entity_query(message):
-        entity = _normalized(message).strip(" ?？!！。.")
-        thresholds = settings.recall_entity_thresholds
-        weighted = [(max(score, thresholds[0]) if entity in _normalized(hit.memory.text) else score, hit) for score, hit in weighted]
-    else:
-        thresholds = settings.recall_thresholds
-    weighted.sort(key=lambda pair: pair[1].rank_score * layer_weight(pair[1].memory.kind, settings), reverse=True)
-    threshold, passing = passing_hits(weighted, thresholds)
+    entity = _normalized(message).strip(" ?？!！。.") if is_short_entity_query(message) else None
+    passing = ranked_hits(fresh, layer_weights(settings), settings.recall_min_relevance, entity)
     profile_scores: dict[str, float] = {}
     profile_earlier: dict[str, list[Memory]] = {}
     chosen: list[tuple[float, Memory]] = []
-    for score, hit in passing:
+    for hit in passing:
         memory = hit.memory
         if memory.kind == "profile" and memory.ref_id in profile_ids:
             if memory.valid_until is not None:  # a past value: shown on its entry's line, after the current one
                 profile_earlier.setdefault(memory.ref_id, []).append(memory)
-            profile_scores.setdefault(memory.ref_id, score)  # ranks the profile; not listed twice
+            profile_scores.setdefault(memory.ref_id, hit.score)  # ranks the profile; not listed twice
             continue
         key = _normalized(memory.text)
         if key in seen:
             continue
         seen.add(key)
-        if len(chosen) < settings.recall_max_memories:
-            chosen.append((score, memory))
+        if len(chosen) < 2 * settings.recall_max_memories:  # room for those merged into a neighbour's item
+            chosen.append((hit.score, memory))
     neighbours = await _neighbours(store, user_id, [memory for _, memory in chosen], settings)
     memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings, search_query)
     clock = Clock(resolve_timezone(settings.timezone), language, time.time() if reference_time is None else reference_time)
@@ -186,7 +169,7 @@ async def recall(
         query=message,
         search_query=search_query,
         language=language,
-        threshold=threshold,
+        threshold=settings.recall_min_relevance,
         budget=budget,
     )
     fill_block(result, profile_items, _summary_item(summary), memory_items, _recent_items(recent, language), settings)
@@ -272,17 +255,24 @@ def _memory_items(
     settings: Settings,
     query: str = "",
 ) -> list[RecallItem]:
-    """One item per recalled memory; a message comes with its neighbours and its speakers."""
+    """One item per recalled memory, the first `recall_max_memories`; a message comes with its
+    neighbours (`neighbours_shown`) and its speakers."""
     covered: set[str] = set()
-    items = []
+    items: list[RecallItem] = []
     for score, memory in chosen:
+        if len(items) == settings.recall_max_memories:
+            break
         if memory.kind != "message":
             text = past_value_text(memory) if memory.kind == "profile" and memory.valid_until is not None else memory.text
             source_ids = memory.source_message_ids
         else:
             if set(memory.source_message_ids) <= covered:
                 continue  # already shown as the neighbour of an earlier hit
-            around = [m for m in neighbours.get(memory.id, []) if m.id not in recent_ids and m.content.strip()]
+            shown = neighbours_shown(
+                neighbours.get(memory.id, []), memory.source_message_ids[0], settings.recall_neighbour_mode,
+                settings.search_embed_context_max_tokens, settings.token_encoding,
+            ) if memory.source_message_ids else []
+            around = [m for m in shown if m.id not in recent_ids and m.content.strip()]
             if any(m.id in memory.source_message_ids for m in around):
                 parts = _message_parts(around, memory.source_message_ids, query, language, budget, settings)
                 source_ids = [m.id for m in around]

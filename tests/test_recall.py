@@ -73,18 +73,37 @@ async def test_budget_is_respected_whatever_the_sizes(store, settings, budget):
     assert result.items, "something fits in every budget"
 
 
-async def test_threshold_relaxes_step_by_step(store, settings):
+async def test_the_relevance_floor_keeps_unrelated_hits_out_and_never_relaxes(store, settings):
     await store.add_memories([Memory(id="e1", user_id="u", kind="event", text="Talked about the weather in Lyon")])
-    strict = settings.model_copy(update={"recall_thresholds": [0.99, 0.98]})
-    assert (await recall(store, "u", None, "weather in Lyon", settings=strict)).memories == []
+    strict = settings.model_copy(update={"recall_min_relevance": 0.99})
+    result = await recall(store, "u", None, "weather in Lyon", settings=strict)
+    assert result.memories == [] and result.threshold == 0.99  # nothing passes: nothing, not the best of the rest
 
-    relaxing = settings.model_copy(update={"recall_thresholds": [0.99, 0.4, 0.0]})
-    result = await recall(store, "u", None, "weather in Lyon", settings=relaxing)
-    assert result.threshold == 0.4 and [item.memory_id for item in result.memories] == ["e1"]
+    result = await recall(store, "u", None, "weather in Lyon", settings=settings)
+    assert result.threshold == settings.recall_min_relevance and [item.memory_id for item in result.memories] == ["e1"]
+    assert not (await recall(store, "u", None, "quantum chromodynamics", settings=settings)).memories
 
-    last_resort = settings.model_copy(update={"recall_thresholds": [0.99, 0.0]})
-    result = await recall(store, "u", None, "quantum chromodynamics", settings=last_resort)
-    assert result.threshold == 0.0 and result.memories
+
+@pytest.mark.parametrize(
+    ("said", "question"),
+    [
+        (["I adopted a beagle named Biscuit", "My dog Biscuit loves the beach", "Biscuit turned three in May",
+          "The beagle barks at the mailman", "I walk Biscuit every morning", "Work was busy this week"], "Tell me about my dog Biscuit"),
+        (["我养了一只叫豆豆的小猫", "豆豆最喜欢晒太阳", "豆豆五月满三岁了", "小猫豆豆怕吸尘器", "我每天早上喂豆豆", "这周工作很忙"],
+         "说说我的猫豆豆"),
+    ],
+    ids=["en", "zh"],
+)
+async def test_the_memory_section_keeps_what_search_ranks(store, settings, said, question):
+    await store.add_messages([
+        Message(id=f"m{index}", user_id="u", session_id=f"s{index}", role="user", content=text, created_at=1_700_000_000.0 + index)
+        for index, text in enumerate(said)
+    ])
+    hits = await store.search_memories("u", question, kinds=["profile", "event", "message"], limit=24)
+    searched = [hit.memory.source_message_ids[0] for hit in hits if hit.score >= settings.recall_min_relevance]
+    result = await recall(store, "u", None, question, settings=settings)
+    recalled = [item.source_message_ids[0] for item in result.memories]
+    assert recalled == searched[: settings.recall_max_memories] and len(recalled) >= 3  # search's order, every hit above the floor
 
 
 async def test_duplicates_are_left_out(store, settings):
@@ -94,7 +113,7 @@ async def test_duplicates_are_left_out(store, settings):
         Memory(id="e2", user_id="u", kind="event", text="ordered  black coffee at the station"),
     ])
     await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="I love black coffee")])
-    settings = settings.model_copy(update={"recall_thresholds": [0.0]})
+    settings = settings.model_copy(update={"recall_min_relevance": 0.0})
     result = await recall(store, "u", "s", "black coffee", settings=settings, exclude_texts=["What about tea?"])
 
     texts = [item.text.lower() for item in result.memories]
@@ -226,10 +245,9 @@ async def test_a_short_entity_query_recalls_the_memory_that_names_it(store, sett
         Memory(id="e1", user_id="u", kind="event", text="和张伟一起去上海出差，住在外滩附近"),
         Memory(id="e2", user_id="u", kind="event", text="周末在家看了一部电影"),
     ])
-    strict = settings.model_copy(update={"recall_thresholds": [0.95]})
+    strict = settings.model_copy(update={"recall_min_relevance": 0.95})
     result = await recall(store, "u", None, "张伟", settings=strict)
-    assert [item.memory_id for item in result.memories] == ["e1"]
-    assert result.threshold == settings.recall_entity_thresholds[0]
+    assert [item.memory_id for item in result.memories] == ["e1"]  # it names him: it stays whatever its relevance
     assert not (await recall(store, "u", None, "我们周末去哪里玩比较好呢", settings=strict)).memories
 
 
