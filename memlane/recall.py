@@ -136,7 +136,9 @@ async def recall(
         elif _normalized(memory.text) not in seen and not (memory.kind == "message" and set(memory.source_message_ids) & recent_ids):
             fresh.append(hit)
     entity = _normalized(message).strip(" ?？!！。.") if is_short_entity_query(message) else None
-    passing = ranked_hits(fresh, layer_weights(settings), settings.recall_min_relevance, entity)
+    passing = ranked_hits(
+        fresh, layer_weights(settings), settings.recall_min_relevance, entity, search_query, settings.recall_echo_weight
+    )
     profile_scores: dict[str, float] = {}
     profile_earlier: dict[str, list[Memory]] = {}
     chosen: list[tuple[float, Memory]] = []

@@ -14,11 +14,20 @@ row in bench/model_sees.py:
    keeps clearly unrelated hits out, and the depth is the item budget. The thresholds it
    replaces (0.5, 0.4, 0.3 on the weighted relevance, the first that let any hit through)
    left 2 of 8 items on average and cut relevant hits on every dataset.
-3. **Exact term** (short entity queries, "张伟", "Marco Morelli"): a memory that holds the name
+3. **Statement before echo** (`recall_echo_weight`): a question, the user's or the assistant's,
+   that says little beyond the query's own words (at most half of its terms new) is ordered at
+   that weight: "what coffee does she drink again?" asked last week, or the assistant's "你是说
+   你对什么过敏吗？", come after "I only drink black coffee." / "我对花生过敏。" A question that
+   brings its own words ("I'm going to Kyoto, what should I pack?") keeps its place: on
+   MemoryBank such questions are the evidence, and demoting every question cost its first item
+   0.62 -> 0.57. An assistant's statement keeps its place too: "She drinks black coffee" and
+   "I'm not sure what coffee she drinks" bring as many new words, and the pair of neighbours
+   shows the user's turn beside it anyway.
+4. **Exact term** (short entity queries, "张伟", "Marco Morelli"): a memory that holds the name
    verbatim stays whatever its relevance: a bare name's embedding carries little meaning.
-4. **Depth** (`recall_max_memories`, in recall): the first items in that order, a message that
+5. **Depth** (`recall_max_memories`, in recall): the first items in that order, a message that
    an earlier item already shows as its neighbour merged into it.
-5. **Neighbours** (`recall_neighbour_messages`, `recall_neighbour_mode`): a recalled message
+6. **Neighbours** (`recall_neighbour_messages`, `recall_neighbour_mode`): a recalled message
    comes with its other half, "pair": a user's message with the assistant's answer after it, an
    assistant's answer with the user's message it answers, and a short turn between people
    (`search_embed_context_max_tokens`, the length under which the index embeds a turn with the
@@ -28,29 +37,52 @@ row in bench/model_sees.py:
 
 from __future__ import annotations
 
+import re
 from typing import Literal, Mapping, Sequence
 
-from memlane.store.base import MemoryHit, Message
+from memlane.store.base import Memory, MemoryHit, Message
+from memlane.store.text import query_terms
 from memlane.store.tokens import count_tokens
 
 NeighbourMode = Literal["pair", "around"]
 
+_QUESTION = re.compile(r"[?？]|[吗呢呀][。！!]?$")
+
+
+def repeats_the_query(memory: Memory, query: str) -> bool:
+    """A question (anyone's message that asks one: "?", "？", or ending in 吗, 呢, 呀) at most
+    half of whose terms are not the query's."""
+    if memory.kind != "message" or not _QUESTION.search(memory.text.strip()):
+        return False
+    terms = set(query_terms(memory.text))
+    return bool(terms) and len(terms - set(query_terms(query))) <= len(terms) / 2
+
 
 def ranked_hits(
-    hits: Sequence[MemoryHit], weights: Mapping[str, float], floor: float, entity: str | None = None
+    hits: Sequence[MemoryHit],
+    weights: Mapping[str, float],
+    floor: float,
+    entity: str | None = None,
+    query: str = "",
+    echo_weight: float = 1.0,
 ) -> list[MemoryHit]:
-    """Stages 1-3: the hits above the relevance `floor` (or holding `entity`, a short entity
+    """Stages 1-4: the hits above the relevance `floor` (or holding `entity`, a short entity
     query, verbatim), ordered by rank fusion times their kind's weight (`weights`, by kind;
-    1 for a kind it lacks). Stable: equal ranks keep search's order."""
+    1 for a kind it lacks), times `echo_weight` for one that repeats `query`. Stable: equal
+    ranks keep search's order."""
     def holds_entity(hit: MemoryHit) -> bool:
         return bool(entity) and entity.casefold() in " ".join(hit.memory.text.split()).casefold()
 
+    def order(hit: MemoryHit) -> float:
+        echo = echo_weight if echo_weight != 1.0 and query and repeats_the_query(hit.memory, query) else 1.0
+        return hit.rank_score * weights.get(hit.memory.kind, 1.0) * echo
+
     kept = [hit for hit in hits if hit.score >= floor or holds_entity(hit)]
-    return sorted(kept, key=lambda hit: hit.rank_score * weights.get(hit.memory.kind, 1.0), reverse=True)
+    return sorted(kept, key=order, reverse=True)
 
 
 def answer_pair(around: Sequence[Message], hit_id: str, short_tokens: int, encoding: str = "cl100k_base") -> list[Message]:
-    """Stage 5, "pair": the recalled message `hit_id` with its other half, out of the messages
+    """Stage 6, "pair": the recalled message `hit_id` with its other half, out of the messages
     `around` it (in order, the hit included): the assistant's answer after a user's message, the
     user's message before an assistant's answer, the turn before a turn of at most
     `short_tokens` tokens between people. Just the hit when it has none; [] when it is not there."""

@@ -317,3 +317,23 @@ async def test_a_long_memory_is_trimmed_around_the_part_that_answers(store, sett
     item = next(item for item in result.memories if item.source_message_ids == ["long"])
     assert answer in item.text and item.text.startswith("用户: …" if length == 510 else "user: …")  # cut before, marked
     assert result.tokens <= result.budget
+
+
+@pytest.mark.parametrize(
+    ("turns", "question"),
+    [
+        ([("user", "我对花生过敏。"), ("assistant", "好的，我记住了。"), ("user", "我对什么过敏来着？"), ("assistant", "你是说你对什么过敏吗？")],
+         "我对什么过敏？"),
+        ([("user", "I only drink black coffee."), ("assistant", "Noted!"), ("user", "What coffee do I drink again?"),
+          ("assistant", "Which coffee do you drink?")], "What coffee do I drink?"),
+    ],
+    ids=["zh", "en"],
+)
+async def test_the_statement_comes_before_the_question_and_its_echo(store, settings, turns, question):
+    await store.add_messages([
+        Message(id=f"t{index}", user_id="u", session_id=f"s{index // 2}", role=role, content=text, created_at=1_700_000_000.0 + 3600 * index)
+        for index, (role, text) in enumerate(turns)
+    ])
+    result = await recall(store, "u", "new", question, settings=settings)
+    assert "t0" in result.memories[0].source_message_ids  # the statement's item first
+    assert any("t2" in item.source_message_ids for item in result.memories[1:])  # the question is still there, after it

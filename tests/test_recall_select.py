@@ -68,3 +68,20 @@ def test_between_people_a_short_turn_brings_the_turn_it_replies_to(before, short
     assert [m.id for m in answer_pair(around, "h", 16)] == ["b", "h"]
     around[1] = message("h", "user", long, name="Melanie")
     assert [m.id for m in answer_pair(around, "h", 16)] == ["h"]  # a long turn says what it means itself
+
+
+@pytest.mark.parametrize(
+    ("query", "echoes", "statements"),
+    [
+        ("我对什么过敏？", ["我对什么过敏来着？", "你是说你对什么过敏吗？"], ["我对花生过敏。", "你对花生过敏，要小心。", "我去京都旅行，需要带什么？"]),
+        ("What coffee does she drink?", ["What coffee does she drink again?", "Which coffee does she drink?"],
+         ["I only drink black coffee.", "She drinks black coffee, no sugar.", "I'm going to Kyoto, what should I pack?"]),
+    ],
+    ids=["zh", "en"],
+)
+def test_a_question_that_repeats_the_query_comes_after_the_statement(query, echoes, statements):
+    hits = [hit(f"e{index}", text, 0.9, 0.05 - index * 0.001) for index, text in enumerate(echoes)]
+    hits += [hit(f"s{index}", text, 0.5, 0.04 - index * 0.001) for index, text in enumerate(statements)]
+    order = [h.memory.id for h in ranked_hits(hits, WEIGHTS, 0.2, query=query, echo_weight=0.5)]
+    assert order == ["s0", "s1", "s2", "e0", "e1"]  # a question with words of its own (Kyoto) keeps its place
+    assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, 0.2, query=query, echo_weight=1.0)][:2] == ["e0", "e1"]
