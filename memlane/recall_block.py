@@ -84,7 +84,7 @@ class Recall(BaseModel):
     summary: RecallItem | None = None
     memories: list[RecallItem] = Field(default_factory=list)
     recent: list[RecallItem] = Field(default_factory=list)
-    threshold: float | None = Field(default=None, description="the threshold that let memories through")
+    threshold: float | None = Field(default=None, description="the relevance floor search hits passed (recall_min_relevance)")
     dropped: int = Field(default=0, description="items left out for the budget")
     budget: int
     tokens: int = 0

@@ -13,7 +13,7 @@ row in bench/model_sees.py:
    turns' relevance overlaps that of the best hit of an off-topic request), so the floor only
    keeps clearly unrelated hits out, and the depth is the item budget. The thresholds it
    replaces (0.5, 0.4, 0.3 on the weighted relevance, the first that let any hit through)
-   left 2 of 8 items on average and cut relevant hits on every dataset.
+   left 2 items of 8 on MemoryBank, 5 on LoCoMo, and cut relevant hits on every dataset.
 3. **Statement before echo** (`recall_echo_weight`): a question, the user's or the assistant's,
    that says little beyond the query's own words (at most half of its terms new) is ordered at
    that weight: "what coffee does she drink again?" asked last week, or the assistant's "你是说
