@@ -348,6 +348,12 @@ class Settings(BaseSettings):
         le=1,
         description="Order weight of a question (the user's or the assistant's) that mostly repeats the query's words (at most half of its terms new): the statement that answers comes first; 1: no change",
     )
+    recall_echo_similarity: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="A question at least this similar to the query (cosine rescaled from recall_similarity_floor, 0..1) asks what the query asks, reworded, and is ordered at recall_echo_weight too; 1: words only (0.55 cost MemoryBank zh's first item on its tuning half, bench/recall_quality.py)",
+    )
     recall_neighbour_messages: int = Field(
         default=1,
         ge=0,

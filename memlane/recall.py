@@ -137,7 +137,8 @@ async def recall(
             fresh.append(hit)
     entity = _normalized(message).strip(" ?？!！。.") if is_short_entity_query(message) else None
     passing = ranked_hits(
-        fresh, layer_weights(settings), settings.recall_min_relevance, entity, search_query, settings.recall_echo_weight
+        fresh, layer_weights(settings), settings.recall_min_relevance, entity, search_query, settings.recall_echo_weight,
+        settings.similarity_floor, settings.recall_echo_similarity,
     )
     profile_scores: dict[str, float] = {}
     profile_earlier: dict[str, list[Memory]] = {}

@@ -14,9 +14,10 @@ row in bench/model_sees.py:
    keeps clearly unrelated hits out, and the depth is the item budget. The thresholds it
    replaces (0.5, 0.4, 0.3 on the weighted relevance, the first that let any hit through)
    left 2 items of 8 on MemoryBank, 5 on LoCoMo, and cut relevant hits on every dataset.
-3. **Statement before echo** (`recall_echo_weight`): a question, the user's or the assistant's,
-   that says little beyond the query's own words (at most half of its terms new) is ordered at
-   that weight: "what coffee does she drink again?" asked last week, or the assistant's "你是说
+3. **Statement before echo** (`recall_echo_weight`, `recall_echo_similarity`): a question, the
+   user's or the assistant's, that asks what the query asks, in its words (at most half of its
+   terms new) or in others (its rescaled similarity to the query at least 0.6: "我在哪家公司上班？"
+   for "我在哪里工作？"), is ordered at that weight: "what coffee does she drink again?" asked last week, or the assistant's "你是说
    你对什么过敏吗？", come after "I only drink black coffee." / "我对花生过敏。" A question that
    brings its own words ("I'm going to Kyoto, what should I pack?") keeps its place: on
    MemoryBank such questions are the evidence, and demoting every question cost its first item
@@ -49,11 +50,15 @@ NeighbourMode = Literal["pair", "around"]
 _QUESTION = re.compile(r"[?？]|[吗呢呀][。！!]?$")
 
 
-def repeats_the_query(memory: Memory, query: str) -> bool:
-    """A question (anyone's message that asks one: "?", "？", or ending in 吗, 呢, 呀) at most
-    half of whose terms are not the query's."""
+def repeats_the_query(memory: Memory, query: str, similarity: float = 0.0, same_meaning: float = 1.0) -> bool:
+    """A question (anyone's message that asks one: "?", "？", or ending in 吗, 呢, 呀) that
+    asks what the query asks: at most half of its terms are not the query's, or its
+    `similarity` to the query (cosine rescaled from the provider's floor, 0..1) is at least
+    `same_meaning` (a reworded question: "我在哪家公司上班？" for "我在哪里工作？")."""
     if memory.kind != "message" or not _QUESTION.search(memory.text.strip()):
         return False
+    if similarity >= same_meaning:
+        return True
     terms = set(query_terms(memory.text))
     return bool(terms) and len(terms - set(query_terms(query))) <= len(terms) / 2
 
@@ -65,16 +70,23 @@ def ranked_hits(
     entity: str | None = None,
     query: str = "",
     echo_weight: float = 1.0,
+    similarity_floor: float = 0.0,
+    same_meaning: float = 1.0,
 ) -> list[MemoryHit]:
     """Stages 1-4: the hits above the relevance `floor` (or holding `entity`, a short entity
     query, verbatim), ordered by rank fusion times their kind's weight (`weights`, by kind;
-    1 for a kind it lacks), times `echo_weight` for one that repeats `query`. Stable: equal
-    ranks keep search's order."""
+    1 for a kind it lacks), times `echo_weight` for one that repeats `query` (`same_meaning`:
+    see `repeats_the_query`; `similarity_floor`: the provider's cosine of unrelated texts).
+    Stable: equal ranks keep search's order."""
+    def rescaled(hit: MemoryHit) -> float:
+        return (hit.vector_similarity - similarity_floor) / (1.0 - similarity_floor) if similarity_floor < 1.0 else 0.0
+
     def holds_entity(hit: MemoryHit) -> bool:
         return bool(entity) and entity.casefold() in " ".join(hit.memory.text.split()).casefold()
 
     def order(hit: MemoryHit) -> float:
-        echo = echo_weight if echo_weight != 1.0 and query and repeats_the_query(hit.memory, query) else 1.0
+        repeats = echo_weight != 1.0 and query and repeats_the_query(hit.memory, query, rescaled(hit), same_meaning)
+        echo = echo_weight if repeats else 1.0
         return hit.rank_score * weights.get(hit.memory.kind, 1.0) * echo
 
     kept = [hit for hit in hits if hit.score >= floor or holds_entity(hit)]

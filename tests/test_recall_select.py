@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.recall_select import answer_pair, neighbours_shown, ranked_hits
+from memlane.recall_select import answer_pair, neighbours_shown, ranked_hits, repeats_the_query
 from memlane.store.base import Memory, MemoryHit, Message
 
 WEIGHTS = {"profile": 1.0, "event": 0.9, "message": 0.8}
@@ -85,3 +85,13 @@ def test_a_question_that_repeats_the_query_comes_after_the_statement(query, echo
     order = [h.memory.id for h in ranked_hits(hits, WEIGHTS, 0.2, query=query, echo_weight=0.5)]
     assert order == ["s0", "s1", "s2", "e0", "e1"]  # a question with words of its own (Kyoto) keeps its place
     assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, 0.2, query=query, echo_weight=1.0)][:2] == ["e0", "e1"]
+
+
+@pytest.mark.parametrize(("query", "reworded"), [("我在哪里工作？", "我在哪家公司上班？"), ("Which film do I like best?", "What's my favourite film?")])
+def test_a_reworded_question_is_known_by_its_meaning(query, reworded):
+    asked = Memory(id="q", user_id="u", kind="message", text=reworded)
+    assert not repeats_the_query(asked, query)  # other words
+    assert repeats_the_query(asked, query, similarity=0.65, same_meaning=0.6)
+    assert not repeats_the_query(asked, query, similarity=0.5, same_meaning=0.6)
+    statement = Memory(id="s", user_id="u", kind="message", text="我在一家创业公司上班。")
+    assert not repeats_the_query(statement, query, similarity=0.9, same_meaning=0.6)  # a statement is never an echo
