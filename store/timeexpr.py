@@ -4,6 +4,8 @@
 relative to `reference` (the time of the message being answered):
 
 - absolute spans (`ranges`, epoch seconds): "yesterday", "3 days ago", "上周", "2023年5月2日";
+- months, seasons and years: "March 2024", "2024年3月", "去年三月", "the summer of 2023",
+  "in 2024", "2024年", "two years ago", "两年前";
 - month-days without a year (`month_days`, MMDD): "April 27th", "5月2日". A user who asks
   "what did I do on April 27th?" means whichever April 27th they talked about, so the store
   matches these on the day of the year each memory was written (`MemoryField.MONTH_DAY`),
@@ -45,24 +47,34 @@ _WEEKDAYS_EN = {name: index for index, name in enumerate("monday tuesday wednesd
 _WEEKDAYS_ZH = {char: index for index, char in enumerate("一二三四五六日")} | {"天": 6}
 _EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3, "several": 3}
+_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12, "春": 3, "夏": 6, "秋": 9, "冬": 12}
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 
 _MONTH_NAME = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
 _EN_NUMBER = "|".join(sorted((re.escape(word) for word in _EN_NUMBERS), key=len, reverse=True))
 _ZH_NUMBER = r"[\d零〇一二两三四五六七八九十]+"
+_YEAR = r"((?:19|20)\d{2})"
+_SEASON_EN = r"(spring|summer|autumn|fall|winter)"
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("iso_date", re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")),
     ("zh_full_date", re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")),
+    ("zh_named_year_date", re.compile(rf"(去|今|前)年\s*({_ZH_NUMBER})\s*月(?:\s*({_ZH_NUMBER})\s*[日号])?")),
+    ("zh_year_month", re.compile(rf"{_YEAR}\s*年\s*({_ZH_NUMBER})\s*月")),
+    ("zh_season", re.compile(r"((?:19|20)\d{2}|去|今|前)年\s*的?\s*(春|夏|秋|冬)(?:天|季)")),
     ("zh_month_day", re.compile(rf"({_ZH_NUMBER})\s*月\s*({_ZH_NUMBER})\s*[日号]")),
     ("en_month_day_year", re.compile(rf"\b({_MONTH_NAME})\.?\s+{_ORDINAL},?\s+(\d{{4}})\b", re.I)),
     ("en_day_month_year", re.compile(rf"\b{_ORDINAL}\s+(?:of\s+)?({_MONTH_NAME})\.?,?\s+(\d{{4}})\b", re.I)),
+    ("en_month_year", re.compile(rf"\b({_MONTH_NAME})\.?,?\s+(?:of\s+)?{_YEAR}\b", re.I)),
+    ("en_season_year", re.compile(rf"\b(?:the\s+)?{_SEASON_EN}\s+(?:of\s+)?{_YEAR}\b", re.I)),
+    ("en_relative_season", re.compile(rf"\b(last|this|past)\s+{_SEASON_EN}\b", re.I)),
+    ("en_last_month_name", re.compile(rf"\blast\s+({_MONTH_NAME})\b(?!\s*\d)", re.I)),
     ("en_month_day", re.compile(rf"\b({_MONTH_NAME})\.?\s+{_ORDINAL}\b(?!\s*(?:am|pm|:))", re.I)),
     ("en_day_month", re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?({_MONTH_NAME})\b", re.I)),
     ("few_days", re.compile(r"\b(?:a\s+few|several|a\s+couple\s+of)\s+days\s+ago\b|\bthe\s+other\s+day\b|前几天|前些天|这几天|前两天", re.I)),
-    ("en_ago", re.compile(rf"\b(\d+|{_EN_NUMBER})\s+(day|week|month)s?\s+ago\b", re.I)),
-    ("zh_ago", re.compile(rf"({_ZH_NUMBER}|几)\s*(?:个)?\s*(天|日|周|星期|礼拜|月)(?:之|以)?前")),
+    ("en_ago", re.compile(rf"\b(\d+|{_EN_NUMBER})\s+(day|week|month|year)s?\s+ago\b", re.I)),
+    ("zh_ago", re.compile(rf"({_ZH_NUMBER}|几)\s*(?:个)?\s*(天|日|周|星期|礼拜|月|年)(?:之|以)?前")),
     ("en_day_before_yesterday", re.compile(r"\bthe\s+day\s+before\s+yesterday\b", re.I)),
     ("en_relative_day", re.compile(r"\b(yesterday|today|tonight|this\s+morning|this\s+afternoon|this\s+evening)\b", re.I)),
     ("zh_relative_day", re.compile(r"(大前天|前天|昨天|昨日|昨晚|今天|今日|今晚|今早)")),
@@ -70,6 +82,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("zh_weekday", re.compile(r"(上|这|本)?(?:个)?(?:周|星期|礼拜)([一二三四五六日天])")),
     ("en_relative_period", re.compile(r"\b(last|this|past)\s+(week|month|year)\b", re.I)),
     ("zh_relative_period", re.compile(r"(上个?|这个?|本|去|今)(周|星期|礼拜|月|年)")),
+    # a bare year last: "in March 2024" and "the summer of 2023" have claimed theirs already
+    ("en_year", re.compile(rf"\b(?:in|during|throughout|the\s+year)\s+{_YEAR}\b(?![%.,]?\d)", re.I)),
+    ("zh_year", re.compile(rf"{_YEAR}\s*年(?!代)")),
 ]
 
 @dataclass
@@ -184,9 +199,12 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
             amount = zh_number(amount_text) or 0
         if amount <= 0 or amount > 3650:
             return False
-        days = {"day": 1, "日": 1, "天": 1, "week": 7, "周": 7, "星期": 7, "礼拜": 7, "month": 30, "月": 30}[unit]
+        days = {"day": 1, "日": 1, "天": 1, "week": 7, "周": 7, "星期": 7, "礼拜": 7, "month": 30, "月": 30,
+                "year": 365, "年": 365}[unit.lower()]
         center = today - timedelta(days=amount * days)
         slack = 0 if days == 1 and amount_text != "几" else max(1, amount * days // 4)
+        if days == 365:  # "two years ago" is loose: about half a year either side at least
+            slack = max(slack, 182)
         scope.ranges.append(_day_range(center - timedelta(days=slack), zone, 2 * slack + 1))
         return True
     if kind == "en_day_before_yesterday":
@@ -230,10 +248,79 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
             start = date(year, 1, 1)
             scope.ranges.append(_day_range(start, zone, (date(year + 1, 1, 1) - start).days))
         return True
+    if kind in _CALENDAR_KINDS:
+        spans = _calendar_spans(kind, groups, today)
+        scope.ranges.extend(_day_range(first, zone, (end - first).days) for first, end in spans)
+        return bool(spans)
     if kind == "few_days":
         scope.ranges.append(_day_range(today - timedelta(days=7), zone, 7))
         return True
     return False
+
+
+_CALENDAR_KINDS = frozenset(
+    {"zh_named_year_date", "zh_year_month", "zh_season", "en_month_year", "en_season_year", "en_relative_season",
+     "en_last_month_name", "en_year", "zh_year"}
+)
+
+
+def _month_span(year: int, month: int) -> tuple[date, date]:
+    """The first day of a month and the first day after it."""
+    first = date(year, month, 1)
+    return first, (first + timedelta(days=32)).replace(day=1)
+
+
+def _season_spans(year: int, first_month: int) -> list[tuple[date, date]]:
+    """The months of a season (northern hemisphere); a year's winter is its own January,
+    February and December, since "the winter of 2023" is said of either end."""
+    if first_month == 12:
+        return [(date(year, 1, 1), _month_span(year, 2)[1]), _month_span(year, 12)]
+    return [(date(year, first_month, 1), _month_span(year, first_month + 2)[1])]
+
+
+def _calendar_spans(kind: str, groups: tuple[str | None, ...], today: date) -> list[tuple[date, date]]:
+    """[first day, day after) spans that a month, season or year expression names; [] when none is valid."""
+    named_years = {"今": today.year, "去": today.year - 1, "前": today.year - 2}
+    if kind == "zh_named_year_date":
+        month, day = zh_number(groups[1] or ""), zh_number(groups[2] or "") if groups[2] else None
+        if month is None or not 1 <= month <= 12:
+            return []
+        year = named_years[groups[0] or "今"]
+        if day is None:
+            return [_month_span(year, month)]
+        try:
+            first = date(year, month, day)
+        except ValueError:
+            return []
+        return [(first, first + timedelta(days=1))]
+    if kind in ("zh_year_month", "en_month_year"):
+        if kind == "zh_year_month":
+            year, month = int(groups[0] or 0), zh_number(groups[1] or "")
+        else:
+            year, month = int(groups[1] or 0), _MONTHS[(groups[0] or "").lower()]
+        return [_month_span(year, month)] if month is not None and 1 <= month <= 12 else []
+    if kind == "zh_season":
+        which = groups[0] or ""
+        return _season_spans(named_years[which] if which in named_years else int(which), _SEASONS[groups[1] or ""])
+    if kind == "en_season_year":
+        return _season_spans(int(groups[1] or 0), _SEASONS[(groups[0] or "").lower()])
+    if kind == "en_relative_season":
+        first_month = _SEASONS[(groups[1] or "").lower()]
+        if (groups[0] or "").lower() == "this":
+            return _season_spans(today.year, first_month)
+        # "last summer": the latest one that has ended; a winter runs from one December into the next year
+        last_month = 2 if first_month == 12 else first_month + 2
+        year = today.year if _month_span(today.year, last_month)[1] <= today else today.year - 1
+        if first_month == 12:
+            return [(date(year - 1, 12, 1), _month_span(year, 2)[1])]
+        return _season_spans(year, first_month)
+    if kind == "en_last_month_name":
+        month = _MONTHS[(groups[0] or "").lower()]
+        return [_month_span(today.year if month < today.month else today.year - 1, month)]
+    if kind in ("en_year", "zh_year"):
+        year = int(groups[0] or 0)
+        return [(date(year, 1, 1), date(year + 1, 1, 1))]
+    return []
 
 
 def without_time_expressions(query: str, scope: TimeScope) -> str:

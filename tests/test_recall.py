@@ -73,18 +73,37 @@ async def test_budget_is_respected_whatever_the_sizes(store, settings, budget):
     assert result.items, "something fits in every budget"
 
 
-async def test_threshold_relaxes_step_by_step(store, settings):
+async def test_the_relevance_floor_keeps_unrelated_hits_out_and_never_relaxes(store, settings):
     await store.add_memories([Memory(id="e1", user_id="u", kind="event", text="Talked about the weather in Lyon")])
-    strict = settings.model_copy(update={"recall_thresholds": [0.99, 0.98]})
-    assert (await recall(store, "u", None, "weather in Lyon", settings=strict)).memories == []
+    strict = settings.model_copy(update={"recall_min_relevance": 0.99})
+    result = await recall(store, "u", None, "weather in Lyon", settings=strict)
+    assert result.memories == [] and result.threshold == 0.99  # nothing passes: nothing, not the best of the rest
 
-    relaxing = settings.model_copy(update={"recall_thresholds": [0.99, 0.4, 0.0]})
-    result = await recall(store, "u", None, "weather in Lyon", settings=relaxing)
-    assert result.threshold == 0.4 and [item.memory_id for item in result.memories] == ["e1"]
+    result = await recall(store, "u", None, "weather in Lyon", settings=settings)
+    assert result.threshold == settings.recall_min_relevance and [item.memory_id for item in result.memories] == ["e1"]
+    assert not (await recall(store, "u", None, "quantum chromodynamics", settings=settings)).memories
 
-    last_resort = settings.model_copy(update={"recall_thresholds": [0.99, 0.0]})
-    result = await recall(store, "u", None, "quantum chromodynamics", settings=last_resort)
-    assert result.threshold == 0.0 and result.memories
+
+@pytest.mark.parametrize(
+    ("said", "question"),
+    [
+        (["I adopted a beagle named Biscuit", "My dog Biscuit loves the beach", "Biscuit turned three in May",
+          "The beagle barks at the mailman", "I walk Biscuit every morning", "Work was busy this week"], "Tell me about my dog Biscuit"),
+        (["我养了一只叫豆豆的小猫", "豆豆最喜欢晒太阳", "豆豆五月满三岁了", "小猫豆豆怕吸尘器", "我每天早上喂豆豆", "这周工作很忙"],
+         "说说我的猫豆豆"),
+    ],
+    ids=["en", "zh"],
+)
+async def test_the_memory_section_keeps_what_search_ranks(store, settings, said, question):
+    await store.add_messages([
+        Message(id=f"m{index}", user_id="u", session_id=f"s{index}", role="user", content=text, created_at=1_700_000_000.0 + index)
+        for index, text in enumerate(said)
+    ])
+    hits = await store.search_memories("u", question, kinds=["profile", "event", "message"], limit=24)
+    searched = [hit.memory.source_message_ids[0] for hit in hits if hit.score >= settings.recall_min_relevance]
+    result = await recall(store, "u", None, question, settings=settings)
+    recalled = [item.source_message_ids[0] for item in result.memories]
+    assert recalled == searched[: settings.recall_max_memories] and len(recalled) >= 3  # search's order, every hit above the floor
 
 
 async def test_duplicates_are_left_out(store, settings):
@@ -94,7 +113,7 @@ async def test_duplicates_are_left_out(store, settings):
         Memory(id="e2", user_id="u", kind="event", text="ordered  black coffee at the station"),
     ])
     await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="I love black coffee")])
-    settings = settings.model_copy(update={"recall_thresholds": [0.0]})
+    settings = settings.model_copy(update={"recall_min_relevance": 0.0})
     result = await recall(store, "u", "s", "black coffee", settings=settings, exclude_texts=["What about tea?"])
 
     texts = [item.text.lower() for item in result.memories]
@@ -226,10 +245,9 @@ async def test_a_short_entity_query_recalls_the_memory_that_names_it(store, sett
         Memory(id="e1", user_id="u", kind="event", text="和张伟一起去上海出差，住在外滩附近"),
         Memory(id="e2", user_id="u", kind="event", text="周末在家看了一部电影"),
     ])
-    strict = settings.model_copy(update={"recall_thresholds": [0.95]})
+    strict = settings.model_copy(update={"recall_min_relevance": 0.95})
     result = await recall(store, "u", None, "张伟", settings=strict)
-    assert [item.memory_id for item in result.memories] == ["e1"]
-    assert result.threshold == settings.recall_entity_thresholds[0]
+    assert [item.memory_id for item in result.memories] == ["e1"]  # it names him: it stays whatever its relevance
     assert not (await recall(store, "u", None, "我们周末去哪里玩比较好呢", settings=strict)).memories
 
 
@@ -278,3 +296,44 @@ async def test_recall_answers_the_past_question_with_the_old_value(store, settin
     await said_then_changed(store, "ann", "我住在北京", "我上周搬到上海了", topic="居住", subtopic="城市")
     recalled = await recall(store, "ann", None, "我以前住哪？", settings=settings)
     assert "之前：我住在北京，直到" in recalled.text
+
+
+@pytest.mark.parametrize(
+    ("opening", "ending", "length", "question", "answer"),
+    [
+        ("今天我们聊了很多关于工作和生活的事情，包括项目进度、团队安排以及下个月的出差计划。", "最后我在杭州梅家坞买了一斤明前龙井。", 510,
+         "我在哪里买的龙井？", "梅家坞买了一斤明前龙井"),
+        ("Today we talked about work and life, the project schedule, the team and next month's trip. ",
+         "In the end I bought a pound of Longjing tea at Meijiawu in Hangzhou.", 2000, "Where did I buy the Longjing tea?",
+         "Longjing tea at Meijiawu"),
+    ],
+    ids=["zh", "en"],
+)
+async def test_a_long_memory_is_trimmed_around_the_part_that_answers(store, settings, opening, ending, length, question, answer):
+    long_text = (opening * 40)[: length - len(ending)] + ending  # the answer is the message's last words
+    assert len(long_text) == length and count_tokens(long_text) > 400  # longer than one item's share of the budget
+    await store.add_messages([Message(id="long", user_id="u", session_id="old", role="user", content=long_text)])
+    result = await recall(store, "u", "new", question, settings=settings)
+    item = next(item for item in result.memories if item.source_message_ids == ["long"])
+    assert answer in item.text and item.text.startswith("用户: …" if length == 510 else "user: …")  # cut before, marked
+    assert result.tokens <= result.budget
+
+
+@pytest.mark.parametrize(
+    ("turns", "question"),
+    [
+        ([("user", "我对花生过敏。"), ("assistant", "好的，我记住了。"), ("user", "我对什么过敏来着？"), ("assistant", "你是说你对什么过敏吗？")],
+         "我对什么过敏？"),
+        ([("user", "I only drink black coffee."), ("assistant", "Noted!"), ("user", "What coffee do I drink again?"),
+          ("assistant", "Which coffee do you drink?")], "What coffee do I drink?"),
+    ],
+    ids=["zh", "en"],
+)
+async def test_the_statement_comes_before_the_question_and_its_echo(store, settings, turns, question):
+    await store.add_messages([
+        Message(id=f"t{index}", user_id="u", session_id=f"s{index // 2}", role=role, content=text, created_at=1_700_000_000.0 + 3600 * index)
+        for index, (role, text) in enumerate(turns)
+    ])
+    result = await recall(store, "u", "new", question, settings=settings)
+    assert "t0" in result.memories[0].source_message_ids  # the statement's item first
+    assert any("t2" in item.source_message_ids for item in result.memories[1:])  # the question is still there, after it

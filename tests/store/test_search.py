@@ -313,6 +313,28 @@ async def test_a_date_without_a_year_finds_that_day_in_any_year(store: RedisMemo
         assert hits[0].memory.id == "apr27" and hits[0].time_match, query
 
 
+async def test_years_months_and_seasons_favour_memories_of_that_time(store: RedisMemoryStore):
+    from datetime import datetime
+
+    def at(year: int, month: int, day: int) -> float:
+        return datetime(year, month, day, 12, tzinfo=store.zone).timestamp()
+
+    await store.add_memories([
+        Memory(id="2022", user_id="alice", kind="message", text="我去杭州旅行了", created_at=at(2022, 7, 10)),
+        Memory(id="2024", user_id="alice", kind="message", text="我去成都旅行了", created_at=at(2024, 3, 12)),
+        Memory(id="en2022", user_id="bob", kind="message", text="I took a trip to Lisbon", created_at=at(2022, 7, 10)),
+        Memory(id="en2024", user_id="bob", kind="message", text="I took a trip to Oslo", created_at=at(2024, 3, 12)),
+    ])
+    now = at(2025, 5, 8)
+    cases = [("2024年我去哪里旅行了？", "2024"), ("2024年3月我去哪里旅行了？", "2024"), ("三年前的夏天我去哪里旅行了？", "2022"),
+             ("去年三月我去哪里旅行了？", "2024"), ("2022年夏天我去哪里旅行了？", "2022"),
+             ("Where did I travel in 2024?", "en2024"), ("Where did I travel in March 2024?", "en2024"),
+             ("Where did I travel three years ago?", "en2022"), ("Where did I travel in the summer of 2022?", "en2022")]
+    for query, expected in cases:
+        hits = await store.search_memories("bob" if expected.startswith("en") else "alice", query, reference_time=now)
+        assert hits[0].memory.id == expected and hits[0].time_match, query
+
+
 async def test_search_falls_back_to_keywords_when_the_embedder_is_down(store: RedisMemoryStore, settings, embeddings):
     await store.add_messages(owner_chat("alice", "s1", "I live in Lyon", "my sister lives in Berlin", "我养了一只猫"))
     degraded, flaky = flaky_store(store, settings, embeddings)

@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memlane.store.text import detect_language, index_terms, is_short_entity_query, query_terms, term_coverage
+from memlane.store.text import detect_language, index_terms, is_short_entity_query, query_terms, term_coverage, term_spans
 from memlane.store.timeexpr import month_day, parse_time_scope, without_time_expressions, zh_number
 
 ZONE = ZoneInfo("Asia/Shanghai")
@@ -29,6 +29,13 @@ def test_mixed_text_keeps_both_scripts():
     terms = index_terms("我在用Python写running app").split()
     assert {"python", "run", "app", "我在"} <= set(terms)
     assert term_coverage("running 写", "我在用Python写running app") == 1.0
+
+
+def test_term_spans_are_the_index_terms_with_their_characters():
+    text = "我在用Python写running app"
+    spans = term_spans(text)
+    assert [term for term, _, _ in spans] == index_terms(text).split()
+    assert [text[start:end] for _, start, end in spans] == ["我在", "在用", "Python", "写", "running", "app"]
 
 
 def test_language_detection():
@@ -68,6 +75,49 @@ def _days(query: str) -> list[tuple[str, str]]:
 )
 def test_relative_and_dated_expressions_become_spans(query, days):
     assert _days(query) == days
+
+
+@pytest.mark.parametrize(
+    "query, days",
+    [
+        ("What did I do in 2024?", [("2024-01-01", "2024-12-31")]),
+        ("2024年我去了哪里", [("2024-01-01", "2024-12-31")]),
+        ("2024年3月发生了什么", [("2024-03-01", "2024-03-31")]),
+        ("2024年三月", [("2024-03-01", "2024-03-31")]),
+        ("What happened in March 2024?", [("2024-03-01", "2024-03-31")]),
+        ("in February of 2024", [("2024-02-01", "2024-02-29")]),
+        ("two years ago", [("2020-11-07", "2021-11-06")]),
+        ("2 years ago", [("2020-11-07", "2021-11-06")]),
+        ("两年前我在哪里工作", [("2020-11-07", "2021-11-06")]),
+        ("2年前", [("2020-11-07", "2021-11-06")]),
+        ("去年三月我去了哪里", [("2022-03-01", "2022-03-31")]),
+        ("去年3月5日", [("2022-03-05", "2022-03-05")]),
+        ("今年二月", [("2023-02-01", "2023-02-28")]),
+        ("the summer of 2023", [("2023-06-01", "2023-08-31")]),
+        ("2022年夏天", [("2022-06-01", "2022-08-31")]),
+        ("去年的秋天", [("2022-09-01", "2022-11-30")]),
+        ("last summer", [("2022-06-01", "2022-08-31")]),
+        ("last winter", [("2022-12-01", "2023-02-28")]),
+        ("winter 2023", [("2023-01-01", "2023-02-28"), ("2023-12-01", "2023-12-31")]),
+        ("last March", [("2023-03-01", "2023-03-31")]),
+        ("last June", [("2022-06-01", "2022-06-30")]),
+        ("March 5, 2024", [("2024-03-05", "2024-03-05")]),
+        ("2024年3月5日", [("2024-03-05", "2024-03-05")]),
+    ],
+)
+def test_years_months_and_seasons_become_spans(query, days):
+    assert _days(query) == days
+
+
+def test_numbers_and_words_that_are_not_years_stay_words():
+    assert not parse_time_scope("I ran 2024 meters", REFERENCE, ZONE)
+    assert not parse_time_scope("1990年代的音乐", REFERENCE, ZONE)
+    assert not parse_time_scope("以前年轻的时候", REFERENCE, ZONE)  # 前年 inside 以前年轻 is no year
+    assert not parse_time_scope("Did I fall last time?", REFERENCE, ZONE)
+    query = "What did I do in the summer of 2023?"
+    left = without_time_expressions(query, parse_time_scope(query, REFERENCE, ZONE))
+    assert "summer" not in left and "2023" not in left and left.startswith("What did I do")
+    assert without_time_expressions("2024年3月我去了哪里", parse_time_scope("2024年3月我去了哪里", REFERENCE, ZONE)) == "我去了哪里"
 
 
 @pytest.mark.parametrize(

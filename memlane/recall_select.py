@@ -1,0 +1,122 @@
+"""Which search hits recall keeps, in which order, and what comes with each: search's ranking,
+kept (issue 35). Pure functions over plain data, tested without Redis.
+
+Recall's second stage, after the store's `fuse()`; each stage is a setting with its ablation
+row in bench/model_sees.py:
+
+1. **Order** (`recall_weight_*`): the store's rank fusion (`MemoryHit.rank_score`) times the
+   layer's weight. The weights only order kinds against each other (a profile entry before the
+   raw turn it came from); within one kind the order is search's.
+2. **Floor** (`recall_min_relevance`): a hit whose 0..1 relevance (`MemoryHit.score`) is below
+   the floor leaves. One low floor, on the relevance itself, never relaxed and never weighted:
+   the relevance is not calibrated enough to cut deeper (on MemoryBank and LoCoMo the evidence
+   turns' relevance overlaps that of the best hit of an off-topic request), so the floor only
+   keeps clearly unrelated hits out, and the depth is the item budget. The thresholds it
+   replaces (0.5, 0.4, 0.3 on the weighted relevance, the first that let any hit through)
+   left 2 items of 8 on MemoryBank, 5 on LoCoMo, and cut relevant hits on every dataset.
+3. **Statement before echo** (`recall_echo_weight`, `recall_echo_similarity`): a question, the
+   user's or the assistant's, that asks what the query asks, in its words (at most half of its
+   terms new) or in others (its rescaled similarity to the query at least 0.6: "我在哪家公司上班？"
+   for "我在哪里工作？"), is ordered at that weight: "what coffee does she drink again?" asked last week, or the assistant's "你是说
+   你对什么过敏吗？", come after "I only drink black coffee." / "我对花生过敏。" A question that
+   brings its own words ("I'm going to Kyoto, what should I pack?") keeps its place: on
+   MemoryBank such questions are the evidence, and demoting every question cost its first item
+   0.62 -> 0.57. An assistant's statement keeps its place too: "She drinks black coffee" and
+   "I'm not sure what coffee she drinks" bring as many new words, and the pair of neighbours
+   shows the user's turn beside it anyway.
+4. **Exact term** (short entity queries, "张伟", "Marco Morelli"): a memory that holds the name
+   verbatim stays whatever its relevance: a bare name's embedding carries little meaning.
+5. **Depth** (`recall_max_memories`, in recall): the first items in that order, a message that
+   an earlier item already shows as its neighbour merged into it.
+6. **Neighbours** (`recall_neighbour_messages`, `recall_neighbour_mode`): a recalled message
+   comes with its other half, "pair": a user's message with the assistant's answer after it, an
+   assistant's answer with the user's message it answers, and a short turn between people
+   (`search_embed_context_max_tokens`, the length under which the index embeds a turn with the
+   one before it too) with the turn it replies to. "around": every message within the count on
+   both sides, as before: each item then spends three turns of the reader's attention on one hit.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Mapping, Sequence
+
+from memlane.store.base import Memory, MemoryHit, Message
+from memlane.store.text import query_terms
+from memlane.store.tokens import count_tokens
+
+NeighbourMode = Literal["pair", "around"]
+
+_QUESTION = re.compile(r"[?？]|[吗呢呀][。！!]?$")
+
+
+def repeats_the_query(memory: Memory, query: str, similarity: float = 0.0, same_meaning: float = 1.0) -> bool:
+    """A question (anyone's message that asks one: "?", "？", or ending in 吗, 呢, 呀) that
+    asks what the query asks: at most half of its terms are not the query's, or its
+    `similarity` to the query (cosine rescaled from the provider's floor, 0..1) is at least
+    `same_meaning` (a reworded question: "我在哪家公司上班？" for "我在哪里工作？")."""
+    if memory.kind != "message" or not _QUESTION.search(memory.text.strip()):
+        return False
+    if similarity >= same_meaning:
+        return True
+    terms = set(query_terms(memory.text))
+    return bool(terms) and len(terms - set(query_terms(query))) <= len(terms) / 2
+
+
+def ranked_hits(
+    hits: Sequence[MemoryHit],
+    weights: Mapping[str, float],
+    floor: float,
+    entity: str | None = None,
+    query: str = "",
+    echo_weight: float = 1.0,
+    similarity_floor: float = 0.0,
+    same_meaning: float = 1.0,
+) -> list[MemoryHit]:
+    """Stages 1-4: the hits above the relevance `floor` (or holding `entity`, a short entity
+    query, verbatim), ordered by rank fusion times their kind's weight (`weights`, by kind;
+    1 for a kind it lacks), times `echo_weight` for one that repeats `query` (`same_meaning`:
+    see `repeats_the_query`; `similarity_floor`: the provider's cosine of unrelated texts).
+    Stable: equal ranks keep search's order."""
+    def rescaled(hit: MemoryHit) -> float:
+        return (hit.vector_similarity - similarity_floor) / (1.0 - similarity_floor) if similarity_floor < 1.0 else 0.0
+
+    def holds_entity(hit: MemoryHit) -> bool:
+        return bool(entity) and entity.casefold() in " ".join(hit.memory.text.split()).casefold()
+
+    def order(hit: MemoryHit) -> float:
+        repeats = echo_weight != 1.0 and query and repeats_the_query(hit.memory, query, rescaled(hit), same_meaning)
+        echo = echo_weight if repeats else 1.0
+        return hit.rank_score * weights.get(hit.memory.kind, 1.0) * echo
+
+    kept = [hit for hit in hits if hit.score >= floor or holds_entity(hit)]
+    return sorted(kept, key=order, reverse=True)
+
+
+def answer_pair(around: Sequence[Message], hit_id: str, short_tokens: int, encoding: str = "cl100k_base") -> list[Message]:
+    """Stage 6, "pair": the recalled message `hit_id` with its other half, out of the messages
+    `around` it (in order, the hit included): the assistant's answer after a user's message, the
+    user's message before an assistant's answer, the turn before a turn of at most
+    `short_tokens` tokens between people. Just the hit when it has none; [] when it is not there."""
+    index = next((index for index, message in enumerate(around) if message.id == hit_id), None)
+    if index is None:
+        return []
+    hit = around[index]
+    before = around[index - 1] if index > 0 else None
+    after = around[index + 1] if index + 1 < len(around) else None
+    if hit.role == "assistant":
+        return [before, hit] if before is not None and before.role == "user" else [hit]
+    if after is not None and after.role == "assistant":
+        return [hit, after]
+    if before is not None and short_tokens and count_tokens(hit.content, encoding) <= short_tokens:
+        return [before, hit]
+    return [hit]
+
+
+def neighbours_shown(
+    around: Sequence[Message], hit_id: str, mode: NeighbourMode, short_tokens: int, encoding: str = "cl100k_base"
+) -> list[Message]:
+    """The messages an item shows for the recalled message `hit_id`: its pair, or all `around` it."""
+    if mode == "around":
+        return list(around) if any(message.id == hit_id for message in around) else []
+    return answer_pair(around, hit_id, short_tokens, encoding)

@@ -1,0 +1,97 @@
+"""Which hits recall keeps and what comes with each (memlane/recall_select.py), no Redis."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlane.recall_select import answer_pair, neighbours_shown, ranked_hits, repeats_the_query
+from memlane.store.base import Memory, MemoryHit, Message
+
+WEIGHTS = {"profile": 1.0, "event": 0.9, "message": 0.8}
+
+
+def hit(memory_id: str, text: str, score: float, rank: float, kind: str = "message") -> MemoryHit:
+    memory = Memory(id=memory_id, user_id="u", kind=kind, text=text)
+    return MemoryHit(memory=memory, score=score, rank_score=rank, vector_similarity=score, text_score=0.0)
+
+
+def message(message_id: str, role: str, content: str, name: str | None = None) -> Message:
+    return Message(id=message_id, user_id="u", session_id="s", role=role, content=content, name=name)
+
+
+@pytest.mark.parametrize(
+    "texts", [["I drink black coffee", "Coffee at the station", "The weather"], ["我只喝黑咖啡", "在车站喝了咖啡", "今天天气"]], ids=["en", "zh"]
+)
+def test_search_order_is_kept_and_only_unrelated_hits_leave(texts):
+    hits = [hit("a", texts[0], 0.25, 0.03), hit("b", texts[1], 0.9, 0.02), hit("c", texts[2], 0.05, 0.01)]
+    kept = ranked_hits(hits, WEIGHTS, floor=0.2)
+    assert [h.memory.id for h in kept] == ["a", "b"]  # the fusion's order, not the relevance's; c is below the floor
+    assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.0)] == ["a", "b", "c"]
+
+
+def test_layer_weights_order_kinds_and_cut_nothing():
+    hits = [hit("m", "raw turn", 0.21, 0.030), hit("p", "profile line", 0.21, 0.026, kind="profile")]
+    assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.2)] == ["p", "m"]  # 0.026 x 1.0 > 0.030 x 0.8
+
+
+@pytest.mark.parametrize(("entity", "text"), [("张伟", "和张伟一起去上海出差"), ("marco morelli", "Dinner with Marco  Morelli")])
+def test_a_short_entity_query_keeps_the_memory_that_names_it(entity, text):
+    hits = [hit("named", text, 0.01, 0.01), hit("other", "something else", 0.01, 0.02)]
+    assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.2, entity=entity)] == ["named"]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "then"),
+    [("我对什么过敏？", "你对花生过敏。", "谢谢"), ("What am I allergic to?", "You are allergic to peanuts.", "Thanks")],
+    ids=["zh", "en"],
+)
+def test_a_message_comes_with_its_other_half(question, answer, then):
+    around = [message("q", "user", question), message("a", "assistant", answer), message("t", "user", then)]
+    assert [m.id for m in answer_pair(around, "a", 16)] == ["q", "a"]  # an answer with what it answers
+    assert [m.id for m in answer_pair(around, "q", 16)] == ["q", "a"]  # a question with the answer it got
+    assert [m.id for m in answer_pair(around, "t", 16)] == ["a", "t"]  # a short "thanks" with what it thanks for
+    assert [m.id for m in answer_pair(around, "t", 0)] == ["t"]
+    assert [m.id for m in neighbours_shown(around, "a", "around", 16)] == ["q", "a", "t"]
+    assert answer_pair(around, "gone", 16) == [] and neighbours_shown(around, "gone", "around", 16) == []
+
+
+@pytest.mark.parametrize(
+    ("before", "short", "long"),
+    [("你周末去哪儿了？", "去了杭州！", "我周末去了杭州，在西湖边走了一整天，还去梅家坞买了明前龙井，晚上在河坊街吃了片儿川，第二天一早坐高铁回来的。"),
+     ("Where did you go this weekend?", "Hangzhou!", "I went to Hangzhou for the weekend, walked around West Lake all day, "
+      "bought Longjing tea at Meijiawu, had noodles on Hefang Street and took the early train back on Sunday.")],
+    ids=["zh", "en"],
+)
+def test_between_people_a_short_turn_brings_the_turn_it_replies_to(before, short, long):
+    around = [message("b", "user", before, name="Caroline"), message("h", "user", short, name="Melanie"),
+              message("n", "user", "Nice", name="Caroline")]
+    assert [m.id for m in answer_pair(around, "h", 16)] == ["b", "h"]
+    around[1] = message("h", "user", long, name="Melanie")
+    assert [m.id for m in answer_pair(around, "h", 16)] == ["h"]  # a long turn says what it means itself
+
+
+@pytest.mark.parametrize(
+    ("query", "echoes", "statements"),
+    [
+        ("我对什么过敏？", ["我对什么过敏来着？", "你是说你对什么过敏吗？"], ["我对花生过敏。", "你对花生过敏，要小心。", "我去京都旅行，需要带什么？"]),
+        ("What coffee does she drink?", ["What coffee does she drink again?", "Which coffee does she drink?"],
+         ["I only drink black coffee.", "She drinks black coffee, no sugar.", "I'm going to Kyoto, what should I pack?"]),
+    ],
+    ids=["zh", "en"],
+)
+def test_a_question_that_repeats_the_query_comes_after_the_statement(query, echoes, statements):
+    hits = [hit(f"e{index}", text, 0.9, 0.05 - index * 0.001) for index, text in enumerate(echoes)]
+    hits += [hit(f"s{index}", text, 0.5, 0.04 - index * 0.001) for index, text in enumerate(statements)]
+    order = [h.memory.id for h in ranked_hits(hits, WEIGHTS, 0.2, query=query, echo_weight=0.5)]
+    assert order == ["s0", "s1", "s2", "e0", "e1"]  # a question with words of its own (Kyoto) keeps its place
+    assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, 0.2, query=query, echo_weight=1.0)][:2] == ["e0", "e1"]
+
+
+@pytest.mark.parametrize(("query", "reworded"), [("我在哪里工作？", "我在哪家公司上班？"), ("Which film do I like best?", "What's my favourite film?")])
+def test_a_reworded_question_is_known_by_its_meaning(query, reworded):
+    asked = Memory(id="q", user_id="u", kind="message", text=reworded)
+    assert not repeats_the_query(asked, query)  # other words
+    assert repeats_the_query(asked, query, similarity=0.65, same_meaning=0.6)
+    assert not repeats_the_query(asked, query, similarity=0.5, same_meaning=0.6)
+    statement = Memory(id="s", user_id="u", kind="message", text="我在一家创业公司上班。")
+    assert not repeats_the_query(statement, query, similarity=0.9, same_meaning=0.6)  # a statement is never an echo
