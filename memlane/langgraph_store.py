@@ -97,6 +97,21 @@ class _Answered(concurrent.futures.Future, Generic[Value]):
         return bool(self.result())
 
 
+class MemlaneSearchItem(SearchItem):
+    """A `SearchItem` with memlane's own relevance beside LangGraph's `score` (`MemlaneStore(...,
+    relevance=True)`): the calibrated 0..1 relevance recall, the app and the memories API show
+    (`MemoryHit.score`); None for an item memlane's search did not rank for the query."""
+
+    __slots__ = ("relevance",)
+
+    def __init__(self, *args: Any, relevance: float | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.relevance = relevance
+
+    def dict(self) -> dict:
+        return {**super().dict(), "relevance": self.relevance}
+
+
 @dataclass(frozen=True)
 class _Put:
     """A put or delete with the owner it was resolved to (in the caller's context)."""
@@ -133,6 +148,8 @@ class MemlaneStore(BaseStore):
     "inner_product" or "l2"); without it memlane's embedder reads `fields` (default: every string).
     ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`); Redis itself deletes
     what expired, so there is nothing to sweep.
+    relevance: query searches also give memlane's own relevance, as `MemlaneSearchItem.relevance`
+    (one more search per call; the order and `score` stay LangGraph's).
     """
 
     supports_ttl = True
@@ -145,10 +162,12 @@ class MemlaneStore(BaseStore):
         index: IndexConfig | None = None,
         fields: list[str] | None = None,
         ttl: TTLConfig | None = None,
+        relevance: bool = False,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.store = store
         self.users = UserMapping(user_of)
+        self.relevance = relevance
         self.ttl_config = ttl
         self._index = dict(index) if index else None
         if self._index is not None:
@@ -186,12 +205,12 @@ class MemlaneStore(BaseStore):
     def open(cls, settings: Settings | None = None, **kwargs: Any) -> MemlaneStore:
         """For code without an event loop: open memlane's store on a private loop thread.
 
-        kwargs: `user_of`, `index`, `fields`, `ttl`, and `open_store`'s `embeddings` / `key_prefix`.
+        kwargs: `user_of`, `index`, `fields`, `ttl`, `relevance`, and `open_store`'s `embeddings` / `key_prefix`.
         Call `close()` at the end.
         """
         from memlane.store.redis import open_store
 
-        options = {name: kwargs.pop(name) for name in ("user_of", "index", "fields", "ttl") if name in kwargs}
+        options = {name: kwargs.pop(name) for name in ("user_of", "index", "fields", "ttl", "relevance") if name in kwargs}
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="memlane-store", daemon=True)
         thread.start()
@@ -359,7 +378,22 @@ class MemlaneStore(BaseStore):
             )
         if op.refresh_ttl:
             await self.store.refresh_items([item for item, _ in page])
+        if self.relevance and op.query:
+            relevances = await self._relevances(op.query, [item for item, _ in page])
+            return [
+                MemlaneSearchItem(tuple(item.namespace), item.key, item.value, _when(item.created_at), _when(item.updated_at),
+                                  score, relevance=relevances.get((item.user_id, item.memory_id)))
+                for item, score in page
+            ]
         return [self._search_item(item, score) for item, score in page]
+
+    async def _relevances(self, query: str, items: list[StoreItem]) -> dict[tuple[str, str], float]:
+        """memlane's relevance of each item for `query`, from one hybrid search per owner."""
+        owners = sorted({item.user_id for item in items})
+        searched = await asyncio.gather(
+            *(self.store.search_memories(owner, query, kinds=["event"], limit=max(50, len(items) * 4)) for owner in owners)
+        )
+        return {(owner, hit.memory.id): hit.score for owner, hits in zip(owners, searched) for hit in hits}
 
     async def _search_memlane(self, prefix: Namespace, op: SearchOp) -> list[SearchItem]:
         """A search of a user's profile or events: memlane's hybrid search over that user's

@@ -365,3 +365,14 @@ async def test_langmem_tools_with_the_layout_of_langgraphs_docs(store):
         found = json.loads([m.content for m in result["messages"] if m.type == "tool"][-1])
         assert [hit["value"]["content"] for hit in found] == [fact]
         assert [h.memory.text for h in await store.search_memories(user, "allergic 过敏")] == [fact]
+
+
+async def test_memlanes_own_relevance_is_there_under_its_own_name(store):
+    lg = MemlaneStore(store, user_of=1, relevance=True)
+    await lg.aput(("memories", "alice"), "tea", {"content": "我每天早上喝龙井茶"})
+    await lg.aput(("memories", "alice"), "car", {"content": "My car is a blue Volvo"})
+    hits = await lg.asearch(("memories", "alice"), query="我早上喝什么茶？")
+    assert hits[0].key == "tea" and hits[0].score is not None  # LangGraph's similarity, as without the option
+    assert 0 < hits[0].relevance <= 1 and (hits[1].relevance or 0) < hits[0].relevance  # memlane's, beside it
+    assert hits[0].dict()["relevance"] == hits[0].relevance
+    assert not hasattr((await MemlaneStore(store, user_of=1).asearch(("memories", "alice"), query="茶"))[0], "relevance")
