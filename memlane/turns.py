@@ -25,7 +25,9 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings
-from memlane.graph import MemoryScheduler
+from memlane.graph import MemoryContext, MemoryScheduler
+from memlane.graph.run import StepCallback
+from memlane.graph.scheduler import ResultCallback
 from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_title
 from memlane.nodes.topic_shift import is_related
 from memlane.persistence import FailureCallback, MemoryAgentContext, MemoryPersistence, SaveCallback, latest_exchange
@@ -79,6 +81,34 @@ class TurnService:
         self.last_recall: dict[str, Recall] = {}  # per user: the latest recall, for inspection
         self._background: set[asyncio.Task[None]] = set()  # after-reply hooks, off the reply's path
         self._titling: set[tuple[str, str]] = set()  # (user, session) whose title is being made
+
+    @classmethod
+    async def started(
+        cls,
+        store: MemoryStore,
+        *,
+        settings: Settings,
+        memory_model: BaseChatModel | None = None,
+        on_result: ResultCallback | None = None,
+        on_step: StepCallback | None = None,
+        on_queued: UserCallback | None = None,
+        **hooks: Any,
+    ) -> TurnService:
+        """What a door runs on: the service with its memory scheduler started (runs queue in the
+        store's Redis, `memory_docket_url` else the store's, so a run cut off by a restart is picked
+        up again), or without one when there is no memory model. `aclose()` stops it.
+        on_result / on_step / on_queued: the scheduler's; hooks: the service's callbacks."""
+        scheduler = None
+        if memory_model is not None:
+            context = MemoryContext(store=store, llm=memory_model, settings=settings)
+            scheduler = await MemoryScheduler(context, on_result=on_result, on_step=on_step, on_queued=on_queued).__aenter__()
+        return cls(store, settings=settings, scheduler=scheduler, memory_model=memory_model, **hooks)
+
+    async def aclose(self, timeout: float | None = 10.0) -> None:
+        """Wait for the turns handed over (up to `timeout`), then stop the scheduler."""
+        await self.wait_idle(timeout)
+        if self.scheduler is not None:
+            await self.scheduler.__aexit__(None, None, None)
 
     # 1. recall --------------------------------------------------------------------------------
     async def recall(

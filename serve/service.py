@@ -11,7 +11,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import SecretStr
 
 from memlane import MemoryStore, Settings, StoreError, open_store
-from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
+from memlane.graph import MemoryRunResult, MemoryScheduler
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
 from memlane.turns import TurnService
 from memlane.models import memory_model_from_settings
@@ -50,17 +50,16 @@ class ServeService:
     async def start(self) -> None:
         if self.store is None:
             self.store = await open_store(self.settings)
-        if self.memory_model is not None:
-            context = MemoryContext(store=self.store, llm=self.memory_model, settings=self.settings)
-            self.scheduler = await MemoryScheduler(context, on_result=self._on_result, on_queued=self._on_queued).__aenter__()
-        self.turns = TurnService(
+        self.turns = await TurnService.started(
             self.store,
             settings=self.settings,
-            scheduler=self.scheduler,
             memory_model=self.memory_model,
+            on_result=self._on_result,
+            on_queued=self._on_queued,
             on_saved=self._on_saved,
             on_failed=self._on_failed,
         )
+        self.scheduler = self.turns.scheduler
         self.upstream = httpx.AsyncClient(
             timeout=httpx.Timeout(self.settings.llm_timeout_seconds, connect=min(10.0, self.settings.llm_timeout_seconds)),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
@@ -68,12 +67,10 @@ class ServeService:
 
     async def aclose(self) -> None:
         try:
-            if self.turns is not None:
-                await self.turns.wait_idle(10)
             if self.upstream is not None:
                 await self.upstream.aclose()
-            if self.scheduler is not None:
-                await self.scheduler.__aexit__(None, None, None)
+            if self.turns is not None:
+                await self.turns.aclose(10)
         finally:
             if self.store is not None and self._owns_store:
                 await self.store.aclose()

@@ -21,7 +21,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 
 from memlane import MemoryStore, Message, ProfileEntry, Recall, Settings, StoreError, open_store
-from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler, MemoryStep
+from memlane.graph import MemoryRunResult, MemoryScheduler, MemoryStep
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware
 from memlane.turns import TurnService
 from memlane.nodes.llm import MEMORY_MODEL_TAG
@@ -176,21 +176,18 @@ class ChatService:
                 return
             if self.store is None:
                 self.store = await open_store(self.settings)
-            if self.memory_model is not None:
-                # runs queue in the store's Redis (memory_docket_url, else the store's): a run cut
-                # off by a restart is picked up again
-                context = MemoryContext(store=self.store, llm=self.memory_model, settings=self.settings)
-                self.scheduler = await MemoryScheduler(context, on_result=self._on_result, on_step=self._on_step).__aenter__()
-            self.turns = TurnService(
+            self.turns = await TurnService.started(
                 self.store,
                 settings=self.settings,
-                scheduler=self.scheduler,
                 memory_model=self.memory_model,
+                on_result=self._on_result,
+                on_step=self._on_step,
                 on_saved=self._on_saved,
                 on_failed=self._on_failed,
                 on_topic_shift=self._on_topic_shift,
                 on_title=self._on_title,
             )
+            self.scheduler = self.turns.scheduler
             self.middleware = MemoryMiddleware(self.store, turns=self.turns)
             self._ready = True
 
@@ -204,9 +201,8 @@ class ChatService:
             self.start_error = error
 
     async def aclose(self) -> None:
-        await self.wait_background()
-        if self.scheduler is not None:
-            await self.scheduler.__aexit__(None, None, None)
+        if self.turns is not None:
+            await self.turns.aclose(30)
         if self.store is not None and self._owns_store:
             await self.store.aclose()
         self._ready = False
