@@ -111,6 +111,52 @@ def _clean_answer(answer: str, question: str) -> str | None:
     return text
 
 
+def needs_rewrite(question: str, previous_turns: Sequence[Message], settings: Settings) -> bool:
+    """Whether recall should search with a rewrite of `question`: it leans on earlier turns."""
+    return bool(settings.recall_rewrite_followups and previous_turns and is_followup(question))
+
+
+async def model_rewrite(
+    question: str,
+    previous_turns: Sequence[Message],
+    settings: Settings,
+    *,
+    llm: BaseChatModel,
+    breaker: CircuitBreaker | None = None,
+) -> str | None:
+    """The memory model's standalone form of `question`, or None when it gave none within
+    `recall_rewrite_timeout_seconds` (0.3 s: the reply waits on it) or failed."""
+    global _told_about_budget
+    # the reply waits for this call: a short timeout and no retry
+    quick = settings.model_copy(update={"llm_timeout_seconds": settings.recall_rewrite_timeout_seconds, "llm_max_retries": 0})
+    # past the budget the call is given up, not failed: a model slower than 0.3 s still works
+    # for the memory graph, and its breaker must not open on the reply path's impatience
+    caller = ModelCaller(llm=llm, settings=quick, step="rewrite", breaker=breaker, timeout_is_budget=True, quiet=True)
+    chat = render_chat([*previous_turns[-6:]])
+    try:
+        answer = await caller.ask(REWRITE_PROMPT, f"{chat}\n\nLast question: {question}")
+    except ModelCallFailed as error:
+        if "no answer within" in str(error):
+            if not _told_about_budget:  # said once: a slow model times out on every follow-up
+                _told_about_budget = True
+                logger.warning(
+                    "follow-up rewrite: the memory model gave no answer within MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS "
+                    "(%gs), so recall searched with the previous turn's words; raise it for a slower model "
+                    "(the reply waits up to that long on follow-ups). Said once.",
+                    settings.recall_rewrite_timeout_seconds,
+                )
+        else:
+            logger.warning("follow-up rewrite failed, searching with the previous turn's words: %s", error)
+        return None
+    rewritten = _clean_answer(answer, question)
+    if not rewritten:
+        logger.warning("follow-up rewrite gave no usable question (%r); using the previous turn", answer[:200])
+    return rewritten
+
+
+_told_about_budget = False  # the rewrite budget's warning is said once a process
+
+
 async def rewrite_followup(
     question: str,
     previous_turns: Sequence[Message],
@@ -121,22 +167,10 @@ async def rewrite_followup(
 ) -> str:
     """`question` as a standalone search query (see the module docstring). breaker: the memory
     model's circuit breaker when `llm` is that model (while it is open, the cheap rewrite)."""
-    if not settings.recall_rewrite_followups or not previous_turns or not is_followup(question):
+    if not needs_rewrite(question, previous_turns, settings):
         return question
     if llm is not None:
-        # the reply waits for this call: a short timeout and no retry, then the cheap rewrite
-        quick = settings.model_copy(update={"llm_timeout_seconds": settings.recall_rewrite_timeout_seconds, "llm_max_retries": 0})
-        # past the budget the call is given up, not failed: a model slower than 0.3 s still works
-        # for the memory graph, and its breaker must not open on the reply path's impatience
-        caller = ModelCaller(llm=llm, settings=quick, step="rewrite", breaker=breaker, timeout_is_budget=True)
-        chat = render_chat([*previous_turns[-6:]])
-        try:
-            answer = await caller.ask(REWRITE_PROMPT, f"{chat}\n\nLast question: {question}")
-        except ModelCallFailed as error:
-            logger.warning("follow-up rewrite failed, using the previous turn instead: %s", error)
-        else:
-            rewritten = _clean_answer(answer, question)
-            if rewritten:
-                return rewritten
-            logger.warning("follow-up rewrite gave no usable question (%r); using the previous turn", answer[:200])
+        rewritten = await model_rewrite(question, previous_turns, settings, llm=llm, breaker=breaker)
+        if rewritten:
+            return rewritten
     return cheap_rewrite(question, previous_turns)

@@ -40,7 +40,7 @@ from typing import Iterable, Sequence
 from langchain_core.language_models.chat_models import BaseChatModel
 from memlane import dates
 from memlane.config import Settings, get_settings
-from memlane.query import rewrite_followup
+from memlane.query import cheap_rewrite, model_rewrite, needs_rewrite
 from memlane.store.base import Memory, MemoryHit, MemoryStore, Message, ProfileEntry, SessionSummary, past_value_text
 from memlane.store.breaker import CircuitBreaker
 from memlane.store.passage import answering_passage
@@ -71,6 +71,41 @@ def layer_weights(settings: Settings) -> dict[str, float]:
 
 def _normalized(text: str) -> str:
     return _SPACES.sub(" ", text).strip().lower()
+
+
+async def _searched(
+    store: MemoryStore,
+    user_id: str,
+    message: str,
+    session_messages: Sequence[Message],
+    settings: Settings,
+    candidates: int,
+    reference_time: float | None,
+    rewrite_model: BaseChatModel | None,
+    rewrite_breaker: CircuitBreaker | None,
+) -> tuple[str, list[MemoryHit]]:
+    """The query recall searched with, and its hits. A follow-up is searched with the previous
+    turn's words at once (the cheap rewrite), while the memory model rewrites it beside that
+    search; a rewrite that lands within its budget is searched too and wins."""
+
+    async def search(query: str) -> list[MemoryHit]:
+        if not query.strip():
+            return []
+        return await store.search_memories(
+            user_id, query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time
+        )
+
+    if not message.strip() or not needs_rewrite(message, session_messages, settings):
+        return message, await search(message)
+    plain = cheap_rewrite(message, session_messages)
+    if rewrite_model is None:
+        return plain, await search(plain)
+    rewritten, plain_hits = await asyncio.gather(
+        model_rewrite(message, session_messages, settings, llm=rewrite_model, breaker=rewrite_breaker), search(plain)
+    )
+    if not rewritten:
+        return plain, plain_hits
+    return rewritten, await search(rewritten)
 
 
 async def recall(
@@ -110,15 +145,8 @@ async def recall(
         store.get_session_summary(user_id, session_id) if session_id else _none(),
         store.recent_messages(user_id, session_id, limit=recent_limit) if recent_limit else _empty(),
     )
-    search_query = await rewrite_followup(
-        message, session_messages, settings, llm=rewrite_model, breaker=rewrite_breaker
-    ) if message.strip() else ""
-    hits = (
-        await store.search_memories(
-            user_id, search_query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time
-        )
-        if search_query.strip()
-        else []
+    search_query, hits = await _searched(
+        store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker
     )
     recent = session_messages[-settings.recall_recent_messages :] if include_recent and settings.recall_recent_messages else []
     language = detect_language(message, *(m.content for m in reversed(recent)))

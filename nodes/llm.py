@@ -96,6 +96,8 @@ class ModelCaller:
     # True when the timeout is the caller's budget (the reply waits on it), not the time a
     # model that works needs: a call past it is given up without counting against the breaker
     timeout_is_budget: bool = False
+    # True when the caller says what a failure means itself (a line per attempt would repeat it)
+    quiet: bool = False
 
     async def _invoke(self, system: str, user: str, schema: type[BaseModel] | None) -> str:
         # a server refusing the schema is asked again without it inside this one call, so the
@@ -146,7 +148,7 @@ class ModelCaller:
                 reason = f"no answer within {self.settings.llm_timeout_seconds:g}s"
             except Exception as error:  # any provider error is retried, then reported
                 reason = f"{type(error).__name__}: {error}"
-            logger.warning("%s: model call %d/%d failed: %s", self.step, attempt, attempts, reason)
+            logger.log(logging.DEBUG if self.quiet else logging.WARNING, "%s: model call %d/%d failed: %s", self.step, attempt, attempts, reason)
             if attempt < attempts:
                 await asyncio.sleep(_RETRY_BACKOFF_SECONDS * attempt)
         raise ModelCallFailed(self.step, reason)

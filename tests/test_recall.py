@@ -337,3 +337,32 @@ async def test_the_statement_comes_before_the_question_and_its_echo(store, setti
     result = await recall(store, "u", "new", question, settings=settings)
     assert "t0" in result.memories[0].source_message_ids  # the statement's item first
     assert any("t2" in item.source_message_ids for item in result.memories[1:])  # the question is still there, after it
+
+
+async def test_a_follow_up_is_searched_beside_its_rewrite_which_wins_when_it_lands(store, settings, caplog):
+    """The cheap rewrite's search runs while the memory model rewrites; a rewrite in time is
+    searched and used, one past its budget leaves the cheap one, and says so once, naming
+    MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS."""
+    import logging
+
+    import memlane.query
+    from memlane.testing import TIMEOUT, ScriptedChatModel
+
+    await store.add_messages([
+        Message(id="f1", user_id="u", session_id="s", role="user", content="我同事张伟下周去成都出差"),
+        Message(id="f2", user_id="u", session_id="s", role="assistant", content="好的，记住了。"),
+        Message(id="f3", user_id="u", session_id="s2", role="user", content="还记得我同事张伟吗？"),
+    ])
+    quick = ScriptedChatModel(default="张伟哪天出发去成都？")
+    found = await recall(store, "u", "s2", "他哪天出发？", settings=settings, rewrite_model=quick)
+    assert found.search_query == "张伟哪天出发去成都？" and any("成都" in item.text for item in found.memories)
+
+    memlane.query._told_about_budget = False
+    slow = ScriptedChatModel(default=TIMEOUT, timeout_sleep=2.0)
+    caplog.set_level(logging.DEBUG, logger="memlane")
+    for _ in range(3):
+        found = await recall(store, "u", "s2", "他哪天出发？", settings=settings, rewrite_model=slow)
+        assert found.search_query == "他哪天出发？ 还记得我同事张伟吗？"  # the previous turn's words
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "rewrite" in r.getMessage()]
+    assert len(warnings) == 1 and "MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS" in warnings[0]
+    assert "MEMLANE_LLM_TIMEOUT_SECONDS" not in warnings[0]
