@@ -372,7 +372,7 @@ class Settings(BaseSettings):
     recall_rewrite_timeout_seconds: float = Field(
         default=0.3,
         gt=0,
-        description="Time budget of the model's rewrite of a follow-up: past it recall uses the cheap rewrite (the first token waits for it)",
+        description="Time budget of the model's rewrite of a follow-up, which runs beside the search with the previous turn's words: in time, it is searched too and wins; past it, that search stands (the first token waits at most this long)",
     )
     recall_rewrite_followups: bool = Field(
         default=True,
