@@ -161,12 +161,17 @@ async def running_serve(config: Path, store_url: str, settings: Settings, data_d
         server.wait(timeout=30)
 
 
-async def first_chunk(client: httpx.AsyncClient, url: str, body: dict, headers: dict[str, str]) -> float:
-    """Seconds from sending the request to the first SSE data line; the rest is read to the end."""
+async def first_chunk(
+    client: httpx.AsyncClient, url: str, body: dict, headers: dict[str, str], seen: dict[str, str] | None = None
+) -> float:
+    """Seconds from sending the request to the first SSE data line; the rest is read to the end.
+    seen: filled with the response's headers."""
     started = time.perf_counter()
     elapsed = None
     async with client.stream("POST", url, json=body, headers=headers) as response:
         response.raise_for_status()
+        if seen is not None:
+            seen.update(response.headers)
         async for line in response.aiter_lines():
             if line.startswith("data:") and elapsed is None:
                 elapsed = time.perf_counter() - started
@@ -209,7 +214,7 @@ async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, 
     async with httpx.AsyncClient(timeout=60) as client:
         for label, session, toggles, gap, follow_up in variants:
             auth = {"Authorization": f"Bearer {KEY}", "X-Memlane-Session": session}
-            direct, served = [], []
+            direct, served, rewrites = [], [], []
             for i in range(runs + 5):
                 if follow_up:  # the turn naming the person, answered and saved, then the user reads it
                     naming = {"model": "assistant", "user": USER, "stream": True, "messages": [{"role": "user", "content": f"{NAMING_TURN} ({i})"}]}
@@ -219,14 +224,18 @@ async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, 
                 body = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": text}]}
                 direct_time = await first_chunk(client, upstream.url + "/chat/completions", body, {})
                 served_body = {**body, "model": "assistant", "user": USER, **({"memory_config": toggles} if toggles else {})}
-                served_time = await first_chunk(client, serve_url + "/v1/chat/completions", served_body, auth)
+                seen: dict[str, str] = {}
+                served_time = await first_chunk(client, serve_url + "/v1/chat/completions", served_body, auth, seen)
                 if i >= 5:
                     direct.append(direct_time)
                     served.append(served_time)
+                    rewrites.append(seen.get("x-memlane-follow-up-rewrite", "none"))
             added = [s - d for s, d in zip(served, direct)]
             print(f"  {label:27s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}  "
                   f"max {1000 * max(added):6.1f} ms   {load_average()}")
             if follow_up:
+                print(f"  {'':27s} searched with: the model's rewrite {rewrites.count('model')}/{len(rewrites)}, "
+                      f"the previous turn's words {rewrites.count('previous-turn')}/{len(rewrites)}")
                 over = [a - budget for a in added if a > budget]
                 print(f"  {'':27s} rewrite budget {1000 * budget:.0f} ms: added beyond it in {len(over)}/{len(added)} "
                       f"follow-ups (p95 {1000 * percentile(added, 0.95) - 1000 * budget:+.1f} ms, max {1000 * max(added) - 1000 * budget:+.1f} ms "

@@ -46,7 +46,7 @@ from memlane.store.breaker import CircuitBreaker
 from memlane.store.passage import answering_passage
 from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
-from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, fill_block, item_token_cap
+from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, RewriteKind, fill_block, item_token_cap
 from memlane.recall_select import neighbours_shown, ranked_hits
 from memlane.store.tokens import count_tokens
 
@@ -83,8 +83,8 @@ async def _searched(
     reference_time: float | None,
     rewrite_model: BaseChatModel | None,
     rewrite_breaker: CircuitBreaker | None,
-) -> tuple[str, list[MemoryHit]]:
-    """The query recall searched with, and its hits. A follow-up is searched with the previous
+) -> tuple[str, RewriteKind | None, list[MemoryHit]]:
+    """The query recall searched with, how a follow-up was rewritten (None: it was not), and its hits. A follow-up is searched with the previous
     turn's words at once (the cheap rewrite), while the memory model rewrites it beside that
     search; a rewrite that lands within its budget is searched too and wins."""
 
@@ -96,16 +96,16 @@ async def _searched(
         )
 
     if not message.strip() or not needs_rewrite(message, session_messages, settings):
-        return message, await search(message)
+        return message, None, await search(message)
     plain = cheap_rewrite(message, session_messages)
     if rewrite_model is None:
-        return plain, await search(plain)
+        return plain, "previous turn", await search(plain)
     rewritten, plain_hits = await asyncio.gather(
         model_rewrite(message, session_messages, settings, llm=rewrite_model, breaker=rewrite_breaker), search(plain)
     )
     if not rewritten:
-        return plain, plain_hits
-    return rewritten, await search(rewritten)
+        return plain, "previous turn", plain_hits
+    return rewritten, "model", await search(rewritten)
 
 
 async def recall(
@@ -145,7 +145,7 @@ async def recall(
         store.get_session_summary(user_id, session_id) if session_id else _none(),
         store.recent_messages(user_id, session_id, limit=recent_limit) if recent_limit else _empty(),
     )
-    search_query, hits = await _searched(
+    search_query, rewrite, hits = await _searched(
         store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker
     )
     recent = session_messages[-settings.recall_recent_messages :] if include_recent and settings.recall_recent_messages else []
@@ -199,6 +199,7 @@ async def recall(
         session_id=session_id,
         query=message,
         search_query=search_query,
+        rewrite=rewrite,
         language=language,
         threshold=settings.recall_min_relevance,
         budget=budget,

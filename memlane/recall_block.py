@@ -71,6 +71,9 @@ class RecallItem(BaseModel):
     tokens: int = 0
 
 
+RewriteKind = Literal["model", "previous turn"]
+
+
 class Recall(BaseModel):
     """What recall found and the block it renders for the system prompt."""
 
@@ -78,6 +81,9 @@ class Recall(BaseModel):
     session_id: str | None
     query: str
     search_query: str = Field(default="", description="what was searched: the query, rewritten when it was a follow-up")
+    rewrite: RewriteKind | None = Field(
+        default=None, description="how a follow-up was made searchable: the memory model's rewrite in time, or the previous turn's words"
+    )
     language: Language
     enabled: bool = True
     profile: list[RecallItem] = Field(default_factory=list)

@@ -194,6 +194,8 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
         )
         await recall_for(turn, service.require_turns(), service.metrics)
         headers = {"X-Memlane-Recalled-Tokens": str(turn.recalled.tokens if turn.recalled else 0)}
+        if turn.recalled is not None and turn.recalled.rewrite:  # a follow-up: how it was made searchable
+            headers["X-Memlane-Follow-Up-Rewrite"] = turn.recalled.rewrite.replace(" ", "-")
         try:
             if body.stream:
                 response = await open_stream(service.upstream, turn)

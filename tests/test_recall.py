@@ -356,6 +356,7 @@ async def test_a_follow_up_is_searched_beside_its_rewrite_which_wins_when_it_lan
     quick = ScriptedChatModel(default="张伟哪天出发去成都？")
     found = await recall(store, "u", "s2", "他哪天出发？", settings=settings, rewrite_model=quick)
     assert found.search_query == "张伟哪天出发去成都？" and any("成都" in item.text for item in found.memories)
+    assert found.rewrite == "model"
 
     memlane.query._told_about_budget = False
     slow = ScriptedChatModel(default=TIMEOUT, timeout_sleep=2.0)
@@ -363,6 +364,7 @@ async def test_a_follow_up_is_searched_beside_its_rewrite_which_wins_when_it_lan
     for _ in range(3):
         found = await recall(store, "u", "s2", "他哪天出发？", settings=settings, rewrite_model=slow)
         assert found.search_query == "他哪天出发？ 还记得我同事张伟吗？"  # the previous turn's words
+        assert found.rewrite == "previous turn"
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "rewrite" in r.getMessage()]
     assert len(warnings) == 1 and "MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS" in warnings[0]
     assert "MEMLANE_LLM_TIMEOUT_SECONDS" not in warnings[0]
