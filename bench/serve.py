@@ -80,7 +80,11 @@ def real_model_answer(body: dict) -> str:
     system = " ".join(m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system")
     if system.startswith("You rewrite"):
         return "张伟哪天出发去上海？"
-    return json.dumps({"summary": "用户问同事张伟的出差安排。", "facts": [], "decisions": [], "tags": [], "subtopics": [], "content": ""}, ensure_ascii=False)
+    return json.dumps(
+        {"summary": "用户问同事张伟的出差安排。", "facts": [], "decisions": [], "tags": [], "subtopics": [], "content": "",
+         "related": True, "title": "张伟的出差"},  # the topic check and the session title too
+        ensure_ascii=False,
+    )
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -276,6 +280,8 @@ async def main() -> None:
     parser.add_argument("--memories", type=int, default=2_000)
     parser.add_argument("--runs", type=int, default=60, help="streamed requests per variant (instant upstream)")
     parser.add_argument("--real-runs", type=int, default=200, help="streamed requests per variant with a real model's latency")
+    parser.add_argument("--memory-model-seconds", type=float, default=None,
+                        help="every model's answer and first-token time in the real-latency part (default 0.4 s and 0.3 s; under the rewrite budget, rewrites land)")
     parser.add_argument("--pause", type=float, default=1.0, help="seconds between a user's turns at human pace (real latency)")
     parser.add_argument("--searches", type=int, default=300, help="search requests per concurrency level")
     parser.add_argument("--only", choices=["ttft", "real", "search"], action="append", help="run only these parts (repeatable)")
@@ -304,13 +310,16 @@ async def main() -> None:
                         print(f"memory search through serve, {args.searches} requests per level:")
                         await measure_search(serve_url, args.searches)
         if "real" in parts:
-            with FakeUpstream(reply=real_model_answer, chunk_size=4, **REAL_MODEL_LATENCY) as upstream:
+            latency = {**REAL_MODEL_LATENCY}
+            if args.memory_model_seconds is not None:  # a streamed call (the rewrite) waits first_token_seconds
+                latency.update(answer_seconds=args.memory_model_seconds, first_token_seconds=args.memory_model_seconds)
+            with FakeUpstream(reply=real_model_answer, chunk_size=4, **latency) as upstream:
                 config = data_dir / "serve-real.toml"
                 write_config(config, upstream.url, memory_model=True)
                 budget = settings.recall_rewrite_timeout_seconds
                 async with running_serve(config, store.url, settings, data_dir) as serve_url:
-                    print(f"time to first token with a real model's latency (first token {REAL_MODEL_LATENCY['first_token_seconds']:g} s, "
-                          f"memory model {REAL_MODEL_LATENCY['answer_seconds']:g} s, rewrite budget {budget:g} s), "
+                    print(f"time to first token with a real model's latency (first token {latency['first_token_seconds']:g} s, "
+                          f"memory model {latency['answer_seconds']:g} s, rewrite budget {budget:g} s), "
                           f"{args.real_runs} streamed requests per variant:")
                     await measure_real_model(serve_url, upstream, args.real_runs, args.pause, budget)
     finally:
