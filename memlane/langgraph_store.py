@@ -14,7 +14,8 @@ Namespaces of any shape work: put, get, search, delete and list with prefix, suf
 
 An item of a user is one of that user's search memories (kind "event", id `item:<digest>`): recall
 finds it, the app lists it, export and delete take it. Two read-only collections show memlane's
-own records of a user: `("memlane_profile", user_id)` and `("memlane_events", user_id)`.
+own records of a user: `("memlane_profile", user_id)` and `("memlane_events", user_id)`
+(memlane/langgraph_collections.py).
 
 `SearchItem.score` is LangGraph's: the similarity the index config's `distance_type` gives
 (cosine by default) between the query and the item's best-matching vector. With no `index`
@@ -28,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
@@ -66,11 +67,14 @@ from memlane.langgraph_rules import (
     vector_bytes,
     vector_rows,
 )
-from memlane.store.base import Event, MemoryStore, ProfileEntry, StoreError, StoreItem, item_memory_id
+from memlane.langgraph_collections import (
+    MemlaneCollections,
+    check_collection_put,
+    is_collection,
+    search_item_at,
+)
+from memlane.store.base import MemoryStore, StoreError, StoreItem, item_memory_id
 
-PROFILE_COLLECTION = "memlane_profile"
-EVENTS_COLLECTION = "memlane_events"
-_MEMLANE_COLLECTIONS = (PROFILE_COLLECTION, EVENTS_COLLECTION)
 _DISTANCES = ("cosine", "inner_product", "l2")
 # passes writing waiting puts at once: one embeds while the other writes to Redis. Puts of one
 # pass are one embedding call; concurrent passes hold concurrent calls, so either order is theirs
@@ -122,17 +126,6 @@ class _Put:
 
 def _when(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, timezone.utc)
-
-
-def _profile_value(entry: ProfileEntry) -> dict[str, Any]:
-    return {"topic": entry.topic, "subtopic": entry.subtopic, "content": entry.content,
-            "confidence": entry.confidence, "source_message_ids": entry.source_message_ids}
-
-
-def _event_value(event: Event) -> dict[str, Any]:
-    return {"summary": event.summary, "tags": event.tags,
-            "profile_delta": [change.model_dump() for change in event.profile_delta],
-            "session_ids": event.session_ids, "source_message_ids": event.source_message_ids}
 
 
 class MemlaneStore(BaseStore):
@@ -188,6 +181,7 @@ class MemlaneStore(BaseStore):
         self._loop_thread: threading.Thread | None = None
         self._waiting_puts: list[tuple[list[_Put], asyncio.Future[None]]] = []
         self._writers: set[asyncio.Task[None]] = set()
+        self._collections = MemlaneCollections(store)
 
     @property
     def index_config(self) -> dict[str, Any]:
@@ -325,13 +319,8 @@ class MemlaneStore(BaseStore):
     # get ------------------------------------------------------------------------------------
     async def _get(self, op: GetOp, context_user: str | None) -> Item | None:
         namespace, key = tuple(op.namespace), str(op.key)
-        if self._memlane_collection(namespace):
-            user_id = namespace[1]
-            if namespace[0] == PROFILE_COLLECTION:
-                entry = next((e for e in await self.store.get_profile(user_id) if e.id == key), None)
-                return self._profile_item(entry, None) if entry else None
-            (event,) = await self.store.get_events(user_id, [key])
-            return self._event_item(event, None) if event else None
+        if is_collection(namespace):
+            return await self._collections.get(namespace, key)
         owner = self.users.owner(namespace, context_user)
         (stored,) = await self.store.get_items(owner, [item_memory_id(namespace, key)])
         if stored is None or tuple(stored.namespace) != namespace or stored.key != key:
@@ -346,8 +335,8 @@ class MemlaneStore(BaseStore):
         prefix = tuple(op.namespace_prefix)
         if op.limit <= 0:
             return []
-        if self._memlane_collection(prefix):
-            return await self._search_memlane(prefix, op)
+        if is_collection(prefix):
+            return await self._collections.search(prefix, op)
         owner = self.users.prefix_owner(prefix, context_user)
         owners = [owner] if owner is not None else await self.store.item_owners()
         own = self._index is not None
@@ -395,49 +384,9 @@ class MemlaneStore(BaseStore):
         )
         return {(owner, hit.memory.id): hit.score for owner, hits in zip(owners, searched) for hit in hits}
 
-    async def _search_memlane(self, prefix: Namespace, op: SearchOp) -> list[SearchItem]:
-        """A search of a user's profile or events: memlane's hybrid search over that user's
-        memories of that kind, scored by its fused relevance (these are memlane's records)."""
-        if len(prefix) > 2:
-            return []
-        user_id = prefix[1]
-        if prefix[0] == PROFILE_COLLECTION:
-            records = {e.id: (e, _profile_value(e)) for e in await self.store.get_profile(user_id)}
-            as_item = self._profile_item
-        else:
-            events = await self.store.list_events(user_id, limit=1_000_000)
-            records = {e.id: (e, _event_value(e)) for e in events}
-            as_item = self._event_item
-        kept = {key: record for key, (record, value) in records.items() if matches(value, op.filter)}
-        if not op.query:
-            return [as_item(record, None) for record in list(kept.values())[op.offset : op.offset + op.limit]]
-        kind = "profile" if prefix[0] == PROFILE_COLLECTION else "event"
-        hits = await self.store.search_memories(user_id, op.query, kinds=[kind], limit=max(len(kept), 1))
-        found, seen = [], set()
-        for hit in hits:
-            ref = hit.memory.ref_id or ""
-            if ref in kept and ref not in seen and not hit.memory.id.startswith("item:"):
-                seen.add(ref)
-                found.append(as_item(kept[ref], hit.score))
-        return found[op.offset : op.offset + op.limit]
-
-    @staticmethod
-    def _memlane_collection(namespace: Namespace) -> bool:
-        return len(namespace) >= 2 and namespace[0] in _MEMLANE_COLLECTIONS
-
     @staticmethod
     def _search_item(item: StoreItem, score: float | None) -> SearchItem:
-        return SearchItem(tuple(item.namespace), item.key, item.value, _when(item.created_at), _when(item.updated_at), score)
-
-    @staticmethod
-    def _profile_item(entry: ProfileEntry, score: float | None) -> SearchItem:
-        return SearchItem((PROFILE_COLLECTION, entry.user_id), entry.id, _profile_value(entry),
-                          _when(entry.created_at), _when(entry.updated_at), score)
-
-    @staticmethod
-    def _event_item(event: Event, score: float | None) -> SearchItem:
-        return SearchItem((EVENTS_COLLECTION, event.user_id), event.id, _event_value(event),
-                          _when(event.created_at), _when(event.created_at), score)
+        return search_item_at(tuple(item.namespace), item.key, item.value, item.created_at, item.updated_at, score)
 
     # list namespaces --------------------------------------------------------------------------
     async def _list_namespaces(self, op: ListNamespacesOp, context_user: str | None) -> list[Namespace]:
@@ -446,22 +395,8 @@ class MemlaneStore(BaseStore):
         owners = [owner] if owner is not None else await self.store.item_owners()
         listed = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
         namespaces = {tuple(item.namespace) for items in listed for item in items}
-        namespaces |= await self._memlane_namespaces(conditions)
+        namespaces |= await self._collections.namespaces(conditions)
         return select_namespaces(namespaces, conditions, op.max_depth, op.offset, op.limit)
-
-    async def _memlane_namespaces(self, conditions: Sequence[Any]) -> set[Namespace]:
-        """The user's profile and events collections, where a prefix names the user and allows them."""
-        found: set[Namespace] = set()
-        for condition in conditions:
-            path = tuple(condition.path)
-            if condition.match_type != "prefix" or len(path) < 2 or path[1] == "*":
-                continue
-            user_id = path[1]
-            if path[0] in ("*", PROFILE_COLLECTION) and await self.store.get_profile(user_id):
-                found.add((PROFILE_COLLECTION, user_id))
-            if path[0] in ("*", EVENTS_COLLECTION) and await self.store.list_events(user_id, limit=1):
-                found.add((EVENTS_COLLECTION, user_id))
-        return found
 
     # put and delete ---------------------------------------------------------------------------
     def _resolved_put(self, op: PutOp, context_user: str | None) -> _Put:
@@ -469,13 +404,9 @@ class MemlaneStore(BaseStore):
         namespace = tuple(op.namespace)
         if not namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
-        if self._memlane_collection(namespace) and (op.value is not None or len(namespace) != 2):
-            raise StoreError(
-                f"{namespace} is memlane's own {namespace[0].removeprefix('memlane_')}, written by its memory "
-                "graph: it can be read, searched and deleted from; put items in a namespace of your own, "
-                "like ('memories', user_id)"
-            )
-        owner = namespace[1] if self._memlane_collection(namespace) else self.users.owner(namespace, context_user)
+        if is_collection(namespace):
+            return _Put(op, check_collection_put(namespace, op.value))
+        owner = self.users.owner(namespace, context_user)
         return _Put(op, owner)
 
     async def _write(self, puts: list[_Put]) -> None:
@@ -512,8 +443,8 @@ class MemlaneStore(BaseStore):
         deletions: dict[str, list[str]] = {}
         for put in puts:
             op, namespace, key = put.op, tuple(put.op.namespace), str(put.op.key)
-            if self._memlane_collection(namespace):
-                await self._delete_memlane_record(namespace, key)
+            if is_collection(namespace):
+                await self._collections.delete(namespace, key)
             elif op.value is None:
                 deletions.setdefault(put.owner, []).append(item_memory_id(namespace, key))
             else:
@@ -542,12 +473,6 @@ class MemlaneStore(BaseStore):
         unique = list(dict.fromkeys(text for texts in texts_per_item for text in texts))
         embedded = dict(zip(unique, await self.embeddings.aembed_documents(unique))) if unique else {}
         return [vector_bytes([embedded[text] for text in texts]) if texts else None for texts in texts_per_item]
-
-    async def _delete_memlane_record(self, namespace: Namespace, key: str) -> None:
-        if namespace[0] == PROFILE_COLLECTION:
-            await self.store.delete_profile_entry(namespace[1], key)
-        else:
-            await self.store.delete_event(namespace[1], key)
 
     # TTL: Redis expires items itself ---------------------------------------------------------
     def sweep_ttl(self) -> _Answered[int]:

@@ -1,0 +1,131 @@
+"""memlane's own records of a user, read through `MemlaneStore` as two read-only collections:
+
+    ("memlane_profile", user_id)   profile entries: key = entry id; value = topic, subtopic,
+                                   content, confidence, source_message_ids
+    ("memlane_events", user_id)    event cards: key = event id; value = summary, tags,
+                                   profile_delta, session_ids, source_message_ids
+
+They can be read, searched (memlane's hybrid search, scored by its relevance: these are its
+records) and deleted from; the memory graph writes them, so a put is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from langgraph.store.base import SearchItem, SearchOp
+
+from memlane.langgraph_rules import Namespace, matches
+from memlane.store.base import Event, MemoryStore, ProfileEntry, StoreError
+
+PROFILE_COLLECTION = "memlane_profile"
+EVENTS_COLLECTION = "memlane_events"
+COLLECTIONS = (PROFILE_COLLECTION, EVENTS_COLLECTION)
+
+
+def is_collection(namespace: Namespace) -> bool:
+    """Whether `namespace` (or a search prefix) is one of a user's memlane collections."""
+    return len(namespace) >= 2 and namespace[0] in COLLECTIONS
+
+
+def check_collection_put(namespace: Namespace, value: Any) -> str:
+    """The user whose record a delete (`value` None) of `namespace` removes; StoreError for a put."""
+    if value is not None or len(namespace) != 2:
+        raise StoreError(
+            f"{namespace} is memlane's own {namespace[0].removeprefix('memlane_')}, written by its memory "
+            "graph: it can be read, searched and deleted from; put items in a namespace of your own, "
+            "like ('memories', user_id)"
+        )
+    return namespace[1]
+
+
+def search_item_at(
+    namespace: Namespace, key: str, value: dict[str, Any], created: float, updated: float, score: float | None
+) -> SearchItem:
+    return SearchItem(namespace, key, value, datetime.fromtimestamp(created, timezone.utc),
+                      datetime.fromtimestamp(updated, timezone.utc), score)
+
+
+def _profile_value(entry: ProfileEntry) -> dict[str, Any]:
+    return {"topic": entry.topic, "subtopic": entry.subtopic, "content": entry.content,
+            "confidence": entry.confidence, "source_message_ids": entry.source_message_ids}
+
+
+def _event_value(event: Event) -> dict[str, Any]:
+    return {"summary": event.summary, "tags": event.tags,
+            "profile_delta": [change.model_dump() for change in event.profile_delta],
+            "session_ids": event.session_ids, "source_message_ids": event.source_message_ids}
+
+
+def _profile_item(entry: ProfileEntry, score: float | None) -> SearchItem:
+    return search_item_at((PROFILE_COLLECTION, entry.user_id), entry.id, _profile_value(entry),
+                          entry.created_at, entry.updated_at, score)
+
+
+def _event_item(event: Event, score: float | None) -> SearchItem:
+    return search_item_at((EVENTS_COLLECTION, event.user_id), event.id, _event_value(event),
+                          event.created_at, event.created_at, score)
+
+
+@dataclass(frozen=True)
+class MemlaneCollections:
+    """Get, search, list and delete over a user's profile and events collections."""
+
+    store: MemoryStore
+
+    async def get(self, namespace: Namespace, key: str) -> SearchItem | None:
+        user_id = namespace[1]
+        if namespace[0] == PROFILE_COLLECTION:
+            entry = next((e for e in await self.store.get_profile(user_id) if e.id == key), None)
+            return _profile_item(entry, None) if entry else None
+        (event,) = await self.store.get_events(user_id, [key])
+        return _event_item(event, None) if event else None
+
+    async def search(self, prefix: Namespace, op: SearchOp) -> list[SearchItem]:
+        """The collection's records under the filter: newest first without a query; with one,
+        in memlane's hybrid search order, scored by its relevance."""
+        if len(prefix) > 2:
+            return []
+        user_id = prefix[1]
+        if prefix[0] == PROFILE_COLLECTION:
+            records = {e.id: (e, _profile_value(e)) for e in await self.store.get_profile(user_id)}
+            as_item = _profile_item
+        else:
+            events = await self.store.list_events(user_id, limit=1_000_000)
+            records = {e.id: (e, _event_value(e)) for e in events}
+            as_item = _event_item
+        kept = {key: record for key, (record, value) in records.items() if matches(value, op.filter)}
+        if not op.query:
+            return [as_item(record, None) for record in list(kept.values())[op.offset : op.offset + op.limit]]
+        kind = "profile" if prefix[0] == PROFILE_COLLECTION else "event"
+        hits = await self.store.search_memories(user_id, op.query, kinds=[kind], limit=max(len(kept), 1))
+        found, seen = [], set()
+        for hit in hits:
+            ref = hit.memory.ref_id or ""
+            if ref in kept and ref not in seen and not hit.memory.id.startswith("item:"):
+                seen.add(ref)
+                found.append(as_item(kept[ref], hit.score))
+        return found[op.offset : op.offset + op.limit]
+
+    async def namespaces(self, conditions: Sequence[Any]) -> set[Namespace]:
+        """The user's collections that hold records, where a prefix condition names the user and allows them."""
+        found: set[Namespace] = set()
+        for condition in conditions:
+            path = tuple(condition.path)
+            if condition.match_type != "prefix" or len(path) < 2 or path[1] == "*":
+                continue
+            user_id = path[1]
+            if path[0] in ("*", PROFILE_COLLECTION) and await self.store.get_profile(user_id):
+                found.add((PROFILE_COLLECTION, user_id))
+            if path[0] in ("*", EVENTS_COLLECTION) and await self.store.list_events(user_id, limit=1):
+                found.add((EVENTS_COLLECTION, user_id))
+        return found
+
+    async def delete(self, namespace: Namespace, key: str) -> None:
+        if namespace[0] == PROFILE_COLLECTION:
+            await self.store.delete_profile_entry(namespace[1], key)
+        else:
+            await self.store.delete_event(namespace[1], key)
