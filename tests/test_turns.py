@@ -104,7 +104,8 @@ async def through_the_app(store, settings, user: str) -> None:
             history += [{"role": "user", "content": text}, {"role": "assistant", "content": answer}]
             await service.wait_background()
             await service.scheduler.wait_idle(10)
-        await service.end_session(user, "s1")
+        await service.end_session(user, "s1")  # asked in the background: "New session" opens at once
+        await service.wait_background()
         await service.scheduler.wait_idle(10)
     finally:
         await service.aclose()
