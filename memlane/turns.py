@@ -159,7 +159,7 @@ class TurnService:
         self.persistence.save_turn(identity, conversation, only_new=True)
         asked = [message for message in latest_exchange(conversation) if message.role == "user"]
         if asked:
-            self._in_background(self.after_reply(identity.user_id, identity.session_id, asked[-1].id))
+            self.in_background(self.after_reply(identity.user_id, identity.session_id, asked[-1].id))
 
     async def after_reply(self, user_id: str, session_id: str, message_id: str) -> None:
         """Once the turn is stored: the topic check, then the session's title. A failure of
@@ -242,7 +242,8 @@ class TurnService:
         return queued
 
     # waiting --------------------------------------------------------------------------------------
-    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` off the caller's path; `wait_idle` and `aclose` wait for it."""
         task = asyncio.create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)

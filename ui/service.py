@@ -160,7 +160,6 @@ class ChatService:
         self._owns_store = self.store is None
         self.start_error: StoreError | None = None  # why warm_up could not start the store
         self._parked_notes: dict[str, str] = {}  # user → the parked-runs note, read with the panel
-        self._ending: set[asyncio.Task[None]] = set()  # sessions being ended, off the "New session" click
         self.sample_delay = 0.15  # seconds per scripted answer of the sample's memory runs: the steps show
 
     @property
@@ -202,8 +201,6 @@ class ChatService:
             self.start_error = error
 
     async def aclose(self) -> None:
-        if self._ending:
-            await asyncio.wait(list(self._ending), timeout=30)
         if self.turns is not None:
             await self.turns.aclose(30)
         if self.store is not None and self._owns_store:
@@ -336,9 +333,7 @@ class ChatService:
         """The session ended ("New session"): its run and its summary are asked for in the
         background, once its turns are saved, so the new session opens at once."""
         await self.ensure_started()
-        task = asyncio.create_task(self._end_session(user_id, session_id))
-        self._ending.add(task)
-        task.add_done_callback(self._ending.discard)
+        self.turns.in_background(self._end_session(user_id, session_id))
 
     async def _end_session(self, user_id: str, session_id: str) -> None:
         try:
@@ -475,8 +470,6 @@ class ChatService:
     # -- after a reply (the turn service's hooks): the session's title, the topic check -----------
     async def wait_background(self, timeout: float | None = 30.0) -> None:
         """Wait for the saves, titles and topic checks started so far (tests, forget me, shutdown)."""
-        if self._ending:
-            await asyncio.wait(list(self._ending), timeout=timeout)
         if self.turns is not None:
             await self.turns.wait_idle(timeout)
 
