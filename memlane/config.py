@@ -360,6 +360,10 @@ class Settings(BaseSettings):
         le=1,
         description="A question at least this similar to the query (cosine rescaled from recall_similarity_floor, 0..1) asks what the query asks, reworded, and is ordered at recall_echo_weight too; 1: words only (0.55 cost MemoryBank zh's first item on its tuning half, bench/recall_quality.py)",
     )
+    recall_newer_first: bool = Field(
+        default=True,
+        description="When the query asks about a state that changes (where the user lives, works, whom they date, their diet, sport or trip) in the present, the newest statement that changes it comes first and older ones about it, searched turns, event cards and profile lines, are shown as earlier, until the change (memlane/recall_changes.py): current before stale with no memory run",
+    )
     recall_neighbour_messages: int = Field(
         default=1,
         ge=0,

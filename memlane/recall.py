@@ -47,7 +47,8 @@ from memlane.store.passage import answering_passage
 from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
 from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, RewriteKind, fill_block, item_token_cap
-from memlane.recall_select import neighbours_shown, ranked_hits
+from memlane.recall_changes import newest_changes
+from memlane.recall_select import neighbours_shown, newer_first, ranked_hits
 from memlane.store.tokens import count_tokens
 
 __all__ = ["HEADINGS", "SECTION_SHARES", "Layer", "Recall", "RecallItem", "detect_language", "recall", "recall_system_prompt"]
@@ -168,6 +169,16 @@ async def recall(
         fresh, layer_weights(settings), settings.recall_min_relevance, entity, search_query, settings.recall_echo_weight,
         settings.similarity_floor, settings.recall_echo_similarity,
     )
+    stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
+    if settings.recall_newer_first:
+        found_entries = {hit.memory.ref_id for hit in fresh if hit.memory.kind == "profile"}
+        changes = newest_changes(
+            search_query, [hit.memory for hit in fresh],
+            [(entry.id, entry.line, entry.since) for entry in profile if entry.id in found_entries],
+        )
+        passing = newer_first(passing, fresh, [change.memory.id for change in changes])
+        for change in changes:
+            stale.update(dict.fromkeys([*change.stale_memory_ids, *change.stale_profile_ids], change.at))
     profile_scores: dict[str, float] = {}
     profile_earlier: dict[str, list[Memory]] = {}
     chosen: list[tuple[float, Memory]] = []
@@ -183,6 +194,8 @@ async def recall(
             continue
         seen.add(key)
         if len(chosen) < 2 * settings.recall_max_memories:  # room for those merged into a neighbour's item
+            if memory.id in stale:
+                memory = memory.model_copy(update={"valid_until": stale[memory.id]})
             chosen.append((hit.score, memory))
     neighbours = await _neighbours(store, user_id, [memory for _, memory in chosen], settings)
     memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings, search_query)
@@ -192,7 +205,9 @@ async def recall(
     memory_items.sort(key=lambda item: item.status == "earlier")  # stable: the current ones first, in rank order
     profile_items = _profile_items(profile, profile_scores)
     for item in profile_items:
+        item.valid_until = stale.get(item.ref_id or "")
         clock.date(item, profile_earlier.get(item.ref_id or "", []))
+    profile_items.sort(key=lambda item: item.status == "earlier")
 
     result = Recall(
         user_id=user_id,
@@ -228,6 +243,9 @@ class Clock:
                 for memory in sorted(past_values, key=lambda memory: memory.valid_until or 0.0, reverse=True)
                 if memory.valid_until is not None
             ]
+            if item.valid_until is not None:  # a newer statement changed it since (memlane/recall_changes.py)
+                item.status = "earlier"
+                item.until = dates.day(item.valid_until, self.zone, self.language)
             return
         item.when = dates.when(item.created_at, self.zone, self.language, self.reference)
         if item.valid_until is not None:

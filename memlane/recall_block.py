@@ -117,6 +117,8 @@ def _line(item: RecallItem, language: Language) -> str:
             text += (" " if language == "en" else "") + f"{opening}{item.when}{closing}"
         if item.earlier:
             text += ("; " if language == "en" else "；") + ("; " if language == "en" else "；").join(item.earlier)
+        if item.status == "earlier" and item.until:  # a newer statement changed it (memlane/recall_changes.py)
+            text = dates.LABELS[language]["earlier"].format(text=text, until=item.until)
     elif item.when:
         text = f"{opening}{item.when}{closing}" + (" " if language == "en" else "") + text
         if item.status == "earlier" and item.until:

@@ -93,6 +93,18 @@ def ranked_hits(
     return sorted(kept, key=order, reverse=True)
 
 
+def newer_first(passing: Sequence[MemoryHit], candidates: Sequence[MemoryHit], first_ids: Sequence[str]) -> list[MemoryHit]:
+    """Stage 3b (`recall_newer_first`, memlane/recall_changes.py): the hits of `first_ids` (the
+    newest statement of a change the query asks about) first, whatever their relevance, then
+    `passing` in its order."""
+    if not first_ids:
+        return list(passing)
+    by_id = {hit.memory.id: hit for hit in [*candidates, *passing]}
+    first = [by_id[memory_id] for memory_id in first_ids if memory_id in by_id]
+    moved = {hit.memory.id for hit in first}
+    return [*first, *(hit for hit in passing if hit.memory.id not in moved)]
+
+
 def answer_pair(around: Sequence[Message], hit_id: str, short_tokens: int, encoding: str = "cl100k_base") -> list[Message]:
     """Stage 6, "pair": the recalled message `hit_id` with its other half, out of the messages
     `around` it (in order, the hit included): the assistant's answer after a user's message, the

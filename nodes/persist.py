@@ -127,9 +127,13 @@ def build_update(
     deleted_ids = [change.entry_id for change in changes if change.action == "delete"]
     previous = {entry.id: entry for entry in before}
     upserts = [said_at(entry, messages, previous.get(entry.id)) for entry in after if entry.id in changed_ids]
+    said = [message.created_at for message in chat] or [message.created_at for message in messages]
     event = Event(
         id=event_id_for(user_id, messages),
         user_id=user_id,
+        # when it happened: the newest turn the model read (a backlog or an import remembered
+        # today is dated by its conversation, and is older than what was said after it)
+        **({"created_at": max(said)} if said else {}),
         summary=summary,
         tags=list(tags),
         profile_delta=changes,

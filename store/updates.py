@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlane.store.base import MemoryUpdate, ProfileRevision, StoreError, message_memory_id, past_value_memory_id
+from memlane.store.base import (
+    MemoryUpdate,
+    ProfileRevision,
+    StoreError,
+    event_memory_id,
+    message_memory_id,
+    past_value_memory_id,
+)
 from memlane.store.core import StorePart
 from memlane.store.events import Events
 from memlane.store.memories import Memories
@@ -64,15 +71,24 @@ class Updates(StorePart):
     async def _superseded_turns(
         self, update: MemoryUpdate, revisions: list[ProfileRevision]
     ) -> list[tuple[float, list[str]]]:
-        """Per replaced profile content: when it stopped holding, and the search memories of the
-        turns it came from, to mark (the new content's own turns are not among them: an UPDATE
-        keeps the old sources and adds the new)."""
+        """Per replaced profile content: when it stopped holding, and the search memories to mark:
+        the turns it came from (the new content's own turns are not among them: an UPDATE keeps
+        the old sources and adds the new), and the event cards made of those turns alone (a card
+        of a run that read more holds more than the replaced fact, and stays)."""
         marks = []
         for revision in revisions:
             if revision.valid_until is None:
                 continue
+            sources = set(revision.before_source_message_ids)
+            cards = [
+                event_memory_id(event.id)
+                for event in await self.events.list_events(
+                    update.user_id, limit=200, since=revision.before_valid_from, until=revision.valid_until
+                )
+                if event.source_message_ids and set(event.source_message_ids) <= sources
+            ] if sources and revision.before_valid_from is not None else []
             memory_ids = await self.memories.still_holding(
-                update.user_id, [message_memory_id(m) for m in revision.before_source_message_ids]
+                update.user_id, [*(message_memory_id(m) for m in revision.before_source_message_ids), *cards]
             )
             if memory_ids:
                 marks.append((revision.valid_until, memory_ids))

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from conftest import HOSTILE_IDS
 
+from memlane.nodes.persist import build_update
 from memlane.recall import HEADINGS, detect_language, recall, recall_system_prompt
 from memlane.store.base import Memory, MemoryUpdate, Message, ProfileEntry, SessionSummary, profile_memory_id
 from memlane.store.tokens import count_tokens
 from memory_graph_helpers import said_then_changed
+
+DAY = 86_400.0
 
 
 async def add_profile(store, user_id: str, rows: list[tuple[str, str, str, float]]) -> list[ProfileEntry]:
@@ -290,6 +295,39 @@ async def test_recall_dates_every_memory_and_puts_the_current_fact_first(store, 
         if item.memory_id == "message:ann-1":  # the turn that said the old fact
             assert item.status == "earlier" and lines[[n for n, line in enumerate(lines) if old in line][-1]].startswith("- " + earlier)
     assert [item.status for item in recalled.memories] == sorted(item.status for item in recalled.memories)  # current first
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "question", "topic", "earlier"),
+    [
+        ("I live in Boston, close to the office.", "I moved to Denver last month, new place downtown.", "Where do I live now?",
+         ("home", "city"), "earlier: "),
+        ("我住在北京。", "我上个月搬到上海了。", "我现在住在哪里？", ("居住", "城市"), "之前："),
+    ],
+    ids=["en", "zh"],
+)
+@pytest.mark.parametrize("with_run", [False, True], ids=["raw", "run-then-raw"])
+async def test_a_newer_statement_comes_first_and_the_older_is_earlier_with_no_run_after_it(
+    store, settings, old, new, question, topic, earlier, with_run
+):
+    """Issue 35, item 3: 60 and 20 days ago, then the question; a run may have learnt the old fact."""
+    first = Message(id="ann-1", user_id="ann", session_id="s1", role="user", content=old, created_at=time.time() - 60 * DAY)
+    second = Message(id="ann-2", user_id="ann", session_id="s2", role="user", content=new, created_at=time.time() - 20 * DAY)
+    await store.add_messages([first])
+    if with_run:
+        entry = ProfileEntry(user_id="ann", topic=topic[0], subtopic=topic[1], content=old, source_message_ids=[first.id])
+        await store.apply_update(build_update("ann", [first], [first], old, [], [], [entry])[0])
+    await store.add_messages([second])
+    recalled = await recall(store, "ann", None, question, settings=settings)
+    lines = recalled.text.splitlines()
+    shown = [line for line in lines if new in line or old in line]
+    assert new in shown[[earlier not in line for line in shown].index(True)], recalled.text  # the first current line
+    assert all(line.startswith("- " + earlier) for line in shown if old in line), recalled.text  # every old line earlier
+    assert recalled.memories[0].source_message_ids[0] == "ann-2" and recalled.memories[0].status == "current"
+
+    settings = settings.model_copy(update={"recall_newer_first": False})
+    without = await recall(store, "ann", None, question, settings=settings)
+    assert any(old in line and not line.startswith("- " + earlier) for line in without.text.splitlines())
 
 
 async def test_recall_answers_the_past_question_with_the_old_value(store, settings):

@@ -135,6 +135,12 @@ async def test_an_update_keeps_the_replaced_content_as_a_dated_searchable_past_v
     turns = {hit.memory.id: hit.memory for hit in await store.search_memories("ann", old, kinds=["message"], limit=5)}
     assert turns[message_memory_id("ann-1")].valid_until == pytest.approx(changed_at)
     assert turns[message_memory_id("ann-2")].valid_until is None
+    # so is the first run's event card, made of the old turn alone (dated by it, not by the run)
+    cards = sorted((event for event in await store.list_events("ann")), key=lambda event: event.created_at)
+    assert [card.source_message_ids for card in cards] == [["ann-1"], ["ann-2"]]
+    assert cards[0].created_at == pytest.approx(past.valid_from) and cards[1].created_at == pytest.approx(changed_at)
+    events = {hit.memory.ref_id: hit.memory for hit in await store.search_memories("ann", old, kinds=["event"], limit=5)}
+    assert events[cards[0].id].valid_until == pytest.approx(changed_at) and events[cards[1].id].valid_until is None
 
 
 async def test_an_append_or_a_user_edit_keeps_no_past_value(store: RedisMemoryStore):
