@@ -44,7 +44,7 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from friend_facts import FRIEND_CASES, FriendOutcome, run_friend_case
-from question_echo import ECHO_CASES, print_echo_rows, run_echo_case
+from question_echo import ECHO_CASES, FRESH_ECHO_CASES, print_echo_rows, run_echo_case
 from raw_changes import FRESH_CASES, RAW_CASES, print_raw_rows, run_raw_case
 
 from memlane import Settings, open_store
@@ -209,6 +209,9 @@ async def main() -> None:
         for number, echo_case in enumerate(ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"echo{number}")
             echo_results.setdefault((echo_case.language, number % 2 == 0), []).append(outcome)
+        for number, echo_case in enumerate(FRESH_ECHO_CASES if not only or "echo" in only else []):
+            outcome = await run_echo_case(store, settings, echo_case, f"fresh-echo{number}")
+            echo_results.setdefault((echo_case.language + " (fresh)", False), []).append(outcome)
         for number, case in enumerate(cases() if not only else []):
             outcome = await run_case(store, settings, case, f"case{number}")
             results.setdefault((case.language, number % 2 == 0), []).append(outcome)

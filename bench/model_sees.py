@@ -49,6 +49,7 @@ def recall_stage_variants(settings: Settings) -> dict[str, dict[str, Any]]:
         "  - relevance floor": {"recall_min_relevance": 0.0},
         "  - layer weights": unweighted,
         "  - statement before echo": {"recall_echo_weight": 1.0},
+        "  - unanswered questions after": {"recall_unanswered_weight": 1.0},
         "  - newer first": {"recall_newer_first": False},
         "  neighbours on both sides": {"recall_neighbour_mode": "around"},
         "  - neighbours": {"recall_neighbour_messages": 0},

@@ -58,6 +58,22 @@ ECHO_CASES = [
              "When do I go swimming?"),
 ]
 
+# Written after the unanswered-question rule was fixed on the cases above (two of them, 5 and 14,
+# looked at): run once, unseen, as the fresh check ("fresh" rows).
+FRESH_ECHO_CASES = [
+    EchoCase("zh", "我老家是哪里的来着？", "你老家是哪里的？这个我还不清楚。", "我老家在湖南岳阳，洞庭湖边上。", "我是哪里人？"),
+    EchoCase("zh", "我女儿几岁了？", "你女儿今年几岁了呀？", "我女儿今年六岁，刚上一年级。", "我女儿多大了？"),
+    EchoCase("zh", "我血型是什么？", "你的血型是什么呢？你没说过。", "我是O型血。", "我是什么血型？"),
+    EchoCase("zh", "我用的是什么手机？", "你用的是什么手机？", "我用的是一台绿色的iPhone 13。", "我的手机是什么牌子？"),
+    EchoCase("en", "What's my blood type?", "What is your blood type? I don't know that yet.", "My blood type is O negative.",
+             "Which blood type do I have?"),
+    EchoCase("en", "How old is my daughter?", "How old is your daughter?", "My daughter turned six in May.",
+             "What age is my daughter?"),
+    EchoCase("en", "Where did I grow up?", "Where did you grow up? You haven't mentioned it.",
+             "I grew up in a small town near Cork, in Ireland.", "Which town am I from?"),
+    EchoCase("en", "What phone do I use?", "What phone do you use?", "I use a green iPhone 13.", "Which phone do I have?"),
+]
+
 
 async def run_echo_case(store, settings: Settings, case: EchoCase, user_id: str) -> tuple[bool, bool]:
     """(the statement's item is first, the statement is recalled at all)"""

@@ -354,6 +354,12 @@ class Settings(BaseSettings):
         le=1,
         description="Order weight of a question (the user's or the assistant's) that mostly repeats the query's words (at most half of its terms new): the statement that answers comes first; 1: no change",
     )
+    recall_unanswered_weight: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="Order weight of a message that holds no statement: a question whose reply only asks back or does not know, or such a reply (\"What car do you drive? You never said.\", \"你的车是什么牌子的？你还没告诉过我。\"); the statement that answers comes first; 1: no change",
+    )
     recall_echo_similarity: float = Field(
         default=0.6,
         ge=0,

@@ -48,7 +48,7 @@ from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
 from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, RewriteKind, fill_block, item_token_cap
 from memlane.recall_changes import newest_changes
-from memlane.recall_select import neighbours_shown, newer_first, ranked_hits
+from memlane.recall_select import is_question, neighbours_shown, newer_first, ranked_hits, unanswered
 from memlane.store.tokens import count_tokens
 
 __all__ = ["HEADINGS", "SECTION_SHARES", "Layer", "Recall", "RecallItem", "detect_language", "recall", "recall_system_prompt"]
@@ -165,9 +165,15 @@ async def recall(
         elif _normalized(memory.text) not in seen and not (memory.kind == "message" and set(memory.source_message_ids) & recent_ids):
             fresh.append(hit)
     entity = _normalized(message).strip(" ?？!！。.") if is_short_entity_query(message) else None
+    # the questions' neighbours, read now: a question whose reply only asks back holds nothing
+    asking = [hit.memory for hit in fresh[: 2 * settings.recall_max_memories] if is_question(hit.memory)]
+    neighbours = await _neighbours(store, user_id, asking, settings) if settings.recall_unanswered_weight != 1.0 else {}
+    no_answer = frozenset(
+        hit.memory.id for hit in fresh if unanswered(hit.memory, _reply(neighbours.get(hit.memory.id, []), hit.memory))
+    )
     passing = ranked_hits(
         fresh, layer_weights(settings), settings.recall_min_relevance, entity, search_query, settings.recall_echo_weight,
-        settings.similarity_floor, settings.recall_echo_similarity,
+        settings.similarity_floor, settings.recall_echo_similarity, no_answer, settings.recall_unanswered_weight,
     )
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
     if settings.recall_newer_first:
@@ -197,7 +203,7 @@ async def recall(
             if memory.id in stale:
                 memory = memory.model_copy(update={"valid_until": stale[memory.id]})
             chosen.append((hit.score, memory))
-    neighbours = await _neighbours(store, user_id, [memory for _, memory in chosen], settings)
+    neighbours |= await _neighbours(store, user_id, [memory for _, memory in chosen if memory.id not in neighbours], settings)
     memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings, search_query)
     clock = Clock(resolve_timezone(settings.timezone), language, time.time() if reference_time is None else reference_time)
     for item in memory_items:
@@ -267,6 +273,15 @@ async def _neighbours(
         )
     )
     return {memory.id: messages for memory, messages in zip(wanted, found)}
+
+
+def _reply(around: Sequence[Message], memory: Memory) -> Message | None:
+    """The message after `memory`'s own among `around` (its neighbours), if any."""
+    ids = [message.id for message in around]
+    if not memory.source_message_ids or memory.source_message_ids[0] not in ids:
+        return None
+    index = ids.index(memory.source_message_ids[0])
+    return around[index + 1] if index + 1 < len(around) else None
 
 
 def speaker_label(role: str, speaker: str | None, language: Language) -> str:

@@ -24,6 +24,12 @@ row in bench/model_sees.py:
    0.62 -> 0.57. An assistant's statement keeps its place too: "She drinks black coffee" and
    "I'm not sure what coffee she drinks" bring as many new words, and the pair of neighbours
    shows the user's turn beside it anyway.
+   A message that holds no statement (`recall_unanswered_weight`, `unanswered`): a question
+   whose reply only asks back or says it does not know, or such a reply, whatever its words
+   ("我在哪家公司上班？" answered by "你在哪家公司上班？"), comes after the statements; an answered
+   question keeps its place.
+3b. **Newer first** (`recall_newer_first`, memlane/recall_changes.py): the newest statement of
+   a change the query asks about comes first, whatever its relevance.
 4. **Exact term** (short entity queries, "张伟", "Marco Morelli"): a memory that holds the name
    verbatim stays whatever its relevance: a bare name's embedding carries little meaning.
 5. **Depth** (`recall_max_memories`, in recall): the first items in that order, a message that
@@ -50,6 +56,11 @@ NeighbourMode = Literal["pair", "around"]
 _QUESTION = re.compile(r"[?？]|[吗呢呀][。！!]?$")
 
 
+def is_question(memory: Memory) -> bool:
+    """A message that asks: "?", "？", or ending in 吗, 呢, 呀."""
+    return memory.kind == "message" and bool(_QUESTION.search(memory.text.strip()))
+
+
 def repeats_the_query(memory: Memory, query: str, similarity: float = 0.0, same_meaning: float = 1.0) -> bool:
     """A question (anyone's message that asks one: "?", "？", or ending in 吗, 呢, 呀) that
     asks what the query asks: at most half of its terms are not the query's, or its
@@ -63,6 +74,37 @@ def repeats_the_query(memory: Memory, query: str, similarity: float = 0.0, same_
     return bool(terms) and len(terms - set(query_terms(query))) <= len(terms) / 2
 
 
+# a sentence that says the answer is not known: "You haven't told me yet.", "我还不知道呢。"
+_NO_ANSWER = re.compile(
+    r"\b(?:you (?:haven't|have not|never|didn't|did not) (?:told|tell|said|say|mentioned|mention)|you never said"
+    r"|i (?:don't|do not|didn't|did not) know|i'm not sure|i am not sure|not sure|no idea|i (?:can't|don't) remember)\b"
+    r"|还没告诉|没告诉过|没说过|没提过|没有提到|不知道|不清楚|不确定|记不得|不记得|还没说"
+)
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_CLAUSE = re.compile(r"[,，;；]|\bbut\b|\bthough\b|但是|不过")  # "I'm not sure what she drinks, but she loved …" answers
+
+
+def holds_no_answer(text: str) -> bool:
+    """Every sentence asks, or says the answer is not known: "What coffee do you drink? You never
+    said." / "你的车是什么牌子的？你还没告诉过我。" A reply like that states nothing."""
+    sentences = [sentence.strip() for sentence in _SENTENCE.findall(text) if sentence.strip()]
+    return bool(sentences) and all(
+        _QUESTION.search(sentence)
+        or all(_NO_ANSWER.search(clause) for clause in _CLAUSE.split(sentence.lower()) if clause.strip(" .。!！"))
+        for sentence in sentences
+    )
+
+
+def unanswered(memory: Memory, reply: Message | None) -> bool:
+    """A message that holds no statement: an assistant's reply that only asks or does not know,
+    or a question whose reply (`reply`: the assistant's next message) is one."""
+    if memory.kind != "message":
+        return False
+    if memory.speaker_role == "assistant":
+        return holds_no_answer(memory.text)
+    return bool(_QUESTION.search(memory.text.strip())) and reply is not None and reply.role == "assistant" and holds_no_answer(reply.content)
+
+
 def ranked_hits(
     hits: Sequence[MemoryHit],
     weights: Mapping[str, float],
@@ -72,11 +114,15 @@ def ranked_hits(
     echo_weight: float = 1.0,
     similarity_floor: float = 0.0,
     same_meaning: float = 1.0,
+    no_answer_ids: frozenset[str] = frozenset(),
+    no_answer_weight: float = 1.0,
 ) -> list[MemoryHit]:
     """Stages 1-4: the hits above the relevance `floor` (or holding `entity`, a short entity
     query, verbatim), ordered by rank fusion times their kind's weight (`weights`, by kind;
     1 for a kind it lacks), times `echo_weight` for one that repeats `query` (`same_meaning`:
-    see `repeats_the_query`; `similarity_floor`: the provider's cosine of unrelated texts).
+    see `repeats_the_query`; `similarity_floor`: the provider's cosine of unrelated texts), or
+    `no_answer_weight` for one of `no_answer_ids` (`unanswered`: a question nobody answered, or
+    a reply that only asks back).
     Stable: equal ranks keep search's order."""
     def rescaled(hit: MemoryHit) -> float:
         return (hit.vector_similarity - similarity_floor) / (1.0 - similarity_floor) if similarity_floor < 1.0 else 0.0
@@ -86,7 +132,7 @@ def ranked_hits(
 
     def order(hit: MemoryHit) -> float:
         repeats = echo_weight != 1.0 and query and repeats_the_query(hit.memory, query, rescaled(hit), same_meaning)
-        echo = echo_weight if repeats else 1.0
+        echo = no_answer_weight if hit.memory.id in no_answer_ids else echo_weight if repeats else 1.0
         return hit.rank_score * weights.get(hit.memory.kind, 1.0) * echo
 
     kept = [hit for hit in hits if hit.score >= floor or holds_entity(hit)]

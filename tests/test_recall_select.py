@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.recall_select import answer_pair, neighbours_shown, ranked_hits, repeats_the_query
+from memlane.recall_select import answer_pair, holds_no_answer, neighbours_shown, ranked_hits, repeats_the_query, unanswered
 from memlane.store.base import Memory, MemoryHit, Message
 
 WEIGHTS = {"profile": 1.0, "event": 0.9, "message": 0.8}
@@ -95,3 +95,41 @@ def test_a_reworded_question_is_known_by_its_meaning(query, reworded):
     assert not repeats_the_query(asked, query, similarity=0.5, same_meaning=0.6)
     statement = Memory(id="s", user_id="u", kind="message", text="我在一家创业公司上班。")
     assert not repeats_the_query(statement, query, similarity=0.9, same_meaning=0.6)  # a statement is never an echo
+
+
+@pytest.mark.parametrize(
+    ("text", "empty"),
+    [
+        ("What coffee do you drink? You never said.", True),
+        ("Which city does your sister live in? You haven't told me yet.", True),
+        ("你的车是什么牌子的？你还没告诉过我。", True),
+        ("你在哪家公司上班？", True),
+        ("我不知道呢。", True),
+        ("She drinks black coffee, no sugar.", False),
+        ("你在物流公司上班吧？那挺忙的。", False),  # a guess back with a statement of its own
+        ("I'm not sure what she drinks, but she loved the espresso in Rome.", False),
+    ],
+)
+def test_a_reply_that_only_asks_back_or_does_not_know_holds_no_answer(text, empty):
+    assert holds_no_answer(text) is empty
+
+
+@pytest.mark.parametrize(
+    ("question", "echo", "statement", "query"),
+    [
+        ("我在哪家公司上班？", "你在哪家公司上班？", "我在一家做物流软件的创业公司当后端工程师。", "我在哪里工作？"),
+        ("What car do I drive?", "What car do you drive? You never said.", "I drive a white Toyota Corolla.", "Which car is mine?"),
+    ],
+    ids=["zh", "en"],
+)
+def test_a_question_nobody_answered_comes_after_the_statement_even_in_other_words(question, echo, statement, query):
+    asked = Memory(id="q", user_id="u", kind="message", text=question)
+    reply = message("e", "assistant", echo)
+    echoed = Memory(id="e", user_id="u", kind="message", text=echo, speaker_role="assistant")
+    assert unanswered(asked, reply) and unanswered(echoed, None)
+    assert not unanswered(asked, message("e", "assistant", statement))  # answered: the pair may be the evidence
+    hits = [hit("q", question, 0.8, 0.05), hit("e", echo, 0.7, 0.04), hit("s", statement, 0.3, 0.03)]
+    hits[1] = MemoryHit(memory=echoed, score=0.7, rank_score=0.04, vector_similarity=0.7, text_score=0.0)
+    order = ranked_hits(hits, WEIGHTS, floor=0.2, query=query, echo_weight=0.5, no_answer_ids=frozenset({"q", "e"}), no_answer_weight=0.2)
+    assert [h.memory.id for h in order][0] == "s"
+    assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.2, query=query, echo_weight=0.5)][0] != "s"
