@@ -47,10 +47,14 @@ def recall_stage_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     unweighted = {"recall_weight_profile": 1.0, "recall_weight_event": 1.0, "recall_weight_message": 1.0}
     rows: dict[str, dict[str, Any]] = {
         "  - relevance floor": {"recall_min_relevance": 0.0},
+        "  floor 0.01": {"recall_min_relevance": 0.01},
+        "  floor 0.03": {"recall_min_relevance": 0.03},
+        "  floor 0.05": {"recall_min_relevance": 0.05},
         "  - layer weights": unweighted,
         "  - statement before echo": {"recall_echo_weight": 1.0},
         "  - unanswered questions after": {"recall_unanswered_weight": 1.0},
         "  - newer first": {"recall_newer_first": False},
+        "  - exact-term fallback": {"recall_exact_fallback": False},
         "  neighbours on both sides": {"recall_neighbour_mode": "around"},
         "  - neighbours": {"recall_neighbour_messages": 0},
         "  10 items": {"recall_max_memories": 10},

@@ -58,6 +58,7 @@ from memlane import Settings, open_store
 from memlane.recall import recall
 from memlane.store.base import Message
 from memlane.store.embeddings import get_embeddings
+from memlane.store.search import SIGNALS
 from memlane.store.text import CJK_RANGES
 
 from model_sees import ModelSees  # beside this script: python bench/recall_quality.py finds it
@@ -228,8 +229,7 @@ def rrf(*rankings: Sequence[str]) -> list[str]:
 def signal_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     """One row per fusion signal: switched off when it votes by default, on (weight 1) otherwise."""
     rows = {}
-    for signal in ("vector", "text", "time", "context", "speaker", "speaker_text", "recency"):
-        name = f"search_{signal}_weight"
+    for signal, (name, _) in SIGNALS.items():
         on = getattr(settings, name) > 0
         rows[f"  {'-' if on else '+'} {signal} ranking"] = {name: 0.0 if on else 1.0}
     for signal in ("text", "context"):  # the BM25 rankings at the other weight tried

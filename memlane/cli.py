@@ -342,7 +342,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         hits = await store.search_memories(args.user, args.query, limit=args.limit)
         for hit in hits:
             sources = ",".join(hit.memory.source_message_ids)
-            print(f"{hit.score:.3f}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
+            print(f"{hit.score:.3f}{' weak' if hit.weak else ''}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
         if not hits:
             print(f"no memory of {args.user!r} matches (a user of `memlane serve` is named with --tenant)", file=sys.stderr)
 

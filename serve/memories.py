@@ -75,7 +75,8 @@ class MemoryOut(BaseModel):
 
 class SearchHitOut(BaseModel):
     memory: MemoryOut
-    score: float = Field(description="relevance 0..1")
+    score: float = Field(description="relevance 0..1: the chance, as measured, that it holds what was asked (README)")
+    weak: bool = Field(description="relevance under 0.1: fewer than one hit in ten like it holds what was asked")
     vector_similarity: float
     text_score: float
     time_match: bool
@@ -85,6 +86,7 @@ class SearchHitOut(BaseModel):
         return cls(
             memory=MemoryOut.of(hit.memory),
             score=hit.score,
+            weak=hit.weak,
             vector_similarity=hit.vector_similarity,
             text_score=hit.text_score,
             time_match=hit.time_match,

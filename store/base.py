@@ -413,22 +413,36 @@ class Memory(BaseModel):
         return "current" if self.valid_until is None else "earlier"
 
 
+WEAK_RELEVANCE = 0.1  # below it, fewer than one hit in ten holds what was asked (bench/relevance_calibration.py)
+
+
 class MemoryHit(BaseModel):
     """A search result: the memory and how it scored.
 
-    Hits come ranked by `rank_score` (reciprocal-rank fusion of the vector and the text
-    ranking, plus the time-scoped rankings when the query names a time). `score` is a
-    calibrated relevance for thresholds, independent of the other hits: the cosine
-    similarity rescaled from the embedding provider's floor of unrelated texts to 1,
-    fused with the normalized BM25 score (see `RedisMemoryStore.relevance`).
+    The fusion (`rank_score`: reciprocal-rank fusion of the vector and the text ranking, plus
+    the time-scoped and speaker rankings) picks the candidates; hits come sorted by `score`, the
+    relevance every surface shows: the measured chance that the hit holds what the query asks
+    (store/search.py `calibrated_relevance`), independent of the other hits.
     """
 
     memory: Memory
-    score: float = Field(description="relevance 0..1, for thresholds")
+    score: float = Field(description="relevance 0..1: the chance, as measured, that it holds what was asked")
+    match: float = Field(
+        default=0.0, description="rescaled similarity fused with the BM25 score normalized to the best text hit (forget's gate)"
+    )
     rank_score: float = Field(default=0.0, description="reciprocal-rank fusion score: the order of the hits")
     vector_similarity: float = Field(description="cosine similarity, 0..1")
     text_score: float = Field(description="BM25 score normalized to the best text hit, 0..1")
     time_match: bool = Field(default=False, description="inside a time the query names (\"yesterday\", \"5月2日\")")
+    coverage: float = Field(default=0.0, description="share of the query's terms the memory's text holds, 0..1")
+    rank_share: float = Field(
+        default=0.0, description="rank_score over the most the voting rankings could give one memory (first in each), 0..1"
+    )
+
+    @property
+    def weak(self) -> bool:
+        """Shown as weak: fewer than one hit in ten at this relevance holds what was asked."""
+        return self.score < WEAK_RELEVANCE
 
 
 class StoreItem(BaseModel):

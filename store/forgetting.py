@@ -314,7 +314,7 @@ class Forgetting(StorePart):
                     else []
                 )
                 # a hit's text is its message's content: only those stating a fact are loaded
-                relevant = [hit.memory for hit in hits if hit.score >= min_relevance and states_any(hit.memory.text, facts)]
+                relevant = [hit.memory for hit in hits if hit.match >= min_relevance and states_any(hit.memory.text, facts)]
                 message_ids = [m.source_message_ids[0] for m in relevant if m.kind == "message" and m.source_message_ids]
                 item_ids = [m.id for m in relevant if m.id.startswith(ITEM_MEMORY_PREFIX)]
                 changed = await self._forget_in_messages(user_id, [*cited, *message_ids], facts, drop_whole, report)

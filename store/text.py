@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Sequence
 
 import snowballstemmer
 
@@ -114,7 +114,12 @@ def query_terms(text: str) -> list[str]:
 
 def term_coverage(query: str, text: str) -> float:
     """Share of the query's terms that the text contains (0..1)."""
-    wanted = set(query_terms(query))
+    return term_coverage_of(query_terms(query), text)
+
+
+def term_coverage_of(terms: Sequence[str], text: str) -> float:
+    """Share of `terms` (a query's, `query_terms`) that the text contains (0..1)."""
+    wanted = set(terms)
     if not wanted:
         return 0.0
     return len(wanted & set(_terms(text, drop_function_bigrams=False))) / len(wanted)

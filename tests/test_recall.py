@@ -80,9 +80,12 @@ async def test_budget_is_respected_whatever_the_sizes(store, settings, budget):
 
 async def test_the_relevance_floor_keeps_unrelated_hits_out_and_never_relaxes(store, settings):
     await store.add_memories([Memory(id="e1", user_id="u", kind="event", text="Talked about the weather in Lyon")])
-    strict = settings.model_copy(update={"recall_min_relevance": 0.99})
+    strict = settings.model_copy(update={"recall_min_relevance": 0.99, "recall_exact_fallback": False})
     result = await recall(store, "u", None, "weather in Lyon", settings=strict)
     assert result.memories == [] and result.threshold == 0.99  # nothing passes: nothing, not the best of the rest
+    with_fallback = settings.model_copy(update={"recall_min_relevance": 0.99})
+    result = await recall(store, "u", None, "weather in Lyon", settings=with_fallback)
+    assert [item.memory_id for item in result.memories] == ["e1"]  # except a memory naming the query's exact term
 
     result = await recall(store, "u", None, "weather in Lyon", settings=settings)
     assert result.threshold == settings.recall_min_relevance and [item.memory_id for item in result.memories] == ["e1"]
@@ -406,3 +409,26 @@ async def test_a_follow_up_is_searched_beside_its_rewrite_which_wins_when_it_lan
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "rewrite" in r.getMessage()]
     assert len(warnings) == 1 and "MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS" in warnings[0]
     assert "MEMLANE_LLM_TIMEOUT_SECONDS" not in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "exact"),
+    [
+        ("My locker code is KX-88, second floor.", "Where is the KX-88 locker?", "KX-88"),
+        ("我的新手机是绿色的iPhone，上周买的。", "我那台iPhone是什么颜色？", "iPhone"),
+    ],
+    ids=["en", "zh"],
+)
+async def test_an_exact_term_gets_one_more_chance_before_nothing(store, settings, said, asked, exact):
+    """Issue 35, item 7: nothing passes the floor (set high here), the memory naming the term
+    verbatim is recalled; an everyday request still gets nothing."""
+    await store.add_messages([
+        Message(id="m1", user_id="u", session_id="s", role="user", content=said),
+        Message(id="m2", user_id="u", session_id="s", role="user", content="The weather was lovely on the walk."),
+    ])
+    strict = settings.model_copy(update={"recall_min_relevance": 0.99})
+    recalled = await recall(store, "u", None, asked, settings=strict)
+    assert [item.source_message_ids for item in recalled.memories] == [["m1"]] and exact in recalled.text
+    assert (await recall(store, "u", None, "Write a haiku about autumn leaves.", settings=strict)).memories == []
+    without = strict.model_copy(update={"recall_exact_fallback": False})
+    assert (await recall(store, "u", None, asked, settings=without)).memories == []

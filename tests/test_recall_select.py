@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.recall_select import answer_pair, holds_no_answer, neighbours_shown, ranked_hits, repeats_the_query, unanswered
+from memlane.recall_select import answer_pair, exact_term_hits, exact_terms, holds_no_answer, neighbours_shown, ranked_hits, repeats_the_query, unanswered
 from memlane.store.base import Memory, MemoryHit, Message
 
 WEIGHTS = {"profile": 1.0, "event": 0.9, "message": 0.8}
@@ -22,11 +22,11 @@ def message(message_id: str, role: str, content: str, name: str | None = None) -
 @pytest.mark.parametrize(
     "texts", [["I drink black coffee", "Coffee at the station", "The weather"], ["我只喝黑咖啡", "在车站喝了咖啡", "今天天气"]], ids=["en", "zh"]
 )
-def test_search_order_is_kept_and_only_unrelated_hits_leave(texts):
+def test_the_one_relevance_orders_and_only_unrelated_hits_leave(texts):
     hits = [hit("a", texts[0], 0.25, 0.03), hit("b", texts[1], 0.9, 0.02), hit("c", texts[2], 0.05, 0.01)]
     kept = ranked_hits(hits, WEIGHTS, floor=0.2)
-    assert [h.memory.id for h in kept] == ["a", "b"]  # the fusion's order, not the relevance's; c is below the floor
-    assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.0)] == ["a", "b", "c"]
+    assert [h.memory.id for h in kept] == ["b", "a"]  # the relevance shown everywhere orders; c is below the floor
+    assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.0)] == ["b", "a", "c"]
 
 
 def test_layer_weights_order_kinds_and_cut_nothing():
@@ -133,3 +133,27 @@ def test_a_question_nobody_answered_comes_after_the_statement_even_in_other_word
     order = ranked_hits(hits, WEIGHTS, floor=0.2, query=query, echo_weight=0.5, no_answer_ids=frozenset({"q", "e"}), no_answer_weight=0.2)
     assert [h.memory.id for h in order][0] == "s"
     assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.2, query=query, echo_weight=0.5)][0] != "s"
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("Where did I put the KX-88 charger?", ["KX-88"]),
+        ("When did Caroline go to the LGBTQ support group?", ["Caroline", "LGBTQ"]),
+        ("我的iPhone是什么颜色？", ["iPhone"]),
+        ("我最喜欢《星际穿越》吗？", ["星际穿越"]),
+        ("Write a haiku about autumn leaves.", []),  # an everyday request names nothing exact
+        ("写一首关于秋天落叶的俳句。", []),
+        ("What is 17 times 23?", []),
+    ],
+)
+def test_the_exact_terms_of_a_query_are_codes_names_and_titles(query, terms):
+    assert exact_terms(query) == terms
+
+
+def test_the_fallback_keeps_only_candidates_holding_an_exact_term_verbatim():
+    hits = [hit("a", "locker code KX-88, top shelf", 0.01, 0.03), hit("b", "the charger is broken", 0.015, 0.04),
+            hit("c", "我的 iphone 是绿色的", 0.01, 0.02)]
+    assert [h.memory.id for h in exact_term_hits(hits, ["KX-88"])] == ["a"]
+    assert [h.memory.id for h in exact_term_hits(hits, ["iPhone"])] == ["c"]
+    assert exact_term_hits(hits, []) == []

@@ -151,7 +151,7 @@ def profile_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
 
 
 def search_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
-    """The search hits as shown (their order's score, kind, text, when it was said, short id), and
+    """The search hits as shown (their relevance, kind, text, when it was said, short id), and
     the full ids row by row. rows: `ChatService.search_rows`, best first (their sources are in the
     memories a reply used)."""
     shown = [

@@ -26,7 +26,6 @@ from memlane.middleware import MemoryAgentContext, MemoryMiddleware
 from memlane.turns import TurnService
 from memlane.nodes.llm import MEMORY_MODEL_TAG
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
-from memlane.recall import relevance
 from memlane.store.base import InvalidInput, MemoryHit, profile_memory_id
 from memlane.tools import forget_memory
 from memlane.ui.panel import event_markdown, history_markdown, item_markdown
@@ -119,13 +118,10 @@ def history_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
 
 
 def ranked_scores(hits: list[MemoryHit]) -> list[tuple[MemoryHit, float]]:
-    """The hits best first, each with the score that orders them: the rank-fused score relative
-    to the best hit's (1 for the first), so a shown score never rises down the list. Hits
-    without fused scores are ordered by their relevance instead."""
-    top = max((hit.rank_score for hit in hits), default=0.0)
-    if top <= 0:
-        return sorted(((hit, relevance(hit)) for hit in hits), key=lambda pair: -pair[1])
-    return sorted(((hit, hit.rank_score / top) for hit in hits), key=lambda pair: -pair[1])
+    """The hits best first, each with the relevance every surface shows (the measured chance it
+    holds what was asked; never relative to the best hit), so a shown score never rises down
+    the list."""
+    return sorted(((hit, hit.score) for hit in hits), key=lambda pair: -pair[1])
 
 
 def is_reply_token(metadata: dict[str, Any]) -> bool:
@@ -378,7 +374,8 @@ class ChatService:
         hits = await self.store.search_memories(user_id, query, limit=10) if query.strip() else []
         return [
             [round(score, 3),
-             h.memory.kind + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else ""),
+             h.memory.kind + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else "")
+             + (" · weak" if h.weak else ""),
              h.memory.attributed_text, _when(h.memory.created_at), ", ".join(h.memory.source_message_ids), h.memory.id]
             for h, score in ranked_scores(hits)
         ]

@@ -34,6 +34,11 @@ def first(hits) -> str:
     return hits[0].memory.source_message_ids[0]
 
 
+def fused_first(hits) -> str:
+    """The fusion's first (hits come sorted by the relevance shown; a signal's vote shows in the fusion)."""
+    return max(hits, key=lambda hit: hit.rank_score).memory.source_message_ids[0]
+
+
 ENGLISH = [
     ("Caroline", "I started learning the violin last month, it is hard but fun."),
     ("Melanie", "Cool! I started learning the cello last month too."),
@@ -132,8 +137,8 @@ async def test_the_speaker_ranking_votes_only_for_the_person_named(store: RedisM
     assert speakers[:3] == ["Melanie"] * 3
     unnamed = await store.search_memories("alice", "What do people like?", kinds=["message"], limit=6)
     assert {hit.memory.speaker for hit in unnamed} == {"Caroline", "Melanie"}
-    # fusion scores never rise down the list, whatever votes
-    assert all(a.rank_score >= b.rank_score for a, b in zip(hits, hits[1:]))
+    # the shown relevance never rises down the list, whatever votes
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
 
 
 @pytest.mark.parametrize(
@@ -149,11 +154,13 @@ async def test_a_name_the_other_speaker_says_does_not_outvote_the_named_persons_
     keywords = {"search_vector_weight": 0.0, "search_speaker_weight": 0.0, "search_time_weight": 0.0}
     # BM25 over everything: the other speaker's turn, which says the name, comes first
     over_everything = variant(store, search_speaker_text_weight=0.0, **keywords)
-    assert first(await over_everything.search_memories("alice", question, kinds=["message"])) == "s:0"
+    assert fused_first(await over_everything.search_memories("alice", question, kinds=["message"])) == "s:0"
     # the BM25 ranking among the named person's own messages votes too: their words come first
     among_theirs = variant(store, **keywords)
-    assert first(await among_theirs.search_memories("alice", question, kinds=["message"])) == "s:1"
-    assert first(await store.search_memories("alice", question, kinds=["message"])) == "s:1"  # the defaults
+    assert fused_first(await among_theirs.search_memories("alice", question, kinds=["message"])) == "s:1"
+    assert fused_first(await store.search_memories("alice", question, kinds=["message"])) == "s:1"  # the defaults
+    # (the list is sorted by the relevance shown, in which the question holding every word of the
+    # query may come first: recall then orders it after the answer, as a question that repeats the query)
 
 
 async def test_a_signal_with_weight_zero_does_not_vote(store: RedisMemoryStore):
@@ -341,7 +348,7 @@ async def test_search_falls_back_to_keywords_when_the_embedder_is_down(store: Re
     flaky.down = True
     hits = await degraded.search_memories("alice", "Lyon")
     assert hits and hits[0].memory.text == "I live in Lyon"
-    assert hits[0].vector_similarity == 0.0 and hits[0].score == pytest.approx(1.0)  # relevance from the text score
+    assert hits[0].vector_similarity == 0.0 and hits[0].score > 0.2  # the keyword-only relevance: every word, first
     chinese = await degraded.search_memories("alice", "我的那只猫")
     assert [hit.memory.text for hit in chinese] == ["我养了一只猫"]
     assert await degraded.search_memories("bob", "Lyon") == []  # still the user's own memories only
