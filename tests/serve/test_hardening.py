@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from conftest import drop_prefix_sync
+from conftest import drop_prefix_sync, redis_contents
 from fake_upstream import FakeUpstream, Served
 from test_serve import LONG_NOTE, GatedMemoryModel, api_key, reply_for
 
@@ -282,6 +282,13 @@ def test_the_memory_models_key_is_neither_logged_nor_stored_when_the_upstream_ec
     assert "told to fail" in errors[0] and MEMORY_KEY not in errors[0] and "****" in errors[0], errors
     log = env.log.getvalue()
     assert "told to fail" in log and MEMORY_KEY not in log
+    # nowhere in Redis either (issue 34, item 8): the queue's run records ("error") and its stored
+    # results (a pickled exception, base64) held the raw key for the queue's 15 minutes
+    records = wait_for(lambda: [key for key, value in redis_contents(env.settings.redis_url).items() if "told to fail" in value])
+    assert any(":runs:" in key for key in records), records
+    leaks = [key for key, value in redis_contents(env.settings.redis_url).items() if MEMORY_KEY in value]
+    assert leaks == [], leaks
+
 
 
 # --- 2: the run metric counts runs queued, not notifications -------------------------------------------
