@@ -317,6 +317,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from memlane.serve.app import create_app
     from memlane.serve.config import ServeConfigError
+    from memlane.serve.limits import uvicorn_limits
 
     if args.config:
         settings = settings.model_copy(update={"serve_config": Path(args.config)})
@@ -339,7 +340,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         signal.signal(signum, _raise_stopped)
     try:
         # log_config=None: uvicorn's own lines (access, errors) go to the masking handler of `main`
-        uvicorn.run(app, host=host, port=port, log_level="info" if args.verbose else "warning", log_config=None)
+        uvicorn.run(
+            app, host=host, port=port, log_level="info" if args.verbose else "warning", log_config=None,
+            **uvicorn_limits(settings),  # header-read timeout, keep-alive, header size (serve/limits.py)
+        )
     except _Stopped:
         pass
     finally:

@@ -361,3 +361,53 @@ def test_a_frozen_redis_answers_503_within_two_seconds(tmp_path, embeddings):
             assert wait_for(lambda: http.get("/readyz").status_code == 200, timeout=40)
     finally:
         server.stop()
+
+
+# --- issue 34, item 12: slow clients ---------------------------------------------------------------
+def test_slow_headers_are_cut_off_and_idle_connections_closed(redis_url, tmp_path, embeddings):
+    import socket
+
+    from memlane.serve.limits import uvicorn_limits
+
+    settings = Settings(
+        redis_url=redis_url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None,
+        serve_header_timeout_seconds=1.0, serve_keep_alive_seconds=2, serve_max_header_bytes=4096,
+    )
+    app = create_app(ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}}), settings, mount_mcp=False)
+
+    def closed_after(sock: socket.socket) -> float:
+        started = time.monotonic()
+        while sock.recv(65536):  # what the server answers, if anything, then the close
+            pass
+        return time.monotonic() - started
+
+    def answered(sock: socket.socket) -> bool:
+        received = b""
+        while not received.endswith(b'{"status":"ok"}'):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return False
+            received += chunk
+        return True
+
+    with Served(app, **uvicorn_limits(settings)) as served:
+        address = ("127.0.0.1", int(served.url.rsplit(":", 1)[1]))
+        with socket.create_connection(address, timeout=30) as slow:  # headers that never end
+            slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            assert closed_after(slow) < 3.0
+        with socket.create_connection(address, timeout=30) as silent:  # a connection that says nothing
+            assert closed_after(silent) < 3.0
+        with socket.create_connection(address, timeout=30) as kept:  # a request, then idle: the keep-alive bound
+            kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answered(kept)
+            assert closed_after(kept) < 4.0
+        with socket.create_connection(address, timeout=30) as later:  # a second request's headers on a kept-alive connection
+            later.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answered(later)
+            later.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            assert closed_after(later) < 3.0
+        with socket.create_connection(address, timeout=30) as large:  # headers growing past serve_max_header_bytes
+            large.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 8000)
+            assert large.recv(65536).startswith(b"HTTP/1.1 400 ")
+        assert httpx.get(served.url + "/healthz").json() == {"status": "ok"}  # a normal client is served
+    drop_prefix_sync(redis_url, settings.key_prefix)
