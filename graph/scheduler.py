@@ -50,9 +50,11 @@ from typing import Awaitable, Callable, Sequence
 from docket import Disposition, Docket, Retry, Worker
 
 from memlane.graph.policy import RunDecision, decide_run
+from memlane.masking import register_model_secrets
 from memlane.graph.run import StepCallback, run_memory_graph
 from memlane.graph.tasks import (
     TASKS,
+    MemoryRunFailed,
     _parked_to_retry,
     _queue_memory_run,
     _retry_key,
@@ -124,6 +126,7 @@ class MemoryScheduler:
         on_queued: awaited with the user id each time this scheduler puts a run on the queue."""
         settings = context.settings
         self.context = context
+        register_model_secrets(context.llm)  # its key is masked in what a failed run leaves, whatever its shape
         # one name per deployment, so `memlane worker` processes on the same Redis share the queue
         self.name = name or scheduler_name(settings)
         self.docket_url = docket_url or default_docket_url(context.store, settings, self.name)
@@ -448,14 +451,15 @@ class MemoryScheduler:
                     # pydocket reschedules this task under its key once it raises
                     retry.attempts, retry.delay = retry.attempt + 1, timedelta(seconds=delay)
                     retrying = True
-                    raise
+                    raise MemoryRunFailed(describe_error(error, settings)) from None
                 await self._park(user_id, key, error, retry.attempt)
             else:
                 await self._drop_resolved(user_id)
             self._results[user_id] = outcome
             await self._report(user_id, outcome)
             if isinstance(outcome, BaseException):
-                raise outcome  # recorded by the queue as failed; parked, it is not retried by it
+                # recorded by the queue as failed (masked: MemoryRunFailed); parked, it is not retried by it
+                raise MemoryRunFailed(describe_error(outcome, settings))
         finally:
             if not retrying:  # a run waiting for its retry has not ended
                 await self._end_run(user_id, key, outcome)

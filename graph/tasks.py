@@ -110,6 +110,13 @@ def retry_delay(settings: Settings, attempt: int, error: BaseException) -> float
     return delay
 
 
+class MemoryRunFailed(RuntimeError):
+    """What a failed memory run hands the queue, instead of its own error: pydocket keeps what a
+    task raised for its execution TTL, as text in the run's record ("error") and pickled in its
+    result store, so the raw error (a model's, echoing its API key) would sit in Redis. This one
+    holds only `describe_error`'s text, secrets masked, and no cause."""
+
+
 def describe_error(error: BaseException, settings: Settings) -> str:
     """What a parked run shows of its error: type and message, secrets removed, bounded."""
     text = mask_secrets(f"{type(error).__name__}: {error}", settings)

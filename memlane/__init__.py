@@ -1,24 +1,27 @@
 """memlane: long-term memory for LangGraph and LangChain agents, kept in Redis through RedisVL."""
 
-from memlane.config import Settings, get_settings
-from memlane.store.base import (
-    Event,
-    Memory,
-    MemoryHit,
-    MemoryStore,
-    Message,
-    ProfileEntry,
-    RedisUnavailable,
-    SessionSummary,
-    StoreError,
-)
-from memlane.recall import Recall, RecallItem  # the function is memlane.recall.recall
-from memlane.store.connections import RedisPoolExhausted
-from memlane.store.redis import RedisMemoryStore, open_store
+from typing import TYPE_CHECKING
 
-# Names whose modules pull in LangGraph / LangChain agents: imported on first use,
-# so `import memlane` (the CLI, the store) stays quick.
+# Every public name is imported on first use: `import memlane` (and so `memlane --help`, whose
+# package this is) loads nothing, and a name pulls in only its own module (the store: redis and
+# RedisVL; the agent names: LangGraph and LangChain).
 _LAZY = {
+    "Settings": "memlane.config",
+    "get_settings": "memlane.config",
+    "Event": "memlane.store.base",
+    "Memory": "memlane.store.base",
+    "MemoryHit": "memlane.store.base",
+    "MemoryStore": "memlane.store.base",
+    "Message": "memlane.store.base",
+    "ProfileEntry": "memlane.store.base",
+    "RedisUnavailable": "memlane.store.base",
+    "SessionSummary": "memlane.store.base",
+    "StoreError": "memlane.store.base",
+    "Recall": "memlane.recall",  # the function is memlane.recall.recall
+    "RecallItem": "memlane.recall",
+    "RedisPoolExhausted": "memlane.store.connections",
+    "RedisMemoryStore": "memlane.store.redis",
+    "open_store": "memlane.store.redis",
     "MemlaneStore": "memlane.langgraph_store",  # LangGraph's BaseStore over memlane
     "MemoryAgentContext": "memlane.middleware",
     "MemoryMiddleware": "memlane.middleware",
@@ -32,6 +35,35 @@ _LAZY = {
     "run_memory_graph": "memlane.graph",
 }
 
+if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr__` below
+    from memlane.config import Settings, get_settings
+    from memlane.graph import (
+        MemoryContext,
+        MemoryRunResult,
+        MemoryScheduler,
+        ProfileConfig,
+        build_memory_graph,
+        compile_memory_graph,
+        run_memory_graph,
+    )
+    from memlane.langgraph_store import MemlaneStore
+    from memlane.middleware import MemoryAgentContext, MemoryMiddleware
+    from memlane.recall import Recall, RecallItem
+    from memlane.store.base import (
+        Event,
+        Memory,
+        MemoryHit,
+        MemoryStore,
+        Message,
+        ProfileEntry,
+        RedisUnavailable,
+        SessionSummary,
+        StoreError,
+    )
+    from memlane.store.connections import RedisPoolExhausted
+    from memlane.store.redis import RedisMemoryStore, open_store
+    from memlane.tools import memory_tools
+
 
 def __getattr__(name: str):
     module = _LAZY.get(name)
@@ -44,22 +76,4 @@ def __getattr__(name: str):
     return value
 
 
-__all__ = [
-    *_LAZY,
-    "Event",
-    "Memory",
-    "MemoryHit",
-    "MemoryStore",
-    "Message",
-    "ProfileEntry",
-    "Recall",
-    "RecallItem",
-    "RedisMemoryStore",
-    "RedisPoolExhausted",
-    "RedisUnavailable",
-    "SessionSummary",
-    "Settings",
-    "StoreError",
-    "get_settings",
-    "open_store",
-]
+__all__ = sorted(_LAZY)

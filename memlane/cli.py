@@ -13,6 +13,10 @@
     memlane forget USER TEXT          forget what the user said about something ("peanuts"), or one memory by id
     memlane delete-user USER [--yes]  delete everything of a user (asks first on a terminal)
     memlane config [--markdown]       the settings in force, secrets masked (or the README table)
+    memlane --version                 the installed version
+
+Each command imports what it uses when it runs: `memlane --help` and `memlane --version` load
+neither the settings nor Redis, LangChain, Gradio or the graph (bench/cli_startup.py times them).
 """
 
 from __future__ import annotations
@@ -26,11 +30,10 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from memlane.config import Settings, get_settings, settings_markdown_table
-from memlane.masking import MaskingFormatter, mask_secrets, mask_url, masked_settings
-from memlane.store.base import Memory, Message, StoreError
+if TYPE_CHECKING:
+    from memlane.config import Settings
 
 DEMO_USER = "demo-user"
 DEMO_MEMORIES = [
@@ -45,6 +48,9 @@ DEMO_QUERIES = ["我喜欢喝什么咖啡？", "what does the user do for work",
 
 
 def _run(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
+    from memlane.masking import mask_secrets
+    from memlane.store.base import StoreError
+
     try:
         return asyncio.run(coro_factory())
     except StoreError as error:
@@ -64,6 +70,8 @@ async def _with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]
 
 async def _store_demo(store: Any) -> None:
     """Store a few bilingual memories and print hybrid searches over them."""
+    from memlane.store.base import Memory, Message
+
     await store.delete_user(DEMO_USER)
     await store.add_messages(
         [Message(id="demo-1", user_id=DEMO_USER, session_id="demo", role="user", content="顺便，我喜欢黑咖啡，不加糖。")]
@@ -79,6 +87,8 @@ async def _store_demo(store: Any) -> None:
 
 def masked_url(url: str) -> str:
     """`redis://:secret@host:port/0` → `redis://:****@host:port/0` (see memlane/masking.py)."""
+    from memlane.masking import mask_url
+
     return mask_url(url)
 
 
@@ -113,6 +123,9 @@ def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from memlane.masking import mask_secrets
+    from memlane.store.base import StoreError
+
     try:
         from memlane.ui.app import launch  # the chat app, once it exists
     except ImportError:
@@ -153,6 +166,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
+    from memlane.masking import mask_secrets, mask_url
+    from memlane.store.base import StoreError
     from memlane.store.embedded import EmbeddedRedis, stop_running
     from memlane.store.embedded_cluster import EmbeddedCluster
 
@@ -194,6 +209,7 @@ async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], 
     """
     from memlane.graph import MemoryContext, MemoryScheduler
     from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
+    from memlane.store.base import StoreError
     from memlane.store.redis import open_store
 
     model = model or memory_model_from_settings(settings)
@@ -242,7 +258,7 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     """List, retry or drop parked runs (`memlane runs`)."""
     from datetime import datetime
 
-    from memlane.graph.tasks import retry_parked_runs
+    from memlane.masking import mask_secrets
 
     if args.action != "list" and not (args.all or args.ids):
         print(f"memlane runs {args.action}: name the run ids, or --all", file=sys.stderr)
@@ -271,6 +287,8 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
                 if await store.drop_parked_run(run.id) is not None:
                     print(f"dropped {run.id} ({run.user_id}); its messages stay unprocessed until the user's next run")
         else:
+            from memlane.graph.tasks import retry_parked_runs  # the queue, only to retry
+
             try:
                 retried = await retry_parked_runs(store, settings, [run.id for run in chosen])
             except RuntimeError as error:
@@ -299,6 +317,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from memlane.serve.app import create_app
     from memlane.serve.config import ServeConfigError
+    from memlane.serve.limits import uvicorn_limits
 
     if args.config:
         settings = settings.model_copy(update={"serve_config": Path(args.config)})
@@ -321,7 +340,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         signal.signal(signum, _raise_stopped)
     try:
         # log_config=None: uvicorn's own lines (access, errors) go to the masking handler of `main`
-        uvicorn.run(app, host=host, port=port, log_level="info" if args.verbose else "warning", log_config=None)
+        uvicorn.run(
+            app, host=host, port=port, log_level="info" if args.verbose else "warning", log_config=None,
+            **uvicorn_limits(settings),  # header-read timeout, keep-alive, header size (serve/limits.py)
+        )
     except _Stopped:
         pass
     finally:
@@ -443,6 +465,9 @@ def cmd_delete_user(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
+    from memlane.config import settings_markdown_table
+    from memlane.masking import masked_settings
+
     if args.markdown:
         print(settings_markdown_table())
     else:
@@ -450,9 +475,27 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed package's version, read only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("memlane")
+        except PackageNotFoundError:  # a source checkout that was never installed
+            installed = "unknown (not installed)"
+        print(f"memlane {installed}")  # on stdout, as argparse's own version action prints
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlane", description="Long-term memory for LangGraph agents")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    parser.add_argument("--version", action=_Version, help="print the installed version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="run the demo on embedded defaults")
@@ -552,6 +595,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"memlane {args.command}: {error}", file=sys.stderr)
         return 2
+    from memlane.config import get_settings
+    from memlane.masking import MaskingFormatter
+
     settings = get_settings()
     log_handler = logging.StreamHandler()  # a logged URL or error keeps its secrets to itself
     log_handler.setFormatter(MaskingFormatter("%(levelname)s %(name)s: %(message)s", settings=settings))

@@ -415,6 +415,15 @@ class Settings(BaseSettings):
     serve_max_body_bytes: int = Field(
         default=1_048_576, ge=1024, description="Largest request body `memlane serve` accepts; a larger one is answered 413"
     )
+    serve_header_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="A connection whose request line and headers have not all come within this time is closed (slow-header clients)"
+    )
+    serve_keep_alive_seconds: int = Field(
+        default=5, ge=1, description="An idle kept-alive connection of `memlane serve` is closed after this time (uvicorn's timeout_keep_alive)"
+    )
+    serve_max_header_bytes: int = Field(
+        default=16_384, ge=1024, description="Largest request line and headers `memlane serve` reads (uvicorn's h11_max_incomplete_event_size); more is answered 400"
+    )
 
     @property
     def memory_model_name(self) -> str:

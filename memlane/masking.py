@@ -47,6 +47,17 @@ def register_secret(value: str | None) -> None:
         _REGISTERED_SECRETS.add(value)
 
 
+def register_model_secrets(model: Any) -> None:
+    """Mask every secret a chat model holds (a LangChain model's `SecretStr` fields: ChatOpenAI's
+    `openai_api_key`, whatever its shape), so that an error echoing it is masked in logs and in
+    what the queue and the parked runs record."""
+    fields = getattr(type(model), "model_fields", None) or {}
+    for name in fields:
+        value = getattr(model, name, None)
+        if isinstance(value, SecretStr):
+            register_secret(value.get_secret_value())
+
+
 def mask_url(url: str) -> str:
     """`redis://:secret@host:port/0` → `redis://:****@host:port/0` (a URL without a password is unchanged)."""
     return _URL_PASSWORD.sub(lambda match: f"{match['head']}{MASK}@", url)

@@ -19,6 +19,7 @@ middleware, the health, chat and memories routes, and the MCP endpoint.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
@@ -39,6 +40,7 @@ from memlane.serve.chat import (
     RelayedStream,
     UpstreamFailed,
     complete,
+    key_reused,
     new_completion_id,
     open_stream,
     recall_for,
@@ -192,7 +194,17 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
             completion_id=new_completion_id(),
             idempotency_key=(header_text(idempotency_header, IDEMPOTENCY_HEADER) or "").strip() or None,
         )
-        await recall_for(turn, service.require_turns(), service.metrics)
+        reused, _ = await asyncio.gather(
+            key_reused(turn, service.require_store(), READY_TIMEOUT_SECONDS),
+            recall_for(turn, service.require_turns(), service.metrics),
+        )
+        if reused:
+            raise ApiError(
+                422,
+                f"the {IDEMPOTENCY_HEADER} {turn.idempotency_key!r} was sent before with another request; "
+                "a key names one request (send its retries with the same body): use a new key for a new request",
+                "idempotency_key_reused",
+            )
         headers = {"X-Memlane-Recalled-Tokens": str(turn.recalled.tokens if turn.recalled else 0)}
         if turn.recalled is not None and turn.recalled.rewrite:  # a follow-up: how it was made searchable
             headers["X-Memlane-Follow-Up-Rewrite"] = turn.recalled.rewrite.replace(" ", "-")

@@ -23,6 +23,10 @@ What a request saves:
   does not add a second reply. The `openai` client sends no stable key of its own (its
   `x-stainless-retry-count` counts tries); pass one: `extra_headers={"Idempotency-Key": key}`.
   Without a key every request is a new turn.
+- Reusing a key for another request of the session (another body or persona; `stream` may differ)
+  answers 422 `idempotency_key_reused`, as Stripe does: the key names the request it first came
+  with for a day (`IDEMPOTENCY_KEY_SECONDS`), in every process on the same Redis. Before, the
+  second request got a fresh reply and nothing of it was stored (its reply took the first one's id).
 - A client that leaves mid-stream (closes the connection before the reply completed): what the
   user said is saved, the partial reply is not (the user never saw it whole, and half a sentence
   must not become a memory). When the upstream fails instead, nothing is saved: the client got
@@ -31,6 +35,7 @@ What a request saves:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -52,11 +57,12 @@ from memlane.turns import TurnService
 from memlane.recall import Recall, recall_system_prompt
 from memlane.serve.config import Persona
 from memlane.serve.metrics import ServeMetrics
-from memlane.store.base import Message, stable_id
+from memlane.store.base import MemoryStore, Message, StoreError, stable_id
 
 logger = logging.getLogger(__name__)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_KEY_SECONDS = 24 * 3600  # how long a key names the request it first came with (Stripe's day)
 
 
 def json_problem(value: Any, where: str = "") -> str | None:
@@ -203,6 +209,35 @@ class ChatTurn:
             reply_id = self.request_id("reply") if self.idempotency_key else f"{self.completion_id}:assistant"
             history.append(AIMessage(clean_text(reply), id=reply_id))
         return turn_messages(history, self.identity)
+
+
+def request_fingerprint(turn: ChatTurn) -> str:
+    """What a retry of the turn's request repeats: its body (streamed or not alike) and persona."""
+    body = turn.request.model_dump(mode="json", exclude={"stream"})
+    body.pop("stream_options", None)
+    return stable_id("request", turn.persona_id, json.dumps(body, sort_keys=True, ensure_ascii=False))
+
+
+async def key_reused(turn: ChatTurn, store: MemoryStore, within_seconds: float) -> bool:
+    """True when the turn's Idempotency-Key came before with another request (`request_fingerprint`);
+    the first request with a key claims it. A store that does not answer within `within_seconds`
+    lets the turn go on unchecked (logged): the reply is not held for Redis."""
+    if not turn.idempotency_key:
+        return False
+    fingerprint = request_fingerprint(turn)
+    try:
+        earlier = await asyncio.wait_for(
+            store.claim_request_key(
+                # scoped as the ids it gives (`ChatTurn.request_id`): the same key in another session is another request
+                turn.identity.user_id, stable_id(turn.identity.session_id, turn.idempotency_key), fingerprint,
+                ttl_seconds=IDEMPOTENCY_KEY_SECONDS,
+            ),
+            within_seconds,
+        )
+    except (StoreError, asyncio.TimeoutError) as error:
+        logger.warning("the Idempotency-Key of a request of %s was not checked: %s", turn.identity.user_id, error or "Redis did not answer")
+        return False
+    return earlier is not None and earlier != fingerprint
 
 
 def last_user_text(request: ChatCompletionRequest) -> str:

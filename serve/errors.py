@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 
 from memlane import MemoryStore, StoreError
 from memlane.masking import mask_secrets
+from memlane.store.base import InputTooLarge, InvalidInput
 from memlane.serve.chat import UpstreamFailed
 from memlane.serve.service import service_of
 
@@ -62,6 +63,13 @@ async def _store_error(request: Request, error: StoreError) -> JSONResponse:
     logger.warning("%s %s: the store failed: %s", request.method, request.url.path, error)
     message = mask_secrets(str(error), service_of(request).settings)
     return error_response(503, f"the memory store is unavailable: {message}", "store_unavailable")
+
+
+async def _invalid_input(request: Request, error: InvalidInput) -> JSONResponse:
+    # the store refused an id or a record (a NUL byte in a path id, an id past MEMLANE_MAX_ID_CHARS):
+    # its message names the id and what to change; nothing was read or written
+    code = "input_too_large" if isinstance(error, InputTooLarge) else "invalid_input"
+    return error_response(422, f"the request is not valid: {error}", code)
 
 
 async def _upstream_error(request: Request, error: UpstreamFailed) -> JSONResponse:
@@ -186,5 +194,6 @@ def add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StoreError, _store_error)
+    app.add_exception_handler(InvalidInput, _invalid_input)
     app.add_exception_handler(UpstreamFailed, _upstream_error)
     app.add_exception_handler(Exception, _unexpected_error)

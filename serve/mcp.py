@@ -38,7 +38,7 @@ from memlane.models import memory_model_from_settings
 from memlane.recall import Recall
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.serve.config import store_user_id
-from memlane.store.base import ForgetConfirm, profile_memory_id
+from memlane.store.base import ForgetConfirm, InvalidInput, profile_memory_id
 from memlane.tools import answer_forget, answer_remember, answer_search
 from memlane.turns import TurnService
 
@@ -120,6 +120,8 @@ def build_mcp_server(
         try:
             yield
         except StoreError as error:  # Redis away, embedder down: the message says what to do
+            raise ToolError(str(error)) from error
+        except InvalidInput as error:  # an id the store refuses (a NUL byte, too long): it names the id
             raise ToolError(str(error)) from error
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))

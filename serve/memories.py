@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Literal, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 from fastapi import Depends, FastAPI, Query
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memlane import Event
 from memlane.importing import messages_of, store_messages
@@ -27,6 +27,7 @@ from memlane.store.base import (
     MemoryKind,
     PastValue,
     ProfileEntry,
+    check_id,
     event_memory_id,
     profile_entry_id,
     profile_memory_id,
@@ -41,6 +42,16 @@ def _not_blank(text: str | None) -> str | None:
     return text
 
 
+def _usable_id(value: str | None) -> str | None:
+    """An id field as sent, refused (422 naming the field) when it holds a NUL byte or a lone
+    surrogate: ids are used as given, never cleaned (store/base.py's check_id)."""
+    return check_id(value, "the id") if value is not None else value
+
+
+# a path id ({entry_id}, {event_id}, ...): a NUL byte answers 422 naming the parameter
+PathId = Annotated[str, AfterValidator(_usable_id)]
+
+
 class SearchRequest(JsonBody):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -50,6 +61,8 @@ class SearchRequest(JsonBody):
     session_id: str | None = Field(default=None, min_length=1, max_length=SESSION_ID_MAX_CHARS)
     since: float | None = None
     until: float | None = None
+
+    check_id = field_validator("session_id")(_usable_id)
 
 
 class MemoryOut(BaseModel):
@@ -174,6 +187,7 @@ class NoteIn(JsonBody):
     session_id: str = Field(default="api", min_length=1, max_length=SESSION_ID_MAX_CHARS)
 
     check_blank = field_validator("text", "session_id")(_not_blank)
+    check_id = field_validator("session_id")(_usable_id)
 
 
 class ForgetIn(JsonBody):
@@ -194,6 +208,8 @@ class MessagesIn(BaseModel):
     sessions: list[dict[str, Any]] | None = Field(default=None, description="LoCoMo-style sessions: {session, date_time, turns}")
     session_id: str = Field(default="import", max_length=SESSION_ID_MAX_CHARS, description="for messages that name none")
     remember: Literal["now"] | None = Field(default=None, description='"now": queue a memory run over them at once')
+
+    check_id = field_validator("session_id")(_usable_id)
 
 
 class MessagesStored(BaseModel):
@@ -269,7 +285,7 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
         return entry
 
     @app.get(users + "/profile/{entry_id}", tags=["memories"])
-    async def get_entry(user_id: str, entry_id: str, key: ApiKey = read) -> ProfileEntryOut:
+    async def get_entry(user_id: str, entry_id: PathId, key: ApiKey = read) -> ProfileEntryOut:
         """One profile entry, with what it held before."""
         store_user = tenant_user(key, user_id)
         entry = await find_entry(store_user, entry_id)
@@ -289,7 +305,7 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
         return ProfileEntryOut.of(await find_entry(store_user, entry_id))  # as stored (private data masked)
 
     @app.patch(users + "/profile/{entry_id}", tags=["memories"])
-    async def edit_entry(user_id: str, entry_id: str, body: ProfileEntryEdit, key: ApiKey = write) -> ProfileEntryOut:
+    async def edit_entry(user_id: str, entry_id: PathId, body: ProfileEntryEdit, key: ApiKey = write) -> ProfileEntryOut:
         """Change an entry's content and / or confidence; the change is kept in its history."""
         if body.content is None and body.confidence is None:
             raise ApiError(422, "send content, confidence or both", "nothing_to_change")
@@ -304,14 +320,14 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
         return ProfileEntryOut.of(edited)
 
     @app.delete(users + "/profile/{entry_id}", tags=["memories"])
-    async def delete_entry(user_id: str, entry_id: str, key: ApiKey = write) -> Deleted:
+    async def delete_entry(user_id: str, entry_id: PathId, key: ApiKey = write) -> Deleted:
         """Delete a profile entry (its history keeps the deletion)."""
         if not await service.require_store().delete_profile_entry(tenant_user(key, user_id), entry_id, actor=key.actor):
             raise ApiError(404, f"the user has no profile entry {entry_id!r}", "entry_not_found")
         return Deleted(id=entry_id)
 
     @app.get(users + "/profile/{entry_id}/history", tags=["memories"])
-    async def entry_history(user_id: str, entry_id: str, key: ApiKey = read) -> dict[str, Any]:
+    async def entry_history(user_id: str, entry_id: PathId, key: ApiKey = read) -> dict[str, Any]:
         """Every change of the entry, oldest first: who or what made it, before / after, when."""
         store_user = tenant_user(key, user_id)
         revisions = await service.require_store().profile_history(store_user, entry_id)
@@ -332,7 +348,7 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
         return {"object": "list", "data": [EventOut.of(event).model_dump() for event in events]}
 
     @app.delete(users + "/events/{event_id}", tags=["memories"])
-    async def delete_event(user_id: str, event_id: str, key: ApiKey = write) -> Deleted:
+    async def delete_event(user_id: str, event_id: PathId, key: ApiKey = write) -> Deleted:
         """Delete an event card and its search memory."""
         if not await service.require_store().delete_event(tenant_user(key, user_id), event_id):
             raise ApiError(404, f"the user has no event {event_id!r}", "event_not_found")
@@ -345,14 +361,14 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
         return MemoryOut.of(memory).model_dump()
 
     @app.delete(users + "/memories/{memory_id}", tags=["memories"])
-    async def delete_memory(user_id: str, memory_id: str, key: ApiKey = write) -> Deleted:
+    async def delete_memory(user_id: str, memory_id: PathId, key: ApiKey = write) -> Deleted:
         """Delete one search memory by id; a profile or event memory takes its entry or card with it."""
         if not await forget_memory(service.require_store(), tenant_user(key, user_id), memory_id, actor=key.actor):
             raise ApiError(404, f"the user has no memory {memory_id!r}", "memory_not_found")
         return Deleted(id=memory_id)
 
     @app.delete(users + "/messages/{message_id}", tags=["memories"])
-    async def delete_message(user_id: str, message_id: str, key: ApiKey = write) -> Deleted:
+    async def delete_message(user_id: str, message_id: PathId, key: ApiKey = write) -> Deleted:
         """Drop one message from history and search, and what it states from the summaries."""
         if not await service.require_store().delete_message(tenant_user(key, user_id), message_id):
             raise ApiError(404, f"the user has no message {message_id!r}", "message_not_found")
@@ -413,7 +429,7 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
         return requested(user_id, None, await service.remember_now(tenant_user(key, user_id)))
 
     @app.post(users + "/sessions/{session_id}/end", tags=["memories"], status_code=202)
-    async def end_session(user_id: str, session_id: str, key: ApiKey = write) -> RunRequested:
+    async def end_session(user_id: str, session_id: PathId, key: ApiKey = write) -> RunRequested:
         """The session (the X-Memlane-Session of its chats) ended: remember its messages now and fold
         its rolling summary."""
         session_id = valid_session_id(session_id)

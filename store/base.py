@@ -788,6 +788,11 @@ class MemoryStore(Protocol):
     def health(self) -> list[BreakerStatus]:
         """The state of the store's circuit breakers (the embedder's), without changing it."""
 
+    # requests seen under an Idempotency-Key ------------------------------------------------
+    async def claim_request_key(self, user_id: str, key: str, fingerprint: str, *, ttl_seconds: int) -> str | None:
+        """Note that the user's request keyed `key` has `fingerprint`, unless the key was seen within
+        `ttl_seconds`: then nothing changes and the fingerprint first noted is returned (None: first)."""
+
     # whole user --------------------------------------------------------------------------
     async def delete_user(self, user_id: str) -> int:
         """Delete everything of the user. Returns the number of keys removed."""

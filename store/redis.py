@@ -14,6 +14,7 @@ says which part answers each method of the protocol (base.py, with the records):
     events.py       event cards                        updates.py   the memory graph's one write
     forgetting.py   forget, deletes that forget        items.py     LangGraph store items
     parked_runs.py  runs that failed every retry       users.py     export or delete a user
+    requests.py     Idempotency-Keys seen
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from memlane.store.memories import Memories
 from memlane.store.messages import Messages
 from memlane.store.parked_runs import ParkedRuns
 from memlane.store.profile import Profile
+from memlane.store.requests import Requests
 from memlane.store.search import Search
 from memlane.store.updates import Updates
 from memlane.store.users import Users
@@ -93,6 +95,7 @@ class RedisMemoryStore:
         self.updates = Updates(core, self.memories, self.messages, self.profile, self.events)
         self.forgetting = Forgetting(core, self.search, self.messages, self.profile, self.events, self.items)
         self.runs = ParkedRuns(core)  # the dead-letter list
+        self.requests = Requests(core)  # Idempotency-Keys seen
         self.users = Users(core, self.memories, self.messages, self.profile, self.events, self.items)
 
     @property
@@ -171,6 +174,8 @@ class RedisMemoryStore:
     park_run = _answered_by("runs", ParkedRuns.park_run)
     parked_runs = _answered_by("runs", ParkedRuns.parked_runs)
     drop_parked_run = _answered_by("runs", ParkedRuns.drop_parked_run)
+
+    claim_request_key = _answered_by("requests", Requests.claim_request_key)
 
     delete_user = _answered_by("users", Users.delete_user)
     export_user = _answered_by("users", Users.export_user)

@@ -253,6 +253,10 @@ class KeyLayout:
         """The user's digest inside one of the user's keys (its hash tag)."""
         return key[key.index("{") + 1 : key.index("}")]
 
+    def request_key(self, user_id: str, key: str) -> str:
+        """String: the fingerprint of the request first sent with the `Idempotency-Key` `key` (expires)."""
+        return self.user_prefix(user_id) + "request:" + item_key(check_id(key, "an Idempotency-Key"))
+
     def parked_runs(self, user_digest: str) -> str:
         """Hash: parked run id → `base.ParkedRun` JSON, of the user whose `user_key` is `user_digest`
         (under the user's prefix, so `delete_user` removes it)."""

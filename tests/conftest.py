@@ -3,6 +3,8 @@ stores isolated by key prefix, and scripted chat models (tests/scripted.py)."""
 
 from __future__ import annotations
 
+import base64
+import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import redis
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
@@ -164,3 +167,40 @@ def fresh_settings():
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+def redis_contents(url: str) -> dict[str, str]:
+    """Every key of the Redis at `url` and its value as text, whatever its type, with each base64 run
+    in it decoded beside it (a pickled exception is stored that way)."""
+    def readable(raw: bytes) -> str:
+        text = raw.decode("utf-8", "replace")
+        decoded = []
+        for run in re.findall(r"[A-Za-z0-9+/]{24,}={0,2}", text):
+            try:
+                decoded.append(base64.b64decode(run + "=" * (-len(run) % 4)).decode("utf-8", "replace"))
+            except ValueError:
+                continue
+        return " ".join([text, *decoded])
+
+    contents: dict[str, str] = {}
+    with redis.Redis.from_url(url) as client:
+        for key in client.scan_iter(count=1000):
+            kind = client.type(key).decode()
+            if kind == "string":
+                parts = [client.get(key) or b""]
+            elif kind == "hash":
+                parts = [part for pair in client.hgetall(key).items() for part in pair]
+            elif kind == "list":
+                parts = client.lrange(key, 0, -1)
+            elif kind == "set":
+                parts = list(client.smembers(key))
+            elif kind == "zset":
+                parts = client.zrange(key, 0, -1)
+            elif kind == "stream":
+                parts = [part for _, fields in client.xrange(key) for pair in fields.items() for part in pair]
+            elif kind == "ReJSON-RL":
+                parts = [client.execute_command("JSON.GET", key) or b""]
+            else:
+                parts = []
+            contents[key.decode("utf-8", "replace")] = " ".join(readable(part if isinstance(part, bytes) else str(part).encode()) for part in parts)
+    return contents

@@ -191,10 +191,11 @@ class Served:
             httpx.get(served.url + "/healthz")
     """
 
-    def __init__(self, app: Any, *, start_timeout: float = 60.0) -> None:
+    def __init__(self, app: Any, *, start_timeout: float = 60.0, **config: Any) -> None:
+        """config: more keyword arguments of `uvicorn.Config` (`memlane serve`'s limits)."""
         import uvicorn
 
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **config))
         self.start_timeout = start_timeout
         self._thread = threading.Thread(target=self.server.run, name="memlane-serve", daemon=True)
 

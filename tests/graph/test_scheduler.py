@@ -414,3 +414,29 @@ async def test_runs_queue_in_the_stores_redis_by_default(settings, embeddings):
         await store.aclose()
     not_redis = MemoryContext(store=object(), llm=slow_model(), settings=embedded_defaults)  # type: ignore[arg-type]
     assert MemoryScheduler(not_redis).docket_url == f"memory://{settings.key_prefix}-memory-graph"
+
+
+async def test_a_failed_runs_model_key_is_nowhere_in_redis_whatever_its_shape(store, make_context, settings):
+    """Issue 34, item 8: the model's error echoes its key ("memkey_…", not "sk-…"); neither the
+    queue's run records nor its stored results nor the parked run keep it, retried or parked."""
+    import uuid
+
+    from conftest import redis_contents
+    from fake_upstream import FakeUpstream
+    from langchain_openai import ChatOpenAI
+
+    key = "memkey_" + uuid.uuid4().hex  # a model given as it is: no setting and no api_key_env names it
+    with FakeUpstream(status=500) as upstream:  # its error names the key it got, as real servers do
+        model = ChatOpenAI(model="m", base_url=upstream.url, api_key=key, max_retries=0, timeout=5)
+        context = make_context(model, memory_run_retries=1, memory_run_retry_delay_seconds=0.1)
+        async with MemoryScheduler(context) as scheduler:
+            await add_chat(store, "u", CHINESE_CHAT)
+            assert await scheduler.notify("u", flush=True)
+            await scheduler.wait_idle(20)
+        assert any(key in str(headers) for headers in upstream.headers)
+    [parked] = await store.parked_runs("u")
+    assert "told to fail" in parked.error and key not in parked.error and parked.attempts == 2
+    contents = redis_contents(settings.redis_url)
+    runs = [name for name, value in contents.items() if ":runs:" in name and "told to fail" in value]
+    assert runs and all("****" in contents[name] for name in runs), runs  # the queue's record, masked
+    assert [name for name, value in contents.items() if key in value] == []

@@ -105,3 +105,29 @@ def test_a_client_that_leaves_mid_stream_keeps_what_the_user_said(env):
     wait_for(lambda: export(env, "liv")["messages"], timeout=5)
     time.sleep(1.5)  # the rest of the reply would have come by now
     assert stored(env, "liv") == [("user", "My train leaves at 7")]  # the partial reply is not kept
+
+
+def test_an_idempotency_key_reused_with_another_body_answers_422_and_stores_nothing(env):
+    import openai
+    import pytest
+
+    key = {"Idempotency-Key": "order-7"}
+    client = env.openai()
+    first = client.chat.completions.create(model="assistant", user="kim", messages=[{"role": "user", "content": "I moved to Lyon"}], extra_headers=key)
+    wait_for(lambda: len(export(env, "kim")["messages"]) >= 2)
+    with pytest.raises(openai.UnprocessableEntityError) as refused:  # Stripe's answer to a reused key
+        client.chat.completions.create(model="assistant", user="kim", messages=[{"role": "user", "content": "I sold my car"}], extra_headers=key)
+    error = refused.value.body
+    assert error["code"] == "idempotency_key_reused" and "'order-7'" in error["message"] and "new key" in error["message"], error
+    # the same request again (streamed this time) is a retry: answered, still stored once
+    again = client.chat.completions.create(
+        model="assistant", user="kim", messages=[{"role": "user", "content": "I moved to Lyon"}], extra_headers=key, stream=True
+    )
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in again if chunk.choices) == first.choices[0].message.content
+    # the same key in another session is another request
+    client.chat.completions.create(
+        model="assistant", user="kim", messages=[{"role": "user", "content": "I sold my car"}], extra_headers={**key, "X-Memlane-Session": "s2"}
+    )
+    wait_for(lambda: len(export(env, "kim")["messages"]) >= 4)
+    time.sleep(0.5)  # a duplicate would have landed by now
+    assert [content for _, content in stored(env, "kim")] == ["I moved to Lyon", "Noted: I moved to Lyon", "I sold my car", "Noted: I sold my car"]

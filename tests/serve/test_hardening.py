@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import os
 import signal
@@ -16,7 +17,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from conftest import drop_prefix_sync
+from conftest import drop_prefix_sync, redis_contents
 from fake_upstream import FakeUpstream, Served
 from test_serve import LONG_NOTE, GatedMemoryModel, api_key, reply_for
 
@@ -122,6 +123,27 @@ HOSTILE_INPUTS = [
     ("blank forget", "POST", user_path("hostile") + "/forget", '{"query": "   "}'),
     ("events since nan", "GET", user_path("hostile") + "/events?since=nan", None),
     ("events until inf", "GET", user_path("hostile") + "/events?until=inf", None),
+    # issue 34, item 9: NUL characters in id fields and path ids, an id past MEMLANE_MAX_ID_CHARS
+    ("NUL in search session_id", "POST", user_path("hostile") + "/search", '{"query": "coffee", "session_id": "a\\u0000b"}'),
+    ("NUL in profile topic", "POST", user_path("hostile") + "/profile", '{"topic": "di\\u0000et", "subtopic": "coffee", "content": "black"}'),
+    ("NUL in profile subtopic", "POST", user_path("hostile") + "/profile", '{"topic": "diet", "subtopic": "co\\u0000ffee", "content": "black"}'),
+    ("NUL in profile content", "POST", user_path("hostile") + "/profile", '{"topic": "diet", "subtopic": "coffee", "content": "bl\\u0000ack"}'),
+    ("NUL in profile edit", "PATCH", user_path("hostile") + "/profile/some-entry", '{"content": "bl\\u0000ack"}'),
+    ("NUL in note session_id", "POST", user_path("hostile") + "/memories", '{"text": "a note", "session_id": "s\\u0000"}'),
+    ("NUL in chat user", "POST", "/v1/chat/completions", '{"model": "official", "user": "h\\u0000", "messages": [{"role": "user", "content": "hi"}]}'),
+    ("NUL path id in DELETE profile", "DELETE", user_path("hostile") + "/profile/a%00b", None),
+    ("NUL path id in GET profile", "GET", user_path("hostile") + "/profile/a%00b", None),
+    ("NUL path id in PATCH profile", "PATCH", user_path("hostile") + "/profile/a%00b", '{"content": "x"}'),
+    ("NUL path id in profile history", "GET", user_path("hostile") + "/profile/a%00b/history", None),
+    ("NUL path id in DELETE events", "DELETE", user_path("hostile") + "/events/a%00b", None),
+    ("NUL path id in DELETE memories", "DELETE", user_path("hostile") + "/memories/a%00b", None),
+    ("NUL path id in DELETE messages", "DELETE", user_path("hostile") + "/messages/a%00b", None),
+    ("NUL path id in session end", "POST", user_path("hostile") + "/sessions/a%00b/end", None),
+    ("NUL in user path id", "GET", "/v1/users/a%00b/profile", None),
+    ("1,025-character message id", "DELETE", user_path("hostile") + "/messages/" + "m" * 1025, None),
+    ("1,025-character memory id", "DELETE", user_path("hostile") + "/memories/" + "m" * 1025, None),
+    ("1,025-character event id", "DELETE", user_path("hostile") + "/events/" + "e" * 1025, None),
+    ("1,025-character entry id", "DELETE", user_path("hostile") + "/profile/" + "p" * 1025, None),
 ]
 
 
@@ -135,6 +157,37 @@ def test_hostile_inputs_answer_a_clear_4xx_and_the_connection_keeps_working(env,
         # the same client (its kept-alive connection) serves the next request
         assert http.get(user_path("hostile") + "/profile").status_code == 200
         assert http.get("/healthz").json() == {"status": "ok"}
+
+
+def test_a_nul_in_an_id_names_the_field_and_a_nul_in_a_text_is_dropped(env):
+    with env.http() as http:
+        refused = http.post(user_path("nul") + "/memories", content='{"text": "a note", "session_id": "s\\u0000"}',
+                            headers={"Content-Type": "application/json"})
+        assert refused.status_code == 422 and "session_id" in refused.json()["error"]["message"]
+        assert "NUL" in refused.json()["error"]["message"]
+        too_long = http.delete(user_path("nul") + "/messages/" + "m" * 1025)
+        assert too_long.status_code == 422 and too_long.json()["error"]["code"] == "input_too_large"
+        assert "a message id of 1025 characters" in too_long.json()["error"]["message"]
+        path_id = http.delete(user_path("nul") + "/events/a%00b")
+        message = path_id.json()["error"]["message"]
+        assert path_id.status_code == 422 and "event_id" in message and "NUL byte" in message, path_id.text
+
+        # texts are cleaned as the store cleans every text (store/base.py's clean_text): stored without the NUL
+        texts = [
+            ("POST", user_path("nul") + "/memories", '{"text": "a \\u0000note about tea"}', 201),
+            ("POST", user_path("nul") + "/messages", '{"messages": [{"role": "user", "content": "I \\u0000like oolong", "id": "m-nul"}]}', 201),
+            ("POST", user_path("nul") + "/recall", '{"message": "te\\u0000a?"}', 200),
+            ("POST", user_path("nul") + "/search", '{"query": "te\\u0000a"}', 200),
+            ("POST", user_path("nul") + "/forget", '{"query": "pea\\u0000nuts"}', 200),
+            ("POST", "/v1/chat/completions", '{"model": "official", "user": "nul", "messages": [{"role": "user", "content": "a\\u0000b"}]}', 200),
+        ]
+        for method, path, body, status in texts:
+            answer = http.request(method, path, content=body, headers={"Content-Type": "application/json"})
+            assert answer.status_code == status, (path, answer.text)
+        exported = wait_for(lambda: (e := http.get(user_path("nul") + "/export").json())["messages"] and len(e["messages"]) >= 3 and e)
+        assert "\x00" not in json.dumps(exported) and "\\u0000" not in json.dumps(exported)
+        assert {m["content"] for m in exported["messages"]} >= {"I like oolong", "ab"}
+        assert [event["summary"] for event in exported["events"]] == ["a note about tea"]
 
 
 def test_a_bug_answers_500_in_json_and_the_connection_keeps_working(redis_url, tmp_path, embeddings, caplog):
@@ -229,6 +282,13 @@ def test_the_memory_models_key_is_neither_logged_nor_stored_when_the_upstream_ec
     assert "told to fail" in errors[0] and MEMORY_KEY not in errors[0] and "****" in errors[0], errors
     log = env.log.getvalue()
     assert "told to fail" in log and MEMORY_KEY not in log
+    # nowhere in Redis either (issue 34, item 8): the queue's run records ("error") and its stored
+    # results (a pickled exception, base64) held the raw key for the queue's 15 minutes
+    records = wait_for(lambda: [key for key, value in redis_contents(env.settings.redis_url).items() if "told to fail" in value])
+    assert any(":runs:" in key for key in records), records
+    leaks = [key for key, value in redis_contents(env.settings.redis_url).items() if MEMORY_KEY in value]
+    assert leaks == [], leaks
+
 
 
 # --- 2: the run metric counts runs queued, not notifications -------------------------------------------
@@ -301,3 +361,53 @@ def test_a_frozen_redis_answers_503_within_two_seconds(tmp_path, embeddings):
             assert wait_for(lambda: http.get("/readyz").status_code == 200, timeout=40)
     finally:
         server.stop()
+
+
+# --- issue 34, item 12: slow clients ---------------------------------------------------------------
+def test_slow_headers_are_cut_off_and_idle_connections_closed(redis_url, tmp_path, embeddings):
+    import socket
+
+    from memlane.serve.limits import uvicorn_limits
+
+    settings = Settings(
+        redis_url=redis_url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None,
+        serve_header_timeout_seconds=1.0, serve_keep_alive_seconds=2, serve_max_header_bytes=4096,
+    )
+    app = create_app(ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}}), settings, mount_mcp=False)
+
+    def closed_after(sock: socket.socket) -> float:
+        started = time.monotonic()
+        while sock.recv(65536):  # what the server answers, if anything, then the close
+            pass
+        return time.monotonic() - started
+
+    def answered(sock: socket.socket) -> bool:
+        received = b""
+        while not received.endswith(b'{"status":"ok"}'):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return False
+            received += chunk
+        return True
+
+    with Served(app, **uvicorn_limits(settings)) as served:
+        address = ("127.0.0.1", int(served.url.rsplit(":", 1)[1]))
+        with socket.create_connection(address, timeout=30) as slow:  # headers that never end
+            slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            assert closed_after(slow) < 3.0
+        with socket.create_connection(address, timeout=30) as silent:  # a connection that says nothing
+            assert closed_after(silent) < 3.0
+        with socket.create_connection(address, timeout=30) as kept:  # a request, then idle: the keep-alive bound
+            kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answered(kept)
+            assert closed_after(kept) < 4.0
+        with socket.create_connection(address, timeout=30) as later:  # a second request's headers on a kept-alive connection
+            later.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answered(later)
+            later.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            assert closed_after(later) < 3.0
+        with socket.create_connection(address, timeout=30) as large:  # headers growing past serve_max_header_bytes
+            large.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 8000)
+            assert large.recv(65536).startswith(b"HTTP/1.1 400 ")
+        assert httpx.get(served.url + "/healthz").json() == {"status": "ok"}  # a normal client is served
+    drop_prefix_sync(redis_url, settings.key_prefix)

@@ -170,3 +170,21 @@ async def test_memlane_serve_answers_mcp_at_slash_mcp(store, settings):
             refused = await raw.post(base_url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert refused.status_code == 401 and "Bearer" in refused.text  # the service's own error body
     assert [event.summary for event in await store.list_events(store_user_id("acme", "carol"))] == ["carol plays the cello"]
+
+
+async def test_tools_answer_a_clear_error_for_a_nul_in_an_id_and_drop_it_from_a_text(store, settings):
+    """Issue 34, item 9, through MCP: an id holding a NUL byte is refused naming it; a text is cleaned."""
+    from memlane.serve.app import create_app
+
+    async with serving(create_app(SERVE_CONFIG, settings, store=store)) as base_url, http_client(
+        base_url + "/mcp", "key-acme", "nul"
+    ) as client:
+        answer = await client.call_tool("forget", {"what": "[profile:a\x00b]"})
+        assert answer.is_error and "a memory id holds a NUL byte" in answer.content[0].text, answer.content
+        refused = await client.call_tool("recall", {"message": "tea?", "session_id": "a\x00b"})
+        assert refused.is_error and "a session id holds a NUL byte" in refused.content[0].text, refused.content
+        assert text(await client.call_tool("remember", {"text": "likes \x00oolong"})).startswith("remembered")
+        assert "likes oolong" in text(await client.call_tool("search_memories", {"query": "oo\x00long"}))
+        assert text(await client.call_tool("remember", {"text": "oolong", "topic": "di\x00et", "subtopic": "tea"})).startswith("remembered")
+    assert [event.summary for event in await store.list_events(store_user_id("acme", "nul"))] == ["likes oolong"]
+    assert [entry.topic for entry in await store.get_profile(store_user_id("acme", "nul"))] == ["diet"]

