@@ -22,7 +22,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memlane.config import Settings
 from memlane.graph import MemoryScheduler
-from memlane.store.base import MemoryStore, Message, RedisUnavailable, stable_id
+from memlane.store.base import MemoryStore, Message, RedisUnavailable, clean_text, stable_id  # one cleaning rule, the store's
 from memlane.store.connections import RedisPoolExhausted
 from memlane.store.embeddings import EmbeddingBacklog, passage_backlog
 from memlane.store.privacy import PrivacyMode, redact
@@ -79,14 +79,6 @@ def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
         if values["auto_save_enabled"] is None
         else bool(values["auto_save_enabled"]),
     )
-
-
-def clean_text(text: str) -> str:
-    """`text` with each lone UTF-16 surrogate ("\\ud800") replaced by U+FFFD, as `Message` does:
-    such a text cannot be encoded for Redis, the embedder or a model."""
-    if text.isascii():
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def message_text(message: BaseMessage) -> str:
