@@ -103,11 +103,18 @@ class ApiKey(BaseModel):
         return self.personas is None or persona_id in self.personas
 
 
+# recall settings that belong to the store, not to a persona: the similarity floor rescales the
+# embedder's cosine in the relevance the store computes once for every persona (issue 33, item 1:
+# it was accepted per persona and changed nothing)
+STORE_WIDE_RECALL_SETTINGS = frozenset({"recall_similarity_floor"})
+
+
 def _recall_overrides_model() -> type[BaseModel]:
-    """Every `recall_*` setting, without its prefix, with the settings' own types and bounds."""
+    """Every `recall_*` setting a persona can change, without its prefix, with the settings' own
+    types and bounds (not `STORE_WIDE_RECALL_SETTINGS`: a persona naming one is refused)."""
     fields = {}
     for name, field in Settings.model_fields.items():
-        if name.startswith("recall_"):
+        if name.startswith("recall_") and name not in STORE_WIDE_RECALL_SETTINGS:
             fields[name.removeprefix("recall_")] = (field.annotation, field)
     return create_model("RecallOverrides", __config__=ConfigDict(extra="forbid"), **fields)
 

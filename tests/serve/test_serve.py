@@ -702,6 +702,8 @@ def test_the_example_configuration_loads():
         ('[[keys]]\nname = "a"\ntenant = "acme"\nhash = "plain"\n[personas.p]\nmodel = "m"\n', "keys.0.hash"),
         ('[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:' + "0" * 64 + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nmax_tokens = 5\n', "personas.p.recall.max_tokens"),
         ('[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:' + "0" * 64 + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nbudget = 5\n', "personas.p.recall.budget"),
+        # the similarity floor is the store's, the same for every persona: refused, not ignored
+        ('[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:' + "0" * 64 + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nsimilarity_floor = 0.5\n', "personas.p.recall.similarity_floor"),
         ('[personas.p]\nmodel = "m"\n', "no [[keys]]"),
         ("not toml = = 1", "not valid TOML"),
     ],
