@@ -29,7 +29,7 @@ from langchain_core.embeddings import Embeddings
 from redis.exceptions import RedisClusterException, RedisError
 
 from memlane.config import Settings, get_settings
-from memlane.store.base import RedisUnavailable
+from memlane.store.base import RedisUnavailable, StoreError
 from memlane.store.breaker import BreakerStatus
 from memlane.store.core import StoreCore
 from memlane.store.embeddings import get_embeddings
@@ -70,6 +70,13 @@ def _answered_by(
     return cast("Callable[Concatenate[RedisMemoryStore, Arguments], Answer]", answer)
 
 
+# settings a store is built on: changing them on an open store would do nothing, so it is refused
+BUILT_ON = (
+    "key_prefix", "max_id_chars", "timezone", "circuit_failure_threshold", "circuit_reset_seconds",
+    "embedding_provider", "openai_embedding_model",
+)
+
+
 class RedisMemoryStore:
     """The RedisVL implementation of `MemoryStore`. Create it with `open_store()`."""
 
@@ -103,7 +110,16 @@ class RedisMemoryStore:
         return self.core.settings
 
     @settings.setter
-    def settings(self, settings: Settings) -> None:  # the parts read it on each call
+    def settings(self, settings: Settings) -> None:
+        """Other settings for this store: the parts read them on each call. Those the store was
+        built on (`BUILT_ON`: its key layout, time zone, circuit breaker, embeddings) are refused
+        when they change, naming them: open a new store for those (a change would do nothing)."""
+        changed = [name for name in BUILT_ON if getattr(settings, name) != getattr(self.core.settings, name)]
+        if changed:
+            raise StoreError(
+                f"{', '.join(changed)} cannot change on an open store (its key layout, time zone, breaker and "
+                "embeddings were made from them): open a new store with these settings"
+            )
         self.core.settings = settings
 
     async def aclose(self) -> None:

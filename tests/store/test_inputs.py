@@ -116,3 +116,15 @@ async def test_hostile_ids_edit_forget_and_keep_history_of_their_own_only(store:
     assert victim_entry.content == "allergic to peanuts"
     assert len(await store.profile_history("victim", victim_entry.id)) == 1
     assert [m.content for m in await store.recent_messages("victim", hostile)] == ["I'm allergic to peanuts"]
+
+
+def test_settings_the_store_was_built_on_cannot_change_under_it(store):
+    """Issue 33, item 1: the key layout, time zone and breaker were fixed when the store was
+    built; a setter that took new ones silently changed nothing."""
+    from memlane.store.base import StoreError
+
+    for change in ({"timezone": "Asia/Shanghai"}, {"key_prefix": "other"}, {"circuit_reset_seconds": 1.0}):
+        with pytest.raises(StoreError, match=next(iter(change))):
+            store.settings = store.settings.model_copy(update=change)
+    store.settings = store.settings.model_copy(update={"recall_max_tokens": 900})  # read on each call: taken
+    assert store.settings.recall_max_tokens == 900
