@@ -57,7 +57,8 @@ def recall_stage_variants(settings: Settings) -> dict[str, dict[str, Any]]:
         "  - exact-term fallback": {"recall_exact_fallback": False},
         "  neighbours on both sides": {"recall_neighbour_mode": "around"},
         "  - neighbours": {"recall_neighbour_messages": 0},
-        "  10 items": {"recall_max_memories": 10},
+        "  8 items": {"recall_max_memories": 8},
+        "  12 items": {"recall_max_memories": 12},
         "  budget x2 (tokens)": {"recall_max_tokens": 2 * settings.recall_max_tokens},
     }
     return {name: change for name, change in rows.items() if any(getattr(settings, key) != value for key, value in change.items())}

@@ -335,7 +335,11 @@ class Settings(BaseSettings):
     )
     recall_max_tokens: int = Field(default=1200, ge=64, description="Token budget of the injected memory block")
     recall_recent_messages: int = Field(default=6, ge=0, description="Recent session messages recall includes")
-    recall_max_memories: int = Field(default=8, ge=0, description="Most searched memories recall includes")
+    recall_max_memories: int = Field(
+        default=10,
+        ge=0,
+        description="Most searched memories recall includes (10 chosen on the tuning halves of bench/recall_quality.py: locomo-dev's turns are often one a memory, and 8 items left the first 10 turns short; the token budget still bounds them)",
+    )
     recall_min_relevance: float = Field(
         default=0.02,
         ge=0,
