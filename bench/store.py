@@ -145,9 +145,9 @@ async def main() -> None:
         hybrid, bare = [], []
         for query in queries[:10]:  # warm-up
             await store.search_memories(user, query)
-        expression = store._filter(user, None, None, None, None)
+        expression = store.search.user_filter(user, None, None, None, None)
         # bare RedisVL runs the same kind of KNN the store picks for this user (exact or HNSW)
-        approximate = await store.memory_count(user) > settings.search_exact_max_memories
+        approximate = await store.search.memory_count(user) > settings.search_exact_max_memories
         embed_ms, model_ms = await query_embedding_times(store.embeddings, [query + " ?" for query in queries[:50]])
         for query in queries:
             t0 = time.perf_counter()
@@ -158,8 +158,8 @@ async def main() -> None:
             vector = await store.embeddings.aembed_query(query)
             candidates = store.settings.search_candidates
             await asyncio.gather(
-                store.index.query(store.vector_query(vector, expression, candidates, approximate=approximate)),
-                store.index.query(store.text_query(query_terms(query), expression, candidates)),
+                store.index.query(store.search.vector_query(vector, expression, candidates, approximate=approximate)),
+                store.index.query(store.search.text_query(query_terms(query), expression, candidates)),
             )
             bare.append((time.perf_counter() - t0) * 1000)
 

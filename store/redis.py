@@ -173,10 +173,6 @@ class RedisMemoryStore:
     delete_memory = _answered_by("memories", Memories.delete_memory)
 
     search_memories = _answered_by("search", Search.search_memories)
-    memory_count = _answered_by("search", Search.memory_count)
-    vector_query = _answered_by("search", Search.vector_query)
-    text_query = _answered_by("search", Search.text_query)
-    _filter = _answered_by("search", Search.user_filter)  # tests and the bench build queries with it
 
     put_items = _answered_by("items", Items.put_items)
     get_items = _answered_by("items", Items.get_items)

@@ -18,7 +18,7 @@ async def test_reindexing_unchanged_memories_keeps_text_scores(store: RedisMemor
     await store.add_memories(memories)
 
     async def scores() -> dict[str, float]:
-        docs = await store.index.query(store.text_query(["kyoto", "coffe"], store._filter("alice", None, None, None, None), 30))
+        docs = await store.index.query(store.search.text_query(["kyoto", "coffe"], store.search.user_filter("alice", None, None, None, None), 30))
         return {doc["memory_id"]: round(float(doc["score"]), 6) for doc in docs}
 
     before = await scores()

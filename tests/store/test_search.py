@@ -196,7 +196,7 @@ async def test_hybrid_search_ranks_an_exact_name_first_where_vector_search_does_
     await store.add_memories([Memory(id=str(i), user_id="alice", kind="profile", text=t) for i, t in enumerate(texts)])
     query = "Moretti bread baker"
     vector = await store.embeddings.aembed_query(query)
-    vector_only = await store.index.query(store.vector_query(vector, store._filter("alice", None, None, None, None), 3))
+    vector_only = await store.index.query(store.search.vector_query(vector, store.search.user_filter("alice", None, None, None, None), 3))
     assert vector_only[0]["text"] != "Alicia Moretti lives in Lyon"
     hits = await store.search_memories("alice", query, limit=3)
     assert hits[0].memory.text == "Alicia Moretti lives in Lyon"
@@ -230,7 +230,7 @@ async def test_approximate_vector_search_for_users_with_many_memories_stays_per_
     texts = ["drinks black coffee", "runs marathons", "lives in Lyon", "plays chess", "learns Japanese"]
     await store.add_memories([Memory(id=f"a{i}", user_id="a|b", kind="profile", text=t) for i, t in enumerate(texts)])
     await store.add_memories([Memory(id="v", user_id="a", kind="profile", text="drinks black coffee")])
-    assert await store.memory_count("a|b") == 5 and await store.memory_count("a") == 1
+    assert await store.search.memory_count("a|b") == 5 and await store.search.memory_count("a") == 1
     hits = await store.search_memories("a|b", "what coffee do I drink", limit=3)  # HNSW (BATCHES)
     assert hits[0].memory.id == "a0" and {hit.memory.user_id for hit in hits} == {"a|b"}
     exact = await store.search_memories("a", "what coffee do I drink")  # brute force over one memory
@@ -245,7 +245,7 @@ async def test_blank_and_punctuation_queries_do_not_fail(store: RedisMemoryStore
 
 async def test_english_words_are_found_by_their_stem(store: RedisMemoryStore):
     await store.add_messages(owner_chat("alice", "s", "We hiked up the Ventoux last summer", "I bought a new phone"))
-    text_only = await store.index.query(store.text_query(["hike"], store._filter("alice", None, None, None, None), 5))
+    text_only = await store.index.query(store.search.text_query(["hike"], store.search.user_filter("alice", None, None, None, None), 5))
     assert [doc["text"] for doc in text_only] == ["We hiked up the Ventoux last summer"]
     hits = await store.search_memories("alice", "hiking trips", limit=2)
     assert hits[0].memory.text.startswith("We hiked") and hits[0].text_score == 1.0
