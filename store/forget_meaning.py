@@ -99,8 +99,9 @@ def about_someone_else(sentence: str) -> bool:
 class MeaningCandidate:
     """One of the user's sentences near a forget request."""
 
-    text: str
+    text: str  # a clause
     margin: float  # how much nearer the request than everyday sentences are (relevance units)
+    sentence: str = ""  # the sentence it is a clause of
 
 
 def asks_a_question(request: str) -> bool:
