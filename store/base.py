@@ -564,6 +564,15 @@ class ForgetReport(BaseModel):
                 )
         return verb + ", ".join(parts)
 
+    def details(self) -> str:
+        """`describe`, then one line a record with what goes from it: what a dry run shows
+        ("- message m0, rewritten: 我住在成都，")."""
+        lines = [self.describe()]
+        for record in self.records:
+            removed = " | ".join(" ".join(text.split()) for text in record.removed)
+            lines.append(f"- {record.kind} {record.id}, {record.action}" + (f": {removed}" if removed else ""))
+        return "\n".join(lines)
+
 
 class UserExport(BaseModel):
     """Everything stored about one user."""

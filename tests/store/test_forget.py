@@ -537,3 +537,31 @@ async def test_with_a_model_the_confirmed_clause_goes_not_its_sentence(store, se
     texts = await stored_texts(store, "zh")
     assert not any("成都" in text for text in texts), texts
     assert sum("羽毛球" in text for text in texts) == 3, texts
+
+
+def keys_of(settings, contents: dict[str, str]) -> dict[str, str]:
+    return {key: value for key, value in contents.items() if key.startswith(settings.key_prefix)}
+
+
+@pytest.mark.parametrize("with_model", [False, True])
+async def test_a_dry_run_changes_nothing_and_says_what_would_go(store, settings, with_model):
+    from conftest import redis_contents
+
+    from memlane.nodes.confirm_forget import forget_confirmer
+
+    await seed_two_facts(store, "zh", "chengdu")
+    await store.set_session_summary(SessionSummary(user_id="zh", session_id="s", summary="用户住在成都，喜欢打羽毛球。", source_message_ids=["m0"]))
+    confirm = forget_confirmer(confirming_model('{"sentences": []}'), settings) if with_model else None
+    before = keys_of(settings, redis_contents(settings.redis_url))
+    preview = await store.forget("zh", "请抹掉关于成都的记忆", confirm=confirm, dry_run=True)
+    assert keys_of(settings, redis_contents(settings.redis_url)) == before  # every key and value as it was
+    assert preview.dry_run and preview.describe().startswith("would forget")
+    removed = {(r.kind, r.action): r.removed for r in preview.records}
+    assert removed[("message", "rewritten")] == ["我住在成都，"]
+    assert removed[("profile", "deleted")] == ["住在成都"]
+    assert removed[("event", "rewritten")] == ["用户住在成都，"]
+    assert removed[("summary", "rewritten")] == ["用户住在成都，"]
+    assert "- message m0, rewritten: 我住在成都，" in preview.details()
+    done = await store.forget("zh", "请抹掉关于成都的记忆", confirm=confirm)
+    assert [(r.kind, r.id, r.action, r.removed) for r in done.records] == [(r.kind, r.id, r.action, r.removed) for r in preview.records]
+    assert keys_of(settings, redis_contents(settings.redis_url)) != before
