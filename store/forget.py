@@ -3,10 +3,17 @@
 The store has no model to ask, so a sentence states a fact when they share its words,
 analyzed as search analyzes them (store/text.py: English stems, Chinese bigrams):
 
+- a request's command words are stripped from both ends first (`forget_subject`: "erase",
+  "stop remembering", "from your memory", "不要再记住", "以后别提…了", "把…从记忆里删掉",
+  "…的名字"), so what is left is what it names;
 - the fact's words (`Fact.terms`) leave out what says nothing on its own: English stop
   words, "user"/"用户" (summaries say "the user" where the chat says "I"), and Chinese
-  bigrams holding a function character ("我的", "对花") unless nothing else is left;
-- a clause (ending at "，", "、", ", " or before " and ", " but ") states the fact when it
+  bigrams holding a function character ("我的", "对花") unless nothing else is left; words
+  naming a kind of thing ("job", "plans", "名字", "工作") count only when held, beside a word
+  of the fact's own ("my job at the bakery" for "I work at the bakery"), and such bigrams
+  or words alone never state a fact ("我养了一只猫" is no "我养了一只狗");
+- a clause (ending at "，", "、", ", " or before " and ", " but "; an English part of fewer
+  than three words stays with the one before: "a brother, Tom, in Denver") states the fact when it
   holds at least `min_coverage` of the fact's words, or when the fact is longer than the
   clause and holds `min_coverage` of the clause's words (an event summary restates a short
   turn: "The user is allergic to peanuts and avoids satay" states "I'm allergic to peanuts");
@@ -24,7 +31,8 @@ after it, and the next sentence when the removed clause ended its sentence, when
 with a word that carries the forgotten fact on ("so", "which", "that's why", "therefore",
 "and so", "and it"; "it"/"its" inside the sentence only: "It rains a lot here." is no dog's;
 "所以", "因此", "于是", "它", "叫"/"名叫", and "很"/"非常" saying how much: "而且很严重"), or, in the
-same sentence, when it has fewer than two words of its own ("and badly"). Each clause so removed carries the rule on to the one after it. A clause or
+same sentence, when it has fewer than two words of its own ("and badly"; in Chinese, fewer
+than three content characters: "住在杭州" after "用户…，" is a predicate of its own). Each clause so removed carries the rule on to the one after it. A clause or
 sentence with words of its own and no such tie stays: a bare "and" lists another fact as often
 as it continues this one ("The user mentioned a peanut allergy and a love of hiking", "…对花生
 过敏，喜欢爬山"), and "我对花生过敏，别给我推荐沙爹" keeps "别给我推荐沙爹"; without a model, a
@@ -60,7 +68,10 @@ _CONTINUATION = re.compile(
 # the bakery" for "I work at the bakery"): optional beside a word of the fact's own
 _GENERIC_TERMS = frozenset(
     index_terms("job name thing things stuff info information detail details fact facts memory memories place story "
-                "part topic subject data record records").split()
+                "part topic subject data record records plan plans lesson lessons class classes habit habits "
+                # what a question asks, its answer being elsewhere: "how old my cat is", "how much I sleep"
+                "much many old long often kind type").split()
+    + ["工作", "名字", "情况", "计划", "信息", "细节", "东西", "内容", "事情"]
 )
 _CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
 _LATIN_TERM = re.compile(r"^[a-z]+$")
@@ -255,7 +266,24 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _split_clauses(sentence: str) -> list[str]:
-    return _split_after(sentence, _CLAUSE_END)
+    """The clauses of a sentence; joined they give it back. An English part of fewer than three
+    words is no clause of its own ("a brother, Tom, in Denver", "Also, I…"): it stays with the
+    part before it (the first, with the one after)."""
+    parts = _split_after(sentence, _CLAUSE_END)
+    clauses: list[str] = []
+    pending = ""  # a short first part, waiting for the next
+    for part in parts:
+        short = not _CJK_CHAR.search(part) and len(_LATIN_WORD.findall(part)) < 3
+        if short and clauses:
+            clauses[-1] += part
+        elif short:
+            pending += part
+        else:
+            clauses.append(pending + part)
+            pending = ""
+    if pending:
+        clauses.append(pending)
+    return clauses
 
 
 def text_terms(text: str) -> frozenset[str]:
@@ -297,6 +325,30 @@ def states_any(text: str, facts: Sequence[Fact]) -> bool:
     return strip_statements(text, facts) != text
 
 
+_LATIN_WORD = re.compile(rf"[^\W_{CJK_RANGES}]+", re.UNICODE)
+
+
+# what says only that something was heard or comes next: "好的，我记住了" is left of no fact
+_FILLER_ZH = re.compile(r"好的|好吧|嗯+|哦|收到|明白了?|知道了|没问题|(?:我)?(?:会)?记住了?|记下了?|顺便(?:说一下|提一下)?|对了|另外")
+
+
+def _cjk_content_chars(text: str) -> int:
+    """Chinese characters of a text that are neither function characters nor filler: "住在杭州"
+    3, "顺便" 0, "好的，我记住了" 0."""
+    text = _FILLER_ZH.sub("", _LEADING_CONJUNCTION.sub("", text.strip()))
+    return sum(1 for char in text if _CJK_CHAR.match(char) and char not in _GLUE_CHARS)
+
+
+def _words_of_its_own(clause: str) -> int:
+    """How many words a clause says beside its conjunction: its English words, stop words
+    included ("and has a wife" says 3: a predicate of its own; "and badly" says 1), or, in
+    Chinese, half its content characters ("住在杭州" says a predicate of its own, as an event
+    summary writes it after "用户…，")."""
+    if _CJK_CHAR.search(clause):
+        return _cjk_content_chars(clause) // 2 + (1 if _cjk_content_chars(clause) % 2 else 0)
+    return len(_LATIN_WORD.findall(_LEADING_CONJUNCTION.sub("", clause.strip())))
+
+
 _IT = re.compile(r"^(?:and\s+)?it(?:s|'s)?\b", re.IGNORECASE)
 
 
@@ -306,7 +358,7 @@ def continues_removed(text: str, *, sentence: bool = False) -> bool:
     text = _LEADING_PUNCTUATION.sub("", text)
     if not _WORD.search(text):
         return False
-    if not sentence and len(_meaningful(text_terms(text))) < 2:  # nothing of its own: "and badly"
+    if not sentence and _words_of_its_own(text) < 2:  # nothing of its own: "and badly"
         return True
     return bool(_CONTINUATION.match(text)) and not (sentence and _IT.match(text))
 
@@ -339,7 +391,8 @@ def _strip_sentence(sentence: str, facts: Sequence[Fact], after_removed: bool = 
     if all(kept):
         return sentence, False
     rest = "".join(clause for clause, keep in zip(clauses, kept) if keep)
-    if len(_meaningful(text_terms(rest))) < 2:  # what is left says nothing on its own ("By the way", "顺便")
+    says = _cjk_content_chars(rest) >= 3 if _CJK_CHAR.search(rest) else len(_meaningful(text_terms(rest))) >= 2
+    if not says:  # what is left says nothing on its own ("By the way", "顺便")
         return "", True
     ending = _CLOSING.search(sentence)
     rest = _TRAILING_PUNCTUATION.sub("", _LEADING_CONJUNCTION.sub("", _LEADING_PUNCTUATION.sub("", rest)))

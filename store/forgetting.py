@@ -116,18 +116,18 @@ class Forgetting(StorePart):
         self.layout.user_tag(user_id)  # a bad user id is refused before anything else
         fact = Fact.of(subject, self.settings.forget_min_term_coverage)
         if fact.terms:  # words first
-            touched, named = await self._forget_in_profile(user_id, [fact], report, actor=actor)
+            touched, restated = await self._forget_in_profile(user_id, [fact], report, actor=actor)
             deleted = [r.id for r in report.records if r.kind == "profile" and r.action == "deleted"]
-            # an entry whose slot the request names ("which car I have": vehicle / car) went whole;
-            # what it said ("drives a red Honda Civic") goes from the turns and summaries too
-            facts = [fact, *facts_of(named, self.settings.forget_min_term_coverage, in_shorter_clauses=False)]
+            # what the entries said goes from the turns and summaries too, in their words:
+            # "which car I have" took vehicle / car whole, and "drives a red Honda Civic" with it
+            facts = [fact, *facts_of(restated, self.settings.forget_min_term_coverage, in_shorter_clauses=False)]
             # a bare name ("Miso", "张伟") is forgotten wherever it is written, as recall finds it
             relevance = 0.0 if is_short_entity_query(subject) else self.settings.forget_min_relevance
             await self._forget_statements(
                 user_id, facts, report, search_query=subject, min_relevance=relevance, removed_entry_ids=deleted
             )
-            for content in named:
-                await self._forget_statements(user_id, facts, report, search_query=content, removed_entry_ids=deleted)
+            for content in restated:  # the turns saying it in the entry's words, which search finds by them
+                await self._forget_statements(user_id, facts, report, search_query=content, in_summaries=False)
             await self._forget_in_profile_history(user_id, touched, facts, report)
         # then meaning: with a model always (it confirms), without one when the words found nothing
         if confirm is not None or not report.forgot_anything:
@@ -323,6 +323,7 @@ class Forgetting(StorePart):
         drop_cited: bool = False,
         removed_entry_ids: Sequence[str] = (),
         in_messages: bool = True,
+        in_summaries: bool = True,
     ) -> None:
         """Remove what states `facts` from messages (those search finds for `search_query` at
         `min_relevance` or more, and the cited ones), items, every event summary and profile
@@ -356,9 +357,9 @@ class Forgetting(StorePart):
                 cited = []
                 if not changed or len(hits) < _FORGET_SEARCH_LIMIT or report.dry_run:  # every candidate was seen
                     break
-        if facts or removed_entry_ids:
+        if in_summaries and (facts or removed_entry_ids):
             await self._forget_in_events(user_id, facts, set(removed_entry_ids), report)
-        if facts:
+        if in_summaries and facts:
             await self._forget_in_session_summaries(user_id, facts, report)
 
     async def _forget_in_messages(
@@ -460,19 +461,22 @@ class Forgetting(StorePart):
     async def _forget_in_profile(
         self, user_id: str, facts: Sequence[Fact], report: ForgetReport, *, actor: str
     ) -> tuple[list[str], list[str]]:
-        """Entries whose slot names the fact, or left with nothing, are deleted; others lose the
-        clauses stating it. Returns the ids of the entries changed, and the contents of those
-        deleted because their slot named it (what they said was not in the fact's words)."""
-        touched, named = [], []
+        """Entries whose slot names the fact, or whose slot and one-sentence content state it
+        together ("the wrist injury": health / injury: broke the left wrist), or left with
+        nothing, are deleted; others lose the clauses stating it. Returns the ids of the
+        entries changed, and what went from them (to be forgotten in their words elsewhere)."""
+        touched, restated = [], []
         for entry in await self.profile.get_profile(user_id):
             slot_terms = text_terms(f"{entry.topic} {entry.subtopic}")
-            slot_named = any(fact.stated_by(slot_terms) for fact in facts)
-            content = "" if slot_named else strip_statements(entry.content, facts)
+            whole = any(fact.stated_by(slot_terms) for fact in facts)
+            content = "" if whole else strip_statements(entry.content, facts)
+            if content == entry.content and len(split_sentences(entry.content.strip())) == 1:
+                together = slot_terms | text_terms(entry.content)
+                content = "" if any(fact.stated_by(together) for fact in facts) else content
             if content == entry.content:
                 continue
             touched.append(entry.id)
-            if slot_named:
-                named.append(entry.content)
+            restated.extend(removed_clauses(entry.content, content) if content else [entry.content])
             if content:
                 if not report.dry_run:
                     await self.profile.edit_profile_entry(user_id, entry.id, content=content, actor=actor)
@@ -481,7 +485,7 @@ class Forgetting(StorePart):
                 if not report.dry_run:
                     await self.profile.delete_entry(user_id, entry.id, actor=actor)
                 report.add("profile", entry.id, "deleted", [entry.content])
-        return touched, named
+        return touched, restated
 
     async def _forget_in_profile_history(
         self, user_id: str, entry_ids: Sequence[str], facts: Sequence[Fact], report: ForgetReport

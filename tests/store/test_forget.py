@@ -565,3 +565,17 @@ async def test_a_dry_run_changes_nothing_and_says_what_would_go(store, settings,
     done = await store.forget("zh", "请抹掉关于成都的记忆", confirm=confirm)
     assert [(r.kind, r.id, r.action, r.removed) for r in done.records] == [(r.kind, r.id, r.action, r.removed) for r in preview.records]
     assert keys_of(settings, redis_contents(settings.redis_url)) != before
+
+
+def test_the_precision_bench_is_our_own_and_half_chinese():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from forget_precision import cases
+
+    every = cases()
+    assert len(every) >= 80 and sum(case.lang == "zh" for case in every) == len(every) // 2
+    assert {case.half for case in every} == {"tuning", "check", "fresh"}
+    assert not {case.request for case in every} & {case["request"] for case in PHRASINGS}
+    for case in every:  # the target's marker is in no other fact of the history
+        assert all(case.target.marker.lower() not in other.said.lower() for other in case.others)
