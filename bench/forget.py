@@ -51,7 +51,7 @@ from memlane import Settings, open_store  # noqa: E402
 from memlane.nodes.confirm_forget import forget_confirmer  # noqa: E402
 from memlane.store.base import Message  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
-from memlane.store.forget import Fact, forget_subject, split_sentences, strip_statements  # noqa: E402
+from memlane.store.forget import Fact, forget_subject, split_clauses, strip_statements  # noqa: E402
 from memlane.store.privacy import mask_private_data  # noqa: E402
 from memlane.testing import ScriptedChatModel, answer_from  # noqa: E402
 
@@ -71,9 +71,9 @@ PHRASINGS = Path(__file__).resolve().parents[1] / "tests" / "store" / "forget_ph
 
 
 def good_model(cases: list[dict]):
-    """A scripted memory model that confirms, of the sentences it is shown, those that are the
+    """A scripted memory model that confirms, of the clauses it is shown, those that are the
     fact of the case whose request it is asked about (`nodes/confirm_forget.py`'s prompt)."""
-    facts = {case["request"]: {part.strip() for part in split_sentences(case["fact"])} for case in cases}
+    facts = {case["request"]: set(split_clauses(case["fact"])) for case in cases}
 
     def answer(prompt: str) -> str:
         request = re.search(r"^Request: (.*)$", prompt, re.MULTILINE)

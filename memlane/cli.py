@@ -11,6 +11,7 @@
     memlane search USER QUERY         hybrid search over a user's memories
     memlane export USER               everything of a user, as JSON
     memlane forget USER TEXT          forget what the user said about something ("peanuts"), or one memory by id
+                                      (--dry-run: print what would go, change nothing)
     memlane delete-user USER [--yes]  delete everything of a user (asks first on a terminal)
     memlane config [--markdown]       the settings in force, secrets masked (or the README table)
     memlane --version                 the installed version
@@ -429,7 +430,7 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
     async def forget(store: Any) -> None:
         confirm = forget_confirmer(memory_model_from_settings(settings), settings)  # None without a model
-        print(await answer_forget(store, args.user, args.what, actor="cli", confirm=confirm))
+        print(await answer_forget(store, args.user, args.what, actor="cli", confirm=confirm, dry_run=args.dry_run))
 
     _run(lambda: _with_store(settings, forget))
     return 0
@@ -562,6 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     forget = commands.add_parser("forget", help="forget what a user said about something, everywhere recall reads")
     forget.add_argument("user")
     forget.add_argument("what", nargs="?", help='what to forget ("what I said about peanuts"), or a memory id from search')
+    forget.add_argument("--dry-run", action="store_true", help="change nothing: print what would go, each record with the clauses cut")
     forget.set_defaults(handler=cmd_forget)
 
     delete_user = commands.add_parser("delete-user", help="delete everything of a user (asks first)")

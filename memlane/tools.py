@@ -189,17 +189,27 @@ MEMORY_ID_PREFIXES = ("profile:", "event:", "message:", ITEM_MEMORY_PREFIX)
 
 
 async def answer_forget(
-    store: MemoryStore, user_id: str, what: str, *, actor: str, confirm: ForgetConfirm | None = None
+    store: MemoryStore,
+    user_id: str,
+    what: str,
+    *,
+    actor: str,
+    confirm: ForgetConfirm | None = None,
+    dry_run: bool = False,
 ) -> str:
     """Forget one memory by the id search showed ("[profile:…]"), or everything the user said
     about something ("peanuts", "what I said about my ex") through the store's `forget`.
 
     confirm: the memory model's confirmation of what forget finds by meaning
-    (`memlane.nodes.confirm_forget.forget_confirmer`), where the caller has a memory model."""
+    (`memlane.nodes.confirm_forget.forget_confirmer`), where the caller has a memory model.
+    dry_run: change nothing, answer what would go, record by record, with the clauses cut."""
     memory_id = what.strip().strip("[]").strip()
     if memory_id.startswith(MEMORY_ID_PREFIXES) and not any(char.isspace() for char in memory_id):
+        if dry_run:
+            return f"dry run: [{memory_id}] names one memory; forgetting it removes it and what it stated, nothing else"
         removed = await forget_memory(store, user_id, memory_id, actor=actor)
         return f"forgot [{memory_id}]" if removed else f"no memory [{memory_id}] to forget"
     if not memory_id:
         return "nothing to forget: say what (an id in brackets, or what it was about)"
-    return (await store.forget(user_id, what.strip(), actor=actor, confirm=confirm)).describe()
+    report = await store.forget(user_id, what.strip(), actor=actor, confirm=confirm, dry_run=dry_run)
+    return report.details() if dry_run else report.describe()

@@ -30,22 +30,25 @@ REQUEST_MAX_CHARS = 1000
 SENTENCE_MAX_CHARS = 500
 
 CONFIRM_FORGET_PROMPT = f"""TASK: a user asked you to forget something they told you. Below are their
-request and numbered sentences from what is stored about them. Say which sentences state what
-the request asks to forget, in any words or language: for "forget what phone I have", "I just
-got a Pixel 8" states it. A sentence that is only near it does not: one about someone else
-("my wife has an iPhone"), or another fact on a similar subject ("I check my phone too often").
-When unsure, leave the sentence out.
+request and sentences from what is stored about them, cut into numbered clauses, one a line (a
+blank line ends a sentence). Say which clauses state what the request asks to forget, in any
+words or language: for "forget what phone I have", "I just got a Pixel 8" states it. Name only
+those clauses: in "I live in Chengdu, and I play badminton on weekends", forgetting where the
+user lives names the first clause, not the second. A clause that is only near it does not
+state it: one about someone else ("my wife has an iPhone"), or another fact on a similar
+subject ("I check my phone too often"). When unsure, leave the clause out.
 {DATA_RULE}
 Answer with JSON only: {{"sentences": [the numbers of the sentences that state it]}}, or
 {{"sentences": []}} when none does."""
 
 
 class ConfirmForgetOutput(BaseModel):
-    """The confirmation: the numbers (from 1) of the sentences that state what is to be forgotten."""
+    """The confirmation: the numbers (from 1) of the clauses that state what is to be forgotten."""
 
     sentences: list[int]
 
 
+_ENDS_SENTENCE = re.compile(r"[。！？.!?;；]\s*$")  # a clause that ends its sentence (a blank line after it)
 _ANSWER_KEYS = ("sentences", "numbers", "indexes", "indices", "forget", "stating", "answer", "result")
 _NUMBER = re.compile(r"^\s*\[?\s*(\d{1,4})\s*\]?\s*$")
 
@@ -104,11 +107,15 @@ async def confirm_forget(
     *,
     breaker: CircuitBreaker | None = None,
 ) -> list[int] | None:
-    """Which of `sentences` state what `request` asks to forget (0-based positions), by asking
-    the memory model once (the user waits on forget); None when it gives no usable answer."""
+    """Which of `sentences` (clauses, a sentence's in its order) state what `request` asks to
+    forget (0-based positions), by asking the memory model once (the user waits on forget);
+    None when it gives no usable answer."""
     if not sentences:
         return []
-    numbered = "\n".join(f"[{number}] {data_line(sentence[:SENTENCE_MAX_CHARS])}" for number, sentence in enumerate(sentences, 1))
+    numbered = "".join(
+        f"[{number}] {data_line(sentence[:SENTENCE_MAX_CHARS])}\n" + ("\n" if _ENDS_SENTENCE.search(sentence) else "")
+        for number, sentence in enumerate(sentences, 1)
+    ).rstrip("\n")
     user_text = f"<chat>\nRequest: {data_line(request[:REQUEST_MAX_CHARS])}\n{numbered}\n</chat>"
     caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), "confirm_forget", breaker=breaker)
     try:

@@ -150,14 +150,17 @@ def build_mcp_server(
             )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
-    async def forget(what: str, ctx: Context) -> str:
+    async def forget(what: str, ctx: Context, dry_run: bool = False) -> str:
         """Forget one memory by the id in brackets that search_memories, get_profile or list_events
         showed ("profile:…"), or everything the user said about something ("peanuts",
         "what I said about my ex"): from the profile, events, summaries and past messages.
+        dry_run: change nothing, answer what would go (each record, with the clauses cut).
         """
         writer = await caller(ctx, writes=True)
         async with store_errors():
-            return await answer_forget(store(), writer.user_id, what, actor=writer.actor, confirm=confirm_forget)
+            return await answer_forget(
+                store(), writer.user_id, what, actor=writer.actor, confirm=confirm_forget, dry_run=dry_run
+            )
 
     if remember_now is not None:
         request_run = remember_now

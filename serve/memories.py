@@ -194,6 +194,7 @@ class ForgetIn(JsonBody):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=1000, description='what to forget: "peanuts", "forget what I said about my ex"')
+    dry_run: bool = Field(default=False, description="change nothing: answer what would go, each record with the clauses cut")
 
     check_blank = field_validator("query")(_not_blank)
 
@@ -377,10 +378,13 @@ def add_memory_routes(app: FastAPI, service: ServeService) -> None:
     @app.post(users + "/forget", tags=["memories"])
     async def forget(user_id: str, body: ForgetIn, key: ApiKey = write) -> dict[str, Any]:
         """Forget what the user said about something, everywhere recall reads (profile, events,
-        messages, summaries). Says what was removed."""
+        messages, summaries). Says what was removed, each record with the clauses that went
+        (`dry_run`: what would be, changing nothing)."""
         store_user = tenant_user(key, user_id)
         confirm = forget_confirmer(service.memory_model, service.settings)  # the memory model confirms what meaning finds
-        report = await service.require_store().forget(store_user, body.query, actor=key.actor, confirm=confirm)
+        report = await service.require_store().forget(
+            store_user, body.query, actor=key.actor, confirm=confirm, dry_run=body.dry_run
+        )
         return {**_public(report.model_dump(mode="json"), store_user, user_id), "description": report.describe()}
 
     def requested(user_id: str, session_id: str | None, queued: bool | None) -> RunRequested:

@@ -517,6 +517,9 @@ class ForgottenRecord(BaseModel):
     action: Literal["deleted", "rewritten"] = Field(
         description="deleted: the whole record went; rewritten: the sentences stating the fact went"
     )
+    removed: list[str] = Field(
+        default_factory=list, description="what went: the clauses cut from it, or its whole text when it was deleted"
+    )
 
 
 class ForgetReport(BaseModel):
@@ -526,10 +529,14 @@ class ForgetReport(BaseModel):
     query: str
     subject: str = Field(default="", description='what was matched: the query without "forget what I said about"')
     records: list[ForgottenRecord] = Field(default_factory=list)
+    dry_run: bool = Field(default=False, description="a preview: the records say what forget would change, nothing was changed")
 
-    def add(self, kind: str, record_id: str, action: str) -> None:
+    def add(self, kind: str, record_id: str, action: str, removed: Sequence[str] = ()) -> None:
         if not any(r.kind == kind and r.id == record_id for r in self.records):
-            self.records.append(ForgottenRecord(kind=kind, id=record_id, action=action))  # type: ignore[arg-type]
+            self.records.append(ForgottenRecord(kind=kind, id=record_id, action=action, removed=list(removed)))  # type: ignore[arg-type]
+
+    def has(self, kind: str, record_id: str) -> bool:
+        return any(r.kind == kind and r.id == record_id for r in self.records)
 
     @property
     def forgot_anything(self) -> bool:
@@ -539,6 +546,7 @@ class ForgetReport(BaseModel):
         """One line: "forgot 1 profile entry, 2 messages (1 rewritten), 1 session summary"."""
         if not self.records:
             return f"nothing stored matched {self.subject or self.query!r}"
+        verb = "would forget " if self.dry_run else "forgot "
         nouns = {
             "profile": ("profile entry", "profile entries"),
             "event": ("event", "events"),
@@ -554,7 +562,16 @@ class ForgetReport(BaseModel):
                 parts.append(
                     f"{len(records)} {singular if len(records) == 1 else plural}" + (f" ({rewritten} rewritten)" if rewritten else "")
                 )
-        return "forgot " + ", ".join(parts)
+        return verb + ", ".join(parts)
+
+    def details(self) -> str:
+        """`describe`, then one line a record with what goes from it: what a dry run shows
+        ("- message m0, rewritten: 我住在成都，")."""
+        lines = [self.describe()]
+        for record in self.records:
+            removed = " | ".join(" ".join(text.split()) for text in record.removed)
+            lines.append(f"- {record.kind} {record.id}, {record.action}" + (f": {removed}" if removed else ""))
+        return "\n".join(lines)
 
 
 class UserExport(BaseModel):
@@ -668,7 +685,7 @@ class MemoryStore(Protocol):
         replaced it, dated, oldest first (from its history; each is also a search memory)."""
 
     async def forget(
-        self, user_id: str, query: str, *, actor: str = "forget", confirm: ForgetConfirm | None = None
+        self, user_id: str, query: str, *, actor: str = "forget", confirm: ForgetConfirm | None = None, dry_run: bool = False
     ) -> ForgetReport:
         """Forget what the user said about something ("peanuts", "forget what I said about my
         ex", "忘掉关于花生的事"), everywhere recall reads: profile entries stating it are
@@ -683,7 +700,9 @@ class MemoryStore(Protocol):
         request that it confirms; without, when the words found nothing and the request asks a
         question ("what car I drive"), the one sentence clearly nearest it
         (`forget_meaning_margin`), never one about someone else for a request about the user.
-        Returns what was removed."""
+        The unit cut is the clause (Chinese "，、；", English commas and "and"/"but"), never the
+        whole sentence. Returns what was removed (each record with the clauses that went);
+        `dry_run`: what would be, changing nothing."""
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:
         """Drop one message from history and search, and what it states from event and

@@ -8,8 +8,11 @@ request it is than they are, in the relevance units of search (cosine similarity
 the provider's floor of unrelated texts). That takes out what raw similarity mixes in: short
 requests are near everything, and Chinese sentences are nearer each other than English ones.
 
-With a memory model, the model says which of the nearest sentences state what the request asks
-to forget (`ForgetConfirm`). Without one, `clearly_meant` takes at most one sentence, the
+The candidates are clauses (`store/forget.py` `split_clauses`), so that what goes is the clause
+holding the fact, never the sentence it shares with another ("我住在成都，我周末喜欢打羽毛球。").
+With a memory model, the model is shown the sentences of the nearest clauses, clause by clause,
+and says which clauses state what the request asks to forget (`ForgetConfirm`). Without one,
+`clearly_meant` takes at most one clause, the
 nearest, and only when it is clearly about the request: the request asks a question ("what car
 I drive", "我开什么车"; one naming its subject, "Kyoto", "宠物", that matched no word is left to
 a model), the sentence is `forget_meaning_margin` nearer it than everyday sentences, and, for a
@@ -97,10 +100,11 @@ def about_someone_else(sentence: str) -> bool:
 
 @dataclass(frozen=True)
 class MeaningCandidate:
-    """One of the user's sentences near a forget request."""
+    """One clause of the user's sentences near a forget request."""
 
-    text: str
+    text: str  # a clause
     margin: float  # how much nearer the request than everyday sentences are (relevance units)
+    sentence: str = ""  # the sentence it is a clause of
 
 
 def asks_a_question(request: str) -> bool:

@@ -40,6 +40,8 @@ from memlane.store.forget import (
     Fact,
     facts_of,
     forget_subject,
+    removed_clauses,
+    split_clauses,
     split_sentences,
     states_any,
     strip_statements,
@@ -67,12 +69,30 @@ _FORGET_SEARCH_LIMIT = 1000  # memories one round of forgetting checks
 _ANY_WORD = 1e-9  # a coverage any shared word reaches
 _FORGET_QUERY_CHARS = 2000  # of a long fact (an event summary), what its search reads
 _MEANING_MEMORIES = 20  # memories nearest a request whose sentences forget weighs by meaning
-_MEANING_SENTENCES = 80  # of their sentences, those embedded (the first ones of the nearest memories)
-_MEANING_SHOWN = 8  # sentences a confirming model is shown: the nearest
+_MEANING_SENTENCES = 80  # of their clauses, those embedded (the first ones of the nearest memories)
+_MEANING_SHOWN = 8  # sentences a confirming model is shown, clause by clause: those of the nearest clauses
 # a word or two ("car") carry less of a meaning than a whole request: the words a sentence lacks
 # must be meant by it at this share of forget_meaning_margin
 _LACKING_SHARE = 0.5
 _PROFILE_SLOT = re.compile(r"^[^:：\n]{1,200}[:：]\s*")  # "topic / subtopic: " before a profile memory's content
+
+
+def _shown_clauses(candidates: Sequence[MeaningCandidate]) -> list[int]:
+    """The candidates a confirming model is shown: the sentences of the nearest clauses
+    (`_MEANING_SHOWN` sentences), each whole, clause by clause in its order, so that the model
+    reads a clause with what it continues ("叫旺财" after "我养了一只狗") and names only the
+    clauses stating the fact."""
+    by_sentence: dict[str, list[int]] = {}
+    for index, candidate in enumerate(candidates):
+        by_sentence.setdefault(candidate.sentence or candidate.text, []).append(index)
+    shown: list[int] = []
+    for candidate in candidates:  # the nearest first
+        key = candidate.sentence or candidate.text
+        if key in by_sentence:  # its clauses in their order in the sentence
+            shown.extend(sorted(by_sentence.pop(key), key=lambda index: key.find(candidates[index].text)))
+            if len({candidates[i].sentence or candidates[i].text for i in shown}) >= _MEANING_SHOWN:
+                break
+    return shown
 
 
 @dataclass(eq=False, repr=False)
@@ -89,21 +109,26 @@ class Forgetting(StorePart):
     _everyday: dict[str, np.ndarray] = field(default_factory=dict, init=False)
 
     async def forget(
-        self, user_id: str, query: str, *, actor: str = "forget", confirm: ForgetConfirm | None = None
+        self, user_id: str, query: str, *, actor: str = "forget", confirm: ForgetConfirm | None = None, dry_run: bool = False
     ) -> ForgetReport:
         subject = forget_subject(clean_text(query))
-        report = ForgetReport(user_id=user_id, query=query, subject=subject)
+        report = ForgetReport(user_id=user_id, query=query, subject=subject, dry_run=dry_run)
         self.layout.user_tag(user_id)  # a bad user id is refused before anything else
         fact = Fact.of(subject, self.settings.forget_min_term_coverage)
         if fact.terms:  # words first
-            touched = await self._forget_in_profile(user_id, [fact], report, actor=actor)
+            touched, restated = await self._forget_in_profile(user_id, [fact], report, actor=actor)
             deleted = [r.id for r in report.records if r.kind == "profile" and r.action == "deleted"]
+            # what the entries said goes from the turns and summaries too, in their words:
+            # "which car I have" took vehicle / car whole, and "drives a red Honda Civic" with it
+            facts = [fact, *facts_of(restated, self.settings.forget_min_term_coverage, in_shorter_clauses=False)]
             # a bare name ("Miso", "张伟") is forgotten wherever it is written, as recall finds it
             relevance = 0.0 if is_short_entity_query(subject) else self.settings.forget_min_relevance
             await self._forget_statements(
-                user_id, [fact], report, search_query=subject, min_relevance=relevance, removed_entry_ids=deleted
+                user_id, facts, report, search_query=subject, min_relevance=relevance, removed_entry_ids=deleted
             )
-            await self._forget_in_profile_history(user_id, touched, [fact])
+            for content in restated:  # the turns saying it in the entry's words, which search finds by them
+                await self._forget_statements(user_id, facts, report, search_query=content, in_summaries=False)
+            await self._forget_in_profile_history(user_id, touched, facts, report)
         # then meaning: with a model always (it confirms), without one when the words found nothing
         if confirm is not None or not report.forgot_anything:
             await self._forget_by_meaning(user_id, clean_text(query), report, confirm=confirm, actor=actor)
@@ -113,10 +138,10 @@ class Forgetting(StorePart):
     async def _forget_by_meaning(
         self, user_id: str, query: str, report: ForgetReport, *, confirm: ForgetConfirm | None, actor: str
     ) -> None:
-        """Forget the sentences nearest the request that state it: those `confirm` confirms, or,
+        """Forget the clauses nearest the request that state it: those `confirm` confirms, or,
         without a model (or with an answer that says nothing usable) and when the words found
         nothing, the one `clearly_meant` takes. Each is then forgotten by its own words (the
-        words of the whole sentence: a clause sharing two of them is no copy of it)."""
+        words of the whole clause: another clause sharing two of them is no copy of it)."""
         request = meaning_query(query)
         if not request or (confirm is None and not asks_a_question(request)):  # see clearly_meant
             return
@@ -130,12 +155,12 @@ class Forgetting(StorePart):
         if not sentences:
             return
         facts = facts_of(sentences, self.settings.forget_min_term_coverage, in_shorter_clauses=False)
-        touched = await self._forget_in_profile(user_id, facts, report, actor=actor)
+        touched, _ = await self._forget_in_profile(user_id, facts, report, actor=actor)
         await self._forget_statements(
             user_id, facts, report, search_query=" ".join(sentences),
             cited_message_ids=[message_id for index in chosen for message_id in sources[index]],
         )
-        await self._forget_in_profile_history(user_id, touched, facts)
+        await self._forget_in_profile_history(user_id, touched, facts, report)
 
     async def _meant(
         self,
@@ -147,11 +172,11 @@ class Forgetting(StorePart):
     ) -> list[int]:
         """The indexes of the candidates the request means: the model's answer when it gives a
         usable one, else (when the words found nothing) the one clearly meant."""
-        shown = [candidate.text for candidate in candidates[:_MEANING_SHOWN]]  # the nearest first
+        shown = _shown_clauses(candidates)
         if confirm is not None and shown:
-            answer = await confirm(query, shown)
+            answer = await confirm(query, [candidates[index].text for index in shown])
             if answer is not None and all(isinstance(index, int) and 0 <= index < len(shown) for index in answer):
-                return list(answer)
+                return [shown[index] for index in answer]
             if answer is not None:  # None: the confirmation said why itself
                 logger.warning(
                     "forget %r: the confirmation named sentences it was not shown (%r); forget keeps to what is clear",
@@ -179,19 +204,21 @@ class Forgetting(StorePart):
         `store/forget_meaning.py`), and for each the messages it was read from."""
         request_vector = await self.core.embed_query(request)
         sources: dict[str, list[str]] = {}
+        sentence_of: dict[str, str] = {}
         for memory in await self.search.nearest_memories(user_id, request_vector, limit=_MEANING_MEMORIES):
-            for sentence in self._sentences(memory):
-                if sentence not in sources and len(sources) < _MEANING_SENTENCES:
-                    sources[sentence] = []
-                if sentence in sources and memory.kind == "message":
-                    sources[sentence].extend(memory.source_message_ids[:1])
+            for clause, sentence in self._clauses(memory):
+                if clause not in sources and len(sources) < _MEANING_SENTENCES:
+                    sources[clause] = []
+                    sentence_of[clause] = sentence
+                if clause in sources and memory.kind == "message":
+                    sources[clause].extend(memory.source_message_ids[:1])
         if not sources:
             return [], []
         sentences = list(sources)
         margins = await self._margins(request, sentences, request_vector)
         order = sorted(range(len(sentences)), key=lambda index: margins[index], reverse=True)
         return (
-            [MeaningCandidate(sentences[index], margins[index]) for index in order],
+            [MeaningCandidate(sentences[index], margins[index], sentence_of[sentences[index]]) for index in order],
             [list(dict.fromkeys(sources[sentences[index]])) for index in order],
         )
 
@@ -212,13 +239,20 @@ class Forgetting(StorePart):
         ]
 
     @staticmethod
-    def _sentences(memory: Memory) -> list[str]:
-        """A memory's sentences, as forget weighs them (a profile memory without its slot)."""
+    def _clauses(memory: Memory) -> list[tuple[str, str]]:
+        """A memory's clauses, each with its sentence, as forget weighs them (a profile memory
+        without its slot): what a forget cuts is the clause holding the fact, never the
+        sentence it shares with another fact."""
         text = memory.text
         if memory.kind == "profile":  # "topic / subtopic: [earlier: ]content"
             text = _PROFILE_SLOT.sub("", text, count=1)
             text = next((text[len(marker) :] for marker in PAST_VALUE_MARKERS if text.startswith(marker)), text)
-        return [sentence.strip() for sentence in split_sentences(text) if any(char.isalnum() for char in sentence)]
+        return [
+            (clause, sentence.strip())
+            for sentence in split_sentences(text)
+            for clause in split_clauses(sentence)
+            if any(char.isalnum() for char in clause)
+        ]
 
     async def _everyday_vectors(self) -> dict[str, np.ndarray]:
         if not self._everyday:
@@ -289,6 +323,7 @@ class Forgetting(StorePart):
         drop_cited: bool = False,
         removed_entry_ids: Sequence[str] = (),
         in_messages: bool = True,
+        in_summaries: bool = True,
     ) -> None:
         """Remove what states `facts` from messages (those search finds for `search_query` at
         `min_relevance` or more, and the cited ones), items, every event summary and profile
@@ -320,11 +355,11 @@ class Forgetting(StorePart):
                 changed = await self._forget_in_messages(user_id, [*cited, *message_ids], facts, drop_whole, report)
                 changed = await self._forget_in_items(user_id, item_ids, facts, report) or changed
                 cited = []
-                if not changed or len(hits) < _FORGET_SEARCH_LIMIT:  # every candidate was seen
+                if not changed or len(hits) < _FORGET_SEARCH_LIMIT or report.dry_run:  # every candidate was seen
                     break
-        if facts or removed_entry_ids:
+        if in_summaries and (facts or removed_entry_ids):
             await self._forget_in_events(user_id, facts, set(removed_entry_ids), report)
-        if facts:
+        if in_summaries and facts:
             await self._forget_in_session_summaries(user_id, facts, report)
 
     async def _forget_in_messages(
@@ -334,6 +369,8 @@ class Forgetting(StorePart):
         if not ids:
             return False
         messages = await self.messages.load_messages(user_id, [item_key(message_id) for message_id in ids])
+        # a dry run changes nothing: what a record would lose is read from what it holds now
+        messages = [message for message in messages if not (report.dry_run and report.has("message", message.id))]
         rewritten, dropped = [], []
         for message in messages:
             content = strip_statements(message.content, facts)
@@ -346,28 +383,37 @@ class Forgetting(StorePart):
                 dropped.append(message)
         if not rewritten and not dropped:
             return False
-        await self._drop_messages(user_id, dropped, rewritten, report)
+        before = {message.id: message.content for message in messages}
+        await self._drop_messages(user_id, dropped, rewritten, report, before=before)
         return True
 
     async def _drop_messages(
-        self, user_id: str, dropped: Sequence[Message], rewritten: Sequence[Message], report: ForgetReport
+        self,
+        user_id: str,
+        dropped: Sequence[Message],
+        rewritten: Sequence[Message],
+        report: ForgetReport,
+        *,
+        before: dict[str, str] | None = None,
     ) -> None:
-        """Drop and rewrite messages (`Messages.drop_messages`), recording them in the report."""
-        await self.messages.drop_messages(user_id, dropped, rewritten)
+        """Drop and rewrite messages (`Messages.drop_messages`), recording them in the report
+        (a dry run only records them). before: the rewritten messages' contents before."""
+        if not report.dry_run:
+            await self.messages.drop_messages(user_id, dropped, rewritten)
         for message in dropped:
-            report.add("message", message.id, "deleted")
+            report.add("message", message.id, "deleted", [message.content])
         for message in rewritten:
-            report.add("message", message.id, "rewritten")
+            report.add("message", message.id, "rewritten", removed_clauses((before or {}).get(message.id, ""), message.content))
 
     async def _forget_in_items(
         self, user_id: str, memory_ids: Sequence[str], facts: Sequence[Fact], report: ForgetReport
     ) -> bool:
         items = [item for item in await self.items.get_items(user_id, list(dict.fromkeys(memory_ids))) if item is not None]
-        stating = [item.memory_id for item in items if states_any(item.text, facts)]
-        if stating:
-            await self.items.delete_items(user_id, stating)
-            for memory_id in stating:
-                report.add("item", memory_id, "deleted")
+        stating = [item for item in items if states_any(item.text, facts) and not report.has("item", item.memory_id)]
+        if stating and not report.dry_run:
+            await self.items.delete_items(user_id, [item.memory_id for item in stating])
+        for item in stating:
+            report.add("item", item.memory_id, "deleted", [item.text])
         return bool(stating)
 
     async def _forget_in_events(
@@ -387,11 +433,14 @@ class Forgetting(StorePart):
             if summary == event.summary and delta == event.profile_delta:
                 continue
             if not summary:
-                await self.events.delete_card(user_id, event.id)
-                report.add("event", event.id, "deleted")
+                if not report.dry_run:
+                    await self.events.delete_card(user_id, event.id)
+                report.add("event", event.id, "deleted", [event.summary])
                 continue
-            await self.events.rewrite(user_id, event.model_copy(update={"summary": summary, "profile_delta": delta}))
-            report.add("event", event.id, "rewritten")
+            if not report.dry_run:
+                await self.events.rewrite(user_id, event.model_copy(update={"summary": summary, "profile_delta": delta}))
+            lines = [change.content for change in event.profile_delta if change not in delta]
+            report.add("event", event.id, "rewritten", [*removed_clauses(event.summary, summary), *lines])
 
     async def _forget_in_session_summaries(self, user_id: str, facts: Sequence[Fact], report: ForgetReport) -> None:
         sessions = await self.messages.list_sessions(user_id)
@@ -404,33 +453,48 @@ class Forgetting(StorePart):
                 text = strip_statements(summary.summary, facts)
                 if text != summary.summary:
                     updated[session_id] = summary.model_copy(update={"summary": text, "updated_at": time.time()})
-                    report.add("summary", session_id, "rewritten" if text else "deleted")
-            await self.messages.replace_session_summaries(user_id, updated)
+                    removed = removed_clauses(summary.summary, text) if text else [summary.summary]
+                    report.add("summary", session_id, "rewritten" if text else "deleted", removed)
+            if not report.dry_run:
+                await self.messages.replace_session_summaries(user_id, updated)
 
     async def _forget_in_profile(
         self, user_id: str, facts: Sequence[Fact], report: ForgetReport, *, actor: str
-    ) -> list[str]:
-        """Entries whose slot names the fact, or left with nothing, are deleted; others lose the
-        sentences stating it. Returns the ids of the entries changed."""
-        touched = []
+    ) -> tuple[list[str], list[str]]:
+        """Entries whose slot names the fact, or whose slot and one-sentence content state it
+        together ("the wrist injury": health / injury: broke the left wrist), or left with
+        nothing, are deleted; others lose the clauses stating it. Returns the ids of the
+        entries changed, and what went from them (to be forgotten in their words elsewhere)."""
+        touched, restated = [], []
         for entry in await self.profile.get_profile(user_id):
             slot_terms = text_terms(f"{entry.topic} {entry.subtopic}")
-            content = "" if any(fact.stated_by(slot_terms) for fact in facts) else strip_statements(entry.content, facts)
+            whole = any(fact.stated_by(slot_terms) for fact in facts)
+            content = "" if whole else strip_statements(entry.content, facts)
+            if content == entry.content and len(split_sentences(entry.content.strip())) == 1:
+                together = slot_terms | text_terms(entry.content)
+                content = "" if any(fact.stated_by(together) for fact in facts) else content
             if content == entry.content:
                 continue
             touched.append(entry.id)
+            restated.extend(removed_clauses(entry.content, content) if content else [entry.content])
             if content:
-                await self.profile.edit_profile_entry(user_id, entry.id, content=content, actor=actor)
-                report.add("profile", entry.id, "rewritten")
+                if not report.dry_run:
+                    await self.profile.edit_profile_entry(user_id, entry.id, content=content, actor=actor)
+                report.add("profile", entry.id, "rewritten", removed_clauses(entry.content, content))
             else:
-                await self.profile.delete_entry(user_id, entry.id, actor=actor)
-                report.add("profile", entry.id, "deleted")
-        return touched
+                if not report.dry_run:
+                    await self.profile.delete_entry(user_id, entry.id, actor=actor)
+                report.add("profile", entry.id, "deleted", [entry.content])
+        return touched, restated
 
-    async def _forget_in_profile_history(self, user_id: str, entry_ids: Sequence[str], facts: Sequence[Fact]) -> None:
+    async def _forget_in_profile_history(
+        self, user_id: str, entry_ids: Sequence[str], facts: Sequence[Fact], report: ForgetReport
+    ) -> None:
         """The revisions of the entries `forget` changed lose the fact too (a content left with
         nothing becomes None), and so do their past values ("earlier: …"): a slot forget deleted
         loses every value it held, since its name is the fact. Who changed what slot when is kept."""
+        if report.dry_run:  # the entries themselves are in the report
+            return
         current = {entry.id for entry in await self.profile.get_profile(user_id)}
 
         def scrubbed(content: str | None, deleted: bool) -> str | None:

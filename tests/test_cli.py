@@ -86,6 +86,10 @@ async def test_forget_removes_one_fact_and_delete_user_asks_first(store, setting
     # `forget USER` alone no longer deletes the user: it says where that went
     code, out, err = await asyncio.to_thread(run_cli, "forget", "a|b")
     assert code == 2 and "memlane delete-user" in err and len(await store.unprocessed_messages("a|b")) == 2
+    # `forget USER TEXT --dry-run` says what would go and changes nothing
+    code, out, _ = await asyncio.to_thread(run_cli, "forget", "a|b", "what I said about peanuts", "--dry-run")
+    assert code == 0 and out.startswith("would forget 1 message") and "I am allergic to peanuts." in out
+    assert len(await store.unprocessed_messages("a|b")) == 2
     # `forget USER TEXT` forgets one fact, as the API's forget does
     code, out, _ = await asyncio.to_thread(run_cli, "forget", "a|b", "what I said about peanuts")
     assert code == 0 and out.startswith("forgot 1 message")

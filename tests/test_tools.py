@@ -132,9 +132,9 @@ async def test_forget_has_the_memory_model_confirm_what_it_finds_by_meaning(stor
 
     from memlane.testing import ScriptedChatModel as MemoryModel, answer_from
 
-    def confirm(prompt: str) -> str:  # the model names the sentence about the pet, not the neighbour's cat
+    def confirm(prompt: str) -> str:  # the model names the clause about the pet, not the neighbour's cat
         shown = dict((sentence, int(number)) for number, sentence in re.findall(r"^\[(\d+)\] (.*)$", prompt, re.MULTILINE))
-        return json.dumps({"sentences": [shown["我养了一只狗，叫旺财。"]]})
+        return json.dumps({"sentences": [shown["我养了一只狗，"]]})
 
     memory_model = MemoryModel(rules=[("asked you to forget", answer_from(confirm))])
     await store.add_messages([

@@ -60,6 +60,9 @@ async def test_stdio_tools_act_for_the_command_line_user(store, settings):
         recalled = text(await client.call_tool("recall", {"message": "what coffee should I order?"}))
         assert "drinks black coffee, no sugar" in recalled  # the block a model would get before answering
 
+        preview = text(await client.call_tool("forget", {"what": "what I said about Miso", "dry_run": True}))
+        assert preview.startswith("would forget 1 event") and "Her cat is called Miso" in preview
+        assert "Her cat is called Miso #remembered" in text(await client.call_tool("list_events", {}))
         assert text(await client.call_tool("forget", {"what": f"[{bracketed_id(profile)}]"})).startswith("forgot [profile:")
         assert text(await client.call_tool("forget", {"what": "what I said about Miso"})).startswith("forgot 1 event")
         history = await store.profile_history(user_id, bracketed_id(profile).removeprefix("profile:"))

@@ -456,8 +456,12 @@ def test_forgetting_a_subject_and_a_message(env):
         assert report["records"] == [] and report["description"].startswith("nothing stored matched")
         assert globex.delete(user_path("leo") + f"/messages/{quote(messages[0]['id'], safe='')}").status_code == 404
     with env.http() as http:
+        preview = http.post(user_path("leo") + "/forget", json={"query": "peanuts", "dry_run": True}).json()
+        assert preview["dry_run"] is True and preview["description"].startswith("would forget 1 profile entry")
+        assert {"kind": "profile", "action": "deleted", "removed": ["allergic to peanuts"]}.items() <= preview["records"][0].items()
+        assert [e["content"] for e in http.get(user_path("leo") + "/profile").json()["data"]] == ["allergic to peanuts"]
         report = http.post(user_path("leo") + "/forget", json={"query": "peanuts"}).json()
-        assert report["user_id"] == "leo" and report["description"].startswith("forgot")
+        assert report["user_id"] == "leo" and report["description"].startswith("forgot") and report["dry_run"] is False
         assert {"kind": "profile", "action": "deleted"}.items() <= report["records"][0].items()
         assert http.get(user_path("leo") + "/profile").json()["data"] == []
         hits = http.post(user_path("leo") + "/search", json={"query": "peanuts allergy"}).json()["data"]

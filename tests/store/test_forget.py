@@ -414,8 +414,8 @@ async def test_with_a_model_only_what_it_confirms_goes(store, settings):
 
     await said(store, "zh", "我养了一只狗，叫旺财。我教数学。", "我邻居家养了一只猫。", *EVERYDAY_CHAT)
     model = confirming_model(
-        lambda prompt: f'好的。```json\n{{"sentences": ["{numbered(prompt)["我养了一只狗，叫旺财。"]}",],}}\n```'
-    )
+        lambda prompt: f'好的。```json\n{{"sentences": ["{numbered(prompt)["我养了一只狗，"]}",],}}\n```'
+    )  # it is shown clauses: "叫旺财" only carries the dog on, and goes with it
     await store.forget("zh", "忘掉我的宠物", confirm=forget_confirmer(model, settings))
     assert "我邻居家养了一只猫。" in numbered(model.prompts[0])  # the model saw the near miss and left it
     assert await history(store, "zh") == ["我教数学。", "我邻居家养了一只猫。", *EVERYDAY_CHAT]
@@ -459,3 +459,123 @@ async def test_a_garbage_model_answer_falls_back_to_what_is_clear(store, setting
     model = confirming_model("I cannot tell.")
     await store.forget("u", "forget what car I drive", confirm=forget_confirmer(model, settings))
     assert await history(store, "u") == ["I like jazz.", "I drive my kids to school on Mondays.", *EVERYDAY_CHAT]
+
+
+# issue 34: what a forget cuts is the clause holding the fact, never the sentence it shares with
+# another (Chinese "，、；", English commas and "and"/"but"); without a model, the words a
+# request names are found once its command words are stripped, in both languages
+TWO_FACT_TURNS = {
+    "chengdu": ("我住在成都，我周末喜欢打羽毛球。", [("基本信息", "居住地", "住在成都"), ("兴趣", "运动", "周末喜欢打羽毛球")],
+                "用户住在成都，周末喜欢打羽毛球。", "成都", "羽毛球"),
+    "doudou": ("我养了一只叫豆豆的狗，我在一家医院当护士。", [("宠物", "狗", "养了一只叫豆豆的狗"), ("工作", "职业", "在医院当护士")],
+               "用户养了一只叫豆豆的狗，在一家医院当护士。", "豆豆", "护士"),
+    "bakery": ("I work at the bakery on Main Street and I drive a red Honda Civic.",
+               [("work", "job", "works at the bakery on Main Street"), ("vehicle", "car", "drives a red Honda Civic")],
+               "The user works at a bakery on Main Street and drives a red Honda Civic.", "bakery", "Civic"),
+    "civic": ("I drive a red Honda Civic, but I walk to work at the bakery.",
+              [("vehicle", "car", "drives a red Honda Civic"), ("work", "job", "works at the bakery")],
+              "The user drives a red Honda Civic and works at the bakery.", "Civic", "bakery"),
+}
+
+
+async def seed_two_facts(store: RedisMemoryStore, user_id: str, turn: str) -> None:
+    """One user turn holding two facts, its profile entries, an event card and an unrelated turn."""
+    text, entries, event_text, _, _ = TWO_FACT_TURNS[turn]
+    await store.add_messages([
+        Message(id="m0", user_id=user_id, session_id="s", role="user", content=text, created_at=1000.0),
+        Message(id="m1", user_id=user_id, session_id="s", role="user", content="今天天气不错。", created_at=1001.0),
+    ])
+    profile = [ProfileEntry(user_id=user_id, topic=t, subtopic=s, content=c, source_message_ids=["m0"]) for t, s, c in entries]
+    event = Event(id="e1", user_id=user_id, summary=event_text, session_ids=["s"], source_message_ids=["m0"])
+    memories = [
+        Memory(id=profile_memory_id(e.id), user_id=user_id, kind="profile", text=f"{e.topic} / {e.subtopic}: {e.content}", ref_id=e.id)
+        for e in profile
+    ] + [Memory(id=event_memory_id("e1"), user_id=user_id, kind="event", text=event.summary, session_id="s", ref_id="e1")]
+    await store.apply_update(MemoryUpdate(user_id=user_id, upsert_profile=profile, event=event, memories=memories))
+
+
+async def stored_texts(store: RedisMemoryStore, user_id: str) -> list[str]:
+    """Every text recall reads: messages, profile entries, event summaries."""
+    return [
+        *(m.content for m in await store.recent_messages(user_id, "s", limit=100)),
+        *(e.content for e in await store.get_profile(user_id)),
+        *(e.summary for e in await store.list_events(user_id)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("turn", "request_text"),
+    [
+        ("chengdu", "不要再记住我住在成都"),
+        ("chengdu", "请抹掉关于成都的记忆"),
+        ("chengdu", "以后别提成都了"),
+        ("doudou", "忘掉我家狗的名字"),
+        ("doudou", "把豆豆从记忆里删掉"),
+        ("bakery", "erase my job at the bakery"),
+        ("civic", "stop remembering which car I have"),  # the slot names it: the turn loses the clause too
+    ],
+)
+async def test_a_forget_cuts_the_clause_holding_the_fact_and_nothing_else(store, turn, request_text):
+    _, _, _, gone, kept = TWO_FACT_TURNS[turn]
+    await seed_two_facts(store, "u", turn)
+    report = await store.forget("u", request_text)
+    texts = await stored_texts(store, "u")
+    assert not any(gone in text for text in texts), texts
+    assert sum(kept in text for text in texts) == 3, texts  # the other fact's clause, entry and event
+    assert "今天天气不错。" in texts
+    assert all(gone not in hit.memory.text for hit in await store.search_memories("u", gone))
+    assert {r.kind for r in report.records} >= {"message", "profile", "event"}
+
+
+async def test_with_a_model_the_confirmed_clause_goes_not_its_sentence(store, settings):
+    from memlane.nodes.confirm_forget import forget_confirmer
+
+    await seed_two_facts(store, "zh", "chengdu")
+    model = confirming_model(lambda prompt: json.dumps({"sentences": [numbered(prompt)[c] for c in ("我住在成都，", "用户住在成都，") if c in numbered(prompt)]}))
+    await store.forget("zh", "忘掉我住在哪里", confirm=forget_confirmer(model, settings))
+    assert "我周末喜欢打羽毛球。" in numbered(model.prompts[0])  # shown as a clause of its own, left
+    texts = await stored_texts(store, "zh")
+    assert not any("成都" in text for text in texts), texts
+    assert sum("羽毛球" in text for text in texts) == 3, texts
+
+
+def keys_of(settings, contents: dict[str, str]) -> dict[str, str]:
+    return {key: value for key, value in contents.items() if key.startswith(settings.key_prefix)}
+
+
+@pytest.mark.parametrize("with_model", [False, True])
+async def test_a_dry_run_changes_nothing_and_says_what_would_go(store, settings, with_model):
+    from conftest import redis_contents
+
+    from memlane.nodes.confirm_forget import forget_confirmer
+
+    await seed_two_facts(store, "zh", "chengdu")
+    await store.set_session_summary(SessionSummary(user_id="zh", session_id="s", summary="用户住在成都，喜欢打羽毛球。", source_message_ids=["m0"]))
+    confirm = forget_confirmer(confirming_model('{"sentences": []}'), settings) if with_model else None
+    before = keys_of(settings, redis_contents(settings.redis_url))
+    preview = await store.forget("zh", "请抹掉关于成都的记忆", confirm=confirm, dry_run=True)
+    assert keys_of(settings, redis_contents(settings.redis_url)) == before  # every key and value as it was
+    assert preview.dry_run and preview.describe().startswith("would forget")
+    removed = {(r.kind, r.action): r.removed for r in preview.records}
+    assert removed[("message", "rewritten")] == ["我住在成都，"]
+    assert removed[("profile", "deleted")] == ["住在成都"]
+    assert removed[("event", "rewritten")] == ["用户住在成都，"]
+    assert removed[("summary", "rewritten")] == ["用户住在成都，"]
+    assert "- message m0, rewritten: 我住在成都，" in preview.details()
+    done = await store.forget("zh", "请抹掉关于成都的记忆", confirm=confirm)
+    assert [(r.kind, r.id, r.action, r.removed) for r in done.records] == [(r.kind, r.id, r.action, r.removed) for r in preview.records]
+    assert keys_of(settings, redis_contents(settings.redis_url)) != before
+
+
+def test_the_precision_bench_is_our_own_and_half_chinese():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from forget_precision import cases
+
+    every = cases()
+    assert len(every) >= 80 and sum(case.lang == "zh" for case in every) == len(every) // 2
+    assert {case.half for case in every} == {"tuning", "check", "fresh"}
+    assert not {case.request for case in every} & {case["request"] for case in PHRASINGS}
+    for case in every:  # the target's marker is in no other fact of the history
+        assert all(case.target.marker.lower() not in other.said.lower() for other in case.others)
