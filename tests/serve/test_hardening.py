@@ -27,7 +27,7 @@ from memlane.masking import MaskingFormatter
 from memlane.serve.app import create_app
 from memlane.serve.config import ServeConfig
 from memlane.serve.errors import READY_TIMEOUT_SECONDS
-from memlane.store.embedded import EmbeddedRedis
+from memlane.store.embedded import EmbeddedRedis, stop_running
 
 OPENAI_KEY = "sk-openai-" + uuid.uuid4().hex  # configured for OPENAI_BASE_URL only
 THIRD_KEY = "third-party-" + uuid.uuid4().hex  # a persona's own key, named by api_key_env
@@ -361,6 +361,49 @@ def test_a_frozen_redis_answers_503_within_two_seconds(tmp_path, embeddings):
             assert wait_for(lambda: http.get("/readyz").status_code == 200, timeout=40)
     finally:
         server.stop()
+
+
+# --- issue 34, item 7: Redis that comes back -----------------------------------------------------------
+def metric_value(http: httpx.Client, name: str) -> float:
+    line = next(line for line in http.get("/metrics").text.splitlines() if line.startswith(name + " "))
+    return float(line.split()[-1])
+
+
+def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings):
+    # every connection the pool kept points at the killed server: each used to fail its first call (503)
+    redis_settings = Settings(data_dir=tmp_path / "redis-data", redis_url=None)
+    server = EmbeddedRedis(redis_settings, detach=True)  # detached: nothing restarts it but the test
+    url = server.start()
+    settings = Settings(redis_url=url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
+    try:
+        with FakeUpstream(reply=reply_for) as upstream:
+            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url}})
+            with Served(create_app(config, settings, mount_mcp=False)) as served, httpx.Client(
+                base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60
+            ) as http:
+                def requests(number: int) -> list[int]:
+                    chat = {"model": "assistant", "user": "r", "messages": [{"role": "user", "content": f"hello {number}"}]}
+                    return [
+                        http.post(user_path("r") + "/search", json={"query": "tea"}).status_code,
+                        http.post(user_path("r") + "/memories", json={"text": f"I drink green tea, cup {number}"}).status_code,
+                        http.post("/v1/chat/completions", json=chat).status_code,
+                        http.get(user_path("r") + "/profile").status_code,
+                    ]
+
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(8) as workers:  # requests at once: the pool keeps several connections
+                    assert list(workers.map(requests, range(8))) == [[200, 201, 200, 200]] * 8
+                time.sleep(1.0)  # the turns' saves are done
+                os.kill(server.process.pid, signal.SIGKILL)
+                server.process.wait()
+                EmbeddedRedis(redis_settings, detach=True).start()  # back on the same port and password
+                assert [requests(number) for number in range(8, 11)] == [[200, 201, 200, 200]] * 3
+                with ThreadPoolExecutor(8) as workers:
+                    assert list(workers.map(requests, range(11, 19))) == [[200, 201, 200, 200]] * 8
+                assert metric_value(http, "memlane_recall_failures_total") == 0  # every chat had its recall
+    finally:
+        stop_running(redis_settings)
 
 
 # --- issue 34, item 12: slow clients ---------------------------------------------------------------
