@@ -388,6 +388,11 @@ class Settings(BaseSettings):
         gt=0,
         description="Time budget of the model's rewrite of a follow-up, which runs beside the search with the previous turn's words: in time, it is searched too and wins; past it, that search stands (the first token waits at most this long)",
     )
+    recall_timeout_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        description="Longest a reply waits for recall while Redis does not answer: a recall not done by then, with a probe of Redis sent at half of it unanswered too (a frozen Redis holds a call for the 30 s socket timeout), is given up and the reply goes out without memory (a log line; memlane_recall_timeouts in serve's metrics); a recall that is slow while Redis answers is waited for",
+    )
     recall_rewrite_followups: bool = Field(
         default=True,
         description="Rewrite follow-up questions (\"他哪天出发？\") with the session's previous turn before searching; with the memory model when one is configured",

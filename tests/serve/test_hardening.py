@@ -406,6 +406,53 @@ def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings
         stop_running(redis_settings)
 
 
+# --- issue 34, item 6: chat on a frozen Redis ----------------------------------------------------------
+def test_a_chat_on_a_frozen_redis_answers_without_memory_in_time_and_its_turn_is_saved_after(tmp_path, embeddings, caplog):
+    redis_settings = Settings(data_dir=tmp_path / "redis-data", redis_url=None)
+    server = EmbeddedRedis(redis_settings, detach=True)
+    url = server.start()
+    settings = Settings(redis_url=url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
+    try:
+        with FakeUpstream(reply=reply_for) as upstream:
+            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url}})
+            with Served(create_app(config, settings, mount_mcp=False)) as served, httpx.Client(
+                base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60
+            ) as http:
+                def chat(text: str, stream: bool = False) -> httpx.Response:
+                    body = {"model": "assistant", "user": "z", "stream": stream, "messages": [{"role": "user", "content": text}]}
+                    return http.post("/v1/chat/completions", json=body)
+
+                assert chat("I keep bees on my roof").status_code == 200
+                assert wait_for(lambda: int(chat("what do I keep on my roof?").headers["X-Memlane-Recalled-Tokens"]) > 0)
+                os.kill(server.process.pid, signal.SIGSTOP)
+                try:
+                    with caplog.at_level(logging.WARNING, logger="memlane.turns"):
+                        for text, stream in (("my sister moved to Porto", False), ("she teaches there", True)):
+                            started = time.monotonic()
+                            reply = chat(text, stream)
+                            took = time.monotonic() - started
+                            assert reply.status_code == 200 and ("[DONE]" if stream else text) in reply.text
+                            assert reply.headers["X-Memlane-Recalled-Tokens"] == "0"  # without memory
+                            assert took < settings.recall_timeout_seconds + 1.5, took  # not the 30 s socket timeout
+                    assert "answering without memory" in caplog.text and "did not answer a probe" in caplog.text
+                    assert metric_value(http, "memlane_recall_timeouts_total") == 2
+                    assert metric_value(http, 'memlane_turns_total{outcome="failed"}') == 0
+                    time.sleep(1.0)
+                finally:
+                    os.kill(server.process.pid, signal.SIGCONT)
+
+                def stored() -> list[str]:
+                    return [message["content"] for message in http.get(user_path("z") + "/export").json()["messages"]]
+
+                # the turns said while Redis was frozen are saved once it answers again, each once
+                wait_for(lambda: "she teaches there" in stored(), timeout=40)
+                said = stored()
+                assert said.count("my sister moved to Porto") == 1 and said.count("she teaches there") == 1
+                assert said.count("Noted: she teaches there") == 1
+    finally:
+        stop_running(redis_settings)
+
+
 # --- issue 34, item 12: slow clients ---------------------------------------------------------------
 def test_slow_headers_are_cut_off_and_idle_connections_closed(redis_url, tmp_path, embeddings):
     import socket
