@@ -391,7 +391,7 @@ class Settings(BaseSettings):
     recall_timeout_seconds: float = Field(
         default=2.0,
         gt=0,
-        description="Longest a reply waits for recall while Redis does not answer: a recall not done by then, with a probe of Redis sent at half of it unanswered too (a frozen Redis holds a call for the 30 s socket timeout), is given up and the reply goes out without memory (a log line; memlane_recall_timeouts in serve's metrics); a recall that is slow while Redis answers is waited for",
+        description="Longest a reply waits for recall while Redis says nothing: a recall not done by then, when in its last half neither a probe of Redis nor any other call got a reply (a frozen Redis holds a call for the 30 s socket timeout), is given up and the reply goes out without memory (a log line; memlane_recall_timeouts in serve's metrics); a recall that is slow while Redis answers (a loaded machine) is waited for",
     )
     recall_rewrite_followups: bool = Field(
         default=True,

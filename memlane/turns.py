@@ -51,9 +51,11 @@ class RecallTimedOut(StoreError):
 
 
 async def within_recall_budget(work: Awaitable[T], store: MemoryStore, seconds: float) -> T:
-    """`await work`, or `RecallTimedOut` once `seconds` have passed while a probe of Redis, sent at
-    half of them, has not answered. A frozen Redis holds each call for the socket timeout (30 s);
-    a machine that is only loaded answers the probe, and its slow recall is waited for."""
+    """`await work`, or `RecallTimedOut` once `seconds` have passed while Redis has said nothing for
+    the last half of them: neither a probe sent then nor any other call of the store got a reply.
+    A frozen Redis holds each call for the socket timeout (30 s); a loaded machine still hears
+    from Redis (its probe may queue behind busy connections, the other calls' replies come), and
+    its slow recall is waited for."""
     task = asyncio.ensure_future(work)
     probe: asyncio.Future[None] | None = None
     try:
@@ -61,9 +63,10 @@ async def within_recall_budget(work: Awaitable[T], store: MemoryStore, seconds: 
         if not done:
             probe = asyncio.ensure_future(store.check_ready())
             done, _ = await asyncio.wait({task}, timeout=seconds / 2)
-            if not done and not (probe.done() and not probe.cancelled() and probe.exception() is None):
+            probe_answered = probe.done() and not probe.cancelled() and probe.exception() is None
+            if not done and not probe_answered and not store.answered_within(seconds / 2):
                 raise RecallTimedOut(
-                    f"recall took over {seconds:g} s and Redis did not answer a probe (MEMLANE_RECALL_TIMEOUT_SECONDS)"
+                    f"recall took over {seconds:g} s and Redis answered nothing in its last {seconds / 2:g} s (MEMLANE_RECALL_TIMEOUT_SECONDS)"
                 )
         return await task
     finally:
