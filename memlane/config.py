@@ -217,7 +217,7 @@ class Settings(BaseSettings):
     # --- what the store accepts, keeps and forgets (owned by store/) -----------------
     privacy_redaction: Literal["mask", "off"] = Field(
         default="mask",
-        description="mask: Chinese ID numbers (check digit verified), bank cards (Luhn), phone numbers and e-mail addresses are replaced by a tag (\"[phone]\") before anything is stored or sent to the memory model; off: kept as written",
+        description="mask: Chinese and Hong Kong ID numbers (check character verified), bank cards (Luhn; full-width digits too), phone numbers and e-mail addresses are replaced by a tag (\"[phone]\") before anything is stored or sent to the memory model; off: kept as written",
     )
     max_message_chars: int = Field(
         default=1_048_576,

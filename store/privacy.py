@@ -13,6 +13,9 @@ language, and a masked text masks to itself):
   (ISO 7064 MOD 11-2) must match → `[ID number]`. The 15-digit numbers issued before 1999
   (`110105 491231 002`: area, birth date as YYMMDD in the 1900s, sequence; no check
   character) are masked too when the area starts with 1-8 and the birth date is a real date.
+- Hong Kong identity card numbers (`A123456(3)`, `AB987654(3)`, with or without the
+  parentheses): one or two letters, six digits, and the check character (mod 11) must match
+  → `[ID number]`.
 - Bank card numbers, 13 to 19 digits, grouped by single spaces or dashes or not, or in groups
   of four joined by dots (`4111.1111.1111.1111`): the Luhn checksum must hold →
   `[card ••••1234]` (the last four digits kept, as banks print them).
@@ -28,8 +31,8 @@ Full-width characters, which Chinese and Japanese input methods type (`４１１
 is one character for one, so the tag replaces exactly what was typed.
 
 Not masked (nothing in them can be checked, so a pattern would mask ordinary numbers and
-words as well): passport numbers, Hong Kong identity cards and other countries' ids, street
-addresses, names, birth dates on their own, IBANs and account numbers without a checksum.
+words as well): passport numbers, other countries' ids, street addresses, names, birth dates
+on their own, IBANs and account numbers.
 
 A digit run that fails its checksum is not an ID or a card: an 18-digit number with a
 wrong check character, or a 16-digit number that fails Luhn, stays as written. The phone
@@ -87,6 +90,8 @@ _EMAIL = re.compile(
 _ID_NUMBER = re.compile(r"(?<![0-9])[1-9][0-9]{5}[ \-]?[0-9]{8}[ \-]?[0-9]{3}[0-9Xx](?![0-9A-Za-z])")
 # the first-generation (1984-1999) number: 6-digit area, YYMMDD birth date, 3-digit sequence
 _OLD_ID_NUMBER = re.compile(r"(?<![0-9])[1-8][0-9]{5}[ \-]?[0-9]{6}[ \-]?[0-9]{3}(?![0-9A-Za-z])")
+# Hong Kong identity card: one or two letters, six digits, the check character (in parentheses or not)
+_HK_ID = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,2}[0-9]{6}(?:\([0-9Aa]\)|[0-9Aa])(?![A-Za-z0-9(])")
 # a run of digits with single spaces or dashes between groups: a card candidate (after a "+"
 # it is a phone number with its country code)
 _DIGIT_RUN = re.compile(r"(?<![0-9+])[0-9]+(?:[ \-][0-9]+)*(?![0-9])")
@@ -143,6 +148,18 @@ def is_resident_id(number: str) -> bool:
     return _ID_CHECK[total % 11] == compact[17]
 
 
+def is_hong_kong_id(number: str) -> bool:
+    """Whether `number` is a Hong Kong identity card number whose check character matches (letters
+    count 10-35, a missing second letter 36, weights 9 to 2; the sum with the check is 0 mod 11)."""
+    match = re.fullmatch(r"([A-Z]{1,2})([0-9]{6})\(?([0-9A])\)?", fold_full_width(number).upper())
+    if not match:
+        return False
+    letters, digits, check = match.groups()
+    values = ([36] if len(letters) == 1 else []) + [ord(letter) - 55 for letter in letters] + [int(digit) for digit in digits]
+    total = sum(value * weight for value, weight in zip(values, range(9, 1, -1)))
+    return (total + (10 if check == "A" else int(check))) % 11 == 0
+
+
 def passes_luhn(digits: str) -> bool:
     """The Luhn checksum of a digit string (card numbers carry one)."""
     if not digits.isdigit() or not digits.isascii():
@@ -181,6 +198,9 @@ def find_private_data(text: str) -> list[PrivateSpan]:
         for match in pattern.finditer(text):
             if free(match.start(), match.end()) and is_resident_id(match.group()):
                 claim("id_number", match)
+    for match in _HK_ID.finditer(text):
+        if free(match.start(), match.end()) and is_hong_kong_id(match.group()):
+            claim("id_number", match)
     for match in _PHONES[0].finditer(text):  # a Chinese mobile with its 0086 is no card
         if free(match.start(), match.end()):
             claim("phone", match)

@@ -59,6 +59,9 @@ def test_checksums():
         ("手机１３８１２３４５６７８", f"手机{PHONE_TAG}"),
         ("身份证号１１０１０５１９４９１２３１００２Ｘ。", f"身份证号{ID_NUMBER_TAG}。"),
         ("邮箱ｚｈａｎｇ＠ｅｘａｍｐｌｅ．ｃｏｍ", f"邮箱{EMAIL_TAG}"),
+        # Hong Kong identity cards, the check character verified
+        ("我的香港身份证是A123456(3)。", f"我的香港身份证是{ID_NUMBER_TAG}。"),
+        ("HKID ab987654(3), or G123456A", f"HKID {ID_NUMBER_TAG}, or {ID_NUMBER_TAG}"),
         # grouped by fours with dots
         ("card 4111.1111.1111.1111 expires soon", "card [card ••••1111] expires soon"),
         ("卡号是４１１１．１１１１．１１１１．１１１１。", "卡号是[card ••••1111]。"),
@@ -86,7 +89,8 @@ def test_private_data_is_masked_in_both_languages(text: str, masked: str):
         "订单号４１１１１１１１１１１１１１１２",  # full-width, failing Luhn
         "order 4111.1111.1111.1112, pi 3.1415926535897932, build 2024.0501.1230.4567.8",
         "数量１２３４５，编号１２３４．５６７８",
-        "passport E12345678, 香港身份证 A123456(3), 北京市朝阳区建国路88号",  # not masked: README says so
+        "passport E12345678, 北京市朝阳区建国路88号",  # not masked: the README says so
+        "香港身份证 A123456(4)，code AB987654(2)",  # Hong Kong ids with a wrong check character
     ],
 )
 def test_numbers_failing_their_checksum_and_ordinary_numbers_are_left_alone(text: str):
