@@ -13,7 +13,9 @@ again `--down-seconds` later, on the same URL, from its AOF (with 0, by the watc
 process that started it, as in the demo).
 
 Prints: replies that failed; messages sent (turns answered, both sides) against stored
-after recovery, lost, duplicated, and stored but not searchable (targets: zero); memory-graph
+after recovery, lost, duplicated, and stored but not searchable (targets: zero); turns
+remembered 0, 1 and 2+ times (by the event cards naming them: each card records every message
+its run consumed, and each run-made profile change names its card; targets: 0, all, 0); memory-graph
 runs queued, started, redelivered by pydocket (their worker's Redis died under them),
 retried, completed and parked, and messages left unprocessed when the runs settle
 (target: zero); reply latency before and during the outage; the recovery times.
@@ -291,8 +293,25 @@ async def main() -> None:
                 burst.moments["runs settled"] = time.perf_counter()
 
                 sent = stored = lost = duplicated = unexpected = unsearchable = 0
+                remembered: Counter[int] = Counter()  # turns by how many runs remembered them (0, 1, 2 = 2+)
+                uncarded_revisions = 0
                 for user in users:  # what is stored, per chat
                     export = await store.export_user(user)
+                    # each event card names every message its run consumed: a turn on two cards was
+                    # summarized twice (a run redelivered over another window), on none never
+                    cards = {event.id for event in export.events}
+                    runs_by_message: Counter[str] = Counter(
+                        message_id for event in export.events for message_id in set(event.source_message_ids)
+                    )
+                    for message in export.messages:
+                        if message.role == "user":
+                            remembered[min(runs_by_message[message.id], 2)] += 1
+                    # a profile change made by a run leaves its card's id in the history: one without a card
+                    # would be a run whose turns cannot be counted above
+                    uncarded_revisions += sum(
+                        1 for revision in export.profile_history
+                        if revision.actor.startswith("run:") and revision.actor.removeprefix("run:") not in cards
+                    )
                     for (chat_user, session), expected in zip(chats, expected_by_chat):
                         if chat_user != user:
                             continue
@@ -313,6 +332,10 @@ async def main() -> None:
                     "messages duplicated": duplicated,
                     "messages stored, not expected": unexpected,
                     "messages stored, not searchable": unsearchable,
+                    "turns remembered 0 times (on no card)": remembered[0],
+                    "turns remembered once": remembered[1],
+                    "turns remembered 2+ times": remembered[2],
+                    "profile changes by a run with no card": uncarded_revisions,
                     "messages kept unsaved in memory": sum(len(kept) for kept in middleware.persistence.unsaved.values()),
                     "saves that failed at first (tried again)": burst.save_failures,
                     "turns whose save queued a run": burst.runs["queued"],
@@ -346,6 +369,8 @@ async def main() -> None:
             "replies": str(total_turns), "replies failed": "0", "messages lost": "0", "messages duplicated": "0",
             "messages stored, not expected": "0", "messages stored, not searchable": "0",
             "messages kept unsaved in memory": "0", "runs parked (failed every retry)": "0",
+            "turns remembered 0 times (on no card)": "0", "turns remembered once": str(total_turns),
+            "turns remembered 2+ times": "0", "profile changes by a run with no card": "0",
             "users with unprocessed messages": "0", "messages left unprocessed": "0",
         }
         print(f"{'':44}{'calm':>8}{'killed':>8}  target")

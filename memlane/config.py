@@ -217,7 +217,7 @@ class Settings(BaseSettings):
     # --- what the store accepts, keeps and forgets (owned by store/) -----------------
     privacy_redaction: Literal["mask", "off"] = Field(
         default="mask",
-        description="mask: Chinese ID numbers (check digit verified), bank cards (Luhn), phone numbers and e-mail addresses are replaced by a tag (\"[phone]\") before anything is stored or sent to the memory model; off: kept as written",
+        description="mask: Chinese and Hong Kong ID numbers (check character verified), bank cards (Luhn; full-width digits too), phone numbers and e-mail addresses are replaced by a tag (\"[phone]\") before anything is stored or sent to the memory model; off: kept as written",
     )
     max_message_chars: int = Field(
         default=1_048_576,
@@ -391,6 +391,11 @@ class Settings(BaseSettings):
         default=0.3,
         gt=0,
         description="Time budget of the model's rewrite of a follow-up, which runs beside the search with the previous turn's words: in time, it is searched too and wins; past it, that search stands (the first token waits at most this long)",
+    )
+    recall_timeout_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        description="Longest a reply waits for recall while Redis says nothing: a recall not done by then, when in its last half neither a probe of Redis nor any other call got a reply (a frozen Redis holds a call for the 30 s socket timeout), is given up and the reply goes out without memory (a log line; memlane_recall_timeouts in serve's metrics); a recall that is slow while Redis answers (a loaded machine) is waited for",
     )
     recall_rewrite_followups: bool = Field(
         default=True,

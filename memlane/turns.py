@@ -4,7 +4,8 @@ conversation leaves the same history, profile, events and session titles through
 
 For a turn, in order:
 1. `recall`: wait for the user's previous turn to be saved (it must be searchable), then recall
-   for the last user message; when Redis is away, None (answer without memory).
+   for the last user message; when Redis is away, or frozen past `recall_timeout_seconds`, None
+   (answer without memory).
 2. the reply, the door's own business (a LangChain model, an upstream server).
 3. `save`: hand the conversation to the background saver (`MemoryPersistence`: new messages
    only, idempotent on ids, tried again while Redis is away), which tells the scheduler; then,
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
@@ -35,12 +36,45 @@ from memlane.recall import Recall, recall
 from memlane.store.base import MemoryStore, Message, StoreError
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TOPIC_CONTEXT_MESSAGES = 6  # the earlier turns the topic check compares a new message with
 KEPT_RECALLS = 1000  # `last_recall` keeps the newest users' recalls, for inspection
 
 UserCallback = Callable[[str], Awaitable[None]]
 TitleCallback = Callable[[str, str, str], Awaitable[None]]
+
+
+class RecallTimedOut(StoreError):
+    """Recall did not finish within `recall_timeout_seconds` and Redis did not answer a probe
+    either (frozen, or every connection stuck): the reply goes out without memory."""
+
+
+async def within_recall_budget(work: Awaitable[T], store: MemoryStore, seconds: float) -> T:
+    """`await work`, or `RecallTimedOut` once `seconds` have passed while Redis has said nothing for
+    the last half of them: neither a probe sent then nor any other call of the store got a reply.
+    A frozen Redis holds each call for the socket timeout (30 s); a loaded machine still hears
+    from Redis (its probe may queue behind busy connections, the other calls' replies come), and
+    its slow recall is waited for."""
+    task = asyncio.ensure_future(work)
+    probe: asyncio.Future[None] | None = None
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds / 2)
+        if not done:
+            probe = asyncio.ensure_future(store.check_ready())
+            done, _ = await asyncio.wait({task}, timeout=seconds / 2)
+            probe_answered = probe.done() and not probe.cancelled() and probe.exception() is None
+            if not done and not probe_answered and not store.answered_within(seconds / 2):
+                raise RecallTimedOut(
+                    f"recall took over {seconds:g} s and Redis answered nothing in its last {seconds / 2:g} s (MEMLANE_RECALL_TIMEOUT_SECONDS)"
+                )
+        return await task
+    finally:
+        for pending in (task, probe):
+            if pending is not None and not pending.done():
+                pending.cancel()
+        if probe is not None and probe.done() and not probe.cancelled():
+            probe.exception()  # read, so a failed probe is not reported as never retrieved
 
 
 class TurnService:
@@ -123,20 +157,25 @@ class TurnService:
         previous turn is saved (the caller checked `identity.recall_enabled`). None when the
         store cannot answer: the reply goes out without memory. settings: this turn's, where a
         door has its own per persona (`memlane serve`); by default the service's."""
-        await self.persistence.wait_user(identity.user_id)
-        try:
-            recalled = await recall(
+        settings = settings or self.settings
+
+        async def wait_then_recall() -> Recall:
+            await self.persistence.wait_user(identity.user_id)  # inside the budget: a frozen Redis holds the save too
+            return await recall(
                 self.store,
                 identity.user_id,
                 identity.session_id,
                 query,
-                settings=settings or self.settings,
+                settings=settings,
                 enabled=True,
                 exclude_texts=list(exclude_texts),
                 rewrite_model=self.rewrite_model,
                 rewrite_breaker=self.rewrite_breaker,
             )
-        except StoreError as error:  # Redis away: answer without memory rather than not at all
+
+        try:
+            recalled = await within_recall_budget(wait_then_recall(), self.store, settings.recall_timeout_seconds)
+        except StoreError as error:  # Redis away or frozen: answer without memory rather than not at all
             logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)
             await self.persistence.report_failure(identity, error)
             return None

@@ -138,7 +138,9 @@ def build_update(
         tags=list(tags),
         profile_delta=changes,
         session_ids=list(dict.fromkeys(message.session_id for message in chat)),
-        source_message_ids=[message.id for message in chat],
+        # every message the run consumed (the cursor moves past them all), not only those the
+        # model read (blank ones are dropped): a turn is accounted for by exactly one card
+        source_message_ids=list(dict.fromkeys(message.id for message in messages)),
     )
     memories = [entry.as_memory() for entry in upserts]
     memories.append(event.as_memory())

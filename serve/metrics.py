@@ -48,6 +48,11 @@ class ServeMetrics:
         self.recall_failures = Counter(
             "memlane_recall_failures", "Recalls that failed (the reply went out without memory)", registry=registry
         )
+        self.recall_timeouts = Counter(
+            "memlane_recall_timeouts",
+            "Recalls given up at MEMLANE_RECALL_TIMEOUT_SECONDS while Redis did not answer (the reply went out without memory; counted in recall failures too)",
+            registry=registry,
+        )
         self.first_token_seconds = Histogram(
             "memlane_chat_first_chunk_seconds",
             "Time from a streamed chat request to its first chunk, by persona",

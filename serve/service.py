@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from memlane import MemoryStore, Settings, StoreError, open_store
 from memlane.graph import MemoryRunResult, MemoryScheduler
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
-from memlane.turns import TurnService
+from memlane.turns import RecallTimedOut, TurnService
 from memlane.models import memory_model_from_settings
 from memlane.serve.config import ServeConfig
 from memlane.serve.metrics import ServeMetrics
@@ -105,6 +105,9 @@ class ServeService:
         self.metrics.memory_runs.labels("queued").inc()
 
     async def _on_failed(self, identity: MemoryAgentContext, error: BaseException) -> None:
+        if isinstance(error, RecallTimedOut):  # a reply without memory, not a turn lost
+            self.metrics.recall_timeouts.inc()
+            return
         self.metrics.turns.labels("failed").inc()
 
     async def _on_result(self, user_id: str, outcome: MemoryRunResult | BaseException) -> None:

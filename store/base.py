@@ -821,4 +821,8 @@ class MemoryStore(Protocol):
     async def check_ready(self) -> None:
         """Raise StoreError saying what is wrong unless the store can serve (Redis answers, its index exists)."""
 
+    def answered_within(self, seconds: float) -> bool:
+        """Whether one of the store's calls got its reply from Redis in the last `seconds` (a busy
+        process still hears from Redis; a frozen Redis says nothing)."""
+
     async def aclose(self) -> None: ...

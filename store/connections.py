@@ -5,6 +5,13 @@ connection is busy; with one recall holding about five connections, a few dozen 
 at once used to fail while Redis itself was idle. The pool here holds at most
 `redis_max_connections`; a call beyond them waits up to `redis_pool_timeout_seconds`,
 and only then fails, with `RedisPoolExhausted` saying which setting to raise.
+
+A call that meets a broken connection is tried once more on a new one. After Redis restarts,
+every connection the pool kept points at the dead server, and redis-py given a pool retries
+nothing (the client's default retry applies only to the pool it makes itself): the first call
+on each kept connection answered 503 until the pool had cycled through them (issue 34, item 7).
+Only `ConnectionError` is retried: a `TimeoutError` (a frozen Redis) would hold the call for
+twice the socket timeout.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from redis.asyncio import BlockingConnectionPool
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError
 
@@ -49,7 +58,15 @@ def connection_pool(url: str, settings: Settings) -> WaitingConnectionPool:
         socket_timeout=30,
         socket_connect_timeout=5,
         health_check_interval=30,
+        retry=stale_connection_retry(),
     )
+
+
+def stale_connection_retry() -> Retry:
+    """One more try, at once, on a new connection, for a call whose connection broke (a Redis that
+    restarted closed it); not for a timeout. Reconnecting happens inside the retry (redis-py
+    disconnects the failed connection before trying again), so no backoff is needed."""
+    return Retry(NoBackoff(), retries=1, supported_errors=(RedisConnectionError,))
 
 
 def pool_exhausted(error: MaxConnectionsError) -> RedisPoolExhausted:

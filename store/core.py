@@ -8,6 +8,7 @@ an embedding call through the breaker, and the masking and size check of what en
 
 from __future__ import annotations
 
+import time
 from dataclasses import InitVar, dataclass, field
 from datetime import tzinfo
 from typing import Any, Awaitable, Callable
@@ -70,6 +71,8 @@ class StoreCore:
     zone: tzinfo = field(init=False)  # what "April 27th" and "昨天" are read in
     # on a cluster: the index on each primary (a user's search goes to the owner of the user's slot)
     shards: ShardIndexes | None = field(init=False)
+    # when a call last got its reply (time.monotonic()): see `answered_within`
+    last_answer: float = field(init=False, default=float("-inf"))
 
     def __post_init__(self, key_prefix: str | None) -> None:
         self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
@@ -88,9 +91,16 @@ class StoreCore:
         return await self.run(self.shards.on_owner(self.layout.slot_key(user_id), call))
 
     # Redis calls -------------------------------------------------------------------------
+    def answered_within(self, seconds: float) -> bool:
+        """Whether a call got its reply in the last `seconds`: a process whose calls queue for a
+        connection still hears from Redis, a frozen Redis says nothing."""
+        return time.monotonic() - self.last_answer <= seconds
+
     async def run(self, coro: Any) -> Any:
         try:
-            return await coro
+            result = await coro
+            self.last_answer = time.monotonic()
+            return result
         except (RedisConnectionError, RedisTimeoutError, OSError) as error:
             raise unavailable(error) from error
         except RedisSearchError as error:  # RedisVL wraps the connection error

@@ -13,14 +13,26 @@ language, and a masked text masks to itself):
   (ISO 7064 MOD 11-2) must match → `[ID number]`. The 15-digit numbers issued before 1999
   (`110105 491231 002`: area, birth date as YYMMDD in the 1900s, sequence; no check
   character) are masked too when the area starts with 1-8 and the birth date is a real date.
-- Bank card numbers, 13 to 19 digits, grouped by single spaces or dashes or not: the Luhn
-  checksum must hold → `[card ••••1234]` (the last four digits kept, as banks print them).
+- Hong Kong identity card numbers (`A123456(3)`, `AB987654(3)`, with or without the
+  parentheses): one or two letters, six digits, and the check character (mod 11) must match
+  → `[ID number]`.
+- Bank card numbers, 13 to 19 digits, grouped by single spaces or dashes or not, or in groups
+  of four joined by dots (`4111.1111.1111.1111`): the Luhn checksum must hold →
+  `[card ••••1234]` (the last four digits kept, as banks print them).
 - Phone numbers → `[phone]`: Chinese mobiles (`1[3-9]x`, 11 digits, optional `+86`/`0086`,
   `138 1234 5678`, `138-1234-5678`), any number written with a `+` country code
   (`+44 20 7946 0958`, `+1 (415) 555-2671`), North American (`(415) 555-2671`,
   `415-555-2671`), Chinese landlines (`010-12345678`, `0755 1234567`), and European
   national numbers (`06 12 34 56 78`, `020 7946 0958`).
 - E-mail addresses → `[email]`.
+
+Full-width characters, which Chinese and Japanese input methods type (`４１１１　１１１１…`,
+`１３８１２３４５６７８`, `ｚｈａｎｇ＠ｅｘａｍｐｌｅ．ｃｏｍ`), are read as their ASCII twins: each
+is one character for one, so the tag replaces exactly what was typed.
+
+Not masked (nothing in them can be checked, so a pattern would mask ordinary numbers and
+words as well): passport numbers, other countries' ids, street addresses, names, birth dates
+on their own, IBANs and account numbers.
 
 A digit run that fails its checksum is not an ID or a card: an 18-digit number with a
 wrong check character, or a 16-digit number that fails Luhn, stays as written. The phone
@@ -66,6 +78,8 @@ class PrivateSpan:
         return PHONE_TAG if self.kind == "phone" else EMAIL_TAG
 
 
+# full-width forms (U+FF01-FF5E, and the ideographic space) as their ASCII twins, one for one
+_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 _ASCII_DIGIT = re.compile(r"[0-9]")
 _EMAIL = re.compile(
     r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]*@"
@@ -76,9 +90,14 @@ _EMAIL = re.compile(
 _ID_NUMBER = re.compile(r"(?<![0-9])[1-9][0-9]{5}[ \-]?[0-9]{8}[ \-]?[0-9]{3}[0-9Xx](?![0-9A-Za-z])")
 # the first-generation (1984-1999) number: 6-digit area, YYMMDD birth date, 3-digit sequence
 _OLD_ID_NUMBER = re.compile(r"(?<![0-9])[1-8][0-9]{5}[ \-]?[0-9]{6}[ \-]?[0-9]{3}(?![0-9A-Za-z])")
+# Hong Kong identity card: one or two letters, six digits, the check character (in parentheses or not)
+_HK_ID = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,2}[0-9]{6}(?:\([0-9Aa]\)|[0-9Aa])(?![A-Za-z0-9(])")
 # a run of digits with single spaces or dashes between groups: a card candidate (after a "+"
 # it is a phone number with its country code)
 _DIGIT_RUN = re.compile(r"(?<![0-9+])[0-9]+(?:[ \-][0-9]+)*(?![0-9])")
+# groups of four joined by dots, the last of 1 to 4 (not a decimal, a version or an address:
+# those are under 13 digits or not grouped by four)
+_DOTTED_CARD = re.compile(r"(?<![0-9+.])[0-9]{4}(?:\.[0-9]{4}){2,3}\.[0-9]{1,4}(?![0-9]|\.[0-9])")
 _PHONES = [
     # Chinese mobile, optional +86 / 0086, 3-4-4 groups optionally separated
     re.compile(r"(?<![0-9+])(?:(?:\+|00)86[ \-]?)?1[3-9][0-9](?:[ \-]?[0-9]{4}){2}(?![0-9])"),
@@ -97,15 +116,20 @@ _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _ID_CHECK = "10X98765432"
 
 
+def fold_full_width(text: str) -> str:
+    """`text` with full-width digits, letters and signs as ASCII (same length, same positions)."""
+    return text.translate(_FULL_WIDTH)
+
+
 def _digits(text: str) -> str:
-    return "".join(_ASCII_DIGIT.findall(text))
+    return "".join(_ASCII_DIGIT.findall(fold_full_width(text)))
 
 
 def is_resident_id(number: str) -> bool:
     """Whether `number` (separators ignored) is a well-formed Chinese resident ID: 18 characters
     with a real birth date and the right check character, or the 15 digits of a pre-1999 number
     with a real birth date in the 1900s."""
-    compact = re.sub(r"[ \-]", "", number).upper()
+    compact = re.sub(r"[ \-]", "", fold_full_width(number)).upper()
     if re.fullmatch(r"[1-8][0-9]{14}", compact):
         try:
             date(1900 + int(compact[6:8]), int(compact[8:10]), int(compact[10:12]))
@@ -122,6 +146,18 @@ def is_resident_id(number: str) -> bool:
         return False
     total = sum(int(digit) * weight for digit, weight in zip(compact[:17], _ID_WEIGHTS))
     return _ID_CHECK[total % 11] == compact[17]
+
+
+def is_hong_kong_id(number: str) -> bool:
+    """Whether `number` is a Hong Kong identity card number whose check character matches (letters
+    count 10-35, a missing second letter 36, weights 9 to 2; the sum with the check is 0 mod 11)."""
+    match = re.fullmatch(r"([A-Z]{1,2})([0-9]{6})\(?([0-9A])\)?", fold_full_width(number).upper())
+    if not match:
+        return False
+    letters, digits, check = match.groups()
+    values = ([36] if len(letters) == 1 else []) + [ord(letter) - 55 for letter in letters] + [int(digit) for digit in digits]
+    total = sum(value * weight for value, weight in zip(values, range(9, 1, -1)))
+    return (total + (10 if check == "A" else int(check))) % 11 == 0
 
 
 def passes_luhn(digits: str) -> bool:
@@ -141,7 +177,9 @@ def passes_luhn(digits: str) -> bool:
 
 def find_private_data(text: str) -> list[PrivateSpan]:
     """The private data in `text`, in order, without overlaps (e-mails, then ID numbers,
-    Chinese mobiles, cards and other phones claim their characters, in that order)."""
+    Chinese mobiles, cards and other phones claim their characters, in that order). Each
+    span's `text` is as written; full-width characters are found as their ASCII twins."""
+    written, text = text, fold_full_width(text or "")
     if not text or (not _ASCII_DIGIT.search(text) and "@" not in text):
         return []
     spans: list[PrivateSpan] = []
@@ -151,7 +189,7 @@ def find_private_data(text: str) -> list[PrivateSpan]:
         return all(end <= other_start or start >= other_end for other_start, other_end in taken)
 
     def claim(kind: PrivateKind, match: re.Match[str]) -> None:
-        spans.append(PrivateSpan(kind, match.start(), match.end(), match.group()))
+        spans.append(PrivateSpan(kind, match.start(), match.end(), written[match.start() : match.end()]))
         taken.append((match.start(), match.end()))
 
     for match in _EMAIL.finditer(text):
@@ -160,13 +198,17 @@ def find_private_data(text: str) -> list[PrivateSpan]:
         for match in pattern.finditer(text):
             if free(match.start(), match.end()) and is_resident_id(match.group()):
                 claim("id_number", match)
+    for match in _HK_ID.finditer(text):
+        if free(match.start(), match.end()) and is_hong_kong_id(match.group()):
+            claim("id_number", match)
     for match in _PHONES[0].finditer(text):  # a Chinese mobile with its 0086 is no card
         if free(match.start(), match.end()):
             claim("phone", match)
-    for match in _DIGIT_RUN.finditer(text):
-        digits = _digits(match.group())
-        if 13 <= len(digits) <= 19 and free(match.start(), match.end()) and passes_luhn(digits):
-            claim("bank_card", match)
+    for pattern in (_DIGIT_RUN, _DOTTED_CARD):
+        for match in pattern.finditer(text):
+            digits = _digits(match.group())
+            if 13 <= len(digits) <= 19 and free(match.start(), match.end()) and passes_luhn(digits):
+                claim("bank_card", match)
     for pattern in _PHONES[1:]:
         for match in pattern.finditer(text):
             if free(match.start(), match.end()):

@@ -130,6 +130,9 @@ class RedisMemoryStore:
     def health(self) -> list[BreakerStatus]:
         return [self.embedder_breaker.status()]
 
+    def answered_within(self, seconds: float) -> bool:
+        return self.core.answered_within(seconds)
+
     # which part answers what ---------------------------------------------------------------
     async def ensure_indexes(self) -> None:
         """Create the memory index unless it exists; rebuild one made by an older memlane; rename

@@ -143,3 +143,17 @@ async def test_one_conversation_through_every_door_leaves_the_same_memory(store,
     assert middleware["unprocessed"] == []
     assert kept["serve"] == middleware
     assert kept["app"] == middleware
+
+
+async def test_a_recall_slow_while_redis_answers_is_waited_for_past_the_budget(store):
+    # a loaded machine: recall outlives its budget, but Redis answers the probe, so memory is not dropped
+    # (a frozen Redis, which answers no probe, is given up at the budget: tests/serve/test_hardening.py)
+    import asyncio
+
+    from memlane.turns import within_recall_budget
+
+    async def slow_recall() -> str:
+        await asyncio.sleep(0.6)
+        return "recalled"
+
+    assert await within_recall_budget(slow_recall(), store, 0.2) == "recalled"

@@ -95,3 +95,16 @@ async def test_the_same_buffer_delivered_twice_at_once_is_written_once(store, ma
     )
     assert first.event_id == second.event_id
     assert len(await store.list_events("u")) == 1 and len(await store.get_profile("u")) == 3
+
+
+def test_the_event_card_names_every_message_the_run_consumed():
+    # a blank line the model never read moves the cursor too: the card accounts for it (issue 34, item 13)
+    from memlane.store.base import Message
+
+    messages = [
+        Message(id=f"m{seq}", user_id="u", session_id="s", role=role, content=text, seq=seq)
+        for seq, (role, text) in enumerate([("user", "I drink my coffee black"), ("assistant", " "), ("user", "我周末去爬山")], 1)
+    ]
+    read = [message for message in messages if message.content.strip()]
+    update, _ = build_update("u", messages, read, "Coffee black; hikes on weekends.", [], [], [])
+    assert update.event.source_message_ids == ["m1", "m2", "m3"] and update.advance_cursor_to == 3

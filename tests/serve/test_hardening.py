@@ -6,6 +6,7 @@ Real HTTP against uvicorn on loopback, a real Redis Stack, fake upstreams that r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -27,7 +28,7 @@ from memlane.masking import MaskingFormatter
 from memlane.serve.app import create_app
 from memlane.serve.config import ServeConfig
 from memlane.serve.errors import READY_TIMEOUT_SECONDS
-from memlane.store.embedded import EmbeddedRedis
+from memlane.store.embedded import EmbeddedRedis, stop_running
 
 OPENAI_KEY = "sk-openai-" + uuid.uuid4().hex  # configured for OPENAI_BASE_URL only
 THIRD_KEY = "third-party-" + uuid.uuid4().hex  # a persona's own key, named by api_key_env
@@ -361,6 +362,93 @@ def test_a_frozen_redis_answers_503_within_two_seconds(tmp_path, embeddings):
             assert wait_for(lambda: http.get("/readyz").status_code == 200, timeout=40)
     finally:
         server.stop()
+
+
+# --- issue 34, items 7 and 6: Redis that comes back, Redis that freezes ----------------------------------
+def metric_value(http: httpx.Client, name: str) -> float:
+    line = next(line for line in http.get("/metrics").text.splitlines() if line.startswith(name + " "))
+    return float(line.split()[-1])
+
+
+@contextlib.contextmanager
+def served_on_a_private_redis(tmp_path):
+    """(an HTTP client of an app with a chat persona, the app's own embedded Redis): the test may kill
+    or freeze that Redis (detached: nothing but the test starts it again)."""
+    redis_settings = Settings(data_dir=tmp_path / "redis-data", redis_url=None)
+    server = EmbeddedRedis(redis_settings, detach=True)
+    url = server.start()
+    settings = Settings(redis_url=url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
+    try:
+        with FakeUpstream(reply=reply_for) as upstream:
+            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url}})
+            with Served(create_app(config, settings, mount_mcp=False)) as served, httpx.Client(
+                base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60
+            ) as http:
+                yield http, server
+    finally:
+        stop_running(redis_settings)
+
+
+def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings):
+    # every connection the pool kept points at the killed server: each used to fail its first call (503)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with served_on_a_private_redis(tmp_path) as (http, server):
+        def requests(number: int) -> list[int]:
+            chat = {"model": "assistant", "user": "r", "messages": [{"role": "user", "content": f"hello {number}"}]}
+            return [
+                http.post(user_path("r") + "/search", json={"query": "tea"}).status_code,
+                http.post(user_path("r") + "/memories", json={"text": f"I drink green tea, cup {number}"}).status_code,
+                http.post("/v1/chat/completions", json=chat).status_code,
+                http.get(user_path("r") + "/profile").status_code,
+            ]
+
+        with ThreadPoolExecutor(8) as workers:  # requests at once: the pool keeps several connections
+            assert list(workers.map(requests, range(8))) == [[200, 201, 200, 200]] * 8
+        time.sleep(1.0)  # the turns' saves are done
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+        EmbeddedRedis(server.settings, detach=True).start()  # back on the same port and password
+        assert [requests(number) for number in range(8, 11)] == [[200, 201, 200, 200]] * 3
+        with ThreadPoolExecutor(8) as workers:
+            assert list(workers.map(requests, range(11, 19))) == [[200, 201, 200, 200]] * 8
+        assert metric_value(http, "memlane_recall_failures_total") == 0  # every chat had its recall
+
+
+def test_a_chat_on_a_frozen_redis_answers_without_memory_in_time_and_its_turn_is_saved_after(tmp_path, embeddings, caplog):
+    budget = Settings.model_fields["recall_timeout_seconds"].default
+    with served_on_a_private_redis(tmp_path) as (http, server):
+        def chat(text: str, stream: bool = False) -> httpx.Response:
+            body = {"model": "assistant", "user": "z", "stream": stream, "messages": [{"role": "user", "content": text}]}
+            return http.post("/v1/chat/completions", json=body)
+
+        assert chat("I keep bees on my roof").status_code == 200
+        assert wait_for(lambda: int(chat("what do I keep on my roof?").headers["X-Memlane-Recalled-Tokens"]) > 0)
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            with caplog.at_level(logging.WARNING, logger="memlane.turns"):
+                for text, stream in (("my sister moved to Porto", False), ("she teaches there", True)):
+                    started = time.monotonic()
+                    reply = chat(text, stream)
+                    took = time.monotonic() - started
+                    assert reply.status_code == 200 and ("[DONE]" if stream else text) in reply.text
+                    assert reply.headers["X-Memlane-Recalled-Tokens"] == "0"  # without memory
+                    assert took < budget + 1.5, took  # not the 30 s socket timeout
+            assert "answering without memory" in caplog.text and "Redis answered nothing" in caplog.text
+            assert metric_value(http, "memlane_recall_timeouts_total") == 2
+            assert metric_value(http, 'memlane_turns_total{outcome="failed"}') == 0
+            time.sleep(1.0)
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+
+        def stored() -> list[str]:
+            return [message["content"] for message in http.get(user_path("z") + "/export").json()["messages"]]
+
+        # the turns said while Redis was frozen are saved once it answers again, each once
+        wait_for(lambda: "she teaches there" in stored(), timeout=40)
+        said = stored()
+        assert said.count("my sister moved to Porto") == 1 and said.count("she teaches there") == 1
+        assert said.count("Noted: she teaches there") == 1
 
 
 # --- issue 34, item 12: slow clients ---------------------------------------------------------------

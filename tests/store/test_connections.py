@@ -61,3 +61,12 @@ async def test_a_pool_that_stays_busy_says_which_setting_to_raise(open_store_for
     finally:
         await pool.release(held)
     assert await store.get_cursor("u") == 0  # the connection is back: the next call goes through
+
+
+async def test_the_store_knows_when_redis_last_answered(open_store_for):
+    # what tells a busy process (its calls still get replies) from a frozen Redis: memlane/turns.py
+    store = await open_store_for()
+    await store.get_cursor("u")
+    assert store.answered_within(5.0)
+    await asyncio.sleep(0.3)
+    assert not store.answered_within(0.2)

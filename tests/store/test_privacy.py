@@ -52,6 +52,20 @@ def test_checksums():
         ("London: +44 20 7946 0958", f"London: {PHONE_TAG}"),
         ("座机 010-12345678", f"座机 {PHONE_TAG}"),
         ("Paris 06 12 34 56 78", f"Paris {PHONE_TAG}"),
+        # full-width, as Chinese input methods type them (issue 34, item 11): read as ASCII, masked as typed
+        ("卡号４１１１１１１１１１１１１１１１，谢谢", "卡号[card ••••1111]，谢谢"),
+        ("银行卡：６２２２　０２１２　３４５６　７８９０　１２８", "银行卡：[card ••••0128]"),
+        ("my card is ４１１１-１１１１-１１１１-１１１１.", "my card is [card ••••1111]."),
+        ("手机１３８１２３４５６７８", f"手机{PHONE_TAG}"),
+        ("身份证号１１０１０５１９４９１２３１００２Ｘ。", f"身份证号{ID_NUMBER_TAG}。"),
+        ("邮箱ｚｈａｎｇ＠ｅｘａｍｐｌｅ．ｃｏｍ", f"邮箱{EMAIL_TAG}"),
+        # Hong Kong identity cards, the check character verified
+        ("我的香港身份证是A123456(3)。", f"我的香港身份证是{ID_NUMBER_TAG}。"),
+        ("HKID ab987654(3), or G123456A", f"HKID {ID_NUMBER_TAG}, or {ID_NUMBER_TAG}"),
+        # grouped by fours with dots
+        ("card 4111.1111.1111.1111 expires soon", "card [card ••••1111] expires soon"),
+        ("卡号是４１１１．１１１１．１１１１．１１１１。", "卡号是[card ••••1111]。"),
+        ("银行卡 6222.0212.3456.7890.128", "银行卡 [card ••••0128]"),
         ("邮箱是zhang.san@example.com。", f"邮箱是{EMAIL_TAG}。"),
         ("write to Alice.B+news@mail.example.co.uk!", f"write to {EMAIL_TAG}!"),
     ],
@@ -72,6 +86,11 @@ def test_private_data_is_masked_in_both_languages(text: str, masked: str):
         "version 1.2.3, host 192.168.1.1, 3.14159",
         "用户 id 12345，房间 808",
         "an @mention is no e-mail",
+        "订单号４１１１１１１１１１１１１１１２",  # full-width, failing Luhn
+        "order 4111.1111.1111.1112, pi 3.1415926535897932, build 2024.0501.1230.4567.8",
+        "数量１２３４５，编号１２３４．５６７８",
+        "passport E12345678, 北京市朝阳区建国路88号",  # not masked: the README says so
+        "香港身份证 A123456(4)，code AB987654(2)",  # Hong Kong ids with a wrong check character
     ],
 )
 def test_numbers_failing_their_checksum_and_ordinary_numbers_are_left_alone(text: str):
