@@ -60,6 +60,7 @@ from memlane.graph.tasks import (
     _retry_key,
     default_docket_url,
     describe_error,
+    follow_up_check_task,
     idle_flush_task,
     parked_run_id,
     redelivery_timeout,
@@ -219,6 +220,7 @@ class MemoryScheduler:
             # the run in progress may consume this buffer; whoever ends it looks again
             await self._note_follow_up(user_id, session_ended=session_ended, flush=flush, through_seq=through_seq)
             if await self.user_busy(user_id):
+                await self._schedule_follow_up_check(user_id)
                 return True
             # it ended while the note was written: take the note back and go on now
             follow_up = await self._take_follow_up(user_id)
@@ -266,6 +268,39 @@ class MemoryScheduler:
         await self._require_docket().replace(idle_flush_task, when=when, key=f"memlane-idle:{user_id}")(
             user_id=user_id, scheduler_name=self.name
         )
+
+    async def _schedule_follow_up_check(self, user_id: str) -> None:
+        """Look at the user's noted follow-up again once the runs now counted as under way would
+        be dropped as never added (`_NOTED_GRACE_SECONDS` after they were noted): a run whose
+        queue record was lost (Redis killed between the note and the add) ends nowhere, and no
+        process would take the follow-up it held back (issue 34, item 13). One check per user."""
+        async with self._require_docket().redis() as redis:
+            noted = await redis.zrange(self._runs_set(user_id), 0, -1, withscores=True)
+        newest = max((noted_at for _, noted_at in noted), default=time.time())
+        when = datetime.fromtimestamp(max(newest + _NOTED_GRACE_SECONDS + 1.0, time.time() + 1.0), timezone.utc)
+        await self._require_docket().replace(follow_up_check_task, when=when, key=f"memlane-follow-up-check:{user_id}")(
+            user_id=user_id, scheduler_name=self.name
+        )
+
+    async def _check_follow_up(self, user_id: str) -> None:
+        """The follow-up check (`_schedule_follow_up_check`): when no run of the user is under way
+        any more and a follow-up is still noted, take it and apply the policy; while one is, look
+        again later (its end takes the note itself, unless it too was lost)."""
+        if await self.user_busy(user_id):
+            async with self._require_docket().redis() as redis:
+                noted = await redis.exists(self._follow_up_hash(user_id))
+            if noted:
+                await self._schedule_follow_up_check(user_id)
+            return
+        follow_up = await self._take_follow_up(user_id)
+        if follow_up is not None:
+            logger.info("a follow-up of %s's lost run is taken up", user_id)
+            await self.notify(
+                user_id,
+                session_ended=follow_up.session_ended,
+                flush=follow_up.flush,
+                through_seq=None if follow_up.unbounded else follow_up.through_seq,
+            )
 
     async def _queue_run(self, user_id: str, *, key: str, through_seq: int | None = None) -> bool:
         docket = self._require_docket()

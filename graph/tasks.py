@@ -95,7 +95,13 @@ async def session_summary_task(
 
 
 # what a scheduler's docket registers (a worker runs only the tasks its docket knows)
-TASKS = (memory_run_task, session_summary_task, idle_flush_task)
+async def follow_up_check_task(user_id: str, scheduler_name: str) -> None:
+    """Take up a follow-up that a lost run held back (a pydocket task; see
+    `MemoryScheduler._schedule_follow_up_check`)."""
+    await _scheduler(scheduler_name)._check_follow_up(user_id)
+
+
+TASKS = (memory_run_task, session_summary_task, idle_flush_task, follow_up_check_task)
 
 
 def retry_delay(settings: Settings, attempt: int, error: BaseException) -> float:

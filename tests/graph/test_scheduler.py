@@ -440,3 +440,24 @@ async def test_a_failed_runs_model_key_is_nowhere_in_redis_whatever_its_shape(st
     runs = [name for name, value in contents.items() if ":runs:" in name and "told to fail" in value]
     assert runs and all("****" in contents[name] for name in runs), runs  # the queue's record, masked
     assert [name for name, value in contents.items() if key in value] == []
+
+
+async def test_a_follow_up_held_back_by_a_lost_run_is_taken_up(store, scheduler_for, outcomes, monkeypatch):
+    """Issue 34, item 13: a run noted in Redis whose queue record was lost (Redis killed between
+    the note and the add) made the user look busy, and the follow-up it held back was never
+    taken: the user's turns stayed unremembered. A check after the grace period takes it up."""
+    from memlane.graph import scheduler as scheduler_module
+
+    monkeypatch.setattr(scheduler_module, "_NOTED_GRACE_SECONDS", 2.0)
+    model = slow_model(delay=0)
+    async with scheduler_for(model) as scheduler:
+        stored = await add_chat(store, "u", CHINESE_CHAT)
+        async with scheduler._require_docket().redis() as redis:  # a lost run: noted, never added
+            await redis.zadd(scheduler._runs_set("u"), {"memlane-run:u:lost": time.time()})
+        assert await scheduler.notify("u", flush=True) is True  # held back behind the lost run
+        assert await store.get_cursor("u") == 0
+        deadline = time.monotonic() + 20
+        while await store.get_cursor("u") != stored[-1].seq and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        await scheduler.wait_idle(10)
+    assert await store.get_cursor("u") == stored[-1].seq and len(await store.list_events("u")) == 1
