@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 from redisvl.query import CountQuery, TextQuery, VectorQuery
@@ -65,8 +65,8 @@ def calibrated_relevance(similarity: float | None, coverage: float, rank_share: 
 
 
 # Every signal that votes in the fusion: its name, the setting holding its weight, and what it
-# ranks. Adding one is an entry here, its query in `Search.search_memories`, and its ablation row,
-# which bench/recall_quality.py makes from this table (`signal_variants`).
+# ranks (its queries: QUERIES; recency is made from the others' candidates). bench/recall_quality.py
+# makes an ablation row of each (`signal_variants`).
 SIGNALS: dict[str, tuple[str, str]] = {
     "vector": ("search_vector_weight", "KNN over the user's memories"),
     "text": ("search_text_weight", "BM25 over the memories' own text"),
@@ -76,6 +76,32 @@ SIGNALS: dict[str, tuple[str, str]] = {
     "speaker_text": ("search_speaker_text_weight", "BM25 among what a person the query names said"),
     "recency": ("search_recency_weight", "the candidates newest first, each vote decaying"),
 }
+
+
+@dataclass(frozen=True)
+class SignalQuery:
+    """A query that ranks for a signal of `SIGNALS`: BM25 over `field` or KNN, over the user's
+    memories narrowed (or not) to the time the query names or to what a person it names said."""
+
+    signal: str
+    ranks: Literal["text", "vector"]
+    narrowed_by: Literal["", "time", "speakers"] = ""  # asked only when the query names a time / a person
+    field: str = MemoryField.SEARCH_TEXT
+    asked_at_weight_zero: bool = True  # a ranking of weight 0 votes for nothing but tells its scores
+
+
+# The queries `Search.search_memories` asks, in the order their rankings meet in the fusion (the
+# vector ones first). A new signal of an existing shape is an entry here and in SIGNALS, and its
+# weight setting; bench/recall_quality.py makes its ablation row.
+QUERIES: tuple[SignalQuery, ...] = (
+    SignalQuery("vector", "vector"),
+    SignalQuery("time", "vector", "time"),
+    SignalQuery("speaker", "vector", "speakers", asked_at_weight_zero=False),
+    SignalQuery("text", "text"),
+    SignalQuery("time", "text", "time"),
+    SignalQuery("context", "text", field=MemoryField.SEARCH_CONTEXT, asked_at_weight_zero=False),
+    SignalQuery("speaker_text", "text", "speakers", asked_at_weight_zero=False),
+)
 
 
 @dataclass(frozen=True)
@@ -282,30 +308,33 @@ class Search(StorePart):
             else TimeScope()
         )
         terms = query_terms(without_time_expressions(query, scope))
-        # (signal, weight, query): every ranking that votes in the fusion; the vector ones wait for the query's vector
-        text_queries: list[tuple[str, float, TextQuery]] = []
-        if terms:
-            text_queries.append(("text", settings.search_text_weight, self.text_query(terms, expression, candidates)))
-            if scope:
-                text_queries.append(
-                    ("time", settings.search_time_weight, self.text_query(terms, expression & self._time_filter(scope), candidates))
-                )
-            if settings.search_context_weight:
-                text_queries.append(
-                    ("context", settings.search_context_weight,
-                     self.text_query(terms, expression, candidates, field=MemoryField.SEARCH_CONTEXT))
-                )
         named = (
             name_candidates(query)
             if (settings.search_speaker_weight or settings.search_speaker_text_weight) and not speaker
             else []
         )
-        # a person the query names: what they said, ranked among itself, votes again (vector and BM25)
-        speakers = Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named] if named else None
-        if terms and speakers is not None and settings.search_speaker_text_weight:
-            text_queries.append(
-                ("speaker_text", settings.search_speaker_text_weight, self.text_query(terms, expression & speakers, candidates))
-            )
+        # what a query may be narrowed to: everything, the time the query names, what a person it names said
+        narrowed = {"": expression}
+        if scope:
+            narrowed["time"] = expression & self._time_filter(scope)
+        if named:
+            narrowed["speakers"] = expression & (Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named])
+
+        def weight(signal: str) -> float:
+            return float(getattr(settings, SIGNALS[signal][0]))
+
+        def asked(ranks: str) -> list[SignalQuery]:
+            return [
+                query for query in QUERIES
+                if query.ranks == ranks and query.narrowed_by in narrowed and (query.asked_at_weight_zero or weight(query.signal))
+                and (ranks == "vector" or terms)
+            ]
+
+        # (signal, weight, query): every ranking that votes in the fusion; the vector ones wait for the query's vector
+        text_queries: list[tuple[str, float, TextQuery]] = [
+            (query.signal, weight(query.signal), self.text_query(terms, narrowed[query.narrowed_by], candidates, field=query.field))
+            for query in asked("text")
+        ]
 
         async def run_text_queries() -> list[list[dict[str, Any]]]:
             return await self._search_user(user_id, [text_query for _, _, text_query in text_queries])
@@ -323,22 +352,11 @@ class Search(StorePart):
                     "searching %r's memories by keyword only: %s", user_id, error,
                 )
                 query_vector = None
-            vector_queries: list[tuple[str, float, VectorQuery]] = []
-            if query_vector is not None:
-                vector_queries.append(
-                    ("vector", settings.search_vector_weight,
-                     self.vector_query(query_vector, expression, candidates, approximate=approximate))
-                )
-                if scope:
-                    vector_queries.append(
-                        ("time", settings.search_time_weight,
-                         self.vector_query(query_vector, expression & self._time_filter(scope), candidates, approximate=approximate))
-                    )
-                if speakers is not None and settings.search_speaker_weight:
-                    vector_queries.append(
-                        ("speaker", settings.search_speaker_weight,
-                         self.vector_query(query_vector, expression & speakers, candidates, approximate=approximate))
-                    )
+            vector_queries: list[tuple[str, float, VectorQuery]] = [
+                (query.signal, weight(query.signal),
+                 self.vector_query(query_vector, narrowed[query.narrowed_by], candidates, approximate=approximate))
+                for query in (asked("vector") if query_vector is not None else [])
+            ]
             vector_lists = (
                 await self._search_user(user_id, [vector_query for _, _, vector_query in vector_queries], query_vector)
                 if vector_queries

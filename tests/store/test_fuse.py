@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memlane.config import Settings
-from memlane.store.search import SIGNALS, Ranking, calibrated_relevance, fuse
+from memlane.store.search import QUERIES, SIGNALS, Ranking, calibrated_relevance, fuse
 
 
 def doc(memory_id: str, **fields: object) -> dict:
@@ -37,9 +37,12 @@ def test_recency_factors_scale_each_vote():
     assert fused.rank_score["old"] == pytest.approx(2.0 * 0.25 / 22) and "old" not in fused.text_raw
 
 
-def test_every_signal_names_a_weight_setting():
+def test_every_signal_names_a_weight_setting_and_every_query_a_signal():
     for name, (setting, what) in SIGNALS.items():
         assert setting in Settings.model_fields and what, name
+    assert {query.signal for query in QUERIES} | {"recency"} == set(SIGNALS)  # recency: made from the others
+    kinds = [query.ranks for query in QUERIES]
+    assert kinds == sorted(kinds, key=lambda ranks: ranks != "vector")  # the vector rankings meet first in the fusion
 
 
 def test_the_shown_relevance_is_absolute_and_grows_with_each_feature():
