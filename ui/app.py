@@ -41,6 +41,7 @@ from memlane.ui.sample import SAMPLE_USER  # noqa: E402
 from memlane.ui.service import (  # noqa: E402
     RECALL_ID_PREFIX,
     REPLY_FAILED_ID,
+    WEAK_RELEVANCE,
     ChatService,
     MemoryStatus,
     ReplyFailed,
@@ -52,7 +53,7 @@ PROFILE_COLUMNS = ["entry", "content", "conf", "since", "id"]
 SEARCH_COLUMNS = ["score", "kind", "text", "when", "id"]
 # fixed widths for the short columns (dates and ids on one line); the text column takes the rest
 PROFILE_WIDTHS = ["20%", "40%", "9%", "17%", "14%"]
-SEARCH_WIDTHS = ["10%", "13%", "45%", "17%", "15%"]
+SEARCH_WIDTHS = ["14%", "12%", "41%", "18%", "15%"]  # the score column holds "0.02 weak"
 TABLE_HEIGHT = 560  # pixels: about ten one-line rows before the table scrolls
 POLL_SECONDS = 0.5
 
@@ -154,8 +155,8 @@ def search_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
     """The search hits as shown (their relevance, kind, text, when it was said, short id), and
     the full ids row by row. rows: `ChatService.search_rows`, best first (their sources are in the
     memories a reply used)."""
-    shown = [
-        [f"{score:.2f}", kind, text, short_time(said_at), short_id(memory_id)]
+    shown = [  # a weak match says so beside its score (under WEAK_RELEVANCE: fewer than one in ten hold the answer)
+        [f"{score:.2f}" + (" weak" if score < WEAK_RELEVANCE else ""), kind, text, short_time(said_at), short_id(memory_id)]
         for score, kind, text, said_at, _sources, memory_id in rows
     ]
     return _table(shown, SEARCH_COLUMNS), [str(row[-1]) for row in rows]

@@ -26,7 +26,7 @@ from memlane.middleware import MemoryAgentContext, MemoryMiddleware
 from memlane.turns import TurnService
 from memlane.nodes.llm import MEMORY_MODEL_TAG
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
-from memlane.store.base import InvalidInput, MemoryHit, profile_memory_id
+from memlane.store.base import WEAK_RELEVANCE, InvalidInput, MemoryHit, profile_memory_id
 from memlane.tools import forget_memory
 from memlane.ui.panel import event_markdown, history_markdown, item_markdown
 from memlane.ui.sample import SAMPLE_USER, load_sample
@@ -374,8 +374,7 @@ class ChatService:
         hits = await self.store.search_memories(user_id, query, limit=10) if query.strip() else []
         return [
             [round(score, 3),
-             h.memory.kind + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else "")
-             + (" · weak" if h.weak else ""),
+             h.memory.kind + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else ""),
              h.memory.attributed_text, _when(h.memory.created_at), ", ".join(h.memory.source_message_ids), h.memory.id]
             for h, score in ranked_scores(hits)
         ]

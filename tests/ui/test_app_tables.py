@@ -75,7 +75,10 @@ def test_the_tables_read_well(app_url, page):
     save_screenshot(page, "ui-search-table")
     headers = headers_of(page, "#search-results")
     rows = page.evaluate(CELLS, "#search-results")
-    scores = [float(cell["text"]) for cell in column(rows, headers, "score")]
+    shown = [cell["text"] for cell in column(rows, headers, "score")]
+    scores = [float(text.split()[0]) for text in shown]
+    assert all(text.endswith(" weak") == (score < 0.1) for text, score in zip(shown, scores)), shown  # weak says so
+    assert scores[0] < 1.0  # never relative to the best hit
     assert len(scores) >= 4 and scores == sorted(scores, reverse=True), f"the order and the shown scores disagree: {scores}"
     assert_on_one_line(column(rows, headers, "id"), "id")
     said = column(rows, headers, "when")  # every hit shows when it was said, on one line
