@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from memlane.recall_select import is_asking
 from memlane.store.base import Memory
 from memlane.store.text import query_terms
 
@@ -97,7 +98,6 @@ _PAST = re.compile(
     r"\b(before|used to|previously|originally|formerly|did|was|were|when|ago|last (?:year|month|week))\b"
     r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候"
 )
-_QUESTION = re.compile(r"[?？]|[吗呢呀][。！!]?$")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 # words every dated statement may share ("last month"): no sign that two statements are about one thing
 _TIME_TERMS = frozenset(query_terms(
@@ -144,7 +144,7 @@ def asked_slots(query: str) -> list[Slot]:
 
 def states_a_change(memory: Memory, slot: Slot) -> bool:
     """A statement (not a question) that says the slot changed."""
-    return memory.kind == "message" and not _QUESTION.search(memory.text.strip()) and _has(memory.text, slot.changes)
+    return memory.kind == "message" and not is_asking(memory.text) and _has(memory.text, slot.changes)
 
 
 def _who(memory: Memory) -> tuple[str, str]:
@@ -190,7 +190,7 @@ def newest_changes(
             and memory.valid_until is None
             and memory.kind in ("message", "event")
             and (memory.kind == "event" or _who(memory) == _who(change))
-            and not _QUESTION.search(memory.text.strip())
+            and not is_asking(memory.text)
             and about_the_slot(memory.text)
         )
         stale_profile = tuple(  # a profile line names its topic ("home / city: …"): the slot's words count there

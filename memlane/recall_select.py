@@ -61,9 +61,14 @@ NeighbourMode = Literal["pair", "around"]
 _QUESTION = re.compile(r"[?？]|[吗呢呀][。！!]?$")
 
 
+def is_asking(text: str) -> bool:
+    """The text asks: "?", "？", or it ends in 吗, 呢, 呀."""
+    return bool(_QUESTION.search(text.strip()))
+
+
 def is_question(memory: Memory) -> bool:
-    """A message that asks: "?", "？", or ending in 吗, 呢, 呀."""
-    return memory.kind == "message" and bool(_QUESTION.search(memory.text.strip()))
+    """A message that asks (`is_asking`)."""
+    return memory.kind == "message" and is_asking(memory.text)
 
 
 def repeats_the_query(memory: Memory, query: str, similarity: float = 0.0, same_meaning: float = 1.0) -> bool:
@@ -71,7 +76,7 @@ def repeats_the_query(memory: Memory, query: str, similarity: float = 0.0, same_
     asks what the query asks: at most half of its terms are not the query's, or its
     `similarity` to the query (cosine rescaled from the provider's floor, 0..1) is at least
     `same_meaning` (a reworded question: "我在哪家公司上班？" for "我在哪里工作？")."""
-    if memory.kind != "message" or not _QUESTION.search(memory.text.strip()):
+    if not is_question(memory):
         return False
     if similarity >= same_meaning:
         return True
@@ -107,7 +112,7 @@ def unanswered(memory: Memory, reply: Message | None) -> bool:
         return False
     if memory.speaker_role == "assistant":
         return holds_no_answer(memory.text)
-    return bool(_QUESTION.search(memory.text.strip())) and reply is not None and reply.role == "assistant" and holds_no_answer(reply.content)
+    return is_asking(memory.text) and reply is not None and reply.role == "assistant" and holds_no_answer(reply.content)
 
 
 def ranked_hits(
