@@ -52,7 +52,7 @@ from memlane.graph import MemoryContext, run_memory_graph
 from memlane.nodes.persist import build_update
 from memlane.nodes.profile_config import default_profile_config
 from memlane.recall import recall
-from memlane.store.base import Message, ProfileEntry
+from memlane.store.records import Message, ProfileEntry
 from memlane.testing import ScriptedChatModel, as_json, memory_rules
 
 DAY = 86_400.0

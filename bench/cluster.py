@@ -45,9 +45,10 @@ from store import HashEmbeddings  # noqa: E402  (bench/store.py)
 
 from memlane import Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
-from memlane.store.base import Message, RedisUnavailable  # noqa: E402
 from memlane.store.embedded_cluster import EmbeddedCluster  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
+from memlane.store.errors import RedisUnavailable
+from memlane.store.records import Message  # noqa: E402
 from memlane.testing import ScriptedChatModel  # noqa: E402
 
 WITNESS_FACTS = [

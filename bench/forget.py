@@ -49,10 +49,10 @@ from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  
 
 from memlane import Settings, open_store  # noqa: E402
 from memlane.nodes.confirm_forget import forget_confirmer  # noqa: E402
-from memlane.store.base import Message  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.forget import Fact, forget_subject, split_clauses, strip_statements  # noqa: E402
 from memlane.store.privacy import mask_private_data  # noqa: E402
+from memlane.store.records import Message  # noqa: E402
 from memlane.testing import ScriptedChatModel, answer_from  # noqa: E402
 
 USER = "bench-forget-user"

@@ -18,7 +18,7 @@ from typing import Literal
 
 from memlane.graph import MemoryContext, run_memory_graph
 from memlane.nodes.profile_config import PEOPLE_TOPIC, default_profile_config
-from memlane.store.base import Message
+from memlane.store.records import Message
 from memlane.testing import ScriptedChatModel, answer_from, memory_rules
 
 DAY = 86_400.0

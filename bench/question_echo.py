@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from memlane import Settings
 from memlane.recall import recall
-from memlane.store.base import Message
+from memlane.store.records import Message
 
 DAY = 86_400.0
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from memlane import Settings
 from memlane.nodes.persist import build_update
 from memlane.recall import recall
-from memlane.store.base import Message, ProfileEntry
+from memlane.store.records import Message, ProfileEntry
 
 DAY = 86_400.0
 

@@ -56,8 +56,8 @@ from rank_bm25 import BM25Okapi
 
 from memlane import Settings, open_store
 from memlane.recall import recall
-from memlane.store.base import Message
 from memlane.store.embeddings import get_embeddings
+from memlane.store.records import Message
 from memlane.store.search import SIGNALS
 from memlane.store.text import CJK_RANGES
 

@@ -56,7 +56,7 @@ from store import settle, tear_down  # noqa: E402  (bench/store.py)
 
 from memlane import Memory, Settings, open_store  # noqa: E402
 from memlane.serve.config import hash_api_key, store_user_id  # noqa: E402
-from memlane.store.base import MemoryUpdate, Message, ProfileEntry  # noqa: E402
+from memlane.store.records import MemoryUpdate, Message, ProfileEntry  # noqa: E402
 
 TENANT, USER, KEY = "bench", "bench-user", "bench-key-" + uuid.uuid4().hex
 QUERIES = [

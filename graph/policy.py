@@ -6,7 +6,7 @@ from typing import Literal, Sequence
 
 from pydantic import BaseModel
 
-from memlane.store.base import Message
+from memlane.store.records import Message
 from memlane.store.tokens import count_tokens_many
 
 Reason = Literal["threshold", "session_end", "flush", "below_threshold", "empty"]

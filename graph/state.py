@@ -7,7 +7,7 @@ from typing import Annotated, TypedDict
 
 from memlane.nodes.extract import ProfileFact
 from memlane.nodes.persist import MemoryRunResult
-from memlane.store.base import Message, ProfileEntry
+from memlane.store.records import Message, ProfileEntry
 
 
 class MemoryInput(TypedDict):

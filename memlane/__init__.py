@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING
 _LAZY = {
     "Settings": "memlane.config",
     "get_settings": "memlane.config",
-    "Event": "memlane.store.base",
-    "Memory": "memlane.store.base",
-    "MemoryHit": "memlane.store.base",
-    "MemoryStore": "memlane.store.base",
-    "Message": "memlane.store.base",
-    "ProfileEntry": "memlane.store.base",
-    "RedisUnavailable": "memlane.store.base",
-    "SessionSummary": "memlane.store.base",
-    "StoreError": "memlane.store.base",
+    "Event": "memlane.store.records",
+    "Memory": "memlane.store.records",
+    "MemoryHit": "memlane.store.records",
+    "MemoryStore": "memlane.store.protocols",
+    "Message": "memlane.store.records",
+    "ProfileEntry": "memlane.store.records",
+    "RedisUnavailable": "memlane.store.errors",
+    "SessionSummary": "memlane.store.records",
+    "StoreError": "memlane.store.errors",
     "Recall": "memlane.recall",  # the function is memlane.recall.recall
     "RecallItem": "memlane.recall",
     "RedisPoolExhausted": "memlane.store.connections",
@@ -49,18 +49,10 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.langgraph_store import MemlaneStore
     from memlane.middleware import MemoryAgentContext, MemoryMiddleware
     from memlane.recall import Recall, RecallItem
-    from memlane.store.base import (
-        Event,
-        Memory,
-        MemoryHit,
-        MemoryStore,
-        Message,
-        ProfileEntry,
-        RedisUnavailable,
-        SessionSummary,
-        StoreError,
-    )
     from memlane.store.connections import RedisPoolExhausted
+    from memlane.store.errors import RedisUnavailable, StoreError
+    from memlane.store.protocols import MemoryStore
+    from memlane.store.records import Event, Memory, MemoryHit, Message, ProfileEntry, SessionSummary
     from memlane.store.redis import RedisMemoryStore, open_store
     from memlane.tools import memory_tools
 

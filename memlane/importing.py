@@ -23,7 +23,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from memlane.store.base import InvalidInput, Message, MemoryStore, now, stable_id
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import now, stable_id
+from memlane.store.protocols import HistoryStore, MemoryStore
+from memlane.store.records import Message
 
 IMPORT_BATCH = 200  # messages stored (and embedded) per call
 _ROLES = ("user", "assistant", "system", "tool")
@@ -164,7 +167,7 @@ def _parse_time(value: Any, what: str) -> float | None:
 
 
 async def store_messages(
-    store: MemoryStore, messages: Sequence[Message], *, progress: Callable[[int], None] | None = None
+    store: HistoryStore, messages: Sequence[Message], *, progress: Callable[[int], None] | None = None
 ) -> int:
     """Store `messages` in order, `IMPORT_BATCH` at a time (each batch embedded in one call);
     ids already stored are skipped. Returns how many were new; `progress(n)` after each batch."""

@@ -19,7 +19,9 @@ from typing import Any
 from langgraph.store.base import SearchItem, SearchOp
 
 from memlane.langgraph_rules import Namespace, matches
-from memlane.store.base import Event, MemoryStore, ProfileEntry, StoreError
+from memlane.store.errors import StoreError
+from memlane.store.protocols import MemoryStore
+from memlane.store.records import Event, ProfileEntry
 
 PROFILE_COLLECTION = "memlane_profile"
 EVENTS_COLLECTION = "memlane_events"

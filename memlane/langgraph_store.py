@@ -53,6 +53,12 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings
 
 from memlane.config import Settings
+from memlane.langgraph_collections import (
+    MemlaneCollections,
+    check_collection_put,
+    is_collection,
+    search_item_at,
+)
 from memlane.langgraph_rules import (
     NO_USER,
     Namespace,
@@ -67,13 +73,10 @@ from memlane.langgraph_rules import (
     vector_bytes,
     vector_rows,
 )
-from memlane.langgraph_collections import (
-    MemlaneCollections,
-    check_collection_put,
-    is_collection,
-    search_item_at,
-)
-from memlane.store.base import MemoryStore, StoreError, StoreItem, item_memory_id
+from memlane.store.errors import StoreError
+from memlane.store.ids import item_memory_id
+from memlane.store.protocols import MemoryStore
+from memlane.store.records import StoreItem
 
 _DISTANCES = ("cosine", "inner_product", "l2")
 # passes writing waiting puts at once: one embeds while the other writes to Redis. Puts of one
@@ -172,7 +175,7 @@ class MemlaneStore(BaseStore):
             self._index["fields"] = list(self._index.get("fields") or self._index.get("text_fields") or ["$"])
             self.embeddings = ensure_embeddings(self._index.get("embed"))
         else:
-            self.embeddings = getattr(store, "embeddings", None)  # memlane's own embedder
+            self.embeddings = store.embeddings  # memlane's own embedder
         self.fields = fields if self._index is None else self._index["fields"]
         try:
             self._loop = loop or asyncio.get_running_loop()

@@ -38,7 +38,7 @@ from memlane.persistence import (  # noqa: F401  (importable from here, where th
     turn_messages,
 )
 from memlane.recall import Recall, recall_system_prompt
-from memlane.store.base import MemoryStore
+from memlane.store.protocols import MemoryStore
 from memlane.turns import TurnService
 
 

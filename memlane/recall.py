@@ -40,11 +40,6 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from memlane import dates
 from memlane.config import Settings, get_settings
 from memlane.query import cheap_rewrite, model_rewrite, needs_rewrite
-from memlane.store.base import Memory, MemoryHit, MemoryStore, Message, ProfileEntry, SessionSummary, past_value_text
-from memlane.store.breaker import CircuitBreaker
-from memlane.store.passage import answering_passage
-from memlane.store.text import Language, detect_language, is_short_entity_query
-from memlane.store.timeexpr import resolve_timezone
 from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, RewriteKind, fill_block, item_token_cap
 from memlane.recall_changes import newest_changes
 from memlane.recall_select import (
@@ -56,6 +51,12 @@ from memlane.recall_select import (
     ranked_hits,
     unanswered,
 )
+from memlane.store.breaker import CircuitBreaker
+from memlane.store.passage import answering_passage
+from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
+from memlane.store.records import Memory, MemoryHit, Message, ProfileEntry, SessionSummary, past_value_text
+from memlane.store.text import Language, detect_language, is_short_entity_query
+from memlane.store.timeexpr import resolve_timezone
 from memlane.store.tokens import count_tokens
 
 __all__ = ["HEADINGS", "SECTION_SHARES", "Layer", "Recall", "RecallItem", "detect_language", "recall", "recall_system_prompt"]
@@ -77,7 +78,7 @@ def _normalized(text: str) -> str:
 
 
 async def _searched(
-    store: MemoryStore,
+    store: SearchStore,
     user_id: str,
     message: str,
     session_messages: Sequence[Message],
@@ -112,7 +113,7 @@ async def _searched(
 
 
 async def recall(
-    store: MemoryStore,
+    store: RecallStore,
     user_id: str,
     session_id: str | None,
     message: str,
@@ -264,7 +265,7 @@ class Clock:
 
 
 async def _neighbours(
-    store: MemoryStore, user_id: str, memories: Sequence[Memory], settings: Settings
+    store: HistoryStore, user_id: str, memories: Sequence[Memory], settings: Settings
 ) -> dict[str, list[Message]]:
     """Per recalled message memory: the messages around it (the hit included), in order."""
     wanted = [m for m in memories if m.kind == "message" and m.source_message_ids] if settings.recall_neighbour_messages else []

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from memlane.recall_select import is_asking
-from memlane.store.base import Memory
+from memlane.store.records import Memory
 from memlane.store.text import query_terms
 
 

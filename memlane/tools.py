@@ -17,17 +17,9 @@ from memlane.config import Settings, get_settings
 from memlane.dates import day
 from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
-from memlane.store.base import (
-    ITEM_MEMORY_PREFIX,
-    Event,
-    ForgetConfirm,
-    Memory,
-    MemoryStore,
-    MemoryUpdate,
-    ProfileEntry,
-    profile_memory_id,
-    stable_id,
-)
+from memlane.store.ids import ITEM_MEMORY_PREFIX, profile_memory_id, stable_id
+from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
+from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry
 
 if TYPE_CHECKING:
     from memlane.graph.scheduler import MemoryScheduler
@@ -104,7 +96,7 @@ def memory_tools(
 # What the tools answer, shared with the MCP server (serve/mcp.py) and `memlane serve`: the user is the caller's.
 
 
-async def answer_search(store: MemoryStore, user_id: str, query: str, *, limit: int = 5) -> str:
+async def answer_search(store: SearchStore, user_id: str, query: str, *, limit: int = 5) -> str:
     """Search the user's memories; one line per hit: [id] (kind, day, relevance) text, with
     "earlier, until <day>" in the parentheses once a newer fact replaced what it says, and
     "weak" after a relevance under 0.1."""
@@ -144,7 +136,7 @@ async def answer_remember(
 
 
 async def remember_fact(
-    store: MemoryStore, user_id: str, topic: str, subtopic: str, content: str, *, confidence: float = 0.9, actor: str = "tool"
+    store: ProfileStore, user_id: str, topic: str, subtopic: str, content: str, *, confidence: float = 0.9, actor: str = "tool"
 ) -> ProfileEntry:
     """Write a profile entry (replacing what its topic / subtopic slot held) with its search memory."""
     entry = ProfileEntry(user_id=user_id, topic=topic, subtopic=subtopic, content=content, confidence=confidence)
@@ -154,7 +146,7 @@ async def remember_fact(
     return entry
 
 
-async def remember_note(store: MemoryStore, user_id: str, text: str, *, session_id: str) -> Memory:
+async def remember_note(store: ProfileStore, user_id: str, text: str, *, session_id: str) -> Memory:
     """Keep a note about the user: an event card tagged "remembered" and its search memory (returned)."""
     event = Event(
         id=stable_id("remember", user_id, text),
@@ -184,12 +176,12 @@ async def forget_memory(store: MemoryStore, user_id: str, memory_id: str, *, act
     return await store.delete_memory(user_id, memory_id)
 
 
-# what the store's ids of search memories start with (store/base.py `*_memory_id`)
+# what the store's ids of search memories start with (store/ids.py `*_memory_id`)
 MEMORY_ID_PREFIXES = ("profile:", "event:", "message:", ITEM_MEMORY_PREFIX)
 
 
 async def answer_forget(
-    store: MemoryStore,
+    store: ForgettingStore,
     user_id: str,
     what: str,
     *,

@@ -14,8 +14,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings, get_settings
 from memlane.nodes.profile_config import ProfileConfig, default_profile_config
-from memlane.store.base import MemoryStore
 from memlane.store.breaker import CircuitBreaker
+from memlane.store.protocols import MemoryStore
 
 
 @dataclass

@@ -18,7 +18,8 @@ from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_chat
 from memlane.nodes.parsing import parse_items
 from memlane.nodes.profile_config import PEOPLE_TOPIC, ProfileConfig
 from memlane.nodes.summarize import render_profile
-from memlane.store.base import Message, ProfileEntry, normalize_slot
+from memlane.store.ids import normalize_slot
+from memlane.store.records import Message, ProfileEntry
 from memlane.store.text import has_cjk
 
 logger = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from langgraph.constants import TAG_NOSTREAM
 
 from memlane.config import Settings
 from memlane.nodes.structured_output import STRUCTURED_OUTPUT
-from memlane.store.base import Message
 from memlane.store.breaker import CircuitBreaker, CircuitOpen
+from memlane.store.records import Message
 from memlane.store.text import has_cjk
 from memlane.store.tokens import count_tokens
 

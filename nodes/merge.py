@@ -22,7 +22,8 @@ from memlane.nodes.extract import ProfileFact
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, data_line, join_clauses
 from memlane.nodes.parsing import ParseFailed, extract_json
 from memlane.nodes.profile_config import PEOPLE_TOPIC, ProfileConfig
-from memlane.store.base import ProfileEntry, normalize_slot, now, profile_entry_id
+from memlane.store.ids import normalize_slot, now, profile_entry_id
+from memlane.store.records import ProfileEntry
 
 logger = logging.getLogger(__name__)
 

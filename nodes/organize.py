@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, data_line
 from memlane.nodes.parsing import ParseFailed, parse_items
-from memlane.store.base import ProfileEntry, normalize_slot, now
+from memlane.store.ids import normalize_slot, now
+from memlane.store.records import ProfileEntry
 
 logger = logging.getLogger(__name__)
 

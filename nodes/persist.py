@@ -14,15 +14,9 @@ from typing import Sequence
 
 from pydantic import BaseModel, Field
 
-from memlane.store.base import (
-    Event,
-    MemoryStore,
-    MemoryUpdate,
-    Message,
-    ProfileChange,
-    ProfileEntry,
-    stable_id,
-)
+from memlane.store.ids import stable_id
+from memlane.store.protocols import ProfileStore
+from memlane.store.records import Event, MemoryUpdate, Message, ProfileChange, ProfileEntry
 
 
 class MemoryRunResult(BaseModel):
@@ -157,7 +151,7 @@ def build_update(
 
 
 async def persist_run(
-    store: MemoryStore, update: MemoryUpdate, changes: Sequence[ProfileChange]
+    store: ProfileStore, update: MemoryUpdate, changes: Sequence[ProfileChange]
 ) -> MemoryRunResult:
     """Apply the update in one store call; returns what changed."""
     await store.apply_update(update)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, model_validator
 
-from memlane.store.base import normalize_slot
+from memlane.store.ids import normalize_slot
 
 # the topic that keeps facts about other people, one subtopic per person (see nodes/extract.py)
 PEOPLE_TOPIC = "people"

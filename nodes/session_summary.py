@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_message
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
-from memlane.store.base import Message, MemoryStore, SessionSummary
+from memlane.store.protocols import HistoryStore
+from memlane.store.records import Message, SessionSummary
 from memlane.store.tokens import count_tokens, count_tokens_many, get_encoding, truncate_to_tokens
 
 logger = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ async def summarize_session(
 
 
 async def update_session_summary(
-    store: MemoryStore, caller: ModelCaller, user_id: str, session_id: str, *, max_new_messages: int = 500
+    store: HistoryStore, caller: ModelCaller, user_id: str, session_id: str, *, max_new_messages: int = 500
 ) -> SessionSummary | None:
     """Fold the session's messages not yet summarized into its rolling summary; None when none."""
     previous = await store.get_session_summary(user_id, session_id)

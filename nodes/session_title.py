@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, render_chat
 from memlane.nodes.parsing import ParseFailed, extract_json, strip_fences
-from memlane.store.base import Message
+from memlane.store.records import Message
 from memlane.store.text import detect_language
 
 logger = logging.getLogger(__name__)

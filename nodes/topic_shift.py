@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, data_line, render_message
 from memlane.nodes.parsing import ParseFailed, extract_json
-from memlane.store.base import Message
+from memlane.store.records import Message
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from memlane.store.base import Message
+from memlane.store.records import Message
 from memlane.store.tokens import count_tokens_many, truncate_to_tokens
 
 logger = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from starlette.exceptions import HTTPException
 
 from memlane import MemoryStore, StoreError
 from memlane.masking import mask_secrets
-from memlane.store.base import InputTooLarge, InvalidInput
 from memlane.serve.chat import UpstreamFailed
 from memlane.serve.service import service_of
+from memlane.store.errors import InputTooLarge, InvalidInput
 
 logger = logging.getLogger(__name__)
 

@@ -35,10 +35,12 @@ from memlane.dates import earlier as earlier_value  # the profile's own `earlier
 from memlane.graph.tasks import queue_memory_run
 from memlane.middleware import MemoryAgentContext
 from memlane.models import memory_model_from_settings
-from memlane.recall import Recall
 from memlane.nodes.confirm_forget import forget_confirmer
+from memlane.recall import Recall
 from memlane.serve.config import store_user_id
-from memlane.store.base import ForgetConfirm, InvalidInput, profile_memory_id
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import profile_memory_id
+from memlane.store.protocols import ForgetConfirm
 from memlane.tools import answer_forget, answer_remember, answer_search
 from memlane.turns import TurnService
 

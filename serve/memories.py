@@ -14,25 +14,15 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from memlane import Event
 from memlane.importing import messages_of, store_messages
 from memlane.middleware import DEFAULT_SESSION, MemoryAgentContext
+from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.serve.auth import SESSION_ID_MAX_CHARS, authorized, tenant_user, valid_session_id
 from memlane.serve.chat import JsonBody
 from memlane.serve.config import ApiKey
 from memlane.serve.errors import ApiError, watched
 from memlane.serve.service import ServeService
-from memlane.store.base import (
-    MEMORY_KINDS,
-    InvalidInput,
-    Memory,
-    MemoryHit,
-    MemoryKind,
-    PastValue,
-    ProfileEntry,
-    check_id,
-    event_memory_id,
-    profile_entry_id,
-    profile_memory_id,
-)
-from memlane.nodes.confirm_forget import forget_confirmer
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import check_id, event_memory_id, profile_entry_id, profile_memory_id
+from memlane.store.records import MEMORY_KINDS, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntry
 from memlane.tools import forget_memory, remember_fact, remember_note
 
 
@@ -44,7 +34,7 @@ def _not_blank(text: str | None) -> str | None:
 
 def _usable_id(value: str | None) -> str | None:
     """An id field as sent, refused (422 naming the field) when it holds a NUL byte or a lone
-    surrogate: ids are used as given, never cleaned (store/base.py's check_id)."""
+    surrogate: ids are used as given, never cleaned (store/ids.py's check_id)."""
     return check_id(value, "the id") if value is not None else value
 
 

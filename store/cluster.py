@@ -31,7 +31,7 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.schema import IndexSchema
 
 from memlane.config import Settings
-from memlane.store.base import RedisUnavailable
+from memlane.store.errors import RedisUnavailable
 
 logger = logging.getLogger(__name__)
 

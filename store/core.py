@@ -23,10 +23,10 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.schema import IndexSchema
 
 from memlane.config import Settings
-from memlane.store.base import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
 from memlane.store.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.cluster import ShardIndexes, is_cluster, is_connection_race
 from memlane.store.embeddings import embedding_dims
+from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
 from memlane.store.privacy import redact
 from memlane.store.schema import KeyLayout, memory_schema
 from memlane.store.timeexpr import resolve_timezone

@@ -32,19 +32,9 @@ from urllib.parse import quote
 import redis
 
 from memlane.config import Settings
-from memlane.store.base import RedisUnavailable
-from memlane.store.embedded import (
-    HELP,
-    _config_text,
-    _pid_alive,
-    _port_free,
-    _private_dir,
-    _probe,
-    _tighten_tree,
-    _write_private,
-    ensure_libssl,
-    find_redis_stack,
-)
+from memlane.store.errors import RedisUnavailable
+from memlane.store.processes import config_text, pid_alive, port_free, private_dir, probe, tighten_tree, write_private
+from memlane.store.redis_stack import HELP, ensure_libssl, find_redis_stack
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +46,7 @@ def _free_node_port(taken: set[int]) -> int:
     """A free loopback port whose cluster bus port (+10000, so at most 55535) is free too."""
     for _ in range(1000):
         port = secrets.randbelow(55535 - 20000) + 20000
-        if port not in taken and port + 10000 not in taken and _port_free(port) and _port_free(port + 10000):
+        if port not in taken and port + 10000 not in taken and port_free(port) and port_free(port + 10000):
             return port
     raise RedisUnavailable(f"found no free pair of loopback ports (port, port + 10000) for a cluster node; {HELP}")
 
@@ -94,7 +84,7 @@ class EmbeddedCluster:
         with contextlib.suppress(OSError, IndexError):  # exited, not reaped yet by the process that started it
             if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
                 return False
-        return _pid_alive(pid)
+        return pid_alive(pid)
 
     # state -------------------------------------------------------------------------------
     def _read_state(self) -> dict:
@@ -105,8 +95,8 @@ class EmbeddedCluster:
         return {}
 
     def _write_state(self, state: dict) -> None:
-        _private_dir(self.dir)
-        _write_private(self.state_file, json.dumps(state))  # it holds the password
+        private_dir(self.dir)
+        write_private(self.state_file, json.dumps(state))  # it holds the password
 
     def nodes(self) -> list[dict]:
         """[{"port", "pid"}] of the nodes started from this data dir (the first ones are the primaries at creation)."""
@@ -123,15 +113,15 @@ class EmbeddedCluster:
         if not nodes or not state.get("password"):
             return None
         alive = [node for node in nodes if self.alive(node.get("pid"))]
-        if not alive or _probe(_node_url(int(alive[0]["port"]), state["password"])) != "up":
+        if not alive or probe(_node_url(int(alive[0]["port"]), state["password"])) != "up":
             return None
         return cluster_url(int(alive[0]["port"]), state["password"])
 
     # start -------------------------------------------------------------------------------
     def start(self, timeout: float = 60.0) -> str:
         """Reuse or create the cluster; returns its URL (`redis://:…@127.0.0.1:<port>/0?cluster=true`)."""
-        _private_dir(self.dir)
-        _tighten_tree(self.dir)
+        private_dir(self.dir)
+        tighten_tree(self.dir)
         with os.fdopen(os.open(self.dir / "start.lock", os.O_WRONLY | os.O_CREAT, 0o600), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             url = self.running_url() or self._restart(timeout) or self._create(timeout)
@@ -146,7 +136,7 @@ class EmbeddedCluster:
         password = state.get("password")
         if not ports or not password or not all((self.dir / str(port) / "nodes.conf").is_file() for port in ports):
             return None
-        if not all(_port_free(port) and _port_free(port + 10000) for port in ports):
+        if not all(port_free(port) and port_free(port + 10000) for port in ports):
             logger.warning("the ports of the stopped embedded cluster are taken; creating a new, empty cluster")
             return None
         if len(ports) != self.primaries * (1 + self.replicas):
@@ -168,11 +158,11 @@ class EmbeddedCluster:
     def _launch_node(self, port: int, password: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         binaries = find_redis_stack()
         node_dir = self.dir / str(port)
-        _private_dir(node_dir)
+        private_dir(node_dir)
         config = node_dir / "redis.conf"
         quoted = password.replace("\\", "\\\\").replace('"', '\\"')
         # replicas authenticate to their primary with the same password
-        _write_private(config, _config_text(password) + f'masterauth "{quoted}"\n')
+        write_private(config, config_text(password) + f'masterauth "{quoted}"\n')
         args = [
             str(binaries.server), str(config),
             "--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes",
@@ -211,7 +201,7 @@ class EmbeddedCluster:
         try:
             deadline = time.monotonic() + timeout
             for port, process in zip(ports, processes):
-                while _probe(_node_url(port, password), timeout=0.5) != "up":
+                while probe(_node_url(port, password), timeout=0.5) != "up":
                     if process.poll() is not None or time.monotonic() > deadline:
                         raise RedisUnavailable(f"node 127.0.0.1:{port} of the embedded cluster did not start "
                                                f"(see {self.dir / str(port) / 'redis.log'}); {HELP}")

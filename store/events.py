@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from memlane.store.base import Event, event_memory_id
 from memlane.store.core import StorePart
+from memlane.store.ids import event_memory_id
 from memlane.store.memories import Memories
+from memlane.store.records import Event
 
 
 @dataclass(eq=False, repr=False)

@@ -20,21 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
-from memlane.store.base import (
-    ITEM_MEMORY_PREFIX,
-    PAST_VALUE_MARKERS,
-    EmbeddingsUnavailable,
-    ForgetConfirm,
-    ForgetReport,
-    Memory,
-    Message,
-    ProfileEntry,
-    SessionSummary,
-    clean_text,
-    past_value_memory_id,
-)
 from memlane.store.core import StorePart
 from memlane.store.embeddings import cosine_similarities
+from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.events import Events
 from memlane.store.forget import (
     Fact,
@@ -56,9 +44,19 @@ from memlane.store.forget_meaning import (
     clearly_meant,
     meaning_query,
 )
+from memlane.store.ids import ITEM_MEMORY_PREFIX, clean_text, past_value_memory_id
 from memlane.store.items import Items
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
+from memlane.store.protocols import ForgetConfirm
+from memlane.store.records import (
+    PAST_VALUE_MARKERS,
+    ForgetReport,
+    Memory,
+    Message,
+    ProfileEntry,
+    SessionSummary,
+)
 from memlane.store.schema import item_key
 from memlane.store.search import Search
 from memlane.store.text import has_cjk, is_short_entity_query

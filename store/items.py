@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from memlane.store.base import StoreItem
 from memlane.store.core import StorePart, as_text
 from memlane.store.memories import Memories
+from memlane.store.records import StoreItem
 from memlane.store.schema import MemoryField
 
 

@@ -19,8 +19,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from memlane.store.base import Memory, StoreError, stable_id
 from memlane.store.core import StorePart, as_text, unavailable
+from memlane.store.errors import StoreError
+from memlane.store.ids import stable_id
+from memlane.store.records import Memory
 from memlane.store.schema import INDEX_LANGUAGE, KEY_LAYOUT_VERSION, MemoryField, glob_escaped, speaker_key
 from memlane.store.text import detect_language, index_terms
 from memlane.store.timeexpr import month_day

@@ -15,9 +15,11 @@ from typing import Any, Sequence
 
 from redis.commands.core import AsyncScript
 
-from memlane.store.base import EmbeddingsUnavailable, InvalidInput, Memory, Message, SessionSummary, message_memory_id
 from memlane.store.core import StorePart, as_text
+from memlane.store.errors import EmbeddingsUnavailable, InvalidInput
+from memlane.store.ids import message_memory_id
 from memlane.store.memories import Memories
+from memlane.store.records import Memory, Message, SessionSummary
 from memlane.store.schema import MessageField, item_key
 
 logger = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlane.store.base import ParkedRun
 from memlane.store.core import StorePart, as_text
+from memlane.store.records import ParkedRun
 from memlane.store.schema import user_key
 
 

@@ -14,19 +14,11 @@ from typing import Any, Sequence
 
 from redis.exceptions import WatchError
 
-from memlane.store.base import (
-    InvalidInput,
-    MemoryUpdate,
-    PastValue,
-    ProfileEntry,
-    ProfileRevision,
-    StoreError,
-    clean_text,
-    past_value_memory_id,
-    profile_memory_id,
-)
 from memlane.store.core import StorePart, as_text
+from memlane.store.errors import InvalidInput, StoreError
+from memlane.store.ids import clean_text, past_value_memory_id, profile_memory_id
 from memlane.store.memories import Memories
+from memlane.store.records import MemoryUpdate, PastValue, ProfileEntry, ProfileRevision
 
 _EDIT_ATTEMPTS = 5  # optimistic transactions of one profile edit before it gives up
 

@@ -7,7 +7,7 @@ Hybrid search runs a KNN query and a BM25 query (both filtered on the user with 
 
 The store is a facade: each concern is a part in a module of its own, every part shares one
 `StoreCore` (core.py: connection, key layout, settings, embedder), and the table in the class
-says which part answers each method of the protocol (base.py, with the records):
+says which part answers each method of the protocols (protocols.py, by role; records.py):
 
     messages.py     history, cursor, sessions          memories.py  search memories, their index
     profile.py      profile entries, their revisions   search.py    hybrid search and its fusion
@@ -29,10 +29,10 @@ from langchain_core.embeddings import Embeddings
 from redis.exceptions import RedisClusterException, RedisError
 
 from memlane.config import Settings, get_settings
-from memlane.store.base import RedisUnavailable, StoreError
 from memlane.store.breaker import BreakerStatus
 from memlane.store.core import StoreCore
-from memlane.store.embeddings import get_embeddings
+from memlane.store.embeddings import EmbeddingBacklog, get_embeddings, passage_backlog
+from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.events import Events
 from memlane.store.forgetting import Forgetting
 from memlane.store.items import Items
@@ -132,6 +132,9 @@ class RedisMemoryStore:
 
     def answered_within(self, seconds: float) -> bool:
         return self.core.answered_within(seconds)
+
+    def embedding_backlog(self) -> EmbeddingBacklog | None:
+        return passage_backlog(self.embeddings)
 
     # which part answers what ---------------------------------------------------------------
     async def ensure_indexes(self) -> None:

@@ -22,11 +22,12 @@ import numpy as np
 from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
-from memlane.store.base import EmbeddingsUnavailable, Memory, MemoryHit, MemoryKind, SpeakerRole
 from memlane.store.breaker import CircuitOpen
 from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
+from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
+from memlane.store.records import Memory, MemoryHit, MemoryKind, SpeakerRole
 from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.text import name_candidates, query_terms, term_coverage_of
 from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, without_time_expressions

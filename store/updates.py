@@ -9,19 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlane.store.base import (
-    MemoryUpdate,
-    ProfileRevision,
-    StoreError,
-    event_memory_id,
-    message_memory_id,
-    past_value_memory_id,
-)
 from memlane.store.core import StorePart
+from memlane.store.errors import StoreError
 from memlane.store.events import Events
+from memlane.store.ids import event_memory_id, message_memory_id, past_value_memory_id
 from memlane.store.memories import Memories
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
+from memlane.store.records import MemoryUpdate, ProfileRevision
 
 
 @dataclass(eq=False, repr=False)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlane.store.base import UserExport
 from memlane.store.core import StorePart
 from memlane.store.events import Events
 from memlane.store.items import Items
 from memlane.store.memories import Memories
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
+from memlane.store.records import UserExport
 from memlane.store.schema import glob_escaped
 
 

@@ -14,9 +14,10 @@ from scripted import ScriptedChatModel
 
 from memlane.config import Settings
 from memlane.graph import MemoryContext
-from memlane.nodes.profile_config import ProfileConfig, default_profile_config
 from memlane.nodes.persist import build_update
-from memlane.store.base import Message, MemoryStore, ProfileEntry
+from memlane.nodes.profile_config import ProfileConfig, default_profile_config
+from memlane.store.protocols import MemoryStore
+from memlane.store.records import Message, ProfileEntry
 from memlane.testing import CHINESE_FACTS, CHINESE_SUMMARY, CHINESE_TAGS, as_json, batched, memory_rules  # noqa: F401 (re-exported)
 
 CHINESE_CHAT = [

@@ -10,7 +10,7 @@ from scripted import ScriptedChatModel
 
 from memlane import cli
 from memlane.importing import import_messages, read_messages
-from memlane.store.base import InvalidInput
+from memlane.store.errors import InvalidInput
 from memlane.testing import answer_from, as_json, memory_rules
 
 JSONL = "\n".join(json.dumps(row, ensure_ascii=False) for row in [

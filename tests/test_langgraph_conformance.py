@@ -21,7 +21,7 @@ from test_langgraph_store import ToolCallingModel, call
 
 from memlane import MemlaneStore
 from memlane.langgraph_rules import NO_USER
-from memlane.store.base import StoreError
+from memlane.store.errors import StoreError
 
 EMBED = CharacterHashEmbeddings()
 

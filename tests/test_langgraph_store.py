@@ -22,17 +22,9 @@ from scripted import ScriptedChatModel
 
 from memlane import MemlaneStore
 from memlane.recall import recall
-from memlane.store.base import (
-    Event,
-    Memory,
-    MemoryUpdate,
-    ProfileEntry,
-    StoreError,
-    StoreItem,
-    event_memory_id,
-    item_memory_id,
-    profile_memory_id,
-)
+from memlane.store.errors import StoreError
+from memlane.store.ids import event_memory_id, item_memory_id, profile_memory_id
+from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry, StoreItem
 from memlane.tools import forget_memory
 
 

@@ -15,7 +15,8 @@ from scripted import ScriptedChatModel
 from memlane.graph import MemoryContext, MemoryScheduler
 from memlane.middleware import IndexBacklog, MemoryAgentContext, MemoryMiddleware, MissingUser
 from memlane.recall import HEADINGS
-from memlane.store.base import Memory, MemoryUpdate, Message, ProfileEntry, profile_memory_id
+from memlane.store.ids import profile_memory_id
+from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
 from memlane.store.redis import RedisMemoryStore
 
 COFFEE = ProfileEntry(user_id="u", topic="diet", subtopic="coffee", content="drinks black coffee without sugar", confidence=0.9)
@@ -146,7 +147,7 @@ async def test_a_redis_that_goes_away_costs_the_memory_not_the_reply_nor_the_tur
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
 
-    from memlane.store.base import RedisUnavailable
+    from memlane.store.errors import RedisUnavailable
 
     client = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
     dead = RedisMemoryStore(client, embeddings, settings=settings)

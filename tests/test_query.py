@@ -9,7 +9,7 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 from scripted import TIMEOUT, ScriptedChatModel
 
 from memlane.query import cheap_rewrite, is_followup, rewrite_followup
-from memlane.store.base import Message
+from memlane.store.records import Message
 
 STANDALONE = [
     "What do I drink?",

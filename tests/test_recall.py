@@ -9,7 +9,8 @@ from conftest import HOSTILE_IDS
 
 from memlane.nodes.persist import build_update
 from memlane.recall import HEADINGS, detect_language, recall, recall_system_prompt
-from memlane.store.base import Memory, MemoryUpdate, Message, ProfileEntry, SessionSummary, profile_memory_id
+from memlane.store.ids import profile_memory_id
+from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry, SessionSummary
 from memlane.store.tokens import count_tokens
 from memory_graph_helpers import said_then_changed
 

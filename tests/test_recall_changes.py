@@ -6,7 +6,7 @@ import pytest
 
 from memlane.recall_changes import asked_slots, newest_changes, states_the_slot
 from memlane.recall_select import newer_first
-from memlane.store.base import Memory, MemoryHit
+from memlane.store.records import Memory, MemoryHit
 
 DAY = 86_400.0
 

@@ -11,7 +11,7 @@ from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
 
 from memlane.graph import MemoryContext, MemoryRunResult, compile_memory_graph
-from memlane.store.base import Message
+from memlane.store.records import Message
 
 
 async def test_memory_graph_as_a_subgraph_node(store, settings):

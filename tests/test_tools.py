@@ -8,7 +8,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from scripted import ScriptedChatModel
 
 from memlane.middleware import MemoryAgentContext
-from memlane.store.base import Message
+from memlane.store.records import Message
 from memlane.tools import memory_tools
 
 

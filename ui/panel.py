@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Sequence
 
 from memlane import Event, Recall, RecallItem
-from memlane.store.base import ProfileChange, ProfileRevision, StoreItem
+from memlane.store.records import ProfileChange, ProfileRevision, StoreItem
 
 # how many sources a searched memory lists before "and N more"
 MAX_SOURCES = 3

@@ -10,8 +10,7 @@ from memory_graph_helpers import CHINESE_CHAT, CHINESE_TAGS, add_chat, calls_for
 from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import MemoryContext, build_memory_graph, compile_memory_graph, run_memory_graph
-from memlane.store.base import event_memory_id, profile_memory_id
-from memlane.store.base import profile_entry_id
+from memlane.store.ids import event_memory_id, profile_entry_id, profile_memory_id
 
 
 async def test_chinese_chat_end_to_end(store, make_context):

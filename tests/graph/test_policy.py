@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memlane.graph.policy import decide_run
-from memlane.store.base import Message
+from memlane.store.records import Message
 
 
 def buffer(*contents: str) -> list[Message]:

@@ -9,7 +9,7 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 from memlane.graph import run_memory_graph
 from memlane.nodes.parsing import ParseFailed
 from memlane.nodes.profile_config import default_profile_config
-from memlane.store.base import Message
+from memlane.store.records import Message
 
 PET_FACT = {"topic": "pets", "subtopic": "cat", "content": "养了一只猫", "messages": [1]}
 

@@ -13,7 +13,7 @@ from scripted import TIMEOUT, ScriptedChatModel
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.llm import ModelCallFailed, render_chat
-from memlane.store.base import Message
+from memlane.store.records import Message
 
 
 class TimeoutOnceModel(ScriptedChatModel):

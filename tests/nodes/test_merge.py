@@ -16,7 +16,8 @@ from memlane.nodes.extract import ProfileFact
 from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed
 from memlane.nodes.merge import merge_facts
 from memlane.nodes.profile_config import ProfileConfig, SubtopicConfig, TopicConfig, default_profile_config
-from memlane.store.base import ProfileEntry, profile_entry_id
+from memlane.store.ids import profile_entry_id
+from memlane.store.records import ProfileEntry
 
 CHAT = [("user", None, "I'm a nurse in Lyon, and I just started learning the cello.")]
 

@@ -7,7 +7,7 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.profile_config import ProfileConfig, TopicConfig
-from memlane.store.base import profile_memory_id
+from memlane.store.ids import profile_memory_id
 
 CONFIG = ProfileConfig(
     topics=[TopicConfig(name="interests", validate_merge=False)], max_subtopics_per_topic=2

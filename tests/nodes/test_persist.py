@@ -11,7 +11,7 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 
 from memlane.graph import compile_memory_graph, run_memory_graph
 from memlane.nodes.persist import build_update, profile_delta
-from memlane.store.base import ProfileEntry
+from memlane.store.records import ProfileEntry
 
 
 async def test_crash_between_merge_and_persist_then_rerun(store, make_context):
@@ -76,7 +76,7 @@ def test_profile_delta_names_adds_updates_and_deletes():
 
 
 def test_empty_summary_writes_only_the_cursor():
-    from memlane.store.base import Message
+    from memlane.store.records import Message
 
     messages = [Message(id="a", user_id="u", session_id="s", role="user", content="hi", seq=7)]
     update, changes = build_update("u", messages, messages, "", [], [], [])
@@ -99,7 +99,7 @@ async def test_the_same_buffer_delivered_twice_at_once_is_written_once(store, ma
 
 def test_the_event_card_names_every_message_the_run_consumed():
     # a blank line the model never read moves the cursor too: the card accounts for it (issue 34, item 13)
-    from memlane.store.base import Message
+    from memlane.store.records import Message
 
     messages = [
         Message(id=f"m{seq}", user_id="u", session_id="s", role=role, content=text, seq=seq)

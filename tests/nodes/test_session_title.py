@@ -8,7 +8,7 @@ from scripted import TIMEOUT, ScriptedChatModel
 from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE
 from memlane.nodes.session_title import TITLE_MAX_CHARS, session_title
-from memlane.store.base import Message
+from memlane.store.records import Message
 
 SETTINGS = Settings(llm_timeout_seconds=0.3, llm_max_retries=2)
 

@@ -23,7 +23,7 @@ from memlane.nodes.structured_output import response_format
 from memlane.nodes.summarize import SummaryOutput, summarize_chat
 from memlane.nodes.tag import tag_event
 from memlane.nodes.topic_shift import is_related
-from memlane.store.base import Message, ProfileEntry
+from memlane.store.records import Message, ProfileEntry
 
 STEP_SCHEMAS = ["ExtractOutput", "MergeBatchOutput", "SummaryOutput", "TagOutput"]  # merge and tag run side by side
 REFUSAL_LOG = "refused a JSON schema"

@@ -8,7 +8,7 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.truncate import NothingToProcess, input_windows, truncate_chat
-from memlane.store.base import Message
+from memlane.store.records import Message
 from memlane.store.tokens import count_tokens
 
 

@@ -173,7 +173,7 @@ def test_a_nul_in_an_id_names_the_field_and_a_nul_in_a_text_is_dropped(env):
         message = path_id.json()["error"]["message"]
         assert path_id.status_code == 422 and "event_id" in message and "NUL byte" in message, path_id.text
 
-        # texts are cleaned as the store cleans every text (store/base.py's clean_text): stored without the NUL
+        # texts are cleaned as the store cleans every text (store/ids.py's clean_text): stored without the NUL
         texts = [
             ("POST", user_path("nul") + "/memories", '{"text": "a \\u0000note about tea"}', 201),
             ("POST", user_path("nul") + "/messages", '{"messages": [{"role": "user", "content": "I \\u0000like oolong", "id": "m-nul"}]}', 201),

@@ -8,8 +8,8 @@ import logging
 import pytest
 from scripted import FlakyEmbeddings
 
-from memlane.store.base import Message
 from memlane.store.breaker import CircuitBreaker, CircuitOpen
+from memlane.store.records import Message
 from memlane.store.redis import RedisMemoryStore
 
 

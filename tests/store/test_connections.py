@@ -9,8 +9,9 @@ import pytest_asyncio
 from conftest import drop_prefix
 
 from memlane.recall import recall
-from memlane.store.base import Message, RedisUnavailable
 from memlane.store.connections import RedisPoolExhausted
+from memlane.store.errors import RedisUnavailable
+from memlane.store.records import Message
 from memlane.store.redis import open_store
 
 

@@ -18,16 +18,11 @@ import redis
 
 from memlane.config import Settings
 from memlane.store import embedded
-from memlane.store.base import Message, RedisUnavailable
-from memlane.store.embedded import (
-    LIBSSL_SHA256,
-    LIBSSL_VERSION,
-    EmbeddedRedis,
-    ensure_libssl,
-    find_redis_stack,
-    unpack_libssl,
-)
+from memlane.store.embedded import EmbeddedRedis
+from memlane.store.errors import RedisUnavailable
+from memlane.store.records import Message
 from memlane.store.redis import open_store
+from memlane.store.redis_stack import LIBSSL_SHA256, LIBSSL_VERSION, ensure_libssl, find_redis_stack, unpack_libssl
 
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from memlane.recall import recall
-from memlane.store.base import (
+from memlane.store.forget import Fact, forget_subject, strip_statements
+from memlane.store.ids import event_memory_id, profile_memory_id
+from memlane.store.records import (
     Event,
     Memory,
     MemoryUpdate,
@@ -19,10 +21,7 @@ from memlane.store.base import (
     ProfileEntry,
     SessionSummary,
     StoreItem,
-    event_memory_id,
-    profile_memory_id,
 )
-from memlane.store.forget import Fact, forget_subject, strip_statements
 from memlane.store.redis import RedisMemoryStore
 
 ENGLISH = {

@@ -9,7 +9,9 @@ from conftest import HOSTILE_IDS
 
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
 from memlane.recall import recall
-from memlane.store.base import InputTooLarge, InvalidInput, Memory, MemoryUpdate, Message, ProfileEntry, profile_memory_id
+from memlane.store.errors import InputTooLarge, InvalidInput
+from memlane.store.ids import profile_memory_id
+from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
 from memlane.store.redis import RedisMemoryStore
 
 
@@ -121,7 +123,7 @@ async def test_hostile_ids_edit_forget_and_keep_history_of_their_own_only(store:
 def test_settings_the_store_was_built_on_cannot_change_under_it(store):
     """Issue 33, item 1: the key layout, time zone and breaker were fixed when the store was
     built; a setter that took new ones silently changed nothing."""
-    from memlane.store.base import StoreError
+    from memlane.store.errors import StoreError
 
     for change in ({"timezone": "Asia/Shanghai"}, {"key_prefix": "other"}, {"circuit_reset_seconds": 1.0}):
         with pytest.raises(StoreError, match=next(iter(change))):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.store.base import Memory, MemoryUpdate, StoreError
+from memlane.store.errors import StoreError
+from memlane.store.records import Memory, MemoryUpdate
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 
 from memlane.store.redis import RedisMemoryStore
@@ -82,7 +83,7 @@ async def test_a_keyspace_of_the_layout_before_hash_tags_is_renamed_in_place(sto
     and starting again changes nothing."""
     from test_messages import chat
 
-    from memlane.store.base import Event, ProfileEntry
+    from memlane.store.records import Event, ProfileEntry
 
     for user in ("alice", "a|b"):
         await store.add_messages(chat(user, "s1", "I moved to Lyon last spring", "我喜欢黑咖啡"))

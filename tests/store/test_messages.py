@@ -4,7 +4,7 @@ embedder was down)."""
 
 from __future__ import annotations
 
-from memlane.store.base import Message, SessionSummary
+from memlane.store.records import Message, SessionSummary
 from memlane.store.redis import RedisMemoryStore
 
 
@@ -104,7 +104,7 @@ def flaky_store(store: RedisMemoryStore, settings, embeddings, **overrides):
 
 
 async def test_a_turn_said_while_the_embedder_was_down_is_found_after_recovery(store: RedisMemoryStore, settings, embeddings):
-    from memlane.store.base import message_memory_id
+    from memlane.store.ids import message_memory_id
     from memlane.store.schema import MemoryField
 
     degraded, flaky = flaky_store(store, settings, embeddings)

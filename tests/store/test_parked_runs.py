@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import HOSTILE_IDS
 
-from memlane.store.base import Message, ParkedRun
+from memlane.store.records import Message, ParkedRun
 
 
 async def test_parking_the_same_run_again_adds_its_attempts_and_keeps_its_first_failure(store):

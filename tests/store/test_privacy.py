@@ -8,7 +8,6 @@ import pytest
 from memory_graph_helpers import add_chat, make_context, profile_config, scripted  # noqa: F401  (fixtures)
 
 from memlane.graph import run_memory_graph
-from memlane.store.base import Event, Memory, MemoryUpdate, Message, ProfileChange, ProfileEntry, SessionSummary, StoreItem
 from memlane.store.privacy import (
     EMAIL_TAG,
     ID_NUMBER_TAG,
@@ -18,6 +17,16 @@ from memlane.store.privacy import (
     mask_private_data,
     passes_luhn,
     redact,
+)
+from memlane.store.records import (
+    Event,
+    Memory,
+    MemoryUpdate,
+    Message,
+    ProfileChange,
+    ProfileEntry,
+    SessionSummary,
+    StoreItem,
 )
 from memlane.store.redis import RedisMemoryStore
 

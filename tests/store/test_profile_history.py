@@ -9,17 +9,9 @@ import pytest
 
 from memory_graph_helpers import said_then_changed
 
-from memlane.store.base import (
-    Event,
-    InvalidInput,
-    Memory,
-    MemoryUpdate,
-    Message,
-    ProfileEntry,
-    UserExport,
-    message_memory_id,
-    profile_memory_id,
-)
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import message_memory_id, profile_memory_id
+from memlane.store.records import Event, Memory, MemoryUpdate, Message, ProfileEntry, UserExport
 from memlane.store.redis import RedisMemoryStore
 
 

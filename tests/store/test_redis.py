@@ -12,7 +12,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from test_messages import chat
-from memlane.store.base import MemoryStore, RedisUnavailable
+from memlane.store.errors import RedisUnavailable
+from memlane.store.protocols import MemoryStore
 from memlane.store.redis import RedisMemoryStore
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from test_messages import chat as owner_chat, flaky_store
-from memlane.store.base import Memory, Message
+from memlane.store.records import Memory, Message
 from memlane.store.redis import RedisMemoryStore
 from memlane.store.schema import MemoryField
 from memlane.store.search import Ranking

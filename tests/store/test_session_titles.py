@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.store.base import InvalidInput, Message
+from memlane.store.errors import InvalidInput
+from memlane.store.records import Message
 from memlane.store.redis import RedisMemoryStore
 
 

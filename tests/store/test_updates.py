@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from test_messages import chat
-from memlane.store.base import Event, Memory, MemoryUpdate, ProfileChange, ProfileEntry, StoreError, profile_memory_id
+from memlane.store.errors import StoreError
+from memlane.store.ids import profile_memory_id
+from memlane.store.records import Event, Memory, MemoryUpdate, ProfileChange, ProfileEntry
 from memlane.store.redis import RedisMemoryStore
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import HOSTILE_IDS
 from test_messages import chat
-from memlane.store.base import Event, Memory, MemoryUpdate, ProfileEntry, SessionSummary
+from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry, SessionSummary
 from memlane.store.redis import RedisMemoryStore
 
 

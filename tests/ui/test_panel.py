@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memlane import Event
-from memlane.store.base import ProfileChange, ProfileRevision
+from memlane.store.records import ProfileChange, ProfileRevision
 from memlane.ui.panel import actor_label, event_markdown, history_markdown
 
 

@@ -4,7 +4,7 @@ with the scripted memory model."""
 from __future__ import annotations
 
 from memlane.graph import MemoryStep
-from memlane.store.base import profile_entry_id
+from memlane.store.ids import profile_entry_id
 from memlane.ui.sample import SAMPLE_CHATS, SampleMemoryModel, load_sample
 
 

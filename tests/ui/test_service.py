@@ -14,7 +14,8 @@ from pydantic import SecretStr
 from scripted import ScriptedChatModel
 
 from memlane.graph import MemoryRunResult
-from memlane.store.base import Memory, MemoryUpdate, Message, ProfileEntry, profile_memory_id
+from memlane.store.ids import profile_memory_id
+from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
 from memlane.ui.service import ChatService, ReplyFailed, describe_result
 
 
@@ -359,8 +360,8 @@ async def test_the_rewrite_of_a_follow_up_never_shows_in_the_reply(store, settin
 
 
 def test_search_rows_show_the_one_relevance_sorted_never_relative_to_the_best():
-    from memlane.store.base import Memory as StoredMemory
-    from memlane.store.base import MemoryHit
+    from memlane.store.records import Memory as StoredMemory
+    from memlane.store.records import MemoryHit
     from memlane.ui.service import ranked_scores
 
     def hit(name: str, relevance: float, fused: float) -> MemoryHit:

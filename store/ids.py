@@ -1,0 +1,81 @@
+"""Ids and the text rules records are held to: deterministic ids (at-least-once delivery must not
+duplicate), the id of each search memory that mirrors a record, and the cleaning every stored
+text gets."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Sequence
+
+from memlane.store.errors import InvalidInput
+
+
+def stable_id(*parts: str) -> str:
+    """A deterministic id from content parts: at-least-once delivery must not duplicate."""
+    digest = hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()[:32]
+
+
+def now() -> float:
+    return time.time()
+
+
+def clean_text(value: str) -> str:
+    """`value` safe to store, embed and send to a model: NUL bytes dropped, each lone UTF-16
+    surrogate ("\\ud800") replaced by U+FFFD (a pair of surrogates is joined into the character
+    it encodes)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if value.isascii():
+        return value
+    return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def check_id(value: str, what: str = "an id") -> str:
+    """`value` as it is, or `InvalidInput` when it holds a NUL byte or a lone surrogate. Ids are
+    used as given, never cleaned: a changed id could name another record, or another user."""
+    if "\x00" in value:
+        raise InvalidInput(f"{what} holds a NUL byte (\\x00); ids are used as given, so remove it")
+    if not value.isascii() and any("\ud800" <= char <= "\udfff" for char in value):
+        raise InvalidInput(f"{what} holds a lone UTF-16 surrogate; ids must be valid Unicode text")
+    return value
+
+
+def normalize_slot(text: str) -> str:
+    """Topic/subtopic key: case and surrounding space do not make a new slot."""
+    return " ".join(text.strip().lower().split())
+
+
+def profile_entry_id(user_id: str, topic: str, subtopic: str) -> str:
+    return stable_id("profile", user_id, normalize_slot(topic), normalize_slot(subtopic))
+
+
+def profile_memory_id(entry_id: str) -> str:
+    """Id of the search memory that mirrors a profile entry (deleted with the entry)."""
+    return f"profile:{entry_id}"
+
+
+def past_value_memory_id(entry_id: str, content: str) -> str:
+    """Id of the search memory that keeps one past value of a profile entry ("where did I live
+    before?"); under the entry's `profile_memory_id`, so deleting the entry's memories by that
+    prefix takes its past values too."""
+    return f"{profile_memory_id(entry_id)}:earlier:{stable_id(content)}"
+
+
+def event_memory_id(event_id: str) -> str:
+    return f"event:{event_id}"
+
+
+def message_memory_id(message_id: str) -> str:
+    return f"message:{message_id}"
+
+
+ITEM_MEMORY_PREFIX = "item:"
+
+
+def item_memory_id(namespace: Sequence[str], key: str) -> str:
+    """Id of the search memory that keeps a LangGraph store item (memlane/langgraph_store.py)."""
+    return ITEM_MEMORY_PREFIX + stable_id("item", json.dumps([list(namespace), key], ensure_ascii=False))
+
