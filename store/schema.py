@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from redisvl.schema import IndexSchema
 
-from memlane.store.base import InputTooLarge, check_id
+from memlane.store.errors import InputTooLarge
+from memlane.store.ids import check_id
 
 # Full text is analyzed in Python (store/text.py: English stems, CJK bigrams) into its own
 # field, indexed without server-side stemming; the index language only names the stop-word
@@ -316,3 +317,40 @@ def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
             ],
         }
     )
+
+
+class QueueKeys:
+    """The keys of the background-run queue (graph/queue.py) beside pydocket's own, under the
+    queue's prefix (pydocket's `Docket.prefix`: the queue's name, a hash tag on a cluster, so they
+    sit in the queue's slot), and the task keys runs are queued under (pydocket's dedup keys)."""
+
+    def __init__(self, queue_prefix: str) -> None:
+        self.prefix = queue_prefix
+
+    def runs(self, user_id: str) -> str:
+        """Sorted set: the task keys of the user's runs noted as queued (by any process), scored by
+        when each was noted; a key leaves when its run ends, or when it has no record a minute on."""
+        return f"{self.prefix}:memlane-runs:{user_id}"
+
+    def follow_up(self, user_id: str) -> str:
+        """Hash: the follow-up asked for while the user's run was under way (`session_ended`,
+        `flush`, `unbounded`, `through:<seq>` fields); taken by whichever process ends the run."""
+        return f"{self.prefix}:memlane-follow-up:{user_id}"
+
+    @staticmethod
+    def run_task(user_id: str, tail: str) -> str:
+        """A memory run's task key: `tail` is the last buffered seq (notifying twice about one
+        buffer queues one run), or a fresh token for a run that must not merge with another."""
+        return f"memlane-run:{user_id}:{tail}"
+
+    @staticmethod
+    def idle_flush_task(user_id: str) -> str:
+        return f"memlane-idle:{user_id}"
+
+    @staticmethod
+    def follow_up_check_task(user_id: str) -> str:
+        return f"memlane-follow-up-check:{user_id}"
+
+    @staticmethod
+    def summary_task(user_id: str, session_id: str, token: str) -> str:
+        return f"memlane-summary:{user_id}:{session_id}:{token}"

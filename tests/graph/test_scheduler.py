@@ -171,24 +171,22 @@ async def test_notify_before_start_says_what_to_do(make_context):
 
 
 def fail_next_add(scheduler: MemoryScheduler, monkeypatch) -> list[str]:
-    """Make the scheduler's docket fail its next `add` the way a Redis that went away would;
-    returns the names of the tasks whose queueing failed."""
-    docket = scheduler._docket
-    add = docket.add
+    """Make the scheduler's queue fail its next add the way a Redis that went away would;
+    returns what it failed to queue ("run" or "session summary")."""
+    queue = scheduler.queue
     failed: list[str] = []
 
-    def add_failing_once(function, **options):
-        schedule = add(function, **options)
-
+    def failing_once(add, what):
         async def call(*args, **kwargs):
             if not failed:
-                failed.append(function.__name__)
+                failed.append(what)
                 raise RedisConnectionError("Connection reset by peer")
-            return await schedule(*args, **kwargs)
+            return await add(*args, **kwargs)
 
         return call
 
-    monkeypatch.setattr(docket, "add", add_failing_once)
+    monkeypatch.setattr(queue, "add_run", failing_once(queue.add_run, "run"))
+    monkeypatch.setattr(queue, "add_session_summary", failing_once(queue.add_session_summary, "session summary"))
     return failed
 
 
@@ -198,7 +196,7 @@ async def test_a_failed_queueing_call_leaves_the_user_free_for_the_next_run(stor
         failed = fail_next_add(scheduler, monkeypatch)
         with pytest.raises(RedisConnectionError):
             await scheduler.notify("u", flush=True)
-        assert failed == ["memory_run_task"]
+        assert failed == ["run"]
         assert not scheduler.is_busy("u")
         await scheduler.wait_idle(5)  # nothing is queued: idle at once
 
@@ -218,7 +216,7 @@ async def test_a_failed_session_summary_call_leaves_the_scheduler_idle(store, sc
         failed = fail_next_add(scheduler, monkeypatch)
         with pytest.raises(RedisConnectionError):
             await scheduler.update_session_summary("u", "s1")
-        assert failed == ["session_summary_task"]
+        assert failed == ["session summary"]
         await scheduler.wait_idle(5)
         assert await scheduler.update_session_summary("u", "s1") is True
         await scheduler.wait_idle(10)
@@ -410,10 +408,10 @@ async def test_runs_queue_in_the_stores_redis_by_default(settings, embeddings):
         assert MemoryScheduler(context, docket_url="memory://mine").docket_url == "memory://mine"
         asked = embedded_defaults.model_copy(update={"memory_docket_url": "memory://asked"})
         assert MemoryScheduler(MemoryContext(store=store, llm=slow_model(), settings=asked)).docket_url == "memory://asked"
+        store.url = None  # a store built on a client, not by open_store: no Redis URL to share
+        assert MemoryScheduler(context).docket_url == f"memory://{settings.key_prefix}-memory-graph"
     finally:
         await store.aclose()
-    not_redis = MemoryContext(store=object(), llm=slow_model(), settings=embedded_defaults)  # type: ignore[arg-type]
-    assert MemoryScheduler(not_redis).docket_url == f"memory://{settings.key_prefix}-memory-graph"
 
 
 async def test_a_failed_runs_model_key_is_nowhere_in_redis_whatever_its_shape(store, make_context, settings):
@@ -452,8 +450,7 @@ async def test_a_follow_up_held_back_by_a_lost_run_is_taken_up(store, scheduler_
     model = slow_model(delay=0)
     async with scheduler_for(model) as scheduler:
         stored = await add_chat(store, "u", CHINESE_CHAT)
-        async with scheduler._require_docket().redis() as redis:  # a lost run: noted, never added
-            await redis.zadd(scheduler._runs_set("u"), {"memlane-run:u:lost": time.time()})
+        await scheduler.queue.note_run("u", "memlane-run:u:lost", time.time())  # a lost run: noted, never added
         assert await scheduler.notify("u", flush=True) is True  # held back behind the lost run
         assert await store.get_cursor("u") == 0
         deadline = time.monotonic() + 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def test_retry_delays_double_up_to_ten_minutes_and_wait_for_an_open_breaker(settings):
-    from memlane.graph.tasks import retry_delay
+    from memlane.graph.executor import retry_delay
     from memlane.nodes.llm import ModelPaused
     from memlane.store.breaker import CircuitOpen
 
@@ -17,7 +17,7 @@ def test_retry_delays_double_up_to_ten_minutes_and_wait_for_an_open_breaker(sett
 def test_parked_errors_keep_no_secrets(settings):
     from pydantic import SecretStr
 
-    from memlane.graph.tasks import describe_error
+    from memlane.graph.executor import describe_error
 
     tuned = settings.model_copy(update={"openai_api_key": SecretStr("plain-secret-key")})
     error = RuntimeError("auth failed for plain-secret-key at redis://:hunter2@10.0.0.1:6379 with sk-abcdefghijklmnop")

@@ -24,11 +24,20 @@ from test_messages import chat
 
 from memlane import MemlaneStore
 from memlane.config import Settings
-from memlane.store.base import Event, Memory, MemoryUpdate, ParkedRun, ProfileEntry, SessionSummary, StoreItem, StoreError
+from memlane.graph.queue import docket_spelling
 from memlane.store.cluster import _first_node_url, wants_cluster
+from memlane.store.errors import StoreError
+from memlane.store.records import (
+    Event,
+    Memory,
+    MemoryUpdate,
+    ParkedRun,
+    ProfileEntry,
+    SessionSummary,
+    StoreItem,
+)
 from memlane.store.redis import RedisMemoryStore
 from memlane.store.schema import KeyLayout
-from memlane.graph.tasks import docket_spelling
 
 USERS = ["alice", "bob", "carol", "dave", "erin", "frank", *HOSTILE_IDS[:4]]
 
@@ -275,8 +284,8 @@ async def test_the_setting_makes_a_plain_node_url_a_cluster(redis_cluster, setti
 async def test_a_call_whose_connection_redis_py_closed_under_it_is_redis_unavailable(cluster_store: RedisMemoryStore):
     """redis-py 8.1 closes a failed node's connections under the calls using them, which then fail
     with an AttributeError inside redis.asyncio.connection: a lost connection, said as one."""
-    from memlane.store.base import RedisUnavailable
     from memlane.store.cluster import is_connection_race
+    from memlane.store.errors import RedisUnavailable
 
     where: dict[str, Any] = {}
     exec(compile("async def send(writer):\n    writer.writelines([b'PING'])\n", "/x/redis/asyncio/connection.py", "exec"), where)

@@ -1,0 +1,159 @@
+"""The run executor: one memory-graph run as the queue hands it over, its retries and its parking,
+and the session summaries.
+
+A failed run is tried again (`RetryLater`, which the queue turns into pydocket's retry under the
+same key) after `memory_run_retry_delay_seconds`, doubling each time; after `memory_run_retries`
+retries it is parked in the store's dead-letter list with its error (`memlane runs` lists,
+retries and drops parked runs). The buffer is never lost: the cursor moves only when a run
+persists, so a retry, the user's next run or an idle flush processes it. A run that succeeds
+drops the user's parked runs: their messages are processed now.
+
+What a failed run waits before its retry (`retry_delay`) and what it shows once parked
+(`describe_error`, `parked_run_id`) are functions of the settings, so that every process on the
+queue agrees on them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Awaitable, Callable
+
+from memlane.config import Settings
+from memlane.graph.queue import RetryLater
+from memlane.graph.run import StepCallback, run_memory_graph
+from memlane.masking import mask_secrets
+from memlane.nodes.context import MemoryContext
+from memlane.nodes.llm import ModelCaller, ModelPaused
+from memlane.nodes.persist import MemoryRunResult
+from memlane.nodes.session_summary import update_session_summary as fold_session_summary
+from memlane.store.ids import stable_id
+from memlane.store.records import ParkedRun
+
+logger = logging.getLogger(__name__)
+
+ResultCallback = Callable[[str, "MemoryRunResult | BaseException"], Awaitable[None]]
+
+_MAX_RETRY_DELAY_SECONDS = 600.0
+_MAX_ERROR_CHARS = 2000
+
+
+def retry_delay(settings: Settings, attempt: int, error: BaseException) -> float:
+    """Seconds before retrying a run whose attempt number `attempt` failed with `error`.
+
+    `memory_run_retry_delay_seconds`, doubled with each attempt, at most 10 minutes; a run the
+    memory model's open breaker refused waits at least until the breaker lets a trial through.
+    """
+    delay = min(settings.memory_run_retry_delay_seconds * 2 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
+    if isinstance(error, ModelPaused):
+        delay = max(delay, error.retry_in)
+    return delay
+
+
+def describe_error(error: BaseException, settings: Settings) -> str:
+    """What a parked run shows of its error: type and message, secrets removed, bounded."""
+    text = mask_secrets(f"{type(error).__name__}: {error}", settings)
+    return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
+
+
+def parked_run_id(user_id: str, cursor: int) -> str:
+    """The id a run is parked under: one per stuck buffer (the user and where their buffer
+    starts), so the same buffer failing again is one entry with its attempts added up."""
+    return stable_id("parked-run", user_id, str(cursor))[:12]
+
+
+class RunExecutor:
+    """Runs what the queue hands over, in the process that took it: memory-graph runs (retried,
+    then parked) and session summaries. Keeps each user's last outcome."""
+
+    def __init__(
+        self,
+        context: MemoryContext,
+        *,
+        on_result: ResultCallback | None = None,
+        on_step: StepCallback | None = None,
+    ) -> None:
+        self.context = context
+        self.on_result = on_result
+        self.on_step = on_step
+        self.results: dict[str, MemoryRunResult | BaseException] = {}
+        self._parked_keys: dict[str, set[str]] = {}  # user → keys of runs parked here since their last success
+
+    def was_parked(self, user_id: str, key: str) -> bool:
+        """Whether the run queued under `key` was parked here since the user's last success (a
+        new run of the same buffer needs another key: the spent one's end may not be recorded)."""
+        return key in self._parked_keys.get(user_id, ())
+
+    async def run(
+        self, user_id: str, key: str, attempt: int, through_seq: int | None = None
+    ) -> MemoryRunResult | BaseException:
+        """One attempt of the user's run. Returns its result, or the error it failed with for good
+        (parked then); raises `RetryLater` while retries are left."""
+        settings = self.context.settings
+        attempts = settings.memory_run_retries + 1
+        try:  # the worker's repair pass: turns stored while the embedder was down get indexed
+            await self.context.store.reindex_pending(user_id)
+        except Exception:
+            logger.exception("indexing the pending messages of %s failed; the next save or run retries", user_id)
+        outcome: MemoryRunResult | BaseException
+        try:
+            outcome = await run_memory_graph(user_id, self.context, through_seq=through_seq, on_step=self.on_step)
+        except Exception as error:  # the buffer stays: the cursor moves only when a run persists
+            outcome = error
+            if attempt < attempts:
+                delay = retry_delay(settings, attempt, error)
+                logger.warning(
+                    "memory run for %s failed (attempt %d of %d): %s; retrying in %.1fs",
+                    user_id, attempt, attempts, describe_error(error, settings), delay,
+                )
+                raise RetryLater(delay, describe_error(error, settings)) from None
+            await self._park(user_id, key, error, attempt)
+        else:
+            await self._drop_resolved(user_id)
+        self.results[user_id] = outcome
+        await self._report(user_id, outcome)
+        return outcome
+
+    async def summarize_session(self, user_id: str, session_id: str) -> None:
+        """Fold the session's new messages into its rolling summary; a failure waits for the next update."""
+        try:
+            caller = ModelCaller(
+                self.context.llm, self.context.settings, "session summary", breaker=self.context.model_breaker
+            )
+            await fold_session_summary(self.context.store, caller, user_id, session_id)
+        except Exception:
+            logger.exception("session summary of %s/%s failed; the next update retries", user_id, session_id)
+
+    async def _park(self, user_id: str, key: str, error: BaseException, attempts: int) -> None:
+        settings = self.context.settings
+        self._parked_keys.setdefault(user_id, set()).add(key)
+        try:
+            cursor = await self.context.store.get_cursor(user_id)
+            run = ParkedRun(
+                id=parked_run_id(user_id, cursor), user_id=user_id, error=describe_error(error, settings), attempts=attempts
+            )
+            run = await self.context.store.park_run(run)
+        except Exception:  # the buffer is still there for the next run; only the list missed it
+            logger.exception("memory run for %s failed and could not be parked", user_id)
+            return
+        logger.error(
+            "memory run for %s failed %d times; parked as %s (`memlane runs retry %s`): %s",
+            user_id, attempts, run.id, run.id, run.error,
+        )
+
+    async def _drop_resolved(self, user_id: str) -> None:
+        """A run that succeeded has processed what the user's parked runs could not."""
+        self._parked_keys.pop(user_id, None)
+        try:
+            for run in await self.context.store.parked_runs(user_id):
+                if await self.context.store.drop_parked_run(run.id) is not None:
+                    logger.info("parked run %s of %s is resolved by a run that succeeded", run.id, user_id)
+        except Exception:
+            logger.exception("dropping the resolved parked runs of %s failed; `memlane runs drop` removes them", user_id)
+
+    async def _report(self, user_id: str, outcome: MemoryRunResult | BaseException) -> None:
+        if self.on_result is None:
+            return
+        try:
+            await self.on_result(user_id, outcome)
+        except Exception:  # a broken callback must not fail the run that already persisted
+            logger.exception("on_result callback failed for %s", user_id)
