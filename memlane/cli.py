@@ -26,10 +26,8 @@ import argparse
 import asyncio
 import json
 import logging
-import signal
 import socket
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -48,9 +46,9 @@ DEMO_MEMORIES = [
 DEMO_QUERIES = ["我喜欢喝什么咖啡？", "what does the user do for work", "加班", "running"]
 
 
-def _run(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
+def run_async(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
     from memlane.masking import mask_secrets
-    from memlane.store.base import StoreError
+    from memlane.store.errors import StoreError
 
     try:
         return asyncio.run(coro_factory())
@@ -59,7 +57,7 @@ def _run(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
         raise SystemExit(2) from error
 
 
-async def _with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]]) -> Any:
+async def with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]]) -> Any:
     from memlane.store.redis import open_store
 
     store = await open_store(settings)
@@ -69,9 +67,9 @@ async def _with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]
         await store.aclose()
 
 
-async def _store_demo(store: Any) -> None:
+async def store_demo(store: Any) -> None:
     """Store a few bilingual memories and print hybrid searches over them."""
-    from memlane.store.base import Memory, Message
+    from memlane.store.records import Memory, Message
 
     await store.delete_user(DEMO_USER)
     await store.add_messages(
@@ -93,7 +91,7 @@ def masked_url(url: str) -> str:
     return mask_url(url)
 
 
-def _port_taken(host: str, port: int) -> bool:
+def port_taken(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
         try:
@@ -123,54 +121,11 @@ def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
     )
 
 
-def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from memlane.masking import mask_secrets
-    from memlane.store.base import StoreError
-
-    try:
-        from memlane.ui.app import launch  # the chat app, once it exists
-    except ImportError:
-        _run(lambda: _with_store(settings, _store_demo))
-        return 0
-    from memlane.store.embedded import stop_process_server
-
-    taken = f"memlane demo: port {args.port} on {args.host} is taken (another memlane demo?); choose another with --port {args.port + 1}"
-    if _port_taken(args.host, args.port):
-        print(taken, file=sys.stderr)
-        return 2
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):  # both end the demo the same way, below
-        signal.signal(signum, lambda *_: stop.set())
-    print("memlane demo: starting Redis, the embeddings and the memory scheduler…", file=sys.stderr, flush=True)
-    demo = None
-    try:
-        demo = launch(settings, host=args.host, port=args.port, block=False, quiet=True)
-        if demo.memlane_service.start_error is not None:
-            raise demo.memlane_service.start_error
-        store = demo.memlane_service.store
-        print(demo_banner(settings, getattr(store, "url", None), f"http://{args.host}:{args.port}/"), flush=True)
-        stop.wait()
-        print("memlane demo: stopping", file=sys.stderr, flush=True)
-    except OSError as error:  # the port was taken between the check and the start
-        if "port" not in str(error):
-            raise
-        print(taken, file=sys.stderr)
-        return 2
-    except StoreError as error:
-        print(f"memlane demo: {mask_secrets(str(error), settings)}", file=sys.stderr)
-        return 2
-    finally:
-        if demo is not None:
-            demo.close()
-        stop_process_server()  # the embedded Redis this demo started (a reused one keeps running)
-    return 0
-
-
 def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
     from memlane.masking import mask_secrets, mask_url
-    from memlane.store.base import StoreError
     from memlane.store.embedded import EmbeddedRedis, stop_running
     from memlane.store.embedded_cluster import EmbeddedCluster
+    from memlane.store.errors import StoreError
 
     if args.action == "start":
         try:
@@ -210,7 +165,7 @@ async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], 
     """
     from memlane.graph import MemoryContext, MemoryScheduler
     from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
-    from memlane.store.base import StoreError
+    from memlane.store.errors import StoreError
     from memlane.store.redis import open_store
 
     model = model or memory_model_from_settings(settings)
@@ -237,16 +192,9 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         )
 
     try:
-        _run(lambda: work(settings, ready=ready))
+        run_async(lambda: work(settings, ready=ready))
     except KeyboardInterrupt:  # a run cut off here is delivered again to the next worker
         pass
-    return 0
-
-
-def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from memlane.serve.mcp import run_stdio
-
-    _run(lambda: run_stdio(settings, args.user))  # main() made it the tenant's user  # stdout carries the protocol: nothing else is printed there
     return 0
 
 
@@ -301,63 +249,7 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
             print("no parked runs")
         return 1 if unknown else 0
 
-    return _run(lambda: _with_store(settings, runs))
-
-
-def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    if args.action == "hash-key":
-        from memlane.serve.config import hash_api_key, new_api_key
-
-        key = args.key or new_api_key()
-        if not args.key:
-            print(f"key: {key}", file=sys.stderr)
-            print("(give the key to the client; only its hash goes in the configuration file)", file=sys.stderr)
-        print(f'hash = "{hash_api_key(key)}"')
-        return 0
-    import uvicorn
-
-    from memlane.serve.app import create_app
-    from memlane.serve.config import ServeConfigError
-    from memlane.serve.limits import uvicorn_limits
-
-    if args.config:
-        settings = settings.model_copy(update={"serve_config": Path(args.config)})
-    try:
-        app = create_app(settings=settings)
-    except ServeConfigError as error:
-        print(f"memlane serve: {error}", file=sys.stderr)
-        return 2
-    host = args.host or settings.serve_host
-    port = settings.serve_port if args.port is None else args.port
-    if port and _port_taken(host, port):
-        print(f"memlane serve: port {port} on {host} is taken; choose another with --port", file=sys.stderr)
-        return 2
-    from memlane.store.embedded import stop_process_server
-
-    print(f"memlane serve: http://{host}:{port}/ (config {settings.serve_config}; Ctrl-C or SIGTERM stops)", file=sys.stderr, flush=True)
-    # uvicorn drains on SIGINT and SIGTERM, then raises the signal again with the handler it found:
-    # SIGTERM's default would kill the process there, before the embedded Redis is stopped below
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _raise_stopped)
-    try:
-        # log_config=None: uvicorn's own lines (access, errors) go to the masking handler of `main`
-        uvicorn.run(
-            app, host=host, port=port, log_level="info" if args.verbose else "warning", log_config=None,
-            **uvicorn_limits(settings),  # header-read timeout, keep-alive, header size (serve/limits.py)
-        )
-    except _Stopped:
-        pass
-    finally:
-        stop_process_server()  # the embedded Redis this process started (a reused one keeps running)
-    return 0
-
-
-class _Stopped(Exception):
-    """SIGTERM or SIGINT arrived outside uvicorn's own handling (after it drained, or before it started)."""
-
-
-def _raise_stopped(signum: int, frame: Any) -> None:
-    raise _Stopped(signal.Signals(signum).name)
+    return run_async(lambda: with_store(settings, runs))
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -369,7 +261,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         if not hits:
             print(f"no memory of {args.user!r} matches (a user of `memlane serve` is named with --tenant)", file=sys.stderr)
 
-    _run(lambda: _with_store(settings, search))
+    run_async(lambda: with_store(settings, search))
     return 0
 
 
@@ -402,7 +294,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         elif args.remember:
             print("not remembered yet: " + HOW_TO_CONFIGURE.replace("restart", "run `memlane import` again"), file=sys.stderr)
 
-    _run(lambda: _with_store(settings, bring_in))
+    run_async(lambda: with_store(settings, bring_in))
     return 0
 
 
@@ -410,7 +302,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     async def export(store: Any) -> None:
         print((await store.export_user(args.user)).model_dump_json(indent=2))
 
-    _run(lambda: _with_store(settings, export))
+    run_async(lambda: with_store(settings, export))
     return 0
 
 
@@ -432,7 +324,7 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
         confirm = forget_confirmer(memory_model_from_settings(settings), settings)  # None without a model
         print(await answer_forget(store, args.user, args.what, actor="cli", confirm=confirm, dry_run=args.dry_run))
 
-    _run(lambda: _with_store(settings, forget))
+    run_async(lambda: with_store(settings, forget))
     return 0
 
 
@@ -461,7 +353,7 @@ def cmd_delete_user(args: argparse.Namespace, settings: Settings) -> int:
     async def delete(store: Any) -> None:
         print(f"deleted {await store.delete_user(args.user)} keys of {args.user!r}")
 
-    _run(lambda: _with_store(settings, delete))
+    run_async(lambda: with_store(settings, delete))
     return 0
 
 
@@ -493,16 +385,33 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+TENANT_HELP = "the tenant of `memlane serve` the user belongs to (the same data as over HTTP)"
+
+
+def stop_embedded_redis() -> None:
+    """Stop the embedded Redis this process started, if it did (a reused one keeps running)."""
+    from memlane.store.embedded import stop_process_server
+
+    stop_process_server()
+
+
+def add_door_commands(commands: Any) -> None:
+    """The commands of the doors above this room: `memlane demo` (ui/cli.py), `memlane serve` and
+    `memlane mcp` (serve/cli.py). Each door declares its own in pyproject.toml's `memlane.commands`
+    entry points, so this module never imports them (the arrows point down: tests/test_arrows.py)."""
+    from importlib.metadata import entry_points
+
+    for entry in sorted(entry_points(group="memlane.commands"), key=lambda entry: entry.name):
+        entry.load()(commands)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlane", description="Long-term memory for LangGraph agents")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     parser.add_argument("--version", action=_Version, help="print the installed version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    demo = commands.add_parser("demo", help="run the demo on embedded defaults")
-    demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=7860)
-    demo.set_defaults(handler=cmd_demo)
+    add_door_commands(commands)
 
     redis_cmd = commands.add_parser("redis", help="the embedded Redis Stack")
     redis_cmd.add_argument("action", choices=["start", "stop", "status"])
@@ -519,26 +428,12 @@ def build_parser() -> argparse.ArgumentParser:
     worker = commands.add_parser("worker", help="run queued memory-graph runs (needs a chat model)")
     worker.set_defaults(handler=cmd_worker)
 
-    mcp = commands.add_parser("mcp", help="serve one user's memory as MCP tools over stdio")
-    mcp.add_argument("--user", required=True, help="the user every tool acts for")
-    mcp.set_defaults(handler=cmd_mcp)
-
     runs = commands.add_parser("runs", help="list, retry or drop parked memory-graph runs (failed every retry)")
     runs.add_argument("action", nargs="?", choices=["list", "retry", "drop"], default="list")
     runs.add_argument("ids", nargs="*", metavar="ID", help="parked run ids (the first column of the list)")
     runs.add_argument("--all", action="store_true", help="every parked run (of --user, when given)")
     runs.add_argument("--user", help="only this user's parked runs")
     runs.set_defaults(handler=cmd_runs)
-
-    serve = commands.add_parser(
-        "serve", help="the HTTP service: OpenAI-compatible chat with memory, the memories API, MCP at /mcp"
-    )
-    serve.add_argument("action", nargs="?", choices=["run", "hash-key"], default="run", help="hash-key: print a new key and its hash")
-    serve.add_argument("key", nargs="?", help="hash-key: the key to hash (default: a new random key)")
-    serve.add_argument("--config", help="the TOML configuration file (default: MEMLANE_SERVE_CONFIG)")
-    serve.add_argument("--host", help="default: MEMLANE_SERVE_HOST")
-    serve.add_argument("--port", type=int, help="default: MEMLANE_SERVE_PORT")
-    serve.set_defaults(handler=cmd_serve)
 
     search = commands.add_parser("search", help="hybrid search over a user's memories")
     search.add_argument("user")
@@ -574,9 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
     config = commands.add_parser("config", help="print the settings in force")
     config.add_argument("--markdown", action="store_true", help="print the README's settings table")
     config.set_defaults(handler=cmd_config)
-    tenant_help = "the tenant of `memlane serve` the user belongs to (the same data as over HTTP)"
-    for command in (mcp, runs, search, importing, export, forget, delete_user):
-        command.add_argument("--tenant", help=tenant_help)
+    for command in (runs, search, importing, export, forget, delete_user):
+        command.add_argument("--tenant", help=TENANT_HELP)
     return parser
 
 
@@ -585,7 +479,7 @@ def _tenant_user(args: argparse.Namespace) -> str | None:
     when the command was given no tenant. Raises ValueError naming a bad tenant or user id."""
     if not getattr(args, "tenant", None) or not getattr(args, "user", None):
         return None
-    from memlane.serve.config import store_user_id
+    from memlane.tenants import store_user_id
 
     return store_user_id(args.tenant, args.user)
 

@@ -17,15 +17,15 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.config import get_config
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memlane.config import Settings
 from memlane.graph import MemoryScheduler
-from memlane.store.base import MemoryStore, Message, RedisUnavailable, clean_text, stable_id  # one cleaning rule, the store's
-from memlane.store.connections import RedisPoolExhausted
-from memlane.store.embeddings import EmbeddingBacklog, passage_backlog
+from memlane.store.connections import redis_is_away
+from memlane.store.embeddings import EmbeddingBacklog
+from memlane.store.ids import clean_text, stable_id
 from memlane.store.privacy import PrivacyMode, redact
+from memlane.store.protocols import MemoryStore
+from memlane.store.records import Message  # one cleaning rule, the store's
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -190,14 +190,6 @@ class _Unindexed:
     since: float = field(default_factory=time.monotonic)
 
 
-def redis_is_away(error: BaseException) -> bool:
-    """Whether `error` says Redis cannot be reached now (restarting, loading its data, or every
-    connection busy), so the same call may succeed a little later."""
-    return isinstance(
-        error, (RedisUnavailable, RedisPoolExhausted, RedisConnectionError, RedisTimeoutError, OSError)
-    )
-
-
 class MemoryPersistence:
     """Stores turns and notifies the scheduler in background tasks, one user at a time.
 
@@ -270,8 +262,7 @@ class MemoryPersistence:
             turns=len(waiting),
             messages=sum(save.messages for save in waiting),
             oldest_seconds=0.0 if oldest is None else time.monotonic() - oldest,
-            # the protocol does not name the embedder; RedisMemoryStore keeps it as `embeddings`
-            embedding=passage_backlog(getattr(self.store, "embeddings", None)),
+            embedding=self.store.embedding_backlog(),
         )
 
     async def _new_messages(self, identity: MemoryAgentContext, conversation: list[Message], pending: list[Message]) -> list[Message]:

@@ -20,13 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from memlane import Settings
 from memlane.masking import register_secret
+from memlane.tenants import TENANT_PATTERN, USER_ID_MAX_CHARS, check_user_id, store_user_id  # noqa: F401  (serve's names)
 
 Scope = Literal["chat", "read", "write"]
 ALL_SCOPES: tuple[Scope, ...] = ("chat", "read", "write")
 HASH_SCHEME = "sha256:"
-TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
-USER_ID_MAX_CHARS = 512
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ServeConfigError(ValueError):
@@ -42,26 +40,6 @@ def hash_api_key(api_key: str) -> str:
 def new_api_key() -> str:
     """A fresh random API key ("ml-" and 43 URL-safe characters)."""
     return "ml-" + secrets.token_urlsafe(32)
-
-
-def check_user_id(user_id: str) -> str:
-    """`user_id` when the API accepts it: 1 to 512 characters, no "/" (it could not be a path
-    segment), no control characters, not "." or "..". Raises ValueError saying which rule failed."""
-    if not user_id:
-        raise ValueError("the user id is empty")
-    if len(user_id) > USER_ID_MAX_CHARS:
-        raise ValueError(f"the user id is longer than {USER_ID_MAX_CHARS} characters")
-    if "/" in user_id or _CONTROL.search(user_id) or user_id in (".", ".."):
-        raise ValueError('a user id may not contain "/" or control characters, nor be "." or ".."')
-    return user_id
-
-
-def store_user_id(tenant: str, user_id: str) -> str:
-    """The one store user id of (tenant, user): "tenant/user". Unambiguous because a tenant id
-    never contains "/" (`TENANT_PATTERN`); the store and recall know nothing of tenants."""
-    if not TENANT_PATTERN.fullmatch(tenant):
-        raise ValueError(f"tenant {tenant!r} is not a tenant id (a-z, 0-9, '_' and '-', at most 63)")
-    return f"{tenant}/{check_user_id(user_id)}"
 
 
 class ApiKey(BaseModel):

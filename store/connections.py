@@ -23,9 +23,10 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memlane.config import Settings
-from memlane.store.base import StoreError
+from memlane.store.errors import RedisUnavailable, StoreError
 
 # redis-py's BlockingConnectionPool raises a plain ConnectionError with this text when its wait ends
 _NO_FREE_CONNECTION = "No connection available"
@@ -74,4 +75,12 @@ def pool_exhausted(error: MaxConnectionsError) -> RedisPoolExhausted:
         f"every Redis connection of this process is busy ({error}); Redis itself answers. Raise "
         "MEMLANE_REDIS_MAX_CONNECTIONS (more connections) or MEMLANE_REDIS_POOL_TIMEOUT_SECONDS "
         "(a longer wait), or spread the chats over more processes"
+    )
+
+
+def redis_is_away(error: BaseException) -> bool:
+    """Whether `error` says Redis cannot be reached now (restarting, loading its data, or every
+    connection busy), so the same call may succeed a little later."""
+    return isinstance(
+        error, (RedisUnavailable, RedisPoolExhausted, RedisConnectionError, RedisTimeoutError, OSError)
     )

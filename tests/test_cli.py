@@ -23,9 +23,10 @@ from memory_graph_helpers import CHINESE_CHAT, add_chat, memory_rules
 from scripted import ScriptedChatModel
 
 from memlane import cli
-from memlane.graph.tasks import memory_run_task
 from memlane.config import get_settings
-from memlane.store.base import Memory, StoreError
+from memlane.graph.queue import memory_run_task
+from memlane.store.errors import StoreError
+from memlane.store.records import Memory
 
 
 async def test_a_worker_takes_runs_queued_by_another_process(store, settings):
@@ -300,7 +301,7 @@ def test_redis_start_cluster_starts_a_cluster_that_stop_stops(tmp_path, monkeypa
 
 
 async def test_runs_lists_retries_and_drops_parked_runs(store, settings, monkeypatch, capsys, fresh_settings):
-    from memlane.store.base import ParkedRun
+    from memlane.store.records import ParkedRun
 
     for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
         monkeypatch.setenv(name, value)
@@ -389,4 +390,5 @@ def test_runs_loads_neither_the_app_nor_the_graph(settings):
     finished = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert finished.returncode == 0 and finished.stdout.startswith("no parked runs"), finished.stdout + finished.stderr
     loaded = set(finished.stdout.rsplit("loaded:", 1)[1].split())
-    assert not loaded & {"gradio", "langgraph", "langchain_openai", "docket", "memlane.graph", "memlane.ui", "memlane.serve"}
+    # the doors' commands are registered (memlane.ui.cli, memlane.serve.cli: argparse only), their code is not loaded
+    assert not loaded & {"gradio", "fastapi", "langgraph", "langchain_openai", "docket", "memlane.graph", "memlane.ui.app", "memlane.serve.app", "memlane.serve.mcp"}

@@ -18,7 +18,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from memlane.cli import build_parser, cmd_mcp
+from memlane.cli import build_parser
+from memlane.serve.cli import cmd_mcp
 from memlane.serve.config import ApiKey, ServeConfig, hash_api_key, store_user_id
 from memlane.serve.mcp import serve_mcp_endpoint
 
