@@ -230,6 +230,13 @@ def test_every_tested_snippet_is_in_the_docs_verbatim():
     assert not stale, f"the docs' code differs from the tested code of: {stale}"
 
 
+def test_the_readme_links_to_pages_that_exist():
+    links = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    assert len(links) >= 15
+    missing = [link for link in links if not (ROOT / link).is_file()]
+    assert not missing, f"the README links to pages docs/ does not have: {missing}"
+
+
 def test_the_readme_test_command_is_what_ci_runs():
     assert CI_COMMAND in (ROOT / "README.md").read_text()
 
