@@ -764,7 +764,7 @@ def run_curl(snippet: str, url: str, key: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
-def test_readme_curl_examples(env):
+def test_docs_curl_examples(env):
     if subprocess.run(["bash", "-c", "command -v curl"], capture_output=True).returncode != 0:
         pytest.skip("curl is not installed")
     with env.http() as http:  # the docs' examples act on acme's alice: start from a clean user
