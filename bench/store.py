@@ -181,7 +181,7 @@ async def main() -> None:
               f"p95 {percentile(bare, 95):.1f} ms")
         print(f"ratio memlane/bare: p50 {statistics.median(hybrid) / statistics.median(bare):.2f}, "
               f"p95 {percentile(hybrid, 95) / percentile(bare, 95):.2f} (target <= 2)")
-        # sizing (README, "Scaling out"): Redis memory per memory, one client's searches per second
+        # sizing (docs/operations/cluster.md, "When to move"): Redis memory per memory, one client's searches per second
         print(f"Redis memory: {memory_per_item / 1024:.1f} KiB per memory ({embeddings_dims(store)} dims: vector, "
               f"text, fields and index entries); one client: {1000 / statistics.mean(hybrid):.0f} searches/s "
               f"(query embedding included), load average {os.getloadavg()[0]:.1f}")

@@ -1,4 +1,4 @@
-"""The settings model: environment names, defaults, and the README table."""
+"""The settings model: environment names, defaults, and the table of docs/configuration.md."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 from memlane.config import Settings, settings_markdown_table
 
 
-def test_readme_configuration_table_matches_the_settings_model():
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    table = re.search(r"<!-- settings-table:start -->\n(.*?)\n<!-- settings-table:end -->", readme, re.S)
-    assert table, "README.md lost its settings-table markers"
+def test_the_configuration_page_table_matches_the_settings_model():
+    page = (Path(__file__).parents[1] / "docs" / "configuration.md").read_text()
+    table = re.search(r"<!-- settings-table:start -->\n(.*?)\n<!-- settings-table:end -->", page, re.S)
+    assert table, "docs/configuration.md lost its settings-table markers"
     assert table.group(1).strip() == settings_markdown_table().strip(), (
-        "README settings table is stale: paste the output of `memlane config --markdown`"
+        "docs/configuration.md's settings table is stale: paste the output of `memlane config --markdown`"
     )
 
 

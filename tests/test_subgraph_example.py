@@ -1,5 +1,5 @@
-"""The memory graph as a node of an application's own LangGraph graph, and called from a node (the README shows both;
-tests/test_readme.py runs its blocks)."""
+"""The memory graph as a node of an application's own LangGraph graph, and called from a node (docs/doors/agent.md shows both;
+tests/test_docs.py runs its blocks)."""
 
 from __future__ import annotations
 

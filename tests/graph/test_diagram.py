@@ -6,18 +6,22 @@ from pathlib import Path
 from typing import TypedDict
 from xml.etree import ElementTree
 
+import pytest
 from langgraph.graph import END, START, StateGraph
 
 from memlane.graph import compile_memory_graph
 from memlane.graph.diagram import render_svg
 
-COMMITTED_SVG = Path(__file__).parents[2] / "notebooks" / "memory_graph.svg"
+ROOT = Path(__file__).parents[2]
+COMMITTED_SVGS = [ROOT / "notebooks" / "memory_graph.svg", ROOT / "docs" / "assets" / "memory_graph.svg"]  # the notebooks', the manual's
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def test_the_committed_diagram_is_up_to_date():
-    assert COMMITTED_SVG.read_text(encoding="utf-8") == render_svg(), (
-        "notebooks/memory_graph.svg is stale; run `python -m memlane.graph.diagram > notebooks/memory_graph.svg`"
+@pytest.mark.parametrize("committed", COMMITTED_SVGS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_the_committed_diagram_is_up_to_date(committed: Path):
+    where = committed.relative_to(ROOT)
+    assert committed.read_text(encoding="utf-8") == render_svg(), (
+        f"{where} is stale; run `python -m memlane.graph.diagram > {where}`"
     )
 
 

@@ -154,13 +154,17 @@ async def test_http_refuses_requests_without_key_user_or_memory_scope(http_url):
             assert (await raw.post(http_url, json=list_tools, headers=headers)).status_code == status, headers
 
 
-def test_the_readme_client_config_starts_memlane_mcp():
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    (config,) = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", readme, re.S) if "mcpServers" in block]
-    server = config["mcpServers"]["memlane"]
-    assert server["command"].endswith("/bin/memlane")
-    args = build_parser().parse_args(server["args"])
-    assert args.handler is cmd_mcp and args.user == "alice" and args.tenant is None
+def test_the_docs_client_configs_start_memlane_mcp():
+    root = Path(__file__).parents[2]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    blocks = [block for page in pages for block in re.findall(r"```json\n(.*?)```", page.read_text(), re.S)]
+    configs = [json.loads(block) for block in blocks]
+    assert len(configs) >= 2 and all("mcpServers" in config for config in configs)  # the README's and docs/doors/mcp.md's
+    for config in configs:
+        server = config["mcpServers"]["memlane"]
+        assert server["command"].endswith("/bin/memlane")
+        args = build_parser().parse_args(server["args"])
+        assert args.handler is cmd_mcp and args.user == "alice" and args.tenant is None
 
 
 async def test_memlane_serve_answers_mcp_at_slash_mcp(store, settings):

@@ -730,24 +730,24 @@ def test_hash_key_prints_the_line_for_the_configuration(capsys):
     assert captured.out.strip() == f'hash = "{hash_api_key(key)}"' and len(key) > 40
 
 
-# --- the README's examples -------------------------------------------------------------------------------
+# --- the docs' examples -------------------------------------------------------------------------------
 CURL_CHAT = r"""
-# --- README: serve curl chat (start) ---
+# --- docs: serve curl chat (start) ---
 curl -s http://127.0.0.1:8080/v1/chat/completions \
   -H "Authorization: Bearer $MEMLANE_KEY" \
   -H "Content-Type: application/json" \
   -H "X-Memlane-Session: s1" \
   -d '{"model": "assistant", "user": "alice", "messages": [{"role": "user", "content": "I only drink black coffee."}]}'
-# --- README: serve curl chat (end) ---
+# --- docs: serve curl chat (end) ---
 """
 
 CURL_SEARCH = r"""
-# --- README: serve curl search (start) ---
+# --- docs: serve curl search (start) ---
 curl -s http://127.0.0.1:8080/v1/users/alice/search \
   -H "Authorization: Bearer $MEMLANE_KEY" \
   -H "Content-Type: application/json" \
   -d '{"query": "what coffee does she drink?", "limit": 3}'
-# --- README: serve curl search (end) ---
+# --- docs: serve curl search (end) ---
 """
 
 
@@ -764,10 +764,10 @@ def run_curl(snippet: str, url: str, key: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
-def test_readme_curl_examples(env):
+def test_docs_curl_examples(env):
     if subprocess.run(["bash", "-c", "command -v curl"], capture_output=True).returncode != 0:
         pytest.skip("curl is not installed")
-    with env.http() as http:  # README examples act on acme's alice: start from a clean user
+    with env.http() as http:  # the docs' examples act on acme's alice: start from a clean user
         http.delete(user_path("alice"))
     reply = run_curl(CURL_CHAT, env.url, "key-acme")
     assert reply["choices"][0]["message"]["content"] == "Noted: I only drink black coffee." and reply["model"] == "assistant"
