@@ -230,8 +230,8 @@ def signal_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     """One row per fusion signal: switched off when it votes by default, on (weight 1) otherwise."""
     rows = {}
     for signal, (name, _) in SIGNALS.items():
-        on = getattr(settings, name) > 0
-        rows[f"  {'-' if on else '+'} {signal} ranking"] = {name: 0.0 if on else 1.0}
+        on = getattr(settings.search, name) > 0
+        rows[f"  {'-' if on else '+'} {signal} ranking"] = {f"search_{name}": 0.0 if on else 1.0}
     for signal in ("text", "context"):  # the BM25 rankings at the other weight tried
         name = f"search_{signal}_weight"
         other = 1.0 if getattr(settings, name) == 0.5 else 0.5
@@ -262,21 +262,9 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     return {f"  index: {name}": change for name, change in ways.items() if {**default, **change} != default}
 
 
-@dataclass
-class WithSettings:
-    """The store searching under other settings. Not a copy of it: a store's parts share one
-    core, so a copy given settings would change the original's too (and every other copy's)."""
-
-    store: Any
-    settings: Settings
-
-    async def search_memories(self, *args: Any, **kwargs: Any) -> Any:
-        default = self.store.settings
-        self.store.settings = self.settings
-        try:
-            return await self.store.search_memories(*args, **kwargs)
-        finally:
-            self.store.settings = default
+def with_settings(store: Any, settings: Settings) -> Any:
+    """The store searching under other settings (the same Redis and embedder): `with_settings`."""
+    return store.with_settings(settings)
 
 
 async def ingest(store, dataset: Dataset) -> None:
@@ -289,7 +277,7 @@ async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Se
     scores = Scores()
     searchers: dict[str, Any] = {"memlane search": store}
     for name, change in signal_variants(settings).items():
-        searchers[name] = WithSettings(store, settings.model_copy(update=change))
+        searchers[name] = with_settings(store, settings.model_copy(update=change))
     searchers.update(variant_stores)
     for user_id, rows in dataset.messages.items():
         tuning = user_id in dataset.tuning_users

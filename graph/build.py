@@ -39,7 +39,7 @@ def _caller(runtime: Runtime[MemoryContext], step: str) -> ModelCaller:
 
 async def truncate(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     settings = runtime.context.settings
-    chat = truncate_chat(state["messages"], settings.memory_max_input_tokens, settings.token_encoding)
+    chat = truncate_chat(state["messages"], settings.graph.max_input_tokens, settings.store.token_encoding)
     return {"chat": chat}
 
 
@@ -91,7 +91,7 @@ async def resummarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Up
         state["working_profile"],
         runtime.context.profile_config.max_tokens_per_entry,
         caller,
-        runtime.context.settings.token_encoding,
+        runtime.context.settings.store.token_encoding,
     )
     return {"working_profile": shortened, "notes": notes, **caller.usage.as_update()}
 
@@ -100,7 +100,7 @@ async def tag(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     settings = runtime.context.settings
     caller = _caller(runtime, "tag")
     tags, notes = await tag_event(
-        state["summary"], settings.memory_max_tags, settings.memory_tag_max_chars, caller
+        state["summary"], settings.graph.max_tags, settings.graph.tag_max_chars, caller
     )
     return {"tags": tags, "notes": notes, **caller.usage.as_update()}
 

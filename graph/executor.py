@@ -43,7 +43,7 @@ def retry_delay(settings: Settings, attempt: int, error: BaseException) -> float
     `memory_run_retry_delay_seconds`, doubled with each attempt, at most 10 minutes; a run the
     memory model's open breaker refused waits at least until the breaker lets a trial through.
     """
-    delay = min(settings.memory_run_retry_delay_seconds * 2 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
+    delay = min(settings.scheduler.run_retry_delay_seconds * 2 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
     if isinstance(error, ModelPaused):
         delay = max(delay, error.retry_in)
     return delay
@@ -89,7 +89,7 @@ class RunExecutor:
         """One attempt of the user's run. Returns its result, or the error it failed with for good
         (parked then); raises `RetryLater` while retries are left."""
         settings = self.context.settings
-        attempts = settings.memory_run_retries + 1
+        attempts = settings.scheduler.run_retries + 1
         try:  # the worker's repair pass: turns stored while the embedder was down get indexed
             await self.context.store.reindex_pending(user_id)
         except Exception:

@@ -75,7 +75,7 @@ async def run_memory_graph(
             skipped_reason="only blank messages",
         )
     settings = context.settings
-    windows = input_windows(messages, settings.memory_max_input_tokens, settings.token_encoding)
+    windows = input_windows(messages, settings.graph.max_input_tokens, settings.store.token_encoding)
     results = []
     for window in windows:
         graph_input = {"user_id": user_id, "messages": window}

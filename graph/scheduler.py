@@ -127,7 +127,7 @@ class MemoryScheduler:
             if self.run_worker:
                 settings = self.context.settings
                 await self.queue.start_worker(
-                    concurrency=settings.memory_worker_concurrency, redelivery_timeout=redelivery_timeout(settings)
+                    concurrency=settings.scheduler.worker_concurrency, redelivery_timeout=redelivery_timeout(settings)
                 )
         except BaseException:
             await self.__aexit__(None, None, None)
@@ -163,12 +163,12 @@ class MemoryScheduler:
         first_run = not await self.context.store.get_cursor(user_id)  # nothing of the user remembered yet
         decision = decide_run(
             messages,
-            threshold_tokens=min(settings.memory_first_run_tokens, settings.memory_buffer_tokens)
+            threshold_tokens=min(settings.graph.first_run_tokens, settings.graph.buffer_tokens)
             if first_run
-            else settings.memory_buffer_tokens,
+            else settings.graph.buffer_tokens,
             session_ended=session_ended,
             flush=flush,
-            encoding=self.context.settings.token_encoding,
+            encoding=self.context.settings.store.token_encoding,
         )
         self._decisions[user_id] = decision
         if messages and not flush:  # a new message: the idle clock starts again
@@ -223,7 +223,7 @@ class MemoryScheduler:
         return runs
 
     async def _schedule_idle_flush(self, user_id: str) -> None:
-        seconds = self.context.settings.memory_idle_flush_seconds
+        seconds = self.context.settings.scheduler.idle_flush_seconds
         if seconds <= 0:
             return
         # one pending flush per user: the newest message's replaces the one before
@@ -379,7 +379,7 @@ class MemoryScheduler:
         if await self.notify(user_id, flush=True):
             logger.info(
                 "idle flush: %s sent nothing for %gs; their buffered messages are processed",
-                user_id, self.context.settings.memory_idle_flush_seconds,
+                user_id, self.context.settings.scheduler.idle_flush_seconds,
             )
 
     async def summarize_session(self, user_id: str, session_id: str, key: str) -> None:

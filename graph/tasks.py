@@ -22,16 +22,16 @@ from memlane.store.schema import QueueKeys
 
 def scheduler_name(settings: Settings) -> str:
     """The queue's name of a deployment: every process on the same Redis and key prefix shares it."""
-    return f"{settings.key_prefix}-memory-graph"
+    return f"{settings.store.key_prefix}-memory-graph"
 
 
 def default_docket_url(store: AdminStore, settings: Settings, name: str) -> str:
     """Where runs queue: `memory_docket_url`, else the Redis the store is connected to (so runs
     survive a crash and `memlane worker` sees them), else an in-process `memory://` queue."""
-    if settings.memory_docket_url:
-        return docket_spelling(settings.memory_docket_url, cluster=False)
-    url = store.url or settings.redis_url
-    return docket_spelling(url, cluster=settings.redis_cluster) if url else f"memory://{name}"
+    if settings.scheduler.docket_url:
+        return docket_spelling(settings.scheduler.docket_url, cluster=False)
+    url = store.url or settings.store.redis_url
+    return docket_spelling(url, cluster=settings.store.redis_cluster) if url else f"memory://{name}"
 
 
 def redelivery_timeout(settings: Settings) -> timedelta:
@@ -40,7 +40,7 @@ def redelivery_timeout(settings: Settings) -> timedelta:
     pydocket's default is 5 minutes. A live worker renews the lease of the runs it holds
     every quarter of this, so a run longer than it is not taken away while its worker lives.
     """
-    return timedelta(seconds=settings.memory_run_expected_seconds)
+    return timedelta(seconds=settings.scheduler.run_expected_seconds)
 
 
 def retry_key(user_id: str) -> str:

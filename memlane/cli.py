@@ -105,17 +105,17 @@ def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
     """What `memlane demo` uses: the model, the Redis (password masked), where the data lives."""
     from memlane.models import HOW_TO_CONFIGURE
 
-    if settings.has_chat_model:
-        where = settings.openai_base_url or "OpenAI"
-        model = f"{settings.chat_model} at {where}"
-        if settings.memory_model_name != settings.chat_model:
-            model += f" (memory graph: {settings.memory_model_name})"
+    if settings.models.has_chat_model:
+        where = settings.models.openai_base_url or "OpenAI"
+        model = f"{settings.models.chat_model} at {where}"
+        if settings.models.memory_model_name != settings.models.chat_model:
+            model += f" (memory graph: {settings.models.memory_model_name})"
     else:
         model = "none. " + HOW_TO_CONFIGURE
-    if settings.redis_url:
-        redis_line = f"{masked_url(settings.redis_url)} (REDIS_URL); keys under {settings.key_prefix}:"
+    if settings.store.redis_url:
+        redis_line = f"{masked_url(settings.store.redis_url)} (REDIS_URL); keys under {settings.store.key_prefix}:"
     else:
-        redis_line = f"embedded Redis Stack at {masked_url(redis_url or '?')}, data in {Path(settings.data_dir) / 'redis'}"
+        redis_line = f"embedded Redis Stack at {masked_url(redis_url or '?')}, data in {Path(settings.store.data_dir) / 'redis'}"
     return "\n".join(
         [f"memlane demo: chat model {model}", f"memlane demo: Redis {redis_line}", f"memlane demo: open {app_url} (Ctrl-C stops)"]
     )
@@ -144,7 +144,7 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
             )
         else:
             hint = (
-                f"memlane commands and apps with MEMLANE_DATA_DIR={settings.data_dir} use it as it is; other clients "
+                f"memlane commands and apps with MEMLANE_DATA_DIR={settings.store.data_dir} use it as it is; other clients "
                 "need its password: `memlane redis status --show-password` prints the whole URL"
             )
         print(hint, file=sys.stderr)
@@ -186,7 +186,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     def ready(name: str) -> None:
         print(
             f"memlane worker: taking runs of {name!r}; a run whose worker died comes back after "
-            f"{settings.memory_run_expected_seconds:g} s (MEMLANE_MEMORY_RUN_EXPECTED_SECONDS). Ctrl-C stops",
+            f"{settings.scheduler.run_expected_seconds:g} s (MEMLANE_MEMORY_RUN_EXPECTED_SECONDS). Ctrl-C stops",
             file=sys.stderr,
             flush=True,
         )

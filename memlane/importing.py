@@ -207,7 +207,7 @@ async def import_messages(
     from memlane.nodes.truncate import input_windows
 
     settings = context.settings
-    total = len(input_windows(await store.unprocessed_messages(user_id), settings.memory_max_input_tokens, settings.token_encoding))
+    total = len(input_windows(await store.unprocessed_messages(user_id), settings.graph.max_input_tokens, settings.store.token_encoding))
     done = 0
 
     async def on_step(step: Any) -> None:

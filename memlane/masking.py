@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from pydantic import SecretStr
 
-from memlane.config import Settings, get_settings
+from memlane.config import COMPONENTS, FLAT_NAMES, Settings, get_settings
 
 MASK = "****"
 
@@ -84,8 +84,7 @@ def settings_secrets(settings: Settings) -> list[str]:
     """Every secret value the settings hold (SecretStr fields, password-like settings, URL
     passwords), and the registered ones."""
     found: list[str] = []
-    for name in type(settings).model_fields:
-        value = getattr(settings, name)
+    for name, value in settings.flat_items():
         if isinstance(value, SecretStr) or _is_secret_name(name):
             found += _secret_values(value)
         elif isinstance(value, str):
@@ -102,9 +101,19 @@ def mask_secrets(text: str, settings: Settings | None = None) -> str:
     return text
 
 
+def _flat_json(settings: Settings, part: str) -> dict[str, Any]:
+    """One component's settings as JSON-ready values, under their flat names."""
+    names = {name: flat for flat, (component, name) in FLAT_NAMES.items() if component == part}
+    return {names[name]: value for name, value in getattr(settings, part).model_dump(mode="json").items()}
+
+
 def masked_settings(settings: Settings) -> dict[str, Any]:
     """The settings as JSON-ready values, secrets masked (what `memlane config` prints)."""
-    dumped = settings.model_dump(mode="json")
+    dumped = {
+        flat: value
+        for part in COMPONENTS
+        for flat, value in _flat_json(settings, part).items()
+    }
     for name, value in dumped.items():
         raw = getattr(settings, name)
         if isinstance(raw, SecretStr) or (_is_secret_name(name) and _secret_values(raw)):

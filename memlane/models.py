@@ -19,22 +19,22 @@ def _openai(settings: Settings, model: str) -> BaseChatModel:
     return ChatOpenAI(
         model=model,
         # local servers want no key, but the client insists on one
-        api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else "not-needed",
-        base_url=settings.openai_base_url,
-        timeout=settings.llm_timeout_seconds,
-        max_retries=settings.llm_max_retries,
+        api_key=settings.models.openai_api_key.get_secret_value() if settings.models.openai_api_key else "not-needed",
+        base_url=settings.models.openai_base_url,
+        timeout=settings.models.llm_timeout_seconds,
+        max_retries=settings.models.llm_max_retries,
         streaming=True,
     )
 
 
 def chat_model_from_settings(settings: Settings) -> BaseChatModel | None:
     """The reply model, or None when no endpoint is configured."""
-    return _openai(settings, settings.chat_model) if settings.has_chat_model else None
+    return _openai(settings, settings.models.chat_model) if settings.models.has_chat_model else None
 
 
 def memory_model_from_settings(settings: Settings) -> BaseChatModel | None:
     """The memory graph's model (`memory_model`, else `chat_model`), or None when not configured."""
-    return _openai(settings, settings.memory_model_name) if settings.has_chat_model else None
+    return _openai(settings, settings.models.memory_model_name) if settings.models.has_chat_model else None
 
 
 # what to do about an HTTP status a model server answered
@@ -64,7 +64,7 @@ def describe_model_error(error: BaseException, model: object, settings: Settings
     connection), so OpenAI's, other providers' and httpx's errors read alike.
     """
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    endpoint = getattr(model, "openai_api_base", None) or settings.openai_base_url
+    endpoint = getattr(model, "openai_api_base", None) or settings.models.openai_base_url
     who = "the model" + (f" {name}" if isinstance(name, str) else "") + (f" at {endpoint}" if endpoint else "")
     kind = type(error).__name__
     status = getattr(error, "status_code", None)
@@ -72,7 +72,7 @@ def describe_model_error(error: BaseException, model: object, settings: Settings
         hint = _STATUS_HINTS.get(status, "look at the model server's log")
         return f"{who} answered {status}: {_error_detail(error)} ({hint})"
     if isinstance(error, TimeoutError) or "Timeout" in kind:
-        return f"{who} did not answer within {settings.llm_timeout_seconds:g} s (raise MEMLANE_LLM_TIMEOUT_SECONDS, or check the server)"
+        return f"{who} did not answer within {settings.models.llm_timeout_seconds:g} s (raise MEMLANE_LLM_TIMEOUT_SECONDS, or check the server)"
     if "Connection" in kind:
         return f"{who} could not be reached: {_error_detail(error)} (is the server running? check OPENAI_BASE_URL)"
     return (

@@ -74,8 +74,8 @@ def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
     return MemoryAgentContext(
         user_id=str(values["user_id"]),
         session_id=str(values["session_id"] or DEFAULT_SESSION),
-        recall_enabled=settings.recall_enabled if values["recall_enabled"] is None else bool(values["recall_enabled"]),
-        auto_save_enabled=settings.auto_save_enabled
+        recall_enabled=settings.recall.enabled if values["recall_enabled"] is None else bool(values["recall_enabled"]),
+        auto_save_enabled=settings.turns.auto_save_enabled
         if values["auto_save_enabled"] is None
         else bool(values["auto_save_enabled"]),
     )
@@ -212,8 +212,8 @@ class MemoryPersistence:
         self.scheduler = scheduler
         self.on_saved = on_saved
         self.on_failed = on_failed
-        self.retry_seconds = settings.save_retry_seconds  # the settings given, never the environment's
-        self.privacy = settings.privacy_redaction  # stored texts are compared as the store keeps them
+        self.retry_seconds = settings.turns.save_retry_seconds  # the settings given, never the environment's
+        self.privacy = settings.privacy.redaction  # stored texts are compared as the store keeps them
         # per (user, session): the last messages of a turn not saved on purpose (saving off)
         self.skipped: dict[tuple[str, str], list[Message]] = {}
         self._tails: dict[str, asyncio.Task[None]] = {}  # per user: the newest save task

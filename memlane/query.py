@@ -113,7 +113,7 @@ def _clean_answer(answer: str, question: str) -> str | None:
 
 def needs_rewrite(question: str, previous_turns: Sequence[Message], settings: Settings) -> bool:
     """Whether recall should search with a rewrite of `question`: it leans on earlier turns."""
-    return bool(settings.recall_rewrite_followups and previous_turns and is_followup(question))
+    return bool(settings.recall.rewrite_followups and previous_turns and is_followup(question))
 
 
 async def model_rewrite(
@@ -128,7 +128,7 @@ async def model_rewrite(
     `recall_rewrite_timeout_seconds` (0.3 s: the reply waits on it) or failed."""
     global _told_about_budget
     # the reply waits for this call: a short timeout and no retry
-    quick = settings.model_copy(update={"llm_timeout_seconds": settings.recall_rewrite_timeout_seconds, "llm_max_retries": 0})
+    quick = settings.model_copy(update={"llm_timeout_seconds": settings.recall.rewrite_timeout_seconds, "llm_max_retries": 0})
     # past the budget the call is given up, not failed: a model slower than 0.3 s still works
     # for the memory graph, and its breaker must not open on the reply path's impatience
     caller = ModelCaller(llm=llm, settings=quick, step="rewrite", breaker=breaker, timeout_is_budget=True, quiet=True)
@@ -143,7 +143,7 @@ async def model_rewrite(
                     "follow-up rewrite: the memory model gave no answer within MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS "
                     "(%gs), so recall searched with the previous turn's words; raise it for a slower model "
                     "(the reply waits up to that long on follow-ups). Said once.",
-                    settings.recall_rewrite_timeout_seconds,
+                    settings.recall.rewrite_timeout_seconds,
                 )
         else:
             logger.warning("follow-up rewrite failed, searching with the previous turn's words: %s", error)

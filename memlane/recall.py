@@ -38,7 +38,7 @@ from typing import Iterable, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from memlane import dates
-from memlane.config import Settings, get_settings
+from memlane.config import Settings
 from memlane.query import cheap_rewrite, model_rewrite, needs_rewrite
 from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, RewriteKind, fill_block, item_token_cap
 from memlane.recall_changes import newest_changes
@@ -67,9 +67,9 @@ _SPACES = re.compile(r"\s+")
 def layer_weights(settings: Settings) -> dict[str, float]:
     """Recall's order weight of each kind of memory (see memlane/recall_select.py)."""
     return {
-        "profile": settings.recall_weight_profile,
-        "event": settings.recall_weight_event,
-        "message": settings.recall_weight_message,
+        "profile": settings.recall.weight_profile,
+        "event": settings.recall.weight_event,
+        "message": settings.recall.weight_message,
     }
 
 
@@ -118,7 +118,7 @@ async def recall(
     session_id: str | None,
     message: str,
     *,
-    settings: Settings | None = None,
+    settings: Settings,
     max_tokens: int | None = None,
     enabled: bool | None = None,
     exclude_texts: Iterable[str] = (),
@@ -136,14 +136,13 @@ async def recall(
     model's circuit breaker (the scheduler's `context.model_breaker`). reference_time:
     when the message was said (default now), for "昨天" and "last week".
     """
-    settings = settings or get_settings()
-    budget = max_tokens or settings.recall_max_tokens
-    enabled = settings.recall_enabled if enabled is None else enabled
+    budget = max_tokens or settings.recall.max_tokens
+    enabled = settings.recall.enabled if enabled is None else enabled
     if not enabled:
         return Recall(user_id=user_id, session_id=session_id, query=message, language=detect_language(message), enabled=False, budget=budget)
 
-    candidates = max(20, 3 * settings.recall_max_memories)
-    recent_limit = max(settings.recall_recent_messages, 4) if session_id else 0
+    candidates = max(20, 3 * settings.recall.max_memories)
+    recent_limit = max(settings.recall.recent_messages, 4) if session_id else 0
     profile, summary, session_messages = await asyncio.gather(
         store.get_profile(user_id),
         store.get_session_summary(user_id, session_id) if session_id else _none(),
@@ -152,7 +151,7 @@ async def recall(
     search_query, rewrite, hits = await _searched(
         store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker
     )
-    recent = session_messages[-settings.recall_recent_messages :] if include_recent and settings.recall_recent_messages else []
+    recent = session_messages[-settings.recall.recent_messages :] if include_recent and settings.recall.recent_messages else []
     language = detect_language(message, *(m.content for m in reversed(recent)))
     seen = {_normalized(text) for text in [message, *exclude_texts] if text.strip()}
     recent = [m for m in recent if _normalized(m.content) not in seen and m.content.strip()]
@@ -169,19 +168,19 @@ async def recall(
             fresh.append(hit)
     entity = _normalized(message).strip(" ?？!！。.") if is_short_entity_query(message) else None
     # the questions' neighbours, read now: a question whose reply only asks back holds nothing
-    asking = [hit.memory for hit in fresh[: 2 * settings.recall_max_memories] if is_question(hit.memory)]
-    neighbours = await _neighbours(store, user_id, asking, settings) if settings.recall_unanswered_weight != 1.0 else {}
+    asking = [hit.memory for hit in fresh[: 2 * settings.recall.max_memories] if is_question(hit.memory)]
+    neighbours = await _neighbours(store, user_id, asking, settings) if settings.recall.unanswered_weight != 1.0 else {}
     no_answer = frozenset(
         hit.memory.id for hit in fresh if unanswered(hit.memory, _reply(neighbours.get(hit.memory.id, []), hit.memory))
     )
     passing = ranked_hits(
-        fresh, layer_weights(settings), settings.recall_min_relevance, entity, search_query, settings.recall_echo_weight,
-        settings.similarity_floor, settings.recall_echo_similarity, no_answer, settings.recall_unanswered_weight,
+        fresh, layer_weights(settings), settings.recall.min_relevance, entity, search_query, settings.recall.echo_weight,
+        settings.similarity_floor, settings.recall.echo_similarity, no_answer, settings.recall.unanswered_weight,
     )
-    if not passing and settings.recall_exact_fallback:  # one more chance before nothing: exact terms
+    if not passing and settings.recall.exact_fallback:  # one more chance before nothing: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query))
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
-    if settings.recall_newer_first:
+    if settings.recall.newer_first:
         found_entries = {hit.memory.ref_id for hit in fresh if hit.memory.kind == "profile"}
         changes = newest_changes(
             search_query, [hit.memory for hit in fresh],
@@ -204,13 +203,13 @@ async def recall(
         if key in seen:
             continue
         seen.add(key)
-        if len(chosen) < 2 * settings.recall_max_memories:  # room for those merged into a neighbour's item
+        if len(chosen) < 2 * settings.recall.max_memories:  # room for those merged into a neighbour's item
             if memory.id in stale:
                 memory = memory.model_copy(update={"valid_until": stale[memory.id]})
             chosen.append((hit.score, memory))
     neighbours |= await _neighbours(store, user_id, [memory for _, memory in chosen if memory.id not in neighbours], settings)
     memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings, search_query)
-    clock = Clock(resolve_timezone(settings.timezone), language, time.time() if reference_time is None else reference_time)
+    clock = Clock(resolve_timezone(settings.store.timezone), language, time.time() if reference_time is None else reference_time)
     for item in memory_items:
         clock.date(item)
     memory_items.sort(key=lambda item: item.status == "earlier")  # stable: the current ones first, in rank order
@@ -227,7 +226,7 @@ async def recall(
         search_query=search_query,
         rewrite=rewrite,
         language=language,
-        threshold=settings.recall_min_relevance,
+        threshold=settings.recall.min_relevance,
         budget=budget,
     )
     fill_block(result, profile_items, _summary_item(summary), memory_items, _recent_items(recent, language), settings)
@@ -268,11 +267,11 @@ async def _neighbours(
     store: HistoryStore, user_id: str, memories: Sequence[Memory], settings: Settings
 ) -> dict[str, list[Message]]:
     """Per recalled message memory: the messages around it (the hit included), in order."""
-    wanted = [m for m in memories if m.kind == "message" and m.source_message_ids] if settings.recall_neighbour_messages else []
+    wanted = [m for m in memories if m.kind == "message" and m.source_message_ids] if settings.recall.neighbour_messages else []
     found = await asyncio.gather(
         *(
             store.message_neighbours(
-                user_id, memory.source_message_ids[0], before=settings.recall_neighbour_messages, after=settings.recall_neighbour_messages
+                user_id, memory.source_message_ids[0], before=settings.recall.neighbour_messages, after=settings.recall.neighbour_messages
             )
             for memory in wanted
         )
@@ -302,7 +301,7 @@ def _message_parts(
 ) -> list[str]:
     """A recalled message and its neighbours as "speaker: words", each cut around what answers
     `query`: a neighbour to a small share, the hit itself to what the item's cap leaves it."""
-    encoding = settings.token_encoding
+    encoding = settings.store.token_encoding
     neighbour_cap = max(16, budget // 20)
     labels = [f"{speaker_label(m.speaker_role, m.name, language)}: " for m in around]
     parts = [
@@ -330,7 +329,7 @@ def _memory_items(
     covered: set[str] = set()
     items: list[RecallItem] = []
     for score, memory in chosen:
-        if len(items) == settings.recall_max_memories:
+        if len(items) == settings.recall.max_memories:
             break
         if memory.kind != "message":
             text = past_value_text(memory) if memory.kind == "profile" and memory.valid_until is not None else memory.text
@@ -339,8 +338,8 @@ def _memory_items(
             if set(memory.source_message_ids) <= covered:
                 continue  # already shown as the neighbour of an earlier hit
             shown = neighbours_shown(
-                neighbours.get(memory.id, []), memory.source_message_ids[0], settings.recall_neighbour_mode,
-                settings.search_embed_context_max_tokens, settings.token_encoding,
+                neighbours.get(memory.id, []), memory.source_message_ids[0], settings.recall.neighbour_mode,
+                settings.search.embed_context_max_tokens, settings.store.token_encoding,
             ) if memory.source_message_ids else []
             around = [m for m in shown if m.id not in recent_ids and m.content.strip()]
             if any(m.id in memory.source_message_ids for m in around):

@@ -135,7 +135,7 @@ def fill_block(
     settings: Settings,
 ) -> None:
     """Choose items section by section inside the budget, then render the block."""
-    encoding = settings.token_encoding
+    encoding = settings.store.token_encoding
     headings = HEADINGS[result.language]
     candidates = {"profile": profile, "summary": summary, "memories": memories, "recent": recent}
     available = result.budget - count_tokens(headings["intro"] + "\n", encoding)

@@ -176,7 +176,7 @@ class TurnService:
             )
 
         try:
-            recalled = await within_recall_budget(wait_then_recall(), self.store, settings.recall_timeout_seconds)
+            recalled = await within_recall_budget(wait_then_recall(), self.store, settings.recall.timeout_seconds)
         except StoreError as error:  # Redis away or frozen: answer without memory rather than not at all
             logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)
             await self.persistence.report_failure(identity, error)
@@ -244,7 +244,7 @@ class TurnService:
         it moves on from them, remember those turns now as their own event. True when a run was
         queued for them: with `through_seq` = the last earlier message, so the cursor stops
         there and this turn opens the next buffer."""
-        if self.scheduler is None or self.memory_model is None or not self.settings.topic_shift_check:
+        if self.scheduler is None or self.memory_model is None or not self.settings.turns.topic_shift_check:
             return False
         buffer = await self.store.unprocessed_messages(user_id)
         position = next((index for index, message in enumerate(buffer) if message.id == message_id), None)

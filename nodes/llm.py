@@ -106,7 +106,7 @@ class ModelCaller:
             self.llm,
             [SystemMessage(content=system), HumanMessage(content=user)],
             schema=schema,
-            mode=self.settings.memory_model_structured_output,
+            mode=self.settings.models.memory_model_structured_output,
             step=self.step,
             config=MEMORY_MODEL_CONFIG,
         )
@@ -115,7 +115,7 @@ class ModelCaller:
         return await (make_call() if self.breaker is None else self.breaker.call(make_call))
 
     async def _call(self, system: str, user: str, schema: type[BaseModel] | None) -> str:
-        timeout = self.settings.llm_timeout_seconds
+        timeout = self.settings.models.llm_timeout_seconds
         if self.timeout_is_budget:
             # the timeout outside the breaker: the call is cancelled, which proves nothing
             return await asyncio.wait_for(
@@ -130,10 +130,10 @@ class ModelCaller:
 
         schema: the step's output model, sent as a JSON schema where the model takes one
         (`memory_model_structured_output`); the answer is parsed leniently either way."""
-        prompt_tokens = count_tokens(system, self.settings.token_encoding) + count_tokens(
-            user, self.settings.token_encoding
+        prompt_tokens = count_tokens(system, self.settings.store.token_encoding) + count_tokens(
+            user, self.settings.store.token_encoding
         )
-        attempts = self.settings.llm_max_retries + 1
+        attempts = self.settings.models.llm_max_retries + 1
         reason = ""
         for attempt in range(1, attempts + 1):
             self.usage.model_calls += 1
@@ -145,7 +145,7 @@ class ModelCaller:
                 self.usage.prompt_tokens -= prompt_tokens
                 raise ModelPaused(self.step, refused) from None
             except asyncio.TimeoutError:
-                reason = f"no answer within {self.settings.llm_timeout_seconds:g}s"
+                reason = f"no answer within {self.settings.models.llm_timeout_seconds:g}s"
             except Exception as error:  # any provider error is retried, then reported
                 reason = f"{type(error).__name__}: {error}"
             logger.log(logging.DEBUG if self.quiet else logging.WARNING, "%s: model call %d/%d failed: %s", self.step, attempt, attempts, reason)

@@ -350,7 +350,7 @@ async def merge_facts(
                 working[added.id] = added
             continue
         questions.append(MergeQuestion(fact, existing, slot_description(fact, profile_config)))
-    batch_size = caller.settings.memory_merge_batch_size
+    batch_size = caller.settings.graph.merge_batch_size
     for start in range(0, len(questions), batch_size):
         batch = questions[start : start + batch_size]
         for question, decision in zip(batch, await _decide_batch(batch, caller, notes)):

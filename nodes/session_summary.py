@@ -101,18 +101,18 @@ def split_windows(
 
 async def condense(lines: Sequence[str], settings: Settings, caller: ModelCaller, depth: int = 0) -> str:
     """`lines` as one text that fits a window: as is when it fits, else windowed summaries."""
-    encoding = settings.token_encoding
-    window = settings.summary_window_tokens
+    encoding = settings.store.token_encoding
+    window = settings.graph.summary_window_tokens
     text = "\n".join(lines)
     if count_tokens(text, encoding) <= window:
         return text
-    if depth >= settings.summary_max_depth:
+    if depth >= settings.graph.summary_max_depth:
         logger.warning("session summary: depth %d reached, keeping the newest %d tokens", depth, window)
         tokens = get_encoding(encoding).encode(text, disallowed_special=())
         return get_encoding(encoding).decode(tokens[-window:])
     target = max(window // 8, 16)
     summaries: list[str] = []
-    for part in split_windows(lines, window, settings.summary_window_overlap_tokens, encoding):
+    for part in split_windows(lines, window, settings.graph.summary_window_overlap_tokens, encoding):
         answer = await caller.ask(
             WINDOW_SUMMARY_PROMPT.format(max_tokens=target),
             "<chat>\n" + "\n".join(part) + "\n</chat>",
@@ -131,8 +131,8 @@ async def summarize_session(
     previous: str, new_messages: Sequence[Message], settings: Settings, caller: ModelCaller
 ) -> str:
     """The previous summary updated with `new_messages`, at most `session_summary_max_tokens`."""
-    encoding = settings.token_encoding
-    limit = settings.session_summary_max_tokens
+    encoding = settings.store.token_encoding
+    limit = settings.graph.session_summary_max_tokens
     digest = await condense(render_lines(new_messages), settings, caller)
     answer = await caller.ask(
         SESSION_SUMMARY_PROMPT.format(max_tokens=limit),

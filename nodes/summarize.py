@@ -73,7 +73,7 @@ async def summarize_chat(
 
 def cap_summary(summary: str, settings: Settings) -> str:
     """The summary cut to `memory_summary_max_tokens`: a runaway answer is not stored whole."""
-    limit, encoding = settings.memory_summary_max_tokens, settings.token_encoding
+    limit, encoding = settings.graph.summary_max_tokens, settings.store.token_encoding
     tokens = count_tokens(summary, encoding)
     if tokens <= limit:
         return summary

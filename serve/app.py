@@ -77,9 +77,9 @@ def create_app(
     """
     settings = settings or get_settings()
     if config is None:
-        if settings.serve_config is None:
+        if settings.serve.config_file is None:
             raise ServeConfigError("no configuration file: set MEMLANE_SERVE_CONFIG (see serve.example.toml)")
-        config = load_serve_config(settings.serve_config)
+        config = load_serve_config(settings.serve.config_file)
     service = ServeService(config, settings, store=store, memory_model=memory_model)
     mcp_endpoint = _mcp_endpoint(service) if mount_mcp else None
 
@@ -101,7 +101,7 @@ def create_app(
     service.metrics.watch_index_backlog(lambda: service.persistence.index_backlog() if service.persistence else None)
     add_error_handlers(app)
     app.add_middleware(UnexpectedErrorMiddleware)  # innermost: the metrics count its 500s
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.serve_max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.serve.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)  # outermost: counts the 413s too
     _add_health_routes(app, service)
     _add_chat_routes(app, service)
@@ -182,8 +182,8 @@ def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
         identity = MemoryAgentContext(
             user_id=tenant_user(key, user_id),
             session_id=valid_session_id(header_text(session_header, SESSION_HEADER)),
-            recall_enabled=settings.recall_enabled if toggles is None or toggles.enabled is None else toggles.enabled,
-            auto_save_enabled=settings.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
+            recall_enabled=settings.recall.enabled if toggles is None or toggles.enabled is None else toggles.enabled,
+            auto_save_enabled=settings.turns.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
         )
         turn = ChatTurn(
             request=body,

@@ -281,7 +281,7 @@ def _upstream_error(persona: Persona, settings: Settings, response: httpx.Respon
 def _unreachable(persona: Persona, settings: Settings, error: httpx.HTTPError) -> UpstreamFailed:
     where = f"the upstream model {persona.model} at {persona.resolved_base_url(settings)}"
     if isinstance(error, httpx.TimeoutException):
-        return UpstreamFailed(f"{where} did not answer within {settings.llm_timeout_seconds:g} s (MEMLANE_LLM_TIMEOUT_SECONDS)")
+        return UpstreamFailed(f"{where} did not answer within {settings.models.llm_timeout_seconds:g} s (MEMLANE_LLM_TIMEOUT_SECONDS)")
     return UpstreamFailed(f"{where} could not be reached: {type(error).__name__}: {_masked(str(error), persona, settings)}")
 
 

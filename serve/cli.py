@@ -63,14 +63,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     except ServeConfigError as error:
         print(f"memlane serve: {error}", file=sys.stderr)
         return 2
-    host = args.host or settings.serve_host
-    port = settings.serve_port if args.port is None else args.port
+    host = args.host or settings.serve.host
+    port = settings.serve.port if args.port is None else args.port
     if port and port_taken(host, port):
         print(f"memlane serve: port {port} on {host} is taken; choose another with --port", file=sys.stderr)
         return 2
     from memlane.cli import stop_embedded_redis as stop_process_server
 
-    print(f"memlane serve: http://{host}:{port}/ (config {settings.serve_config}; Ctrl-C or SIGTERM stops)", file=sys.stderr, flush=True)
+    print(f"memlane serve: http://{host}:{port}/ (config {settings.serve.config_file}; Ctrl-C or SIGTERM stops)", file=sys.stderr, flush=True)
     # uvicorn drains on SIGINT and SIGTERM, then raises the signal again with the handler it found:
     # SIGTERM's default would kill the process there, before the embedded Redis is stopped below
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator, model_validator
 
 from memlane import Settings
+from memlane.config import RecallSettings
 from memlane.masking import register_secret
 from memlane.tenants import TENANT_PATTERN, USER_ID_MAX_CHARS, check_user_id, store_user_id  # noqa: F401  (serve's names)
 
@@ -81,19 +82,28 @@ class ApiKey(BaseModel):
         return self.personas is None or persona_id in self.personas
 
 
-# recall settings that belong to the store, not to a persona: the similarity floor rescales the
-# embedder's cosine in the relevance the store computes once for every persona (issue 33, item 1:
-# it was accepted per persona and changed nothing)
-STORE_WIDE_RECALL_SETTINGS = frozenset({"recall_similarity_floor"})
+# What a persona may change of recall, declared: each is read per turn from the settings the turn
+# is given (tests/serve/test_personas.py shows each one's effect). The rest of `RecallSettings` is the
+# deployment's: the similarity floor rescales the embedder's cosine in the relevance the store
+# computes once for every persona (issue 33, item 1: it was accepted per persona and changed
+# nothing), the tuning weights and time budgets are the store's and the service's, and profile
+# entries have a section of their own (their weight orders only their past values). A persona
+# naming another is refused, naming the setting.
+PERSONA_RECALL_SETTINGS = (
+    "enabled",
+    "max_tokens",
+    "max_memories",
+    "recent_messages",
+    "min_relevance",
+    "neighbour_messages",
+    "weight_event",
+    "weight_message",
+)
 
 
 def _recall_overrides_model() -> type[BaseModel]:
-    """Every `recall_*` setting a persona can change, without its prefix, with the settings' own
-    types and bounds (not `STORE_WIDE_RECALL_SETTINGS`: a persona naming one is refused)."""
-    fields = {}
-    for name, field in Settings.model_fields.items():
-        if name.startswith("recall_") and name not in STORE_WIDE_RECALL_SETTINGS:
-            fields[name.removeprefix("recall_")] = (field.annotation, field)
+    """The persona's `[recall]` table: `PERSONA_RECALL_SETTINGS`, with the settings' own types and bounds."""
+    fields = {name: (RecallSettings.model_fields[name].annotation, RecallSettings.model_fields[name]) for name in PERSONA_RECALL_SETTINGS}
     return create_model("RecallOverrides", __config__=ConfigDict(extra="forbid"), **fields)
 
 
@@ -121,15 +131,15 @@ class Upstream(BaseModel):
     )
 
     def resolved_base_url(self, settings: Settings) -> str:
-        return (self.base_url or settings.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/")
+        return (self.base_url or settings.models.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/")
 
     def uses_settings_url(self, settings: Settings) -> bool:
         """Whether the upstream is the server OPENAI_API_KEY is configured for."""
-        return self.resolved_base_url(settings) == (settings.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/")
+        return self.resolved_base_url(settings) == (settings.models.openai_base_url or OPENAI_DEFAULT_URL).rstrip("/")
 
     def api_key(self, settings: Settings) -> str | None:
         """The key sent to this upstream (None: no Authorization header); registered for masking."""
-        settings_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        settings_key = settings.models.openai_api_key.get_secret_value() if settings.models.openai_api_key else None
         if self.api_key_env:
             key = os.environ.get(self.api_key_env)
             if key is None and self.api_key_env == "OPENAI_API_KEY":
@@ -143,13 +153,13 @@ class Upstream(BaseModel):
         """A sentence on a key this upstream will not get, for the configuration check; None when fine."""
         where = self.resolved_base_url(settings)
         if self.api_key_env and not os.environ.get(self.api_key_env) and not (
-            self.api_key_env == "OPENAI_API_KEY" and settings.openai_api_key
+            self.api_key_env == "OPENAI_API_KEY" and settings.models.openai_api_key
         ):
             return f"{name} sends no API key to {where}: its api_key_env {self.api_key_env} is not set"
         if not self.api_key_env and not self.uses_settings_url(settings):
             return (
                 f"{name} sends no API key to {where} (OPENAI_API_KEY goes only to "
-                f"{(settings.openai_base_url or OPENAI_DEFAULT_URL).rstrip('/')}); set its api_key_env "
+                f"{(settings.models.openai_base_url or OPENAI_DEFAULT_URL).rstrip('/')}); set its api_key_env "
                 "to the environment variable holding that server's key, if it needs one"
             )
         return None
@@ -165,10 +175,11 @@ class Persona(Upstream):
 
     def settings(self, base: Settings) -> Settings:
         """`base` with this persona's recall settings and auto-save default."""
-        update = {f"recall_{name}": getattr(self.recall, name) for name in self.recall.model_fields_set}
-        if self.auto_save is not None:
-            update["auto_save_enabled"] = self.auto_save
-        return base.model_copy(update=update) if update else base
+        recall = {name: getattr(self.recall, name) for name in self.recall.model_fields_set}
+        turns = {} if self.auto_save is None else {"auto_save_enabled": self.auto_save}
+        if not recall and not turns:
+            return base
+        return base.model_copy(update={"recall": base.recall.model_copy(update=recall), "turns": base.turns.model_copy(update=turns)})
 
 
 class ServeConfig(BaseModel):

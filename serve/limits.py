@@ -60,9 +60,9 @@ class HeaderTimeoutH11Protocol(H11Protocol):
 
 def uvicorn_limits(settings: Settings) -> dict[str, Any]:
     """The keyword arguments of `uvicorn.run` / `uvicorn.Config` that bound connections."""
-    protocol = type("HeaderTimeoutH11Protocol", (HeaderTimeoutH11Protocol,), {"header_timeout_seconds": settings.serve_header_timeout_seconds})
+    protocol = type("HeaderTimeoutH11Protocol", (HeaderTimeoutH11Protocol,), {"header_timeout_seconds": settings.serve.header_timeout_seconds})
     return {
         "http": protocol,
-        "timeout_keep_alive": settings.serve_keep_alive_seconds,
-        "h11_max_incomplete_event_size": settings.serve_max_header_bytes,
+        "timeout_keep_alive": settings.serve.keep_alive_seconds,
+        "h11_max_incomplete_event_size": settings.serve.max_header_bytes,
     }

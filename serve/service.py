@@ -61,7 +61,7 @@ class ServeService:
         )
         self.scheduler = self.turns.scheduler
         self.upstream = httpx.AsyncClient(
-            timeout=httpx.Timeout(self.settings.llm_timeout_seconds, connect=min(10.0, self.settings.llm_timeout_seconds)),
+            timeout=httpx.Timeout(self.settings.models.llm_timeout_seconds, connect=min(10.0, self.settings.models.llm_timeout_seconds)),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
         )
 

@@ -70,7 +70,7 @@ class CircuitBreaker:
 
     @classmethod
     def from_settings(cls, name: str, settings: Settings) -> "CircuitBreaker":
-        return cls(name, failure_threshold=settings.circuit_failure_threshold, reset_seconds=settings.circuit_reset_seconds)
+        return cls(name, failure_threshold=settings.models.circuit_failure_threshold, reset_seconds=settings.models.circuit_reset_seconds)
 
     def status(self) -> BreakerStatus:
         """The state now, without changing it (an open breaker past its reset time reads

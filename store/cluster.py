@@ -48,7 +48,7 @@ def wants_cluster(url: str, settings: Settings) -> bool:
     """Whether `url` names a Redis Cluster: `?cluster=true` or several hosts (RedisVL's rule), or the setting."""
     from redisvl.redis.utils import is_cluster_url
 
-    return settings.redis_cluster or is_cluster_url(url)
+    return settings.store.redis_cluster or is_cluster_url(url)
 
 
 def _first_node_url(url: str) -> str:
@@ -64,7 +64,7 @@ def cluster_client(url: str, settings: Settings) -> RedisCluster:
     """redis-py's asyncio cluster client for `url`, sized by the settings."""
     return RedisCluster.from_url(
         _first_node_url(url),
-        max_connections=settings.redis_max_connections,
+        max_connections=settings.store.redis_max_connections,
         socket_timeout=30,
         socket_connect_timeout=5,
         # a MOVED patches the slot map (redis-py's default closes every connection each 5th MOVED,

@@ -54,8 +54,8 @@ def connection_pool(url: str, settings: Settings) -> WaitingConnectionPool:
     """The store's pool for `url`, sized and timed by the settings."""
     return WaitingConnectionPool.from_url(
         url,
-        max_connections=settings.redis_max_connections,
-        timeout=settings.redis_pool_timeout_seconds,
+        max_connections=settings.store.redis_max_connections,
+        timeout=settings.store.redis_pool_timeout_seconds,
         socket_timeout=30,
         socket_connect_timeout=5,
         health_check_interval=30,

@@ -76,11 +76,11 @@ class StoreCore:
 
     def __post_init__(self, key_prefix: str | None) -> None:
         self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
-        self.layout = KeyLayout(key_prefix or self.settings.key_prefix, max_id_chars=self.settings.max_id_chars)
+        self.layout = KeyLayout(key_prefix or self.settings.store.key_prefix, max_id_chars=self.settings.limits.max_id_chars)
         self.dims = embedding_dims(self.embeddings)
         self.schema = memory_schema(self.layout, self.dims)
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
-        self.zone = resolve_timezone(self.settings.timezone)
+        self.zone = resolve_timezone(self.settings.store.timezone)
         self.shards = ShardIndexes(self.client, self.schema) if is_cluster(self.client) else None
 
     async def on_user_index(self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[Any]]) -> Any:
@@ -153,10 +153,10 @@ class StoreCore:
     # what enters the store: private data masked, sizes checked -------------------------------
     def redact(self, text: str) -> str:
         """`text` with private data masked (`privacy_redaction`; see store/privacy.py)."""
-        return redact(text, self.settings.privacy_redaction)
+        return redact(text, self.settings.privacy.redaction)
 
     def check_text_size(self, text: str, what: str) -> None:
-        limit = self.settings.max_message_chars
+        limit = self.settings.limits.max_message_chars
         if len(text) > limit:
             raise InputTooLarge(
                 f"{what} has {len(text):,} characters, more than MEMLANE_MAX_MESSAGE_CHARS ({limit:,}); "

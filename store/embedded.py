@@ -33,7 +33,7 @@ from pathlib import Path
 
 import redis
 
-from memlane.config import Settings
+from memlane.config import Settings, StoreSettings
 from memlane.store.errors import RedisUnavailable
 from memlane.store.processes import (
     config_text,
@@ -67,7 +67,7 @@ class EmbeddedRedis:
     def __init__(self, settings: Settings, *, detach: bool = False) -> None:
         self.settings = settings
         self.detach = detach
-        self.dir = Path(settings.data_dir) / "redis"
+        self.dir = Path(settings.store.data_dir) / "redis"
         self.state_file = self.dir / "server.json"
         self.config_file = self.dir / "redis.conf"
         self.log_file = self.dir / "redis.log"
@@ -100,7 +100,7 @@ class EmbeddedRedis:
         one (memlane's own); a data dir someone chose is left as it is, as it may be shared.
         """
         data_dir = self.dir.parent
-        if not data_dir.exists() or data_dir == Settings.model_fields["data_dir"].default_factory():
+        if not data_dir.exists() or data_dir == StoreSettings.model_fields["data_dir"].default_factory():
             private_dir(data_dir)
         private_dir(self.dir)
         tighten_tree(self.dir)
@@ -155,8 +155,8 @@ class EmbeddedRedis:
         """The port and password of this data dir: the kept ones, new ones the first time."""
         state = self._read_state()
         password = str(state.get("password") or secrets.token_urlsafe(24))
-        if self.settings.redis_port:
-            return self.settings.redis_port, password
+        if self.settings.store.redis_port:
+            return self.settings.store.redis_port, password
         port = int(state.get("port") or 0)
         if port and not port_free(port):
             logger.warning(
@@ -170,7 +170,7 @@ class EmbeddedRedis:
     def _launch(self, timeout: float) -> str:
         binaries = find_redis_stack()
         env = dict(os.environ)
-        libssl_dir = ensure_libssl(Path(self.settings.cache_dir))
+        libssl_dir = ensure_libssl(Path(self.settings.store.cache_dir))
         if libssl_dir is not None:
             env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libssl_dir), env.get("LD_LIBRARY_PATH")]))
         port, password = self._address()
@@ -282,8 +282,8 @@ _process_server: EmbeddedRedis | None = None
 def resolve_redis_url(settings: Settings) -> str:
     """REDIS_URL when set; otherwise the embedded Redis Stack, started once per process."""
     global _process_server
-    if settings.redis_url:
-        return settings.redis_url
+    if settings.store.redis_url:
+        return settings.store.redis_url
     if _process_server is None or _process_server.url is None:
         _process_server = EmbeddedRedis(settings)
         _process_server.start()

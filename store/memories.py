@@ -270,15 +270,15 @@ class Memories(StorePart):
         context when `search_embed_context` is on and the turn is short (its words are indexed
         either way)."""
         text = memory.text
-        if memory.speaker and self.settings.search_embed_speaker:
+        if memory.speaker and self.settings.search.embed_speaker:
             text = f"{memory.speaker}{'：' if detect_language(memory.text) == 'zh' else ': '}{text}"
-        if memory.context and self.settings.search_embed_context and self._is_short_turn(memory.text):
+        if memory.context and self.settings.search.embed_context and self._is_short_turn(memory.text):
             text = f"{memory.context}\n{text}"
         return text[:_EMBED_MAX_CHARS]
 
     def _is_short_turn(self, text: str) -> bool:
         """A turn whose meaning sits in the one before ("Yeah, that one!"), so its vector reads both."""
-        limit = self.settings.search_embed_context_max_tokens
+        limit = self.settings.search.embed_context_max_tokens
         return not limit or count_tokens(text) <= limit
 
     async def memory_rows(self, memories: Sequence[Memory]) -> list[tuple[str, dict[str, Any]]]:

@@ -196,8 +196,8 @@ class Messages(StorePart):
         question, and "Lyon, by the Rhône" is found as the answer to "which city is home?". A
         named speaker's message (a friend, either side of a chat between two people) gets none:
         its vector and words are its own, so a question finds the turn that says it."""
-        limit = self.settings.search_message_context_chars
-        scope = self.settings.search_message_context
+        limit = self.settings.search.message_context_chars
+        scope = self.settings.search.message_context
         if scope == "none" or not limit or not messages:
             return {}
         pipe = self.client.pipeline(transaction=False)

@@ -85,11 +85,10 @@ class RedisMemoryStore:
         client: aioredis.Redis,
         embeddings: Embeddings,
         *,
-        settings: Settings | None = None,
+        settings: Settings,
         key_prefix: str | None = None,
     ) -> None:
-        core = self.core = StoreCore(client, embeddings, settings or get_settings(), key_prefix)
-        # fixed when the store is made; `settings` (below) is the one that may be replaced
+        core = self.core = StoreCore(client, embeddings, settings, key_prefix)
         self.client, self.embeddings, self.embedder_breaker = core.client, core.embeddings, core.embedder_breaker
         self.layout, self.dims, self.schema, self.index, self.zone = core.layout, core.dims, core.schema, core.index, core.zone
         self.url: str | None = None  # set by open_store: where background tasks can share this Redis
@@ -107,20 +106,25 @@ class RedisMemoryStore:
 
     @property
     def settings(self) -> Settings:
+        """The settings the store was built with (fixed: `with_settings` gives a store with others)."""
         return self.core.settings
 
-    @settings.setter
-    def settings(self, settings: Settings) -> None:
-        """Other settings for this store: the parts read them on each call. Those the store was
-        built on (`BUILT_ON`: its key layout, time zone, circuit breaker, embeddings) are refused
-        when they change, naming them: open a new store for those (a change would do nothing)."""
+    def with_settings(self, settings: Settings) -> "RedisMemoryStore":
+        """This store's Redis and embedder under other settings (search weights, limits, privacy: what
+        the parts read on each call), for a caller that needs another setting than the deployment's.
+        A store's own settings are fixed once it is built. Those it is built on (`BUILT_ON`: its key
+        layout, time zone, circuit breaker, embeddings) cannot differ, and naming them is refused:
+        open a new store for those."""
         changed = [name for name in BUILT_ON if getattr(settings, name) != getattr(self.core.settings, name)]
         if changed:
             raise StoreError(
                 f"{', '.join(changed)} cannot change on an open store (its key layout, time zone, breaker and "
                 "embeddings were made from them): open a new store with these settings"
             )
-        self.core.settings = settings
+        other = RedisMemoryStore(self.client, self.embeddings, settings=settings, key_prefix=self.core.layout.prefix)
+        other.url = self.url
+        other.core.shards = self.core.shards  # one set of connections to the primaries (closing either closes them)
+        return other
 
     async def aclose(self) -> None:
         if self.core.shards is not None:

@@ -69,13 +69,13 @@ def calibrated_relevance(similarity: float | None, coverage: float, rank_share: 
 # ranks (its queries: QUERIES; recency is made from the others' candidates). bench/recall_quality.py
 # makes an ablation row of each (`signal_variants`).
 SIGNALS: dict[str, tuple[str, str]] = {
-    "vector": ("search_vector_weight", "KNN over the user's memories"),
-    "text": ("search_text_weight", "BM25 over the memories' own text"),
-    "time": ("search_time_weight", "both again inside the time the query names"),
-    "context": ("search_context_weight", "BM25 over a message's context (the message it answers)"),
-    "speaker": ("search_speaker_weight", "KNN among what a person the query names said"),
-    "speaker_text": ("search_speaker_text_weight", "BM25 among what a person the query names said"),
-    "recency": ("search_recency_weight", "the candidates newest first, each vote decaying"),
+    "vector": ("vector_weight", "KNN over the user's memories"),
+    "text": ("text_weight", "BM25 over the memories' own text"),
+    "time": ("time_weight", "both again inside the time the query names"),
+    "context": ("context_weight", "BM25 over a message's context (the message it answers)"),
+    "speaker": ("speaker_weight", "KNN among what a person the query names said"),
+    "speaker_text": ("speaker_text_weight", "BM25 among what a person the query names said"),
+    "recency": ("recency_weight", "the candidates newest first, each vote decaying"),
 }
 
 
@@ -211,7 +211,7 @@ class Search(StorePart):
             # spelled out: left to RediSearch, a filter holding a few percent of the index may be
             # answered from the HNSW graph in batches, approximate and different per index build
             hybrid_policy="BATCHES" if approximate else "ADHOC_BF",
-            ef_runtime=self.settings.search_ef_runtime if approximate else None,
+            ef_runtime=self.settings.search.ef_runtime if approximate else None,
         )
 
     async def _search_user(
@@ -264,7 +264,7 @@ class Search(StorePart):
     async def nearest_memories(self, user_id: str, vector: Sequence[float], *, limit: int) -> list[Memory]:
         """The user's memories nearest `vector` by cosine similarity alone (no keywords, no
         fusion), nearest first: what `forget` weighs by meaning."""
-        approximate = await self.memory_count(user_id) > self.settings.search_exact_max_memories
+        approximate = await self.memory_count(user_id) > self.settings.search.exact_max_memories
         query = self.vector_query(vector, self.user_filter(user_id, None, None, None, None), limit, approximate=approximate)
         [docs] = await self._search_user(user_id, [query], vector)
         return [memory_from_doc(doc) for doc in docs]
@@ -302,7 +302,7 @@ class Search(StorePart):
             return []
         settings = self.settings
         expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
-        candidates = max(settings.search_candidates, limit)
+        candidates = max(settings.search.candidates, limit)
         scope = (
             parse_time_scope(query, time.time() if reference_time is None else reference_time, self.core.zone)
             if understand_time
@@ -311,7 +311,7 @@ class Search(StorePart):
         terms = query_terms(without_time_expressions(query, scope))
         named = (
             name_candidates(query)
-            if (settings.search_speaker_weight or settings.search_speaker_text_weight) and not speaker
+            if (settings.search.speaker_weight or settings.search.speaker_text_weight) and not speaker
             else []
         )
         # what a query may be narrowed to: everything, the time the query names, what a person it names said
@@ -322,7 +322,7 @@ class Search(StorePart):
             narrowed["speakers"] = expression & (Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named])
 
         def weight(signal: str) -> float:
-            return float(getattr(settings, SIGNALS[signal][0]))
+            return float(getattr(settings.search, SIGNALS[signal][0]))
 
         def asked(ranks: str) -> list[SignalQuery]:
             return [
@@ -344,7 +344,7 @@ class Search(StorePart):
         # (the coroutine is made inside the task, so a cancelled task leaves none un-awaited)
         text_search = asyncio.ensure_future(run_text_queries()) if text_queries else None
         try:
-            approximate = await self.memory_count(user_id) > settings.search_exact_max_memories
+            approximate = await self.memory_count(user_id) > settings.search.exact_max_memories
             try:
                 query_vector: list[float] | None = await self.core.embed_query(query)
             except EmbeddingsUnavailable as error:  # degrade, never break: the BM25 rankings still answer
@@ -374,7 +374,7 @@ class Search(StorePart):
             Ranking(signal, weight, docs)
             for (signal, weight, _), docs in [*zip(vector_queries, vector_lists), *zip(text_queries, text_lists)]
         ]
-        if settings.search_speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
+        if settings.search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
         return await self._fuse(user_id, query_vector, rankings, scope, limit, terms)
@@ -393,9 +393,9 @@ class Search(StorePart):
         if vector_similarity is None:
             fused = text_score
         else:
-            alpha = self.settings.hybrid_alpha
+            alpha = self.settings.search.hybrid_alpha
             fused = alpha * self.rescaled(vector_similarity) + (1 - alpha) * text_score
-        return min(1.0, fused + (self.settings.search_time_match_bonus if time_match else 0.0))
+        return min(1.0, fused + (self.settings.search.time_match_bonus if time_match else 0.0))
 
     def recency_ranking(self, rankings: Sequence[Ranking]) -> Ranking | None:
         """The candidates the other rankings found, newest first, each vote times its decay: 1 for
@@ -403,9 +403,9 @@ class Search(StorePart):
         the newest, not the clock). Only kinds in `search_recency_kinds` are in it: a stable
         preference does not fade like "this week I'm busy". None when its weight is 0."""
         settings = self.settings
-        if not settings.search_recency_weight:
+        if not settings.search.recency_weight:
             return None
-        fading = set(settings.search_recency_kinds)
+        fading = set(settings.search.recency_kinds)
         found: dict[str, dict[str, Any]] = {}
         for ranking in rankings:
             if ranking.weight > 0:
@@ -416,9 +416,9 @@ class Search(StorePart):
             return None
         docs = sorted(found.values(), key=lambda doc: float(doc[MemoryField.CREATED_AT]), reverse=True)
         newest = float(docs[0][MemoryField.CREATED_AT])
-        half_life = settings.search_recency_half_life_days * 86_400.0
+        half_life = settings.search.recency_half_life_days * 86_400.0
         factors = [0.5 ** ((newest - float(doc[MemoryField.CREATED_AT])) / half_life) for doc in docs]
-        return Ranking("recency", settings.search_recency_weight, docs, factors)
+        return Ranking("recency", settings.search.recency_weight, docs, factors)
 
     async def _fuse(
         self,
@@ -443,7 +443,7 @@ class Search(StorePart):
         hits come sorted by the relevance shown everywhere (`calibrated_relevance`).
         """
         recency = self.recency_ranking(rankings)
-        fused = fuse([*rankings, *([recency] if recency else [])], self.settings.search_rrf_k)
+        fused = fuse([*rankings, *([recency] if recency else [])], self.settings.search.rrf_k)
         docs, rank_score, similarity, text_raw, most = fused.docs, fused.rank_score, fused.similarity, fused.text_raw, fused.most
         best_text = max(text_raw.values(), default=0.0)
         ranked = fused.ranked[:limit]

@@ -8,6 +8,7 @@ import pytest
 from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
 from scripted import TIMEOUT, ScriptedChatModel
 
+from memlane.config import RecallSettings
 from memlane.query import cheap_rewrite, is_followup, rewrite_followup
 from memlane.store.records import Message
 
@@ -56,9 +57,8 @@ def test_a_question_leaning_on_earlier_turns_is_a_follow_up(question):
 
 
 def test_the_default_rewrite_budget_is_at_most_300_ms(settings):
-    from memlane.config import Settings
 
-    assert Settings.model_fields["recall_rewrite_timeout_seconds"].default <= 0.3
+    assert RecallSettings.model_fields["rewrite_timeout_seconds"].default <= 0.3
 
 
 async def test_a_memory_model_slower_than_the_budget_gives_the_cheap_rewrite_in_time(settings):
@@ -66,7 +66,7 @@ async def test_a_memory_model_slower_than_the_budget_gives_the_cheap_rewrite_in_
         Message(id="p1", user_id="u", session_id="s", role="user", content="还记得我同事张伟吗？"),
         Message(id="p2", user_id="u", session_id="s", role="assistant", content="记得，他是你的同事。"),
     ]
-    budget = type(settings).model_fields["recall_rewrite_timeout_seconds"].default
+    budget = RecallSettings.model_fields["rewrite_timeout_seconds"].default
     slow = ScriptedChatModel(script=[TIMEOUT], timeout_sleep=2.0)
     started = time.perf_counter()
     query = await rewrite_followup("他哪天出发？", previous, settings, llm=slow)

@@ -393,14 +393,14 @@ def build_app(
                     status = gr.Markdown("", elem_id="memory-status")
                     remember = gr.Button("Remember now", size="sm", scale=0, min_width=130, elem_id="remember-now")
                 with gr.Accordion("Persona and switches", open=False):
-                    persona = gr.Textbox(value=settings.app_persona, lines=3, label="Persona / system prompt")
+                    persona = gr.Textbox(value=settings.turns.app_persona, lines=3, label="Persona / system prompt")
                     speaker = gr.Textbox(
                         value="", label="Speaker (empty: you; a name such as 朋友A: someone else in a group chat)",
                         elem_id="speaker",
                     )
                     with gr.Row():
-                        recall_on = gr.Checkbox(value=settings.recall_enabled, label="Recall memories")
-                        save_on = gr.Checkbox(value=settings.auto_save_enabled, label="Save to memory")
+                        recall_on = gr.Checkbox(value=settings.recall.enabled, label="Recall memories")
+                        save_on = gr.Checkbox(value=settings.turns.auto_save_enabled, label="Save to memory")
             with gr.Column(scale=3):  # as wide as the chat: the tables need the room
                 gr.Markdown("## Memory")
                 with gr.Tab("Profile"):

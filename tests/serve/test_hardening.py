@@ -23,7 +23,7 @@ from fake_upstream import FakeUpstream, Served
 from test_serve import LONG_NOTE, GatedMemoryModel, api_key, reply_for
 
 from memlane import open_store
-from memlane.config import Settings
+from memlane.config import RecallSettings, Settings
 from memlane.masking import MaskingFormatter
 from memlane.serve.app import create_app
 from memlane.serve.config import ServeConfig
@@ -416,7 +416,7 @@ def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings
 
 
 def test_a_chat_on_a_frozen_redis_answers_without_memory_in_time_and_its_turn_is_saved_after(tmp_path, embeddings, caplog):
-    budget = Settings.model_fields["recall_timeout_seconds"].default
+    budget = RecallSettings.model_fields["timeout_seconds"].default
     with served_on_a_private_redis(tmp_path) as (http, server):
         def chat(text: str, stream: bool = False) -> httpx.Response:
             body = {"model": "assistant", "user": "z", "stream": stream, "messages": [{"role": "user", "content": text}]}

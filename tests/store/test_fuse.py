@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.config import Settings
+from memlane.config import SearchSettings
 from memlane.store.search import QUERIES, SIGNALS, Ranking, calibrated_relevance, fuse
 
 
@@ -39,7 +39,7 @@ def test_recency_factors_scale_each_vote():
 
 def test_every_signal_names_a_weight_setting_and_every_query_a_signal():
     for name, (setting, what) in SIGNALS.items():
-        assert setting in Settings.model_fields and what, name
+        assert setting in SearchSettings.model_fields and what, name
     assert {query.signal for query in QUERIES} | {"recency"} == set(SIGNALS)  # recency: made from the others
     kinds = [query.ranks for query in QUERIES]
     assert kinds == sorted(kinds, key=lambda ranks: ranks != "vector")  # the vector rankings meet first in the fusion

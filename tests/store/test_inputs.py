@@ -30,7 +30,7 @@ async def test_a_message_over_the_limit_is_refused_naming_the_setting(store: Red
 
 
 async def test_the_middleware_drops_a_refused_message_and_keeps_the_turn(store: RedisMemoryStore):
-    store.settings = store.settings.model_copy(update={"max_message_chars": 1000})
+    store = store.with_settings(store.settings.model_copy(update={"max_message_chars": 1000}))
     persistence = MemoryPersistence(store, settings=store.settings)
     identity = MemoryAgentContext(user_id="u", session_id="s")
     turn = [message("u", "x" * 5000, message_id="big"), Message(id="r", user_id="u", session_id="s", role="assistant", content="That is long!")]
@@ -127,6 +127,6 @@ def test_settings_the_store_was_built_on_cannot_change_under_it(store):
 
     for change in ({"timezone": "Asia/Shanghai"}, {"key_prefix": "other"}, {"circuit_reset_seconds": 1.0}):
         with pytest.raises(StoreError, match=next(iter(change))):
-            store.settings = store.settings.model_copy(update=change)
-    store.settings = store.settings.model_copy(update={"recall_max_tokens": 900})  # read on each call: taken
+            store = store.with_settings(store.settings.model_copy(update=change))
+    store = store.with_settings(store.settings.model_copy(update={"recall_max_tokens": 900}))  # read on each call: taken
     assert store.settings.recall_max_tokens == 900

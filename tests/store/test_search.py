@@ -226,7 +226,7 @@ async def test_search_filters_on_kind_session_and_time(store: RedisMemoryStore):
 
 
 async def test_approximate_vector_search_for_users_with_many_memories_stays_per_user(store: RedisMemoryStore):
-    store.settings = store.settings.model_copy(update={"search_exact_max_memories": 3})
+    store = store.with_settings(store.settings.model_copy(update={"search_exact_max_memories": 3}))
     texts = ["drinks black coffee", "runs marathons", "lives in Lyon", "plays chess", "learns Japanese"]
     await store.add_memories([Memory(id=f"a{i}", user_id="a|b", kind="profile", text=t) for i, t in enumerate(texts)])
     await store.add_memories([Memory(id="v", user_id="a", kind="profile", text="drinks black coffee")])
@@ -367,7 +367,7 @@ async def test_recency_ranking_puts_the_newer_of_two_alike_memories_first_when_i
         Memory(id="new", user_id="ann", kind="message", text=newer, created_at=1_790_000_000.0 + 60 * day),
         Memory(id="pref", user_id="ann", kind="profile", text=older, created_at=1_700_000_000.0),  # profile entries do not fade
     ])
-    store.settings = store.settings.model_copy(update={"search_recency_weight": 3.0})
+    store = store.with_settings(store.settings.model_copy(update={"search_recency_weight": 3.0}))
     ranked = [hit.memory.id for hit in await store.search_memories("ann", query, limit=3)]
     assert ranked.index("new") < ranked.index("old")
     docs = [{"id": k, MemoryField.KIND: kind, MemoryField.CREATED_AT: str(t)}
