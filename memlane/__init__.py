@@ -17,6 +17,22 @@ _LAZY = {
     "RedisUnavailable": "memlane.store.base",
     "SessionSummary": "memlane.store.base",
     "StoreError": "memlane.store.base",
+    # records, limits and ids the app and the service show or check (ui/, serve/ import only this API)
+    "ForgetConfirm": "memlane.store.base",
+    "InputTooLarge": "memlane.store.base",
+    "InvalidInput": "memlane.store.base",
+    "MEMORY_KINDS": "memlane.store.base",
+    "MemoryKind": "memlane.store.base",
+    "PastValue": "memlane.store.base",
+    "ProfileChange": "memlane.store.base",
+    "ProfileRevision": "memlane.store.base",
+    "StoreItem": "memlane.store.base",
+    "WEAK_RELEVANCE": "memlane.store.base",
+    "check_id": "memlane.store.base",
+    "event_memory_id": "memlane.store.base",
+    "profile_entry_id": "memlane.store.base",
+    "profile_memory_id": "memlane.store.base",
+    "stable_id": "memlane.store.base",
     "Recall": "memlane.recall",  # the function is memlane.recall.recall
     "RecallItem": "memlane.recall",
     "RedisPoolExhausted": "memlane.store.connections",
@@ -29,10 +45,16 @@ _LAZY = {
     "MemoryContext": "memlane.graph",
     "MemoryRunResult": "memlane.graph",
     "MemoryScheduler": "memlane.graph",
+    "MemoryStep": "memlane.graph",  # a run's progress, step by step
     "ProfileConfig": "memlane.graph",
+    "StepCallback": "memlane.graph",
     "build_memory_graph": "memlane.graph",
     "compile_memory_graph": "memlane.graph",
     "run_memory_graph": "memlane.graph",
+    "render_svg": "memlane.graph.diagram",  # the memory graph drawn, with a run's steps coloured
+    "queue_memory_run": "memlane.graph.tasks",  # a run for the workers of a deployment, from a door without a scheduler
+    "MEMORY_MODEL_TAG": "memlane.nodes.llm",  # the tag of every memory-model call (never part of a reply)
+    "forget_confirmer": "memlane.nodes.confirm_forget",  # the memory model checks what forgetting by meaning found
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr__` below
@@ -41,24 +63,45 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
         MemoryContext,
         MemoryRunResult,
         MemoryScheduler,
+        MemoryStep,
         ProfileConfig,
+        StepCallback,
         build_memory_graph,
         compile_memory_graph,
         run_memory_graph,
     )
+    from memlane.graph.diagram import render_svg
+    from memlane.graph.tasks import queue_memory_run
     from memlane.langgraph_store import MemlaneStore
     from memlane.middleware import MemoryAgentContext, MemoryMiddleware
+    from memlane.nodes.confirm_forget import forget_confirmer
+    from memlane.nodes.llm import MEMORY_MODEL_TAG
     from memlane.recall import Recall, RecallItem
     from memlane.store.base import (
+        MEMORY_KINDS,
+        WEAK_RELEVANCE,
         Event,
+        ForgetConfirm,
+        InputTooLarge,
+        InvalidInput,
         Memory,
         MemoryHit,
+        MemoryKind,
         MemoryStore,
         Message,
+        PastValue,
+        ProfileChange,
         ProfileEntry,
+        ProfileRevision,
         RedisUnavailable,
         SessionSummary,
         StoreError,
+        StoreItem,
+        check_id,
+        event_memory_id,
+        profile_entry_id,
+        profile_memory_id,
+        stable_id,
     )
     from memlane.store.connections import RedisPoolExhausted
     from memlane.store.redis import RedisMemoryStore, open_store

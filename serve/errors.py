@@ -15,9 +15,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from memlane import MemoryStore, StoreError
+from memlane import InputTooLarge, InvalidInput, MemoryStore, StoreError
 from memlane.masking import mask_secrets
-from memlane.store.base import InputTooLarge, InvalidInput
 from memlane.serve.chat import UpstreamFailed
 from memlane.serve.service import service_of
 

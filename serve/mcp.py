@@ -29,16 +29,23 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from memlane import MemoryStore, Settings, StoreError, open_store
+from memlane import (
+    ForgetConfirm,
+    InvalidInput,
+    MemoryStore,
+    Recall,
+    Settings,
+    StoreError,
+    forget_confirmer,
+    open_store,
+    profile_memory_id,
+    queue_memory_run,
+)
 from memlane.dates import day
 from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
-from memlane.graph.tasks import queue_memory_run
 from memlane.middleware import MemoryAgentContext
 from memlane.models import memory_model_from_settings
-from memlane.recall import Recall
-from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.serve.config import store_user_id
-from memlane.store.base import ForgetConfirm, InvalidInput, profile_memory_id
 from memlane.tools import answer_forget, answer_remember, answer_search
 from memlane.turns import TurnService
 

@@ -11,16 +11,9 @@ from typing import Annotated, Any, Literal, Sequence
 from fastapi import Depends, FastAPI, Query
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from memlane import Event
-from memlane.importing import messages_of, store_messages
-from memlane.middleware import DEFAULT_SESSION, MemoryAgentContext
-from memlane.serve.auth import SESSION_ID_MAX_CHARS, authorized, tenant_user, valid_session_id
-from memlane.serve.chat import JsonBody
-from memlane.serve.config import ApiKey
-from memlane.serve.errors import ApiError, watched
-from memlane.serve.service import ServeService
-from memlane.store.base import (
+from memlane import (
     MEMORY_KINDS,
+    Event,
     InvalidInput,
     Memory,
     MemoryHit,
@@ -29,10 +22,17 @@ from memlane.store.base import (
     ProfileEntry,
     check_id,
     event_memory_id,
+    forget_confirmer,
     profile_entry_id,
     profile_memory_id,
 )
-from memlane.nodes.confirm_forget import forget_confirmer
+from memlane.importing import messages_of, store_messages
+from memlane.middleware import DEFAULT_SESSION, MemoryAgentContext
+from memlane.serve.auth import SESSION_ID_MAX_CHARS, authorized, tenant_user, valid_session_id
+from memlane.serve.chat import JsonBody
+from memlane.serve.config import ApiKey
+from memlane.serve.errors import ApiError, watched
+from memlane.serve.service import ServeService
 from memlane.tools import forget_memory, remember_fact, remember_note
 
 

@@ -10,8 +10,7 @@ from fastapi import Request
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import SecretStr
 
-from memlane import MemoryStore, Settings, StoreError, open_store
-from memlane.graph import MemoryRunResult, MemoryScheduler
+from memlane import MemoryRunResult, MemoryScheduler, MemoryStore, Settings, StoreError, open_store
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
 from memlane.turns import RecallTimedOut, TurnService
 from memlane.models import memory_model_from_settings

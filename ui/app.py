@@ -34,8 +34,7 @@ from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E4
 from memlane.config import Settings, get_settings  # noqa: E402
 from memlane.middleware import DEFAULT_SESSION  # noqa: E402
 from memlane.models import HOW_TO_CONFIGURE  # noqa: E402
-from memlane import MemoryStore  # noqa: E402
-from memlane.graph.diagram import render_svg  # noqa: E402
+from memlane import MemoryStore, render_svg  # noqa: E402
 from memlane.ui.panel import recall_markdown, recall_title  # noqa: E402
 from memlane.ui.sample import SAMPLE_USER  # noqa: E402
 from memlane.ui.service import (  # noqa: E402

@@ -24,9 +24,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from memlane import MemoryStore, Message, SessionSummary, Settings
+from memlane import MemoryContext, MemoryRunResult, MemoryStore, Message, SessionSummary, Settings, StepCallback, run_memory_graph
 from memlane.testing import call_step, prompt_text
-from memlane.graph import MemoryContext, MemoryRunResult, StepCallback, run_memory_graph
 
 SAMPLE_USER = "sample-user"
 
