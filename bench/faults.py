@@ -57,7 +57,7 @@ from memlane.store.embedded import EmbeddedRedis, stop_running  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
 
 QUESTIONS = ["I drink my coffee black", "我周末去爬山", "my sister lives in Lyon", "我最近在深圳加班", "I am learning Rust"]
-ROLLING = ("TASK: update the rolling summary", '{"summary": "The user talks about coffee, work and family."}')
+ROLLING = ("session_summary", '{"summary": "The user talks about coffee, work and family."}')
 RUN_TASK = "memory_run_task"
 
 

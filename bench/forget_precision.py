@@ -285,7 +285,7 @@ def oracle_model(by_request: dict[str, Case]) -> ScriptedChatModel:
         chosen = [int(number) for number, text in shown if case and case.target.marker.lower() in text.lower()]
         return json.dumps({"sentences": chosen})
 
-    return ScriptedChatModel(rules=[("asked you to forget", answer_from(answer))])
+    return ScriptedChatModel(rules=[("confirm_forget", answer_from(answer))])
 
 
 @dataclass

@@ -148,10 +148,11 @@ class TimedModel(ScriptedChatModel):
 
     seconds: float = 0.0
 
-    async def _agenerate(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+    # run_manager named: LangChain hands it (and with it the step's tag) only to a method that takes it
+    async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any):  # type: ignore[override]
         started = time.perf_counter()
         try:
-            return await super()._agenerate(*args, **kwargs)
+            return await super()._agenerate(messages, stop, run_manager, **kwargs)
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -184,13 +185,13 @@ async def measure(settings: Settings, chat_length: int, session_length: int) -> 
     store = TimedStore(real_store)
     model = TimedModel(
         rules=[
-            ("TASK: summarize", answer_summarize),
-            ("TASK: extract", answer_extract),
-            ("TASK: merge new facts", answer_merge_batch),
-            ("TASK: merge", '{"action": "APPEND", "content": ""}'),
-            ("TASK: organize", '{"subtopics": []}'),
-            ("TASK: shorten", answer_shorten),
-            ("TASK: tag", '{"tags": ["作息", "work", "饮食"]}'),
+            ("summarize", answer_summarize),
+            ("extract", answer_extract),
+            ("merge_batch", answer_merge_batch),
+            ("merge", '{"action": "APPEND", "content": ""}'),
+            ("organize", '{"subtopics": []}'),
+            ("resummarize", answer_shorten),
+            ("tag", '{"tags": ["作息", "work", "饮食"]}'),
         ]
     )
     context = MemoryContext(store=store, llm=model, settings=settings)  # type: ignore[arg-type]
@@ -235,7 +236,7 @@ async def measure(settings: Settings, chat_length: int, session_length: int) -> 
         "chat": chat,
         "runs": runs,
         "model_calls": model_calls * per_100,
-        "merge_calls": sum("TASK: merge" in prompt for prompt in model.prompts) * per_100,
+        "merge_calls": sum(step in ("merge", "merge_batch") for step in model.steps) * per_100,
         "prompt_tokens": prompt_tokens * per_100,
         "profile": {(entry.topic, entry.subtopic): entry.content for entry in profile},
         "events": len(events),

@@ -120,7 +120,7 @@ async def first_token(agent, text: str, context: MemoryAgentContext) -> float:
 
 
 async def measure_first_token(store, settings: Settings, runs: int) -> None:
-    model = ScriptedChatModel(default="Sure, here is what I remember about that.", rules=[("zzz-never", "")])
+    model = ScriptedChatModel(default="Sure, here is what I remember about that.")
     middleware = MemoryMiddleware(store, settings=settings)
     plain = create_agent(model, context_schema=MemoryAgentContext, system_prompt="Be brief.")
     with_memory = create_agent(model, middleware=[middleware], context_schema=MemoryAgentContext, system_prompt="Be brief.")

@@ -20,7 +20,7 @@ from langgraph.types import Checkpointer
 from memlane.graph.state import MemoryInput, MemoryOutput, MemoryState
 from memlane.nodes.context import MemoryContext
 from memlane.nodes.extract import extract_facts
-from memlane.nodes.llm import ModelCaller
+from memlane.nodes.llm import ModelCaller, Step
 from memlane.nodes.merge import merge_facts
 from memlane.nodes.organize import organize_profile
 from memlane.nodes.persist import build_update, persist_run
@@ -32,7 +32,7 @@ from memlane.nodes.truncate import truncate_chat
 Update = dict[str, Any]
 
 
-def _caller(runtime: Runtime[MemoryContext], step: str) -> ModelCaller:
+def _caller(runtime: Runtime[MemoryContext], step: Step) -> ModelCaller:
     context = runtime.context
     return ModelCaller(context.llm, context.settings, step, breaker=context.model_breaker)
 
@@ -45,7 +45,7 @@ async def truncate(state: MemoryState, runtime: Runtime[MemoryContext]) -> Updat
 
 async def summarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     profile = await runtime.context.store.get_profile(state["user_id"])
-    caller = _caller(runtime, "summarize")
+    caller = _caller(runtime, Step.SUMMARIZE)
     summary = await summarize_chat(state["chat"], profile, runtime.context.profile_config, caller)
     return {"profile": profile, "working_profile": profile, "summary": summary, **caller.usage.as_update()}
 
@@ -58,7 +58,7 @@ def route_after_summary(state: MemoryState) -> str | list[str]:
 
 
 async def extract(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
-    caller = _caller(runtime, "extract")
+    caller = _caller(runtime, Step.EXTRACT)
     facts, notes = await extract_facts(
         state["chat"], state["summary"], state["profile"], runtime.context.profile_config, caller
     )
@@ -66,7 +66,7 @@ async def extract(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update
 
 
 async def merge(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
-    caller = _caller(runtime, "merge")
+    caller = _caller(runtime, Step.MERGE)
     merged, notes = await merge_facts(
         state["facts"], state["profile"], state["user_id"], runtime.context.profile_config, caller
     )
@@ -74,7 +74,7 @@ async def merge(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
 
 
 async def organize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
-    caller = _caller(runtime, "organize")
+    caller = _caller(runtime, Step.ORGANIZE)
     profile_config = runtime.context.profile_config
     organized, notes = await organize_profile(
         state["working_profile"],
@@ -86,7 +86,7 @@ async def organize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Updat
 
 
 async def resummarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
-    caller = _caller(runtime, "resummarize")
+    caller = _caller(runtime, Step.RESUMMARIZE)
     shortened, notes = await resummarize_entries(
         state["working_profile"],
         runtime.context.profile_config.max_tokens_per_entry,
@@ -98,7 +98,7 @@ async def resummarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Up
 
 async def tag(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     settings = runtime.context.settings
-    caller = _caller(runtime, "tag")
+    caller = _caller(runtime, Step.TAG)
     tags, notes = await tag_event(
         state["summary"], settings.graph.max_tags, settings.graph.tag_max_chars, caller
     )

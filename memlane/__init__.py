@@ -17,6 +17,22 @@ _LAZY = {
     "RedisUnavailable": "memlane.store.errors",
     "SessionSummary": "memlane.store.records",
     "StoreError": "memlane.store.errors",
+    # records, limits and ids the app and the service show or check (ui/, serve/ import only this API)
+    "ForgetConfirm": "memlane.store.protocols",
+    "InputTooLarge": "memlane.store.errors",
+    "InvalidInput": "memlane.store.errors",
+    "MEMORY_KINDS": "memlane.store.records",
+    "MemoryKind": "memlane.store.records",
+    "PastValue": "memlane.store.records",
+    "ProfileChange": "memlane.store.records",
+    "ProfileRevision": "memlane.store.records",
+    "StoreItem": "memlane.store.records",
+    "WEAK_RELEVANCE": "memlane.store.records",
+    "check_id": "memlane.store.ids",
+    "event_memory_id": "memlane.store.ids",
+    "profile_entry_id": "memlane.store.ids",
+    "profile_memory_id": "memlane.store.ids",
+    "stable_id": "memlane.store.ids",
     "Recall": "memlane.recall",  # the function is memlane.recall.recall
     "RecallItem": "memlane.recall",
     "RedisPoolExhausted": "memlane.store.connections",
@@ -29,10 +45,16 @@ _LAZY = {
     "MemoryContext": "memlane.graph",
     "MemoryRunResult": "memlane.graph",
     "MemoryScheduler": "memlane.graph",
+    "MemoryStep": "memlane.graph",  # a run's progress, step by step
     "ProfileConfig": "memlane.graph",
+    "StepCallback": "memlane.graph",
     "build_memory_graph": "memlane.graph",
     "compile_memory_graph": "memlane.graph",
     "run_memory_graph": "memlane.graph",
+    "render_svg": "memlane.graph.diagram",  # the memory graph drawn, with a run's steps coloured
+    "queue_memory_run": "memlane.graph.tasks",  # a run for the workers of a deployment, from a door without a scheduler
+    "MEMORY_MODEL_TAG": "memlane.nodes.llm",  # the tag of every memory-model call (never part of a reply)
+    "forget_confirmer": "memlane.nodes.confirm_forget",  # the memory model checks what forgetting by meaning found
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr__` below
@@ -41,18 +63,39 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
         MemoryContext,
         MemoryRunResult,
         MemoryScheduler,
+        MemoryStep,
         ProfileConfig,
+        StepCallback,
         build_memory_graph,
         compile_memory_graph,
         run_memory_graph,
     )
+    from memlane.graph.diagram import render_svg
+    from memlane.graph.tasks import queue_memory_run
     from memlane.langgraph_store import MemlaneStore
     from memlane.middleware import MemoryAgentContext, MemoryMiddleware
+    from memlane.nodes.confirm_forget import forget_confirmer
+    from memlane.nodes.llm import MEMORY_MODEL_TAG
     from memlane.recall import Recall, RecallItem
     from memlane.store.connections import RedisPoolExhausted
-    from memlane.store.errors import RedisUnavailable, StoreError
-    from memlane.store.protocols import MemoryStore
-    from memlane.store.records import Event, Memory, MemoryHit, Message, ProfileEntry, SessionSummary
+    from memlane.store.errors import InputTooLarge, InvalidInput, RedisUnavailable, StoreError
+    from memlane.store.ids import check_id, event_memory_id, profile_entry_id, profile_memory_id, stable_id
+    from memlane.store.protocols import ForgetConfirm, MemoryStore
+    from memlane.store.records import (
+        MEMORY_KINDS,
+        WEAK_RELEVANCE,
+        Event,
+        Memory,
+        MemoryHit,
+        MemoryKind,
+        Message,
+        PastValue,
+        ProfileChange,
+        ProfileEntry,
+        ProfileRevision,
+        SessionSummary,
+        StoreItem,
+    )
     from memlane.store.redis import RedisMemoryStore, open_store
     from memlane.tools import memory_tools
 

@@ -25,7 +25,7 @@ from typing import Sequence
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings
-from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, render_chat
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, render_chat
 from memlane.store.breaker import CircuitBreaker
 from memlane.store.records import Message
 from memlane.store.text import query_terms
@@ -131,7 +131,7 @@ async def model_rewrite(
     quick = settings.model_copy(update={"llm_timeout_seconds": settings.recall.rewrite_timeout_seconds, "llm_max_retries": 0})
     # past the budget the call is given up, not failed: a model slower than 0.3 s still works
     # for the memory graph, and its breaker must not open on the reply path's impatience
-    caller = ModelCaller(llm=llm, settings=quick, step="rewrite", breaker=breaker, timeout_is_budget=True, quiet=True)
+    caller = ModelCaller(llm=llm, settings=quick, step=Step.REWRITE, breaker=breaker, timeout_is_budget=True, quiet=True)
     chat = render_chat([*previous_turns[-6:]])
     try:
         answer = await caller.ask(REWRITE_PROMPT, f"{chat}\n\nLast question: {question}")

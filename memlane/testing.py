@@ -16,14 +16,22 @@ What it answers:
   (raised by that call), a callable `(messages) -> str | Exception` (computed from the prompt;
   `answer_from(fn)` adapts `fn(prompt_text)`), or `TIMEOUT` (the call sleeps `timeout_sleep`
   seconds, as a model that never answers).
-- `ScriptedChatModel(rules=[(substring, answer), ...], default=...)` answers with the first
-  rule whose substring occurs in the prompt (system and messages joined), so one model serves
-  every node of the memory graph, in any order.
-- `calls` (the messages of each call) and `prompts` (their text) record what it was asked;
-  `bind_tools` is accepted and changes nothing (it never calls tools).
+- `ScriptedChatModel(rules=[(step, answer), ...], default=...)` answers each call with the
+  rule of the step it was made for, and with `default` where no rule names it (an agent's
+  reply, which memlane does not tag). memlane tags every memory-model call with its step
+  (`memlane:step:summarize`; LangChain hands a call's tags to the model as `run_manager.tags`),
+  so one model serves every node of the memory graph, in any order, whatever the prompts say.
+  The steps (`STEPS`): summarize, extract, merge (one fact), merge_batch (several facts),
+  organize, resummarize, tag; session_summary and window_summary (a session's rolling summary);
+  session_title, topic_shift, confirm_forget, rewrite.
+- `calls` (the messages of each call), `prompts` (their text) and `steps` (the step each was
+  made for, None for an untagged call) record what it was asked; `bind_tools` is accepted and
+  changes nothing (it never calls tools).
+- A subclass that overrides `_agenerate` names its `run_manager` parameter and passes it on:
+  LangChain hands the run manager, and with it the step, only to a method that takes it.
 
 `memory_rules()` are rules that answer each step of the memory graph (summarize, extract,
-merge, organize, shorten, tag) with fixed JSON. They do not read the conversation: by
+merge, organize, resummarize, tag) with fixed JSON. They do not read the conversation: by
 default a run learns three facts of a Chinese chat (sleeps at 2 a.m., two weeks of overtime,
 black coffee without sugar) with the tags 作息异常 / 工作压力 / 饮食偏好, whatever was said.
 Pass your own `summary`, `facts`, `tags`, ... to learn something else.
@@ -35,23 +43,44 @@ import asyncio
 import json
 import re
 import time
+from contextvars import ContextVar
 from typing import Any, Callable, Iterator, AsyncIterator, Sequence
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 
+from memlane.nodes.llm import Step, step_of
 from memlane.nodes.merge import MERGE_PROMPT
 
 TIMEOUT = object()
 
 Answer = Any  # str | Exception | Callable[[list[BaseMessage]], str | Exception] | TIMEOUT
 
+# the steps a rule can name: every step that asks the memory model
+STEPS: tuple[str, ...] = tuple(step.value for step in Step)
+
 
 def prompt_text(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(str(message.content) for message in messages)
+
+
+def call_step(run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None) -> str | None:
+    """The step a chat model is called for, from the `run_manager` its `_generate` / `_agenerate` /
+    `_stream` receives (memlane's tag `memlane:step:<step>`); None for a call memlane did not tag."""
+    return step_of(run_manager.tags if run_manager is not None else None)
+
+
+# the step of a call LangChain streams: it hands `_astream` / `_stream` no run_manager (a call made
+# inside a streaming run, such as an agent's `astream`, is streamed whether asked to or not), so
+# the step is noted where it still has one, `_should_stream`, just before
+_STREAMED_STEP: ContextVar[str | None] = ContextVar("memlane_streamed_step", default=None)
+
+
+def _unknown_steps(rules: Sequence[tuple[str, Any]]) -> list[str]:
+    return [str(step) for step, _ in rules if step not in STEPS]
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -64,7 +93,16 @@ class ScriptedChatModel(BaseChatModel):
     chunk_delay: float = 0.0
     timeout_sleep: float = 3600.0
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _steps: list[str | None] = PrivateAttr(default_factory=list)
     _position: int = PrivateAttr(default=0)
+
+    @field_validator("rules")
+    @classmethod
+    def _rules_name_steps(cls, rules: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        unknown = _unknown_steps(rules)
+        if unknown:  # a prompt's words ("TASK: summarize") as a key would never match
+            raise ValueError(f"rules are keyed by step, one of {', '.join(STEPS)}; not {', '.join(map(repr, unknown))}")
+        return rules
 
     @property
     def _llm_type(self) -> str:
@@ -78,14 +116,24 @@ class ScriptedChatModel(BaseChatModel):
     def prompts(self) -> list[str]:
         return [prompt_text(call) for call in self._calls]
 
-    def _next_answer(self, messages: list[BaseMessage]) -> Answer:
+    @property
+    def steps(self) -> list[str | None]:
+        """The step each call was made for (None: untagged, such as an agent's reply)."""
+        return list(self._steps)
+
+    def _should_stream(self, *, async_api: bool, run_manager: Any = None, **kwargs: Any) -> bool:
+        _STREAMED_STEP.set(call_step(run_manager))
+        return super()._should_stream(async_api=async_api, run_manager=run_manager, **kwargs)
+
+    def _next_answer(self, messages: list[BaseMessage], run_manager: Any = None, *, streamed: bool = False) -> Answer:
         self._calls.append(list(messages))
+        step = _STREAMED_STEP.get() if streamed and run_manager is None else call_step(run_manager)
+        self._steps.append(step)
         if self.rules:
-            text = prompt_text(messages)
-            for needle, answer in self.rules:
-                if needle in text:
-                    return answer
-            return self.default
+            unknown = _unknown_steps(self.rules)  # rules can be edited after the model is made
+            if unknown:
+                raise ValueError(f"rules are keyed by step, one of {', '.join(STEPS)}; not {', '.join(map(repr, unknown))}")
+            return next((answer for rule_step, answer in self.rules if rule_step == step), self.default)
         if self._position >= len(self.script):
             return self.default
         answer = self.script[self._position]
@@ -106,7 +154,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        answer = self._next_answer(messages)
+        answer = self._next_answer(messages, run_manager)
         if answer is TIMEOUT:
             time.sleep(self.timeout_sleep)
         text = self._resolve(answer, messages)
@@ -119,7 +167,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        answer = self._next_answer(messages)
+        answer = self._next_answer(messages, run_manager)
         if answer is TIMEOUT:
             await asyncio.sleep(self.timeout_sleep)
         text = self._resolve(answer, messages)
@@ -132,7 +180,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        answer = self._next_answer(messages)
+        answer = self._next_answer(messages, run_manager, streamed=True)
         if answer is TIMEOUT:
             time.sleep(self.timeout_sleep)
         text = self._resolve(answer, messages)
@@ -151,7 +199,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        answer = self._next_answer(messages)
+        answer = self._next_answer(messages, run_manager, streamed=True)
         if answer is TIMEOUT:
             await asyncio.sleep(self.timeout_sleep)
         text = self._resolve(answer, messages)
@@ -242,9 +290,10 @@ def memory_rules(
     organize: Any = '{"subtopics": []}',
     resummarize: Any = '{"content": ""}',
 ) -> list[tuple[str, Any]]:
-    """Rules answering every node; a dict/list value is sent as JSON, anything else as is.
-    `merge` answers the one-fact merge prompt; `merge_batch` the batched one (default: `merge`
-    applied to each fact, see `batched`)."""
+    """Rules answering every step of the memory graph, summarize first; a dict/list value is
+    sent as JSON, anything else as is. `merge` answers the one-fact merge step; `merge_batch`
+    the batched one (default: `merge` applied to each fact, see `batched`); `resummarize` the
+    step that shortens an entry."""
 
     def wrap(key: str, value: Any) -> Any:
         if isinstance(value, (dict, list)) and key:
@@ -252,14 +301,14 @@ def memory_rules(
         return value
 
     return [
-        ("TASK: summarize", as_json({"summary": summary}) if isinstance(summary, str) else summary),
-        ("TASK: extract", wrap("facts", facts)),
-        ("TASK: merge new facts", batched(merge) if merge_batch is None else merge_batch),
-        ("TASK: merge", merge),
-        ("TASK: organize", organize),
-        ("TASK: shorten", resummarize),
-        ("TASK: tag", wrap("tags", tags)),
+        (Step.SUMMARIZE, as_json({"summary": summary}) if isinstance(summary, str) else summary),
+        (Step.EXTRACT, wrap("facts", facts)),
+        (Step.MERGE_BATCH, batched(merge) if merge_batch is None else merge_batch),
+        (Step.MERGE, merge),
+        (Step.ORGANIZE, organize),
+        (Step.RESUMMARIZE, resummarize),
+        (Step.TAG, wrap("tags", tags)),
     ]
 
 
-__all__ = ["TIMEOUT", "ScriptedChatModel", "answer_from", "memory_rules", "prompt_text"]
+__all__ = ["STEPS", "TIMEOUT", "ScriptedChatModel", "answer_from", "call_step", "memory_rules", "prompt_text"]

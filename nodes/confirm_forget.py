@@ -19,7 +19,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel
 
 from memlane.config import Settings
-from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, data_line
+from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, Step, data_line
 from memlane.nodes.parsing import ParseFailed, extract_json, strip_fences
 from memlane.store.breaker import CircuitBreaker
 from memlane.store.protocols import ForgetConfirm
@@ -117,7 +117,7 @@ async def confirm_forget(
         for number, sentence in enumerate(sentences, 1)
     ).rstrip("\n")
     user_text = f"<chat>\nRequest: {data_line(request[:REQUEST_MAX_CHARS])}\n{numbered}\n</chat>"
-    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), "confirm_forget", breaker=breaker)
+    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), Step.CONFIRM_FORGET, breaker=breaker)
     try:
         answer = await caller.ask(CONFIRM_FORGET_PROMPT, user_text, schema=ConfirmForgetOutput)
     except ModelCallFailed as failure:

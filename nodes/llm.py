@@ -7,6 +7,10 @@ run can report how many calls and prompt tokens it cost. With a circuit breaker 
 until the breaker lets a trial call through: the step fails at once with `ModelPaused`.
 A step passes its output model to `ask`; whether the call sends it as a JSON schema is
 decided in `nodes/structured_output.py`.
+
+Every call is tagged with its step (`Step`, the tag `memlane:step:<step>`): LangChain hands the
+tags to the model's callbacks (`run_manager.tags` in `_agenerate`), so a tracer, or a scripted
+model in a test (`memlane.testing`), knows which step asks without reading the prompt.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Sequence
+from enum import StrEnum
+from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 from pydantic import BaseModel
 
@@ -37,6 +42,44 @@ _RETRY_BACKOFF_SECONDS = 0.2
 # streamed as part of the reply ("nostream": LangGraph's stream_mode="messages" skips it)
 MEMORY_MODEL_TAG = "memlane:memory-model"
 MEMORY_MODEL_CONFIG = {"tags": [MEMORY_MODEL_TAG, TAG_NOSTREAM]}
+# and the step it asks for: memlane:step:summarize, memlane:step:merge_batch, ...
+STEP_TAG_PREFIX = "memlane:step:"
+
+
+class Step(StrEnum):
+    """Every step that asks the memory model, declared once: the name its calls are tagged with."""
+
+    SUMMARIZE = "summarize"  # the memory graph's steps (graph/build.py)
+    EXTRACT = "extract"
+    MERGE = "merge"  # one fact
+    MERGE_BATCH = "merge_batch"  # several facts in one call
+    ORGANIZE = "organize"
+    RESUMMARIZE = "resummarize"
+    TAG = "tag"
+    SESSION_SUMMARY = "session_summary"  # a session's rolling summary
+    WINDOW_SUMMARY = "window_summary"  # one window of a conversation too long for one call
+    SESSION_TITLE = "session_title"  # after a reply (memlane/turns.py)
+    TOPIC_SHIFT = "topic_shift"
+    CONFIRM_FORGET = "confirm_forget"  # forgetting by meaning
+    REWRITE = "rewrite"  # a follow-up question made searchable before recall
+
+
+def step_tag(step: str) -> str:
+    """The tag a call for `step` carries: `memlane:step:summarize`."""
+    return STEP_TAG_PREFIX + str(step)
+
+
+def step_of(tags: Iterable[str] | None) -> str | None:
+    """The step a model call was made for, from its run's tags (`run_manager.tags`, or the tags of
+    a RunnableConfig); None for a call memlane did not tag (an agent's reply). Tags inherited from
+    an enclosing run come first, so the last step tag is the call's own."""
+    steps = [tag[len(STEP_TAG_PREFIX) :] for tag in tags or () if tag.startswith(STEP_TAG_PREFIX)]
+    return steps[-1] if steps else None
+
+
+def memory_model_config(step: str) -> dict[str, Any]:
+    """The RunnableConfig of a memory-model call for `step`: never streamed, tagged with its step."""
+    return {"tags": [*MEMORY_MODEL_CONFIG["tags"], step_tag(step)]}
 _CHAT_TAG = re.compile(r"</?\s*chat\s*>", re.IGNORECASE)
 # every character str.splitlines() breaks a line at
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -99,7 +142,7 @@ class ModelCaller:
     # True when the caller says what a failure means itself (a line per attempt would repeat it)
     quiet: bool = False
 
-    async def _invoke(self, system: str, user: str, schema: type[BaseModel] | None) -> str:
+    async def _invoke(self, system: str, user: str, schema: type[BaseModel] | None, step: str) -> str:
         # a server refusing the schema is asked again without it inside this one call, so the
         # breaker and the retries see only the answer
         return await STRUCTURED_OUTPUT.answer(
@@ -107,29 +150,36 @@ class ModelCaller:
             [SystemMessage(content=system), HumanMessage(content=user)],
             schema=schema,
             mode=self.settings.models.memory_model_structured_output,
-            step=self.step,
-            config=MEMORY_MODEL_CONFIG,
+            step=step,
+            config=memory_model_config(step),
         )
 
     async def _through_breaker(self, make_call: Callable[[], Awaitable[str]]) -> str:
         return await (make_call() if self.breaker is None else self.breaker.call(make_call))
 
-    async def _call(self, system: str, user: str, schema: type[BaseModel] | None) -> str:
+    async def _call(self, system: str, user: str, schema: type[BaseModel] | None, step: str) -> str:
         timeout = self.settings.models.llm_timeout_seconds
         if self.timeout_is_budget:
             # the timeout outside the breaker: the call is cancelled, which proves nothing
             return await asyncio.wait_for(
-                self._through_breaker(lambda: self._invoke(system, user, schema)), timeout=timeout
+                self._through_breaker(lambda: self._invoke(system, user, schema, step)), timeout=timeout
             )
         # the timeout inside the breaker: a call that hangs counts as a failure of the model
-        return await self._through_breaker(lambda: asyncio.wait_for(self._invoke(system, user, schema), timeout=timeout))
+        return await self._through_breaker(
+            lambda: asyncio.wait_for(self._invoke(system, user, schema, step), timeout=timeout)
+        )
 
-    async def ask(self, system: str, user: str, *, schema: type[BaseModel] | None = None) -> str:
+    async def ask(
+        self, system: str, user: str, *, schema: type[BaseModel] | None = None, step: str | None = None
+    ) -> str:
         """The model's answer text. Raises `ModelCallFailed` after the last retry, and
         `ModelPaused` without calling while the breaker is open.
 
         schema: the step's output model, sent as a JSON schema where the model takes one
-        (`memory_model_structured_output`); the answer is parsed leniently either way."""
+        (`memory_model_structured_output`); the answer is parsed leniently either way.
+        step: the `Step` this call is tagged with, where one caller asks for more than one
+        (merge: one fact or a batch); by default the caller's."""
+        step = step or self.step
         prompt_tokens = count_tokens(system, self.settings.store.token_encoding) + count_tokens(
             user, self.settings.store.token_encoding
         )
@@ -139,7 +189,7 @@ class ModelCaller:
             self.usage.model_calls += 1
             self.usage.prompt_tokens += prompt_tokens
             try:
-                return await self._call(system, user, schema)
+                return await self._call(system, user, schema, step)
             except CircuitOpen as refused:
                 self.usage.model_calls -= 1  # refused before the call: nothing was spent
                 self.usage.prompt_tokens -= prompt_tokens

@@ -19,7 +19,7 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel, ValidationError, field_validator
 
 from memlane.nodes.extract import ProfileFact
-from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, data_line, join_clauses
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, data_line, join_clauses
 from memlane.nodes.parsing import ParseFailed, extract_json
 from memlane.nodes.profile_config import PEOPLE_TOPIC, ProfileConfig
 from memlane.store.ids import normalize_slot, now, profile_entry_id
@@ -284,7 +284,7 @@ def apply_decision(
 
 async def _decide_one(question: MergeQuestion, caller: ModelCaller, notes: list[str]) -> MergeDecision | None:
     """One fact, one call; None (and a note) when the answer holds no usable decision."""
-    answer = await caller.ask(MERGE_PROMPT, merge_prompt_input(question), schema=MergeDecision)
+    answer = await caller.ask(MERGE_PROMPT, merge_prompt_input(question), schema=MergeDecision, step=Step.MERGE)
     try:
         decisions, problems = parse_decisions(answer, [question])
         if 1 in decisions:
@@ -305,7 +305,9 @@ async def _decide_batch(
         return [await _decide_one(questions[0], caller, notes)]
     decisions: dict[int, MergeDecision] = {}
     try:
-        answer = await caller.ask(MERGE_BATCH_PROMPT, merge_batch_input(questions), schema=MergeBatchOutput)
+        answer = await caller.ask(
+            MERGE_BATCH_PROMPT, merge_batch_input(questions), schema=MergeBatchOutput, step=Step.MERGE_BATCH
+        )
         decisions, problems = parse_decisions(answer, questions)
     except (ModelCallFailed, ParseFailed) as failure:
         # a model that is really away fails the first one-by-one call below, and the step

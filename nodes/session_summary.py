@@ -19,7 +19,7 @@ from typing import Sequence
 from pydantic import BaseModel
 
 from memlane.config import Settings
-from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_message
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, Step, render_message
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.store.protocols import HistoryStore
 from memlane.store.records import Message, SessionSummary
@@ -117,6 +117,7 @@ async def condense(lines: Sequence[str], settings: Settings, caller: ModelCaller
             WINDOW_SUMMARY_PROMPT.format(max_tokens=target),
             "<chat>\n" + "\n".join(part) + "\n</chat>",
             schema=SummaryText,
+            step=Step.WINDOW_SUMMARY,
         )
         summaries.append(truncate_to_tokens(_answer_text(answer, "session summary"), target, encoding))
     return await condense([summary for summary in summaries if summary], settings, caller, depth + 1)
@@ -138,11 +139,13 @@ async def summarize_session(
         SESSION_SUMMARY_PROMPT.format(max_tokens=limit),
         f"Previous summary: {previous or '(none)'}\n\nNew part:\n<chat>\n{digest}\n</chat>",
         schema=SummaryText,
+        step=Step.SESSION_SUMMARY,
     )
     summary = _answer_text(answer, "session summary")
     if count_tokens(summary, encoding) > limit:
         answer = await caller.ask(
-            WINDOW_SUMMARY_PROMPT.format(max_tokens=limit), f"<chat>\n{summary}\n</chat>", schema=SummaryText
+            WINDOW_SUMMARY_PROMPT.format(max_tokens=limit), f"<chat>\n{summary}\n</chat>", schema=SummaryText,
+            step=Step.WINDOW_SUMMARY,
         )
         summary = truncate_to_tokens(_answer_text(answer, "session summary"), limit, encoding)
     return summary

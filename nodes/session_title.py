@@ -15,7 +15,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel
 
 from memlane.config import Settings
-from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, render_chat
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, render_chat
 from memlane.nodes.parsing import ParseFailed, extract_json, strip_fences
 from memlane.store.records import Message
 from memlane.store.text import detect_language
@@ -113,7 +113,7 @@ async def session_title(llm: BaseChatModel, messages: Sequence[Message], setting
     shown = [message.model_copy(update={"content": message.content[:TITLE_MESSAGE_CHARS]}) for message in first_turns]
     owner_text = " ".join(message.content for message in shown if message.speaker_role == "owner")
     language = detect_language(owner_text or " ".join(message.content for message in shown))
-    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), "session_title")
+    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), Step.SESSION_TITLE)
     try:
         answer = await caller.ask(TITLE_PROMPT, render_chat(shown), schema=TitleOutput)
     except ModelCallFailed as failure:

@@ -16,7 +16,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel
 
 from memlane.config import Settings
-from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, data_line, render_message
+from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, Step, data_line, render_message
 from memlane.nodes.parsing import ParseFailed, extract_json
 from memlane.store.records import Message
 
@@ -114,7 +114,7 @@ async def is_related(llm: BaseChatModel, context: str, message: Message, setting
         f"<chat>\nConversation so far: {data_line(context.strip()[-CONTEXT_MAX_CHARS:])}\n"
         f"New message: {render_message(shown)}\n</chat>"
     )
-    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), "topic_shift")
+    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), Step.TOPIC_SHIFT)
     try:
         answer = await caller.ask(TOPIC_SHIFT_PROMPT, user_text, schema=TopicShiftOutput)
     except ModelCallFailed as failure:

@@ -13,8 +13,10 @@ configuration file (serve/config.py), stored hashed; each belongs to one tenant,
 can reach another tenant's data. Errors are JSON in OpenAI's shape (serve/errors.py):
 `{"error": {"message", "type", "code"}}`.
 
-This module wires the app: the service it runs on (serve/service.py), the error handlers and
-middleware, the health, chat and memories routes, and the MCP endpoint.
+This module holds the health and chat routes (module-level `APIRouter`s; what a handler needs
+comes in by dependency: the service, the key) and wires the app: the service it runs on
+(serve/service.py), the error handlers and middleware, the routers (the memories API's is
+serve/memories.py's), and the MCP endpoint.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from typing import Any, AsyncIterator
+from typing import Annotated, Any, AsyncIterator
 
-from fastapi import Depends, FastAPI, Header
+from fastapi import APIRouter, Depends, FastAPI, Header
 from fastapi.responses import JSONResponse, Response
 from langchain_core.language_models.chat_models import BaseChatModel
 
@@ -55,9 +57,9 @@ from memlane.serve.errors import (
     add_error_handlers,
     bounded,
 )
-from memlane.serve.memories import add_memory_routes
+from memlane.serve import memories
 from memlane.serve.metrics import MetricsMiddleware
-from memlane.serve.service import ServeService
+from memlane.serve.service import ServeService, Service
 
 
 def create_app(
@@ -103,9 +105,9 @@ def create_app(
     app.add_middleware(UnexpectedErrorMiddleware)  # innermost: the metrics count its 500s
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.serve.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)  # outermost: counts the 413s too
-    _add_health_routes(app, service)
-    _add_chat_routes(app, service)
-    add_memory_routes(app, service)
+    app.include_router(health)
+    app.include_router(chat)
+    app.include_router(memories.router)
     if mcp_endpoint is not None:
         app.router.routes.append(mcp_endpoint.route)
     return app
@@ -119,107 +121,118 @@ def _mcp_endpoint(service: ServeService) -> Any:
     return serve_mcp_endpoint(service, path="/mcp")
 
 
-def _add_health_routes(app: FastAPI, service: ServeService) -> None:
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
-        """The process answers."""
-        return {"status": "ok"}
-
-    @app.get("/readyz", tags=["health"])
-    async def readyz() -> JSONResponse:
-        """Redis answers and the memory index exists (503 with the reason otherwise); either way
-        with the index backlog, saved turns not searchable yet (it never makes the service unready)."""
-        backlog = service.persistence.index_backlog() if service.persistence else None
-        detail = {"index_backlog": dataclasses.asdict(backlog) if backlog else None}
-        try:
-            await bounded(service.require_store().check_ready(), READY_TIMEOUT_SECONDS, "the readiness check")
-        except StoreError as error:
-            reason = mask_secrets(str(error), service.settings)
-            return JSONResponse({"status": "unavailable", "reason": reason, **detail}, status_code=503)
-        return JSONResponse({"status": "ready", **detail})
-
-    @app.get("/metrics", tags=["health"])
-    async def metrics() -> Response:
-        """Prometheus metrics."""
-        return Response(service.metrics.render(), media_type=service.metrics.content_type)
+health = APIRouter(tags=["health"])
+"""/healthz, /readyz and /metrics: no key needed."""
 
 
-def _add_chat_routes(app: FastAPI, service: ServeService) -> None:
-    @app.get("/v1/models", tags=["chat"])
-    async def list_models(key: ApiKey = Depends(authorized("chat"))) -> dict[str, Any]:
-        """The personas this key may use, as OpenAI models."""
-        return {
-            "object": "list",
-            "data": [
-                {"id": persona_id, "object": "model", "created": 0, "owned_by": "memlane", "description": persona.description}
-                for persona_id, persona in service.config.personas.items()
-                if key.may_use(persona_id)
-            ],
-        }
+@health.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process answers."""
+    return {"status": "ok"}
 
-    @app.post("/v1/chat/completions", tags=["chat"])
-    async def chat_completions(
-        body: ChatCompletionRequest,
-        key: ApiKey = Depends(authorized("chat")),
-        user_header: str | None = Header(default=None, alias=USER_HEADER),
-        session_header: str | None = Header(default=None, alias=SESSION_HEADER),
-        idempotency_header: str | None = Header(default=None, alias=IDEMPOTENCY_HEADER),
-    ) -> Any:
-        """A chat completion with the user's memories recalled into the system prompt; the turn is
-        saved after the reply completes (streamed or not). With an Idempotency-Key header, retries
-        of the request are saved once (serve/chat.py says what a request saves)."""
-        started = time.perf_counter()
-        persona = service.config.personas.get(body.model)
-        if persona is None:
-            raise ApiError(404, f"no persona {body.model!r}; GET /v1/models lists them", "model_not_found")
-        if not key.may_use(body.model):
-            raise ApiError(403, f"the API key {key.name!r} may not use the persona {body.model!r}", "persona_not_allowed")
-        user_id = body.user or header_text(user_header, USER_HEADER)
-        if not user_id:
-            raise ApiError(422, f'name the user: the request\'s "user" field or the {USER_HEADER} header', "missing_user")
-        settings = service.persona_settings[body.model]
-        toggles = body.memory_config
-        identity = MemoryAgentContext(
-            user_id=tenant_user(key, user_id),
-            session_id=valid_session_id(header_text(session_header, SESSION_HEADER)),
-            recall_enabled=settings.recall.enabled if toggles is None or toggles.enabled is None else toggles.enabled,
-            auto_save_enabled=settings.turns.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
+
+@health.get("/readyz")
+async def readyz(service: Service) -> JSONResponse:
+    """Redis answers and the memory index exists (503 with the reason otherwise); either way
+    with the index backlog, saved turns not searchable yet (it never makes the service unready)."""
+    backlog = service.persistence.index_backlog() if service.persistence else None
+    detail = {"index_backlog": dataclasses.asdict(backlog) if backlog else None}
+    try:
+        await bounded(service.require_store().check_ready(), READY_TIMEOUT_SECONDS, "the readiness check")
+    except StoreError as error:
+        reason = mask_secrets(str(error), service.settings)
+        return JSONResponse({"status": "unavailable", "reason": reason, **detail}, status_code=503)
+    return JSONResponse({"status": "ready", **detail})
+
+
+@health.get("/metrics")
+async def metrics(service: Service) -> Response:
+    """Prometheus metrics."""
+    return Response(service.metrics.render(), media_type=service.metrics.content_type)
+
+
+chat = APIRouter(prefix="/v1", tags=["chat"])
+"""The OpenAI-compatible routes: the personas as models, and chat completions with recall."""
+ChatKey = Annotated[ApiKey, Depends(authorized("chat"))]
+
+
+@chat.get("/models")
+async def list_models(key: ChatKey, service: Service) -> dict[str, Any]:
+    """The personas this key may use, as OpenAI models."""
+    return {
+        "object": "list",
+        "data": [
+            {"id": persona_id, "object": "model", "created": 0, "owned_by": "memlane", "description": persona.description}
+            for persona_id, persona in service.config.personas.items()
+            if key.may_use(persona_id)
+        ],
+    }
+
+
+@chat.post("/chat/completions")
+async def chat_completions(
+    body: ChatCompletionRequest,
+    key: ChatKey,
+    service: Service,
+    user_header: str | None = Header(default=None, alias=USER_HEADER),
+    session_header: str | None = Header(default=None, alias=SESSION_HEADER),
+    idempotency_header: str | None = Header(default=None, alias=IDEMPOTENCY_HEADER),
+) -> Any:
+    """A chat completion with the user's memories recalled into the system prompt; the turn is
+    saved after the reply completes (streamed or not). With an Idempotency-Key header, retries
+    of the request are saved once (serve/chat.py says what a request saves)."""
+    started = time.perf_counter()
+    persona = service.config.personas.get(body.model)
+    if persona is None:
+        raise ApiError(404, f"no persona {body.model!r}; GET /v1/models lists them", "model_not_found")
+    if not key.may_use(body.model):
+        raise ApiError(403, f"the API key {key.name!r} may not use the persona {body.model!r}", "persona_not_allowed")
+    user_id = body.user or header_text(user_header, USER_HEADER)
+    if not user_id:
+        raise ApiError(422, f'name the user: the request\'s "user" field or the {USER_HEADER} header', "missing_user")
+    settings = service.persona_settings[body.model]
+    toggles = body.memory_config
+    identity = MemoryAgentContext(
+        user_id=tenant_user(key, user_id),
+        session_id=valid_session_id(header_text(session_header, SESSION_HEADER)),
+        recall_enabled=settings.recall.enabled if toggles is None or toggles.enabled is None else toggles.enabled,
+        auto_save_enabled=settings.turns.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
+    )
+    turn = ChatTurn(
+        request=body,
+        persona_id=body.model,
+        persona=persona,
+        settings=settings,
+        identity=identity,
+        completion_id=new_completion_id(),
+        idempotency_key=(header_text(idempotency_header, IDEMPOTENCY_HEADER) or "").strip() or None,
+    )
+    reused, _ = await asyncio.gather(
+        key_reused(turn, service.require_store(), READY_TIMEOUT_SECONDS),
+        recall_for(turn, service.require_turns(), service.metrics),
+    )
+    if reused:
+        raise ApiError(
+            422,
+            f"the {IDEMPOTENCY_HEADER} {turn.idempotency_key!r} was sent before with another request; "
+            "a key names one request (send its retries with the same body): use a new key for a new request",
+            "idempotency_key_reused",
         )
-        turn = ChatTurn(
-            request=body,
-            persona_id=body.model,
-            persona=persona,
-            settings=settings,
-            identity=identity,
-            completion_id=new_completion_id(),
-            idempotency_key=(header_text(idempotency_header, IDEMPOTENCY_HEADER) or "").strip() or None,
-        )
-        reused, _ = await asyncio.gather(
-            key_reused(turn, service.require_store(), READY_TIMEOUT_SECONDS),
-            recall_for(turn, service.require_turns(), service.metrics),
-        )
-        if reused:
-            raise ApiError(
-                422,
-                f"the {IDEMPOTENCY_HEADER} {turn.idempotency_key!r} was sent before with another request; "
-                "a key names one request (send its retries with the same body): use a new key for a new request",
-                "idempotency_key_reused",
-            )
-        headers = {"X-Memlane-Recalled-Tokens": str(turn.recalled.tokens if turn.recalled else 0)}
-        if turn.recalled is not None and turn.recalled.rewrite:  # a follow-up: how it was made searchable
-            headers["X-Memlane-Follow-Up-Rewrite"] = turn.recalled.rewrite.replace(" ", "-")
-        try:
-            if body.stream:
-                response = await open_stream(service.upstream, turn)
-            else:
-                completion, reply = await complete(service.upstream, turn)
-        except UpstreamFailed:
-            service.metrics.upstream_errors.labels(body.model).inc()
-            raise
+    headers = {"X-Memlane-Recalled-Tokens": str(turn.recalled.tokens if turn.recalled else 0)}
+    if turn.recalled is not None and turn.recalled.rewrite:  # a follow-up: how it was made searchable
+        headers["X-Memlane-Follow-Up-Rewrite"] = turn.recalled.rewrite.replace(" ", "-")
+    try:
         if body.stream:
-            return RelayedStream(
-                response, turn, service.require_turns(), service.metrics, started,
-                headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-            )
-        save(turn, reply, service.require_turns())
-        return JSONResponse(completion, headers=headers)
+            response = await open_stream(service.upstream, turn)
+        else:
+            completion, reply = await complete(service.upstream, turn)
+    except UpstreamFailed:
+        service.metrics.upstream_errors.labels(body.model).inc()
+        raise
+    if body.stream:
+        return RelayedStream(
+            response, turn, service.require_turns(), service.metrics, started,
+            headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    save(turn, reply, service.require_turns())
+    return JSONResponse(completion, headers=headers)

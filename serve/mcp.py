@@ -4,7 +4,9 @@
     memlane serve                  streamable HTTP at /mcp: the user comes from each request's credentials
 
 Tools: search_memories, remember, forget, get_profile, list_events, and remember_now (a memory
-run now: in `memlane serve` by its scheduler; over stdio queued for the workers on the same Redis).
+run now: in `memlane serve` by its scheduler; over stdio queued for the workers on the same Redis)
+and recall. Each is a module-level function that reads what it acts on (`McpMemory`) from its
+context; `build_mcp_server` only wires them.
 
 Every tool acts for the one store user that the caller resolves to (the process's `--user`, or the
 HTTP request's bearer key tenant and user header); no tool takes a user id, so a model can never name
@@ -29,18 +31,23 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from memlane import MemoryStore, Settings, StoreError, open_store
+from memlane import (
+    ForgetConfirm,
+    InvalidInput,
+    MemoryStore,
+    Recall,
+    Settings,
+    StoreError,
+    forget_confirmer,
+    open_store,
+    profile_memory_id,
+    queue_memory_run,
+)
 from memlane.dates import day
 from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
-from memlane.graph.tasks import queue_memory_run
 from memlane.middleware import MemoryAgentContext
 from memlane.models import memory_model_from_settings
-from memlane.nodes.confirm_forget import forget_confirmer
-from memlane.recall import Recall
 from memlane.serve.config import store_user_id
-from memlane.store.errors import InvalidInput
-from memlane.store.ids import profile_memory_id
-from memlane.store.protocols import ForgetConfirm
 from memlane.tools import answer_forget, answer_remember, answer_search
 from memlane.turns import TurnService
 
@@ -89,6 +96,171 @@ def _version() -> str:
         return "0"
 
 
+@dataclass(frozen=True)
+class McpMemory:
+    """What memlane's tools act on: the store (`store()`, read at call time: it may open late),
+    who calls (`resolve_caller`), and what the door offers besides (None: the tool is not offered).
+
+    remember_now: queues a memory run for a user (the `remember_now` tool).
+    recall_block: the turn service's recall (the `recall` tool).
+    confirm_forget: the memory model's confirmation of what `forget` finds by meaning.
+    """
+
+    store: Callable[[], MemoryStore]
+    resolve_caller: ResolveCaller
+    remember_now: RememberNow | None = None
+    confirm_forget: ForgetConfirm | None = None
+    recall_block: RecallBlock | None = None
+
+
+class MemlaneMcpServer(MCPServer):
+    """The SDK's server, holding what memlane's tools act on (`memory`); a tool reads it from its
+    context (`memory_of`)."""
+
+    def __init__(self, memory: McpMemory) -> None:
+        super().__init__("memlane", instructions=INSTRUCTIONS, version=_version())
+        self.memory = memory
+
+
+def memory_of(ctx: Context) -> McpMemory:
+    """What the tools of the server answering `ctx` act on."""
+    server = ctx.mcp_server
+    if not isinstance(server, MemlaneMcpServer):
+        raise ToolError("this tool runs on memlane's MCP server (build_mcp_server)")
+    return server.memory
+
+
+async def acting_caller(ctx: Context, *, writes: bool = False) -> McpCaller:
+    """Who the tool call acts for; `ToolError` when no one, or when the key lacks the scope."""
+    resolved: Any = memory_of(ctx).resolve_caller(ctx)
+    if inspect.isawaitable(resolved):
+        resolved = await resolved
+    if not resolved.user_id:
+        raise ToolError("memlane does not know who is calling: no user for this connection")
+    if writes and not resolved.may_write:
+        raise ToolError("this key may not change memories (it lacks the 'write' scope)")
+    if not writes and not resolved.may_read:
+        raise ToolError("this key may not read memories (it lacks the 'read' scope)")
+    return resolved
+
+
+@contextlib.asynccontextmanager
+async def store_errors() -> AsyncIterator[None]:
+    """A store's refusal as the tool's error, its message saying what to do."""
+    try:
+        yield
+    except StoreError as error:  # Redis away, embedder down: the message says what to do
+        raise ToolError(str(error)) from error
+    except InvalidInput as error:  # an id the store refuses (a NUL byte, too long): it names the id
+        raise ToolError(str(error)) from error
+
+
+# --- the tools ------------------------------------------------------------------------------------
+
+
+async def search_memories(query: str, ctx: Context, limit: int = 5) -> str:
+    """Search what you remember about the user (profile, past events, past messages).
+
+    Time words in the query ("yesterday", "last week", "on April 27th", "上周", "5月2日")
+    favour what was said then. Returns one memory per line: its id in brackets, kind, date,
+    relevance and text, with the speaker when it was not the user ("朋友A: ...").
+    """
+    user_id = (await acting_caller(ctx)).user_id
+    async with store_errors():
+        return await answer_search(memory_of(ctx).store(), user_id, query, limit=limit)
+
+
+async def remember(text: str, ctx: Context, topic: str = "", subtopic: str = "") -> str:
+    """Remember something about the user for later conversations.
+
+    With a topic and subtopic (e.g. "diet", "coffee") it becomes a profile fact,
+    replacing what that slot held; without them it is kept as a note.
+    """
+    writer = await acting_caller(ctx, writes=True)
+    async with store_errors():
+        return await answer_remember(
+            memory_of(ctx).store(), writer.user_id, text, topic=topic, subtopic=subtopic, session_id=MCP_SESSION, actor=writer.actor
+        )
+
+
+async def forget(what: str, ctx: Context, dry_run: bool = False) -> str:
+    """Forget one memory by the id in brackets that search_memories, get_profile or list_events
+    showed ("profile:…"), or everything the user said about something ("peanuts",
+    "what I said about my ex"): from the profile, events, summaries and past messages.
+    dry_run: change nothing, answer what would go (each record, with the clauses cut).
+    """
+    writer = await acting_caller(ctx, writes=True)
+    memory = memory_of(ctx)
+    async with store_errors():
+        return await answer_forget(
+            memory.store(), writer.user_id, what, actor=writer.actor, confirm=memory.confirm_forget, dry_run=dry_run
+        )
+
+
+async def remember_now_tool(ctx: Context) -> str:
+    """Remember the conversation so far now (profile facts, an event card), instead of when
+    enough was said, the session ends or the user goes idle. Runs in the background: the
+    profile and events show what it learned a little later."""
+    writer = await acting_caller(ctx, writes=True)
+    request_run = memory_of(ctx).remember_now
+    if request_run is None:
+        raise ToolError("this server does not run memory on request")
+    async with store_errors():
+        return await request_run(writer.user_id)
+
+
+async def recall_tool(message: str, ctx: Context, session_id: str = "default") -> str:
+    """What you should know about the user before answering `message`: their profile, the
+    conversation's rolling summary, and the memories relevant to the message, dated, within
+    memlane's recall budget (the block `memlane serve` puts before its own model)."""
+    reader = await acting_caller(ctx)
+    recall_for = memory_of(ctx).recall_block
+    if recall_for is None:
+        raise ToolError("this server does not recall for a message")
+    async with store_errors():
+        return await recall_for(reader.user_id, message, session_id or "default")
+
+
+async def get_profile(ctx: Context) -> str:
+    """What you know about the user, one fact per line: [id] topic / subtopic: fact (since
+    <day>), then what it held before, when it changed: "earlier: …, until <day>"."""
+    user_id = (await acting_caller(ctx)).user_id
+    store = memory_of(ctx).store
+    async with store_errors():
+        entries = await store().get_profile(user_id)
+        past_values = await store().past_values(user_id)
+    if not entries:
+        return "no profile yet"
+    earlier: dict[str, list[str]] = {}
+    for value in reversed(past_values):  # newest first
+        earlier.setdefault(value.entry_id, []).append(earlier_value(value.content, value.valid_until))
+    return "\n".join(
+        f"[{profile_memory_id(entry.id)}] {entry.line} (since {day(entry.since)})"
+        + "".join(f"; {line}" for line in earlier.get(entry.id, []))
+        for entry in entries
+    )
+
+
+async def list_events(ctx: Context, limit: int = 10) -> str:
+    """The user's recent events (what past conversations were about), newest first:
+    [id] date text #tags."""
+    user_id = (await acting_caller(ctx)).user_id
+    async with store_errors():
+        events = await memory_of(ctx).store().list_events(user_id, limit=max(1, min(limit, 50)))
+    if not events:
+        return "no events yet"
+    return "\n".join(
+        f"[event:{event.id}] {day(event.created_at)} {event.summary}"
+        + "".join(f" #{tag}" for tag in event.tags)
+        for event in events
+    )
+
+
+READS = ToolAnnotations(read_only_hint=True)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+
+
 def build_mcp_server(
     store: Callable[[], MemoryStore],
     resolve_caller: ResolveCaller,
@@ -97,131 +269,19 @@ def build_mcp_server(
     confirm_forget: ForgetConfirm | None = None,
     recall_block: RecallBlock | None = None,
 ) -> MCPServer:
-    """The MCP server with memlane's tools; `store()` gives the store at call time (it may open late).
-
-    remember_now: queues a memory run for a user; given, the `remember_now` tool is offered.
-    recall_block: the turn service's recall; given, the `recall` tool is offered.
-    confirm_forget: the memory model's confirmation of what `forget` finds by meaning.
-    """
-    server = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
-
-    async def caller(ctx: Context, *, writes: bool = False) -> McpCaller:
-        resolved: Any = resolve_caller(ctx)
-        if inspect.isawaitable(resolved):
-            resolved = await resolved
-        if not resolved.user_id:
-            raise ToolError("memlane does not know who is calling: no user for this connection")
-        if writes and not resolved.may_write:
-            raise ToolError("this key may not change memories (it lacks the 'write' scope)")
-        if not writes and not resolved.may_read:
-            raise ToolError("this key may not read memories (it lacks the 'read' scope)")
-        return resolved
-
-    @contextlib.asynccontextmanager
-    async def store_errors() -> AsyncIterator[None]:
-        try:
-            yield
-        except StoreError as error:  # Redis away, embedder down: the message says what to do
-            raise ToolError(str(error)) from error
-        except InvalidInput as error:  # an id the store refuses (a NUL byte, too long): it names the id
-            raise ToolError(str(error)) from error
-
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def search_memories(query: str, ctx: Context, limit: int = 5) -> str:
-        """Search what you remember about the user (profile, past events, past messages).
-
-        Time words in the query ("yesterday", "last week", "on April 27th", "上周", "5月2日")
-        favour what was said then. Returns one memory per line: its id in brackets, kind, date,
-        relevance and text, with the speaker when it was not the user ("朋友A: ...").
-        """
-        user_id = (await caller(ctx)).user_id
-        async with store_errors():
-            return await answer_search(store(), user_id, query, limit=limit)
-
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
-    async def remember(text: str, ctx: Context, topic: str = "", subtopic: str = "") -> str:
-        """Remember something about the user for later conversations.
-
-        With a topic and subtopic (e.g. "diet", "coffee") it becomes a profile fact,
-        replacing what that slot held; without them it is kept as a note.
-        """
-        writer = await caller(ctx, writes=True)
-        async with store_errors():
-            return await answer_remember(
-                store(), writer.user_id, text, topic=topic, subtopic=subtopic, session_id=MCP_SESSION, actor=writer.actor
-            )
-
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
-    async def forget(what: str, ctx: Context, dry_run: bool = False) -> str:
-        """Forget one memory by the id in brackets that search_memories, get_profile or list_events
-        showed ("profile:…"), or everything the user said about something ("peanuts",
-        "what I said about my ex"): from the profile, events, summaries and past messages.
-        dry_run: change nothing, answer what would go (each record, with the clauses cut).
-        """
-        writer = await caller(ctx, writes=True)
-        async with store_errors():
-            return await answer_forget(
-                store(), writer.user_id, what, actor=writer.actor, confirm=confirm_forget, dry_run=dry_run
-            )
-
-    if remember_now is not None:
-        request_run = remember_now
-
-        @server.tool(name="remember_now", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
-        async def remember_now_tool(ctx: Context) -> str:
-            """Remember the conversation so far now (profile facts, an event card), instead of when
-            enough was said, the session ends or the user goes idle. Runs in the background: the
-            profile and events show what it learned a little later."""
-            writer = await caller(ctx, writes=True)
-            async with store_errors():
-                return await request_run(writer.user_id)
-
-    if recall_block is not None:
-        recall_for = recall_block
-
-        @server.tool(name="recall", annotations=ToolAnnotations(read_only_hint=True))
-        async def recall_tool(message: str, ctx: Context, session_id: str = "default") -> str:
-            """What you should know about the user before answering `message`: their profile, the
-            conversation's rolling summary, and the memories relevant to the message, dated, within
-            memlane's recall budget (the block `memlane serve` puts before its own model)."""
-            reader = await caller(ctx)
-            async with store_errors():
-                return await recall_for(reader.user_id, message, session_id or "default")
-
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def get_profile(ctx: Context) -> str:
-        """What you know about the user, one fact per line: [id] topic / subtopic: fact (since
-        <day>), then what it held before, when it changed: "earlier: …, until <day>"."""
-        user_id = (await caller(ctx)).user_id
-        async with store_errors():
-            entries = await store().get_profile(user_id)
-            past_values = await store().past_values(user_id)
-        if not entries:
-            return "no profile yet"
-        earlier: dict[str, list[str]] = {}
-        for value in reversed(past_values):  # newest first
-            earlier.setdefault(value.entry_id, []).append(earlier_value(value.content, value.valid_until))
-        return "\n".join(
-            f"[{profile_memory_id(entry.id)}] {entry.line} (since {day(entry.since)})"
-            + "".join(f"; {line}" for line in earlier.get(entry.id, []))
-            for entry in entries
-        )
-
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def list_events(ctx: Context, limit: int = 10) -> str:
-        """The user's recent events (what past conversations were about), newest first:
-        [id] date text #tags."""
-        user_id = (await caller(ctx)).user_id
-        async with store_errors():
-            events = await store().list_events(user_id, limit=max(1, min(limit, 50)))
-        if not events:
-            return "no events yet"
-        return "\n".join(
-            f"[event:{event.id}] {day(event.created_at)} {event.summary}"
-            + "".join(f" #{tag}" for tag in event.tags)
-            for event in events
-        )
-
+    """The MCP server with memlane's tools (module-level functions; see `McpMemory` for the
+    arguments). `remember_now` and `recall` are offered only when their door is given."""
+    memory = McpMemory(store, resolve_caller, remember_now=remember_now, confirm_forget=confirm_forget, recall_block=recall_block)
+    server = MemlaneMcpServer(memory)
+    server.add_tool(search_memories, annotations=READS)
+    server.add_tool(remember, annotations=WRITES)
+    server.add_tool(forget, annotations=DELETES)
+    if memory.remember_now is not None:
+        server.add_tool(remember_now_tool, name="remember_now", annotations=WRITES)
+    if memory.recall_block is not None:
+        server.add_tool(recall_tool, name="recall", annotations=READS)
+    server.add_tool(get_profile, annotations=READS)
+    server.add_tool(list_events, annotations=READS)
     return server
 
 

@@ -4,14 +4,14 @@ turns, the upstream HTTP client, and the metrics they feed."""
 from __future__ import annotations
 
 import logging
+from typing import Annotated
 
 import httpx
-from fastapi import Request
+from fastapi import Depends, Request
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import SecretStr
 
-from memlane import MemoryStore, Settings, StoreError, open_store
-from memlane.graph import MemoryRunResult, MemoryScheduler
+from memlane import MemoryRunResult, MemoryScheduler, MemoryStore, Settings, StoreError, open_store
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
 from memlane.turns import RecallTimedOut, TurnService
 from memlane.models import memory_model_from_settings
@@ -133,3 +133,13 @@ def configured_memory_model(config: ServeConfig, settings: Settings) -> BaseChat
 def service_of(request: Request) -> ServeService:
     """The service of the app answering `request` (create_app keeps it in the app's state)."""
     return request.app.state.memlane
+
+
+def store_of(request: Request) -> MemoryStore:
+    """The store of the service answering `request` (503 while it is starting)."""
+    return service_of(request).require_store()
+
+
+# what a route takes by dependency (`service: Service`, `store: Store`): called alone, a handler is given them
+Service = Annotated[ServeService, Depends(service_of)]
+Store = Annotated[MemoryStore, Depends(store_of)]

@@ -82,11 +82,10 @@ async def test_a_rewrite_past_its_budget_does_not_open_the_memory_models_breaker
     from memory_graph_helpers import CHINESE_CHAT, add_chat
 
     from memlane.graph import run_memory_graph
-    from memlane.query import REWRITE_PROMPT
     from memlane.testing import memory_rules
 
     previous = [Message(id="p1", user_id="u", session_id="s", role="user", content="还记得我同事张伟吗？")]
-    slow_rewrite = ScriptedChatModel(rules=[(REWRITE_PROMPT[:40], TIMEOUT), *memory_rules()], timeout_sleep=1.0)
+    slow_rewrite = ScriptedChatModel(rules=[("rewrite", TIMEOUT), *memory_rules()], timeout_sleep=1.0)
     context = make_context(slow_rewrite, circuit_failure_threshold=2, recall_rewrite_timeout_seconds=0.1)
     breaker = context.model_breaker
     for _ in range(breaker.failure_threshold + 1):

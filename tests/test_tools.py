@@ -136,7 +136,7 @@ async def test_forget_has_the_memory_model_confirm_what_it_finds_by_meaning(stor
         shown = dict((sentence, int(number)) for number, sentence in re.findall(r"^\[(\d+)\] (.*)$", prompt, re.MULTILINE))
         return json.dumps({"sentences": [shown["我养了一只狗，"]]})
 
-    memory_model = MemoryModel(rules=[("asked you to forget", answer_from(confirm))])
+    memory_model = MemoryModel(rules=[("confirm_forget", answer_from(confirm))])
     await store.add_messages([
         Message(id="a", user_id="u", session_id="s", role="user", content="我养了一只狗，叫旺财。我教数学。"),
         Message(id="b", user_id="u", session_id="s", role="user", content="我邻居家养了一只猫。"),

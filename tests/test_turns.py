@@ -40,10 +40,10 @@ def memory_model() -> ScriptedChatModel:
         return '{"related": false}' if "cat named Miso" in new_message else '{"related": true}'
 
     return ScriptedChatModel(rules=[
-        ("TASK: title a conversation", '{"title": "Trails, sleep and a cat"}'),
-        ("TASK: decide whether a new message continues", topic),
-        ("TASK: update the rolling summary", '{"summary": "trails, sleep, a film, a cat"}'),
-        ("TASK: rewrite", '{"query": "the film 星际穿越"}'),
+        ("session_title", '{"title": "Trails, sleep and a cat"}'),
+        ("topic_shift", topic),
+        ("session_summary", '{"summary": "trails, sleep, a film, a cat"}'),
+        ("rewrite", '{"query": "the film 星际穿越"}'),
         *memory_rules(
             summary="The user runs trails on Sundays and sleeps late.",
             facts=[{"topic": "interests", "subtopic": "sports", "content": "runs trails on Sundays", "confidence": 0.9, "messages": [1]}],

@@ -3,6 +3,10 @@
     build_app(settings, chat_model=..., memory_model=...)  →  gr.Blocks (tests inject scripted models)
     launch(settings, host, port)                            →  `memlane demo`
 
+Each handler is a module-level function taking the `ChatApp` (the service and the browser tabs'
+chats) first; `build_app` lays out the components and binds the handlers to them. Importing
+this module changes nothing (no environment variable is set before `launch`).
+
 The reply streams token by token; storing the turn and the memory-graph run happen in the
 background afterwards, and a timer shows their progress ("remembering…" → "remembered: ...")
 and refreshes the panel when a run lands, without holding up the next message.
@@ -15,30 +19,27 @@ itself with a sample conversation remembered by a scripted model (no model neede
 
 from __future__ import annotations
 
+import base64
+import itertools
 import os
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from html import escape
+from types import MethodType
+from typing import Any, Callable, Iterator
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported
+import gradio as gr
+import pandas as pd
+from langchain_core.language_models.chat_models import BaseChatModel
 
-import base64  # noqa: E402
-import itertools  # noqa: E402
-import re  # noqa: E402
-from collections import deque  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from html import escape  # noqa: E402
-from typing import Any  # noqa: E402
-
-import gradio as gr  # noqa: E402
-import pandas as pd  # noqa: E402
-from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
-
-from memlane.config import Settings, get_settings  # noqa: E402
-from memlane.middleware import DEFAULT_SESSION  # noqa: E402
-from memlane.models import HOW_TO_CONFIGURE  # noqa: E402
-from memlane import MemoryStore  # noqa: E402
-from memlane.graph.diagram import render_svg  # noqa: E402
-from memlane.ui.panel import recall_markdown, recall_title  # noqa: E402
-from memlane.ui.sample import SAMPLE_USER  # noqa: E402
-from memlane.ui.service import (  # noqa: E402
+from memlane import MemoryStore, render_svg
+from memlane.config import Settings, get_settings
+from memlane.middleware import DEFAULT_SESSION
+from memlane.models import HOW_TO_CONFIGURE
+from memlane.ui.panel import recall_markdown, recall_title
+from memlane.ui.sample import SAMPLE_USER
+from memlane.ui.service import (
     RECALL_ID_PREFIX,
     REPLY_FAILED_ID,
     WEAK_RELEVANCE,
@@ -162,6 +163,256 @@ def search_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
     return _table(shown, SEARCH_COLUMNS), [str(row[-1]) for row in rows]
 
 
+@dataclass
+class ChatApp:
+    """What the app's handlers share: the service, and per browser tab (Gradio's session hash)
+    its chat and the session its "New session" started last. Each handler is a module-level
+    function taking it first; `build_app` binds them to one."""
+
+    service: ChatService
+    tabs: dict[str, TabChat] = field(default_factory=dict)
+    started: dict[str, str] = field(default_factory=dict)
+    recall_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # each folded block its own id
+
+    def tab_of(self, request: gr.Request | None) -> TabChat:
+        return self.tabs.setdefault(_tab_key(request), TabChat())
+
+
+def _tab_key(request: gr.Request | None) -> str:
+    return getattr(request, "session_hash", None) or ""
+
+
+def _user(user_id: str | None) -> str:
+    return (user_id or "").strip() or DEFAULT_USER
+
+
+# --- the handlers: module-level, the app first ------------------------------------------------
+
+
+async def panel(app: ChatApp, user_id: str):
+    """The memory panel: the status line, the profile table and its ids, the timeline, the status version."""
+    service = app.service
+    user_id = _user(user_id)
+    status = service.status(user_id)
+    table, ids = profile_table(await service.profile_rows(user_id))
+    await service.refresh_parked(user_id)
+    return (service.status_line(user_id), table, ids, await service.timeline_markdown(user_id), status.version)
+
+
+def enqueue(
+    app: ChatApp, text: str, user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool, speaker: str,
+    request: gr.Request,
+):
+    """Take a message at once (even while a reply streams): it waits in the tab's queue."""
+    if text.strip():
+        app.tab_of(request).pending.append(
+            PendingMessage(
+                text.strip(), _user(user_id), session_id or DEFAULT_SESSION, persona, recall_on, save_on,
+                (speaker or "").strip(),
+            )
+        )
+    return ""
+
+
+async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request):
+    """Answer the tab's waiting messages one after another, streaming each reply.
+
+    One drain runs per tab; a drain started while another runs leaves the chat to it.
+    """
+    service = app.service
+    tab = app.tab_of(request)
+    if tab.draining or not tab.pending:
+        yield gr.skip()
+        return
+    tab.draining = True
+    # the chat as this app last showed it: the browser may not have the last chunk yet
+    history = list(tab.shown if tab.shown is not None else history or [])
+    try:
+        while tab.pending:
+            item = tab.pending.popleft()
+            prior = list(history)
+            shown = f"{item.speaker}: {item.text}" if item.speaker else item.text
+            history += [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
+            yield tab.showing(history)
+            try:
+                async for answer in service.stream_reply(
+                    item.user_id,
+                    item.session_id,
+                    item.text,
+                    prior,
+                    persona=item.persona,
+                    recall_enabled=item.recall_on,
+                    auto_save_enabled=item.save_on,
+                    speaker=item.speaker or None,
+                ):
+                    history[-1] = {"role": "assistant", "content": answer}
+                    yield tab.showing(history)
+            except ReplyFailed as failure:
+                if not history[-1]["content"]:
+                    history.pop()  # nothing streamed before the failure
+                history.append({"role": "assistant", "content": f"⚠️ {failure}", "metadata": {"id": REPLY_FAILED_ID}})
+                yield tab.showing(history)
+                continue
+            recalled = service.used_memories(item.user_id, item.session_id, item.text) if item.recall_on else None
+            if recalled is not None:
+                # folded under the reply; `history_messages` never sends it to the model
+                metadata = {"title": recall_title(recalled), "id": f"{RECALL_ID_PREFIX}:{next(app.recall_ids)}", "status": "done"}
+                history.append({"role": "assistant", "content": recall_markdown(recalled), "metadata": metadata})
+                yield tab.showing(history)
+    finally:
+        tab.draining = False  # no await since the last look at `pending`: nothing slips through
+        tab.shown = history
+
+
+def reset_tab(app: ChatApp, request: gr.Request | None) -> None:
+    """The chat was replaced (another user or session): forget what this tab showed."""
+    app.tab_of(request).shown = None
+
+
+def close_tab(app: ChatApp, request: gr.Request) -> None:
+    app.tabs.pop(_tab_key(request), None)
+
+
+async def poll(app: ChatApp, user_id: str, seen_version: int):
+    """Refresh the status, and the panel when memory work reported since last time."""
+    user_id = _user(user_id)
+    status = app.service.status(user_id)
+    if status.version == seen_version:  # the status line still follows the breakers' countdown
+        return app.service.status_line(user_id), gr.update(), gr.update(), gr.update(), seen_version
+    return await panel(app, user_id)
+
+
+async def switch_user(app: ChatApp, user_id: str, shown_user: str | None, request: gr.Request):
+    """Show another user's latest session; leaving the field unchanged changes nothing."""
+    user_id = _user(user_id)
+    if user_id == shown_user:
+        return gr.skip()
+    return await show_user(app, user_id, request)
+
+
+async def show_user(app: ChatApp, user_id: str, request: gr.Request | None):
+    """The user's latest session in the chat, their sessions listed by title, their panel."""
+    user_id = _user(user_id)
+    reset_tab(app, request)
+    choices = await app.service.session_choices(user_id) or [(DEFAULT_SESSION, DEFAULT_SESSION)]
+    latest = choices[0][1]
+    history = await app.service.history(user_id, latest)
+    editor = gr.update(visible=False)  # it showed the previous user's entry
+    return (gr.update(choices=choices, value=latest), history, *await panel(app, user_id), user_id, user_id, editor)
+
+
+def restore_user(saved_user: str | None):
+    """The user this browser had before a reload."""
+    return _user(saved_user)
+
+
+async def switch_session(app: ChatApp, user_id: str, session_id: str, request: gr.Request):
+    reset_tab(app, request)
+    return await app.service.history(_user(user_id), session_id or DEFAULT_SESSION)
+
+
+async def start_session(app: ChatApp, user_id: str, session_id: str, request: gr.Request):
+    reset_tab(app, request)
+    user_id = _user(user_id)
+    await app.service.end_session(user_id, session_id or DEFAULT_SESSION)
+    fresh = new_session_id()
+    app.started[_tab_key(request)] = fresh
+    return gr.update(choices=with_session(await app.service.session_choices(user_id), fresh), value=fresh), []
+
+
+async def poll_progress(app: ChatApp, user_id: str, session_id: str, seen: list[Any] | None, request: gr.Request):
+    """Redraw the graph when a run's step changed; relist the sessions when one got a title."""
+    user_id = _user(user_id)
+    status = app.service.status(user_id)
+    now = [user_id, status.progress, status.titles]
+    if now == seen:
+        return gr.update(), gr.update(), seen
+    graph = graph_html(status) if seen is None or now[:2] != seen[:2] else gr.update()
+    sessions = gr.update()
+    if seen is None or now[::2] != seen[::2]:
+        # a tick that read the session field before "New session" answered still lists the new one
+        fresh = app.started.get(_tab_key(request))
+        sessions = gr.update(choices=with_session(await app.service.session_choices(user_id), session_id, fresh))
+    return graph, sessions, now
+
+
+async def open_entry(app: ChatApp, user_id: str, entry_id: str):
+    """The clicked profile entry in the editor, with its history."""
+    user_id = _user(user_id)
+    entry = await app.service.profile_entry(user_id, entry_id) if entry_id else None
+    if entry is None:
+        return gr.update(visible=False), gr.update(), gr.update(), ""
+    return (
+        gr.update(visible=True),
+        entry.content,
+        entry.confidence,
+        await app.service.entry_history(user_id, entry_id),
+    )
+
+
+async def save_entry(app: ChatApp, user_id: str, entry_id: str, content: str, confidence: float | None):
+    user_id = _user(user_id)
+    await app.service.edit_entry(user_id, entry_id, content, confidence)
+    return (await app.service.entry_history(user_id, entry_id), *await panel(app, user_id))
+
+
+async def load_sample(app: ChatApp, request: gr.Request):
+    """Fill the panel with the bundled sample, remembered by the scripted memory model."""
+    await app.service.load_sample()
+    return await show_user(app, SAMPLE_USER, request)
+
+
+async def search(app: ChatApp, user_id: str, query: str):
+    return search_table(await app.service.search_rows(_user(user_id), query))
+
+
+async def delete(app: ChatApp, user_id: str, entry_id: str):
+    await app.service.delete_entry(_user(user_id), entry_id)
+    return ("", gr.update(visible=False), *await panel(app, user_id))
+
+
+def ask_forget(user_id: str):
+    user_id = _user(user_id)
+    question = (
+        f"**Forget everything of `{user_id}`?** Their profile, events, searchable memories "
+        "and every session's messages are deleted; this cannot be undone."
+    )
+    return gr.update(visible=True), question
+
+
+async def forget(app: ChatApp, user_id: str, request: gr.Request):
+    reset_tab(app, request)
+    await app.service.forget_user(_user(user_id))
+    hidden = gr.update(visible=False)  # the question, and the editor of an entry now gone
+    return (hidden, hidden, [], _table([], SEARCH_COLUMNS), [], *await panel(app, user_id))
+
+
+async def remember_now(app: ChatApp, user_id: str):
+    await app.service.remember_now(_user(user_id))
+    return app.service.status(_user(user_id)).text
+
+
+def select_id(ids: list[str], event: gr.SelectData):
+    """Clicking a row of a table puts its (full) id in the delete box."""
+    shown = (getattr(event, "row_value", None) or [None])[-1]  # the clicked row, even in a sorted table
+    matches = [full for full in ids if short_id(full) == shown]
+    if len(matches) == 1:
+        return matches[0]
+    row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
+    try:
+        return ids[row]
+    except (IndexError, TypeError):
+        return gr.update()
+
+
+def hide():
+    return gr.update(visible=False)
+
+
+def sample_user() -> str:
+    return SAMPLE_USER
+
+
 def build_app(
     settings: Settings | None = None,
     *,
@@ -170,207 +421,15 @@ def build_app(
     store: MemoryStore | None = None,
     service: ChatService | None = None,
 ) -> gr.Blocks:
-    """The app's Blocks; models default to the settings' (None when not configured)."""
+    """The app's Blocks, its components wired to the handlers above; models default to the
+    settings' (None when not configured)."""
     settings = settings or get_settings()
     service = service or ChatService(settings, chat_model=chat_model, memory_model=memory_model, store=store)
+    app = ChatApp(service)
 
-    async def panel(user_id: str):
-        user_id = user_id.strip() or DEFAULT_USER
-        status = service.status(user_id)
-        table, ids = profile_table(await service.profile_rows(user_id))
-        await service.refresh_parked(user_id)
-        return (service.status_line(user_id), table, ids, await service.timeline_markdown(user_id), status.version)
-
-    tabs: dict[str, TabChat] = {}  # per browser tab (Gradio's session hash)
-    started: dict[str, str] = {}  # per browser tab: the session its "New session" started last
-    recall_ids = itertools.count(1)  # each folded block gets its own id (Gradio nests thoughts by id)
-
-    def tab_of(request: gr.Request | None) -> TabChat:
-        return tabs.setdefault(getattr(request, "session_hash", None) or "", TabChat())
-
-    def enqueue(
-        text: str, user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool, speaker: str, request: gr.Request
-    ):
-        """Take a message at once (even while a reply streams): it waits in the tab's queue."""
-        if text.strip():
-            tab_of(request).pending.append(
-                PendingMessage(
-                    text.strip(), user_id.strip() or DEFAULT_USER, session_id or DEFAULT_SESSION, persona, recall_on, save_on,
-                    (speaker or "").strip(),
-                )
-            )
-        return ""
-
-    async def drain(history: list[dict[str, Any]], request: gr.Request):
-        """Answer the tab's waiting messages one after another, streaming each reply.
-
-        One drain runs per tab; a drain started while another runs leaves the chat to it.
-        """
-        tab = tab_of(request)
-        if tab.draining or not tab.pending:
-            yield gr.skip()
-            return
-        tab.draining = True
-        # the chat as this app last showed it: the browser may not have the last chunk yet
-        history = list(tab.shown if tab.shown is not None else history or [])
-        try:
-            while tab.pending:
-                item = tab.pending.popleft()
-                prior = list(history)
-                shown = f"{item.speaker}: {item.text}" if item.speaker else item.text
-                history += [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
-                yield tab.showing(history)
-                try:
-                    async for answer in service.stream_reply(
-                        item.user_id,
-                        item.session_id,
-                        item.text,
-                        prior,
-                        persona=item.persona,
-                        recall_enabled=item.recall_on,
-                        auto_save_enabled=item.save_on,
-                        speaker=item.speaker or None,
-                    ):
-                        history[-1] = {"role": "assistant", "content": answer}
-                        yield tab.showing(history)
-                except ReplyFailed as failure:
-                    if not history[-1]["content"]:
-                        history.pop()  # nothing streamed before the failure
-                    history.append({"role": "assistant", "content": f"⚠️ {failure}", "metadata": {"id": REPLY_FAILED_ID}})
-                    yield tab.showing(history)
-                    continue
-                recalled = service.used_memories(item.user_id, item.session_id, item.text) if item.recall_on else None
-                if recalled is not None:
-                    # folded under the reply; `history_messages` never sends it to the model
-                    metadata = {"title": recall_title(recalled), "id": f"{RECALL_ID_PREFIX}:{next(recall_ids)}", "status": "done"}
-                    history.append({"role": "assistant", "content": recall_markdown(recalled), "metadata": metadata})
-                    yield tab.showing(history)
-        finally:
-            tab.draining = False  # no await since the last look at `pending`: nothing slips through
-            tab.shown = history
-
-    def reset_tab(request: gr.Request | None) -> None:
-        """The chat was replaced (another user or session): forget what this tab showed."""
-        tab_of(request).shown = None
-
-    def close_tab(request: gr.Request) -> None:
-        tabs.pop(getattr(request, "session_hash", None) or "", None)
-
-    async def poll(user_id: str, seen_version: int):
-        """Refresh the status, and the panel when memory work reported since last time."""
-        user_id = user_id.strip() or DEFAULT_USER
-        status = service.status(user_id)
-        if status.version == seen_version:  # the status line still follows the breakers' countdown
-            return service.status_line(user_id), gr.update(), gr.update(), gr.update(), seen_version
-        return await panel(user_id)
-
-    async def switch_user(user_id: str, shown_user: str | None, request: gr.Request):
-        """Show another user's latest session; leaving the field unchanged changes nothing."""
-        user_id = user_id.strip() or DEFAULT_USER
-        if user_id == shown_user:
-            return gr.skip()
-        return await show_user(user_id, request)
-
-    async def show_user(user_id: str, request: gr.Request | None):
-        """The user's latest session in the chat, their sessions listed by title, their panel."""
-        user_id = user_id.strip() or DEFAULT_USER
-        reset_tab(request)
-        choices = await service.session_choices(user_id) or [(DEFAULT_SESSION, DEFAULT_SESSION)]
-        latest = choices[0][1]
-        history = await service.history(user_id, latest)
-        editor = gr.update(visible=False)  # it showed the previous user's entry
-        return (gr.update(choices=choices, value=latest), history, *await panel(user_id), user_id, user_id, editor)
-
-    def restore_user(saved_user: str | None):
-        """The user this browser had before a reload."""
-        return (saved_user or "").strip() or DEFAULT_USER
-
-    async def switch_session(user_id: str, session_id: str, request: gr.Request):
-        reset_tab(request)
-        return await service.history(user_id.strip() or DEFAULT_USER, session_id or DEFAULT_SESSION)
-
-    async def start_session(user_id: str, session_id: str, request: gr.Request):
-        reset_tab(request)
-        user_id = user_id.strip() or DEFAULT_USER
-        await service.end_session(user_id, session_id or DEFAULT_SESSION)
-        fresh = new_session_id()
-        started[getattr(request, "session_hash", None) or ""] = fresh
-        return gr.update(choices=with_session(await service.session_choices(user_id), fresh), value=fresh), []
-
-    async def poll_progress(user_id: str, session_id: str, seen: list[Any] | None, request: gr.Request):
-        """Redraw the graph when a run's step changed; relist the sessions when one got a title."""
-        user_id = user_id.strip() or DEFAULT_USER
-        status = service.status(user_id)
-        now = [user_id, status.progress, status.titles]
-        if now == seen:
-            return gr.update(), gr.update(), seen
-        graph = graph_html(status) if seen is None or now[:2] != seen[:2] else gr.update()
-        sessions = gr.update()
-        if seen is None or now[::2] != seen[::2]:
-            # a tick that read the session field before "New session" answered still lists the new one
-            fresh = started.get(getattr(request, "session_hash", None) or "")
-            sessions = gr.update(choices=with_session(await service.session_choices(user_id), session_id, fresh))
-        return graph, sessions, now
-
-    async def open_entry(user_id: str, entry_id: str):
-        """The clicked profile entry in the editor, with its history."""
-        user_id = user_id.strip() or DEFAULT_USER
-        entry = await service.profile_entry(user_id, entry_id) if entry_id else None
-        if entry is None:
-            return gr.update(visible=False), gr.update(), gr.update(), ""
-        return (
-            gr.update(visible=True),
-            entry.content,
-            entry.confidence,
-            await service.entry_history(user_id, entry_id),
-        )
-
-    async def save_entry(user_id: str, entry_id: str, content: str, confidence: float | None):
-        user_id = user_id.strip() or DEFAULT_USER
-        await service.edit_entry(user_id, entry_id, content, confidence)
-        return (await service.entry_history(user_id, entry_id), *await panel(user_id))
-
-    async def load_sample(request: gr.Request):
-        """Fill the panel with the bundled sample, remembered by the scripted memory model."""
-        await service.load_sample()
-        return await show_user(SAMPLE_USER, request)
-
-    async def search(user_id: str, query: str):
-        return search_table(await service.search_rows(user_id.strip() or DEFAULT_USER, query))
-
-    async def delete(user_id: str, entry_id: str):
-        await service.delete_entry(user_id.strip() or DEFAULT_USER, entry_id)
-        return ("", gr.update(visible=False), *await panel(user_id))
-
-    def ask_forget(user_id: str):
-        user_id = user_id.strip() or DEFAULT_USER
-        question = (
-            f"**Forget everything of `{user_id}`?** Their profile, events, searchable memories "
-            "and every session's messages are deleted; this cannot be undone."
-        )
-        return gr.update(visible=True), question
-
-    async def forget(user_id: str, request: gr.Request):
-        reset_tab(request)
-        await service.forget_user(user_id.strip() or DEFAULT_USER)
-        hidden = gr.update(visible=False)  # the question, and the editor of an entry now gone
-        return (hidden, hidden, [], _table([], SEARCH_COLUMNS), [], *await panel(user_id))
-
-    async def remember_now(user_id: str):
-        await service.remember_now(user_id.strip() or DEFAULT_USER)
-        return service.status(user_id.strip() or DEFAULT_USER).text
-
-    def select_id(ids: list[str], event: gr.SelectData):
-        """Clicking a row of a table puts its (full) id in the delete box."""
-        shown = (getattr(event, "row_value", None) or [None])[-1]  # the clicked row, even in a sorted table
-        matches = [full for full in ids if short_id(full) == shown]
-        if len(matches) == 1:
-            return matches[0]
-        row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
-        try:
-            return ids[row]
-        except (IndexError, TypeError):
-            return gr.update()
+    def on(handler: Callable[..., Any]) -> Callable[..., Any]:
+        # a bound method: Gradio passes the components' values (and gr.Request) after the app
+        return MethodType(handler, app)
 
     with gr.Blocks(title="memlane", analytics_enabled=False) as demo:
         gr.Markdown("# memlane · chat with long-term memory")
@@ -451,31 +510,31 @@ def build_app(
         for trigger in (message.submit, send.click):
             # "multiple": a message sent while a reply streams is taken, not dropped; the
             # streaming event writes only the chat, never the message box being typed in
-            trigger(enqueue, chat_inputs, [message], queue=False, trigger_mode="multiple", show_progress="hidden").then(
-                drain, [chatbot], [chatbot], trigger_mode="multiple", show_progress="hidden"
+            trigger(on(enqueue), chat_inputs, [message], queue=False, trigger_mode="multiple", show_progress="hidden").then(
+                on(drain), [chatbot], [chatbot], trigger_mode="multiple", show_progress="hidden"
             )
-        timer.tick(poll, [user, seen_version], panel_outputs, show_progress="hidden", queue=False)
-        timer.tick(poll_progress, [user, session, seen_progress], [graph, session, seen_progress], show_progress="hidden", queue=False)
+        timer.tick(on(poll), [user, seen_version], panel_outputs, show_progress="hidden", queue=False)
+        timer.tick(on(poll_progress), [user, session, seen_progress], [graph, session, seen_progress], show_progress="hidden", queue=False)
         user_outputs = [session, chatbot, *panel_outputs, shown_user, saved_user, entry_editor]
-        demo.load(restore_user, [saved_user], [user], queue=False).then(switch_user, [user, shown_user], user_outputs)
-        user.submit(switch_user, [user, shown_user], user_outputs)
-        user.blur(switch_user, [user, shown_user], user_outputs)
-        session.input(switch_session, [user, session], [chatbot])
-        new_session.click(start_session, [user, session], [session, chatbot])
+        demo.load(restore_user, [saved_user], [user], queue=False).then(on(switch_user), [user, shown_user], user_outputs)
+        user.submit(on(switch_user), [user, shown_user], user_outputs)
+        user.blur(on(switch_user), [user, shown_user], user_outputs)
+        session.input(on(switch_session), [user, session], [chatbot])
+        new_session.click(on(start_session), [user, session], [session, chatbot])
         for trigger in (query.submit, search_button.click):
-            trigger(search, [user, query], [results, result_ids])
+            trigger(on(search), [user, query], [results, result_ids])
         editor_outputs = [entry_editor, edit_content, edit_confidence, entry_history]
-        profile.select(select_id, [profile_ids], [entry_id]).then(open_entry, [user, entry_id], editor_outputs)
-        results.select(select_id, [result_ids], [entry_id]).then(lambda: gr.update(visible=False), None, [entry_editor])
-        save_edit.click(save_entry, [user, entry_id, edit_content, edit_confidence], [entry_history, *panel_outputs])
-        delete_button.click(delete, [user, entry_id], [entry_id, entry_editor, *panel_outputs])
+        profile.select(select_id, [profile_ids], [entry_id]).then(on(open_entry), [user, entry_id], editor_outputs)
+        results.select(select_id, [result_ids], [entry_id]).then(hide, None, [entry_editor])
+        save_edit.click(on(save_entry), [user, entry_id, edit_content, edit_confidence], [entry_history, *panel_outputs])
+        delete_button.click(on(delete), [user, entry_id], [entry_id, entry_editor, *panel_outputs])
         # the user field first, so the status line follows the sample's runs step by step
-        sample_button.click(lambda: SAMPLE_USER, None, [user], queue=False).then(load_sample, None, user_outputs, show_progress="hidden")
+        sample_button.click(sample_user, None, [user], queue=False).then(on(load_sample), None, user_outputs, show_progress="hidden")
         forget_button.click(ask_forget, [user], [forget_confirm, forget_question], queue=False)
-        forget_no.click(lambda: gr.update(visible=False), None, [forget_confirm], queue=False)
-        forget_yes.click(forget, [user], [forget_confirm, entry_editor, chatbot, results, result_ids, *panel_outputs])
-        remember.click(remember_now, [user], [status])
-        demo.unload(close_tab)
+        forget_no.click(hide, None, [forget_confirm], queue=False)
+        forget_yes.click(on(forget), [user], [forget_confirm, entry_editor, chatbot, results, result_ids, *panel_outputs])
+        remember.click(on(remember_now), [user], [status])
+        demo.unload(on(close_tab))
     demo.memlane_service = service  # type: ignore[attr-defined]  # for tests and embedding apps
     return demo
 
@@ -488,6 +547,7 @@ def launch(
 ) -> gr.Blocks:
     """Serve the app: no share link, no analytics. The store, scheduler and embeddings start
     before it returns (or, with `block`, before it serves and waits); raises OSError when the port is taken."""
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # the Blocks say so too; this covers the rest of Gradio
     demo = build_app(settings)
     # run by Gradio on the server's event loop before launch() returns, where the service's clients must live
     demo.extra_startup_events.append(demo.memlane_service.warm_up)

@@ -7,8 +7,7 @@ import json
 from datetime import datetime
 from typing import Sequence
 
-from memlane import Event, Recall, RecallItem
-from memlane.store.records import ProfileChange, ProfileRevision, StoreItem
+from memlane import Event, ProfileChange, ProfileRevision, Recall, RecallItem, StoreItem
 
 # how many sources a searched memory lists before "and N more"
 MAX_SOURCES = 3

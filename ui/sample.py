@@ -2,7 +2,7 @@
 
 Two short chats, one in English and one in Chinese, are stored through the real store and
 remembered by the real memory graph; only the model is scripted: `SampleMemoryModel`
-answers each step's prompt with canned JSON (the summary, the facts, the tags of its chat),
+answers each step with canned JSON (the summary, the facts, the tags of its chat),
 so the panel fills in with no model configured. The second chat changes a fact the first
 one stated, so the profile shows an update with its history.
 
@@ -24,8 +24,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from memlane import MemoryStore, Message, SessionSummary, Settings
-from memlane.graph import MemoryContext, MemoryRunResult, StepCallback, run_memory_graph
+from memlane import MemoryContext, MemoryRunResult, MemoryStore, Message, SessionSummary, Settings, StepCallback, run_memory_graph
+from memlane.testing import call_step, prompt_text
 
 SAMPLE_USER = "sample-user"
 
@@ -123,10 +123,11 @@ def _merge_decision(held: str, fact: str) -> dict[str, str]:
 
 
 class SampleMemoryModel(BaseChatModel):
-    """The memory model of the sample: canned JSON for each memory-graph step's prompt.
+    """The memory model of the sample: canned JSON for each memory-graph step.
 
-    It reads only the step's TASK line (and, for merge, what each slot holds), so it
-    answers the same steps a real model would, in whatever order the graph asks.
+    It answers by the step each call is tagged with (`memlane.testing.call_step`), never by the
+    prompt's words, so it answers the same steps a real model would, in whatever order the
+    graph asks; only merge reads its question (what each slot holds, the new fact).
     """
 
     chat: Any = Field(description="the SampleChat this run remembers")
@@ -136,22 +137,23 @@ class SampleMemoryModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "memlane-sample"
 
-    def answer(self, prompt: str) -> str:
+    def answer(self, step: str | None, prompt: str = "") -> str:
+        """The answer to a call for `step` (`prompt`: the call's text, which merge reads)."""
         chat: SampleChat = self.chat
-        if "TASK: summarize a chat" in prompt:
+        if step == "summarize":
             return _json({"summary": chat.summary})
-        if "TASK: extract" in prompt:
+        if step == "extract":
             return _json({"facts": list(chat.facts)})
-        if "TASK: merge" in prompt:
+        if step in ("merge", "merge_batch"):
             decisions = [_merge_decision(match["held"], match["fact"]) for match in _MERGE_QUESTION.finditer(prompt)]
-            if "TASK: merge new facts" in prompt:
+            if step == "merge_batch":
                 return _json({"decisions": [{"fact": number, **decision} for number, decision in enumerate(decisions, 1)]})
             return _json(decisions[0] if decisions else {"action": "ABORT", "content": ""})
-        if "TASK: tag" in prompt:
+        if step == "tag":
             return _json({"tags": list(chat.tags)})
-        if "TASK: update the rolling summary" in prompt or "TASK: summarize one part" in prompt:
+        if step in ("session_summary", "window_summary"):
             return _json({"summary": chat.session_summary})
-        if "TASK: shorten" in prompt:
+        if step == "resummarize":
             return _json({"content": ""})  # the sample's entries are short: never asked
         return "{}"  # organize and anything else: no change
 
@@ -164,7 +166,7 @@ class SampleMemoryModel(BaseChatModel):
     ) -> ChatResult:
         if self.delay:
             time.sleep(self.delay)
-        return self._result(messages)
+        return self._result(messages, call_step(run_manager))
 
     async def _agenerate(
         self,
@@ -175,11 +177,11 @@ class SampleMemoryModel(BaseChatModel):
     ) -> ChatResult:
         if self.delay:
             await asyncio.sleep(self.delay)
-        return self._result(messages)
+        return self._result(messages, call_step(run_manager))
 
-    def _result(self, messages: Sequence[BaseMessage]) -> ChatResult:
-        prompt = "\n".join(str(message.content) for message in messages)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.answer(prompt)))])
+    def _result(self, messages: Sequence[BaseMessage], step: str | None) -> ChatResult:
+        answer = self.answer(step, prompt_text(messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=answer))])
 
 
 @dataclass

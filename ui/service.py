@@ -20,14 +20,25 @@ from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 
-from memlane import MemoryStore, Message, ProfileEntry, Recall, Settings, StoreError, open_store
-from memlane.graph import MemoryRunResult, MemoryScheduler, MemoryStep
+from memlane import (
+    MEMORY_MODEL_TAG,
+    WEAK_RELEVANCE,
+    InvalidInput,
+    MemoryHit,
+    MemoryRunResult,
+    MemoryScheduler,
+    MemoryStep,
+    MemoryStore,
+    Message,
+    ProfileEntry,
+    Recall,
+    Settings,
+    StoreError,
+    open_store,
+    profile_memory_id,
+)
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
-from memlane.nodes.llm import MEMORY_MODEL_TAG
-from memlane.store.errors import InvalidInput
-from memlane.store.ids import profile_memory_id
-from memlane.store.records import WEAK_RELEVANCE, MemoryHit
 from memlane.tools import forget_memory
 from memlane.turns import TurnService
 from memlane.ui.panel import event_markdown, history_markdown, item_markdown

@@ -104,7 +104,7 @@ async def test_runs_for_different_users_go_in_parallel(store, scheduler_for, out
         return '{"summary": "用户最近熬夜加班，喜欢黑咖啡。"}'
 
     model = slow_model(delay=0.3)
-    model.rules[0] = ("TASK: summarize", summarize)
+    model.rules[0] = ("summarize", summarize)
     async with scheduler_for(model) as scheduler:
         for user in ("a", "b"):
             await add_chat(store, user, CHINESE_CHAT, session_id=f"s-{user}")
@@ -136,7 +136,7 @@ async def test_messages_arriving_during_a_run_get_a_follow_up_run(store, schedul
 
 async def test_a_failed_run_is_reported_and_its_buffer_waits(store, scheduler_for, outcomes):
     model = slow_model(delay=0, summary="")
-    model.rules[0] = ("TASK: summarize", "")  # an empty answer: summarize fails
+    model.rules[0] = ("summarize", "")  # an empty answer: summarize fails
     async with scheduler_for(model) as scheduler:
         stored = await add_chat(store, "u", CHINESE_CHAT)
         assert await scheduler.notify("u", flush=True)
@@ -145,7 +145,7 @@ async def test_a_failed_run_is_reported_and_its_buffer_waits(store, scheduler_fo
         assert isinstance(outcomes[-1][1], ParseFailed)
         assert await store.get_cursor("u") == 0
 
-        model.rules[0] = ("TASK: summarize", '{"summary": "用户喜欢黑咖啡。"}')
+        model.rules[0] = ("summarize", '{"summary": "用户喜欢黑咖啡。"}')
         assert await scheduler.notify("u", flush=True) is True  # the same buffer can be queued again
         await scheduler.wait_idle(10)
     assert isinstance(scheduler.last_result("u"), MemoryRunResult)
@@ -155,7 +155,7 @@ async def test_a_failed_run_is_reported_and_its_buffer_waits(store, scheduler_fo
 async def test_session_summary_hook(store, scheduler_for):
     model = slow_model(delay=0)
     model.rules.insert(
-        0, ("TASK: update the rolling summary", '{"summary": "用户最近熬夜、加班，喜欢黑咖啡。"}')
+        0, ("session_summary", '{"summary": "用户最近熬夜、加班，喜欢黑咖啡。"}')
     )
     async with scheduler_for(model) as scheduler:
         await add_chat(store, "u", CHINESE_CHAT)
@@ -210,7 +210,7 @@ async def test_a_failed_queueing_call_leaves_the_user_free_for_the_next_run(stor
 
 async def test_a_failed_session_summary_call_leaves_the_scheduler_idle(store, scheduler_for, monkeypatch):
     model = slow_model(delay=0)
-    model.rules.insert(0, ("TASK: update the rolling summary", '{"summary": "用户喜欢黑咖啡。"}'))
+    model.rules.insert(0, ("session_summary", '{"summary": "用户喜欢黑咖啡。"}'))
     async with scheduler_for(model) as scheduler:
         await add_chat(store, "u", CHINESE_CHAT)
         failed = fail_next_add(scheduler, monkeypatch)
@@ -290,7 +290,7 @@ def failing_summarize(model: SlowScriptedChatModel, started: list[float]) -> Non
         started.append(time.perf_counter())
         return ConnectionError("the model endpoint refused the connection")
 
-    model.rules[0] = ("TASK: summarize", summarize)
+    model.rules[0] = ("summarize", summarize)
 
 
 async def test_a_failing_run_is_retried_with_backoff_then_parked_and_retrying_it_processes_the_buffer(
@@ -315,7 +315,7 @@ async def test_a_failing_run_is_retried_with_backoff_then_parked_and_retrying_it
         assert parked.first_failed_at <= parked.last_failed_at
         assert await store.get_cursor("u") == 0  # the buffer waits
 
-        model.rules[0] = ("TASK: summarize", '{"summary": "用户喜欢黑咖啡。"}')  # the model is back
+        model.rules[0] = ("summarize", '{"summary": "用户喜欢黑咖啡。"}')  # the model is back
         assert [run.id for run in await scheduler.retry_parked()] == [parked.id]
         assert await store.parked_runs() == []
         await scheduler.wait_idle(10)
@@ -335,7 +335,7 @@ async def test_a_run_that_succeeds_resolves_the_users_parked_runs(store, schedul
         await scheduler.wait_idle(10)
         assert {run.user_id for run in await store.parked_runs()} == {"u", "other"}
 
-        model.rules[0] = ("TASK: summarize", '{"summary": "用户喜欢黑咖啡。"}')
+        model.rules[0] = ("summarize", '{"summary": "用户喜欢黑咖啡。"}')
         assert await scheduler.notify("u", flush=True)  # the user's next run ("Remember now", a message)
         await scheduler.wait_idle(10)
     assert [run.user_id for run in await store.parked_runs()] == ["other"]  # the other user's stays
@@ -351,7 +351,7 @@ async def test_a_run_the_open_breaker_refuses_waits_for_the_breaker_before_its_r
             return ConnectionError("down")
         return '{"summary": "用户喜欢黑咖啡。"}'
 
-    model.rules[0] = ("TASK: summarize", summarize_once_down)
+    model.rules[0] = ("summarize", summarize_once_down)
     settings = dict(circuit_failure_threshold=1, circuit_reset_seconds=0.5, memory_run_retry_delay_seconds=0.01)
     async with scheduler_for(model, **settings) as scheduler:
         await add_chat(store, "u", CHINESE_CHAT)

@@ -40,7 +40,7 @@ async def test_a_timeout_is_retried(store, make_context):
 
 
 async def test_timeouts_past_the_retries_fail_the_run_and_keep_the_buffer(store, make_context):
-    model = ScriptedChatModel(rules=[("TASK: summarize", TIMEOUT)] + memory_rules()[1:])
+    model = ScriptedChatModel(rules=[("summarize", TIMEOUT)] + memory_rules()[1:])
     stored = await add_chat(store, "u", CHINESE_CHAT)
     started = time.perf_counter()
     with pytest.raises(ModelCallFailed, match=r"summarize: the model call failed \(no answer within 0.2s\)"):
@@ -53,7 +53,7 @@ async def test_timeouts_past_the_retries_fail_the_run_and_keep_the_buffer(store,
 async def test_a_provider_error_is_retried(store, make_context):
     answers = iter([ConnectionError("reset by peer"), '{"summary": "用户喜欢黑咖啡。"}'])
     model = ScriptedChatModel(
-        rules=[("TASK: summarize", lambda messages: next(answers))] + memory_rules()[1:]
+        rules=[("summarize", lambda messages: next(answers))] + memory_rules()[1:]
     )
     await add_chat(store, "u", CHINESE_CHAT)
     result = await run_memory_graph("u", make_context(model, llm_max_retries=1))

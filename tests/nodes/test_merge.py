@@ -191,8 +191,8 @@ def per_fact(messages) -> str:
 def merge_model(batch_answer=None, single_answer=per_fact) -> ScriptedChatModel:
     return ScriptedChatModel(
         rules=[
-            ("TASK: merge new facts", batched(single_answer) if batch_answer is None else batch_answer),
-            ("TASK: merge", single_answer),
+            ("merge_batch", batched(single_answer) if batch_answer is None else batch_answer),
+            ("merge", single_answer),
         ]
     )
 

@@ -15,7 +15,7 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.extract import ExtractOutput, ProfileFact, extract_facts
-from memlane.nodes.llm import ModelCaller, ModelCallFailed
+from memlane.nodes.llm import ModelCaller, ModelCallFailed, Step
 from memlane.nodes.merge import MergeBatchOutput, MergeDecision, merge_facts
 from memlane.nodes.profile_config import default_profile_config
 from memlane.nodes.session_title import session_title
@@ -29,16 +29,32 @@ STEP_SCHEMAS = ["ExtractOutput", "MergeBatchOutput", "SummaryOutput", "TagOutput
 REFUSAL_LOG = "refused a JSON schema"
 
 
+def _step_prompts() -> dict[str, str]:
+    """The first line of each step's system prompt: all a server sees of the step
+    (the step tags stay in the client)."""
+    from memlane.nodes import extract, merge, organize, resummarize, session_title, summarize, tag, topic_shift
+
+    prompts = {
+        Step.TOPIC_SHIFT: topic_shift.TOPIC_SHIFT_PROMPT, Step.SESSION_TITLE: session_title.TITLE_PROMPT,
+        Step.SUMMARIZE: summarize.SUMMARIZE_PROMPT, Step.EXTRACT: extract.EXTRACT_PROMPT, Step.MERGE: merge.MERGE_PROMPT,
+        Step.MERGE_BATCH: merge.MERGE_BATCH_PROMPT, Step.ORGANIZE: organize.ORGANIZE_PROMPT,
+        Step.RESUMMARIZE: resummarize.RESUMMARIZE_PROMPT, Step.TAG: tag.TAG_PROMPT,
+    }
+    return {prompt.splitlines()[0]: step for step, prompt in prompts.items()}
+
+
 def reply_by_rules(rules: list[tuple[str, Any]]):
-    """A fake-server reply answering each request as a ScriptedChatModel with `rules` would."""
+    """A fake-server reply answering each request as a ScriptedChatModel with `rules` would: the
+    step is known by its system prompt's first line."""
+    steps = _step_prompts()
 
     def reply(body: dict[str, Any]) -> str:
         messages: list[BaseMessage] = [
             SystemMessage(content=m["content"]) if m["role"] == "system" else HumanMessage(content=m["content"])
             for m in body["messages"]
         ]
-        text = "\n".join(str(message.content) for message in messages)
-        answer = next((answer for needle, answer in rules if needle in text), "")
+        step = steps.get(str(messages[0].content).splitlines()[0]) if messages else None
+        answer = next((answer for rule_step, answer in rules if rule_step == step), "")
         return answer(messages) if callable(answer) else answer
 
     return reply
@@ -89,7 +105,7 @@ async def test_the_schema_is_in_openai_strict_form(settings):
 
 
 async def test_the_chat_apps_calls_send_their_schemas_too(settings):
-    answers = {"TASK: decide": '{"related": false}', "TASK: title": '{"title": "周末去杭州的计划"}'}
+    answers = {"topic_shift": '{"related": false}', "session_title": '{"title": "周末去杭州的计划"}'}
     with FakeUpstream(reply=reply_by_rules(list(answers.items()))) as upstream:
         model = openai_model(upstream)
         assert await is_related(model, "用户计划周末去杭州玩两天。", said("帮我算一下税"), settings) is False

@@ -26,7 +26,7 @@ async def test_empty_summary_stops_the_graph_and_consumes_the_buffer(store, make
 
 async def test_prose_answer_is_taken_as_the_summary(store, make_context):
     model = scripted(summary="用户最近总是熬夜。", facts=[], tags=[])
-    model.rules[0] = ("TASK: summarize", "用户最近总是熬夜。")
+    model.rules[0] = ("summarize", "用户最近总是熬夜。")
     await add_chat(store, "u", CHINESE_CHAT)
     result = await run_memory_graph("u", make_context(model))
     assert result.summary == "用户最近总是熬夜。"
@@ -36,7 +36,7 @@ async def test_prose_answer_is_taken_as_the_summary(store, make_context):
 @pytest.mark.parametrize("answer", ["", '{"summary": ', '{"not_summary": 1} {'])
 async def test_unusable_summary_fails_the_run_and_keeps_the_buffer(store, make_context, answer):
     model = scripted()
-    model.rules[0] = ("TASK: summarize", answer)
+    model.rules[0] = ("summarize", answer)
     stored = await add_chat(store, "u", CHINESE_CHAT)
 
     with pytest.raises(ParseFailed, match="summarize"):

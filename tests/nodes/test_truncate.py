@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from memory_graph_helpers import add_chat, scripted
+from scripted import prompt_text
 from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
@@ -78,7 +79,8 @@ async def test_a_window_that_fails_leaves_the_cursor_after_the_windows_remembere
     stored = await add_chat(store, "u", lines)
     budget = sum(count_tokens(message.content) for message in stored[:3])
     model = scripted(facts=[])
-    model.rules.insert(0, ("message 3:", RuntimeError("the model went away")))
+    step, summary = model.rules[0]  # the second window's summary (its chat holds message 3) fails
+    model.rules[0] = (step, lambda messages: RuntimeError("the model went away") if "message 3:" in prompt_text(messages) else summary)
     with pytest.raises(RuntimeError, match="went away"):
         await run_memory_graph("u", make_context(model, memory_max_input_tokens=budget))
     assert await store.get_cursor("u") == stored[2].seq  # the first window is remembered, the second is not

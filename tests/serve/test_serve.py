@@ -116,7 +116,7 @@ def env(redis_url, tmp_path_factory, embeddings):
         memory_buffer_tokens=150,  # short chats run no memory graph; LONG_NOTE does
         serve_max_body_bytes=64 * 1024,
     )
-    rolling = ("TASK: update the rolling summary", '{"summary": "The user talked about coffee."}')
+    rolling = ("session_summary", '{"summary": "The user talked about coffee."}')
     memory_model = GatedMemoryModel(rules=[rolling, *memory_rules()], default="{}")
     # "slow": a reply a client can give up on (1 s) or leave midway (a chunk every 0.2 s)
     slow_upstream = FakeUpstream(reply=reply_for, answer_seconds=1.0, chunk_seconds=0.2)

@@ -398,7 +398,7 @@ def confirming_model(answer):
     callable of the prompt), and every other prompt with nothing."""
     from memlane.testing import ScriptedChatModel, answer_from
 
-    return ScriptedChatModel(rules=[("asked you to forget", answer_from(answer) if callable(answer) else answer)])
+    return ScriptedChatModel(rules=[("confirm_forget", answer_from(answer) if callable(answer) else answer)])
 
 
 def numbered(prompt: str) -> dict[str, int]:

@@ -20,8 +20,8 @@ FACTS = [
 
 
 def scripted_models():
-    chat = ScriptedChatModel(default=REPLY, rules=[("zzz-never", "")], chunk_size=3, chunk_delay=0.04)
-    rolling = ("TASK: update the rolling summary", '{"summary": "The user talked about coffee and sleep."}')
+    chat = ScriptedChatModel(default=REPLY, chunk_size=3, chunk_delay=0.04)
+    rolling = ("session_summary", '{"summary": "The user talked about coffee and sleep."}')
     memory = ScriptedChatModel(
         rules=[rolling, *memory_rules(summary="Drinks black coffee without sugar; sleeps around 2 am.", facts=FACTS, tags=["coffee", "sleep"])]
     )
@@ -257,7 +257,7 @@ def titled_by_first_word(messages) -> str:
 
 
 def test_the_user_field_keeps_the_session_and_survives_a_reload(settings, clean_keys, launch_app, page):
-    chat = ScriptedChatModel(default="Noted.", rules=[("TASK: title a conversation", titled_by_first_word)])
+    chat = ScriptedChatModel(default="Noted.", rules=[("session_title", titled_by_first_word)])
     url = launch_app(build_app(settings, chat_model=chat))
     open_app(page, url, "steady-user")
     send_and_wait(page, "first session message", 0, "Noted.")
@@ -295,7 +295,7 @@ def wait_until_hidden(page, selector: str, timeout: int = 5_000) -> None:
 def test_a_follow_up_shows_only_the_reply_models_answer(settings, clean_keys, launch_app, page):
     # the memory model answers the follow-up rewrite as a real one would; none of it may show
     rewritten = "Why does the user drink black coffee without sugar?"
-    memory = ScriptedChatModel(rules=[("Last question:", rewritten)], default="{}", chunk_size=4)
+    memory = ScriptedChatModel(rules=[("rewrite", rewritten)], default="{}", chunk_size=4)
     chat = ScriptedChatModel(script=["Noted: black coffee.", "Because you like it strong."], chunk_size=3, chunk_delay=0.01)
     url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))
     open_app(page, url, "follow-up-user")

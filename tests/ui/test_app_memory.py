@@ -31,9 +31,9 @@ def topic_of(messages) -> str:
 def memory_model() -> ScriptedChatModel:
     return ScriptedChatModel(
         rules=[
-            ("TASK: title a conversation", title_of),
-            ("TASK: decide whether a new message continues", topic_of),
-            ("TASK: update the rolling summary", '{"summary": "running on Sundays"}'),
+            ("session_title", title_of),
+            ("topic_shift", topic_of),
+            ("session_summary", '{"summary": "running on Sundays"}'),
             *memory_rules(
                 summary="The user runs trails on Sundays, mostly hill repeats.",
                 facts=[{"topic": "interests", "subtopic": "sports", "content": "runs trails on Sundays", "confidence": 0.9, "messages": [1]}],

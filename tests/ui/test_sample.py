@@ -42,9 +42,10 @@ async def test_the_sample_fills_profile_events_titles_and_history(store, setting
 
 def test_the_scripted_model_answers_each_step():
     model = SampleMemoryModel(chat=SAMPLE_CHATS[0])
-    assert '"summary": "Maya' in model.answer("TASK: summarize a chat for the user's long-term memory.")
-    assert '"facts"' in model.answer("TASK: extract profile facts about the user from a chat.")
+    assert '"summary": "Maya' in model.answer("summarize")
+    assert '"facts"' in model.answer("extract")
     batch = model.answer(
+        "merge_batch",
         "TASK: merge new facts into the user's profile.\nFact [1]\nSlot: a / b\nSlot holds: (empty)\nNew fact: x\n\n"
         "Fact [2]\nSlot: c / d\nSlot holds: old\nNew fact: new\n\nFact [3]\nSlot: e / f\nSlot holds: same\nNew fact: same"
     )
@@ -52,6 +53,6 @@ def test_the_scripted_model_answers_each_step():
         '{"decisions": [{"fact": 1, "action": "ADD", "content": "x"}, {"fact": 2, "action": "UPDATE", "content": "new"}, '
         '{"fact": 3, "action": "ABORT", "content": ""}]}'
     )
-    assert model.answer("TASK: merge a new fact into the user's profile.\nSlot holds: (empty)\nNew fact: y") == '{"action": "ADD", "content": "y"}'
-    assert model.answer("TASK: tag an event") == '{"tags": ["night shifts", "sleep", "running"]}'
-    assert model.answer("TASK: organize the subtopics") == "{}"
+    assert model.answer("merge", "TASK: merge a new fact into the user's profile.\nSlot holds: (empty)\nNew fact: y") == '{"action": "ADD", "content": "y"}'
+    assert model.answer("tag") == '{"tags": ["night shifts", "sleep", "running"]}'
+    assert model.answer("organize") == "{}"

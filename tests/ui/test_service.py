@@ -62,7 +62,7 @@ async def test_reply_without_a_model_explains_the_configuration(store, settings)
 
 
 async def test_reply_streams_and_reports_the_save(store, settings):
-    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="All good here.", rules=[("zzz", "")]))
+    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="All good here."))
     answers = [answer async for answer in service.stream_reply("u", "s", "how are you?", [], persona="Be terse.")]
     assert answers[-1] == "All good here." and len(answers) > 2
     await service.middleware.wait_idle()
@@ -204,7 +204,7 @@ async def test_a_reply_shows_the_memories_it_used(store, settings):
     from memlane.ui.panel import recall_markdown, recall_title
 
     service = await seeded_service(store, settings)
-    service.chat_model = ScriptedChatModel(default="Black coffee it is.", rules=[("zzz", "")])
+    service.chat_model = ScriptedChatModel(default="Black coffee it is.")
     history = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
     # in another session: the message about trails is found by search, not shown as a recent one
     [a async for a in service.stream_reply("u", "s2", "Do I still run trails on Sundays?", history)]
@@ -252,9 +252,9 @@ def titling_model(**rules) -> ScriptedChatModel:
 
     return ScriptedChatModel(
         rules=[
-            ("TASK: title a conversation", '{"title": "Trail running on Sundays"}'),
-            ("TASK: decide whether a new message continues", topic),
-            ("TASK: update the rolling summary", '{"summary": "running, then a cat"}'),
+            ("session_title", '{"title": "Trail running on Sundays"}'),
+            ("topic_shift", topic),
+            ("session_summary", '{"summary": "running, then a cat"}'),
             *memory_rules(
                 summary="The user runs trails on Sundays.",
                 facts=[{"topic": "interests", "subtopic": "sports", "content": "runs trails on Sundays", "confidence": 0.9, "messages": [1]}],
@@ -343,8 +343,8 @@ async def test_the_timeline_shows_what_each_event_changed(store, settings):
 
 async def test_the_rewrite_of_a_follow_up_never_shows_in_the_reply(store, settings):
     # a memory model that answers the rewrite like a real one, quickly
-    memory = ScriptedChatModel(rules=[("Last question:", "Why does the user drink black coffee?")], default="{}")
-    chat = ScriptedChatModel(default="Because you like it strong.", rules=[("zzz-never", "")])
+    memory = ScriptedChatModel(rules=[("rewrite", "Why does the user drink black coffee?")], default="{}")
+    chat = ScriptedChatModel(default="Because you like it strong.")
     service = ChatService(settings, store=store, chat_model=chat, memory_model=memory)
     await store.add_messages([
         Message(id="c1", user_id="u", session_id="s", role="user", content="I drink black coffee"),

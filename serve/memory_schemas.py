@@ -1,0 +1,214 @@
+"""The request and response models of the memories API (serve/memories.py): what a route takes
+as its body and what it answers, each built from a store record by its `of`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Sequence
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntry, check_id, event_memory_id, profile_memory_id
+from memlane.middleware import DEFAULT_SESSION
+from memlane.serve.auth import SESSION_ID_MAX_CHARS
+from memlane.serve.chat import JsonBody
+
+
+def _not_blank(text: str | None) -> str | None:
+    if text is not None and not text.strip():
+        raise ValueError("must hold some text, not only spaces")
+    return text
+
+
+def _usable_id(value: str | None) -> str | None:
+    """An id field as sent, refused (422 naming the field) when it holds a NUL byte or a lone
+    surrogate: ids are used as given, never cleaned (store/base.py's check_id)."""
+    return check_id(value, "the id") if value is not None else value
+
+
+# a path id ({entry_id}, {event_id}, ...): a NUL byte answers 422 naming the parameter
+PathId = Annotated[str, AfterValidator(_usable_id)]
+
+
+class SearchRequest(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    query: str = Field(min_length=1, max_length=4000)
+    limit: int = Field(default=10, ge=1, le=50)
+    kinds: list[MemoryKind] | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=SESSION_ID_MAX_CHARS)
+    since: float | None = None
+    until: float | None = None
+
+    check_id = field_validator("session_id")(_usable_id)
+
+
+class MemoryOut(BaseModel):
+    id: str
+    kind: MemoryKind
+    text: str
+    attributed_text: str
+    speaker: str | None
+    speaker_role: str
+    session_id: str | None
+    created_at: float
+    ref_id: str | None
+    source_message_ids: list[str]
+    valid_until: float | None = Field(description="when a newer fact replaced what it says; null while it holds")
+    status: Literal["current", "earlier"]
+
+    @classmethod
+    def of(cls, memory: Memory) -> "MemoryOut":
+        return cls(
+            attributed_text=memory.attributed_text, status=memory.status, **memory.model_dump(exclude={"user_id", "context"})
+        )
+
+
+class SearchHitOut(BaseModel):
+    memory: MemoryOut
+    score: float = Field(description="relevance 0..1: the chance, as measured, that it holds what was asked (README)")
+    weak: bool = Field(description="relevance under 0.1: fewer than one hit in ten like it holds what was asked")
+    vector_similarity: float
+    text_score: float
+    time_match: bool
+
+    @classmethod
+    def of(cls, hit: MemoryHit) -> "SearchHitOut":
+        return cls(
+            memory=MemoryOut.of(hit.memory),
+            score=hit.score,
+            weak=hit.weak,
+            vector_similarity=hit.vector_similarity,
+            text_score=hit.text_score,
+            time_match=hit.time_match,
+        )
+
+
+class PastValueOut(BaseModel):
+    content: str
+    valid_from: float | None
+    valid_until: float
+    status: Literal["earlier"] = "earlier"
+
+    @classmethod
+    def of(cls, value: PastValue) -> "PastValueOut":
+        return cls(content=value.content, valid_from=value.valid_from, valid_until=value.valid_until)
+
+
+class ProfileEntryOut(BaseModel):
+    id: str
+    memory_id: str = Field(description="id of its search memory (DELETE /memories/{id} deletes the entry too)")
+    topic: str
+    subtopic: str
+    content: str
+    confidence: float
+    created_at: float
+    updated_at: float
+    source_message_ids: list[str]
+    valid_from: float = Field(description="since when it holds: when it was said (created_at for older entries)")
+    status: Literal["current"] = "current"
+    earlier: list[PastValueOut] = Field(
+        default_factory=list, description="what it held before a memory run replaced it, newest first"
+    )
+
+    @classmethod
+    def of(cls, entry: ProfileEntry, past_values: Sequence[PastValue] = ()) -> "ProfileEntryOut":
+        return cls(
+            id=entry.id,
+            memory_id=profile_memory_id(entry.id),
+            earlier=[PastValueOut.of(value) for value in reversed(past_values) if value.entry_id == entry.id],
+            **entry.model_dump(exclude={"user_id", "metadata", "valid_from"}),
+            valid_from=entry.since,
+        )
+
+
+
+class ProfileEntryIn(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    topic: str = Field(min_length=1, max_length=64)
+    subtopic: str = Field(min_length=1, max_length=64)
+    content: str = Field(min_length=1, max_length=4000)
+    confidence: float = Field(default=0.9, ge=0, le=1)
+
+    check_blank = field_validator("topic", "subtopic", "content")(_not_blank)
+
+
+class ProfileEntryEdit(JsonBody):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    content: str | None = Field(default=None, min_length=1, max_length=4000)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+
+    check_blank = field_validator("content")(_not_blank)
+
+
+class EventOut(BaseModel):
+    id: str
+    memory_id: str
+    created_at: float
+    summary: str
+    tags: list[str]
+    profile_delta: list[dict[str, Any]]
+    session_ids: list[str]
+    source_message_ids: list[str]
+
+    @classmethod
+    def of(cls, event: Event) -> "EventOut":
+        return cls(memory_id=event_memory_id(event.id), **event.model_dump(exclude={"user_id"}))
+
+
+class NoteIn(JsonBody):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=4000)
+    session_id: str = Field(default="api", min_length=1, max_length=SESSION_ID_MAX_CHARS)
+
+    check_blank = field_validator("text", "session_id")(_not_blank)
+    check_id = field_validator("session_id")(_usable_id)
+
+
+class ForgetIn(JsonBody):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=1000, description='what to forget: "peanuts", "forget what I said about my ex"')
+    dry_run: bool = Field(default=False, description="change nothing: answer what would go, each record with the clauses cut")
+
+    check_blank = field_validator("query")(_not_blank)
+
+
+class MessagesIn(BaseModel):
+    """Past messages to store (`memlane import`'s shapes: `messages`, or LoCoMo-style `sessions`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    messages: list[dict[str, Any]] | None = Field(
+        default=None, description="each {role, content, id?, session_id?, name?, created_at?}; an OpenAI messages list reads as is"
+    )
+    sessions: list[dict[str, Any]] | None = Field(default=None, description="LoCoMo-style sessions: {session, date_time, turns}")
+    session_id: str = Field(default="import", max_length=SESSION_ID_MAX_CHARS, description="for messages that name none")
+    remember: Literal["now"] | None = Field(default=None, description='"now": queue a memory run over them at once')
+
+    check_id = field_validator("session_id")(_usable_id)
+
+
+class MessagesStored(BaseModel):
+    user_id: str
+    received: int
+    stored: int = Field(description="new to the store (ids already stored are skipped)")
+    queued: bool | None = Field(description='with remember "now": a memory run is queued; else null')
+
+
+class RecallIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(description="the user's message the model is about to answer")
+    session_id: str = Field(default=DEFAULT_SESSION, max_length=SESSION_ID_MAX_CHARS)
+
+
+class RunRequested(BaseModel):
+    user_id: str
+    session_id: str | None = Field(description="the session that ended (sessions/{session_id}/end), else null")
+    queued: bool = Field(description="a memory run is queued, or follows the one in progress; false: nothing new to remember")
+
+
+class Deleted(BaseModel):
+    id: str
+    deleted: Literal[True] = True
