@@ -1,0 +1,126 @@
+"""The house's arrows, enforced: `ui, serve → memlane → graph → nodes → store` (../shared/ARCHITECTURE.md).
+
+Every import in package code counts, at module level or inside a function, under TYPE_CHECKING
+too: a lazy import is still an arrow. The rules:
+
+- every room may import `memlane.config` and `memlane.masking` (the settings and the masking of
+  secrets, which import nothing of memlane); `store/` imports no other room;
+- `nodes/` imports the store's records, protocols and text helpers, never its Redis
+  implementation, and never Redis;
+- `graph/` likewise, plus the queue's keys (`store.schema`); only `graph/queue.py` knows pydocket;
+- `memlane/` imports everything below it, never `ui/` or `serve/` (the doors add their commands
+  to `memlane` through entry points), and never Redis itself;
+- `ui/` and `serve/` import only memlane's public API: `memlane` and the modules of the memlane
+  room, never `memlane.store`, `memlane.graph` or `memlane.nodes`, and never Redis;
+- nothing imports the deprecated `memlane.store.base` (kept for users' code).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ROOMS = ("memlane", "store", "nodes", "graph", "ui", "serve")
+LEVEL = {"store": 0, "nodes": 1, "graph": 2, "memlane": 3, "ui": 4, "serve": 4}
+
+# what nodes and graph may use of the store: records, protocols and pure helpers, never Redis
+STORE_FOR_NODES = {"records", "protocols", "errors", "ids", "text", "tokens", "breaker", "timeexpr", "passage"}
+STORE_FOR_GRAPH = STORE_FOR_NODES | {"schema"}
+# the settings and the masking of secrets: every room reads them (they import nothing of memlane)
+FOUNDATION = {"memlane.config", "memlane.masking"}
+REDIS_CLIENTS = ("redis", "redisvl")
+
+
+def room_of(module: str) -> str | None:
+    """The room a `memlane...` module belongs to (None: not memlane's)."""
+    parts = module.split(".")
+    if parts[0] != "memlane":
+        return None
+    if len(parts) > 1 and parts[1] in ROOMS[1:]:
+        return parts[1]
+    return "memlane"
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every absolute import in the file, wherever it sits."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+            # `from memlane import graph` names a room too
+            if node.module == "memlane":
+                found += [(node.lineno, f"memlane.{alias.name}") for alias in node.names if alias.name in ROOMS[1:]]
+    return found
+
+
+def broken_arrows(room: str, module: str) -> str | None:
+    """Why importing `module` from `room` breaks the house rule, or None."""
+    top = module.split(".")[0]
+    target = room_of(module)
+    if module == "memlane.store.base" or module.startswith("memlane.store.base."):
+        return "memlane.store.base is kept for users' code; import from store.records, .protocols, .errors or .ids"
+    if top in REDIS_CLIENTS and room != "store":
+        return f"only store/ talks to Redis ({module})"
+    if top == "docket":
+        return None if room == "graph" else f"only graph/queue.py knows pydocket ({module})"
+    if target is None or target == room or module in FOUNDATION:
+        return None
+    if room == "store":
+        return f"store/ may import only {sorted(FOUNDATION)} above it"
+    if LEVEL[target] > LEVEL[room]:
+        return f"{room}/ may not import {target}/ (arrows point down: ui, serve → memlane → graph → nodes → store)"
+    if room in ("ui", "serve") and target != "memlane":
+        return f"{room}/ may import only memlane's public API, not {module}"
+    if room in ("nodes", "graph") and target == "store":
+        allowed = STORE_FOR_NODES if room == "nodes" else STORE_FOR_GRAPH
+        part = module.split(".")[2] if module.count(".") >= 2 else ""
+        if part not in allowed:
+            return f"{room}/ may use the store's records and protocols, not its implementation ({module})"
+    return None
+
+
+def package_files() -> list[tuple[str, Path]]:
+    files = [("memlane", path) for path in sorted((ROOT / "memlane").glob("*.py"))]
+    for room in ROOMS[1:]:
+        files += [(room, path) for path in sorted((ROOT / room).rglob("*.py"))]
+    return files
+
+
+def test_every_import_in_package_code_points_down():
+    broken = [
+        f"{path.relative_to(ROOT)}:{line}: {module}: {why}"
+        for room, path in package_files()
+        for line, module in imports_of(path)
+        if (why := broken_arrows(room, module)) is not None
+    ]
+    assert broken == [], "\n".join(broken)
+
+
+def test_only_the_queue_adapter_knows_pydocket():
+    knowing = sorted(
+        str(path.relative_to(ROOT))
+        for _, path in package_files()
+        if any(module.split(".")[0] == "docket" for _, module in imports_of(path))
+    )
+    assert knowing == ["graph/queue.py"]
+
+
+def test_the_contract_catches_what_it_forbids():
+    """The rules bite: each forbidden arrow is named (a contract that passes everything proves nothing)."""
+    assert broken_arrows("serve", "memlane.store.records")
+    assert broken_arrows("ui", "memlane.nodes.llm")
+    assert broken_arrows("memlane", "memlane.serve.app")
+    assert broken_arrows("nodes", "memlane.store.redis")
+    assert broken_arrows("graph", "memlane.store.messages")
+    assert broken_arrows("store", "memlane.recall")
+    assert broken_arrows("memlane", "redis.exceptions")
+    assert broken_arrows("graph", "memlane.store.base")
+    assert broken_arrows("memlane", "docket")
+    assert broken_arrows("serve", "memlane") is None
+    assert broken_arrows("serve", "memlane.turns") is None
+    assert broken_arrows("memlane", "memlane.store.redis") is None
+    assert broken_arrows("graph", "memlane.store.schema") is None
+    assert broken_arrows("store", "memlane.config") is None
