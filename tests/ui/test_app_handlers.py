@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memlane.tools import remember_fact
-from memlane.ui.app import ChatApp, ask_forget, panel, search, select_id, short_id
+from memlane.ui.handlers import ChatApp, ask_forget, panel, search, select_id, short_id
 from memlane.ui.service import ChatService
 
 
