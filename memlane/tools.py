@@ -7,7 +7,7 @@ The user comes from the run, like the middleware's (`MemoryAgentContext` or
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from langchain.tools import ToolRuntime
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -136,10 +136,23 @@ async def answer_remember(
 
 
 async def remember_fact(
-    store: ProfileStore, user_id: str, topic: str, subtopic: str, content: str, *, confidence: float = 0.9, actor: str = "tool"
+    store: ProfileStore,
+    user_id: str,
+    topic: str,
+    subtopic: str,
+    content: str,
+    *,
+    confidence: float = 0.9,
+    actor: str = "tool",
+    source_message_ids: Sequence[str] = (),
+    metadata: dict[str, Any] | None = None,
 ) -> ProfileEntry:
-    """Write a profile entry (replacing what its topic / subtopic slot held) with its search memory."""
-    entry = ProfileEntry(user_id=user_id, topic=topic, subtopic=subtopic, content=content, confidence=confidence)
+    """Write a profile entry (replacing what its topic / subtopic slot held: one entry per user and
+    slot) with its search memory; its history records the write with its source and metadata."""
+    entry = ProfileEntry(
+        user_id=user_id, topic=topic, subtopic=subtopic, content=content, confidence=confidence,
+        source_message_ids=list(source_message_ids), metadata=dict(metadata or {}),
+    )
     await store.apply_update(
         MemoryUpdate(user_id=user_id, upsert_profile=[entry], memories=[entry.as_memory()], actor=actor)
     )

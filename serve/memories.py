@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Annotated, Any, Awaitable, Callable
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 
 from memlane import MEMORY_KINDS, InvalidInput, MemoryStore, ProfileEntry, forget_confirmer, profile_entry_id
 from memlane.importing import messages_of, store_messages
@@ -32,9 +32,11 @@ from memlane.serve.memory_schemas import (
     MessagesStored,
     NoteIn,
     PathId,
+    PathSlot,
     ProfileEntryEdit,
     ProfileEntryIn,
     ProfileEntryOut,
+    ProfileEntryWrite,
     RecallIn,
     RunRequested,
     SearchHitOut,
@@ -125,14 +127,36 @@ async def get_entry(entry_id: PathId, caller: Reader, store: Store) -> ProfileEn
 
 @router.post("/profile", status_code=201)
 async def add_entry(body: ProfileEntryIn, caller: Writer, store: Store) -> ProfileEntryOut:
-    """Add a profile entry (409 when its topic / subtopic slot is taken: PATCH that entry)."""
+    """Add a profile entry (409 when its topic / subtopic slot is taken: PUT the slot to replace it)."""
     entry_id = profile_entry_id(caller.store_user, body.topic, body.subtopic)
     if any(e.id == entry_id for e in await store.get_profile(caller.store_user)):
-        raise ApiError(409, f"the user already has an entry {body.topic} / {body.subtopic} ({entry_id}); PATCH it", "entry_exists")
-    await remember_fact(
-        store, caller.store_user, body.topic, body.subtopic, body.content, confidence=body.confidence, actor=caller.actor
-    )
-    return ProfileEntryOut.of(await find_entry(store, caller.store_user, entry_id))  # as stored (private data masked)
+        raise ApiError(
+            409, f"the user already has an entry {body.topic} / {body.subtopic} ({entry_id}); PUT /profile/{{topic}}/{{subtopic}} "
+            "replaces it, PATCH /profile/{entry_id} edits it", "entry_exists",
+        )
+    return await write_slot(store, caller, body.topic, body.subtopic, body)
+
+
+@router.put("/profile/{topic}/{subtopic}")
+async def put_slot(topic: PathSlot, subtopic: PathSlot, body: ProfileEntryWrite, caller: Writer, store: Store, response: Response) -> ProfileEntryOut:
+    """Write the user's entry of this topic / subtopic: created (201) or replaced (200), one entry per
+    user and slot. Its history records the write, with the source message and the meta sent."""
+    entry_id = profile_entry_id(caller.store_user, topic, subtopic)
+    existed = any(e.id == entry_id for e in await store.get_profile(caller.store_user))
+    response.status_code = 200 if existed else 201
+    return await write_slot(store, caller, topic, subtopic, body)
+
+
+async def write_slot(store: MemoryStore, caller: Caller, topic: str, subtopic: str, body: ProfileEntryWrite) -> ProfileEntryOut:
+    """Write a slot's entry as sent, and answer it as stored (private data masked)."""
+    try:
+        entry = await remember_fact(
+            store, caller.store_user, topic, subtopic, body.content, confidence=body.confidence, actor=caller.actor,
+            source_message_ids=[body.source_message_id] if body.source_message_id else [], metadata=body.meta,
+        )
+    except InvalidInput as error:
+        raise ApiError(422, str(error), "invalid_entry") from None
+    return ProfileEntryOut.of(await find_entry(store, caller.store_user, entry.id))
 
 
 @router.patch("/profile/{entry_id}")

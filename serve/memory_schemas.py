@@ -3,8 +3,11 @@ as its body and what it answers, each built from a store record by its `of`."""
 
 from __future__ import annotations
 
+import json
+
 from typing import Annotated, Any, Literal, Sequence
 
+from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntry, check_id, event_memory_id, profile_memory_id
@@ -19,14 +22,33 @@ def _not_blank(text: str | None) -> str | None:
     return text
 
 
+def _no_nul(text: str | None) -> str | None:
+    """A fact's text as sent, refused when it holds a NUL byte: a profile entry is what the caller
+    says it is, not a text cleaned behind its back."""
+    if text is not None and "\x00" in text:
+        raise ValueError("holds a NUL byte (\\x00); remove it")
+    return text
+
+
 def _usable_id(value: str | None) -> str | None:
     """An id field as sent, refused (422 naming the field) when it holds a NUL byte or a lone
-    surrogate: ids are used as given, never cleaned (store/base.py's check_id)."""
+    surrogate: ids are used as given, never cleaned (store/ids.py's check_id)."""
     return check_id(value, "the id") if value is not None else value
 
 
 # a path id ({entry_id}, {event_id}, ...): a NUL byte answers 422 naming the parameter
 PathId = Annotated[str, AfterValidator(_usable_id)]
+
+
+def _usable_slot(value: str) -> str:
+    """A topic or subtopic in a path: 1-64 characters of text (a NUL byte or only spaces: 422)."""
+    if not value.strip():
+        raise ValueError("must hold some text, not only spaces")
+    return check_id(value, "the topic or subtopic")
+
+
+# a profile slot's topic or subtopic in a path (/profile/{topic}/{subtopic})
+PathSlot = Annotated[str, Path(min_length=1, max_length=64), AfterValidator(_usable_slot)]
 
 
 class SearchRequest(JsonBody):
@@ -104,6 +126,7 @@ class ProfileEntryOut(BaseModel):
     created_at: float
     updated_at: float
     source_message_ids: list[str]
+    meta: dict[str, Any] = Field(default_factory=dict, description="the metadata its last write carried")
     valid_from: float = Field(description="since when it holds: when it was said (created_at for older entries)")
     status: Literal["current"] = "current"
     earlier: list[PastValueOut] = Field(
@@ -117,20 +140,44 @@ class ProfileEntryOut(BaseModel):
             memory_id=profile_memory_id(entry.id),
             earlier=[PastValueOut.of(value) for value in reversed(past_values) if value.entry_id == entry.id],
             **entry.model_dump(exclude={"user_id", "metadata", "valid_from"}),
+            meta=entry.metadata,
             valid_from=entry.since,
         )
 
 
 
-class ProfileEntryIn(JsonBody):
+META_MAX_BYTES = 4096
+
+
+def _small_meta(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    if meta is not None and len(json.dumps(meta, ensure_ascii=False).encode("utf-8")) > META_MAX_BYTES:
+        raise ValueError(f"meta is larger than {META_MAX_BYTES} bytes as JSON; keep it to a few fields")
+    return meta
+
+
+class ProfileEntryWrite(JsonBody):
+    """What a write of an entry's slot sends (PUT /profile/{topic}/{subtopic}): the content, and
+    optionally how sure, which message said it and metadata of the caller's own."""
+
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    topic: str = Field(min_length=1, max_length=64)
-    subtopic: str = Field(min_length=1, max_length=64)
     content: str = Field(min_length=1, max_length=4000)
     confidence: float = Field(default=0.9, ge=0, le=1)
+    source_message_id: Annotated[str | None, AfterValidator(_usable_id)] = Field(
+        default=None, max_length=512, description="the message the fact comes from (kept in the entry and its history)"
+    )
+    meta: dict[str, Any] | None = Field(default=None, description="a JSON object of the caller's own, kept with the entry and its history")
 
-    check_blank = field_validator("topic", "subtopic", "content")(_not_blank)
+    check_blank = field_validator("content")(_not_blank)
+    check_nul = field_validator("content")(_no_nul)
+    check_meta = field_validator("meta")(_small_meta)
+
+
+class ProfileEntryIn(ProfileEntryWrite):
+    topic: str = Field(min_length=1, max_length=64)
+    subtopic: str = Field(min_length=1, max_length=64)
+
+    check_slot = field_validator("topic", "subtopic")(_usable_slot)
 
 
 class ProfileEntryEdit(JsonBody):

@@ -131,6 +131,14 @@ class Profile(StorePart):
         return [value for value in values if value.entry_id in current and current[value.entry_id] != value.content]
 
     @staticmethod
+    def _changed(before: ProfileEntry, after: ProfileEntry, *, by_run: bool) -> bool:
+        """Whether writing `after` over `before` is a change the history keeps: its content,
+        confidence or metadata; for a write that names its source (the API, a tool), its source too.
+        A memory-graph run restating what the entry holds is not (a redelivered run, a fact said again)."""
+        changed = (before.content, before.confidence, before.metadata) != (after.content, after.confidence, after.metadata)
+        return changed or (not by_run and before.source_message_ids != after.source_message_ids)
+
+    @staticmethod
     def _revision(
         entry_id: str, action: str, actor: str, before: ProfileEntry | None, after: ProfileEntry | None
     ) -> ProfileRevision:
@@ -155,6 +163,8 @@ class Profile(StorePart):
             before_valid_from=before.since if before else None,
             valid_until=(after.valid_from or time.time()) if replaced and after else None,
             before_source_message_ids=before.source_message_ids if replaced and before else [],
+            after_source_message_ids=after.source_message_ids if after else [],
+            after_metadata=after.metadata if after else {},
         )
 
     def record_revisions(self, pipe: Any, revisions: Sequence[ProfileRevision]) -> None:
@@ -189,7 +199,7 @@ class Profile(StorePart):
             before = stored.get(entry.id)
             if before is None:
                 revisions.append(self._revision(entry.id, "add", actor, None, entry))
-            elif (before.content, before.confidence) != (entry.content, entry.confidence):
+            elif self._changed(before, entry, by_run=actor.startswith("run")):
                 revisions.append(self._revision(entry.id, "update", actor, before, entry))
         upserted = {entry.id for entry in update.upsert_profile}
         for entry_id in update.delete_profile_ids:

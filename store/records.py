@@ -226,6 +226,10 @@ class ProfileRevision(BaseModel):
         "value was said; the before content is then a past value of the entry (`PastValue`)",
     )
     before_source_message_ids: list[str] = Field(default_factory=list, description="where the replaced content came from")
+    after_source_message_ids: list[str] = Field(
+        default_factory=list, description="where the written content came from (the messages a run read, or the one an API write names)"
+    )
+    after_metadata: dict[str, Any] = Field(default_factory=dict, description="the metadata the write carried (`ProfileEntry.metadata`)")
 
     def past_value(self) -> PastValue | None:
         """The content this revision replaced, as a dated past value (None unless it was replaced)."""

@@ -147,3 +147,23 @@ async def test_forget_has_the_memory_model_confirm_what_it_finds_by_meaning(stor
     await agent.ainvoke({"messages": [HumanMessage("go")]}, context=MemoryAgentContext(user_id="u", session_id="s"))
     assert memory_model.prompts
     assert [m.content for m in await store.recent_messages("u", "s")] == ["我教数学。", "我邻居家养了一只猫。"]
+
+
+async def test_remember_fact_keeps_one_entry_per_slot_with_its_source_and_metadata_in_history(store):
+    """Issue 31, item 5, in Python: the slot's entry is replaced, never doubled; the history keeps
+    what each write said it came from and the metadata it carried; a run restating it adds nothing."""
+    from memlane.store.records import MemoryUpdate
+    from memlane.tools import remember_fact
+
+    first = await remember_fact(store, "u", "home", "city", "Lyon", source_message_ids=["m1"], metadata={"crm": 7}, actor="api:crm")
+    second = await remember_fact(store, "u", "Home", "city ", "Paris", source_message_ids=["m9"], metadata={"crm": 8}, actor="api:crm")
+    assert first.id == second.id and [e.content for e in await store.get_profile("u")] == ["Paris"]
+    stored = (await store.get_profile("u"))[0]
+    assert (stored.source_message_ids, stored.metadata) == (["m9"], {"crm": 8})
+    restated = stored.model_copy(update={"source_message_ids": ["m10"]})
+    await store.apply_update(MemoryUpdate(user_id="u", upsert_profile=[restated], actor="run:e1"))  # a run saying it again
+    history = await store.profile_history("u", first.id)
+    assert [(r.action, r.after_content, r.after_source_message_ids, r.after_metadata) for r in history] == [
+        ("add", "Lyon", ["m1"], {"crm": 7}),
+        ("update", "Paris", ["m9"], {"crm": 8}),
+    ]

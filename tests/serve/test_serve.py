@@ -416,6 +416,42 @@ def test_profile_entries_are_added_edited_deleted_with_their_history(env):
         assert http.get(user_path("frank") + "/profile/nope/history").status_code == 404
 
 
+def test_a_profile_slot_is_upserted_with_its_source_and_meta_in_its_history(env):
+    """Issue 31, item 5: one entry per (user, topic / subtopic), written with PUT (201 created, 200
+    replaced); the source message, confidence and meta are kept in the entry and its history."""
+    with env.http() as http:
+        slot = user_path("hana") + "/profile/diet/coffee"
+        first = http.put(slot, json={"content": "black coffee", "confidence": 0.8, "source_message_id": "m-1", "meta": {"app": "crm", "n": 1}})
+        assert first.status_code == 201, first.text
+        assert (first.json()["content"], first.json()["source_message_ids"], first.json()["meta"]) == ("black coffee", ["m-1"], {"app": "crm", "n": 1})
+        again = http.put(slot, json={"content": "oat flat white", "source_message_id": "m-2", "meta": {"app": "crm", "n": 2}})
+        assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+        same = http.put(user_path("hana") + "/profile/Diet/ coffee", json={"content": "oat flat white", "source_message_id": "m-2", "meta": {"app": "crm", "n": 2}})
+        assert same.status_code == 200 and same.json()["id"] == first.json()["id"]  # the same slot, spelled otherwise
+        profile = http.get(user_path("hana") + "/profile").json()["data"]
+        assert [(e["content"], e["confidence"]) for e in profile] == [("oat flat white", 0.9)]
+
+        # POST adds; a taken slot still answers 409, naming PUT
+        taken = http.post(user_path("hana") + "/profile", json={"topic": "diet", "subtopic": "coffee", "content": "tea"})
+        assert taken.status_code == 409 and "PUT" in taken.json()["error"]["message"]
+        added = http.post(user_path("hana") + "/profile", json={"topic": "diet", "subtopic": "tea", "content": "green tea", "meta": {"k": "v"}, "source_message_id": "m-3"})
+        assert added.status_code == 201 and added.json()["meta"] == {"k": "v"} and added.json()["source_message_ids"] == ["m-3"]
+
+        for bad in ({"content": " "}, {"content": "x", "meta": {"big": "x" * 5000}}, {"content": "x", "meta": ["not", "an", "object"]},
+                    {"content": "x", "source_message_id": "a\u0000b"}, {"content": "x", "confidence": 2}):
+            assert http.put(slot, json=bad).status_code == 422, bad
+        assert http.put(user_path("hana") + "/profile/%20/coffee", json={"content": "x"}).status_code == 422
+        assert http.put(user_path("hana") + "/profile/" + "t" * 65 + "/coffee", json={"content": "x"}).status_code == 422
+
+        history = http.get(user_path("hana") + f"/profile/{first.json()['id']}/history").json()["data"]
+    # the write that changed nothing (the same content, source and meta) left no revision
+    assert [(r["action"], r["after_content"], r["after_source_message_ids"], r["after_metadata"]) for r in history] == [
+        ("add", "black coffee", ["m-1"], {"app": "crm", "n": 1}),
+        ("update", "oat flat white", ["m-2"], {"app": "crm", "n": 2}),
+    ]
+    assert (history[1]["before_confidence"], history[1]["after_confidence"]) == (0.8, 0.9)
+
+
 def test_notes_events_search_export_and_deleting_a_user(env):
     with env.http() as http:
         base = user_path("grace")
