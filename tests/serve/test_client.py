@@ -1,0 +1,154 @@
+"""memlane.client against a real `memlane serve` process (issue 31, item 4): the memories API by
+name, sync and async, typed errors, retries that reuse their Idempotency-Key, and streaming chat
+through the `openai` client. A real Redis Stack and a fake OpenAI-compatible upstream."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+import pytest
+from conftest import drop_prefix_sync
+from fake_upstream import FakeUpstream
+from test_workers import _ready, free_port, wait_for
+
+from memlane.client import (
+    AsyncMemlaneClient,
+    AuthenticationError,
+    Conflict,
+    InvalidRequest,
+    MemlaneClient,
+    NotFound,
+    ServiceUnavailable,
+)
+from memlane.serve.config import hash_api_key
+
+KEY = "key-client"
+
+
+@pytest.fixture(scope="module")
+def served(redis_url, tmp_path_factory):
+    """One `memlane serve` process on the test Redis, under a private key prefix."""
+    tmp_path = tmp_path_factory.mktemp("client")
+    key_prefix = f"t{uuid.uuid4().hex[:10]}"
+    with FakeUpstream(reply="Noted, you live in Lyon now.") as chat, FakeUpstream(reply='{"summary": ""}') as memory:
+        config = tmp_path / "serve.toml"
+        config.write_text(
+            f'[[keys]]\nname = "crm"\ntenant = "acme"\nhash = "{hash_api_key(KEY)}"\n\n'
+            f'[personas.assistant]\nmodel = "chat-m"\nbase_url = "{chat.url}"\n'
+        )
+        env = {
+            **os.environ, "REDIS_URL": redis_url, "MEMLANE_KEY_PREFIX": key_prefix, "MEMLANE_DATA_DIR": str(tmp_path / "data"),
+            "MEMLANE_SERVE_CONFIG": str(config), "OPENAI_BASE_URL": memory.url, "OPENAI_API_KEY": "memory-key",
+            "MEMLANE_MEMORY_MODEL": "memory-m", "MEMLANE_MEMORY_IDLE_FLUSH_SECONDS": "0", "MEMLANE_LLM_MAX_RETRIES": "0",
+        }
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "memlane.cli", "serve", "--port", str(port)],
+            env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "wb"),
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_for(lambda: _ready(url), 120, f"memlane serve at {url}")
+            yield url, chat
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            drop_prefix_sync(redis_url, key_prefix)
+
+
+def test_the_sync_client_reaches_every_memory_by_name(served):
+    url, _ = served
+    with MemlaneClient(url, KEY) as memory:
+        said = [{"id": "c1", "role": "user", "content": "I moved to Lyon last month."}, {"id": "c2", "role": "assistant", "content": "Lyon is lovely."}]
+        assert memory.add(said, user_id="ana")["stored"] == 2
+        assert memory.add(said, user_id="ana")["stored"] == 0  # ids: a repeated add stores nothing new
+        note = memory.note("Her sister lives in Porto", user_id="ana")
+        hits = memory.search("where does her sister live?", user_id="ana", limit=3)
+        assert hits[0]["memory"]["id"] == note["id"]
+        assert any("Lyon" in hit["memory"]["text"] for hit in memory.search("Lyon", user_id="ana"))
+
+        entry = memory.put_profile("home", "city", "Lyon", user_id="ana", source_message_id="c1", meta={"crm": 1})
+        assert memory.put_profile("home", "city", "Lyon, Croix-Rousse", user_id="ana")["id"] == entry["id"]
+        assert memory.update(entry["id"], user_id="ana", confidence=0.6)["confidence"] == 0.6
+        assert memory.get(entry["id"], user_id="ana")["content"] == "Lyon, Croix-Rousse"
+        assert [r["action"] for r in memory.history(entry["id"], user_id="ana")] == ["add", "update", "update"]
+        everything = memory.get_all(user_id="ana")
+        assert [e["id"] for e in everything["profile"]] == [entry["id"]] and [e["memory_id"] for e in everything["events"]] == [note["id"]]
+        assert "Lyon" in memory.recall("where do I live?", user_id="ana")["text"]
+        assert memory.forget("Porto", user_id="ana", dry_run=True)["dry_run"] is True
+        assert memory.delete(note["id"], user_id="ana") is True and memory.delete(note["id"], user_id="ana") is False
+        assert memory.export(user_id="ana")["user_id"] == "ana"
+
+        with pytest.raises(NotFound):
+            memory.get("no-such-entry", user_id="ana")
+        with pytest.raises(InvalidRequest, match="confidence"):
+            memory.update(entry["id"], user_id="ana", confidence=2.0)
+        with pytest.raises(Conflict, match="PUT"):
+            memory.add_profile("home", "city", "x", user_id="ana")
+        assert memory.add_profile("home", "country", "France", user_id="ana")["content"] == "France"
+        memory.reset(user_id="ana")
+        assert memory.get_all(user_id="ana") == {"profile": [], "events": []}
+
+    with MemlaneClient(url, "not-a-key") as stranger, pytest.raises(AuthenticationError):
+        stranger.search("anything", user_id="ana")
+
+
+async def test_the_async_client_and_streaming_chat_through_openai(served):
+    url, chat = served
+    async with AsyncMemlaneClient(url, KEY) as memory:
+        await memory.put_profile("diet", "coffee", "black, no sugar", user_id="ben")
+        openai = memory.openai()
+        stream = await openai.chat.completions.create(
+            model="assistant", user="ben", stream=True, messages=[{"role": "user", "content": "How do I take my coffee?"}]
+        )
+        reply = "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
+        assert reply == "Noted, you live in Lyon now."
+        assert "black, no sugar" in str(chat.requests[-1]["messages"])  # recalled before the model was called
+        deadline = time.monotonic() + 20
+        while not await memory.search("coffee", user_id="ben", kinds=["message"]) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)  # the turn is saved after the reply
+        assert await memory.search("coffee", user_id="ben", kinds=["message"])
+
+
+class FlakyTransport(httpx.AsyncBaseTransport):
+    """The real network, with the first `failures` requests answered 503 (and `Retry-After: 0`);
+    keeps the Idempotency-Key each request carried."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.keys: list[str | None] = []
+        self.real = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.keys.append(request.headers.get("Idempotency-Key"))
+        if self.failures > 0:
+            self.failures -= 1
+            return httpx.Response(503, json={"error": {"code": "redis_unavailable", "message": "try again"}}, headers={"Retry-After": "0"})
+        return await self.real.handle_async_request(request)
+
+
+async def test_a_write_is_retried_with_one_idempotency_key_and_gives_up_with_a_typed_error(served):
+    url, _ = served
+    flaky = FlakyTransport(failures=2)
+    async with AsyncMemlaneClient(url, KEY, transport=flaky, backoff_seconds=0.01) as memory:
+        assert (await memory.add("I drink oat milk.", user_id="cyd"))["stored"] == 1
+    assert len(flaky.keys) == 3 and len(set(flaky.keys)) == 1 and flaky.keys[0]  # one key, every try
+
+    down = FlakyTransport(failures=10)
+    async with AsyncMemlaneClient(url, KEY, transport=down, max_retries=2, backoff_seconds=0.01) as memory:
+        with pytest.raises(ServiceUnavailable) as raised:
+            await memory.search("milk", user_id="cyd")
+    assert raised.value.status == 503 and raised.value.code == "redis_unavailable" and len(down.keys) == 3
+
+    async with AsyncMemlaneClient(f"http://127.0.0.1:{free_port()}", KEY, max_retries=1, backoff_seconds=0.01) as nowhere:
+        with pytest.raises(ServiceUnavailable, match="did not answer"):
+            await nowhere.search("milk", user_id="cyd")
