@@ -38,7 +38,10 @@ _LAZY = {
     "RedisPoolExhausted": "memlane.store.connections",
     "RedisMemoryStore": "memlane.store.redis",
     "open_store": "memlane.store.redis",
-    "MemlaneStore": "memlane.langgraph_store",  # LangGraph's BaseStore over memlane
+    "MemlaneStore": "memlane.langgraph_store",
+    "AsyncMemory": "memlane.memory",  # mem0's calls over memlane (memlane.memory.Memory: the sync one)
+    "MemlaneClient": "memlane.client",  # memlane serve's memories API from Python
+    "AsyncMemlaneClient": "memlane.client",  # LangGraph's BaseStore over memlane
     "MemoryAgentContext": "memlane.middleware",
     "MemoryMiddleware": "memlane.middleware",
     "memory_tools": "memlane.tools",
@@ -72,7 +75,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     )
     from memlane.graph.diagram import render_svg
     from memlane.graph.tasks import queue_memory_run
+    from memlane.client import AsyncMemlaneClient, MemlaneClient
     from memlane.langgraph_store import MemlaneStore
+    from memlane.memory import AsyncMemory
     from memlane.middleware import MemoryAgentContext, MemoryMiddleware
     from memlane.nodes.confirm_forget import forget_confirmer
     from memlane.nodes.llm import MEMORY_MODEL_TAG

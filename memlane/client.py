@@ -17,14 +17,13 @@ says what the service said (`status`, `code`, `message`).
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
-from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
 import httpx
 
-Answer = TypeVar("Answer")
+from memlane.sync_twin import SyncTwin
 
 RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 
@@ -279,54 +278,25 @@ class AsyncMemlaneClient:
         return max(asked, self.backoff_seconds * 2**attempt)
 
 
-class MemlaneClient:
-    """`AsyncMemlaneClient`, called without `await`: each method runs on the client's own event loop
-    in a thread of its own, so it works inside a running loop (a notebook) too. Close it (or use
-    `with`) to stop that thread."""
+class MemlaneClient(SyncTwin):
+    """`AsyncMemlaneClient`, called without `await` (memlane/sync_twin.py): its own event loop in a
+    thread of its own, so it works inside a running loop (a notebook) too. Close it (or use `with`)."""
+
+    twin_of = AsyncMemlaneClient
 
     def __init__(self, base_url: str, api_key: str, **options: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="memlane-client", daemon=True)
-        self._thread.start()
-        self._client: AsyncMemlaneClient = self._run(self._made(base_url, api_key, options))
-        self.base_url, self.api_key = self._client.base_url, api_key
+        self._start(lambda: self._made(base_url, api_key, options), "memlane-client")
+        self.base_url, self.api_key = self._async.base_url, api_key
 
     @staticmethod
     async def _made(base_url: str, api_key: str, options: dict[str, Any]) -> AsyncMemlaneClient:
         return AsyncMemlaneClient(base_url, api_key, **options)
-
-    def _run(self, work: Awaitable[Answer]) -> Answer:
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result()  # type: ignore[arg-type]
-
-    def __enter__(self) -> "MemlaneClient":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._loop.is_running():
-            self._run(self._client.aclose())
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
 
     def openai(self, **options: Any) -> Any:
         """An `openai.OpenAI` on the service's OpenAI-compatible chat (streaming chat with memory)."""
         from openai import OpenAI
 
         return OpenAI(base_url=self.base_url + "/v1", api_key=self.api_key, **options)
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(AsyncMemlaneClient, name, None)
-        if name.startswith("_") or method is None or not asyncio.iscoroutinefunction(method):
-            raise AttributeError(f"MemlaneClient has no method {name!r}")
-        bound = getattr(self._client, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._run(bound(*args, **kwargs))
-
-        call.__name__, call.__doc__ = name, method.__doc__
-        return call
 
 
 __all__ = [

@@ -1,0 +1,190 @@
+"""`AsyncMemory` and `Memory`: memlane in mem0's shape, in your process, over the same store and
+memory graph as every other door (no second implementation).
+
+    memory = await AsyncMemory.open(model=ChatOpenAI(model="gpt-4o-mini"))
+    added = await memory.add([{"role": "user", "content": "I moved to Lyon"}], user_id="alice")
+    added["results"]   # [{"id": "profile:…", "memory": "home / city: Lyon", "event": "ADD"}, …]
+    await memory.search("where does she live?", user_id="alice")
+
+`add` stores the messages (idempotent on their ids) and, with `infer=True` (a memory model is
+needed), runs the memory graph over the user's unremembered turns at once, answering what it
+added, updated and deleted; `infer=False` stores them only (searchable at once, remembered by the
+next run). Memory ids are the store's search-memory ids: `profile:<entry>`, `event:<card>`,
+`message:<turn>`. `Memory` has the same methods without `await`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from memlane.config import Settings
+from memlane.importing import import_messages, messages_of
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import event_memory_id, profile_memory_id
+from memlane.store.protocols import MemoryStore
+from memlane.store.records import Event, MemoryHit, ProfileEntry
+from memlane.sync_twin import SyncTwin
+from memlane.tools import forget_memory
+
+_ACTIONS = {"added": "ADD", "updated": "UPDATE", "deleted": "DELETE"}
+
+
+def _entry(entry: ProfileEntry) -> dict[str, Any]:
+    return {
+        "id": profile_memory_id(entry.id), "memory": f"{entry.topic} / {entry.subtopic}: {entry.content}", "kind": "profile",
+        "confidence": entry.confidence, "created_at": entry.created_at, "updated_at": entry.updated_at,
+        "metadata": entry.metadata, "source_message_ids": entry.source_message_ids,
+    }
+
+
+def _event(event: Event) -> dict[str, Any]:
+    return {
+        "id": event_memory_id(event.id), "memory": event.summary, "kind": "event", "tags": event.tags,
+        "created_at": event.created_at, "updated_at": event.created_at, "source_message_ids": event.source_message_ids,
+    }
+
+
+def _hit(hit: MemoryHit) -> dict[str, Any]:
+    memory = hit.memory
+    return {
+        "id": memory.id, "memory": memory.text, "kind": memory.kind, "score": hit.score, "weak": hit.weak,
+        "created_at": memory.created_at, "session_id": memory.session_id, "source_message_ids": memory.source_message_ids,
+    }
+
+
+class AsyncMemory:
+    """mem0's calls over a memlane store: `add`, `search`, `get_all`, `get`, `update`, `delete`,
+    `delete_all`, `history`. `model`: the memory model `add(infer=True)` runs the graph with."""
+
+    def __init__(self, store: MemoryStore, *, model: BaseChatModel | None = None, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings or getattr(store, "settings")
+        self.model = model
+        self._owns_store = False
+
+    @classmethod
+    async def open(cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any) -> "AsyncMemory":
+        """Open the store (REDIS_URL, or the embedded Redis Stack) and wrap it; `aclose` closes it."""
+        from memlane.store.redis import open_store
+
+        store = await open_store(settings, **store_options)
+        memory = cls(store, model=model, settings=store.settings)
+        memory._owns_store = True
+        return memory
+
+    async def aclose(self) -> None:
+        if self._owns_store:
+            await self.store.aclose()
+
+    async def __aenter__(self) -> "AsyncMemory":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def add(
+        self, messages: str | dict[str, Any] | Sequence[dict[str, Any]], *, user_id: str, session_id: str = "default", infer: bool = True
+    ) -> dict[str, Any]:
+        """Store the messages (a text is one user message) and, with `infer`, remember them now:
+        {"stored": new messages, "results": [{"id", "memory", "event": ADD|UPDATE|DELETE}], "event_id"}."""
+        if infer and self.model is None:
+            raise InvalidInput("add(infer=True) runs the memory graph: give AsyncMemory a model (model=...), or add with infer=False")
+        document = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
+        parsed = messages_of(document, user_id, session_id=session_id, source="add")
+        context = None
+        if infer:
+            from memlane.graph import MemoryContext
+
+            context = MemoryContext(store=self.store, llm=self.model, settings=self.settings)
+        stored, run = await import_messages(self.store, user_id, parsed, context=context)
+        results: list[dict[str, Any]] = []
+        if run is not None:
+            profile = {entry.id: entry for entry in await self.store.get_profile(user_id)}
+            for field, action in _ACTIONS.items():
+                for entry_id in getattr(run, field):
+                    shown = _entry(profile[entry_id])["memory"] if entry_id in profile else ""
+                    results.append({"id": profile_memory_id(entry_id), "memory": shown, "event": action})
+            for event_id in run.event_ids or ([run.event_id] if run.event_id else []):
+                results.append({"id": event_memory_id(event_id), "memory": run.summary, "event": "ADD"})
+        return {"stored": stored, "results": results, "event_id": run.event_id if run is not None else None}
+
+    async def search(
+        self, query: str, *, user_id: str, limit: int = 10, kinds: Sequence[str] | None = None, session_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Hybrid search over the user's memories, best first, each with its calibrated relevance."""
+        hits = await self.store.search_memories(user_id, query, limit=limit, kinds=kinds, session_id=session_id)  # type: ignore[arg-type]
+        return [_hit(hit) for hit in hits]
+
+    async def get_all(self, *, user_id: str, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+        """The user's profile entries and event cards, most recently changed first, a page at a time:
+        {"results": [...], "next_offset": the next page's offset, or None after the last}."""
+        if limit < 1 or offset < 0:
+            raise InvalidInput("limit must be 1 or more and offset 0 or more")
+        events = await self.store.list_events(user_id, limit=offset + limit + 1)
+        everything = [_entry(entry) for entry in await self.store.get_profile(user_id)] + [_event(event) for event in events]
+        everything.sort(key=lambda memory: memory["updated_at"], reverse=True)
+        page = everything[offset : offset + limit]
+        more = len(everything) > offset + limit
+        return {"results": page, "next_offset": offset + limit if more else None}
+
+    async def get(self, memory_id: str, *, user_id: str) -> dict[str, Any] | None:
+        """One memory by id (`profile:…`, `event:…`, `message:…`), or None."""
+        kind, _, ref = memory_id.partition(":")
+        if kind == "profile":
+            return next((_entry(entry) for entry in await self.store.get_profile(user_id) if entry.id == ref), None)
+        if kind == "event":
+            event = (await self.store.get_events(user_id, [ref]))[0]
+            return _event(event) if event is not None else None
+        if kind == "message":
+            around = await self.store.message_neighbours(user_id, ref, before=0, after=0)
+            return next(
+                ({"id": memory_id, "memory": m.content, "kind": "message", "role": m.role, "session_id": m.session_id, "created_at": m.created_at}
+                 for m in around if m.id == ref),
+                None,
+            )
+        raise InvalidInput(f"{memory_id!r} is not a memory id: they start with profile:, event: or message:")
+
+    async def update(self, memory_id: str, data: str, *, user_id: str, actor: str = "api") -> dict[str, Any]:
+        """Change a profile entry's content (its history keeps the change). Event cards and turns
+        are what happened: delete one and add what is true instead."""
+        kind, _, ref = memory_id.partition(":")
+        if kind != "profile":
+            raise InvalidInput(f"only profile entries change in place; {memory_id!r} is a record of what happened: delete it and add anew")
+        entry = await self.store.edit_profile_entry(user_id, ref, content=data, actor=actor)
+        if entry is None:
+            raise InvalidInput(f"the user has no profile entry {ref!r}")
+        return _entry(entry)
+
+    async def delete(self, memory_id: str, *, user_id: str) -> bool:
+        """Delete one memory; what it stated goes from the turns and summaries too."""
+        return await forget_memory(self.store, user_id, memory_id, actor="api")
+
+    async def delete_all(self, *, user_id: str) -> int:
+        """Delete everything of the user; returns the keys removed."""
+        return await self.store.delete_user(user_id)
+
+    async def history(self, memory_id: str, *, user_id: str) -> list[dict[str, Any]]:
+        """How the memory came to be, oldest first: a profile entry's every revision (who, before,
+        after, when, source and metadata); an event card's one making (cards do not change)."""
+        kind, _, ref = memory_id.partition(":")
+        if kind == "profile":
+            return [revision.model_dump(mode="json") for revision in await self.store.profile_history(user_id, ref)]
+        memory = await self.get(memory_id, user_id=user_id)
+        if memory is None:
+            return []
+        return [{"action": "add", "at": memory["created_at"], "after_content": memory["memory"], "source_message_ids": memory.get("source_message_ids", [])}]
+
+
+class Memory(SyncTwin):
+    """`AsyncMemory` without `await` (memlane/sync_twin.py): its own event loop in a thread of its
+    own, so it works inside a running loop too. `close()` (or `with`) closes the store."""
+
+    twin_of = AsyncMemory
+
+    def __init__(self, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any) -> None:
+        self._start(lambda: AsyncMemory.open(settings, model=model, **store_options), "memlane-memory")
+
+
+__all__ = ["AsyncMemory", "Memory"]

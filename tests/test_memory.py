@@ -1,0 +1,75 @@
+"""memlane.memory: mem0's calls (add, search, get_all, get, update, delete, delete_all, history)
+over the same store and memory graph as every other door (issue 31, item 3), async and sync."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlane.memory import AsyncMemory, Memory
+from memlane.store.errors import InvalidInput
+from memlane.testing import ScriptedChatModel, memory_rules
+
+CHAT = [
+    {"role": "user", "content": "我最近总是凌晨2点才睡，白天困得不行。"},
+    {"role": "assistant", "content": "听起来很累，最近工作忙吗？"},
+    {"role": "user", "content": "连续两周都在加班。我喜欢不加糖的黑咖啡。"},
+]
+
+
+async def test_add_remembers_at_once_and_answers_what_it_added(store, settings):
+    memory = AsyncMemory(store, model=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    added = await memory.add(CHAT, user_id="u", session_id="s1")
+    assert added["stored"] == 3 and added["event_id"]
+    events = {result["event"] for result in added["results"]}
+    assert events == {"ADD"} and sum(result["id"].startswith("profile:") for result in added["results"]) == 3
+    assert any(result["id"] == f"event:{added['event_id']}" for result in added["results"])
+    again = await memory.add(CHAT, user_id="u", session_id="s1")  # the same messages: nothing new, nothing learned
+    assert again["stored"] == 0 and again["results"] == []
+
+    hits = await memory.search("黑咖啡", user_id="u", limit=3)
+    assert hits and "黑咖啡" in hits[0]["memory"] and 0 <= hits[0]["score"] <= 1
+
+    page = await memory.get_all(user_id="u", limit=2)
+    rest = await memory.get_all(user_id="u", limit=2, offset=page["next_offset"])
+    assert len(page["results"]) == 2 and rest["next_offset"] is None
+    assert {m["id"] for m in page["results"] + rest["results"]} == {r["id"] for r in added["results"]}
+
+    entry_id = next(r["id"] for r in added["results"] if "咖啡" in r["memory"])
+    assert (await memory.get(entry_id, user_id="u"))["kind"] == "profile"
+    updated = await memory.update(entry_id, "喜欢燕麦拿铁", user_id="u")
+    assert updated["memory"].endswith("喜欢燕麦拿铁")
+    assert [r["action"] for r in await memory.history(entry_id, user_id="u")] == ["add", "update"]
+    event_id = f"event:{added['event_id']}"
+    assert [h["action"] for h in await memory.history(event_id, user_id="u")] == ["add"]
+    with pytest.raises(InvalidInput, match="only profile entries"):
+        await memory.update(event_id, "something else", user_id="u")
+
+    assert await memory.delete(entry_id, user_id="u") is True and await memory.get(entry_id, user_id="u") is None
+    assert await memory.delete(entry_id, user_id="u") is False
+    assert await memory.delete_all(user_id="u") > 0
+    assert (await memory.get_all(user_id="u"))["results"] == []
+
+
+async def test_add_without_inferring_stores_searchable_turns_and_a_model_is_asked_for(store, settings):
+    memory = AsyncMemory(store, settings=settings)
+    with pytest.raises(InvalidInput, match="model"):
+        await memory.add("I moved to Lyon.", user_id="v")
+    added = await memory.add("I moved to Lyon.", user_id="v", infer=False)
+    assert added == {"stored": 1, "results": [], "event_id": None}
+    hit = (await memory.search("Lyon", user_id="v"))[0]
+    assert hit["kind"] == "message" and (await memory.get(hit["id"], user_id="v"))["memory"] == "I moved to Lyon."
+    with pytest.raises(InvalidInput, match="not a memory id"):
+        await memory.get("nothing", user_id="v")
+
+
+def test_the_sync_memory_works_inside_a_running_loop(store, settings, embeddings):  # (store: its prefix is dropped after)
+    import asyncio
+
+    async def inside_a_loop() -> list[dict]:
+        with Memory(settings, model=ScriptedChatModel(rules=memory_rules()), embeddings=embeddings) as memory:
+            memory.add(CHAT, user_id="w")
+            found = memory.search("加班", user_id="w")
+            memory.delete_all(user_id="w")
+            return found
+
+    assert asyncio.run(inside_a_loop())
