@@ -70,6 +70,15 @@ def _vector_bytes(vector: Sequence[float]) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
+def _digest_of(kind: str, text: str) -> str:
+    """What makes two memories the same: their kind and their text, case and spacing aside."""
+    return stable_id(kind, " ".join(text.split()).casefold())
+
+
+def _text_digest(memory: Memory) -> str:
+    return _digest_of(memory.kind, memory.text)
+
+
 @dataclass(eq=False, repr=False)
 class Memories(StorePart):
     """Writes, deletes and lists search memories; creates and checks their index."""
@@ -335,12 +344,47 @@ class Memories(StorePart):
 
     # the protocol's calls ----------------------------------------------------------------------
     async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
-        rows = await self.memory_rows(memories)
-        if rows:
-            pipe = self.client.pipeline(transaction=False)
-            self.queue_rows(pipe, rows)
-            await self._run(pipe.execute())
-        return [memory.id for memory in memories]
+        """Embed and store memories (upsert by id); a memory whose text the user already has under
+        another id, of the same kind, is not stored again: its answer is the stored one's id. Turns
+        (kind "message") are each their own, whatever they say."""
+        stored_as = await self._stored_texts(memories)
+        new = [memory for memory in memories if memory.id not in stored_as]
+        rows = await self.memory_rows(new)
+        pipe = self.client.pipeline(transaction=False)
+        self.queue_rows(pipe, rows)
+        for memory in new:
+            if memory.kind != "message":
+                pipe.hset(self.layout.memory_texts(memory.user_id), _text_digest(memory), memory.id)
+        await self._run(pipe.execute())
+        return [stored_as.get(memory.id, memory.id) for memory in memories]
+
+    async def _stored_texts(self, memories: Sequence[Memory]) -> dict[str, str]:
+        """Memory id → the id its text is already stored under (another memory of the user, still
+        there), for those of `memories` that are repeats, earlier ones in the same call included."""
+        texts = [memory for memory in memories if memory.kind != "message"]
+        if not texts:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for memory in texts:
+            pipe.hget(self.layout.memory_texts(memory.user_id), _text_digest(memory))
+        known = [as_text(value) if value is not None else None for value in await self._run(pipe.execute())]
+        pipe = self.client.pipeline(transaction=False)
+        for memory, other in zip(texts, known):
+            pipe.hmget(self.layout.memory(memory.user_id, other or memory.id), [MemoryField.KIND, MemoryField.TEXT])
+        stored = await self._run(pipe.execute())
+        repeats: dict[str, str] = {}
+        first: dict[tuple[str, str], str] = {}
+        for memory, other, (kind, text) in zip(texts, known, stored):
+            slot = (memory.user_id, _text_digest(memory))
+            # the memory noted under this text still holds it (not deleted, nor rewritten since)
+            there = text is not None and _digest_of(as_text(kind), as_text(text)) == slot[1]
+            if other and other != memory.id and there:
+                repeats[memory.id] = other
+            elif slot in first and first[slot] != memory.id:
+                repeats[memory.id] = first[slot]
+            else:
+                first.setdefault(slot, memory.id)
+        return repeats
 
     async def delete_memory(self, user_id: str, memory_id: str) -> bool:
         removed = await self._run(self.client.delete(self.layout.memory(user_id, memory_id)))

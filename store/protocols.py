@@ -145,7 +145,9 @@ class SearchStore(Protocol):
     """The embedder of the search memories (queries compared with them are embedded by it too)."""
 
     async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
-        """Embed and store memories (upsert by id). Returns their ids."""
+        """Embed and store memories (upsert by id). A memory whose kind and text the user already has
+        under another id is not stored again (case and spacing aside; turns excepted: each is its
+        own). Returns each one's id: its own, or the stored one's for a repeat."""
 
     async def delete_memory(self, user_id: str, memory_id: str) -> bool: ...
 

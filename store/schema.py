@@ -201,6 +201,11 @@ class KeyLayout:
         """Sorted set: raw session id → last activity time."""
         return self.user_prefix(user_id) + "sessions"
 
+    def memory_texts(self, user_id: str) -> str:
+        """Hash: digest of a memory's kind and text → the id `add_memories` stored it under, so the
+        same text is stored once whatever id a second call gives it (turns are not: each is its own)."""
+        return self.user_prefix(user_id) + "texts"
+
     def unindexed_messages(self, user_id: str) -> str:
         """Set: ids of stored messages whose search entry could not be written (the embedder
         was down); a repair pass indexes them and removes them."""

@@ -115,3 +115,23 @@ async def test_a_keyspace_of_the_layout_before_hash_tags_is_renamed_in_place(sto
         assert {"message:m0", "fact"} <= {hit.memory.id for hit in hits}
         assert [hit.memory.text for hit in await store.search_memories(user, "咖啡", limit=1)] == ["我喜欢黑咖啡"]
     assert await store.get_cursor("alice") == 1 and [e.id for e in await store.list_events("a|b")] == ["e1"]
+
+
+async def test_the_same_text_added_twice_is_stored_once_whatever_its_ids(store: RedisMemoryStore):
+    """Issue 31, item 6: two add_memories calls with the same text (ids of their own) stored it
+    twice. Now the second answers the first's id; a turn that says the same is its own turn; a
+    deleted or rewritten memory frees its text."""
+    def note(memory_id: str, text: str, kind: str = "event") -> Memory:
+        return Memory(id=memory_id, user_id="u", kind=kind, text=text)
+
+    assert await store.add_memories([note("n1", "Her sister lives in Porto")]) == ["n1"]
+    assert await store.add_memories([note("n2", "her sister  lives in porto"), note("n3", "Allergic to peanuts"), note("n4", "Allergic to peanuts")]) == ["n1", "n3", "n3"]
+    assert await store.add_memories([note("n1", "Her sister lives in Porto")]) == ["n1"]  # its own id: an upsert
+    hits = await store.search_memories("u", "sister Porto")
+    assert [hit.memory.id for hit in hits if "Porto" in hit.memory.text] == ["n1"]
+    assert await store.add_memories([note("m1", "ok", "message"), note("m2", "ok", "message")]) == ["m1", "m2"]
+    assert await store.add_memories([note("n1", "Her sister moved to Lisbon")]) == ["n1"]  # rewritten: Porto is free again
+    assert await store.add_memories([note("n5", "Her sister lives in Porto")]) == ["n5"]
+    assert await store.delete_memory("u", "n3")
+    assert await store.add_memories([note("n6", "Allergic to peanuts")]) == ["n6"]
+    assert await store.add_memories([note("n7", "Allergic to peanuts", "summary")]) == ["n7"]  # another kind
