@@ -363,6 +363,10 @@ class GraphSettings(Component):
     summary_max_depth: int = Field(
         default=4, ge=1, description="Levels of windowed summarization before hard truncation"
     )
+    profile_config: Path | None = Field(
+        default=None,
+        description="A TOML or JSON file of the profile's slots (strict, the limits, [[topics]] with their [[topics.subtopics]]) the memory graph keeps facts in; unset: the built-in bilingual slots. Read when a scheduler, worker or app starts, refused then with the file and the bad key named",
+    )
 
 
 class SchedulerSettings(Component):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings, get_settings
-from memlane.nodes.profile_config import ProfileConfig, default_profile_config
+from memlane.nodes.profile_config import ProfileConfig, default_profile_config, load_profile_config
 from memlane.store.breaker import CircuitBreaker
 from memlane.store.protocols import MemoryStore
 
@@ -25,10 +25,14 @@ class MemoryContext:
     store: MemoryStore
     llm: BaseChatModel
     settings: Settings = field(default_factory=get_settings)
-    profile_config: ProfileConfig = field(default_factory=default_profile_config)
+    # None: the slots of MEMLANE_PROFILE_CONFIG (settings.graph.profile_config), else the built-in ones
+    profile_config: ProfileConfig | None = None
     # None: one made from the settings (circuit_failure_threshold, circuit_reset_seconds)
     model_breaker: CircuitBreaker | None = None
 
     def __post_init__(self) -> None:
+        if self.profile_config is None:
+            configured = self.settings.graph.profile_config
+            self.profile_config = load_profile_config(configured) if configured else default_profile_config()
         if self.model_breaker is None:
             self.model_breaker = CircuitBreaker.from_settings("the memory model", self.settings)

@@ -6,7 +6,11 @@ and merge; they are bilingual so Chinese and English chats map to the same slots
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, model_validator
+import json
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memlane.store.ids import normalize_slot
 
@@ -16,6 +20,8 @@ PEOPLE_TOPIC = "people"
 
 class SubtopicConfig(BaseModel):
     """One slot inside a topic."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -27,6 +33,8 @@ class SubtopicConfig(BaseModel):
 
 class TopicConfig(BaseModel):
     """A topic and its known subtopics."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -42,6 +50,8 @@ class TopicConfig(BaseModel):
 
 class ProfileConfig(BaseModel):
     """Topics and subtopics with descriptions, and the limits the graph enforces."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     topics: list[TopicConfig] = Field(default_factory=list)
     strict: bool = Field(default=False, description="drop facts outside the configured slots")
@@ -195,3 +205,18 @@ def default_profile_config() -> ProfileConfig:
             ),
         ]
     )
+
+
+def load_profile_config(path: Path) -> ProfileConfig:
+    """The profile slots of a TOML or JSON file (MEMLANE_PROFILE_CONFIG): `strict`, the limits and
+    `[[topics]]` with their `[[topics.subtopics]]`. Raises ValueError naming the file and each bad key."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        data = json.loads(text) if Path(path).suffix == ".json" else tomllib.loads(text)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"profile configuration {path}: {error}") from None
+    try:
+        return ProfileConfig.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(part) for part in problem['loc']) or '(top)'}: {problem['msg']}" for problem in error.errors())
+        raise ValueError(f"profile configuration {path}: {problems}") from None

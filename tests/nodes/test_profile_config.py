@@ -65,3 +65,29 @@ def test_validation_flag_per_slot_overrides_the_topic():
 def test_duplicate_topics_are_rejected():
     with pytest.raises(ValueError, match="configured twice"):
         ProfileConfig(topics=[TopicConfig(name="Work"), TopicConfig(name="work ")])
+
+
+def test_the_slots_come_from_the_file_the_settings_name_and_a_bad_key_is_named(tmp_path, monkeypatch):
+    """Issue 31, item 8 (in Settings): MEMLANE_PROFILE_CONFIG names a TOML (or JSON) file of slots,
+    read when the memory graph's context is made (a scheduler, worker or app starting); a misspelt
+    key stops it there, naming the file and the key."""
+    from memlane.config import Settings
+    from memlane.nodes.context import MemoryContext
+
+    slots = tmp_path / "profile.toml"
+    slots.write_text(
+        'strict = true\nmax_subtopics_per_topic = 4\n\n[[topics]]\nname = "diet"\ndescription = "what they eat and drink"\n'
+        '[[topics.subtopics]]\nname = "coffee"\ndescription = "how they take it"\n'
+    )
+    monkeypatch.setenv("MEMLANE_PROFILE_CONFIG", str(slots))
+    context = MemoryContext(store=None, llm=None, settings=Settings())  # type: ignore[arg-type]
+    assert context.profile_config.strict and context.profile_config.find_subtopic("Diet", "coffee") is not None
+    assert not context.profile_config.allows("work", "role")
+
+    slots.write_text('[[topics]]\nname = "diet"\ndescripton = "misspelt"\n')
+    with pytest.raises(ValueError, match=r"profile\.toml: topics\.0\.descripton: Extra inputs are not permitted"):
+        MemoryContext(store=None, llm=None, settings=Settings())  # type: ignore[arg-type]
+    (tmp_path / "profile.json").write_text('{"strict": "sometimes"}')
+    with pytest.raises(ValueError, match=r"profile\.json: strict"):
+        MemoryContext(store=None, llm=None, settings=Settings(profile_config=tmp_path / "profile.json"))  # type: ignore[arg-type]
+    assert MemoryContext(store=None, llm=None, settings=Settings(profile_config=None)).profile_config == default_profile_config()  # type: ignore[arg-type]
