@@ -184,3 +184,23 @@ async def test_a_cluster_saying_try_again_is_redis_away_for_the_store_and_the_sa
     finally:
         del client.execute_command
     assert [message.content for message in await cluster_store.recent_messages("u", "s")] == ["my cat is called Miso", "Hello Miso"]
+
+
+def test_memlane_redis_cluster_check_prints_each_index(cluster_store: RedisMemoryStore, redis_cluster, settings: Settings, monkeypatch, capsys, fresh_settings):
+    from memlane import cli
+
+    for name, value in {"REDIS_URL": redis_cluster[0], "MEMLANE_KEY_PREFIX": settings.key_prefix, "MEMLANE_DATA_DIR": str(settings.data_dir)}.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["redis", "cluster-check"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if settings.key_prefix in line]
+    assert len(lines) == 3 and all(" in use " in line and " docs" in line for line in lines)
+
+
+def test_cluster_check_on_one_redis_says_what_it_is_for(settings: Settings, monkeypatch, capsys, fresh_settings):
+    from memlane import cli
+
+    for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit):
+        cli.main(["redis", "cluster-check"])
+    assert "?cluster=true" in capsys.readouterr().err
