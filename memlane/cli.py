@@ -3,6 +3,8 @@
     memlane demo                      the chat app on embedded defaults
     memlane redis start|stop|status   the embedded Redis Stack (kept running by `start`; URLs masked
                                       unless --show-password); `start --cluster 3 [--replicas 1]`: a Redis Cluster
+    memlane redis cluster-check [--fix] every memory index on every primary of REDIS_URL's cluster, with its
+                                      documents; --fix drops duplicate and stale ones and makes missing ones
     memlane worker                    run queued memory-graph runs (beside apps on the same Redis)
     memlane runs [retry|drop ID|--all] the parked runs: memory-graph runs that failed every retry
     memlane mcp --user ID             one user's memory as MCP tools over stdio (for MCP clients)
@@ -149,6 +151,8 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
             )
         print(hint, file=sys.stderr)
         return 0
+    if args.action == "cluster-check":
+        return check_cluster(args, settings)
     if args.action == "stop":  # the server and the cluster of this data dir, whichever runs
         stopped = [stop_running(settings), EmbeddedCluster(settings).stop()]
         print("stopped" if any(stopped) else "no embedded Redis Stack is running")
@@ -156,6 +160,22 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
     url = EmbeddedCluster(settings).running_url() if args.cluster else EmbeddedRedis(settings).running_url()
     print((url if args.show_password else mask_url(url)) if url else "not running")
     return 0 if url else 1
+
+
+def check_cluster(args: argparse.Namespace, settings: Settings) -> int:
+    """`memlane redis cluster-check [--fix]`: one line per memory index per primary; exit 1 when a
+    duplicate, stale or missing index is left (without --fix)."""
+
+    async def check(store: Any) -> list[Any]:
+        return await store.check_cluster_indexes(fix=args.fix)
+
+    reports = run_async(lambda: with_store(settings, check))
+    for report in reports:
+        print(report.line())
+    left = [report for report in reports if report.state != "in use" and report.action != "dropped"]
+    if left:
+        print(f"{len(left)} index(es) to drop or make: run again with --fix", file=sys.stderr)
+    return 1 if left else 0
 
 
 async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], None] | None = None) -> None:
@@ -414,7 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_door_commands(commands)
 
     redis_cmd = commands.add_parser("redis", help="the embedded Redis Stack")
-    redis_cmd.add_argument("action", choices=["start", "stop", "status"])
+    redis_cmd.add_argument("action", choices=["start", "stop", "status", "cluster-check"])
+    redis_cmd.add_argument(
+        "--fix", action="store_true", help="cluster-check: drop duplicate and stale memory indexes, make missing ones"
+    )
     redis_cmd.add_argument(
         "--show-password", action="store_true", help="print the URL with its password (masked otherwise)"
     )

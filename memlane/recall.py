@@ -30,6 +30,7 @@ never shown as the user's own words.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ from memlane.store.tokens import count_tokens
 __all__ = ["HEADINGS", "SECTION_SHARES", "Layer", "Recall", "RecallItem", "detect_language", "recall", "recall_system_prompt"]
 
 _SPACES = re.compile(r"\s+")
+logger = logging.getLogger(__name__)
 
 
 def layer_weights(settings: Settings) -> dict[str, float]:
@@ -228,7 +230,10 @@ async def recall(
         language=language,
         threshold=settings.recall.min_relevance,
         budget=budget,
+        search_incomplete=list(getattr(hits, "incomplete", [])),
     )
+    if result.search_incomplete:
+        logger.warning("recall for %r searched part of the memories: %s", user_id, "; ".join(result.search_incomplete))
     fill_block(result, profile_items, _summary_item(summary), memory_items, _recent_items(recent, language), settings)
     return result
 

@@ -92,6 +92,10 @@ class Recall(BaseModel):
     recent: list[RecallItem] = Field(default_factory=list)
     threshold: float | None = Field(default=None, description="the relevance floor search hits passed (recall_min_relevance)")
     dropped: int = Field(default=0, description="items left out for the budget")
+    search_incomplete: list[str] = Field(
+        default_factory=list,
+        description="a degraded search: what part of the user's memories it could not read (a cluster primary still indexing, a slot moving); empty when whole",
+    )
     budget: int
     tokens: int = 0
     text: str = ""

@@ -79,8 +79,11 @@ def pool_exhausted(error: MaxConnectionsError) -> RedisPoolExhausted:
 
 
 def redis_is_away(error: BaseException) -> bool:
-    """Whether `error` says Redis cannot be reached now (restarting, loading its data, or every
-    connection busy), so the same call may succeed a little later."""
+    """Whether `error` says Redis cannot be reached now (restarting, loading its data, every
+    connection busy, or a cluster failing over or moving slots), so the same call may succeed a
+    little later."""
+    from memlane.store.cluster import cluster_is_away
+
     return isinstance(
         error, (RedisUnavailable, RedisPoolExhausted, RedisConnectionError, RedisTimeoutError, OSError)
-    )
+    ) or cluster_is_away(error)

@@ -24,11 +24,12 @@ from redisvl.schema import IndexSchema
 
 from memlane.config import Settings
 from memlane.store.breaker import CircuitBreaker, CircuitOpen
-from memlane.store.cluster import ShardIndexes, is_cluster, is_connection_race
+from memlane.store.cluster import cluster_is_away, is_cluster, is_connection_race
 from memlane.store.embeddings import embedding_dims
 from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
 from memlane.store.privacy import redact
 from memlane.store.schema import KeyLayout, memory_schema
+from memlane.store.shard_indexes import SearchNotes, ShardIndexes
 from memlane.store.timeexpr import resolve_timezone
 
 
@@ -47,6 +48,11 @@ def unavailable(error: Exception) -> StoreError:
 
     if isinstance(error, MaxConnectionsError):
         return pool_exhausted(error)
+    if cluster_is_away(error):
+        return RedisUnavailable(
+            f"the Redis Cluster is failing over or moving slots ({type(error).__name__}: {error}); "
+            "try again in a few seconds (a save is tried again by itself)"
+        )
     return RedisUnavailable(
         f"Redis stopped answering ({error}); check that it runs and REDIS_URL points at it, "
         "or unset REDIS_URL to use the embedded Redis Stack"
@@ -81,14 +87,21 @@ class StoreCore:
         self.schema = memory_schema(self.layout, self.dims)
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
         self.zone = resolve_timezone(self.settings.store.timezone)
-        self.shards = ShardIndexes(self.client, self.schema) if is_cluster(self.client) else None
+        self.shards = (
+            ShardIndexes(self.client, self.schema, self.layout, wait_seconds=self.settings.store.redis_cluster_index_wait_seconds)
+            if is_cluster(self.client)
+            else None
+        )
 
-    async def on_user_index(self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[Any]]) -> Any:
+    async def on_user_index(
+        self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[Any]], notes: SearchNotes | None = None
+    ) -> Any:
         """`call` with the memory index that holds the user's memories: the one index of a
-        standalone Redis, or the index on the primary that owns the user's slot on a cluster."""
+        standalone Redis, or the index on the primary that owns the user's slot on a cluster (what
+        it could not search in full is added to `notes`)."""
         if self.shards is None:
             return await self.run(call(self.index))
-        return await self.run(self.shards.on_owner(self.layout.slot_key(user_id), call))
+        return await self.run(self.shards.on_owner(self.layout.slot_key(user_id), call, notes))
 
     # Redis calls -------------------------------------------------------------------------
     def answered_within(self, seconds: float) -> bool:
@@ -106,10 +119,16 @@ class StoreCore:
         except RedisSearchError as error:  # RedisVL wraps the connection error
             if isinstance(error.__cause__, (RedisConnectionError, RedisTimeoutError, OSError)):
                 raise unavailable(error.__cause__) from error
+            if self.shards is not None and error.__cause__ is not None and cluster_is_away(error.__cause__):
+                raise unavailable(error.__cause__) from error
             raise
         except AttributeError as error:
             if self.shards is not None and is_connection_race(error):
                 raise unavailable(RedisConnectionError(f"a cluster node's connection was closed under the call ({error})")) from error
+            raise
+        except Exception as error:  # a cluster failing over or resharding: Redis away, try again shortly
+            if self.shards is not None and cluster_is_away(error):
+                raise unavailable(error) from error
             raise
 
     async def queue_script(self, pipe: Any, script: AsyncScript, keys: list[str], args: list[Any]) -> None:

@@ -63,12 +63,13 @@ def _node_url(port: int, password: str) -> str:
 class EmbeddedCluster:
     """Start (or reuse) a loopback Redis Cluster of `primaries` primaries, each with `replicas` replicas."""
 
-    def __init__(self, settings: Settings, *, primaries: int = 3, replicas: int = 0) -> None:
+    def __init__(self, settings: Settings, *, primaries: int = 3, replicas: int = 0, first_port: int = 0) -> None:
         if primaries < 3:
             raise ValueError("a Redis Cluster needs at least 3 primaries (`--cluster 3`)")
         self.settings = settings
         self.primaries = primaries
         self.replicas = replicas
+        self.first_port = first_port  # 0: free ports picked at random; else first_port, first_port + 1, ...
         self.dir = Path(settings.store.data_dir) / "redis-cluster"
         self.state_file = self.dir / "cluster.json"
         self.url: str | None = None
@@ -181,8 +182,11 @@ class EmbeddedCluster:
     def _create(self, timeout: float) -> str:
         password = secrets.token_urlsafe(24)
         ports: list[int] = []
-        for _ in range(self.primaries * (1 + self.replicas)):
-            ports.append(_free_node_port({*ports, *(port + 10000 for port in ports)}))
+        for number in range(self.primaries * (1 + self.replicas)):
+            if self.first_port:
+                ports.append(self.first_port + number)
+            else:
+                ports.append(_free_node_port({*ports, *(port + 10000 for port in ports)}))
         for port in ports:  # node files of an older cluster on the same port: a new cluster starts empty
             shutil.rmtree(self.dir / str(port), ignore_errors=True)
         self._launch_all(ports, password, timeout, create=True)
@@ -246,6 +250,26 @@ class EmbeddedCluster:
         if result.returncode != 0:
             raise RedisUnavailable(f"redis-cli {' '.join(args[:2])} failed: {(result.stderr or result.stdout).strip()[-600:]}")
         return result.stdout
+
+    def add_primary(self, timeout: float = 60.0) -> int:
+        """Start one more node and join it to the cluster as a primary without slots (`redis-cli
+        --cluster add-node`); returns its port. A rebalance gives it slots (the drill runs one)."""
+        state = self._read_state()
+        password = str(state["password"])
+        taken = {int(node["port"]) for node in state["nodes"]}
+        port = max(taken) + 1 if self.first_port else _free_node_port({*taken, *(p + 10000 for p in taken)})
+        process = self._launch_node(port, password, self._environment())
+        self._processes[process.pid] = process
+        self._write_state({**state, "nodes": [*state["nodes"], {"port": port, "pid": process.pid}]})
+        deadline = time.monotonic() + timeout
+        while probe(_node_url(port, password), timeout=0.5) != "up":
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RedisUnavailable(f"node 127.0.0.1:{port} did not start (see {self.dir / str(port) / 'redis.log'}); {HELP}")
+            time.sleep(0.05)
+        existing = next(p for p in sorted(taken) if probe(_node_url(p, password), timeout=0.5) == "up")
+        self.cli("--cluster", "add-node", f"127.0.0.1:{port}", f"127.0.0.1:{existing}")
+        self._wait_until_ok([*[p for p in taken if probe(_node_url(p, password), timeout=0.5) == "up"], port], password, deadline, replicas=0)
+        return port
 
     def move_slot(self, slot: int, source_port: int, target_port: int) -> int:
         """Move one hash slot and its keys from one primary to another (what a reshard does to each

@@ -17,6 +17,7 @@ from memlane.store.records import (
     ForgetReport,
     Memory,
     MemoryHit,
+    MemoryHits,
     MemoryKind,
     MemoryUpdate,
     Message,
@@ -165,8 +166,9 @@ class SearchStore(Protocol):
         speaker_roles: Sequence[SpeakerRole] | None = None,
         reference_time: float | None = None,
         understand_time: bool = True,
-    ) -> list[MemoryHit]:
-        """Hybrid (vector + BM25, rank-fused) search over the user's memories, best first.
+    ) -> MemoryHits:
+        """Hybrid (vector + BM25, rank-fused) search over the user's memories, best first (a list;
+        its `incomplete` names what part of the memories could not be read, empty when none).
 
         speaker / speaker_roles: only what that person (or those roles) said.
         understand_time: time expressions in the query ("昨天", "on April 27th") boost the

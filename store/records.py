@@ -364,6 +364,17 @@ class MemoryHit(BaseModel):
         return self.score < WEAK_RELEVANCE
 
 
+class MemoryHits(list):
+    """A search's hits, best first, as a list; `incomplete` says what part of the user's memories
+    the search could not read (empty: none). On a cluster a search waits for a primary's new index
+    and for the user's slot to finish moving; when the wait ends first, the answer is partial and
+    says so here (recall shows it as a degraded search)."""
+
+    def __init__(self, hits: Any = (), incomplete: Sequence[str] = ()) -> None:
+        super().__init__(hits)
+        self.incomplete: list[str] = list(incomplete)
+
+
 class StoreItem(BaseModel):
     """A LangGraph store item: a search memory of kind "event" whose hash also keeps the item.
 

@@ -126,6 +126,17 @@ class RedisMemoryStore:
         other.core.shards = self.core.shards  # one set of connections to the primaries (closing either closes them)
         return other
 
+    async def check_cluster_indexes(self, *, fix: bool = False) -> list[Any]:
+        """Every memory index on every primary of the cluster, with its documents and state (in use,
+        duplicate, stale); with `fix`, the duplicate and stale ones dropped and a missing one made
+        (`memlane redis cluster-check`). Each is a `store.shard_indexes.IndexReport`."""
+        if self.core.shards is None:
+            raise StoreError(
+                "this store is on one Redis, not a Redis Cluster: `cluster-check` is for a REDIS_URL "
+                "ending in ?cluster=true (or MEMLANE_REDIS_CLUSTER=true)"
+            )
+        return await self.core.run(self.core.shards.check(fix=fix))
+
     async def aclose(self) -> None:
         if self.core.shards is not None:
             await self.core.shards.aclose()

@@ -10,9 +10,11 @@ Both prefixes carry the user's digest as a Redis Cluster hash tag (`memlane:u:{<
 scripts, transactions and pipelines never cross slots, and the user's memories sit on the
 one primary whose index the user's searches are sent to. The keys that belong to no user
 are few and each is used alone (never in a transaction with a user's keys):
-`parked_users` (a set of digests), `item_owners` (a set of user ids) and `key_layout_marker` (which layout the keyspace is in).
+`parked_users` (a set of digests), `item_owners` (a set of user ids), `key_layout_marker` (which
+layout the keyspace is in) and, on a cluster, `index_lock` (held while a primary's index is made).
 The memory index's prefix (`memory_key_prefix`) holds every user's memory hashes, old layout
-and new alike, and each primary of a cluster has its own copy of the index.
+and new alike, and each primary of a cluster has its own copy of the index, named
+`memory_index_name` + a hash tag of one of its slots (`shard_index_name`).
 """
 
 from __future__ import annotations
@@ -139,6 +141,16 @@ class KeyLayout:
     @property
     def memory_index_name(self) -> str:
         return f"{self.prefix}_memories"
+
+    def shard_index_name(self, tag: str) -> str:
+        """A cluster primary's memory index: the base name with a hash tag (`{123}`) of a slot the
+        primary owns, since the search module refuses an index name whose slot its node does not own."""
+        return self.memory_index_name + tag
+
+    def index_lock(self, node_id: str) -> str:
+        """String (expires): held by the process making the memory index of the cluster node
+        `node_id`, so that two processes never make one each."""
+        return f"{self.prefix}:index_lock:{node_id}"
 
     @property
     def memory_key_prefix(self) -> str:

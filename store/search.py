@@ -27,7 +27,8 @@ from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
 from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
-from memlane.store.records import Memory, MemoryHit, MemoryKind, SpeakerRole
+from memlane.store.records import Memory, MemoryHit, MemoryHits, MemoryKind, SpeakerRole
+from memlane.store.shard_indexes import SearchNotes
 from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.text import name_candidates, query_terms, term_coverage_of
 from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, without_time_expressions
@@ -215,11 +216,15 @@ class Search(StorePart):
         )
 
     async def _search_user(
-        self, user_id: str, queries: Sequence[TextQuery | VectorQuery], vector: Sequence[float] | None = None
+        self,
+        user_id: str,
+        queries: Sequence[TextQuery | VectorQuery],
+        vector: Sequence[float] | None = None,
+        notes: SearchNotes | None = None,
     ) -> list[list[dict[str, Any]]]:
         """The answers of `queries` (all vector ones searching with `vector`), from the index that
-        holds the user's memories (`StoreCore.on_user_index`)."""
-        answers = await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)))
+        holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`)."""
+        answers = await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)), notes)
         if self.core.shards is not None:
             answers = await self._read_found(queries, answers, vector)
         return answers
@@ -297,10 +302,11 @@ class Search(StorePart):
         speaker_roles: Sequence[SpeakerRole] | None = None,
         reference_time: float | None = None,
         understand_time: bool = True,
-    ) -> list[MemoryHit]:
+    ) -> MemoryHits:
         if limit <= 0 or not query.strip():
-            return []
+            return MemoryHits()
         settings = self.settings
+        notes = SearchNotes()  # what the search could not read (a cluster mid-move), said on the hits
         expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
         candidates = max(settings.search.candidates, limit)
         scope = (
@@ -338,7 +344,7 @@ class Search(StorePart):
         ]
 
         async def run_text_queries() -> list[list[dict[str, Any]]]:
-            return await self._search_user(user_id, [text_query for _, _, text_query in text_queries])
+            return await self._search_user(user_id, [text_query for _, _, text_query in text_queries], notes=notes)
 
         # the BM25 queries need no vector: Redis answers them while the query is embedded
         # (the coroutine is made inside the task, so a cancelled task leaves none un-awaited)
@@ -359,7 +365,7 @@ class Search(StorePart):
                 for query in (asked("vector") if query_vector is not None else [])
             ]
             vector_lists = (
-                await self._search_user(user_id, [vector_query for _, _, vector_query in vector_queries], query_vector)
+                await self._search_user(user_id, [vector_query for _, _, vector_query in vector_queries], query_vector, notes)
                 if vector_queries
                 else []
             )
@@ -377,7 +383,7 @@ class Search(StorePart):
         if settings.search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
-        return await self._fuse(user_id, query_vector, rankings, scope, limit, terms)
+        return MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
 
     def rescaled(self, vector_similarity: float) -> float:
         """Cosine similarity rescaled from the provider's floor of unrelated texts

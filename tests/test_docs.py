@@ -56,6 +56,7 @@ NOT_RUN = {
     "memlane redis start --cluster 3": "starts a six-node Redis Cluster (tests/store's cluster fixture starts the same one)",
     "memlane serve hash-key": "ends in `memlane serve`, which runs until stopped (tests/serve run its app and `hash-key`)",
     "memlane worker": "runs until stopped (tests/graph run the worker's tasks)",
+    "memlane redis cluster-check": "needs a Redis Cluster (tests/store/test_shard_indexes.py runs it on the test cluster)",
 }
 SHELL = ("bash", "sh")
 
