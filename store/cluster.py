@@ -40,7 +40,7 @@ def wants_cluster(url: str, settings: Settings) -> bool:
     return settings.store.redis_cluster or is_cluster_url(url)
 
 
-def _first_node_url(url: str) -> str:
+def first_node_url(url: str) -> str:
     """`url` without RedisVL's `cluster` query parameter (redis-py's cluster client refuses it) and
     with only its first host of several (`h1:1,h2:2`): the client finds the other nodes from it."""
     parts = urlsplit(url)
@@ -52,7 +52,7 @@ def _first_node_url(url: str) -> str:
 def cluster_client(url: str, settings: Settings) -> RedisCluster:
     """redis-py's asyncio cluster client for `url`, sized by the settings."""
     return RedisCluster.from_url(
-        _first_node_url(url),
+        first_node_url(url),
         max_connections=settings.store.redis_max_connections,
         socket_timeout=30,
         socket_connect_timeout=5,

@@ -25,7 +25,7 @@ from test_messages import chat
 from memlane import MemlaneStore
 from memlane.config import Settings
 from memlane.graph.queue import docket_spelling
-from memlane.store.cluster import _first_node_url, wants_cluster
+from memlane.store.cluster import first_node_url, wants_cluster
 from memlane.store.errors import StoreError
 from memlane.store.records import (
     Event,
@@ -73,7 +73,7 @@ def test_a_cluster_is_asked_for_as_redisvl_spells_it_or_by_the_setting():
     assert wants_cluster("redis://127.0.0.1:7000,127.0.0.1:7001", Settings())
     assert wants_cluster("redis://127.0.0.1:7000", Settings(redis_cluster=True))
     assert not wants_cluster("redis://127.0.0.1:7000/0", Settings())
-    assert _first_node_url("redis://:p%40w@h1:7000,h2:7001/0?cluster=true&x=1") == "redis://:p%40w@h1:7000/0?x=1"
+    assert first_node_url("redis://:p%40w@h1:7000,h2:7001/0?cluster=true&x=1") == "redis://:p%40w@h1:7000/0?x=1"
 
 
 async def test_the_index_is_on_every_primary_and_users_spread_over_them(cluster_store: RedisMemoryStore):
