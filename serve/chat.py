@@ -257,6 +257,8 @@ async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) 
         metrics.recall_failures.inc()
         return
     metrics.recall_seconds.observe(time.perf_counter() - started)
+    if turn.recalled.search_incomplete:  # a cluster primary's index still reading, or a slot moving
+        metrics.recall_incomplete.inc()
 
 
 def _upstream_error(persona: Persona, settings: Settings, response: httpx.Response) -> UpstreamFailed:

@@ -53,6 +53,11 @@ class ServeMetrics:
             "Recalls given up at MEMLANE_RECALL_TIMEOUT_SECONDS while Redis did not answer (the reply went out without memory; counted in recall failures too)",
             registry=registry,
         )
+        self.recall_incomplete = Counter(
+            "memlane_recall_incomplete_searches",
+            "Recalls whose search answered from part of the memories (on a cluster: a primary's new index still reading, or the user's slot still moving, past MEMLANE_REDIS_CLUSTER_INDEX_WAIT_SECONDS)",
+            registry=registry,
+        )
         self.first_token_seconds = Histogram(
             "memlane_chat_first_chunk_seconds",
             "Time from a streamed chat request to its first chunk, by persona",

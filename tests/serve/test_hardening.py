@@ -413,6 +413,7 @@ def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings
         with ThreadPoolExecutor(8) as workers:
             assert list(workers.map(requests, range(11, 19))) == [[200, 201, 200, 200]] * 8
         assert metric_value(http, "memlane_recall_failures_total") == 0  # every chat had its recall
+        assert metric_value(http, "memlane_recall_incomplete_searches_total") == 0  # one Redis: every search whole
 
 
 def test_a_chat_on_a_frozen_redis_answers_without_memory_in_time_and_its_turn_is_saved_after(tmp_path, embeddings, caplog):
