@@ -26,6 +26,7 @@ from memlane.nodes.context import MemoryContext
 from memlane.nodes.llm import ModelCaller, ModelPaused
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.session_summary import update_session_summary as fold_session_summary
+from memlane.store.background import in_background
 from memlane.store.ids import stable_id
 from memlane.store.records import ParkedRun
 
@@ -88,6 +89,10 @@ class RunExecutor:
     ) -> MemoryRunResult | BaseException:
         """One attempt of the user's run. Returns its result, or the error it failed with for good
         (parked then); raises `RetryLater` while retries are left."""
+        with in_background():  # a run's writes queue behind the searches and writes callers wait on
+            return await self._run(user_id, key, attempt, through_seq)
+
+    async def _run(self, user_id: str, key: str, attempt: int, through_seq: int | None) -> MemoryRunResult | BaseException:
         settings = self.context.settings
         attempts = settings.scheduler.run_retries + 1
         try:  # the worker's repair pass: turns stored while the embedder was down get indexed

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from redis.commands.core import AsyncScript
 
+from memlane.store.background import in_background
 from memlane.store.core import StorePart, as_text
 from memlane.store.errors import EmbeddingsUnavailable, InvalidInput
 from memlane.store.ids import message_memory_id
@@ -143,10 +144,11 @@ class Messages(StorePart):
         return sorted(messages, key=lambda message: message.seq or 0)
 
     async def reindex_pending(self, user_id: str) -> int:
-        pending = await self._pending_messages(user_id)
-        if not pending or not await self.index_messages(user_id, pending, clear_pending=True):
-            return 0
-        return len(pending)
+        with in_background():  # a saved turn's indexing, a repair pass: nobody waits on its vectors
+            pending = await self._pending_messages(user_id)
+            if not pending or not await self.index_messages(user_id, pending, clear_pending=True):
+                return 0
+            return len(pending)
 
     async def index_messages(self, user_id: str, messages: Sequence[Message], *, clear_pending: bool) -> bool:
         """Write the search entries of one user's stored messages, each with its search context.
