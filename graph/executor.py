@@ -118,6 +118,20 @@ class RunExecutor:
         await self._report(user_id, outcome)
         return outcome
 
+    async def reindex_unindexed(self) -> int:
+        """Index the stored messages of every user still waiting for their search entry; returns
+        how many were indexed. A user whose indexing fails again is left for the next sweep."""
+        indexed = 0
+        with in_background():
+            for user_id in await self.context.store.users_with_unindexed_messages():
+                try:
+                    indexed += await self.context.store.reindex_pending(user_id)
+                except Exception:
+                    logger.exception("indexing the pending messages of %s failed; the next sweep retries", user_id)
+        if indexed:
+            logger.info("the reindex sweep indexed %d stored messages that were not searchable", indexed)
+        return indexed
+
     async def summarize_session(self, user_id: str, session_id: str) -> None:
         """Fold the session's new messages into its rolling summary; a failure waits for the next update."""
         try:
