@@ -114,6 +114,36 @@ class _FairQueue:
         return batch
 
 
+class _TeamSize:
+    """How many cores a model call runs on, learnt from the calls' seconds per text.
+
+    On every core one text's matrix products are split (a query 5.7 ms against 10.6 on one of 2
+    quiet cores) and a batch gives each core its texts, but the team meets at barriers, and while
+    other work on the machine holds one of its cores every barrier waits for it (a query took up
+    to 1.7 s, at load 3 on 2 cores). So each size keeps the seconds per text of its last `window`
+    calls; the size whose mean is lower is used, and the other is tried again once it has not
+    been for `explore_seconds`, so that a change of the machine is seen. One slow call in the
+    window is enough to prefer one core."""
+
+    def __init__(self, cores: int, *, window: int = 5, explore_seconds: float = 2.0) -> None:
+        self.sizes = sorted({1, max(1, cores)}, reverse=True)  # every core first
+        self.explore_seconds = explore_seconds
+        self._seconds: dict[int, deque[float]] = {size: deque(maxlen=window) for size in self.sizes}
+        self._tried: dict[int, float] = {size: float("-inf") for size in self.sizes}
+
+    def choose(self, now: float) -> int:
+        untried = [size for size in self.sizes if not self._seconds[size]]
+        if untried:
+            return untried[0]
+        best, *others = sorted(self.sizes, key=lambda size: sum(self._seconds[size]) / len(self._seconds[size]))
+        stale = [size for size in others if now - self._tried[size] >= self.explore_seconds]
+        return stale[0] if stale else best
+
+    def record(self, size: int, seconds_per_text: float, now: float) -> None:
+        self._seconds[size].append(seconds_per_text)
+        self._tried[size] = now
+
+
 class _ModelWorkers:
     """The two threads that run every call of a model: one for what a caller waits on (queries,
     and stored texts a write needs before it answers), one for stored texts nobody waits on
@@ -158,6 +188,7 @@ class _ModelWorkers:
         self._background = _FairQueue()  # stored texts nobody waits on
         self._running: dict[str, list[_Job]] = {"waited": [], "background": []}  # stored texts being embedded
         self._waited_at = float("-inf")  # when the waited-on thread last finished a call
+        self._team_sizes = {True: _TeamSize(self._cores), False: _TeamSize(self._cores)}  # queries, stored texts
         threading.Thread(target=self._serve_waited, name=f"{name}-waited", daemon=True).start()
         threading.Thread(target=self._serve_background, name=f"{name}-background", daemon=True).start()
 
@@ -200,13 +231,19 @@ class _ModelWorkers:
                     batch, embed = self._waited.take(self.query_batch), self._embed_passages
                 self._running["waited"] = batch
                 # beside a background call, one core: two OpenMP teams on the same cores wait on
-                # each other at every barrier (a note's vector took 37 ms against 20 on one core)
-                wanted = 1 if self._running["background"] else self._cores
+                # each other at every barrier (a note's vector took 37 ms against 20 on one core);
+                # otherwise as the calls' times per text say (`_TeamSize`)
+                team = None if self._running["background"] else self._team_sizes[embed is self._embed_queries]
+                wanted = team.choose(time.monotonic()) if team else 1
+                texts = sum(len(job.texts) for job in batch)
             if self._set_threads is not None and wanted != threads:
                 self._set_threads(threads := wanted)
+            started = time.perf_counter()
             try:
                 self._embed(batch, embed)
             finally:
+                if team is not None and self._set_threads is not None:
+                    team.record(threads, (time.perf_counter() - started) / texts, time.monotonic())
                 with self._ready:
                     self._running["waited"] = []
                     self._waited_at = time.monotonic()

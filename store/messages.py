@@ -125,16 +125,20 @@ class Messages(StorePart):
                 ", ".join(elsewhere[:5]),
             )
         if index_for_search and not index_later:
-            # what the script recorded (this save's messages, a resent one whose entry a crash may
-            # have lost) and what earlier saves left: a repair pass rides on each save
+            # what the script recorded: this save's messages (indexed from here), a resent one
+            # whose entry a crash may have lost, and what earlier saves left (a repair pass)
             for user_id in dict.fromkeys(message.user_id for message in messages):
-                await self.index_messages(user_id, await self._pending_messages(user_id), clear_pending=True)
+                new = [message for message in stored if message.user_id == user_id]
+                recorded = await self._pending_messages(user_id, known=new)
+                await self.index_messages(user_id, sorted([*recorded, *new], key=lambda m: m.seq or 0), clear_pending=True)
         return stored
 
-    async def _pending_messages(self, user_id: str) -> list[Message]:
-        """The user's stored messages whose indexing failed (ids of messages gone since are dropped)."""
+    async def _pending_messages(self, user_id: str, known: Sequence[Message] = ()) -> list[Message]:
+        """The user's stored messages recorded as waiting for indexing, but those `known` (in
+        hand already); ids of messages gone since are dropped from the record."""
         pending = self.layout.unindexed_messages(user_id)
-        ids = sorted(as_text(member) for member in await self._run(self.client.smembers(pending)))
+        skip = {message.id for message in known}
+        ids = sorted(as_text(member) for member in await self._run(self.client.smembers(pending)) if as_text(member) not in skip)
         if not ids:
             return []
         messages = await self.load_messages(user_id, [item_key(message_id) for message_id in ids])
