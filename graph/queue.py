@@ -1,6 +1,7 @@
 """The run queue: the only code that knows pydocket.
 
-Memory-graph runs, idle flushes, follow-up checks and session summaries are pydocket tasks
+Memory-graph runs, idle flushes, follow-up checks, session summaries and the sweep of unindexed
+messages are pydocket tasks
 that carry only ids and the queue's name; the process that takes one hands it to the
 `RunHandlers` registered under that name (a `MemoryScheduler`, whose `RunExecutor` runs it),
 so a `memlane worker` in another process registers its own under the same name.
@@ -82,6 +83,9 @@ class RunHandlers(Protocol):
     async def check_follow_up(self, user_id: str) -> None:
         """Take up a follow-up that a lost run held back."""
 
+    async def sweep_unindexed(self) -> None:
+        """Index every user's stored messages still waiting for their search entry."""
+
 
 _HANDLERS: dict[str, RunHandlers] = {}
 
@@ -151,7 +155,12 @@ async def follow_up_check_task(user_id: str, scheduler_name: str) -> None:
     await _handlers(scheduler_name).check_follow_up(user_id)
 
 
-TASKS = (memory_run_task, session_summary_task, idle_flush_task, follow_up_check_task)
+async def reindex_sweep_task(scheduler_name: str) -> None:
+    """Index the stored messages still waiting for their search entry, whoever's they are."""
+    await _handlers(scheduler_name).sweep_unindexed()
+
+
+TASKS = (memory_run_task, session_summary_task, idle_flush_task, follow_up_check_task, reindex_sweep_task)
 
 
 def docket_spelling(url: str, *, cluster: bool) -> str:
@@ -251,6 +260,12 @@ class RunQueue:
         """One pending flush per user: this one replaces the one before."""
         await self._require_docket().replace(idle_flush_task, when=when, key=QueueKeys.idle_flush_task(user_id))(
             user_id=user_id, scheduler_name=self.name
+        )
+
+    async def replace_reindex_sweep(self, when: datetime) -> None:
+        """One pending sweep per queue: this one replaces the one before."""
+        await self._require_docket().replace(reindex_sweep_task, when=when, key=QueueKeys.reindex_sweep_task())(
+            scheduler_name=self.name
         )
 
     async def replace_follow_up_check(self, user_id: str, when: datetime) -> None:

@@ -14,6 +14,12 @@ Idle flush: each notify about a new message (re)schedules one delayed task per u
 by the next message) that flushes the buffer after `memory_idle_flush_seconds` without
 messages, so a user who says one fact and leaves is still processed.
 
+Reindex sweep: a worker that starts schedules one task per queue, which indexes every user's
+stored messages still waiting for their search entry and schedules the next one
+`memory_reindex_sweep_seconds` later, so a message stored while indexing could not be done
+(Redis or the embedder away past the save's retries, an entry a crash lost) becomes searchable
+even when its user never comes back.
+
 Run state lives in Redis, beside the queue, the same for every process on it (apps,
 `memlane serve` instances, `memlane worker`s): each run's key is noted in the user's set of
 runs before it is queued, and a run counts as under way while the queue says it is scheduled,
@@ -129,6 +135,7 @@ class MemoryScheduler:
                 await self.queue.start_worker(
                     concurrency=settings.scheduler.worker_concurrency, redelivery_timeout=redelivery_timeout(settings)
                 )
+                await self._schedule_reindex_sweep()
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -228,6 +235,11 @@ class MemoryScheduler:
             return
         # one pending flush per user: the newest message's replaces the one before
         await self.queue.replace_idle_flush(user_id, datetime.now(timezone.utc) + timedelta(seconds=seconds))
+
+    async def _schedule_reindex_sweep(self) -> None:
+        seconds = self.context.settings.scheduler.reindex_sweep_seconds
+        if seconds > 0:  # one sweep per queue, whichever worker takes it; the next one schedules the one after
+            await self.queue.replace_reindex_sweep(datetime.now(timezone.utc) + timedelta(seconds=seconds))
 
     async def _schedule_follow_up_check(self, user_id: str) -> None:
         """Look at the user's noted follow-up again once the runs now counted as under way would
@@ -388,6 +400,15 @@ class MemoryScheduler:
         finally:
             self._pending_summaries.discard(key)
             self._settle()
+
+    async def sweep_unindexed(self) -> None:
+        """Every `memory_reindex_sweep_seconds`: index the stored messages of every user that are
+        still waiting for their search entry (a save whose indexing gave up, an entry a Redis
+        crash lost), so that what is stored always becomes searchable."""
+        try:
+            await self.executor.reindex_unindexed()
+        finally:
+            await self._schedule_reindex_sweep()
 
     async def check_follow_up(self, user_id: str) -> None:
         """The follow-up check (`_schedule_follow_up_check`): when no run of the user is under way

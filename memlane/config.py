@@ -409,6 +409,12 @@ class SchedulerSettings(Component):
         ge=0,
         description="A user's unprocessed messages below the token threshold are processed after this many seconds without a new message; 0 never flushes on idle",
     )
+    reindex_sweep_seconds: float = Field(
+        validation_alias=AliasChoices("reindex_sweep_seconds", "memory_reindex_sweep_seconds"),
+        default=60.0,
+        ge=0,
+        description="How often a worker indexes every stored message still waiting for its search entry (its save's indexing failed while Redis or the embedder was away, or a crash lost it), whoever's it is; 0 never (then only the user's next save or run does)",
+    )
 
 
 class RecallSettings(Component):

@@ -25,7 +25,7 @@ from redisvl.schema import IndexSchema
 from memlane.config import Settings
 from memlane.store.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.cluster import cluster_is_away, is_cluster, is_connection_race
-from memlane.store.embeddings import embedding_dims
+from memlane.store.embeddings import embed_passages, embedding_dims
 from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
 from memlane.store.privacy import redact
 from memlane.store.schema import KeyLayout, memory_schema
@@ -163,8 +163,9 @@ class StoreCore:
                 "and new messages are indexed once it answers again"
             ) from error
 
-    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return await self._embed(lambda: self.embeddings.aembed_documents(texts))
+    async def embed_documents(self, texts: list[str], owner: str = "") -> list[list[float]]:
+        """Stored texts embedded; `owner` (the user they belong to) takes its turn among owners."""
+        return await self._embed(lambda: embed_passages(self.embeddings, texts, owner))
 
     async def embed_query(self, text: str) -> list[float]:
         return await self._embed(lambda: self.embeddings.aembed_query(text))

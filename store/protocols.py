@@ -65,6 +65,10 @@ class HistoryStore(Protocol):
         """Index the user's stored messages whose indexing failed. Returns how many were indexed;
         those that fail again stay recorded for the next try."""
 
+    async def users_with_unindexed_messages(self) -> list[str]:
+        """Every user with stored messages waiting for their search entry (the worker's sweep
+        calls `reindex_pending` for each)."""
+
     async def recent_messages(self, user_id: str, session_id: str, limit: int = 20) -> list[Message]:
         """The newest `limit` messages of a session, oldest first."""
 

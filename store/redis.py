@@ -163,6 +163,7 @@ class RedisMemoryStore:
 
     add_messages = _answered_by("messages", Messages.add_messages)
     reindex_pending = _answered_by("messages", Messages.reindex_pending)
+    users_with_unindexed_messages = _answered_by("messages", Messages.users_with_unindexed_messages)
     recent_messages = _answered_by("messages", Messages.recent_messages)
     message_neighbours = _answered_by("messages", Messages.message_neighbours)
     unprocessed_messages = _answered_by("messages", Messages.unprocessed_messages)

@@ -219,9 +219,18 @@ class KeyLayout:
         return self.user_prefix(user_id) + "texts"
 
     def unindexed_messages(self, user_id: str) -> str:
-        """Set: ids of stored messages whose search entry could not be written (the embedder
-        was down); a repair pass indexes them and removes them."""
-        return self.user_prefix(user_id) + "unindexed"
+        """Set: ids of stored messages waiting for their search entry, recorded as they are
+        stored (the embedder may be down, Redis may lose the entry); indexing removes them."""
+        return self.unindexed_messages_of_digest(self.user_tag(user_id))
+
+    @property
+    def unindexed_messages_scan(self) -> str:
+        """SCAN pattern of every user's `unindexed_messages` key."""
+        before, after = self.unindexed_messages_of_digest("\0").split("\0")
+        return glob_escaped(before) + "*" + glob_escaped(after)
+
+    def unindexed_messages_of_digest(self, user_digest: str) -> str:
+        return self._user_digest_prefix(user_digest) + "unindexed"
 
     def profile_history(self, user_id: str, entry_id: str) -> str:
         """List: the entry's revisions (`base.ProfileRevision` JSON), oldest first."""
@@ -367,6 +376,11 @@ class QueueKeys:
     @staticmethod
     def follow_up_check_task(user_id: str) -> str:
         return f"memlane-follow-up-check:{user_id}"
+
+    @staticmethod
+    def reindex_sweep_task() -> str:
+        """One sweep of the unindexed messages per queue: each worker that starts replaces it."""
+        return "memlane-reindex-sweep"
 
     @staticmethod
     def summary_task(user_id: str, session_id: str, token: str) -> str:

