@@ -25,13 +25,14 @@ neither the settings nor Redis, LangChain, Gradio or the graph (bench/cli_startu
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
-import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from memlane.cli_operations import cmd_redis, cmd_runs, cmd_worker, work  # noqa: F401  (work: tests drive it)
+from memlane.cli_support import masked_url, run_async, with_store
 
 if TYPE_CHECKING:
     from memlane.config import Settings
@@ -46,27 +47,6 @@ DEMO_MEMORIES = [
     ("event", "Asked for a recipe for Sichuan mapo tofu and said spicy food is fine"),
 ]
 DEMO_QUERIES = ["我喜欢喝什么咖啡？", "what does the user do for work", "加班", "running"]
-
-
-def run_async(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
-    from memlane.masking import mask_secrets
-    from memlane.store.errors import StoreError
-
-    try:
-        return asyncio.run(coro_factory())
-    except StoreError as error:
-        print(f"memlane: {mask_secrets(str(error))}", file=sys.stderr)
-        raise SystemExit(2) from error
-
-
-async def with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]]) -> Any:
-    from memlane.store.redis import open_store
-
-    store = await open_store(settings)
-    try:
-        return await action(store)
-    finally:
-        await store.aclose()
 
 
 async def store_demo(store: Any) -> None:
@@ -84,23 +64,6 @@ async def store_demo(store: Any) -> None:
         print(f"\n? {query}")
         for hit in await store.search_memories(DEMO_USER, query, limit=3):
             print(f"  {hit.score:.3f}  [{hit.memory.kind}] {hit.memory.text}")
-
-
-def masked_url(url: str) -> str:
-    """`redis://:secret@host:port/0` → `redis://:****@host:port/0` (see memlane/masking.py)."""
-    from memlane.masking import mask_url
-
-    return mask_url(url)
-
-
-def port_taken(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
@@ -121,155 +84,6 @@ def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
     return "\n".join(
         [f"memlane demo: chat model {model}", f"memlane demo: Redis {redis_line}", f"memlane demo: open {app_url} (Ctrl-C stops)"]
     )
-
-
-def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
-    from memlane.masking import mask_secrets, mask_url
-    from memlane.store.embedded import EmbeddedRedis, stop_running
-    from memlane.store.embedded_cluster import EmbeddedCluster
-    from memlane.store.errors import StoreError
-
-    if args.action == "start":
-        try:
-            if args.cluster:
-                url = EmbeddedCluster(settings, primaries=args.cluster, replicas=args.replicas).start()
-            else:
-                url = EmbeddedRedis(settings, detach=True).start()
-        except (StoreError, ValueError) as error:
-            print(f"memlane: {mask_secrets(str(error), settings)}", file=sys.stderr)
-            return 2
-        print(url if args.show_password else mask_url(url))
-        if args.cluster:
-            hint = (
-                "set REDIS_URL to its URL for memlane and other clients: "
-                f"`memlane redis status --cluster {args.cluster} --show-password` prints it whole"
-            )
-        else:
-            hint = (
-                f"memlane commands and apps with MEMLANE_DATA_DIR={settings.store.data_dir} use it as it is; other clients "
-                "need its password: `memlane redis status --show-password` prints the whole URL"
-            )
-        print(hint, file=sys.stderr)
-        return 0
-    if args.action == "cluster-check":
-        return check_cluster(args, settings)
-    if args.action == "stop":  # the server and the cluster of this data dir, whichever runs
-        stopped = [stop_running(settings), EmbeddedCluster(settings).stop()]
-        print("stopped" if any(stopped) else "no embedded Redis Stack is running")
-        return 0
-    url = EmbeddedCluster(settings).running_url() if args.cluster else EmbeddedRedis(settings).running_url()
-    print((url if args.show_password else mask_url(url)) if url else "not running")
-    return 0 if url else 1
-
-
-def check_cluster(args: argparse.Namespace, settings: Settings) -> int:
-    """`memlane redis cluster-check [--fix]`: one line per memory index per primary; exit 1 when a
-    duplicate, stale or missing index is left (without --fix)."""
-
-    async def check(store: Any) -> list[Any]:
-        return await store.check_cluster_indexes(fix=args.fix)
-
-    reports = run_async(lambda: with_store(settings, check))
-    for report in reports:
-        print(report.line())
-    left = [report for report in reports if report.state != "in use" and report.action != "dropped"]
-    if left:
-        print(f"{len(left)} index(es) to drop or make: run again with --fix", file=sys.stderr)
-    return 1 if left else 0
-
-
-async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], None] | None = None) -> None:
-    """Take memory-graph runs from the shared queue until cancelled (`memlane worker`).
-
-    Its pydocket worker redelivers a crashed worker's runs after `memory_run_expected_seconds`.
-    """
-    from memlane.graph import MemoryContext, MemoryScheduler
-    from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
-    from memlane.store.errors import StoreError
-    from memlane.store.redis import open_store
-
-    model = model or memory_model_from_settings(settings)
-    if model is None:
-        raise StoreError(HOW_TO_CONFIGURE.replace("restart", "start the worker again"))
-    store = await open_store(settings)
-    try:
-        context = MemoryContext(store=store, llm=model, settings=settings)
-        async with MemoryScheduler(context) as scheduler:  # queues in the store's Redis, idle flushes too
-            if ready is not None:
-                ready(scheduler.name)
-            await asyncio.Event().wait()
-    finally:
-        await store.aclose()
-
-
-def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    def ready(name: str) -> None:
-        print(
-            f"memlane worker: taking runs of {name!r}; a run whose worker died comes back after "
-            f"{settings.scheduler.run_expected_seconds:g} s (MEMLANE_MEMORY_RUN_EXPECTED_SECONDS). Ctrl-C stops",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    try:
-        run_async(lambda: work(settings, ready=ready))
-    except KeyboardInterrupt:  # a run cut off here is delivered again to the next worker
-        pass
-    return 0
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
-    """List, retry or drop parked runs (`memlane runs`)."""
-    from datetime import datetime
-
-    from memlane.masking import mask_secrets
-
-    if args.action != "list" and not (args.all or args.ids):
-        print(f"memlane runs {args.action}: name the run ids, or --all", file=sys.stderr)
-        return 2
-
-    def when(timestamp: float) -> str:
-        return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
-
-    async def runs(store: Any) -> int:
-        parked = await store.parked_runs(args.user)
-        if args.action == "list":
-            if not parked:
-                print("no parked runs")
-                return 0
-            print("id\tuser\tattempts\tfirst failed\tlast failed\terror")
-            for run in parked:  # errors were redacted when parked; again, in case of an older entry
-                error = _one_line(mask_secrets(run.error, settings))
-                print(f"{run.id}\t{run.user_id}\t{run.attempts}\t{when(run.first_failed_at)}\t{when(run.last_failed_at)}\t{error}")
-            return 0
-        chosen = parked if args.all else [run for run in parked if run.id in args.ids]
-        unknown = [] if args.all else [run_id for run_id in args.ids if run_id not in {run.id for run in parked}]
-        for run_id in unknown:
-            print(f"memlane runs: no parked run {run_id!r} (`memlane runs` lists them)", file=sys.stderr)
-        if args.action == "drop":
-            for run in chosen:
-                if await store.drop_parked_run(run.id) is not None:
-                    print(f"dropped {run.id} ({run.user_id}); its messages stay unprocessed until the user's next run")
-        else:
-            from memlane.graph.tasks import retry_parked_runs  # the queue, only to retry
-
-            try:
-                retried = await retry_parked_runs(store, settings, [run.id for run in chosen])
-            except RuntimeError as error:
-                print(f"memlane runs: {error}", file=sys.stderr)
-                return 2
-            for run in retried:
-                print(f"queued a run for {run.user_id} ({run.id}); an app or `memlane worker` on this Redis runs it")
-        if not chosen and not unknown:
-            print("no parked runs")
-        return 1 if unknown else 0
-
-    return run_async(lambda: with_store(settings, runs))
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:

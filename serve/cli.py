@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.cli import TENANT_HELP, port_taken, run_async
+from memlane.cli import TENANT_HELP
+from memlane.cli_support import port_taken, run_async
 
 if TYPE_CHECKING:
     from memlane.config import Settings

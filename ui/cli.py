@@ -9,7 +9,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from memlane.cli import demo_banner, port_taken, run_async, store_demo, with_store
+from memlane.cli import demo_banner, store_demo
+from memlane.cli_support import port_taken, run_async, with_store
 
 if TYPE_CHECKING:
     from memlane.config import Settings

@@ -1,0 +1,51 @@
+"""What the `memlane` commands share: running one async call, a store opened for one command,
+URLs shown masked, a port that is taken. Each imports what it uses when it runs (`memlane --help`
+stays light)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+if TYPE_CHECKING:
+    from memlane.config import Settings
+
+
+def run_async(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
+    from memlane.masking import mask_secrets
+    from memlane.store.errors import StoreError
+
+    try:
+        return asyncio.run(coro_factory())
+    except StoreError as error:
+        print(f"memlane: {mask_secrets(str(error))}", file=sys.stderr)
+        raise SystemExit(2) from error
+
+
+async def with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]]) -> Any:
+    from memlane.store.redis import open_store
+
+    store = await open_store(settings)
+    try:
+        return await action(store)
+    finally:
+        await store.aclose()
+
+
+def masked_url(url: str) -> str:
+    """`redis://:secret@host:port/0` → `redis://:****@host:port/0` (see memlane/masking.py)."""
+    from memlane.masking import mask_url
+
+    return mask_url(url)
+
+
+def port_taken(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
