@@ -297,9 +297,9 @@ async def switch_session(app: ChatApp, user_id: str, session_id: str, request: g
 async def start_session(app: ChatApp, user_id: str, session_id: str, request: gr.Request):
     reset_tab(app, request)
     user_id = _user(user_id)
-    await app.service.end_session(user_id, session_id or DEFAULT_SESSION)
     fresh = new_session_id()
-    app.started[_tab_key(request)] = fresh
+    app.started[_tab_key(request)] = fresh  # first: a timer tick that relists the sessions meanwhile keeps it
+    await app.service.end_session(user_id, session_id or DEFAULT_SESSION)
     return gr.update(choices=with_session(await app.service.session_choices(user_id), fresh), value=fresh), []
 
 
@@ -313,9 +313,10 @@ async def poll_progress(app: ChatApp, user_id: str, session_id: str, seen: list[
     graph = graph_html(status) if seen is None or now[:2] != seen[:2] else gr.update()
     sessions = gr.update()
     if seen is None or now[::2] != seen[::2]:
-        # a tick that read the session field before "New session" answered still lists the new one
-        fresh = app.started.get(_tab_key(request))
-        sessions = gr.update(choices=with_session(await app.service.session_choices(user_id), session_id, fresh))
+        # a tick that read the session field before "New session" answered still lists the new one:
+        # the tab's newest session is read after the listing, which a "New session" may overtake
+        choices = await app.service.session_choices(user_id)
+        sessions = gr.update(choices=with_session(choices, session_id, app.started.get(_tab_key(request))))
     return graph, sessions, now
 
 
