@@ -58,9 +58,9 @@ class AsyncMemory:
     """mem0's calls over a memlane store: `add`, `search`, `get_all`, `get`, `update`, `delete`,
     `delete_all`, `history`. `model`: the memory model `add(infer=True)` runs the graph with."""
 
-    def __init__(self, store: MemoryStore, *, model: BaseChatModel | None = None, settings: Settings | None = None) -> None:
+    def __init__(self, store: MemoryStore, *, settings: Settings, model: BaseChatModel | None = None) -> None:
         self.store = store
-        self.settings = settings or getattr(store, "settings")
+        self.settings = settings  # the store's (the protocol does not declare them): `open` passes them
         self.model = model
         self._owns_store = False
 
