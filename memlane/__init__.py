@@ -21,6 +21,7 @@ _LAZY = {
     "ForgetConfirm": "memlane.store.protocols",
     "InputTooLarge": "memlane.store.errors",
     "InvalidInput": "memlane.store.errors",
+    "QuotaExceeded": "memlane.store.errors",
     "MEMORY_KINDS": "memlane.store.records",
     "MemoryKind": "memlane.store.records",
     "PastValue": "memlane.store.records",
@@ -83,7 +84,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.nodes.llm import MEMORY_MODEL_TAG
     from memlane.recall import Recall, RecallItem
     from memlane.store.connections import RedisPoolExhausted
-    from memlane.store.errors import InputTooLarge, InvalidInput, RedisUnavailable, StoreError
+    from memlane.store.errors import InputTooLarge, InvalidInput, QuotaExceeded, RedisUnavailable, StoreError
     from memlane.store.ids import check_id, event_memory_id, profile_entry_id, profile_memory_id, stable_id
     from memlane.store.protocols import ForgetConfirm, MemoryStore
     from memlane.store.records import (

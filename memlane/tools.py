@@ -19,13 +19,10 @@ from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.store.ids import ITEM_MEMORY_PREFIX, profile_memory_id, stable_id
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
-from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry
+from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, ProfileEntry
 
 if TYPE_CHECKING:
     from memlane.graph.scheduler import MemoryScheduler
-
-REMEMBERED_TAG = "remembered"
-
 
 def memory_tools(
     store: MemoryStore,

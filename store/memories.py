@@ -23,7 +23,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from memlane.store.core import StorePart, as_text, unavailable
 from memlane.store.errors import StoreError
 from memlane.store.ids import stable_id
+from memlane.store.quotas import text_bytes
 from memlane.store.records import Memory
+from memlane.store.retention import record_kind
 from memlane.store.schema import INDEX_LANGUAGE, KEY_LAYOUT_VERSION, MemoryField, glob_escaped, speaker_key
 from memlane.store.text import detect_language, index_terms
 from memlane.store.timeexpr import month_day
@@ -354,7 +356,16 @@ class Memories(StorePart):
     async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
         """Embed and store memories (upsert by id); a memory whose text the user already has under
         another id, of the same kind, is not stored again: its answer is the stored one's id. Turns
-        (kind "message") are each their own, whatever they say."""
+        (kind "message") are each their own, whatever they say. A memory that is its own record
+        (not the search entry of a message, card or entry) counts against the user's quotas."""
+        own = [memory for memory in memories if memory.kind != "message" and record_kind(memory.id) is None]
+        for user_id in dict.fromkeys(memory.user_id for memory in own):
+            await self.quotas.reserve(user_id, {m.id: text_bytes(m.text) for m in own if m.user_id == user_id})
+        return await self.store_memories(memories)
+
+    async def store_memories(self, memories: Sequence[Memory], *, drop_orphans: bool = False) -> list[str]:
+        """`add_memories` without the quota (the records they mirror were counted); each entry takes
+        its record's expiry (`Retention.queue_follow`, with `drop_orphans` for the turns indexed late)."""
         stored_as = await self._stored_texts(memories)
         new = [memory for memory in memories if memory.id not in stored_as]
         rows = await self.memory_rows(new)
@@ -363,6 +374,11 @@ class Memories(StorePart):
         for memory in new:
             if memory.kind != "message":
                 pipe.hset(self.layout.memory_texts(memory.user_id), _text_digest(memory), memory.id)
+        written = {key for key, _ in rows}
+        for user_id in dict.fromkeys(memory.user_id for memory in new):
+            ids = [m.id for m in new if m.user_id == user_id and self.layout.memory(user_id, m.id) in written]
+            self.retention.queue_follow(pipe, user_id, ids, drop_orphans=drop_orphans)
+            self.retention.queue_owner(pipe, user_id)
         await self._run(pipe.execute())
         return [stored_as.get(memory.id, memory.id) for memory in memories]
 

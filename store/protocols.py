@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Awaitable, Callable, Protocol, Sequence, runtime_checkable
 
 from memlane.store.breaker import BreakerStatus
+from memlane.store.gc_report import GcReport
 from memlane.store.records import (
     Event,
     ForgetReport,
@@ -279,6 +280,11 @@ class AdminStore(Protocol):
     async def claim_request_key(self, user_id: str, key: str, fingerprint: str, *, ttl_seconds: int) -> str | None:
         """Note that the user's request keyed `key` has `fingerprint`, unless the key was seen within
         `ttl_seconds`: then nothing changes and the fingerprint first noted is returned (None: first)."""
+
+    async def collect_garbage(self, user_id: str | None = None, *, recount: bool = False) -> GcReport:
+        """One retention sweep (`memlane gc`) over the user, or every user: the listings of expired
+        records, sessions with no message left, search entries whose record is gone, the quota usage
+        of what was deleted or expired (with `recount`, counted again from the records); what it did."""
 
     async def delete_user(self, user_id: str) -> int:
         """Delete everything of the user. Returns the number of keys removed."""

@@ -218,6 +218,26 @@ class KeyLayout:
         same text is stored once whatever id a second call gives it (turns are not: each is its own)."""
         return self.user_prefix(user_id) + "texts"
 
+    def usage(self, user_id: str) -> str:
+        """Hash: memory id of each record the user's quotas count (`message:<id>`, `event:<id>`,
+        `profile:<entry id>`, an item's or a memory's own id) → the bytes of its text; kept while a
+        quota is set (store/quotas.py), and what was deleted or expired leaves it at the next count."""
+        return self.user_prefix(user_id) + "usage"
+
+    def usage_bytes(self, user_id: str) -> str:
+        """String: the sum of `usage`'s values, moved with it in one script."""
+        return self.user_prefix(user_id) + "usage_bytes"
+
+    def owner(self, user_id: str) -> str:
+        """String: the raw user id, written with records that may expire, so the sweep that finds the
+        user's keys by their digest (`owner_scan`) knows whose they are (`memlane gc`)."""
+        return self.user_prefix(user_id) + "owner"
+
+    @property
+    def owner_scan(self) -> str:
+        """SCAN pattern of every user's `owner` key."""
+        return glob_escaped(f"{self.prefix}:u:") + "{*}:owner"
+
     def unindexed_messages(self, user_id: str) -> str:
         """Set: ids of stored messages waiting for their search entry, recorded as they are
         stored (the embedder may be down, Redis may lose the entry); indexing removes them."""
@@ -381,6 +401,11 @@ class QueueKeys:
     def reindex_sweep_task() -> str:
         """One sweep of the unindexed messages per queue: each worker that starts replaces it."""
         return "memlane-reindex-sweep"
+
+    @staticmethod
+    def gc_sweep_task() -> str:
+        """One retention sweep (`memlane gc`) per queue: each worker that starts replaces it."""
+        return "memlane-gc-sweep"
 
     @staticmethod
     def summary_task(user_id: str, session_id: str, token: str) -> str:

@@ -383,7 +383,9 @@ class Search(StorePart):
         if settings.search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
-        return MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
+        hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
+        await self.retention.refresh(user_id, [hit.memory.id for hit in hits])  # where retention_refresh_on_read says so
+        return hits
 
     def rescaled(self, vector_similarity: float) -> float:
         """Cosine similarity rescaled from the provider's floor of unrelated texts

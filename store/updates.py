@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from memlane.store.core import StorePart
 from memlane.store.errors import StoreError
 from memlane.store.events import Events
-from memlane.store.ids import event_memory_id, message_memory_id, past_value_memory_id
+from memlane.store.ids import event_memory_id, message_memory_id, past_value_memory_id, profile_memory_id
 from memlane.store.memories import Memories
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
+from memlane.store.quotas import event_sizes, profile_sizes
 from memlane.store.records import MemoryUpdate, ProfileRevision
+from memlane.store.schema import MemoryField
 
 
 @dataclass(eq=False, repr=False)
@@ -48,6 +50,8 @@ class Updates(StorePart):
         # embed before the transaction: nothing slow may sit inside it
         memory_rows = await self.memories.memory_rows([*update.memories, *(value.as_memory() for value in past_values)])
         superseded = await self._superseded_turns(update, revisions)
+        new_records = {**profile_sizes(update.upsert_profile), **event_sizes([update.event] if update.event else [])}
+        await self.quotas.reserve(user_id, new_records)  # refused before anything is written
         pipe = self.client.pipeline(transaction=True)
         self.profile.queue_update(pipe, update, revisions)
         for entry in update.upsert_profile:  # a value that holds again is no longer a past one
@@ -59,6 +63,10 @@ class Updates(StorePart):
         if update.event is not None:
             self.events.queue_write(pipe, user_id, update.event)
         self.memories.queue_rows(pipe, memory_rows)
+        self.retention.queue_follow(pipe, user_id, [row[MemoryField.ID] for _, row in memory_rows])
+        self.retention.queue_owner(pipe, user_id)
+        if update.delete_profile_ids and self.settings.retention.has_quota:
+            pipe.hdel(self.layout.usage(user_id), *(profile_memory_id(entry_id) for entry_id in update.delete_profile_ids))
         if update.advance_cursor_to is not None:
             await self.messages.queue_cursor_advance(pipe, user_id, update.advance_cursor_to)
         await self.core.execute_with_scripts(pipe)

@@ -1,0 +1,54 @@
+"""Quotas through `memlane serve` (HTTP and MCP): a write past a user's quota answers 429 (records)
+or 413 (bytes) naming the quota and its setting, an MCP tool answers the same sentence as its
+error, and what the user had stays."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import httpx
+
+from test_mcp import SERVE_CONFIG, bracketed_id, http_client, serving, text
+from memlane.serve.app import create_app
+from memlane.serve.config import store_user_id
+
+
+def capped(store, settings, **retention):
+    settings = settings.model_copy(update={f"retention_{k}": v for k, v in retention.items()})
+    return store.with_settings(settings), settings
+
+
+async def test_http_answers_429_and_413_past_a_quota_and_keeps_what_was_stored(store, settings):
+    limited, limited_settings = capped(store, settings, max_memories_per_user=2, max_bytes_per_user=60)
+    async with serving(create_app(SERVE_CONFIG, limited_settings, store=limited, mount_mcp=False)) as url:
+        async with httpx.AsyncClient(base_url=url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http:
+            base = "/v1/users/" + quote("dana", safe="")
+            assert (await http.post(base + "/memories", json={"text": "Her sister lives in Porto"})).status_code == 201
+            entry = await http.post(base + "/profile", json={"topic": "diet", "subtopic": "tea", "content": "oolong"})
+            assert entry.status_code == 201
+            refused = await http.post(base + "/memories", json={"text": "Allergic to peanuts"})
+            assert refused.status_code == 429, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "quota_exceeded" and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER (2)" in error["message"]
+            messages = await http.post(base + "/messages", json={"messages": [{"role": "user", "content": "hi", "id": "x1"}]})
+            assert messages.status_code == 429, messages.text
+            too_long = await http.put(base + "/profile/diet/tea", json={"content": "oolong, " * 10})  # a rewrite: no new record, more bytes
+            assert too_long.status_code == 413, too_long.text
+            assert "MEMLANE_RETENTION_MAX_BYTES_PER_USER (60)" in too_long.json()["error"]["message"]
+            assert [e["summary"] for e in (await http.get(base + "/events")).json()["data"]] == ["Her sister lives in Porto"]
+            assert [e["content"] for e in (await http.get(base + "/profile")).json()["data"]] == ["oolong"]
+            note_id = (await http.get(base + "/events")).json()["data"][0]["memory_id"]
+            assert (await http.delete(f"{base}/memories/{quote(note_id, safe='')}")).status_code == 200
+            assert (await http.post(base + "/memories", json={"text": "Allergic to peanuts"})).status_code == 201  # room again
+
+
+async def test_mcp_tools_answer_the_quota_as_their_error(store, settings):
+    limited, limited_settings = capped(store, settings, max_memories_per_user=1)
+    async with serving(create_app(SERVE_CONFIG, limited_settings, store=limited)) as url:
+        async with http_client(url + "/mcp", "key-acme", "erin") as client:
+            remembered = text(await client.call_tool("remember", {"text": "likes oolong", "topic": "diet", "subtopic": "tea"}))
+            refused = await client.call_tool("remember", {"text": "Her cat is called Miso"})
+            assert refused.is_error and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER (1)" in refused.content[0].text
+            assert text(await client.call_tool("forget", {"what": f"[{bracketed_id(remembered.split()[-1])}]"})).startswith("forgot")
+            assert text(await client.call_tool("remember", {"text": "Her cat is called Miso"})).startswith("remembered [event:")
+    assert [event.summary for event in await store.list_events(store_user_id("acme", "erin"))] == ["Her cat is called Miso"]
