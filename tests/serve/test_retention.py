@@ -1,14 +1,17 @@
 """Quotas through `memlane serve` (HTTP and MCP): a write past a user's quota answers 429 (records)
-or 413 (bytes) naming the quota and its setting, an MCP tool answers the same sentence as its
-error, and what the user had stays."""
+or 413 (bytes) naming the quota and its setting, the Python client raises OverQuota without
+retrying, an MCP tool answers the same sentence as its error, and what the user had stays."""
 
 from __future__ import annotations
 
+import time
 from urllib.parse import quote
 
 import httpx
+import pytest
 
 from test_mcp import SERVE_CONFIG, bracketed_id, http_client, serving, text
+from memlane.client import AsyncMemlaneClient, OverQuota
 from memlane.serve.app import create_app
 from memlane.serve.config import store_user_id
 
@@ -40,6 +43,11 @@ async def test_http_answers_429_and_413_past_a_quota_and_keeps_what_was_stored(s
             note_id = (await http.get(base + "/events")).json()["data"][0]["memory_id"]
             assert (await http.delete(f"{base}/memories/{quote(note_id, safe='')}")).status_code == 200
             assert (await http.post(base + "/memories", json={"text": "Allergic to peanuts"})).status_code == 201  # room again
+        async with AsyncMemlaneClient(url, "key-acme", backoff_seconds=5) as client:  # a full quota is not retried
+            started = time.monotonic()
+            with pytest.raises(OverQuota) as over:
+                await client.note("Likes the sea", user_id="dana")
+            assert over.value.status == 429 and over.value.code == "quota_exceeded" and time.monotonic() - started < 5
 
 
 async def test_mcp_tools_answer_the_quota_as_their_error(store, settings):
