@@ -374,10 +374,8 @@ class Memories(StorePart):
         for memory in new:
             if memory.kind != "message":
                 pipe.hset(self.layout.memory_texts(memory.user_id), _text_digest(memory), memory.id)
-        written = {key for key, _ in rows}
-        for user_id in dict.fromkeys(memory.user_id for memory in new):
-            ids = [m.id for m in new if m.user_id == user_id and self.layout.memory(user_id, m.id) in written]
-            self.retention.queue_follow(pipe, user_id, ids, drop_orphans=drop_orphans)
+        for user_id in dict.fromkeys(memory.user_id for memory in new):  # unchanged entries too: their record's time may have started again
+            self.retention.queue_follow(pipe, user_id, [m.id for m in new if m.user_id == user_id], drop_orphans=drop_orphans)
             self.retention.queue_owner(pipe, user_id)
         await self._run(pipe.execute())
         return [stored_as.get(memory.id, memory.id) for memory in memories]

@@ -18,7 +18,6 @@ from memlane.store.messages import Messages
 from memlane.store.profile import Profile
 from memlane.store.quotas import event_sizes, profile_sizes
 from memlane.store.records import MemoryUpdate, ProfileRevision
-from memlane.store.schema import MemoryField
 
 
 @dataclass(eq=False, repr=False)
@@ -45,13 +44,13 @@ class Updates(StorePart):
                 "event": self.events.redacted(update.event) if update.event is not None else None,
             }
         )
+        records = {**profile_sizes(update.upsert_profile), **event_sizes([update.event] if update.event else [])}
+        await self.quotas.reserve(user_id, records)  # refused before anything is embedded or written
         revisions = await self.profile.revisions_of(update)
         past_values = [value for revision in revisions if (value := revision.past_value()) is not None]
         # embed before the transaction: nothing slow may sit inside it
         memory_rows = await self.memories.memory_rows([*update.memories, *(value.as_memory() for value in past_values)])
         superseded = await self._superseded_turns(update, revisions)
-        new_records = {**profile_sizes(update.upsert_profile), **event_sizes([update.event] if update.event else [])}
-        await self.quotas.reserve(user_id, new_records)  # refused before anything is written
         pipe = self.client.pipeline(transaction=True)
         self.profile.queue_update(pipe, update, revisions)
         for entry in update.upsert_profile:  # a value that holds again is no longer a past one
@@ -63,7 +62,10 @@ class Updates(StorePart):
         if update.event is not None:
             self.events.queue_write(pipe, user_id, update.event)
         self.memories.queue_rows(pipe, memory_rows)
-        self.retention.queue_follow(pipe, user_id, [row[MemoryField.ID] for _, row in memory_rows])
+        # every search entry whose record was written: an unchanged entry is not rewritten, but its
+        # record's time started again (the entries' and the card's own are the records' ids)
+        written = [*(memory.id for memory in update.memories), *(value.as_memory().id for value in past_values), *records]
+        self.retention.queue_follow(pipe, user_id, list(dict.fromkeys(written)))
         self.retention.queue_owner(pipe, user_id)
         if update.delete_profile_ids and self.settings.retention.has_quota:
             pipe.hdel(self.layout.usage(user_id), *(profile_memory_id(entry_id) for entry_id in update.delete_profile_ids))

@@ -4,6 +4,7 @@ retrying, an MCP tool answers the same sentence as its error, and what the user 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from urllib.parse import quote
 
@@ -60,3 +61,27 @@ async def test_mcp_tools_answer_the_quota_as_their_error(store, settings):
             assert text(await client.call_tool("forget", {"what": f"[{bracketed_id(remembered.split()[-1])}]"})).startswith("forgot")
             assert text(await client.call_tool("remember", {"text": "Her cat is called Miso"})).startswith("remembered [event:")
     assert [event.summary for event in await store.list_events(store_user_id("acme", "erin"))] == ["Her cat is called Miso"]
+
+
+async def test_a_chat_turn_over_quota_is_answered_but_not_stored(store, settings, caplog):
+    """The reply never waits on its save: past the records quota the chat still answers, the turn's
+    save is refused (logged, kept for the user's next save), and nothing the user had changes."""
+    from fake_upstream import FakeUpstream
+
+    from memlane.serve.config import ServeConfig
+
+    limited, limited_settings = capped(store, settings, max_memories_per_user=1)
+    user = store_user_id("acme", "fay")
+    with FakeUpstream(reply="Noted.") as upstream:
+        config = ServeConfig(keys=SERVE_CONFIG.keys, personas={"assistant": {"model": "fake-model", "base_url": upstream.url}})
+        async with serving(create_app(config, limited_settings, store=limited, mount_mcp=False)) as url:
+            async with httpx.AsyncClient(base_url=url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http:
+                assert (await http.post("/v1/users/fay/memories", json={"text": "Her sister lives in Porto"})).status_code == 201
+                answer = await http.post("/v1/chat/completions", json={
+                    "model": "assistant", "user": "fay", "messages": [{"role": "user", "content": "I keep bees"}]})
+                assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "Noted."
+                await asyncio.sleep(1.0)  # the save runs after the reply
+    assert await limited.unprocessed_messages(user) == [] and await limited.list_sessions(user) == []
+    assert any("QuotaExceeded" in record.getMessage() and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER" in record.getMessage()
+               for record in caplog.records)
+    assert [event.summary for event in await limited.list_events(user)] == ["Her sister lives in Porto"]

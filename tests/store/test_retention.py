@@ -207,3 +207,26 @@ async def test_on_a_cluster_records_expire_with_their_entries_and_the_sweep_find
     assert (report.users, report.history_entries, report.sessions, report.event_entries) == (1, 1, 1, 1)
     assert await short.search_memories("u", "bees Lyon Alps") == [] and await short.list_sessions("u") == []
     assert await short.messages.quotas.usage("u") == (0, 0)
+
+
+async def test_writing_an_unchanged_record_again_moves_its_entry_with_it(store: RedisMemoryStore):
+    """A redelivered run restates an entry, a client sends a turn again: the record's time starts
+    again though its search entry is not rewritten (unchanged), and the entry follows."""
+    short = expiring(store, seconds=60)
+    update, entry = profile_update("u")
+    await short.apply_update(update)
+    await short.apply_update(event_update("u", "e1", "went hiking in the Alps"))
+    await short.add_messages(chat("u", "s", "I keep bees on the roof"))
+    records = [
+        (short.layout.profile("u"), entry.id, profile_memory_id(entry.id)),
+        (short.layout.events("u"), "e1", event_memory_id("e1")),
+        (short.layout.message("u", "m0"), None, message_memory_id("m0")),
+    ]
+    before = [await expiry_ms(short, key, field) for key, field, _ in records]
+    await asyncio.sleep(0.05)
+    await short.apply_update(update)
+    await short.apply_update(event_update("u", "e1", "went hiking in the Alps"))
+    await short.add_messages(chat("u", "s", "I keep bees on the roof"))
+    for (key, field, memory_id), first in zip(records, before):
+        again = await expiry_ms(short, key, field)
+        assert again > first and await expiry_ms(short, short.layout.memory("u", memory_id)) == again, memory_id
