@@ -33,6 +33,9 @@ _LAZY = {
     "profile_entry_id": "memlane.store.ids",
     "profile_memory_id": "memlane.store.ids",
     "stable_id": "memlane.store.ids",
+    "scoped_user_id": "memlane.store.scopes",  # an agent's own memory of a user
+    "SHARED_USER_ID": "memlane.store.scopes",  # the shared scope, read beside a user's memories
+    "split_user_id": "memlane.store.scopes",
     "Recall": "memlane.recall",  # the function is memlane.recall.recall
     "RecallItem": "memlane.recall",
     "RedisPoolExhausted": "memlane.store.connections",
@@ -86,6 +89,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.store.errors import InputTooLarge, InvalidInput, RedisUnavailable, StoreError
     from memlane.store.ids import check_id, event_memory_id, profile_entry_id, profile_memory_id, stable_id
     from memlane.store.protocols import ForgetConfirm, MemoryStore
+    from memlane.store.scopes import SHARED_USER_ID, scoped_user_id, split_user_id
     from memlane.store.records import (
         MEMORY_KINDS,
         WEAK_RELEVANCE,

@@ -25,6 +25,7 @@ from memlane.store.errors import InvalidInput
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import Event, MemoryHit, ProfileEntry
+from memlane.store.scopes import scoped_user_id
 from memlane.sync_twin import SyncTwin
 from memlane.tools import forget_memory
 
@@ -56,7 +57,8 @@ def _hit(hit: MemoryHit) -> dict[str, Any]:
 
 class AsyncMemory:
     """mem0's calls over a memlane store: `add`, `search`, `get_all`, `get`, `update`, `delete`,
-    `delete_all`, `history`. `model`: the memory model `add(infer=True)` runs the graph with."""
+    `delete_all`, `history`. `model`: the memory model `add(infer=True)` runs the graph with.
+    Every call takes `agent_id`: that agent's own memory of the user (store/scopes.py)."""
 
     def __init__(self, store: MemoryStore, *, settings: Settings, model: BaseChatModel | None = None) -> None:
         self.store = store
@@ -85,10 +87,21 @@ class AsyncMemory:
         await self.aclose()
 
     async def add(
-        self, messages: str | dict[str, Any] | Sequence[dict[str, Any]], *, user_id: str, session_id: str = "default", infer: bool = True
+        self,
+        messages: str | dict[str, Any] | Sequence[dict[str, Any]],
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        session_id: str = "default",
+        infer: bool = True,
     ) -> dict[str, Any]:
         """Store the messages (a text is one user message) and, with `infer`, remember them now:
-        {"stored": new messages, "results": [{"id", "memory", "event": ADD|UPDATE|DELETE}], "event_id"}."""
+        {"stored": new messages, "results": [{"id", "memory", "event": ADD|UPDATE|DELETE}], "event_id"}.
+        agent_id: the agent's own memory of the user (`scoped_user_id`); run_id: the session (a run
+        of mem0's is a session of memlane's, so `search(run_id=...)` finds its turns)."""
+        user_id = scoped_user_id(user_id, agent_id)
+        session_id = run_id or session_id
         if infer and self.model is None:
             raise InvalidInput("add(infer=True) runs the memory graph: give AsyncMemory a model (model=...), or add with infer=False")
         document = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
@@ -111,15 +124,27 @@ class AsyncMemory:
         return {"stored": stored, "results": results, "event_id": run.event_id if run is not None else None}
 
     async def search(
-        self, query: str, *, user_id: str, limit: int = 10, kinds: Sequence[str] | None = None, session_id: str | None = None
+        self,
+        query: str,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 10,
+        kinds: Sequence[str] | None = None,
+        session_id: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Hybrid search over the user's memories, best first, each with its calibrated relevance."""
+        """Hybrid search over the user's memories (an agent's own, with `agent_id`; one session's,
+        with `run_id` or `session_id`), best first, each with its calibrated relevance."""
+        user_id = scoped_user_id(user_id, agent_id)
+        session_id = run_id or session_id
         hits = await self.store.search_memories(user_id, query, limit=limit, kinds=kinds, session_id=session_id)  # type: ignore[arg-type]
         return [_hit(hit) for hit in hits]
 
-    async def get_all(self, *, user_id: str, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    async def get_all(self, *, user_id: str, agent_id: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
         """The user's profile entries and event cards, most recently changed first, a page at a time:
         {"results": [...], "next_offset": the next page's offset, or None after the last}."""
+        user_id = scoped_user_id(user_id, agent_id)
         if limit < 1 or offset < 0:
             raise InvalidInput("limit must be 1 or more and offset 0 or more")
         events = await self.store.list_events(user_id, limit=offset + limit + 1)
@@ -129,8 +154,9 @@ class AsyncMemory:
         more = len(everything) > offset + limit
         return {"results": page, "next_offset": offset + limit if more else None}
 
-    async def get(self, memory_id: str, *, user_id: str) -> dict[str, Any] | None:
+    async def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> dict[str, Any] | None:
         """One memory by id (`profile:…`, `event:…`, `message:…`), or None."""
+        user_id = scoped_user_id(user_id, agent_id)
         kind, _, ref = memory_id.partition(":")
         if kind == "profile":
             return next((_entry(entry) for entry in await self.store.get_profile(user_id) if entry.id == ref), None)
@@ -146,9 +172,10 @@ class AsyncMemory:
             )
         raise InvalidInput(f"{memory_id!r} is not a memory id: they start with profile:, event: or message:")
 
-    async def update(self, memory_id: str, data: str, *, user_id: str, actor: str = "api") -> dict[str, Any]:
+    async def update(self, memory_id: str, data: str, *, user_id: str, agent_id: str | None = None, actor: str = "api") -> dict[str, Any]:
         """Change a profile entry's content (its history keeps the change). Event cards and turns
         are what happened: delete one and add what is true instead."""
+        user_id = scoped_user_id(user_id, agent_id)
         kind, _, ref = memory_id.partition(":")
         if kind != "profile":
             raise InvalidInput(f"only profile entries change in place; {memory_id!r} is a record of what happened: delete it and add anew")
@@ -157,21 +184,24 @@ class AsyncMemory:
             raise InvalidInput(f"the user has no profile entry {ref!r}")
         return _entry(entry)
 
-    async def delete(self, memory_id: str, *, user_id: str) -> bool:
+    async def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> bool:
         """Delete one memory; what it stated goes from the turns and summaries too."""
+        user_id = scoped_user_id(user_id, agent_id)
         return await forget_memory(self.store, user_id, memory_id, actor="api")
 
-    async def delete_all(self, *, user_id: str) -> int:
+    async def delete_all(self, *, user_id: str, agent_id: str | None = None) -> int:
         """Delete everything of the user; returns the keys removed."""
+        user_id = scoped_user_id(user_id, agent_id)
         return await self.store.delete_user(user_id)
 
-    async def history(self, memory_id: str, *, user_id: str) -> list[dict[str, Any]]:
+    async def history(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> list[dict[str, Any]]:
         """How the memory came to be, oldest first: a profile entry's every revision (who, before,
         after, when, source and metadata); an event card's one making (cards do not change)."""
+        user_id = scoped_user_id(user_id, agent_id)
         kind, _, ref = memory_id.partition(":")
         if kind == "profile":
             return [revision.model_dump(mode="json") for revision in await self.store.profile_history(user_id, ref)]
-        memory = await self.get(memory_id, user_id=user_id)
+        memory = await self.get(memory_id, user_id=user_id)  # already scoped: no agent_id again
         if memory is None:
             return []
         return [{"action": "add", "at": memory["created_at"], "after_content": memory["memory"], "source_message_ids": memory.get("source_message_ids", [])}]

@@ -173,6 +173,7 @@ class TurnService:
                 exclude_texts=list(exclude_texts),
                 rewrite_model=self.rewrite_model,
                 rewrite_breaker=self.rewrite_breaker,
+                shared_user_id=identity.shared_user_id,
             )
 
         try:

@@ -23,7 +23,9 @@ from memlane.config import RecallSettings
 from memlane.masking import register_secret
 from memlane.tenants import TENANT_PATTERN, USER_ID_MAX_CHARS, check_user_id, store_user_id  # noqa: F401  (serve's names)
 
-Scope = Literal["chat", "read", "write"]
+Scope = Literal["chat", "read", "write", "shared"]
+# what a key may do when its entry lists no scopes; "shared" (writing the tenant's shared memory,
+# which every user's recall may read) only when listed
 ALL_SCOPES: tuple[Scope, ...] = ("chat", "read", "write")
 HASH_SCHEME = "sha256:"
 
@@ -52,7 +54,9 @@ class ApiKey(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     tenant: str
     hash: str = Field(description='"sha256:<hex>" of the key; `memlane serve hash-key` prints it')
-    scopes: tuple[Scope, ...] = Field(default=ALL_SCOPES, description="chat, read (memories), write (memories)")
+    scopes: tuple[Scope, ...] = Field(
+        default=ALL_SCOPES, description="chat, read (memories), write (memories), shared (write the tenant's shared memory)"
+    )
     personas: tuple[str, ...] | None = Field(default=None, description="personas it may use; unset: all")
 
     @field_validator("tenant")
@@ -171,7 +175,17 @@ class Persona(Upstream):
     system_prompt: str = ""
     description: str = ""
     auto_save: bool | None = Field(default=None, description="store turns by default; unset: MEMLANE_AUTO_SAVE_ENABLED")
+    memory_scope: Literal["persona", "user"] = Field(
+        default="persona",
+        description='"persona": the persona keeps its own memory of each user (the memories API reads it with '
+        '?agent_id=<persona id>); "user": the user\'s own memory, shared with every persona that says "user"',
+    )
+    read_shared: bool = Field(default=False, description="recall reads the tenant's shared memory (/v1/shared) too")
     recall: RecallOverrides = Field(default_factory=RecallOverrides)  # type: ignore[valid-type]
+
+    def agent_id(self, persona_id: str) -> str | None:
+        """The agent whose memory of the user this persona's chats read and write (None: the user's)."""
+        return persona_id if self.memory_scope == "persona" else None
 
     def settings(self, base: Settings) -> Settings:
         """`base` with this persona's recall settings and auto-save default."""

@@ -248,6 +248,7 @@ class RecallIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     message: str = Field(description="the user's message the model is about to answer")
     session_id: str = Field(default=DEFAULT_SESSION, max_length=SESSION_ID_MAX_CHARS)
+    include_shared: bool = Field(default=False, description="read the tenant's shared memory (/v1/shared) beside the user's")
 
 
 class RunRequested(BaseModel):

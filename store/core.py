@@ -29,6 +29,7 @@ from memlane.store.embeddings import embed_passages, embedding_dims
 from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
 from memlane.store.privacy import redact
 from memlane.store.schema import KeyLayout, memory_schema
+from memlane.store.scopes import split_user_id
 from memlane.store.shard_indexes import SearchNotes, ShardIndexes
 from memlane.store.timeexpr import resolve_timezone
 
@@ -169,6 +170,18 @@ class StoreCore:
 
     async def embed_query(self, text: str) -> list[float]:
         return await self._embed(lambda: self.embeddings.aembed_query(text))
+
+    async def note_scopes(self, user_ids: Any) -> None:
+        """Add the agents' scopes among `user_ids` (store users) to their users' `layout.scopes`
+        sets, before their records are written: exporting a user then finds every scope."""
+        pipe = None
+        for user_id in dict.fromkeys(user_ids):
+            _, agent = split_user_id(user_id)
+            if agent is not None:
+                pipe = pipe or self.client.pipeline(transaction=False)
+                pipe.sadd(self.layout.scopes(user_id), agent)
+        if pipe is not None:
+            await self.run(pipe.execute())
 
     # what enters the store: private data masked, sizes checked -------------------------------
     def redact(self, text: str) -> str:

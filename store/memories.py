@@ -298,6 +298,7 @@ class Memories(StorePart):
         empty = [memory.user_id for memory in memories if not memory.user_id]
         if empty:
             raise StoreError("a memory has an empty user_id: every memory belongs to a user")
+        await self.core.note_scopes(memory.user_id for memory in memories)
         memories = [self._redacted(memory) for memory in memories]
         latest = {self.layout.memory(memory.user_id, memory.id): memory for memory in memories}  # last one wins
         keys = list(latest)

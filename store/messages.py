@@ -85,6 +85,7 @@ class Messages(StorePart):
         for message in messages:  # refused before anything is written
             self.core.check_text_size(message.content, f"message {message.id!r}")
         messages = [self._redacted(message) for message in messages]
+        await self.core.note_scopes(message.user_id for message in messages)
         pipe = self.client.pipeline(transaction=False)
         for message in messages:
             key = self.layout.message(message.user_id, message.id)

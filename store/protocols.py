@@ -281,9 +281,14 @@ class AdminStore(Protocol):
         `ttl_seconds`: then nothing changes and the fingerprint first noted is returned (None: first)."""
 
     async def delete_user(self, user_id: str) -> int:
-        """Delete everything of the user. Returns the number of keys removed."""
+        """Delete everything of the user, its agents' scopes included (`store/scopes.py`; of one
+        agent's scope, that scope). Returns the number of keys removed."""
 
-    async def export_user(self, user_id: str) -> UserExport: ...
+    async def export_user(self, user_id: str) -> UserExport:
+        """Everything stored about the user; each agent's scope of it under `agents`."""
+
+    async def agents(self, user_id: str) -> list[str]:
+        """The agents that have a scope of the user's (`scoped_user_id`), sorted."""
 
     async def check_ready(self) -> None:
         """Raise StoreError saying what is wrong unless the store can serve (Redis answers, its index exists)."""

@@ -515,6 +515,9 @@ class UserExport(BaseModel):
     items: list[StoreItem] = Field(
         default_factory=list, description="LangGraph store items (memlane/langgraph_store.py), values as written"
     )
+    agents: dict[str, "UserExport"] = Field(
+        default_factory=dict, description="agent id → what that agent's scope of the user holds (store/scopes.py)"
+    )
 
 
 class ParkedRun(BaseModel):

@@ -213,6 +213,7 @@ class RedisMemoryStore:
 
     delete_user = _answered_by("users", Users.delete_user)
     export_user = _answered_by("users", Users.export_user)
+    agents = _answered_by("users", Users.agents)
 
 
 async def open_store(

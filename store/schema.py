@@ -26,6 +26,7 @@ from redisvl.schema import IndexSchema
 
 from memlane.store.errors import InputTooLarge
 from memlane.store.ids import check_id
+from memlane.store.scopes import split_user_id
 
 # Full text is analyzed in Python (store/text.py: English stems, CJK bigrams) into its own
 # field, indexed without server-side stemming; the index language only names the stop-word
@@ -86,7 +87,11 @@ def _digest(value: str, length: int = 24) -> str:
 
 
 def user_key(user_id: str) -> str:
-    return _digest("user\x00" + user_id)
+    """The digest of a store user in keys and tag fields; an agent's scope of a user
+    (`store.scopes`) is the user's digest, ".", and a digest of the agent."""
+    user, agent = split_user_id(user_id)
+    digest = _digest("user\x00" + user)
+    return digest if agent is None else digest + "." + _digest("agent\x00" + agent, 16)
 
 
 def session_key(session_id: str) -> str:
@@ -102,8 +107,10 @@ def item_key(item_id: str) -> str:
 
 
 def hash_tag(digest: str) -> str:
-    """`digest` as a Redis Cluster hash tag: keys holding the same tag share one hash slot."""
-    return "{" + digest + "}"
+    """`digest` as a Redis Cluster hash tag: keys holding the same tag share one hash slot. A
+    scope's digest ("<user>.<agent>") keeps its user's tag: `{<user>}.<agent>`."""
+    user, dot, agent = digest.partition(".")
+    return "{" + user + "}" + dot + agent
 
 
 def glob_escaped(text: str) -> str:
@@ -168,6 +175,20 @@ class KeyLayout:
     def _memory_digest_prefix(self, user_digest: str) -> str:
         return f"{self.memory_key_prefix}{hash_tag(user_digest)}:"
 
+    def user_keys_pattern(self, user_id: str) -> list[str]:
+        """SCAN patterns of every key of the user and of the user's agents' scopes (`store.scopes`):
+        the user's two prefixes up to the closing brace of the hash tag. Of an agent's scope: its keys."""
+        digest = user_key(self.checked_id(user_id, "a user id"))
+        prefixes = (self._user_digest_prefix(digest), self._memory_digest_prefix(digest))
+        if "." in digest:  # one agent's scope: its own keys only
+            return [glob_escaped(prefix) + "*" for prefix in prefixes]
+        return [glob_escaped(prefix[: prefix.index("}") + 1]) + "*" for prefix in prefixes]
+
+    def scopes(self, user_id: str) -> str:
+        """Set: the agents with a scope of the user's (raw agent ids), added as each scope's records
+        are written, so that exporting the user can name them."""
+        return self.user_prefix(split_user_id(user_id)[0]) + "scopes"
+
     def slot_key(self, user_id: str) -> str:
         """A key of the user (any one does: they share a slot), for finding the user's hash slot."""
         return self.user_prefix(user_id)
@@ -227,7 +248,7 @@ class KeyLayout:
     def unindexed_messages_scan(self) -> str:
         """SCAN pattern of every user's `unindexed_messages` key."""
         before, after = self.unindexed_messages_of_digest("\0").split("\0")
-        return glob_escaped(before) + "*" + glob_escaped(after)
+        return glob_escaped(before) + "*" + glob_escaped(after.removeprefix("}"))  # an agent's scope too
 
     def unindexed_messages_of_digest(self, user_digest: str) -> str:
         return self._user_digest_prefix(user_digest) + "unindexed"
@@ -273,12 +294,14 @@ class KeyLayout:
     @property
     def item_registry_pattern(self) -> str:
         """SCAN pattern of every user's `items` registry."""
-        return glob_escaped(f"{self.prefix}:u:") + "{*}:items"
+        return glob_escaped(f"{self.prefix}:u:") + "{*:items"  # agents' scopes too
 
     @staticmethod
     def digest_of_user_key(key: str) -> str:
-        """The user's digest inside one of the user's keys (its hash tag)."""
-        return key[key.index("{") + 1 : key.index("}")]
+        """The user's digest inside one of the user's keys (its hash tag, and an agent's scope after it)."""
+        start = key.index("{")
+        end = key.index("}", start)
+        return key[start + 1 : end] + key[end + 1 :].split(":", 1)[0]
 
     def request_key(self, user_id: str, key: str) -> str:
         """String: the fingerprint of the request first sent with the `Idempotency-Key` `key` (expires)."""

@@ -62,6 +62,29 @@ async def test_add_without_inferring_stores_searchable_turns_and_a_model_is_aske
         await memory.get("nothing", user_id="v")
 
 
+async def test_an_agents_memory_and_a_run_are_scopes_of_their_own(store, settings):
+    memory = AsyncMemory(store, model=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    added = await memory.add(CHAT, user_id="w", agent_id="sleep-coach", run_id="night-1")
+    assert added["stored"] == 3 and added["results"]
+    assert await memory.search("黑咖啡", user_id="w") == [] and (await memory.get_all(user_id="w"))["results"] == []
+    assert (await memory.get_all(user_id="w", agent_id="other"))["results"] == []
+    mine = await memory.search("黑咖啡", user_id="w", agent_id="sleep-coach")
+    assert mine and "黑咖啡" in mine[0]["memory"]
+    in_run = await memory.search("加班", user_id="w", agent_id="sleep-coach", run_id="night-1", kinds=["message"])
+    assert in_run and {hit["session_id"] for hit in in_run} == {"night-1"}
+    assert await memory.search("加班", user_id="w", agent_id="sleep-coach", run_id="night-2", kinds=["message"]) == []
+    entry_id = next(r["id"] for r in added["results"] if r["id"].startswith("profile:"))
+    assert await memory.get(entry_id, user_id="w") is None and (await memory.get(entry_id, user_id="w", agent_id="sleep-coach"))
+    assert await memory.history(entry_id, user_id="w") == []
+    assert [r["action"] for r in await memory.history(entry_id, user_id="w", agent_id="sleep-coach")] == ["add"]
+    assert await memory.delete(entry_id, user_id="w") is False
+    assert await memory.delete(entry_id, user_id="w", agent_id="sleep-coach") is True
+    await memory.add("I moved to Lyon.", user_id="w", infer=False)
+    assert await memory.delete_all(user_id="w", agent_id="sleep-coach") > 0  # the agent's only
+    assert (await memory.search("Lyon", user_id="w"))[0]["memory"] == "I moved to Lyon."
+    assert await memory.delete_all(user_id="w") > 0
+
+
 def test_the_sync_memory_works_inside_a_running_loop(store, settings, embeddings):  # (store: its prefix is dropped after)
     import asyncio
 
