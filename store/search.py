@@ -27,6 +27,7 @@ from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
 from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
+from memlane.store.metadata import MetadataFilter, metadata_expression
 from memlane.store.records import Memory, MemoryHit, MemoryHits, MemoryKind, SpeakerRole
 from memlane.store.shard_indexes import SearchNotes
 from memlane.store.schema import MemoryField, speaker_key
@@ -184,6 +185,14 @@ class Search(StorePart):
             expression = expression & (Tag(MemoryField.SPEAKER_ROLE) == list(speaker_roles))
         return expression
 
+    def metadata_expression(self, metadata_filter: MetadataFilter | FilterExpression | None) -> FilterExpression | None:
+        """The RedisVL filter of a metadata filter (`store/metadata.py`: a JSON object over the
+        declared fields, refused with `InvalidInput` naming what is wrong), or a RedisVL filter
+        expression as given (on `schema.metadata_field` names); None for none."""
+        if metadata_filter is None or isinstance(metadata_filter, FilterExpression):
+            return metadata_filter
+        return metadata_expression(metadata_filter, self.settings.store.metadata_fields)
+
     @staticmethod
     def _time_filter(scope: TimeScope) -> FilterExpression:
         """Memories inside any of the scope's spans or on any of its month-days."""
@@ -302,12 +311,16 @@ class Search(StorePart):
         speaker_roles: Sequence[SpeakerRole] | None = None,
         reference_time: float | None = None,
         understand_time: bool = True,
+        metadata_filter: MetadataFilter | FilterExpression | None = None,
     ) -> MemoryHits:
+        narrowing = self.metadata_expression(metadata_filter)  # a bad filter is refused before anything is asked
         if limit <= 0 or not query.strip():
             return MemoryHits()
         settings = self.settings
         notes = SearchNotes()  # what the search could not read (a cluster mid-move), said on the hits
         expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
+        if narrowing is not None:
+            expression = expression & narrowing
         candidates = max(settings.search.candidates, limit)
         scope = (
             parse_time_scope(query, time.time() if reference_time is None else reference_time, self.core.zone)
