@@ -53,6 +53,7 @@ from memlane.recall_select import (
     unanswered,
 )
 from memlane.store.breaker import CircuitBreaker
+from memlane.store.metadata import MetadataFilter
 from memlane.store.passage import answering_passage
 from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
 from memlane.store.records import Memory, MemoryHit, Message, ProfileEntry, SessionSummary, past_value_text
@@ -89,6 +90,7 @@ async def _searched(
     reference_time: float | None,
     rewrite_model: BaseChatModel | None,
     rewrite_breaker: CircuitBreaker | None,
+    metadata_filter: MetadataFilter | None = None,
 ) -> tuple[str, RewriteKind | None, list[MemoryHit]]:
     """The query recall searched with, how a follow-up was rewritten (None: it was not), and its hits. A follow-up is searched with the previous
     turn's words at once (the cheap rewrite), while the memory model rewrites it beside that
@@ -98,7 +100,8 @@ async def _searched(
         if not query.strip():
             return []
         return await store.search_memories(
-            user_id, query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time
+            user_id, query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time,
+            metadata_filter=metadata_filter,
         )
 
     if not message.strip() or not needs_rewrite(message, session_messages, settings):
@@ -128,6 +131,7 @@ async def recall(
     rewrite_model: BaseChatModel | None = None,
     rewrite_breaker: CircuitBreaker | None = None,
     reference_time: float | None = None,
+    metadata_filter: MetadataFilter | None = None,
 ) -> Recall:
     """The memory context for `message` from `user_id` in `session_id`, inside the token budget.
 
@@ -136,7 +140,9 @@ async def recall(
     caller's prompt already holds the session's recent messages. rewrite_model: the model
     that rewrites follow-up questions (without one, the cheap rewrite); rewrite_breaker: that
     model's circuit breaker (the scheduler's `context.model_breaker`). reference_time:
-    when the message was said (default now), for "昨天" and "last week".
+    when the message was said (default now), for "昨天" and "last week". metadata_filter: only
+    searched memories whose metadata match (`memlane.store.metadata`; the profile and the
+    session's summary and recent messages are recalled as always).
     """
     budget = max_tokens or settings.recall.max_tokens
     enabled = settings.recall.enabled if enabled is None else enabled
@@ -151,7 +157,8 @@ async def recall(
         store.recent_messages(user_id, session_id, limit=recent_limit) if recent_limit else _empty(),
     )
     search_query, rewrite, hits = await _searched(
-        store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker
+        store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker,
+        metadata_filter,
     )
     recent = session_messages[-settings.recall.recent_messages :] if include_recent and settings.recall.recent_messages else []
     language = detect_language(message, *(m.content for m in reversed(recent)))

@@ -322,7 +322,7 @@ class Memories(StorePart):
             MemoryField.REF_ID: memory.ref_id or "",
             MemoryField.SESSION: self.layout.session_tag(memory.session_id) if memory.session_id else "",
             MemoryField.SESSION_ID: memory.session_id or "",
-            MemoryField.METADATA: json.dumps(memory.metadata, ensure_ascii=False, sort_keys=True) if memory.metadata else "",
+            MemoryField.METADATA: json.dumps(memory.metadata, ensure_ascii=False) if memory.metadata else "",
             **metadata_row(memory.metadata, self.settings.store.metadata_fields, strict=strict),
         }
         # what the embedding read counts too: a change of it re-embeds. An unset valid_until does
