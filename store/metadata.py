@@ -111,10 +111,14 @@ def metadata_row(
     return row
 
 
-def metadata_expression(metadata_filter: MetadataFilter, declared: Mapping[str, MetadataType]) -> FilterExpression | None:
-    """The RedisVL filter of a metadata filter (None for an empty one); `InvalidInput` naming the
-    field and what to change for a field not declared, an operator its type has not, or a value
-    it cannot compare."""
+def metadata_expression(
+    metadata_filter: MetadataFilter | FilterExpression | None, declared: Mapping[str, MetadataType]
+) -> FilterExpression | None:
+    """The RedisVL filter of a metadata filter (None for none or an empty one); `InvalidInput` naming
+    the field and what to change for a field not declared, an operator its type has not, or a value
+    it cannot compare. A RedisVL filter expression is taken as it is (on `schema.metadata_field` names)."""
+    if metadata_filter is None or isinstance(metadata_filter, FilterExpression):
+        return metadata_filter
     counter = [0]
     return _expression(metadata_filter, declared, counter, depth=0)
 

@@ -185,14 +185,6 @@ class Search(StorePart):
             expression = expression & (Tag(MemoryField.SPEAKER_ROLE) == list(speaker_roles))
         return expression
 
-    def metadata_expression(self, metadata_filter: MetadataFilter | FilterExpression | None) -> FilterExpression | None:
-        """The RedisVL filter of a metadata filter (`store/metadata.py`: a JSON object over the
-        declared fields, refused with `InvalidInput` naming what is wrong), or a RedisVL filter
-        expression as given (on `schema.metadata_field` names); None for none."""
-        if metadata_filter is None or isinstance(metadata_filter, FilterExpression):
-            return metadata_filter
-        return metadata_expression(metadata_filter, self.settings.store.metadata_fields)
-
     @staticmethod
     def _time_filter(scope: TimeScope) -> FilterExpression:
         """Memories inside any of the scope's spans or on any of its month-days."""
@@ -313,7 +305,8 @@ class Search(StorePart):
         understand_time: bool = True,
         metadata_filter: MetadataFilter | FilterExpression | None = None,
     ) -> MemoryHits:
-        narrowing = self.metadata_expression(metadata_filter)  # a bad filter is refused before anything is asked
+        # a bad filter is refused (InvalidInput) before anything is asked
+        narrowing = metadata_expression(metadata_filter, self.settings.store.metadata_fields)
         if limit <= 0 or not query.strip():
             return MemoryHits()
         settings = self.settings
