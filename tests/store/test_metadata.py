@@ -13,6 +13,7 @@ from hash_embeddings import CharacterHashEmbeddings
 from redisvl.query.filter import Num
 
 from memlane.config import Settings
+from memlane.recall import recall
 from memlane.store.errors import InputTooLarge, InvalidInput
 from memlane.store.metadata import metadata_expression
 from memlane.store.records import Event, Memory, MemoryUpdate, Message, StoreItem
@@ -83,6 +84,9 @@ async def test_a_value_with_query_syntax_matches_only_itself(meta_store: RedisMe
     assert await found(meta_store, {"project": value}) == {"hostile"}
     assert await found(meta_store, {"project": {"ne": value}}) == {"other"}
     assert await found(meta_store, {"project": {"in": [value, "nothing"]}}) == {"hostile"}
+    # the same text as a user id and a memory id: the filter and the user's tag both hold
+    await meta_store.add_memories([Memory(id=value, user_id=value, kind="event", text="launch notes of a hostile user", metadata={"project": value})])
+    assert await found(meta_store, {"project": value}, user=value) == {value}
 
 
 async def test_rewriting_a_memory_without_a_key_takes_it_out_of_the_filter(meta_store: RedisMemoryStore):
@@ -171,6 +175,19 @@ async def _eventually(probe, expected, tries: int = 50):
             return True
         await asyncio.sleep(0.1)
     return got == expected
+
+
+async def test_recall_searches_only_the_memories_whose_metadata_match(store: RedisMemoryStore, settings: Settings):
+    await store.add_memories([
+        note("apollo", "the apollo launch moved to friday", project="apollo"),
+        note("gemini", "the gemini launch moved to monday", project="gemini"),
+    ])
+    everything = await recall(store, "alice", None, "when is the launch?", settings=settings)
+    assert {item.text for item in everything.items} >= {"the apollo launch moved to friday", "the gemini launch moved to monday"}
+    narrowed = await recall(store, "alice", None, "when is the launch?", settings=settings, metadata_filter={"project": "gemini"})
+    assert [item.text for item in narrowed.items] == ["the gemini launch moved to monday"]
+    with pytest.raises(InvalidInput, match="not a declared field"):
+        await recall(store, "alice", None, "when is the launch?", settings=settings, metadata_filter={"team": "x"})
 
 
 async def test_filters_work_on_a_cluster(cluster_store: RedisMemoryStore):
