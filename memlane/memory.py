@@ -24,6 +24,7 @@ from memlane.importing import import_messages, messages_of
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
+from memlane.store.metadata import MetadataFilter
 from memlane.store.records import Event, MemoryHit, ProfileEntry
 from memlane.store.scopes import scoped_user_id
 from memlane.sync_twin import SyncTwin
@@ -52,6 +53,7 @@ def _hit(hit: MemoryHit) -> dict[str, Any]:
     return {
         "id": memory.id, "memory": memory.text, "kind": memory.kind, "score": hit.score, "weak": hit.weak,
         "created_at": memory.created_at, "session_id": memory.session_id, "source_message_ids": memory.source_message_ids,
+        "metadata": memory.metadata,
     }
 
 
@@ -94,6 +96,7 @@ class AsyncMemory:
         agent_id: str | None = None,
         run_id: str | None = None,
         session_id: str = "default",
+        metadata: dict[str, Any] | None = None,
         infer: bool = True,
     ) -> dict[str, Any]:
         """Store the messages (a text is one user message) and, with `infer`, remember them now:
@@ -106,6 +109,8 @@ class AsyncMemory:
             raise InvalidInput("add(infer=True) runs the memory graph: give AsyncMemory a model (model=...), or add with infer=False")
         document = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
         parsed = messages_of(document, user_id, session_id=session_id, source="add")
+        if metadata:
+            parsed = [message.model_copy(update={"metadata": {**metadata, **message.metadata}}) for message in parsed]
         context = None
         if infer:
             from memlane.graph import MemoryContext
@@ -133,12 +138,17 @@ class AsyncMemory:
         limit: int = 10,
         kinds: Sequence[str] | None = None,
         session_id: str | None = None,
+        filters: MetadataFilter | None = None,
     ) -> list[dict[str, Any]]:
         """Hybrid search over the user's memories (an agent's own, with `agent_id`; one session's,
-        with `run_id` or `session_id`), best first, each with its calibrated relevance."""
+        with `run_id` or `session_id`), best first, each with its calibrated relevance. filters: on
+        the memories' metadata, mem0's shape (`{"project": "apollo"}`, `{"priority": {"gte": 2}}`,
+        `in`, `nin`, `ne`, `AND`, `OR`; memlane.store.metadata), over the declared fields."""
         user_id = scoped_user_id(user_id, agent_id)
         session_id = run_id or session_id
-        hits = await self.store.search_memories(user_id, query, limit=limit, kinds=kinds, session_id=session_id)  # type: ignore[arg-type]
+        hits = await self.store.search_memories(
+            user_id, query, limit=limit, kinds=kinds, session_id=session_id, metadata_filter=filters  # type: ignore[arg-type]
+        )
         return [_hit(hit) for hit in hits]
 
     async def get_all(self, *, user_id: str, agent_id: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from memlane.recall_select import (
     unanswered,
 )
 from memlane.store.breaker import CircuitBreaker
+from memlane.store.metadata import MetadataFilter
 from memlane.store.passage import answering_passage
 from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
 from memlane.store.records import Memory, MemoryHit, MemoryHits, Message, ProfileEntry, SessionSummary, past_value_text
@@ -90,6 +91,7 @@ async def _searched(
     rewrite_model: BaseChatModel | None,
     rewrite_breaker: CircuitBreaker | None,
     shared_user_id: str | None = None,
+    metadata_filter: MetadataFilter | None = None,
 ) -> tuple[str, RewriteKind | None, list[MemoryHit]]:
     """The query recall searched with, how a follow-up was rewritten (None: it was not), and its hits. A follow-up is searched with the previous
     turn's words at once (the cheap rewrite), while the memory model rewrites it beside that
@@ -97,7 +99,8 @@ async def _searched(
 
     async def search_of(owner: str, query: str) -> list[MemoryHit]:
         return await store.search_memories(
-            owner, query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time
+            owner, query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time,
+            metadata_filter=metadata_filter,
         )
 
     async def search(query: str) -> list[MemoryHit]:
@@ -141,6 +144,7 @@ async def recall(
     rewrite_breaker: CircuitBreaker | None = None,
     reference_time: float | None = None,
     shared_user_id: str | None = None,
+    metadata_filter: MetadataFilter | None = None,
 ) -> Recall:
     """The memory context for `message` from `user_id` in `session_id`, inside the token budget.
 
@@ -151,6 +155,8 @@ async def recall(
     model's circuit breaker (the scheduler's `context.model_breaker`). reference_time:
     when the message was said (default now), for "昨天" and "last week". shared_user_id: a shared
     scope (`store/scopes.py`) searched beside the user's memories, its hits ranked with theirs.
+    metadata_filter: only searched memories whose metadata match (`memlane.store.metadata`; the
+    profile and the session's summary and recent messages are recalled as always).
     """
     budget = max_tokens or settings.recall.max_tokens
     enabled = settings.recall.enabled if enabled is None else enabled
@@ -167,6 +173,7 @@ async def recall(
     search_query, rewrite, hits = await _searched(
         store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker,
         shared_user_id,
+        metadata_filter,
     )
     recent = session_messages[-settings.recall.recent_messages :] if include_recent and settings.recall.recent_messages else []
     language = detect_language(message, *(m.content for m in reversed(recent)))

@@ -163,28 +163,35 @@ async def store_errors() -> AsyncIterator[None]:
 # --- the tools ------------------------------------------------------------------------------------
 
 
-async def search_memories(query: str, ctx: Context, limit: int = 5) -> str:
+async def search_memories(query: str, ctx: Context, limit: int = 5, filter: dict[str, Any] | None = None) -> str:
     """Search what you remember about the user (profile, past events, past messages).
 
     Time words in the query ("yesterday", "last week", "on April 27th", "上周", "5月2日")
     favour what was said then. Returns one memory per line: its id in brackets, kind, date,
-    relevance and text, with the speaker when it was not the user ("朋友A: ...").
+    relevance and text, with the speaker when it was not the user ("朋友A: ..."), then its
+    metadata when it has some.
+    filter: only memories whose metadata match, e.g. {"project": "apollo"},
+    {"priority": {"gte": 2}}, {"project": {"in": ["a", "b"]}}, {"OR": [...]} (declared fields only).
     """
     user_id = (await acting_caller(ctx)).user_id
     async with store_errors():
-        return await answer_search(memory_of(ctx).store(), user_id, query, limit=limit)
+        return await answer_search(memory_of(ctx).store(), user_id, query, limit=limit, metadata_filter=filter)
 
 
-async def remember(text: str, ctx: Context, topic: str = "", subtopic: str = "") -> str:
+async def remember(
+    text: str, ctx: Context, topic: str = "", subtopic: str = "", metadata: dict[str, Any] | None = None
+) -> str:
     """Remember something about the user for later conversations.
 
     With a topic and subtopic (e.g. "diet", "coffee") it becomes a profile fact,
     replacing what that slot held; without them it is kept as a note.
+    metadata: a JSON object kept with it ({"project": "apollo"}); search_memories filters notes by it.
     """
     writer = await acting_caller(ctx, writes=True)
     async with store_errors():
         return await answer_remember(
-            memory_of(ctx).store(), writer.user_id, text, topic=topic, subtopic=subtopic, session_id=MCP_SESSION, actor=writer.actor
+            memory_of(ctx).store(), writer.user_id, text, topic=topic, subtopic=subtopic, session_id=MCP_SESSION,
+            actor=writer.actor, metadata=metadata,
         )
 
 

@@ -115,7 +115,8 @@ every user's recall)."""
 
 @router.post("/search")
 async def search(body: SearchRequest, caller: Reader, store: Store) -> dict[str, Any]:
-    """Hybrid search over the user's memories (profile, events, notes, messages), best first."""
+    """Hybrid search over the user's memories (profile, events, notes, messages), best first; `filter`
+    keeps those whose metadata match (a field not declared in MEMLANE_METADATA_FIELDS: 422)."""
     hits = await watched(
         store.search_memories(
             caller.store_user,
@@ -125,6 +126,7 @@ async def search(body: SearchRequest, caller: Reader, store: Store) -> dict[str,
             since=body.since,
             until=body.until,
             limit=body.limit,
+            metadata_filter=body.filter,
         ),
         store,
     )
@@ -244,8 +246,9 @@ async def delete_event(event_id: PathId, caller: Writer, store: Store) -> Delete
 
 @router.post("/memories", status_code=201)
 async def add_note(body: NoteIn, caller: Writer, store: Store) -> dict[str, Any]:
-    """Remember a note about the user (an event card tagged "remembered", found by search and recall)."""
-    memory = await remember_note(store, caller.store_user, body.text.strip(), session_id=body.session_id)
+    """Remember a note about the user (an event card tagged "remembered", found by search and recall),
+    with its metadata (422 when a declared field cannot hold its value)."""
+    memory = await remember_note(store, caller.store_user, body.text.strip(), session_id=body.session_id, metadata=body.metadata)
     return MemoryOut.of(memory).model_dump()
 
 

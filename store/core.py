@@ -85,7 +85,7 @@ class StoreCore:
         self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
         self.layout = KeyLayout(key_prefix or self.settings.store.key_prefix, max_id_chars=self.settings.limits.max_id_chars)
         self.dims = embedding_dims(self.embeddings)
-        self.schema = memory_schema(self.layout, self.dims)
+        self.schema = memory_schema(self.layout, self.dims, self.settings.store.metadata_fields)
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
         self.zone = resolve_timezone(self.settings.store.timezone)
         self.shards = (

@@ -33,6 +33,9 @@ from memlane.store.records import (
 
 if TYPE_CHECKING:  # annotations only: the protocols load no embedder
     from langchain_core.embeddings import Embeddings
+    from redisvl.query.filter import FilterExpression
+
+    from memlane.store.metadata import MetadataFilter
 
     from memlane.store.embeddings import EmbeddingBacklog
 
@@ -170,6 +173,7 @@ class SearchStore(Protocol):
         speaker_roles: Sequence[SpeakerRole] | None = None,
         reference_time: float | None = None,
         understand_time: bool = True,
+        metadata_filter: MetadataFilter | FilterExpression | None = None,
     ) -> MemoryHits:
         """Hybrid (vector + BM25, rank-fused) search over the user's memories, best first (a list;
         its `incomplete` names what part of the memories could not be read, empty when none).
@@ -177,6 +181,9 @@ class SearchStore(Protocol):
         speaker / speaker_roles: only what that person (or those roles) said.
         understand_time: time expressions in the query ("昨天", "on April 27th") boost the
         memories of that time, relative to `reference_time` (default: now).
+        metadata_filter: only memories whose metadata match (`store/metadata.py`:
+        `{"project": "apollo", "priority": {"gte": 2}}` over the fields `metadata_fields`
+        declares; another field is refused with `InvalidInput`), or a RedisVL filter expression.
         """
 
     async def embed_query(self, text: str) -> list[float]:

@@ -73,7 +73,7 @@ def _answered_by(
 # settings a store is built on: changing them on an open store would do nothing, so it is refused
 BUILT_ON = (
     "key_prefix", "max_id_chars", "timezone", "circuit_failure_threshold", "circuit_reset_seconds",
-    "embedding_provider", "openai_embedding_model",
+    "embedding_provider", "openai_embedding_model", "metadata_fields",
 )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from redisvl.schema import IndexSchema
 
@@ -67,6 +68,7 @@ class MemoryField:
     EMBEDDING = "embedding"
     ITEM = "item"  # a LangGraph store item's JSON (`base.StoreItem`); not indexed
     ITEM_VECTORS = "item_vectors"  # an item's own vectors (float32 rows) from a LangGraph index config; not indexed
+    METADATA = "metadata"  # the caller's JSON object; returned, not indexed (its declared keys are: `metadata_field`)
 
 
 class MessageField:
@@ -80,6 +82,17 @@ class MessageField:
     CREATED_AT = "created_at"
     SEQ = "seq"
     FORGOTTEN = "forgotten"  # "1": the message was forgotten; its hash is a tombstone that keeps the id taken
+    METADATA = "metadata"  # the caller's JSON object ("" or absent: none)
+
+
+# a declared metadata field's values in its hash field (`metadata_field`) are split on this character
+METADATA_TAG_SEPARATOR = "\x1f"
+
+
+def metadata_field(name: str) -> str:
+    """The indexed hash field of the declared metadata key `name` (`StoreSettings.metadata_fields`):
+    prefixed, so that no key of the caller's can take the name of one of memlane's own fields."""
+    return "meta_" + name
 
 
 def _digest(value: str, length: int = 24) -> str:
@@ -332,8 +345,19 @@ class KeyLayout:
         return f"{self.prefix}:item_owners_adopted"
 
 
-def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
-    """The RedisVL schema of the vector-memory index."""
+def metadata_schema_fields(metadata_fields: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The index fields of the declared metadata keys: tags exact (case kept, split only on
+    `METADATA_TAG_SEPARATOR`), numbers for ranges."""
+    return [
+        {"name": metadata_field(name), "type": "numeric"}
+        if kind == "numeric"
+        else {"name": metadata_field(name), "type": "tag", "attrs": {"separator": METADATA_TAG_SEPARATOR, "case_sensitive": True}}
+        for name, kind in metadata_fields.items()
+    ]
+
+
+def memory_schema(layout: KeyLayout, dims: int, metadata_fields: Mapping[str, str] | None = None) -> IndexSchema:
+    """The RedisVL schema of the vector-memory index, with the declared metadata fields."""
     return IndexSchema.from_dict(
         {
             "index": {
@@ -363,6 +387,7 @@ def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
                         "datatype": "float32",
                     },
                 },
+                *metadata_schema_fields(metadata_fields or {}),
             ],
         }
     )

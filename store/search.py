@@ -27,6 +27,7 @@ from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
 from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
+from memlane.store.metadata import MetadataFilter, metadata_expression
 from memlane.store.records import Memory, MemoryHit, MemoryHits, MemoryKind, SpeakerRole
 from memlane.store.shard_indexes import SearchNotes
 from memlane.store.schema import MemoryField, speaker_key
@@ -302,12 +303,17 @@ class Search(StorePart):
         speaker_roles: Sequence[SpeakerRole] | None = None,
         reference_time: float | None = None,
         understand_time: bool = True,
+        metadata_filter: MetadataFilter | FilterExpression | None = None,
     ) -> MemoryHits:
+        # a bad filter is refused (InvalidInput) before anything is asked
+        narrowing = metadata_expression(metadata_filter, self.settings.store.metadata_fields)
         if limit <= 0 or not query.strip():
             return MemoryHits()
         settings = self.settings
         notes = SearchNotes()  # what the search could not read (a cluster mid-move), said on the hits
         expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
+        if narrowing is not None:
+            expression = expression & narrowing
         candidates = max(settings.search.candidates, limit)
         scope = (
             parse_time_scope(query, time.time() if reference_time is None else reference_time, self.core.zone)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import memory_store_on
+
 from memlane.memory import AsyncMemory, Memory
 from memlane.store.errors import InvalidInput
 from memlane.testing import ScriptedChatModel, memory_rules
@@ -83,6 +85,20 @@ async def test_an_agents_memory_and_a_run_are_scopes_of_their_own(store, setting
     assert await memory.delete_all(user_id="w", agent_id="sleep-coach") > 0  # the agent's only
     assert (await memory.search("Lyon", user_id="w"))[0]["memory"] == "I moved to Lyon."
     assert await memory.delete_all(user_id="w") > 0
+
+
+async def test_metadata_is_kept_on_add_and_filters_search(settings, embeddings):
+    declared = settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "numeric"}})
+    async with memory_store_on(declared, embeddings) as meta_store:
+        memory = AsyncMemory(meta_store, settings=declared)
+        await memory.add("The launch review moved to Friday.", user_id="x", metadata={"project": "apollo", "priority": 3}, infer=False)
+        await memory.add("The launch party is on Saturday.", user_id="x", metadata={"project": "gemini", "priority": 1}, infer=False)
+        hits = await memory.search("launch", user_id="x", filters={"project": "apollo"})
+        assert [hit["memory"] for hit in hits] == ["The launch review moved to Friday."]
+        assert hits[0]["metadata"] == {"project": "apollo", "priority": 3}
+        assert [h["memory"] for h in await memory.search("launch", user_id="x", filters={"priority": {"lt": 2}})] == ["The launch party is on Saturday."]
+        with pytest.raises(InvalidInput, match="MEMLANE_METADATA_FIELDS"):
+            await memory.search("launch", user_id="x", filters={"owner": "me"})
 
 
 def test_the_sync_memory_works_inside_a_running_loop(store, settings, embeddings):  # (store: its prefix is dropped after)
