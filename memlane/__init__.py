@@ -53,6 +53,10 @@ _LAZY = {
     "MemoryScheduler": "memlane.graph",
     "MemoryStep": "memlane.graph",  # a run's progress, step by step
     "ProfileConfig": "memlane.graph",
+    "ProfileConfigs": "memlane.graph",  # profile slots and prompt rules per tenant and per agent
+    "profile_configs_of": "memlane.graph",
+    "load_profile_configs": "memlane.graph",  # MEMLANE_PROFILE_CONFIG's file
+    "with_serve_sections": "memlane.graph",  # and memlane serve's [profile] sections over it
     "StepCallback": "memlane.graph",
     "build_memory_graph": "memlane.graph",
     "compile_memory_graph": "memlane.graph",
@@ -71,10 +75,14 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
         MemoryScheduler,
         MemoryStep,
         ProfileConfig,
+        ProfileConfigs,
         StepCallback,
         build_memory_graph,
         compile_memory_graph,
+        load_profile_configs,
+        profile_configs_of,
         run_memory_graph,
+        with_serve_sections,
     )
     from memlane.graph.diagram import render_svg
     from memlane.graph.tasks import queue_memory_run

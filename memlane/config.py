@@ -393,7 +393,7 @@ class GraphSettings(Component):
     )
     profile_config: Path | None = Field(
         default=None,
-        description="A TOML or JSON file of the profile's slots (strict, the limits, [[topics]] with their [[topics.subtopics]]) the memory graph keeps facts in; unset: the built-in bilingual slots. Read when a scheduler, worker or app starts, refused then with the file and the bad key named",
+        description="A TOML or JSON file of the profile's slots (strict, the limits, [prompts] extract / summarize rules added to those steps, [[topics]] with their [[topics.subtopics]]; the keys it names over the built-in bilingual slots) the memory graph keeps facts in, and [tenants.NAME] / [agents.NAME] tables naming their own over those; unset: the built-in slots. `memlane serve`'s [profile] sections apply over it. Read when a scheduler, worker or app starts, refused then with the file and the bad key named",
     )
 
 
