@@ -297,6 +297,10 @@ class AdminStore(Protocol):
     async def agents(self, user_id: str) -> list[str]:
         """The agents that have a scope of the user's (`scoped_user_id`), sorted."""
 
+    async def reset(self) -> int:
+        """Delete everything the store holds (every user, every scope; the index stays, empty).
+        Returns the number of keys removed."""
+
     async def check_ready(self) -> None:
         """Raise StoreError saying what is wrong unless the store can serve (Redis answers, its index exists)."""
 

@@ -215,6 +215,11 @@ class RedisMemoryStore:
     export_user = _answered_by("users", Users.export_user)
     agents = _answered_by("users", Users.agents)
 
+    async def reset(self) -> int:
+        removed = await self.users.reset()
+        await self.ensure_indexes()  # the key-layout marker again, so this store's next start sees its layout
+        return removed
+
 
 async def open_store(
     settings: Settings | None = None,
