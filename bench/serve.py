@@ -129,7 +129,7 @@ def free_port() -> int:
 def write_config(path: Path, upstream_url: str, *, memory_model: bool = False) -> None:
     path.write_text(
         f'[[keys]]\nname = "bench"\ntenant = "{TENANT}"\nhash = "{hash_api_key(KEY)}"\n\n'
-        f'[personas.assistant]\nmodel = "fake-model"\nbase_url = "{upstream_url}"\n'
+        f'[personas.assistant]\nmodel = "fake-model"\nbase_url = "{upstream_url}"\nmemory_scope = "user"\n'
         'system_prompt = "You are a helpful assistant with long-term memory of the user."\n'
         + (f'\n[memory]\nmodel = "fake-memory-model"\nbase_url = "{upstream_url}"\n' if memory_model else "")
     )

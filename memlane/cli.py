@@ -222,6 +222,7 @@ class _Version(argparse.Action):
 
 
 TENANT_HELP = "the tenant of `memlane serve` the user belongs to (the same data as over HTTP)"
+AGENT_HELP = "an agent's own memory of the user (a persona's id in `memlane serve`); default: the user's own"
 
 
 def stop_embedded_redis() -> None:
@@ -317,17 +318,26 @@ def build_parser() -> argparse.ArgumentParser:
     config.set_defaults(handler=cmd_config)
     for command in (runs, gc, search, importing, export, forget, delete_user):
         command.add_argument("--tenant", help=TENANT_HELP)
+    for command in (search, importing, export, forget, delete_user):
+        command.add_argument("--agent", help=AGENT_HELP)
     return parser
 
 
 def _tenant_user(args: argparse.Namespace) -> str | None:
-    """The store user of `--tenant T` and the user given (as `memlane serve` stores it), or None
-    when the command was given no tenant. Raises ValueError naming a bad tenant or user id."""
-    if not getattr(args, "tenant", None) or not getattr(args, "user", None):
+    """The store user of the user given, in `--tenant T` (as `memlane serve` stores it) and `--agent A`'s
+    scope of it, or None when the command names no user. Raises ValueError naming a bad id."""
+    if not getattr(args, "user", None):
         return None
-    from memlane.tenants import store_user_id
+    user = args.user
+    if getattr(args, "tenant", None):
+        from memlane.tenants import store_user_id
 
-    return store_user_id(args.tenant, args.user)
+        user = store_user_id(args.tenant, user)
+    if getattr(args, "agent", None):
+        from memlane.store.scopes import scoped_user_id
+
+        user = scoped_user_id(user, args.agent)
+    return user
 
 
 def main(argv: list[str] | None = None) -> int:

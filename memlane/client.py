@@ -102,7 +102,8 @@ def _path(part: str) -> str:
 
 class AsyncMemlaneClient:
     """The memories API of a `memlane serve` at `base_url`, for the key `api_key`; use as `async with`
-    or call `aclose()`."""
+    or call `aclose()`. agent_id: every call acts on that agent's own memory of the user (the
+    routes' `?agent_id=`; a persona's memory is under its id)."""
 
     def __init__(
         self,
@@ -113,8 +114,10 @@ class AsyncMemlaneClient:
         max_retries: int = 3,
         backoff_seconds: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        agent_id: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.agent_id = agent_id
         self.api_key = api_key
         self.max_retries = max_retries
         self.backoff_seconds = backoff_seconds
@@ -269,6 +272,8 @@ class AsyncMemlaneClient:
 
     async def _call(self, method: str, path: str, **request: Any) -> Any:
         headers = {"Idempotency-Key": uuid.uuid4().hex} if method != "GET" else {}
+        if self.agent_id is not None and path.startswith("/v1/users/"):
+            request["params"] = {**request.get("params", {}), "agent_id": self.agent_id}
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
             try:

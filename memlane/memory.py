@@ -15,6 +15,8 @@ next run). Memory ids are the store's search-memory ids: `profile:<entry>`, `eve
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from typing import Any, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -24,7 +26,9 @@ from memlane.importing import import_messages, messages_of
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
+from memlane.store.metadata import MetadataFilter
 from memlane.store.records import Event, MemoryHit, ProfileEntry
+from memlane.store.scopes import scoped_user_id
 from memlane.sync_twin import SyncTwin
 from memlane.tools import forget_memory
 
@@ -51,18 +55,22 @@ def _hit(hit: MemoryHit) -> dict[str, Any]:
     return {
         "id": memory.id, "memory": memory.text, "kind": memory.kind, "score": hit.score, "weak": hit.weak,
         "created_at": memory.created_at, "session_id": memory.session_id, "source_message_ids": memory.source_message_ids,
+        "metadata": memory.metadata,
     }
 
 
 class AsyncMemory:
     """mem0's calls over a memlane store: `add`, `search`, `get_all`, `get`, `update`, `delete`,
-    `delete_all`, `history`. `model`: the memory model `add(infer=True)` runs the graph with."""
+    `delete_all`, `history`, `reset`, and `get_run` for an `add(wait=False)`. `model`: the memory model `add(infer=True)` runs the graph with.
+    Every call takes `agent_id`: that agent's own memory of the user (store/scopes.py)."""
 
     def __init__(self, store: MemoryStore, *, settings: Settings, model: BaseChatModel | None = None) -> None:
         self.store = store
         self.settings = settings  # the store's (the protocol does not declare them): `open` passes them
         self.model = model
         self._owns_store = False
+        self._runs: dict[str, asyncio.Task[dict[str, Any]]] = {}  # add(wait=False)'s runs, by id
+        self._locks: dict[str, asyncio.Lock] = {}  # one memory run of a user's at a time
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any) -> "AsyncMemory":
@@ -75,6 +83,10 @@ class AsyncMemory:
         return memory
 
     async def aclose(self) -> None:
+        """Wait for the memory runs `add(wait=False)` started, then close the store `open` opened."""
+        running = [task for task in self._runs.values() if not task.done()]
+        if running:
+            await asyncio.wait(running)
         if self._owns_store:
             await self.store.aclose()
 
@@ -85,20 +97,68 @@ class AsyncMemory:
         await self.aclose()
 
     async def add(
-        self, messages: str | dict[str, Any] | Sequence[dict[str, Any]], *, user_id: str, session_id: str = "default", infer: bool = True
+        self,
+        messages: str | dict[str, Any] | Sequence[dict[str, Any]],
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        session_id: str = "default",
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        wait: bool = True,
     ) -> dict[str, Any]:
         """Store the messages (a text is one user message) and, with `infer`, remember them now:
-        {"stored": new messages, "results": [{"id", "memory", "event": ADD|UPDATE|DELETE}], "event_id"}."""
+        {"stored": new messages, "results": [{"id", "memory", "event": ADD|UPDATE|DELETE}], "event_id"}.
+        agent_id: the agent's own memory of the user (`scoped_user_id`); run_id: the session (a run
+        of mem0's is a session of memlane's, so `search(run_id=...)` finds its turns); metadata: kept
+        on each message (a message's own wins), filterable by its declared fields (MEMLANE_METADATA_FIELDS).
+        wait=False: answers once the messages are stored, the memory run going on in the background:
+        {"stored", "results": [], "event_id": None, "memory_run_id"}; `get_run(memory_run_id)` says how it ends."""
+        user_id = scoped_user_id(user_id, agent_id)
+        session_id = run_id or session_id
         if infer and self.model is None:
             raise InvalidInput("add(infer=True) runs the memory graph: give AsyncMemory a model (model=...), or add with infer=False")
         document = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
         parsed = messages_of(document, user_id, session_id=session_id, source="add")
-        context = None
-        if infer:
-            from memlane.graph import MemoryContext
+        if metadata:
+            parsed = [message.model_copy(update={"metadata": {**metadata, **message.metadata}}) for message in parsed]
+        if not infer:
+            stored, _ = await import_messages(self.store, user_id, parsed)
+            return {"stored": stored, "results": [], "event_id": None}
+        if wait:
+            return await self._remember(user_id, parsed)
+        stored, _ = await import_messages(self.store, user_id, parsed)  # stored before the answer, as with wait
+        memory_run_id = uuid.uuid4().hex
+        task = asyncio.create_task(self._remember(user_id, []), name=f"memlane-memory-run-{memory_run_id}")
+        self._runs[memory_run_id] = task
+        return {"stored": stored, "results": [], "event_id": None, "memory_run_id": memory_run_id}
 
-            context = MemoryContext(store=self.store, llm=self.model, settings=self.settings)
-        stored, run = await import_messages(self.store, user_id, parsed, context=context)
+    async def get_run(self, memory_run_id: str, *, wait: bool = False) -> dict[str, Any]:
+        """How a memory run that `add(wait=False)` started stands: {"status": "running"}, or
+        {"status": "done", "results", "event_id"}, or {"status": "failed", "error"}; `wait=True` waits
+        for it to end. Runs are kept by this object (until it closes)."""
+        task = self._runs.get(memory_run_id)
+        if task is None:
+            raise InvalidInput(f"no memory run {memory_run_id!r} was started by this Memory (add(wait=False) answers its id)")
+        if wait:
+            await asyncio.wait({task})
+        if not task.done():
+            return {"memory_run_id": memory_run_id, "status": "running"}
+        if task.exception() is not None:
+            error = task.exception()
+            return {"memory_run_id": memory_run_id, "status": "failed", "error": f"{type(error).__name__}: {error}"}
+        answer = task.result()
+        return {"memory_run_id": memory_run_id, "status": "done", "results": answer["results"], "event_id": answer["event_id"]}
+
+    async def _remember(self, user_id: str, messages: Sequence[Any]) -> dict[str, Any]:
+        """Store `messages` and run the memory graph over the user's unremembered turns, one run of
+        a user's at a time; what the run added, updated and deleted."""
+        from memlane.graph import MemoryContext
+
+        context = MemoryContext(store=self.store, llm=self.model, settings=self.settings)  # type: ignore[arg-type]
+        async with self._user_lock(user_id):
+            stored, run = await import_messages(self.store, user_id, messages, context=context)
         results: list[dict[str, Any]] = []
         if run is not None:
             profile = {entry.id: entry for entry in await self.store.get_profile(user_id)}
@@ -110,16 +170,36 @@ class AsyncMemory:
                 results.append({"id": event_memory_id(event_id), "memory": run.summary, "event": "ADD"})
         return {"stored": stored, "results": results, "event_id": run.event_id if run is not None else None}
 
+    def _user_lock(self, user_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(user_id, asyncio.Lock())
+
     async def search(
-        self, query: str, *, user_id: str, limit: int = 10, kinds: Sequence[str] | None = None, session_id: str | None = None
+        self,
+        query: str,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 10,
+        kinds: Sequence[str] | None = None,
+        session_id: str | None = None,
+        filters: MetadataFilter | None = None,
     ) -> list[dict[str, Any]]:
-        """Hybrid search over the user's memories, best first, each with its calibrated relevance."""
-        hits = await self.store.search_memories(user_id, query, limit=limit, kinds=kinds, session_id=session_id)  # type: ignore[arg-type]
+        """Hybrid search over the user's memories (an agent's own, with `agent_id`; one session's,
+        with `run_id` or `session_id`), best first, each with its calibrated relevance. filters: on
+        the memories' metadata, mem0's shape (`{"project": "apollo"}`, `{"priority": {"gte": 2}}`,
+        `in`, `nin`, `ne`, `AND`, `OR`; memlane.store.metadata), over the declared fields."""
+        user_id = scoped_user_id(user_id, agent_id)
+        session_id = run_id or session_id
+        hits = await self.store.search_memories(
+            user_id, query, limit=limit, kinds=kinds, session_id=session_id, metadata_filter=filters  # type: ignore[arg-type]
+        )
         return [_hit(hit) for hit in hits]
 
-    async def get_all(self, *, user_id: str, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    async def get_all(self, *, user_id: str, agent_id: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
         """The user's profile entries and event cards, most recently changed first, a page at a time:
         {"results": [...], "next_offset": the next page's offset, or None after the last}."""
+        user_id = scoped_user_id(user_id, agent_id)
         if limit < 1 or offset < 0:
             raise InvalidInput("limit must be 1 or more and offset 0 or more")
         events = await self.store.list_events(user_id, limit=offset + limit + 1)
@@ -129,8 +209,9 @@ class AsyncMemory:
         more = len(everything) > offset + limit
         return {"results": page, "next_offset": offset + limit if more else None}
 
-    async def get(self, memory_id: str, *, user_id: str) -> dict[str, Any] | None:
+    async def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> dict[str, Any] | None:
         """One memory by id (`profile:…`, `event:…`, `message:…`), or None."""
+        user_id = scoped_user_id(user_id, agent_id)
         kind, _, ref = memory_id.partition(":")
         if kind == "profile":
             return next((_entry(entry) for entry in await self.store.get_profile(user_id) if entry.id == ref), None)
@@ -146,9 +227,10 @@ class AsyncMemory:
             )
         raise InvalidInput(f"{memory_id!r} is not a memory id: they start with profile:, event: or message:")
 
-    async def update(self, memory_id: str, data: str, *, user_id: str, actor: str = "api") -> dict[str, Any]:
+    async def update(self, memory_id: str, data: str, *, user_id: str, agent_id: str | None = None, actor: str = "api") -> dict[str, Any]:
         """Change a profile entry's content (its history keeps the change). Event cards and turns
         are what happened: delete one and add what is true instead."""
+        user_id = scoped_user_id(user_id, agent_id)
         kind, _, ref = memory_id.partition(":")
         if kind != "profile":
             raise InvalidInput(f"only profile entries change in place; {memory_id!r} is a record of what happened: delete it and add anew")
@@ -157,21 +239,31 @@ class AsyncMemory:
             raise InvalidInput(f"the user has no profile entry {ref!r}")
         return _entry(entry)
 
-    async def delete(self, memory_id: str, *, user_id: str) -> bool:
+    async def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> bool:
         """Delete one memory; what it stated goes from the turns and summaries too."""
+        user_id = scoped_user_id(user_id, agent_id)
         return await forget_memory(self.store, user_id, memory_id, actor="api")
 
-    async def delete_all(self, *, user_id: str) -> int:
+    async def delete_all(self, *, user_id: str, agent_id: str | None = None) -> int:
         """Delete everything of the user; returns the keys removed."""
+        user_id = scoped_user_id(user_id, agent_id)
         return await self.store.delete_user(user_id)
 
-    async def history(self, memory_id: str, *, user_id: str) -> list[dict[str, Any]]:
+    async def reset(self) -> int:
+        """Delete everything the store holds, every user's memories (mem0's `reset`); returns the keys removed."""
+        running = [task for task in self._runs.values() if not task.done()]
+        if running:
+            await asyncio.wait(running)
+        return await self.store.reset()
+
+    async def history(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> list[dict[str, Any]]:
         """How the memory came to be, oldest first: a profile entry's every revision (who, before,
         after, when, source and metadata); an event card's one making (cards do not change)."""
+        user_id = scoped_user_id(user_id, agent_id)
         kind, _, ref = memory_id.partition(":")
         if kind == "profile":
             return [revision.model_dump(mode="json") for revision in await self.store.profile_history(user_id, ref)]
-        memory = await self.get(memory_id, user_id=user_id)
+        memory = await self.get(memory_id, user_id=user_id)  # already scoped: no agent_id again
         if memory is None:
             return []
         return [{"action": "add", "at": memory["created_at"], "after_content": memory["memory"], "source_message_ids": memory.get("source_message_ids", [])}]

@@ -26,6 +26,7 @@ from memlane.store.ids import clean_text, stable_id
 from memlane.store.privacy import PrivacyMode, redact
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import Message  # one cleaning rule, the store's
+from memlane.store.scopes import scoped_user_id
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,12 +36,23 @@ DEFAULT_SESSION = "default"
 
 @dataclass
 class MemoryAgentContext:
-    """Per-run context naming the user and session; toggles left None use the settings."""
+    """Per-run context naming the user and session; toggles left None use the settings.
+
+    agent_id: the agent whose own memory of the user the run reads and writes (`scoped_user_id`;
+    None: the user's memory, which every agent without an id shares). shared_user_id: a shared
+    scope (`SHARED_USER_ID`, or a tenant's) whose memories recall reads beside the user's."""
 
     user_id: str
     session_id: str = DEFAULT_SESSION
     recall_enabled: bool | None = None
     auto_save_enabled: bool | None = None
+    agent_id: str | None = None
+    shared_user_id: str | None = None
+
+    @property
+    def store_user(self) -> str:
+        """The store user the run's turns are saved under and recalled from."""
+        return scoped_user_id(self.user_id, self.agent_id)
 
 
 class MissingUser(ValueError):
@@ -62,7 +74,7 @@ def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
     except RuntimeError:  # called outside a runnable
         configurable = {}
     values = {}
-    for name in ("user_id", "session_id", "recall_enabled", "auto_save_enabled"):
+    for name in ("user_id", "session_id", "recall_enabled", "auto_save_enabled", "agent_id", "shared_user_id"):
         value = _field(context, name)
         values[name] = value if value is not None else configurable.get(name)
     if not values["user_id"]:
@@ -71,9 +83,10 @@ def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
             "(create_agent(..., context_schema=MemoryAgentContext)) or "
             "config={'configurable': {'user_id': ...}}"
         )
-    return MemoryAgentContext(
-        user_id=str(values["user_id"]),
+    return MemoryAgentContext(  # resolved: `user_id` is the store user, the agent's scope already in it
+        user_id=scoped_user_id(str(values["user_id"]), str(values["agent_id"]) if values["agent_id"] else None),
         session_id=str(values["session_id"] or DEFAULT_SESSION),
+        shared_user_id=str(values["shared_user_id"]) if values["shared_user_id"] else None,
         recall_enabled=settings.recall.enabled if values["recall_enabled"] is None else bool(values["recall_enabled"]),
         auto_save_enabled=settings.turns.auto_save_enabled
         if values["auto_save_enabled"] is None

@@ -53,9 +53,10 @@ from memlane.recall_select import (
     unanswered,
 )
 from memlane.store.breaker import CircuitBreaker
+from memlane.store.metadata import MetadataFilter
 from memlane.store.passage import answering_passage
 from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
-from memlane.store.records import Memory, MemoryHit, Message, ProfileEntry, SessionSummary, past_value_text
+from memlane.store.records import Memory, MemoryHit, MemoryHits, Message, ProfileEntry, SessionSummary, past_value_text
 from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
 from memlane.store.tokens import count_tokens
@@ -89,16 +90,30 @@ async def _searched(
     reference_time: float | None,
     rewrite_model: BaseChatModel | None,
     rewrite_breaker: CircuitBreaker | None,
+    shared_user_id: str | None = None,
+    metadata_filter: MetadataFilter | None = None,
 ) -> tuple[str, RewriteKind | None, list[MemoryHit]]:
     """The query recall searched with, how a follow-up was rewritten (None: it was not), and its hits. A follow-up is searched with the previous
     turn's words at once (the cheap rewrite), while the memory model rewrites it beside that
     search; a rewrite that lands within its budget is searched too and wins."""
 
+    async def search_of(owner: str, query: str) -> list[MemoryHit]:
+        return await store.search_memories(
+            owner, query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time,
+            metadata_filter=metadata_filter,
+        )
+
     async def search(query: str) -> list[MemoryHit]:
         if not query.strip():
             return []
-        return await store.search_memories(
-            user_id, query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time
+        if shared_user_id is None:
+            return await search_of(user_id, query)
+        # the shared scope is another store user (on a cluster, another shard): two searches, one
+        # ranking, since every hit's score is the same calibrated relevance
+        own, shared = await asyncio.gather(search_of(user_id, query), search_of(shared_user_id, query))
+        return MemoryHits(
+            sorted([*own, *shared], key=lambda hit: -hit.score)[:candidates],
+            [*getattr(own, "incomplete", []), *getattr(shared, "incomplete", [])],
         )
 
     if not message.strip() or not needs_rewrite(message, session_messages, settings):
@@ -128,6 +143,8 @@ async def recall(
     rewrite_model: BaseChatModel | None = None,
     rewrite_breaker: CircuitBreaker | None = None,
     reference_time: float | None = None,
+    shared_user_id: str | None = None,
+    metadata_filter: MetadataFilter | None = None,
 ) -> Recall:
     """The memory context for `message` from `user_id` in `session_id`, inside the token budget.
 
@@ -136,7 +153,10 @@ async def recall(
     caller's prompt already holds the session's recent messages. rewrite_model: the model
     that rewrites follow-up questions (without one, the cheap rewrite); rewrite_breaker: that
     model's circuit breaker (the scheduler's `context.model_breaker`). reference_time:
-    when the message was said (default now), for "昨天" and "last week".
+    when the message was said (default now), for "昨天" and "last week". shared_user_id: a shared
+    scope (`store/scopes.py`) searched beside the user's memories, its hits ranked with theirs.
+    metadata_filter: only searched memories whose metadata match (`memlane.store.metadata`; the
+    profile and the session's summary and recent messages are recalled as always).
     """
     budget = max_tokens or settings.recall.max_tokens
     enabled = settings.recall.enabled if enabled is None else enabled
@@ -151,7 +171,9 @@ async def recall(
         store.recent_messages(user_id, session_id, limit=recent_limit) if recent_limit else _empty(),
     )
     search_query, rewrite, hits = await _searched(
-        store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker
+        store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker,
+        shared_user_id,
+        metadata_filter,
     )
     recent = session_messages[-settings.recall.recent_messages :] if include_recent and settings.recall.recent_messages else []
     language = detect_language(message, *(m.content for m in reversed(recent)))

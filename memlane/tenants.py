@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from memlane.store.scopes import SHARED_USER_ID
+
 TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 USER_ID_MAX_CHARS = 512
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -31,3 +33,11 @@ def store_user_id(tenant: str, user_id: str) -> str:
     if not TENANT_PATTERN.fullmatch(tenant):
         raise ValueError(f"tenant {tenant!r} is not a tenant id (a-z, 0-9, '_' and '-', at most 63)")
     return f"{tenant}/{check_user_id(user_id)}"
+
+
+def shared_store_user_id(tenant: str) -> str:
+    """The store user of the tenant's shared scope (`store/scopes.py`): readable by every user of
+    the tenant, named by no user id a door accepts (it holds a control character)."""
+    if not TENANT_PATTERN.fullmatch(tenant):
+        raise ValueError(f"tenant {tenant!r} is not a tenant id (a-z, 0-9, '_' and '-', at most 63)")
+    return f"{tenant}/{SHARED_USER_ID}"

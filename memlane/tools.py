@@ -7,6 +7,7 @@ The user comes from the run, like the middleware's (`MemoryAgentContext` or
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 from langchain.tools import ToolRuntime
@@ -18,6 +19,7 @@ from memlane.dates import day
 from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.store.ids import ITEM_MEMORY_PREFIX, profile_memory_id, stable_id
+from memlane.store.metadata import MetadataFilter
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
 from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, ProfileEntry
 
@@ -93,17 +95,22 @@ def memory_tools(
 # What the tools answer, shared with the MCP server (serve/mcp.py) and `memlane serve`: the user is the caller's.
 
 
-async def answer_search(store: SearchStore, user_id: str, query: str, *, limit: int = 5) -> str:
+async def answer_search(
+    store: SearchStore, user_id: str, query: str, *, limit: int = 5, metadata_filter: MetadataFilter | None = None
+) -> str:
     """Search the user's memories; one line per hit: [id] (kind, day, relevance) text, with
-    "earlier, until <day>" in the parentheses once a newer fact replaced what it says, and
-    "weak" after a relevance under 0.1."""
-    hits = await store.search_memories(user_id, query, limit=max(1, min(limit, 20)))
+    "earlier, until <day>" in the parentheses once a newer fact replaced what it says, "weak"
+    after a relevance under 0.1, and the memory's metadata (JSON) after its text when it has some.
+
+    metadata_filter: only memories whose metadata match (`memlane.store.metadata`)."""
+    hits = await store.search_memories(user_id, query, limit=max(1, min(limit, 20)), metadata_filter=metadata_filter)
     if not hits:
         return "no memories found"
     return "\n".join(
         f"[{hit.memory.id}] ({hit.memory.kind}, {day(hit.memory.created_at)}, "
         + (f"earlier, until {day(hit.memory.valid_until)}, " if hit.memory.valid_until is not None else "")
         + f"{hit.score:.2f}{', weak' if hit.weak else ''}) {hit.memory.attributed_text}"
+        + (f" {json.dumps(hit.memory.metadata, ensure_ascii=False)}" if hit.memory.metadata else "")
         for hit in hits
     )
 
@@ -117,18 +124,20 @@ async def answer_remember(
     subtopic: str = "",
     session_id: str,
     actor: str = "tool",
+    metadata: dict[str, Any] | None = None,
 ) -> str:
     """Keep `text` as a profile fact (with topic and subtopic) or as a note (an event card).
 
     actor: who profile history names for the change ("tool", "mcp", "api:<key name>").
+    metadata: a JSON object kept with it (a note's is searchable by the declared fields).
     """
     text = text.strip()
     if not text:
         return "nothing to remember: the text is empty"
     if topic.strip() and subtopic.strip():
-        entry = await remember_fact(store, user_id, topic, subtopic, text, actor=actor)
+        entry = await remember_fact(store, user_id, topic, subtopic, text, actor=actor, metadata=metadata)
         return f"remembered as profile {entry.topic} / {entry.subtopic} [{profile_memory_id(entry.id)}]"
-    memory = await remember_note(store, user_id, text, session_id=session_id)
+    memory = await remember_note(store, user_id, text, session_id=session_id, metadata=metadata)
     return f"remembered [{memory.id}]"
 
 
@@ -156,14 +165,20 @@ async def remember_fact(
     return entry
 
 
-async def remember_note(store: ProfileStore, user_id: str, text: str, *, session_id: str) -> Memory:
-    """Keep a note about the user: an event card tagged "remembered" and its search memory (returned)."""
+async def remember_note(
+    store: ProfileStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
+) -> Memory:
+    """Keep a note about the user: an event card tagged "remembered" and its search memory (returned).
+
+    metadata: a JSON object kept with the note; search filters on its declared fields
+    (`StoreSettings.metadata_fields`). The same text noted again replaces it."""
     event = Event(
         id=stable_id("remember", user_id, text),
         user_id=user_id,
         summary=text,
         tags=[REMEMBERED_TAG],
         session_ids=[session_id],
+        metadata=dict(metadata or {}),
     )
     memory = event.as_memory()
     await store.apply_update(MemoryUpdate(user_id=user_id, event=event, memories=[memory]))

@@ -31,8 +31,9 @@ from fastapi import APIRouter, Depends, FastAPI, Header
 from fastapi.responses import JSONResponse, Response
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane import MemoryStore, Settings, StoreError, get_settings
+from memlane import MemoryStore, Settings, StoreError, get_settings, scoped_user_id
 from memlane.masking import mask_secrets
+from memlane.tenants import shared_store_user_id
 from memlane.middleware import MemoryAgentContext
 from memlane.serve.auth import SESSION_HEADER, USER_HEADER, authorized, header_text, tenant_user, valid_session_id
 from memlane.serve.chat import (
@@ -108,6 +109,7 @@ def create_app(
     app.include_router(health)
     app.include_router(chat)
     app.include_router(memories.router)
+    app.include_router(memories.shared)
     if mcp_endpoint is not None:
         app.router.routes.append(mcp_endpoint.route)
     return app
@@ -192,9 +194,10 @@ async def chat_completions(
         raise ApiError(422, f'name the user: the request\'s "user" field or the {USER_HEADER} header', "missing_user")
     settings = service.persona_settings[body.model]
     toggles = body.memory_config
-    identity = MemoryAgentContext(
-        user_id=tenant_user(key, user_id),
+    identity = MemoryAgentContext(  # the store user: the persona's own memory of the user, unless configured otherwise
+        user_id=scoped_user_id(tenant_user(key, user_id), persona.agent_id(body.model)),
         session_id=valid_session_id(header_text(session_header, SESSION_HEADER)),
+        shared_user_id=shared_store_user_id(key.tenant) if persona.read_shared else None,
         recall_enabled=settings.recall.enabled if toggles is None or toggles.enabled is None else toggles.enabled,
         auto_save_enabled=settings.turns.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
     )

@@ -81,3 +81,15 @@ def valid_session_id(value: str | None) -> str:
     if len(session_id) > SESSION_ID_MAX_CHARS or any(ord(c) < 32 for c in session_id):
         raise ApiError(422, f"a session id ({SESSION_HEADER}) must be at most {SESSION_ID_MAX_CHARS} printable characters", "invalid_session_id")
     return session_id
+
+
+AGENT_ID_MAX_CHARS = 128
+
+
+def valid_agent_id(agent_id: str | None) -> str | None:
+    """The agent a request names (None: the user's own memory); 422 for one the API does not take."""
+    if agent_id is None:
+        return None
+    if not agent_id or len(agent_id) > AGENT_ID_MAX_CHARS or any(ord(char) < 32 or ord(char) == 127 for char in agent_id):
+        raise ApiError(422, f"an agent id must be 1 to {AGENT_ID_MAX_CHARS} printable characters", "invalid_agent_id")
+    return agent_id

@@ -21,6 +21,7 @@ def add_commands(commands: Any) -> None:
     mcp = commands.add_parser("mcp", help="serve one user's memory as MCP tools over stdio")
     mcp.add_argument("--user", required=True, help="the user every tool acts for")
     mcp.add_argument("--tenant", help=TENANT_HELP)
+    mcp.add_argument("--agent", help="an agent's own memory of the user (default: the user's own memory)")
     mcp.set_defaults(handler=cmd_mcp)
 
     serve = commands.add_parser(
@@ -37,7 +38,7 @@ def add_commands(commands: Any) -> None:
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from memlane.serve.mcp import run_stdio
 
-    run_async(lambda: run_stdio(settings, args.user))  # main() made it the tenant's user  # stdout carries the protocol: nothing else is printed there
+    run_async(lambda: run_stdio(settings, args.user))  # main() made it the tenant's user, and the agent's scope of it  # stdout carries the protocol: nothing else is printed there
     return 0
 
 

@@ -18,12 +18,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator, model_validator
 
-from memlane import Settings
+from memlane import ProfileConfig, ProfileConfigs, Settings, with_serve_sections
 from memlane.config import RecallSettings
 from memlane.masking import register_secret
 from memlane.tenants import TENANT_PATTERN, USER_ID_MAX_CHARS, check_user_id, store_user_id  # noqa: F401  (serve's names)
 
-Scope = Literal["chat", "read", "write"]
+Scope = Literal["chat", "read", "write", "shared"]
+# what a key may do when its entry lists no scopes; "shared" (writing the tenant's shared memory,
+# which every user's recall may read) only when listed
 ALL_SCOPES: tuple[Scope, ...] = ("chat", "read", "write")
 HASH_SCHEME = "sha256:"
 
@@ -52,7 +54,9 @@ class ApiKey(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     tenant: str
     hash: str = Field(description='"sha256:<hex>" of the key; `memlane serve hash-key` prints it')
-    scopes: tuple[Scope, ...] = Field(default=ALL_SCOPES, description="chat, read (memories), write (memories)")
+    scopes: tuple[Scope, ...] = Field(
+        default=ALL_SCOPES, description="chat, read (memories), write (memories), shared (write the tenant's shared memory)"
+    )
     personas: tuple[str, ...] | None = Field(default=None, description="personas it may use; unset: all")
 
     @field_validator("tenant")
@@ -171,7 +175,20 @@ class Persona(Upstream):
     system_prompt: str = ""
     description: str = ""
     auto_save: bool | None = Field(default=None, description="store turns by default; unset: MEMLANE_AUTO_SAVE_ENABLED")
+    memory_scope: Literal["persona", "user"] = Field(
+        default="persona",
+        description='"persona": the persona keeps its own memory of each user (the memories API reads it with '
+        '?agent_id=<persona id>); "user": the user\'s own memory, shared with every persona that says "user"',
+    )
+    read_shared: bool = Field(default=False, description="recall reads the tenant's shared memory (/v1/shared) too")
+    profile: ProfileConfig | None = Field(
+        default=None, description="the memory runs of this persona's own memory: the keys it names over the default's"
+    )
     recall: RecallOverrides = Field(default_factory=RecallOverrides)  # type: ignore[valid-type]
+
+    def agent_id(self, persona_id: str) -> str | None:
+        """The agent whose memory of the user this persona's chats read and write (None: the user's)."""
+        return persona_id if self.memory_scope == "persona" else None
 
     def settings(self, base: Settings) -> Settings:
         """`base` with this persona's recall settings and auto-save default."""
@@ -182,6 +199,14 @@ class Persona(Upstream):
         return base.model_copy(update={"recall": base.recall.model_copy(update=recall), "turns": base.turns.model_copy(update=turns)})
 
 
+class Tenant(BaseModel):
+    """What one tenant configures of its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: ProfileConfig | None = Field(default=None, description="its users' memory runs: the keys it names over the default's")
+
+
 class ServeConfig(BaseModel):
     """The whole configuration file."""
 
@@ -189,6 +214,10 @@ class ServeConfig(BaseModel):
 
     keys: list[ApiKey] = Field(default_factory=list)
     personas: dict[str, Persona] = Field(default_factory=dict)
+    profile: ProfileConfig | None = Field(
+        default=None, description="the memory runs' slots and prompt rules: the keys it names over MEMLANE_PROFILE_CONFIG's"
+    )
+    tenants: dict[str, Tenant] = Field(default_factory=dict)
     memory: Upstream | None = Field(default=None, description="the memory graph's model; unset: the settings'")
     _by_hash: dict[str, ApiKey] = PrivateAttr(default_factory=dict)
 
@@ -205,8 +234,17 @@ class ServeConfig(BaseModel):
         for persona_id in self.personas:
             if not persona_id or len(persona_id) > 128:
                 raise ValueError(f"persona id {persona_id!r} must be 1 to 128 characters")
+        for tenant in self.tenants:
+            if not TENANT_PATTERN.fullmatch(tenant):
+                raise ValueError(f"tenants.{tenant}: not a tenant id (1-63 of a-z, 0-9, '_' and '-')")
         self._by_hash = {key.hash: key for key in self.keys}
         return self
+
+    def profile_configs(self, base: ProfileConfigs) -> ProfileConfigs:
+        """The memory runs' configurations: `base` (MEMLANE_PROFILE_CONFIG's) under this file's
+        `[profile]`, `[tenants.<id>.profile]` and `[personas.<id>.profile]` sections, as
+        `memlane worker` reads them too (`with_serve_sections`). Raises ValueError naming a bad key."""
+        return with_serve_sections(base, self.model_dump(include={"profile", "tenants", "personas"}, exclude_unset=True))
 
     def key_notes(self, settings: Settings) -> list[str]:
         """What the configuration check says about upstream keys: the upstreams that get none."""

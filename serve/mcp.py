@@ -42,12 +42,15 @@ from memlane import (
     open_store,
     profile_memory_id,
     queue_memory_run,
+    scoped_user_id,
 )
 from memlane.dates import day
 from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
 from memlane.middleware import MemoryAgentContext
 from memlane.models import memory_model_from_settings
 from memlane.serve.config import store_user_id
+from memlane.serve.auth import valid_agent_id
+from memlane.serve.errors import ApiError
 from memlane.tools import answer_forget, answer_remember, answer_search
 from memlane.turns import TurnService
 
@@ -55,6 +58,8 @@ from memlane.turns import TurnService
 MCP_SESSION = "mcp"
 # the HTTP header naming the user inside the bearer key's tenant
 USER_HEADER = "X-Memlane-User"
+# the HTTP header naming an agent whose own memory of the user the tools act on (absent: the user's)
+AGENT_HEADER = "X-Memlane-Agent"
 # where the HTTP endpoint leaves the authenticated caller for the tools (request.state)
 CALLER_STATE = "memlane_mcp_caller"
 
@@ -158,28 +163,35 @@ async def store_errors() -> AsyncIterator[None]:
 # --- the tools ------------------------------------------------------------------------------------
 
 
-async def search_memories(query: str, ctx: Context, limit: int = 5) -> str:
+async def search_memories(query: str, ctx: Context, limit: int = 5, filter: dict[str, Any] | None = None) -> str:
     """Search what you remember about the user (profile, past events, past messages).
 
     Time words in the query ("yesterday", "last week", "on April 27th", "上周", "5月2日")
     favour what was said then. Returns one memory per line: its id in brackets, kind, date,
-    relevance and text, with the speaker when it was not the user ("朋友A: ...").
+    relevance and text, with the speaker when it was not the user ("朋友A: ..."), then its
+    metadata when it has some.
+    filter: only memories whose metadata match, e.g. {"project": "apollo"},
+    {"priority": {"gte": 2}}, {"project": {"in": ["a", "b"]}}, {"OR": [...]} (declared fields only).
     """
     user_id = (await acting_caller(ctx)).user_id
     async with store_errors():
-        return await answer_search(memory_of(ctx).store(), user_id, query, limit=limit)
+        return await answer_search(memory_of(ctx).store(), user_id, query, limit=limit, metadata_filter=filter)
 
 
-async def remember(text: str, ctx: Context, topic: str = "", subtopic: str = "") -> str:
+async def remember(
+    text: str, ctx: Context, topic: str = "", subtopic: str = "", metadata: dict[str, Any] | None = None
+) -> str:
     """Remember something about the user for later conversations.
 
     With a topic and subtopic (e.g. "diet", "coffee") it becomes a profile fact,
     replacing what that slot held; without them it is kept as a note.
+    metadata: a JSON object kept with it ({"project": "apollo"}); search_memories filters notes by it.
     """
     writer = await acting_caller(ctx, writes=True)
     async with store_errors():
         return await answer_remember(
-            memory_of(ctx).store(), writer.user_id, text, topic=topic, subtopic=subtopic, session_id=MCP_SESSION, actor=writer.actor
+            memory_of(ctx).store(), writer.user_id, text, topic=topic, subtopic=subtopic, session_id=MCP_SESSION,
+            actor=writer.actor, metadata=metadata,
         )
 
 
@@ -378,8 +390,12 @@ def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
         try:
             # HTTP carries the header's bytes, which Starlette reads as Latin-1: the id is their UTF-8
             user_id = store_user_id(key.tenant, request.headers.get(USER_HEADER, "").encode("latin-1").decode("utf-8"))
+            agent = request.headers.get(AGENT_HEADER)
+            user_id = scoped_user_id(user_id, valid_agent_id(agent.encode("latin-1").decode("utf-8") if agent is not None else None))
         except UnicodeDecodeError:
-            raise HTTPException(400, f"{USER_HEADER} is not UTF-8: send the user id as UTF-8 bytes") from None
+            raise HTTPException(400, f"{USER_HEADER} and {AGENT_HEADER} must be UTF-8: send the ids as UTF-8 bytes") from None
+        except ApiError as error:
+            raise HTTPException(400, f"{AGENT_HEADER}: {error.detail}") from None
         except ValueError as error:
             raise HTTPException(400, f"{USER_HEADER} must name the user: {error}") from None
         return McpCaller(user_id=user_id, actor=key.actor, may_read=key.may("read"), may_write=key.may("write"))
@@ -411,11 +427,12 @@ def run_requested(queued: bool | None) -> str:
     return "remembering… (the profile and events show what was learned shortly)" if queued else "nothing new to remember"
 
 
-async def run_stdio(settings: Settings, user_id: str) -> None:
-    """`memlane mcp`: serve one user's memory over stdin/stdout until the client closes it."""
+async def run_stdio(settings: Settings, user_id: str, *, agent_id: str | None = None) -> None:
+    """`memlane mcp`: serve one user's memory (`agent_id`: that agent's own memory of the user) over
+    stdin/stdout until the client closes it."""
     opened = await open_store(settings)
     try:
-        caller = McpCaller(user_id=user_id, actor="mcp")
+        caller = McpCaller(user_id=scoped_user_id(user_id, agent_id), actor="mcp")
 
         async def remember_now(run_user: str) -> str:  # no scheduler here: queued for the deployment's workers
             try:

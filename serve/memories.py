@@ -17,10 +17,10 @@ from typing import Annotated, Any, Awaitable, Callable
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from memlane import MEMORY_KINDS, InvalidInput, MemoryStore, ProfileEntry, forget_confirmer, profile_entry_id
+from memlane import MEMORY_KINDS, InvalidInput, MemoryStore, ProfileEntry, forget_confirmer, profile_entry_id, scoped_user_id, split_user_id
 from memlane.importing import messages_of, store_messages
 from memlane.middleware import MemoryAgentContext
-from memlane.serve.auth import authorized, tenant_user, valid_session_id
+from memlane.serve.auth import authorized, tenant_user, valid_agent_id, valid_session_id
 from memlane.serve.config import ApiKey, Scope
 from memlane.serve.errors import ApiError, watched
 from memlane.serve.memory_schemas import (
@@ -43,16 +43,22 @@ from memlane.serve.memory_schemas import (
     SearchRequest,
 )
 from memlane.serve.service import Service, Store
+from memlane.tenants import shared_store_user_id
 from memlane.tools import forget_memory, remember_fact, remember_note
 
 
 def _public(value: Any, store_user: str, user_id: str) -> Any:
-    """A dumped record with each `user_id` shown as the caller's id (not the tenant-qualified store id)."""
+    """A dumped record with each `user_id` shown as the caller's id (not the tenant-qualified store
+    id, nor an agent's scope of it: an export's `agents` holds those)."""
     if isinstance(value, dict):
-        return {k: (user_id if k == "user_id" and v == store_user else _public(v, store_user, user_id)) for k, v in value.items()}
+        return {k: (user_id if k == "user_id" and _same_user(v, store_user) else _public(v, store_user, user_id)) for k, v in value.items()}
     if isinstance(value, list):
         return [_public(item, store_user, user_id) for item in value]
     return value
+
+
+def _same_user(value: Any, store_user: str) -> bool:
+    return isinstance(value, str) and split_user_id(value)[0] == split_user_id(store_user)[0]
 
 
 @dataclass(frozen=True)
@@ -71,22 +77,46 @@ class Caller:
 
 
 def _caller(scope: Scope) -> Callable[..., Awaitable[Caller]]:
-    async def dependency(user_id: str, key: ApiKey = Depends(authorized(scope))) -> Caller:
-        return Caller(key=key, user_id=user_id, store_user=tenant_user(key, user_id))
+    async def dependency(
+        user_id: str,
+        key: ApiKey = Depends(authorized(scope)),
+        agent_id: str | None = Query(
+            default=None, description="an agent's (a persona's) own memory of the user; unset: the user's own memory"
+        ),
+    ) -> Caller:
+        return Caller(key=key, user_id=user_id, store_user=scoped_user_id(tenant_user(key, user_id), valid_agent_id(agent_id)))
+
+    return dependency
+
+
+def _shared_caller(scope: Scope) -> Callable[..., Awaitable[Caller]]:
+    async def dependency(key: ApiKey = Depends(authorized(scope))) -> Caller:
+        return Caller(key=key, user_id=SHARED_USER, store_user=shared_store_user_id(key.tenant))
 
     return dependency
 
 
 Reader = Annotated[Caller, Depends(_caller("read"))]
 Writer = Annotated[Caller, Depends(_caller("write"))]
+SHARED_USER = "shared"  # how answers about the tenant's shared memory name its "user"
+SharedReader = Annotated[Caller, Depends(_shared_caller("read"))]
+SharedWriter = Annotated[Caller, Depends(_shared_caller("shared"))]
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"])
-"""The memories API: search, profile, events, notes, forgetting, export, memory runs."""
+"""The memories API: search, profile, events, notes, forgetting, export, memory runs. Every route
+takes `?agent_id=`: that agent's own memory of the user instead of the user's."""
+
+shared = APIRouter(prefix="/v1/shared", tags=["shared memory"])
+"""The tenant's shared memory (store/scopes.py), which recall reads beside a user's own for the
+personas configured to (`read_shared`): search and export with the `read` scope, notes added and
+deleted with the `shared` scope, which keys get only when listed (what is written here reaches
+every user's recall)."""
 
 
 @router.post("/search")
 async def search(body: SearchRequest, caller: Reader, store: Store) -> dict[str, Any]:
-    """Hybrid search over the user's memories (profile, events, notes, messages), best first."""
+    """Hybrid search over the user's memories (profile, events, notes, messages), best first; `filter`
+    keeps those whose metadata match (a field not declared in MEMLANE_METADATA_FIELDS: 422)."""
     hits = await watched(
         store.search_memories(
             caller.store_user,
@@ -96,6 +126,7 @@ async def search(body: SearchRequest, caller: Reader, store: Store) -> dict[str,
             since=body.since,
             until=body.until,
             limit=body.limit,
+            metadata_filter=body.filter,
         ),
         store,
     )
@@ -215,8 +246,9 @@ async def delete_event(event_id: PathId, caller: Writer, store: Store) -> Delete
 
 @router.post("/memories", status_code=201)
 async def add_note(body: NoteIn, caller: Writer, store: Store) -> dict[str, Any]:
-    """Remember a note about the user (an event card tagged "remembered", found by search and recall)."""
-    memory = await remember_note(store, caller.store_user, body.text.strip(), session_id=body.session_id)
+    """Remember a note about the user (an event card tagged "remembered", found by search and recall),
+    with its metadata (422 when a declared field cannot hold its value)."""
+    memory = await remember_note(store, caller.store_user, body.text.strip(), session_id=body.session_id, metadata=body.metadata)
     return MemoryOut.of(memory).model_dump()
 
 
@@ -265,7 +297,10 @@ async def recall_block(body: RecallIn, caller: Reader, service: Service) -> dict
     """The memory block for a message, for a client that calls its own model: what the chat
     route puts before the model (profile, the session's rolling summary, memories relevant to
     the message, within the recall budget), as `text` and as items with their relevance."""
-    identity = MemoryAgentContext(user_id=caller.store_user, session_id=valid_session_id(body.session_id))
+    identity = MemoryAgentContext(
+        user_id=caller.store_user, session_id=valid_session_id(body.session_id),
+        shared_user_id=shared_store_user_id(caller.key.tenant) if body.include_shared else None,
+    )
     recalled = await service.require_turns().recall(identity, body.message)
     if recalled is None:
         raise ApiError(503, "the store cannot answer now; answer without memory and try again", "store_unavailable")
@@ -314,14 +349,45 @@ async def export_user(caller: Reader, store: Store) -> dict[str, Any]:
 
 @router.delete("")
 async def delete_user(caller: Writer, service: Service) -> dict[str, Any]:
-    """Delete everything of the user (after their pending saves)."""
-    if service.persistence is not None:
-        await service.persistence.wait_saved(caller.store_user, timeout=10)
-    if service.scheduler is not None:  # a run in progress would write the user back
-        deadline = time.monotonic() + 30
-        while await service.scheduler.user_busy(caller.store_user):  # queued or running in any process
-            if time.monotonic() > deadline:
-                raise ApiError(409, "a memory run of the user is still working; try again in a moment", "user_busy")
-            await asyncio.sleep(0.1)
-    removed = await service.require_store().delete_user(caller.store_user)
+    """Delete everything of the user, each agent's memory of the user too (after their pending
+    saves); with `agent_id`, that agent's memory of the user only."""
+    store = service.require_store()
+    owners = [caller.store_user]
+    if split_user_id(caller.store_user)[1] is None:
+        owners += [scoped_user_id(caller.store_user, agent) for agent in await store.agents(caller.store_user)]
+    for owner in owners:
+        if service.persistence is not None:
+            await service.persistence.wait_saved(owner, timeout=10)
+        if service.scheduler is not None:  # a run in progress would write the user back
+            deadline = time.monotonic() + 30
+            while await service.scheduler.user_busy(owner):  # queued or running in any process
+                if time.monotonic() > deadline:
+                    raise ApiError(409, "a memory run of the user is still working; try again in a moment", "user_busy")
+                await asyncio.sleep(0.1)
+    removed = await store.delete_user(caller.store_user)
     return {"id": caller.user_id, "deleted": True, "keys_removed": removed}
+
+
+# the tenant's shared memory: the same handlers over the tenant's shared scope ----------------------
+@shared.post("/search")
+async def search_shared(body: SearchRequest, caller: SharedReader, store: Store) -> dict[str, Any]:
+    """Hybrid search over the tenant's shared memory, best first."""
+    return await search(body, caller, store)
+
+
+@shared.post("/memories", status_code=201)
+async def add_shared_note(body: NoteIn, caller: SharedWriter, store: Store) -> dict[str, Any]:
+    """Remember a note in the tenant's shared memory (needs the `shared` scope)."""
+    return await add_note(body, caller, store)
+
+
+@shared.delete("/memories/{memory_id}")
+async def delete_shared_memory(memory_id: PathId, caller: SharedWriter, store: Store) -> Deleted:
+    """Delete one memory of the tenant's shared memory (needs the `shared` scope)."""
+    return await delete_memory(memory_id, caller, store)
+
+
+@shared.get("/export")
+async def export_shared(caller: SharedReader, store: Store) -> dict[str, Any]:
+    """Everything in the tenant's shared memory, as JSON."""
+    return await export_user(caller, store)

@@ -60,6 +60,12 @@ class SearchRequest(JsonBody):
     session_id: str | None = Field(default=None, min_length=1, max_length=SESSION_ID_MAX_CHARS)
     since: float | None = None
     until: float | None = None
+    filter: dict[str, Any] | None = Field(
+        default=None,
+        description='only memories whose metadata match: {"project": "apollo"}, {"priority": {"gte": 2, "lt": 5}}, '
+        '{"project": {"in": [...]}} / {"ne": ...} / {"nin": [...]}, {"AND": [...]}, {"OR": [...]}; on the fields '
+        "MEMLANE_METADATA_FIELDS declares (another is answered 422)",
+    )
 
     check_id = field_validator("session_id")(_usable_id)
 
@@ -77,6 +83,7 @@ class MemoryOut(BaseModel):
     source_message_ids: list[str]
     valid_until: float | None = Field(description="when a newer fact replaced what it says; null while it holds")
     status: Literal["current", "earlier"]
+    metadata: dict[str, Any] = Field(default_factory=dict, description="the JSON object its note, message or item was written with")
 
     @classmethod
     def of(cls, memory: Memory) -> "MemoryOut":
@@ -205,10 +212,13 @@ class EventOut(BaseModel):
 
 
 class NoteIn(JsonBody):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     text: str = Field(min_length=1, max_length=4000)
     session_id: str = Field(default="api", min_length=1, max_length=SESSION_ID_MAX_CHARS)
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="a JSON object of the caller's own, kept with the note; search filters on its declared fields"
+    )
 
     check_blank = field_validator("text", "session_id")(_not_blank)
     check_id = field_validator("session_id")(_usable_id)
@@ -228,7 +238,7 @@ class MessagesIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     messages: list[dict[str, Any]] | None = Field(
-        default=None, description="each {role, content, id?, session_id?, name?, created_at?}; an OpenAI messages list reads as is"
+        default=None, description="each {role, content, id?, session_id?, name?, created_at?, metadata?}; an OpenAI messages list reads as is"
     )
     sessions: list[dict[str, Any]] | None = Field(default=None, description="LoCoMo-style sessions: {session, date_time, turns}")
     session_id: str = Field(default="import", max_length=SESSION_ID_MAX_CHARS, description="for messages that name none")
@@ -248,6 +258,7 @@ class RecallIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     message: str = Field(description="the user's message the model is about to answer")
     session_id: str = Field(default=DEFAULT_SESSION, max_length=SESSION_ID_MAX_CHARS)
+    include_shared: bool = Field(default=False, description="read the tenant's shared memory (/v1/shared) beside the user's")
 
 
 class RunRequested(BaseModel):

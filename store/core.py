@@ -30,6 +30,7 @@ from memlane.store.embeddings import embed_passages, embedding_dims
 from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
 from memlane.store.privacy import redact
 from memlane.store.schema import KeyLayout, memory_schema
+from memlane.store.scopes import split_user_id
 from memlane.store.shard_indexes import SearchNotes, ShardIndexes
 from memlane.store.timeexpr import resolve_timezone
 
@@ -89,7 +90,7 @@ class StoreCore:
         self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
         self.layout = KeyLayout(key_prefix or self.settings.store.key_prefix, max_id_chars=self.settings.limits.max_id_chars)
         self.dims = embedding_dims(self.embeddings)
-        self.schema = memory_schema(self.layout, self.dims)
+        self.schema = memory_schema(self.layout, self.dims, self.settings.store.metadata_fields)
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
         self.zone = resolve_timezone(self.settings.store.timezone)
         self.shards = (
@@ -174,6 +175,18 @@ class StoreCore:
 
     async def embed_query(self, text: str) -> list[float]:
         return await self._embed(lambda: self.embeddings.aembed_query(text))
+
+    async def note_scopes(self, user_ids: Any) -> None:
+        """Add the agents' scopes among `user_ids` (store users) to their users' `layout.scopes`
+        sets, before their records are written: exporting a user then finds every scope."""
+        pipe = None
+        for user_id in dict.fromkeys(user_ids):
+            _, agent = split_user_id(user_id)
+            if agent is not None:
+                pipe = pipe or self.client.pipeline(transaction=False)
+                pipe.sadd(self.layout.scopes(user_id), agent)
+        if pipe is not None:
+            await self.run(pipe.execute())
 
     # what enters the store: private data masked, sizes checked -------------------------------
     def redact(self, text: str) -> str:

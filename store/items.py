@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from memlane.store.core import StorePart, as_text
 from memlane.store.memories import Memories
+from memlane.store.metadata import checked_metadata, metadata_row
 from memlane.store.quotas import text_bytes
 from memlane.store.records import StoreItem
 from memlane.store.schema import MemoryField
@@ -57,7 +58,12 @@ class Items(StorePart):
             return []
         items = [item for item, _ in latest.values()]
         own_vectors = [vector for _, vector in latest.values()]
-        for user_id in dict.fromkeys(item.user_id for item in items):  # refused before anything is written
+        for item in items:  # refused before anything is written
+            metadata_row(
+                checked_metadata(item.metadata, self.settings.limits.max_metadata_bytes, f"item {item.key!r}"),
+                self.settings.store.metadata_fields,
+            )
+        for user_id in dict.fromkeys(item.user_id for item in items):  # past a quota: refused before anything is written
             await self.quotas.reserve(user_id, {i.memory_id: item_value_bytes(i) for i in items if i.user_id == user_id})
         # the owner is listed before its items exist: a search over every owner never misses one
         await self._run(self.client.sadd(self.layout.item_owners, *{item.user_id for item in items}))
@@ -82,9 +88,9 @@ class Items(StorePart):
                 row = self.memories.memory_row(item.as_memory())
                 row.update({MemoryField.SEARCH_TEXT: "", MemoryField.CONTENT_DIGEST: ""})
                 pipe.hdel(key, MemoryField.EMBEDDING)
-                pipe.hset(key, mapping=row)
+                self.memories.queue_row(pipe, key, row)
             elif key in changed:
-                pipe.hset(key, mapping=changed[key])
+                self.memories.queue_row(pipe, key, changed[key])
             pipe.hset(key, MemoryField.ITEM, item.model_dump_json())
             if own is None:
                 pipe.hdel(key, MemoryField.ITEM_VECTORS)

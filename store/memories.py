@@ -23,10 +23,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from memlane.store.core import StorePart, as_text, unavailable
 from memlane.store.errors import StoreError
 from memlane.store.ids import stable_id
+from memlane.store.metadata import checked_metadata, metadata_row
 from memlane.store.quotas import text_bytes
 from memlane.store.records import Memory
 from memlane.store.retention import record_kind
-from memlane.store.schema import INDEX_LANGUAGE, KEY_LAYOUT_VERSION, MemoryField, glob_escaped, speaker_key
+from memlane.store.schema import INDEX_LANGUAGE, KEY_LAYOUT_VERSION, MemoryField, glob_escaped, metadata_field, speaker_key
 from memlane.store.text import detect_language, index_terms
 from memlane.store.timeexpr import month_day
 from memlane.store.tokens import count_tokens
@@ -49,6 +50,7 @@ RETURN_FIELDS = [
     MemoryField.SPEAKER,
     MemoryField.SPEAKER_ROLE,
     MemoryField.VALID_UNTIL,
+    MemoryField.METADATA,
 ]
 
 
@@ -66,6 +68,7 @@ def memory_from_doc(doc: dict[str, Any]) -> Memory:
         speaker=as_text(doc.get(MemoryField.SPEAKER)) or None,
         speaker_role=as_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",  # type: ignore[arg-type]
         valid_until=float(as_text(doc.get(MemoryField.VALID_UNTIL)) or 0) or None,
+        metadata=json.loads(as_text(doc.get(MemoryField.METADATA)) or "{}"),
     )
 
 
@@ -114,6 +117,7 @@ class Memories(StorePart):
             if self._index_is_current(info):
                 if not self._has_field(info, MemoryField.VALID_UNTIL):
                     await self._add_valid_until(client, name)
+                await self._ensure_metadata_fields(client, name, info)
                 return
             logger.warning("rebuilding the index %s for the bilingual full-text fields", name)
             await self._run(client.ft(name).dropindex(delete_documents=False))
@@ -182,6 +186,58 @@ class Memories(StorePart):
             if "duplicate" not in str(error).lower():  # another process added it first
                 raise StoreError(f"could not add {MemoryField.VALID_UNTIL} to the index {name}: {error}") from error
 
+    async def _ensure_metadata_fields(self, client: Any, name: str, info: dict[str, Any]) -> None:
+        """Index the metadata fields the settings declare that the index lacks: a new one is added in
+        place (FT.ALTER), one declared with another type than indexed rebuilds the index; then the
+        stored memories' hashes get those fields from their metadata."""
+        indexed = self._field_types(info)
+        declared = self.settings.store.metadata_fields
+        changed = {field: kind for field, kind in declared.items() if indexed.get(metadata_field(field)) != kind}
+        if not changed:
+            return
+        retyped = [field for field in changed if metadata_field(field) in indexed]
+        logger.warning("indexing the metadata fields %s in the index %s", ", ".join(changed), name)
+        if retyped:
+            await self._run(client.ft(name).dropindex(delete_documents=False))
+            await self._create_index(client, name)
+        else:
+            for field in self.core.schema.redis_fields:
+                if field.name in {metadata_field(declared_name) for declared_name in changed}:
+                    try:
+                        await self._run(client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", *field.redis_args()))
+                    except ResponseError as error:
+                        if "duplicate" not in str(error).lower():  # another process added it first
+                            raise StoreError(f"could not add the metadata field {field.name} to the index {name}: {error}") from error
+        await self._backfill_metadata(client, changed)
+
+    @staticmethod
+    def _field_types(info: dict[str, Any]) -> dict[str, str]:
+        """Indexed field → "tag", "numeric", "text" or "vector", from FT.INFO's attributes."""
+        types = {}
+        for attribute in info.get("attributes", []):
+            flat = [as_text(item) for item in attribute]
+            if "attribute" in flat and "type" in flat:
+                types[flat[flat.index("attribute") + 1]] = flat[flat.index("type") + 1].lower()
+        return types
+
+    async def _backfill_metadata(self, client: Any, fields: dict[str, Any]) -> None:
+        """Write the metadata fields `fields` of every stored memory from its metadata (a value the
+        field's type cannot hold is left out), 500 keys per round trip; memories without those keys
+        are not touched."""
+        keys = [key async for key in client.scan_iter(match=glob_escaped(self.layout.memory_key_prefix) + "*", count=1000)]
+        for start in range(0, len(keys), 500):
+            batch = keys[start : start + 500]
+            pipe = client.pipeline(transaction=False)
+            for key in batch:
+                pipe.hget(key, MemoryField.METADATA)
+            found = await self._run(pipe.execute())
+            pipe = client.pipeline(transaction=False)
+            for key, raw in zip(batch, found):
+                metadata = json.loads(as_text(raw) or "{}")
+                if any(field in metadata for field in fields):
+                    self.queue_row(pipe, key, metadata_row(metadata, fields, strict=False))
+            await self._run(pipe.execute())
+
     async def _backfill_search_fields(self, client: Any) -> None:
         """Give memories written before the bilingual index their search fields (one HSET each,
         the stored vector kept), 500 keys per round trip."""
@@ -197,7 +253,7 @@ class Memories(StorePart):
                 doc = dict(zip(RETURN_FIELDS, values))
                 if doc[MemoryField.ID] is not None and doc[MemoryField.TEXT] is not None:
                     memory = memory_from_doc({field: as_text(value) for field, value in doc.items()})
-                    pipe.hset(key, mapping=self.memory_row(memory))
+                    self.queue_row(pipe, key, self.memory_row(memory, strict=False))
             await self._run(pipe.execute())
 
     def _check_dims(self, info: dict[str, Any]) -> None:
@@ -236,16 +292,19 @@ class Memories(StorePart):
     # rows ----------------------------------------------------------------------------------
     def _redacted(self, memory: Memory) -> Memory:
         self.core.check_text_size(memory.text, f"memory {memory.id!r}")
+        checked_metadata(memory.metadata, self.settings.limits.max_metadata_bytes, f"memory {memory.id!r}")
         text = self.core.redact(memory.text)
         context = self.core.redact(memory.context) if memory.context else memory.context
         if text == memory.text and context == memory.context:
             return memory
         return memory.model_copy(update={"text": text, "context": context})
 
-    def memory_row(self, memory: Memory) -> dict[str, Any]:
+    def memory_row(self, memory: Memory, *, strict: bool = True) -> dict[str, Any]:
         """Every field of a memory's hash but the embedding. All fields are always written
         (empty when unset), so an upsert is one HSET: a DEL before it would make RediSearch
-        index the document twice and skew its BM25 statistics until garbage collection."""
+        index the document twice and skew its BM25 statistics until garbage collection. A
+        declared metadata field the memory does not hold is None: deleted (`queue_row`).
+        `strict`: metadata its declared field cannot hold is refused (else left out)."""
         speaker = memory.speaker or ""
         row: dict[str, Any] = {
             MemoryField.ID: memory.id,
@@ -265,6 +324,8 @@ class Memories(StorePart):
             MemoryField.REF_ID: memory.ref_id or "",
             MemoryField.SESSION: self.layout.session_tag(memory.session_id) if memory.session_id else "",
             MemoryField.SESSION_ID: memory.session_id or "",
+            MemoryField.METADATA: json.dumps(memory.metadata, ensure_ascii=False) if memory.metadata else "",
+            **metadata_row(memory.metadata, self.settings.store.metadata_fields, strict=strict),
         }
         # what the embedding read counts too: a change of it re-embeds. An unset valid_until does
         # not: a memory marked superseded in place (`queue_valid_until`) stays marked when
@@ -300,6 +361,7 @@ class Memories(StorePart):
         empty = [memory.user_id for memory in memories if not memory.user_id]
         if empty:
             raise StoreError("a memory has an empty user_id: every memory belongs to a user")
+        await self.core.note_scopes(memory.user_id for memory in memories)
         memories = [self._redacted(memory) for memory in memories]
         latest = {self.layout.memory(memory.user_id, memory.id): memory for memory in memories}  # last one wins
         keys = list(latest)
@@ -346,11 +408,23 @@ class Memories(StorePart):
         for memory_id in memory_ids:
             pipe.hset(self.layout.memory(user_id, memory_id), MemoryField.VALID_UNTIL, valid_until)
 
-    @staticmethod
-    def queue_rows(pipe: Any, rows: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    @classmethod
+    def queue_rows(cls, pipe: Any, rows: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Queue the writes of rows made by `memory_rows` on `pipe`."""
         for key, row in rows:
-            pipe.hset(key, mapping=row)
+            cls.queue_row(pipe, key, row)
+
+    @staticmethod
+    def queue_row(pipe: Any, key: str, row: dict[str, Any]) -> None:
+        """Queue the write of one row (`memory_row`) on `pipe`: its fields set, those that are None
+        deleted (a declared metadata field the memory does not hold; an HDEL of an absent field
+        changes nothing, and the index sees no change)."""
+        values = {field: value for field, value in row.items() if value is not None}
+        absent = [field for field, value in row.items() if value is None]
+        if values:
+            pipe.hset(key, mapping=values)
+        if absent:
+            pipe.hdel(key, *absent)
 
     # the protocol's calls ----------------------------------------------------------------------
     async def add_memories(self, memories: Sequence[Memory]) -> list[str]:

@@ -9,6 +9,7 @@ stays as a tombstone that keeps its id taken.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -20,6 +21,7 @@ from memlane.store.core import StorePart, as_text
 from memlane.store.errors import EmbeddingsUnavailable, InvalidInput
 from memlane.store.ids import message_memory_id
 from memlane.store.memories import Memories
+from memlane.store.metadata import checked_metadata, metadata_row
 from memlane.store.quotas import text_bytes
 from memlane.store.records import Memory, Message, SessionSummary
 from memlane.store.schema import MessageField, item_key
@@ -71,6 +73,11 @@ class Messages(StorePart):
         self._add_message = self.client.register_script(_ADD_MESSAGE_LUA)
         self._advance_cursor = self.client.register_script(_ADVANCE_CURSOR_LUA)
 
+    def _check_metadata(self, message: Message) -> None:
+        """`InvalidInput` for metadata that is not JSON, is too large, or holds what a declared field cannot."""
+        what = f"message {message.id!r}"
+        metadata_row(checked_metadata(message.metadata, self.settings.limits.max_metadata_bytes, what), self.settings.store.metadata_fields)
+
     def _redacted(self, message: Message) -> Message:
         content, name = self.core.redact(message.content), self.core.redact(message.name) if message.name else message.name
         if content == message.content and name == message.name:
@@ -85,11 +92,13 @@ class Messages(StorePart):
             return []
         for message in messages:  # refused before anything is written
             self.core.check_text_size(message.content, f"message {message.id!r}")
+            self._check_metadata(message)
         messages = [self._redacted(message) for message in messages]
         for user_id in dict.fromkeys(message.user_id for message in messages):  # refused before anything is written
             await self.quotas.reserve(
                 user_id, {message_memory_id(m.id): text_bytes(m.content) for m in messages if m.user_id == user_id}, rewrites=False
             )
+        await self.core.note_scopes(message.user_id for message in messages)
         pipe = self.client.pipeline(transaction=False)
         for message in messages:
             key = self.layout.message(message.user_id, message.id)
@@ -102,6 +111,7 @@ class Messages(StorePart):
                 MessageField.SPEAKER_ROLE: message.speaker_role,
                 MessageField.CONTENT: message.content,
                 MessageField.CREATED_AT: repr(message.created_at),
+                MessageField.METADATA: json.dumps(message.metadata, ensure_ascii=False) if message.metadata else "",
             }
             searchable = message.content.strip() and message.role in ("user", "assistant")  # as `index_messages` keeps
             record = "1" if (index_later or index_for_search) and searchable else "0"
@@ -221,6 +231,7 @@ class Messages(StorePart):
                 source_message_ids=[message.id],
                 speaker=message.name,  # the owner's own name too, when given (shown only for others)
                 speaker_role=message.speaker_role,
+                metadata=message.metadata,
             )
             for message in messages
         ]
@@ -286,6 +297,7 @@ class Messages(StorePart):
                     content=data[MessageField.CONTENT],
                     created_at=float(data[MessageField.CREATED_AT]),
                     seq=int(data[MessageField.SEQ]),
+                    metadata=json.loads(data.get(MessageField.METADATA) or "{}"),
                 )
             )
         return messages

@@ -34,6 +34,9 @@ from memlane.store.records import (
 
 if TYPE_CHECKING:  # annotations only: the protocols load no embedder
     from langchain_core.embeddings import Embeddings
+    from redisvl.query.filter import FilterExpression
+
+    from memlane.store.metadata import MetadataFilter
 
     from memlane.store.embeddings import EmbeddingBacklog
 
@@ -171,6 +174,7 @@ class SearchStore(Protocol):
         speaker_roles: Sequence[SpeakerRole] | None = None,
         reference_time: float | None = None,
         understand_time: bool = True,
+        metadata_filter: MetadataFilter | FilterExpression | None = None,
     ) -> MemoryHits:
         """Hybrid (vector + BM25, rank-fused) search over the user's memories, best first (a list;
         its `incomplete` names what part of the memories could not be read, empty when none).
@@ -178,6 +182,9 @@ class SearchStore(Protocol):
         speaker / speaker_roles: only what that person (or those roles) said.
         understand_time: time expressions in the query ("昨天", "on April 27th") boost the
         memories of that time, relative to `reference_time` (default: now).
+        metadata_filter: only memories whose metadata match (`store/metadata.py`:
+        `{"project": "apollo", "priority": {"gte": 2}}` over the fields `metadata_fields`
+        declares; another field is refused with `InvalidInput`), or a RedisVL filter expression.
         """
 
     async def embed_query(self, text: str) -> list[float]:
@@ -287,9 +294,18 @@ class AdminStore(Protocol):
         of what was deleted or expired (with `recount`, counted again from the records); what it did."""
 
     async def delete_user(self, user_id: str) -> int:
-        """Delete everything of the user. Returns the number of keys removed."""
+        """Delete everything of the user, its agents' scopes included (`store/scopes.py`; of one
+        agent's scope, that scope). Returns the number of keys removed."""
 
-    async def export_user(self, user_id: str) -> UserExport: ...
+    async def export_user(self, user_id: str) -> UserExport:
+        """Everything stored about the user; each agent's scope of it under `agents`."""
+
+    async def agents(self, user_id: str) -> list[str]:
+        """The agents that have a scope of the user's (`scoped_user_id`), sorted."""
+
+    async def reset(self) -> int:
+        """Delete everything the store holds (every user, every scope; the index stays, empty).
+        Returns the number of keys removed."""
 
     async def check_ready(self) -> None:
         """Raise StoreError saying what is wrong unless the store can serve (Redis answers, its index exists)."""

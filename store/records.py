@@ -51,6 +51,9 @@ class Message(BaseModel):
         "is the owner's, a named one (朋友A in a group chat) is someone else's",
     )
     seq: int | None = Field(default=None, description="per-user order, assigned by the store")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="a JSON object of the caller's own, kept with the message and its search memory"
+    )
 
     @field_validator("content", "name")
     @classmethod
@@ -275,6 +278,9 @@ class Event(BaseModel):
     profile_delta: list[ProfileChange] = Field(default_factory=list)
     session_ids: list[str] = Field(default_factory=list)
     source_message_ids: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="a JSON object of the caller's own (a note's), kept with the card and its search memory"
+    )
 
     _check_ids = field_validator("id", "user_id")(_checked)
     _clean_texts = field_validator("summary", mode="before")(_cleaned)
@@ -290,6 +296,7 @@ class Event(BaseModel):
             created_at=self.created_at,
             source_message_ids=self.source_message_ids,
             ref_id=self.id,
+            metadata=self.metadata,
         )
 
 
@@ -316,6 +323,11 @@ class Memory(BaseModel):
     valid_until: float | None = Field(
         default=None,
         description="when what it states stopped holding (a newer fact replaced it); unset while it holds",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="a JSON object of the caller's own (of the note, message or item it makes searchable); "
+        "search filters on the keys `StoreSettings.metadata_fields` declares",
     )
 
     _check_ids = field_validator("id", "user_id", "session_id")(_checked)
@@ -395,6 +407,9 @@ class StoreItem(BaseModel):
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     ttl_minutes: float | None = Field(default=None, description="expires this long after its last write or read")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="a JSON object of the caller's own, kept with the item and its search memory"
+    )
 
     _check_ids = field_validator("user_id")(_checked)
     _clean_texts = field_validator("text", mode="before")(_cleaned)
@@ -411,6 +426,7 @@ class StoreItem(BaseModel):
             kind="event",
             text=self.text or json.dumps(self.value, ensure_ascii=False) or "{}",
             created_at=self.created_at,
+            metadata=self.metadata,
         )
 
 
@@ -518,6 +534,9 @@ class UserExport(BaseModel):
     )
     items: list[StoreItem] = Field(
         default_factory=list, description="LangGraph store items (memlane/langgraph_store.py), values as written"
+    )
+    agents: dict[str, "UserExport"] = Field(
+        default_factory=dict, description="agent id → what that agent's scope of the user holds (store/scopes.py)"
     )
 
 

@@ -74,7 +74,7 @@ def _answered_by(
 # settings a store is built on: changing them on an open store would do nothing, so it is refused
 BUILT_ON = (
     "key_prefix", "max_id_chars", "timezone", "circuit_failure_threshold", "circuit_reset_seconds",
-    "embedding_provider", "openai_embedding_model",
+    "embedding_provider", "openai_embedding_model", "metadata_fields",
 )
 
 
@@ -217,6 +217,12 @@ class RedisMemoryStore:
 
     delete_user = _answered_by("users", Users.delete_user)
     export_user = _answered_by("users", Users.export_user)
+    agents = _answered_by("users", Users.agents)
+
+    async def reset(self) -> int:
+        removed = await self.users.reset()
+        await self.ensure_indexes()  # the key-layout marker again, so this store's next start sees its layout
+        return removed
 
 
 async def open_store(

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from redisvl.schema import IndexSchema
 
 from memlane.store.errors import InputTooLarge
 from memlane.store.ids import check_id
+from memlane.store.scopes import split_user_id
 
 # Full text is analyzed in Python (store/text.py: English stems, CJK bigrams) into its own
 # field, indexed without server-side stemming; the index language only names the stop-word
@@ -66,6 +68,7 @@ class MemoryField:
     EMBEDDING = "embedding"
     ITEM = "item"  # a LangGraph store item's JSON (`base.StoreItem`); not indexed
     ITEM_VECTORS = "item_vectors"  # an item's own vectors (float32 rows) from a LangGraph index config; not indexed
+    METADATA = "metadata"  # the caller's JSON object; returned, not indexed (its declared keys are: `metadata_field`)
 
 
 class MessageField:
@@ -79,6 +82,17 @@ class MessageField:
     CREATED_AT = "created_at"
     SEQ = "seq"
     FORGOTTEN = "forgotten"  # "1": the message was forgotten; its hash is a tombstone that keeps the id taken
+    METADATA = "metadata"  # the caller's JSON object ("" or absent: none)
+
+
+# a declared metadata field's values in its hash field (`metadata_field`) are split on this character
+METADATA_TAG_SEPARATOR = "\x1f"
+
+
+def metadata_field(name: str) -> str:
+    """The indexed hash field of the declared metadata key `name` (`StoreSettings.metadata_fields`):
+    prefixed, so that no key of the caller's can take the name of one of memlane's own fields."""
+    return "meta_" + name
 
 
 def _digest(value: str, length: int = 24) -> str:
@@ -86,7 +100,11 @@ def _digest(value: str, length: int = 24) -> str:
 
 
 def user_key(user_id: str) -> str:
-    return _digest("user\x00" + user_id)
+    """The digest of a store user in keys and tag fields; an agent's scope of a user
+    (`store.scopes`) is the user's digest, ".", and a digest of the agent."""
+    user, agent = split_user_id(user_id)
+    digest = _digest("user\x00" + user)
+    return digest if agent is None else digest + "." + _digest("agent\x00" + agent, 16)
 
 
 def session_key(session_id: str) -> str:
@@ -102,8 +120,10 @@ def item_key(item_id: str) -> str:
 
 
 def hash_tag(digest: str) -> str:
-    """`digest` as a Redis Cluster hash tag: keys holding the same tag share one hash slot."""
-    return "{" + digest + "}"
+    """`digest` as a Redis Cluster hash tag: keys holding the same tag share one hash slot. A
+    scope's digest ("<user>.<agent>") keeps its user's tag: `{<user>}.<agent>`."""
+    user, dot, agent = digest.partition(".")
+    return "{" + user + "}" + dot + agent
 
 
 def glob_escaped(text: str) -> str:
@@ -167,6 +187,20 @@ class KeyLayout:
 
     def _memory_digest_prefix(self, user_digest: str) -> str:
         return f"{self.memory_key_prefix}{hash_tag(user_digest)}:"
+
+    def user_keys_pattern(self, user_id: str) -> list[str]:
+        """SCAN patterns of every key of the user and of the user's agents' scopes (`store.scopes`):
+        the user's two prefixes up to the closing brace of the hash tag. Of an agent's scope: its keys."""
+        digest = user_key(self.checked_id(user_id, "a user id"))
+        prefixes = (self._user_digest_prefix(digest), self._memory_digest_prefix(digest))
+        if "." in digest:  # one agent's scope: its own keys only
+            return [glob_escaped(prefix) + "*" for prefix in prefixes]
+        return [glob_escaped(prefix[: prefix.index("}") + 1]) + "*" for prefix in prefixes]
+
+    def scopes(self, user_id: str) -> str:
+        """Set: the agents with a scope of the user's (raw agent ids), added as each scope's records
+        are written, so that exporting the user can name them."""
+        return self.user_prefix(split_user_id(user_id)[0]) + "scopes"
 
     def slot_key(self, user_id: str) -> str:
         """A key of the user (any one does: they share a slot), for finding the user's hash slot."""
@@ -236,7 +270,7 @@ class KeyLayout:
     @property
     def owner_scan(self) -> str:
         """SCAN pattern of every user's `owner` key."""
-        return glob_escaped(f"{self.prefix}:u:") + "{*}:owner"
+        return glob_escaped(f"{self.prefix}:u:") + "{*:owner"  # agents' scopes too
 
     def unindexed_messages(self, user_id: str) -> str:
         """Set: ids of stored messages waiting for their search entry, recorded as they are
@@ -247,7 +281,7 @@ class KeyLayout:
     def unindexed_messages_scan(self) -> str:
         """SCAN pattern of every user's `unindexed_messages` key."""
         before, after = self.unindexed_messages_of_digest("\0").split("\0")
-        return glob_escaped(before) + "*" + glob_escaped(after)
+        return glob_escaped(before) + "*" + glob_escaped(after.removeprefix("}"))  # an agent's scope too
 
     def unindexed_messages_of_digest(self, user_digest: str) -> str:
         return self._user_digest_prefix(user_digest) + "unindexed"
@@ -293,12 +327,14 @@ class KeyLayout:
     @property
     def item_registry_pattern(self) -> str:
         """SCAN pattern of every user's `items` registry."""
-        return glob_escaped(f"{self.prefix}:u:") + "{*}:items"
+        return glob_escaped(f"{self.prefix}:u:") + "{*:items"  # agents' scopes too
 
     @staticmethod
     def digest_of_user_key(key: str) -> str:
-        """The user's digest inside one of the user's keys (its hash tag)."""
-        return key[key.index("{") + 1 : key.index("}")]
+        """The user's digest inside one of the user's keys (its hash tag, and an agent's scope after it)."""
+        start = key.index("{")
+        end = key.index("}", start)
+        return key[start + 1 : end] + key[end + 1 :].split(":", 1)[0]
 
     def request_key(self, user_id: str, key: str) -> str:
         """String: the fingerprint of the request first sent with the `Idempotency-Key` `key` (expires)."""
@@ -329,8 +365,19 @@ class KeyLayout:
         return f"{self.prefix}:item_owners_adopted"
 
 
-def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
-    """The RedisVL schema of the vector-memory index."""
+def metadata_schema_fields(metadata_fields: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The index fields of the declared metadata keys: tags exact (case kept, split only on
+    `METADATA_TAG_SEPARATOR`), numbers for ranges."""
+    return [
+        {"name": metadata_field(name), "type": "numeric"}
+        if kind == "numeric"
+        else {"name": metadata_field(name), "type": "tag", "attrs": {"separator": METADATA_TAG_SEPARATOR, "case_sensitive": True}}
+        for name, kind in metadata_fields.items()
+    ]
+
+
+def memory_schema(layout: KeyLayout, dims: int, metadata_fields: Mapping[str, str] | None = None) -> IndexSchema:
+    """The RedisVL schema of the vector-memory index, with the declared metadata fields."""
     return IndexSchema.from_dict(
         {
             "index": {
@@ -360,6 +407,7 @@ def memory_schema(layout: KeyLayout, dims: int) -> IndexSchema:
                         "datatype": "float32",
                     },
                 },
+                *metadata_schema_fields(metadata_fields or {}),
             ],
         }
     )

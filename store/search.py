@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Sequence
 
 import numpy as np
+from redisvl.index import AsyncSearchIndex
 from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
@@ -27,6 +28,7 @@ from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
 from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
+from memlane.store.metadata import MetadataFilter, metadata_expression
 from memlane.store.records import Memory, MemoryHit, MemoryHits, MemoryKind, SpeakerRole
 from memlane.store.shard_indexes import SearchNotes
 from memlane.store.schema import MemoryField, speaker_key
@@ -223,27 +225,33 @@ class Search(StorePart):
         notes: SearchNotes | None = None,
     ) -> list[list[dict[str, Any]]]:
         """The answers of `queries` (all vector ones searching with `vector`), from the index that
-        holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`)."""
-        answers = await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)), notes)
-        if self.core.shards is not None:
-            answers = await self._read_found(queries, answers, vector)
-        return answers
+        holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`).
+        On a cluster the found hashes are read in the same call, from the same primary (`_read_found`)."""
+        if self.core.shards is None:
+            return await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)), notes)
+
+        async def search_then_read(index: AsyncSearchIndex) -> list[list[dict[str, Any]]]:
+            return await self._read_found(index.client, queries, await index.batch_query(list(queries)), vector)
+
+        return await self.core.on_user_index(user_id, search_then_read, notes)
 
     async def _read_found(
-        self, queries: Sequence[TextQuery | VectorQuery], answers: list[list[dict[str, Any]]], vector: Sequence[float] | None
+        self, client: Any, queries: Sequence[TextQuery | VectorQuery], answers: list[list[dict[str, Any]]], vector: Sequence[float] | None
     ) -> list[list[dict[str, Any]]]:
         """On a cluster: the found memories' fields, read from their hashes. Redis 7.4's search module
         returns none of a hash outside the slot of the index's name (every user's but one slot's),
         not even the vector distance, so a vector query asks for ids only (in distance order) and the
-        distance is computed here from the stored vector. One HMGET per memory, one round trip, all
-        in the user's slot; a memory deleted since the search is left out."""
+        distance is computed here from the stored vector. One HMGET per memory, one round trip to the
+        primary the search was answered by (`client`: its plain client, whose pipeline checks first
+        that the primary still owns the user), all in the user's slot; a memory deleted since the
+        search is left out."""
         found = [(query, doc) for query, docs in zip(queries, answers) for doc in docs]
         if not found:
             return answers
-        pipe = self.client.pipeline(transaction=False)
+        pipe = client.pipeline(transaction=False)
         for query, doc in found:  # the stored vector only where a distance is wanted
             pipe.hmget(doc["id"], [*RETURN_FIELDS, MemoryField.EMBEDDING] if isinstance(query, VectorQuery) else RETURN_FIELDS)
-        rows = await self._run(pipe.execute())
+        rows = await pipe.execute()
         measured = [vector is not None and len(row) > len(RETURN_FIELDS) and bool(row[-1]) for row in rows]
         vectors = [np.frombuffer(row[-1], dtype=np.float32) for row, wanted in zip(rows, measured) if wanted]
         similarities = iter(cosine_similarities(np.asarray(vector, dtype=np.float32), np.stack(vectors)) if vectors else [])
@@ -302,12 +310,17 @@ class Search(StorePart):
         speaker_roles: Sequence[SpeakerRole] | None = None,
         reference_time: float | None = None,
         understand_time: bool = True,
+        metadata_filter: MetadataFilter | FilterExpression | None = None,
     ) -> MemoryHits:
+        # a bad filter is refused (InvalidInput) before anything is asked
+        narrowing = metadata_expression(metadata_filter, self.settings.store.metadata_fields)
         if limit <= 0 or not query.strip():
             return MemoryHits()
         settings = self.settings
         notes = SearchNotes()  # what the search could not read (a cluster mid-move), said on the hits
         expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
+        if narrowing is not None:
+            expression = expression & narrowing
         candidates = max(settings.search.candidates, limit)
         scope = (
             parse_time_scope(query, time.time() if reference_time is None else reference_time, self.core.zone)
@@ -493,11 +506,21 @@ class Search(StorePart):
     async def _similarities(
         self, user_id: str, query_vector: Sequence[float], docs: list[dict[str, Any]]
     ) -> dict[str, float]:
-        """Cosine similarity of text-only hits, from their stored vectors."""
-        pipe = self.client.pipeline(transaction=False)
-        for doc in docs:
-            pipe.hget(self.layout.memory(user_id, as_text(doc[MemoryField.ID])), MemoryField.EMBEDDING)
-        found = [(doc["id"], np.frombuffer(blob, dtype=np.float32)) for doc, blob in zip(docs, await self._run(pipe.execute())) if blob]
+        """Cosine similarity of text-only hits, from their stored vectors (on a cluster, read from the
+        primary that holds the user, through its plain client)."""
+        keys = [self.layout.memory(user_id, as_text(doc[MemoryField.ID])) for doc in docs]
+
+        async def read(client: Any) -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.hget(key, MemoryField.EMBEDDING)
+            return await pipe.execute()
+
+        if self.core.shards is None:
+            blobs = await self._run(read(self.client))
+        else:
+            blobs = await self.core.on_user_index(user_id, lambda index: read(index.client))
+        found = [(doc["id"], np.frombuffer(blob, dtype=np.float32)) for doc, blob in zip(docs, blobs) if blob]
         if not found:
             return {}
         similarities = cosine_similarities(np.asarray(query_vector, dtype=np.float32), np.stack([vector for _, vector in found]))

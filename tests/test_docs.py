@@ -172,7 +172,7 @@ def served(redis_url, upstream, tmp_path_factory):
     )
     config = ServeConfig(
         keys=[ApiKey(name="docs", tenant="acme", hash=hash_api_key(SERVE_KEY), scopes=("chat", "read", "write"))],
-        personas={"assistant": {"model": "fake-model", "base_url": upstream.url}},
+        personas={"assistant": {"model": "fake-model", "base_url": upstream.url, "memory_scope": "user"}},
     )
     with Served(create_app(config, settings, memory_model=ScriptedChatModel(rules=memory_rules()))) as app:
         yield app.url

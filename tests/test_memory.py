@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import memory_store_on
+
 from memlane.memory import AsyncMemory, Memory
 from memlane.store.errors import InvalidInput
 from memlane.testing import ScriptedChatModel, memory_rules
@@ -60,6 +62,84 @@ async def test_add_without_inferring_stores_searchable_turns_and_a_model_is_aske
     assert hit["kind"] == "message" and (await memory.get(hit["id"], user_id="v"))["memory"] == "I moved to Lyon."
     with pytest.raises(InvalidInput, match="not a memory id"):
         await memory.get("nothing", user_id="v")
+
+
+async def test_an_agents_memory_and_a_run_are_scopes_of_their_own(store, settings):
+    memory = AsyncMemory(store, model=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    added = await memory.add(CHAT, user_id="w", agent_id="sleep-coach", run_id="night-1")
+    assert added["stored"] == 3 and added["results"]
+    assert await memory.search("黑咖啡", user_id="w") == [] and (await memory.get_all(user_id="w"))["results"] == []
+    assert (await memory.get_all(user_id="w", agent_id="other"))["results"] == []
+    mine = await memory.search("黑咖啡", user_id="w", agent_id="sleep-coach")
+    assert mine and "黑咖啡" in mine[0]["memory"]
+    in_run = await memory.search("加班", user_id="w", agent_id="sleep-coach", run_id="night-1", kinds=["message"])
+    assert in_run and {hit["session_id"] for hit in in_run} == {"night-1"}
+    assert await memory.search("加班", user_id="w", agent_id="sleep-coach", run_id="night-2", kinds=["message"]) == []
+    entry_id = next(r["id"] for r in added["results"] if r["id"].startswith("profile:"))
+    assert await memory.get(entry_id, user_id="w") is None and (await memory.get(entry_id, user_id="w", agent_id="sleep-coach"))
+    assert await memory.history(entry_id, user_id="w") == []
+    assert [r["action"] for r in await memory.history(entry_id, user_id="w", agent_id="sleep-coach")] == ["add"]
+    assert await memory.delete(entry_id, user_id="w") is False
+    assert await memory.delete(entry_id, user_id="w", agent_id="sleep-coach") is True
+    await memory.add("I moved to Lyon.", user_id="w", infer=False)
+    assert await memory.delete_all(user_id="w", agent_id="sleep-coach") > 0  # the agent's only
+    assert (await memory.search("Lyon", user_id="w"))[0]["memory"] == "I moved to Lyon."
+    assert await memory.delete_all(user_id="w") > 0
+
+
+async def test_metadata_is_kept_on_add_and_filters_search(settings, embeddings):
+    declared = settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "numeric"}})
+    async with memory_store_on(declared, embeddings) as meta_store:
+        memory = AsyncMemory(meta_store, settings=declared)
+        await memory.add("The launch review moved to Friday.", user_id="x", metadata={"project": "apollo", "priority": 3}, infer=False)
+        await memory.add("The launch party is on Saturday.", user_id="x", metadata={"project": "gemini", "priority": 1}, infer=False)
+        hits = await memory.search("launch", user_id="x", filters={"project": "apollo"})
+        assert [hit["memory"] for hit in hits] == ["The launch review moved to Friday."]
+        assert hits[0]["metadata"] == {"project": "apollo", "priority": 3}
+        assert [h["memory"] for h in await memory.search("launch", user_id="x", filters={"priority": {"lt": 2}})] == ["The launch party is on Saturday."]
+        with pytest.raises(InvalidInput, match="MEMLANE_METADATA_FIELDS"):
+            await memory.search("launch", user_id="x", filters={"owner": "me"})
+
+
+async def test_add_without_waiting_answers_a_run_id_and_the_run_ends_in_the_background(store, settings):
+    memory = AsyncMemory(store, model=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    started = await memory.add(CHAT, user_id="y", wait=False)
+    assert started["stored"] == 3 and started["results"] == [] and started["memory_run_id"]
+    assert len(await store.recent_messages("y", "default")) == 3  # stored before the answer
+    first = await memory.get_run(started["memory_run_id"])
+    assert first["status"] in ("running", "done")
+    ended = await memory.get_run(started["memory_run_id"], wait=True)
+    assert ended["status"] == "done" and ended["event_id"] and {r["event"] for r in ended["results"]} == {"ADD"}
+    assert {m["id"] for m in (await memory.get_all(user_id="y"))["results"]} == {r["id"] for r in ended["results"]}
+    with pytest.raises(InvalidInput, match="no memory run"):
+        await memory.get_run("nope")
+    # a model that answers garbage: the run says so, nothing is lost
+    broken = AsyncMemory(store, model=ScriptedChatModel(rules=[], default="not json at all"), settings=settings)
+    failed = await broken.add("I moved to Lyon.", user_id="z", wait=False)
+    outcome = await broken.get_run(failed["memory_run_id"], wait=True)
+    assert outcome["status"] in ("done", "failed") and len(await store.recent_messages("z", "default")) == 1
+
+
+async def test_reset_deletes_every_users_memories(store, settings):
+    memory = AsyncMemory(store, settings=settings)
+    for user in ("r1", "r2"):
+        await memory.add("I collect vinyl records.", user_id=user, infer=False)
+    await memory.add("I collect stamps.", user_id="r1", agent_id="coach", infer=False)
+    assert await memory.reset() > 0
+    for user, agent in (("r1", None), ("r2", None), ("r1", "coach")):
+        assert await memory.search("collect", user_id=user, agent_id=agent) == []
+    await memory.add("I collect coins.", user_id="r1", infer=False)  # the store works on after a reset
+    assert (await memory.search("collect coins", user_id="r1"))[0]["memory"] == "I collect coins."
+
+
+async def test_reset_on_a_cluster(cluster_store):
+    memory = AsyncMemory(cluster_store, settings=cluster_store.settings)
+    for user in ("c1", "c2", "c3", "c4"):
+        await memory.add("I collect vinyl records.", user_id=user, infer=False)
+    assert await memory.reset() > 0
+    assert [key async for key in cluster_store.client.scan_iter(match=f"{cluster_store.layout.prefix}:u:*")] == []
+    for user in ("c1", "c2", "c3", "c4"):
+        assert await memory.search("vinyl", user_id=user) == []
 
 
 def test_the_sync_memory_works_inside_a_running_loop(store, settings, embeddings):  # (store: its prefix is dropped after)

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
 
+from memlane import SHARED_USER_ID, scoped_user_id
 from memlane.graph import MemoryContext, MemoryScheduler
 from memlane.middleware import IndexBacklog, MemoryAgentContext, MemoryMiddleware, MissingUser
 from memlane.recall import HEADINGS
@@ -134,6 +135,27 @@ async def test_toggles_turn_recall_and_saving_off(store, settings):
     await middleware.wait_idle()
     assert "black coffee" in model.calls[1][0].content
     assert [m.content for m in await store.recent_messages("u", "s2")] == ["coffee?", "two"]
+
+
+async def test_an_agent_keeps_its_own_memory_and_reads_the_shared_one(store, settings):
+    await seed_coffee(store)  # the user's own memory
+    await store.add_memories([Memory(id="hours", user_id=SHARED_USER_ID, kind="event", text="The café opens at 8 am")])
+    model = ScriptedChatModel(script=["one", "two", "three"])
+    middleware = MemoryMiddleware(store, settings=settings)
+    agent = agent_for(model, middleware, system_prompt="Base.")
+    coach = MemoryAgentContext(user_id="u", session_id="s", agent_id="coach", shared_user_id=SHARED_USER_ID)
+    await agent.ainvoke({"messages": [HumanMessage("When does the café open? I like coffee.")]}, context=coach)
+    await middleware.wait_idle()
+    assert "8 am" in model.calls[0][0].content and "black coffee" not in model.calls[0][0].content
+    assert [m.content for m in await store.recent_messages(scoped_user_id("u", "coach"), "s")] == [
+        "When does the café open? I like coffee.", "one"]
+    assert await store.recent_messages("u", "s") == []
+    # through `configurable` too; without shared_user_id, the shared memory is not read
+    plain = create_agent(model, middleware=[middleware], system_prompt="Base.")
+    await plain.ainvoke({"messages": [HumanMessage("café hours?")]}, config={"configurable": {"user_id": "u", "agent_id": "coach", "session_id": "s2"}})
+    await middleware.wait_idle()
+    assert "8 am" not in model.calls[1][0].content
+    assert [m.content for m in await store.recent_messages(scoped_user_id("u", "coach"), "s2")] == ["café hours?", "two"]
 
 
 async def test_a_run_without_a_user_says_how_to_name_one(store, settings):

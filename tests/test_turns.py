@@ -74,7 +74,7 @@ async def through_the_service(store, settings, user: str) -> None:
     with FakeUpstream(reply=REPLY) as upstream:
         config = ServeConfig(
             keys=[ApiKey(name="acme", tenant="acme", hash=hash_api_key("key-acme"), scopes=("chat", "read", "write"))],
-            personas={"assistant": {"model": "fake-model", "base_url": upstream.url}},
+            personas={"assistant": {"model": "fake-model", "base_url": upstream.url, "memory_scope": "user"}},
         )
         app = create_app(config, settings, store=store, memory_model=memory_model(), mount_mcp=False)
         async with app.router.lifespan_context(app):

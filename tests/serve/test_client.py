@@ -40,7 +40,7 @@ def served(redis_url, tmp_path_factory):
         config = tmp_path / "serve.toml"
         config.write_text(
             f'[[keys]]\nname = "crm"\ntenant = "acme"\nhash = "{hash_api_key(KEY)}"\n\n'
-            f'[personas.assistant]\nmodel = "chat-m"\nbase_url = "{chat.url}"\n'
+            f'[personas.assistant]\nmodel = "chat-m"\nbase_url = "{chat.url}"\nmemory_scope = "user"\n'
         )
         env = {
             **os.environ, "REDIS_URL": redis_url, "MEMLANE_KEY_PREFIX": key_prefix, "MEMLANE_DATA_DIR": str(tmp_path / "data"),
@@ -117,6 +117,20 @@ async def test_the_async_client_and_streaming_chat_through_openai(served):
         while not await memory.search("coffee", user_id="ben", kinds=["message"]) and time.monotonic() < deadline:
             await asyncio.sleep(0.2)  # the turn is saved after the reply
         assert await memory.search("coffee", user_id="ben", kinds=["message"])
+
+
+async def test_a_client_for_an_agent_acts_on_that_agents_memory_only(served):
+    url, _ = served
+    async with AsyncMemlaneClient(url, KEY, agent_id="coach") as coach, AsyncMemlaneClient(url, KEY) as own:
+        await coach.put_profile("sport", "running", "5k on Tuesdays", user_id="cai")
+        await coach.note("Trains for a marathon in May", user_id="cai")
+        assert [e["content"] for e in (await coach.get_all(user_id="cai"))["profile"]] == ["5k on Tuesdays"]
+        assert (await own.get_all(user_id="cai"))["profile"] == []
+        assert await own.search("marathon May", user_id="cai") == []
+        assert (await coach.search("marathon May", user_id="cai"))[0]["memory"]["text"] == "Trains for a marathon in May"
+        assert list((await own.export(user_id="cai"))["agents"]) == ["coach"]
+        await own.reset(user_id="cai")  # the user, and every agent's memory of the user
+        assert (await coach.get_all(user_id="cai"))["profile"] == []
 
 
 class FlakyTransport(httpx.AsyncBaseTransport):

@@ -83,9 +83,9 @@ def env(redis_url, tmp_path_factory, embeddings):
         config = ServeConfig(
             keys=[api_key("acme", "acme")],
             personas={
-                "official": {"model": "m"},  # OPENAI_BASE_URL: OPENAI_API_KEY is for it
-                "third": {"model": "m", "base_url": third.url},  # no api_key_env: no key
-                "third-keyed": {"model": "m", "base_url": third.url, "api_key_env": "MEMLANE_TEST_THIRD_KEY"},
+                "official": {"model": "m", "memory_scope": "user"},  # OPENAI_BASE_URL: OPENAI_API_KEY is for it
+                "third": {"model": "m", "base_url": third.url, "memory_scope": "user"},  # no api_key_env: no key
+                "third-keyed": {"model": "m", "base_url": third.url, "api_key_env": "MEMLANE_TEST_THIRD_KEY", "memory_scope": "user"},
             },
             memory={"model": "memory-m", "base_url": memory_upstream.url, "api_key_env": "MEMLANE_TEST_MEMORY_KEY"},
         )
@@ -307,7 +307,7 @@ def test_memory_runs_queued_counts_only_runs_put_on_the_queue(redis_url, tmp_pat
     memory_model = GatedMemoryModel(rules=memory_rules(), default="{}", gate=gate)
     try:
         with FakeUpstream(reply=reply_for) as upstream:
-            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url}})
+            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url, "memory_scope": "user"}})
             with Served(create_app(config, settings, memory_model=memory_model, mount_mcp=False)) as served, httpx.Client(
                 base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=30
             ) as http:
@@ -380,7 +380,7 @@ def served_on_a_private_redis(tmp_path):
     settings = Settings(redis_url=url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
     try:
         with FakeUpstream(reply=reply_for) as upstream:
-            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url}})
+            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url, "memory_scope": "user"}})
             with Served(create_app(config, settings, mount_mcp=False)) as served, httpx.Client(
                 base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60
             ) as http:

@@ -129,11 +129,11 @@ def env(redis_url, tmp_path_factory, embeddings):
                 api_key("globex", "globex"),
             ],
             personas={
-                "assistant": {"model": "fake-model", "base_url": upstream.url, "system_prompt": "You are the test assistant."},
-                "quiet": {"model": "fake-model", "base_url": upstream.url, "system_prompt": "You are quiet.", "auto_save": False, "recall": {"enabled": False}},
+                "assistant": {"model": "fake-model", "base_url": upstream.url, "memory_scope": "user", "system_prompt": "You are the test assistant."},
+                "quiet": {"model": "fake-model", "base_url": upstream.url, "memory_scope": "user", "system_prompt": "You are quiet.", "auto_save": False, "recall": {"enabled": False}},
                 "failing": {"model": "fake-model", "base_url": failing.url, "api_key_env": "MEMLANE_TEST_UPSTREAM_KEY"},
-                "breaking": {"model": "fake-model", "base_url": breaking.url},
-                "slow": {"model": "fake-model", "base_url": slow.url},
+                "breaking": {"model": "fake-model", "base_url": breaking.url, "memory_scope": "user"},
+                "slow": {"model": "fake-model", "base_url": slow.url, "memory_scope": "user"},
                 "unreachable": {"model": "fake-model", "base_url": "http://127.0.0.1:9/v1"},
             },
         )

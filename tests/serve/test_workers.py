@@ -51,7 +51,7 @@ def deployment(redis_url, tmp_path, embeddings):
         config = tmp_path / "serve.toml"
         config.write_text(
             f'[[keys]]\nname = "acme"\ntenant = "acme"\nhash = "{hash_api_key("key-acme")}"\n\n'
-            f'[personas.assistant]\nmodel = "chat-m"\nbase_url = "{chat.url}"\n'
+            f'[personas.assistant]\nmodel = "chat-m"\nbase_url = "{chat.url}"\nmemory_scope = "user"\n'
         )
         env = {
             **os.environ,

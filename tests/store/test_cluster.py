@@ -248,7 +248,7 @@ def served_on_the_cluster(redis_cluster, settings: Settings):
     with FakeUpstream(reply=reply_for) as upstream:
         config = ServeConfig(
             keys=[api_key("acme", "acme")],
-            personas={"assistant": {"model": "fake-model", "base_url": upstream.url, "system_prompt": "You are the test assistant."}},
+            personas={"assistant": {"model": "fake-model", "base_url": upstream.url, "system_prompt": "You are the test assistant.", "memory_scope": "user"}},
         )
         with Served(create_app(config, cluster_settings, memory_model=memory_model)) as served:
             yield Env(served.url, upstream, upstream, memory_model, cluster_settings)

@@ -230,3 +230,16 @@ async def test_writing_an_unchanged_record_again_moves_its_entry_with_it(store: 
     for (key, field, memory_id), first in zip(records, before):
         again = await expiry_ms(short, key, field)
         assert again > first and await expiry_ms(short, short.layout.memory("u", memory_id)) == again, memory_id
+
+
+async def test_an_agents_scope_expires_and_is_swept_on_its_own(store: RedisMemoryStore):
+    from memlane.store.scopes import scoped_user_id
+
+    short = expiring(store)
+    coach = scoped_user_id("u", "coach")
+    await short.add_messages(chat(coach, "s", "I run on Sundays"))
+    await short.add_messages(chat("u", "s", "I keep bees"))
+    await asyncio.sleep(1.8)
+    report = await short.collect_garbage()
+    assert (report.users, report.history_entries, report.sessions) == (2, 2, 2)  # the user's and the coach's scope
+    assert await short.list_sessions(coach) == [] and await short.list_sessions("u") == []
