@@ -23,6 +23,7 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
+from memlane.store.cluster_search import search_then_read
 from memlane.store.breaker import CircuitOpen
 from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
@@ -226,40 +227,14 @@ class Search(StorePart):
     ) -> list[list[dict[str, Any]]]:
         """The answers of `queries` (all vector ones searching with `vector`), from the index that
         holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`).
-        On a cluster the found hashes are read in the same call, from the same primary (`_read_found`)."""
+        On a cluster the found hashes are read by the same script, one round trip (store/cluster_search.py)."""
         if self.core.shards is None:
             return await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)), notes)
 
-        async def search_then_read(index: AsyncSearchIndex) -> list[list[dict[str, Any]]]:
-            return await self._read_found(index.client, queries, await index.batch_query(list(queries)), vector)
+        async def one_trip(index: AsyncSearchIndex) -> list[list[dict[str, Any]]]:
+            return await search_then_read(index, queries, RETURN_FIELDS, vector)
 
-        return await self.core.on_user_index(user_id, search_then_read, notes)
-
-    async def _read_found(
-        self, client: Any, queries: Sequence[TextQuery | VectorQuery], answers: list[list[dict[str, Any]]], vector: Sequence[float] | None
-    ) -> list[list[dict[str, Any]]]:
-        """On a cluster: the found memories' fields, read from their hashes. Redis 7.4's search module
-        returns none of a hash outside the slot of the index's name (every user's but one slot's),
-        not even the vector distance, so a vector query asks for ids only (in distance order) and the
-        distance is computed here from the stored vector. One HMGET per memory, one round trip to the
-        primary the search was answered by (`client`: its plain client, whose pipeline checks first
-        that the primary still owns the user), all in the user's slot; a memory deleted since the
-        search is left out."""
-        found = [(query, doc) for query, docs in zip(queries, answers) for doc in docs]
-        if not found:
-            return answers
-        pipe = client.pipeline(transaction=False)
-        for query, doc in found:  # the stored vector only where a distance is wanted
-            pipe.hmget(doc["id"], [*RETURN_FIELDS, MemoryField.EMBEDDING] if isinstance(query, VectorQuery) else RETURN_FIELDS)
-        rows = await pipe.execute()
-        measured = [vector is not None and len(row) > len(RETURN_FIELDS) and bool(row[-1]) for row in rows]
-        vectors = [np.frombuffer(row[-1], dtype=np.float32) for row, wanted in zip(rows, measured) if wanted]
-        similarities = iter(cosine_similarities(np.asarray(vector, dtype=np.float32), np.stack(vectors)) if vectors else [])
-        for (_, doc), row, wanted in zip(found, rows, measured):
-            doc.update({name: as_text(value) for name, value in zip(RETURN_FIELDS, row) if value is not None})
-            if wanted:
-                doc[VECTOR_DISTANCE] = str(1.0 - float(next(similarities)))
-        return [[doc for doc in docs if MemoryField.ID in doc] for docs in answers]
+        return await self.core.on_user_index(user_id, one_trip, notes)
 
     async def memory_count(self, user_id: str) -> int:
         """How many search memories the user has (cached for a minute: it picks the search mode)."""
