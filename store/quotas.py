@@ -9,6 +9,9 @@ LangGraph item (their own ids); and the UTF-8 bytes of its text. Vectors, indexe
 not counted. Usage is kept while a quota is set (`KeyLayout.usage`); the first write under a quota
 counts what the user has, and a record deleted or expired leaves the count at the next recount:
 before a write is refused (so a refusal is never from a stale count) and at each `memlane gc`.
+The quotas are the user's: the user's own memory and every agent's memory of the user
+(store/scopes.py) count together, so no agent id a caller makes up adds room; the shared scope
+is a user of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from memlane.store.errors import QuotaExceeded
 from memlane.store.ids import event_memory_id, message_memory_id, profile_memory_id
 from memlane.store.records import Event, ProfileEntry
 from memlane.store.schema import MessageField, MemoryField
+from memlane.store.scopes import scoped_user_id, split_user_id
 
 # Adds the records of one write to the user's usage, unless that takes the user past a quota.
 # KEYS: usage hash, usage bytes; ARGV: max records (0: none), max bytes (0: none), '1' when a record
@@ -114,7 +118,7 @@ class Quotas(StorePart):
         retention = self.settings.retention
         args: list[Any] = [retention.max_memories_per_user or 0, retention.max_bytes_per_user or 0, "0" if rewrites else "1"]
         for memory_id, size in sizes.items():
-            args += [memory_id, size]
+            args += [self.layout.usage_field(user_id, memory_id), size]
         keys = [self.layout.usage(user_id), self.layout.usage_bytes(user_id)]
         return [int(value) for value in await self._run(self.client.eval(_RESERVE_LUA, 2, *keys, *args))]
 
@@ -128,11 +132,16 @@ class Quotas(StorePart):
 
     async def recount(self, user_id: str, *, full: bool = False) -> int:
         """Drop the records that are gone (deleted, expired, a write that failed) from the user's
-        usage; with `full`, count every record the user has from scratch instead (a user's first
-        write under a quota, `memlane gc --recount`). Returns how many entries left the count."""
+        usage; with `full`, count every record the user has, in the user's own memory and in each
+        agent's (store/scopes.py), from scratch instead (a user's first write under a quota,
+        `memlane gc --recount`). Returns how many entries left the count."""
         usage = self.layout.usage(user_id)
         if full:
-            sizes = await self._count_records(user_id)
+            user = split_user_id(user_id)[0]
+            agents = sorted(as_text(agent) for agent in await self._run(self.client.smembers(self.layout.scopes(user))))
+            sizes: dict[str, int] = {}
+            for owner in [user, *(scoped_user_id(user, agent) for agent in agents)]:
+                sizes.update({self.layout.usage_field(owner, memory_id): size for memory_id, size in (await self._count_records(owner)).items()})
             before = await self._run(self.client.hlen(usage))
             pipe = self.client.pipeline(transaction=True)
             pipe.delete(usage)
@@ -141,17 +150,18 @@ class Quotas(StorePart):
             pipe.set(self.layout.usage_bytes(user_id), sum(sizes.values()))
             await self._run(pipe.execute())
             return max(0, int(before) - len(sizes))
-        members = [as_text(member) for member in await self._run(self.client.hkeys(usage))]
-        gone = [member for member, there in zip(members, await self._present(user_id, members)) if not there]
+        fields = [as_text(member) for member in await self._run(self.client.hkeys(usage))]
+        records = [self.layout.usage_record(user_id, field) for field in fields]
+        gone = [field for field, there in zip(fields, await self._present(records)) if not there]
         keys = [usage, self.layout.usage_bytes(user_id)]
         await self._run(self.client.eval(_RECOUNT_LUA, 2, *keys, *gone))
         return len(gone)
 
-    async def _present(self, user_id: str, memory_ids: Sequence[str]) -> list[bool]:
-        """Whether each record (by its memory id) is still there: a message not forgotten, a card,
-        an entry, a memory's own hash."""
+    async def _present(self, records: Sequence[tuple[str, str]]) -> list[bool]:
+        """Whether each record ((store user, memory id)) is still there: a message not forgotten, a
+        card, an entry, a memory's own hash."""
         pipe = self.client.pipeline(transaction=False)
-        for memory_id in memory_ids:
+        for user_id, memory_id in records:
             if memory_id.startswith("message:"):
                 key = self.layout.message(user_id, memory_id.removeprefix("message:"))
                 pipe.hmget(key, [MessageField.ID, MessageField.FORGOTTEN])
@@ -161,7 +171,7 @@ class Quotas(StorePart):
                 pipe.hexists(self.layout.profile(user_id), memory_id.removeprefix("profile:"))
             else:
                 pipe.exists(self.layout.memory(user_id, memory_id))
-        answers = await self._run(pipe.execute()) if memory_ids else []
+        answers = await self._run(pipe.execute()) if records else []
         return [
             (row[0] is not None and not row[1]) if isinstance(row, list) else bool(row)
             for row in answers

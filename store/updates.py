@@ -68,7 +68,7 @@ class Updates(StorePart):
         self.retention.queue_follow(pipe, user_id, list(dict.fromkeys(written)))
         self.retention.queue_owner(pipe, user_id)
         if update.delete_profile_ids and self.settings.retention.has_quota:
-            pipe.hdel(self.layout.usage(user_id), *(profile_memory_id(entry_id) for entry_id in update.delete_profile_ids))
+            pipe.hdel(self.layout.usage(user_id), *(self.layout.usage_field(user_id, profile_memory_id(entry_id)) for entry_id in update.delete_profile_ids))
         if update.advance_cursor_to is not None:
             await self.messages.queue_cursor_advance(pipe, user_id, update.advance_cursor_to)
         await self.core.execute_with_scripts(pipe)

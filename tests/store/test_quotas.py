@@ -89,3 +89,22 @@ async def test_the_sweep_recounts_usage(store: RedisMemoryStore):
     await capped.client.hset(capped.layout.usage("u"), "message:phantom", 99)
     assert (await capped.collect_garbage("u", recount=True)).quota_entries == 1
     assert await capped.messages.quotas.usage("u") == (2, len("onethree"))
+
+
+async def test_the_quota_is_the_users_across_every_agents_memory_of_the_user(store: RedisMemoryStore):
+    from memlane import scoped_user_id
+
+    capped = limited(store, max_memories_per_user=3)
+    await capped.add_messages(chat("q", "s", "one"))
+    await capped.add_messages(chat(scoped_user_id("q", "coach"), "s", "two"))
+    await capped.apply_update(event_update(scoped_user_id("q", "tutor"), "e1", "three"))
+    for agent in ("coach", "made-up-1", "made-up-2"):  # no agent id adds room
+        with pytest.raises(QuotaExceeded):
+            await capped.add_messages(chat(scoped_user_id("q", agent), "s", "four", start=5))
+    assert await capped.messages.quotas.usage(scoped_user_id("q", "coach")) == (3, len("onetwothree"))
+    assert await capped.messages.quotas.recount("q", full=True) == 0  # counted from scratch, every scope: the same
+    assert await capped.messages.quotas.usage("q") == (3, len("onetwothree"))
+    await capped.delete_event(scoped_user_id("q", "tutor"), "e1")  # gone from one scope: room for another's
+    await capped.add_messages(chat(scoped_user_id("q", "coach"), "s", "four", start=5))
+    assert await capped.messages.quotas.usage("q") == (3, len("onetwofour"))
+    await capped.add_messages(chat("other", "s", "a", "b", "c"))  # another user: a quota of their own
