@@ -29,6 +29,7 @@ from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
 from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
+
 from memlane.store.metadata import MetadataFilter, metadata_expression
 from memlane.store.records import Memory, MemoryHit, MemoryHits, MemoryKind, SpeakerRole
 from memlane.store.shard_indexes import SearchNotes
@@ -38,6 +39,12 @@ from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, witho
 
 logger = logging.getLogger(__name__)
 
+# what a text ranking's candidate is found with (Redis' own key, "id", comes with each): what the
+# fusion reads (the recency ranking's kind and time). Its BM25 queries are answered while the query
+# is embedded, and a hundred candidates' every field cost more to parse than reading the few that
+# are returned from their hashes (`Search._hydrate`, in the round trip that reads a text-only hit's
+# vector anyway). The vector rankings, whose answer is waited on, come with every field.
+CANDIDATE_FIELDS = [MemoryField.KIND, MemoryField.CREATED_AT]
 VECTOR_DISTANCE = VectorQuery.DISTANCE_ID  # "vector_distance": cosine distance of a KNN hit
 
 _COUNT_TTL_SECONDS = 60.0
@@ -199,7 +206,8 @@ class Search(StorePart):
         return expression
 
     def vector_query(
-        self, vector: Sequence[float], expression: FilterExpression, limit: int, *, approximate: bool = False
+        self, vector: Sequence[float], expression: FilterExpression, limit: int, *, approximate: bool = False,
+        fields: Sequence[str] = RETURN_FIELDS,
     ) -> VectorQuery:
         """KNN under the filter. Exact by default: RediSearch compares the query with each of
         the user's memories (ADHOC_BF), which costs ~0.2 ms per thousand. `approximate` walks
@@ -208,7 +216,7 @@ class Search(StorePart):
             vector=list(vector),
             vector_field_name=MemoryField.EMBEDDING,
             filter_expression=expression,
-            return_fields=RETURN_FIELDS,
+            return_fields=list(fields),
             num_results=limit,
             # on a cluster the distance is computed from the stored vectors (`_read_found`)
             return_score=self.core.shards is None,
@@ -258,7 +266,8 @@ class Search(StorePart):
         return [memory_from_doc(doc) for doc in docs]
 
     def text_query(
-        self, terms: Sequence[str], expression: FilterExpression, limit: int, *, field: str = MemoryField.SEARCH_TEXT
+        self, terms: Sequence[str], expression: FilterExpression, limit: int, *, field: str = MemoryField.SEARCH_TEXT,
+        fields: Sequence[str] = RETURN_FIELDS,
     ) -> TextQuery:
         """BM25 over the analyzed terms (`store.text.query_terms`), any of them matching, in the
         memories' own text (or, with `field`, their context)."""
@@ -266,7 +275,7 @@ class Search(StorePart):
             text=" ".join(terms),
             text_field_name=field,
             filter_expression=expression,
-            return_fields=RETURN_FIELDS,
+            return_fields=list(fields),
             num_results=limit,
             stopwords=None,
         )
@@ -327,7 +336,8 @@ class Search(StorePart):
 
         # (signal, weight, query): every ranking that votes in the fusion; the vector ones wait for the query's vector
         text_queries: list[tuple[str, float, TextQuery]] = [
-            (query.signal, weight(query.signal), self.text_query(terms, narrowed[query.narrowed_by], candidates, field=query.field))
+            (query.signal, weight(query.signal),
+             self.text_query(terms, narrowed[query.narrowed_by], candidates, field=query.field, fields=CANDIDATE_FIELDS))
             for query in asked("text")
         ]
 
@@ -443,11 +453,11 @@ class Search(StorePart):
         docs, rank_score, similarity, text_raw, most = fused.docs, fused.rank_score, fused.similarity, fused.text_raw, fused.most
         best_text = max(text_raw.values(), default=0.0)
         ranked = fused.ranked[:limit]
-        missing = [docs[doc_id] for doc_id in ranked if doc_id not in similarity]
-        if missing and query_vector is not None:
-            similarity.update(await self._similarities(user_id, query_vector, missing))
+        similarity.update(await self._hydrate(user_id, [docs[doc_id] for doc_id in ranked], similarity, query_vector))
         hits = []
         for doc_id in ranked:  # records only for what is returned
+            if MemoryField.ID not in docs[doc_id]:  # deleted since it was found
+                continue
             memory = memory_from_doc(docs[doc_id])
             text_score = text_raw.get(doc_id, 0.0) / best_text if best_text > 0 else 0.0
             vector_similarity = similarity.get(doc_id, 0.0)
@@ -478,24 +488,44 @@ class Search(StorePart):
             month_day(created_at, self.core.zone) in scope.month_days
         )
 
-    async def _similarities(
-        self, user_id: str, query_vector: Sequence[float], docs: list[dict[str, Any]]
+    async def _hydrate(
+        self, user_id: str, docs: list[dict[str, Any]], similarity: dict[str, float], query_vector: Sequence[float] | None
     ) -> dict[str, float]:
-        """Cosine similarity of text-only hits, from their stored vectors (on a cluster, read from the
-        primary that holds the user, through its plain client)."""
-        keys = [self.layout.memory(user_id, as_text(doc[MemoryField.ID])) for doc in docs]
+        """Fill the returned memories in from their hashes: the fields the candidates were found
+        without (`CANDIDATE_FIELDS`: the fusion needs none of the rest, and parsing every field of a
+        hundred candidates cost more than reading ten hashes), and, for a text-only hit, its stored
+        vector. One round trip (on a cluster, to the primary that holds the user, through its plain
+        client); nothing at all when nothing is missing. Returns the similarities read."""
+        vectors_wanted = query_vector is not None
+        reads = []  # (doc, fields to read)
+        for doc in docs:
+            wanted = [] if MemoryField.ID in doc else list(RETURN_FIELDS)
+            if vectors_wanted and doc["id"] not in similarity:
+                wanted.append(MemoryField.EMBEDDING)
+            if wanted:
+                reads.append((doc, wanted))
+        if not reads:
+            return {}
 
         async def read(client: Any) -> list[Any]:
             pipe = client.pipeline(transaction=False)
-            for key in keys:
-                pipe.hget(key, MemoryField.EMBEDDING)
+            for doc, wanted in reads:
+                pipe.hmget(doc["id"], wanted)
             return await pipe.execute()
 
         if self.core.shards is None:
-            blobs = await self._run(read(self.client))
+            rows = await self._run(read(self.client))
         else:
-            blobs = await self.core.on_user_index(user_id, lambda index: read(index.client))
-        found = [(doc["id"], np.frombuffer(blob, dtype=np.float32)) for doc, blob in zip(docs, blobs) if blob]
+            rows = await self.core.on_user_index(user_id, lambda index: read(index.client))
+        found: list[tuple[str, Any]] = []
+        for (doc, wanted), row in zip(reads, rows):
+            values = dict(zip(wanted, row))
+            blob = values.pop(MemoryField.EMBEDDING, None)
+            if MemoryField.ID in values and values[MemoryField.ID] is None:
+                continue  # the memory was deleted since it was found: left out (no MemoryField.ID)
+            doc.update({name: as_text(value) for name, value in values.items() if value is not None})
+            if blob:
+                found.append((doc["id"], np.frombuffer(blob, dtype=np.float32)))
         if not found:
             return {}
         similarities = cosine_similarities(np.asarray(query_vector, dtype=np.float32), np.stack([vector for _, vector in found]))
