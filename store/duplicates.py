@@ -2,8 +2,8 @@
 id, and `repeated_memory` names the stored memory a new one would repeat (a note is written with
 its event card, store/updates.py, so `memlane.tools.write_note` asks first).
 
-A repeat is a memory of the same user and kind (never a turn: each is its own) that is
-identical (its text, case and spacing aside) or, above `near_duplicate_similarity`, a near
+A repeat is a memory of the same user, kind and metadata (never a turn: each is its own) that
+is identical (its text, case and spacing aside) or, above `near_duplicate_similarity`, a near
 duplicate (store/dedupe.py: the newer says nothing the older does not). The stored memory keeps
 its id; the new one's answer is that id. A stored memory that a newer fact replaced
 (`valid_until` set) and a LangGraph item are never what a new memory repeats.
@@ -12,6 +12,7 @@ its id; the new one's answer is that id. A stored memory that a newer fact repla
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -59,7 +60,7 @@ class Duplicates(StorePart):
         self.memories.queue_rows(pipe, [(key, row) for key, row in rows if as_text(row[MemoryField.ID]) not in near])
         for memory in new:
             if memory.kind != "message" and memory.id not in near:
-                pipe.hset(self.layout.memory_texts(memory.user_id), text_digest(memory.kind, memory.text), memory.id)
+                pipe.hset(self.layout.memory_texts(memory.user_id), text_digest(memory.kind, memory.text, memory.metadata), memory.id)
         await self._run(pipe.execute())
         self.search.counts_changed({memory.user_id for memory in new})  # counted while looking for repeats
         return [stored_as.get(memory.id, memory.id) for memory in memories]
@@ -82,18 +83,18 @@ class Duplicates(StorePart):
             return {}
         pipe = self.client.pipeline(transaction=False)
         for memory in texts:
-            pipe.hget(self.layout.memory_texts(memory.user_id), text_digest(memory.kind, memory.text))
+            pipe.hget(self.layout.memory_texts(memory.user_id), text_digest(memory.kind, memory.text, memory.metadata))
         known = [as_text(value) if value is not None else None for value in await self._run(pipe.execute())]
         pipe = self.client.pipeline(transaction=False)
         for memory, other in zip(texts, known):
-            pipe.hmget(self.layout.memory(memory.user_id, other or memory.id), [MemoryField.KIND, MemoryField.TEXT])
+            pipe.hmget(self.layout.memory(memory.user_id, other or memory.id), [MemoryField.KIND, MemoryField.TEXT, MemoryField.METADATA])
         stored = await self._run(pipe.execute())
         repeats: dict[str, str] = {}
         first: dict[tuple[str, str], str] = {}
-        for memory, other, (kind, text) in zip(texts, known, stored):
-            slot = (memory.user_id, text_digest(memory.kind, memory.text))
+        for memory, other, (kind, text, metadata) in zip(texts, known, stored):
+            slot = (memory.user_id, text_digest(memory.kind, memory.text, memory.metadata))
             # the memory noted under this text still holds it (not deleted, nor rewritten since)
-            there = text is not None and text_digest(as_text(kind), as_text(text)) == slot[1]
+            there = text is not None and text_digest(as_text(kind), as_text(text), json.loads(as_text(metadata) or "{}")) == slot[1]
             if other and other != memory.id and there:
                 repeats[memory.id] = other
             elif slot in first and first[slot] != memory.id:
@@ -162,7 +163,7 @@ class Duplicates(StorePart):
         for other, similarity in nearest:
             if other.id == memory.id or other.id.startswith(ITEM_MEMORY_PREFIX) or other.valid_until is not None:
                 continue
-            if normalized(other.text) == normalized(memory.text):
+            if normalized(other.text) == normalized(memory.text) and other.metadata == memory.metadata:
                 return RepeatedMemory(memory=other, similarity=similarity, identical=True)
             if self._repeats(memory, other, similarity):
                 return RepeatedMemory(memory=other, similarity=similarity, identical=False)

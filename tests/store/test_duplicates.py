@@ -5,6 +5,8 @@ a turn, another user's memory or another kind."""
 from __future__ import annotations
 
 from memlane.store.records import Memory
+from memlane.store.scopes import scoped_user_id
+from memlane.tenants import shared_store_user_id
 from memlane.store.redis import RedisMemoryStore
 
 
@@ -36,12 +38,18 @@ async def test_chinese_notes_are_merged_by_the_same_rule(store: RedisMemoryStore
 async def test_no_merge_across_users_kinds_turns_or_metadata(store: RedisMemoryStore):
     assert await store.add_memories([note("a1", "I live in Lyon", user_id="alice")]) == ["a1"]
     assert await store.add_memories([note("b1", "The user lives in Lyon", user_id="bob")]) == ["b1"]
-    assert await store.add_memories([note("a2", "The user lives in Lyon", user_id="alice:agent:coach")]) == ["a2"]
+    assert await store.add_memories([note("a2", "The user lives in Lyon", user_id=scoped_user_id("alice", "coach"))]) == ["a2"]
+    assert await store.add_memories([note("s1", "The user lives in Lyon", user_id=shared_store_user_id("acme"))]) == ["s1"]
     assert await store.add_memories([note("a3", "The user lives in Lyon", user_id="alice", kind="profile")]) == ["a3"]
     turns = [note("m1", "I live in Lyon", user_id="alice", kind="message"), note("m2", "I live in Lyon!", user_id="alice", kind="message")]
     assert await store.add_memories(turns) == ["m1", "m2"]
     tagged = note("a4", "The user lives in Lyon", user_id="alice", metadata={"project": "move"})
     assert await store.add_memories([tagged]) == ["a4"]
+    # the same text with other metadata is another note; with the same, a repeat
+    assert await store.add_memories([note("a5", "the user lives in LYON", user_id="alice", metadata={"project": "move"})]) == ["a4"]
+    assert await store.add_memories([note("a6", "The user lives in Lyon", user_id="alice", metadata={"project": "stay"})]) == ["a6"]
+    # and without metadata, alice's own note of the same kind: merged
+    assert await store.add_memories([note("a7", "The user lives in Lyon.", user_id="alice")]) == ["a1"]
 
 
 async def test_a_call_merges_its_own_near_duplicates_and_a_superseded_memory_is_not_matched(store: RedisMemoryStore):
@@ -57,3 +65,14 @@ async def test_with_the_threshold_off_only_identical_texts_are_stored_once(store
     assert (await off.repeated_memory(note("o4", "I LIVE IN LYON"))).identical  # type: ignore[union-attr]
     # a mark more is not case or spacing: a near duplicate, which is off here
     assert await off.repeated_memory(note("o5", "The user lives in Lyon!")) is None
+
+
+async def test_on_a_cluster_a_repeat_is_found_on_the_users_primary(cluster_store: RedisMemoryStore):
+    """The nearest memories come from the primary that owns the user's slot, their similarity from
+    the stored vectors (store/search.py `_read_found`): the same rule as on one Redis."""
+    for user_id in ("alice", "bob", "carol"):
+        assert await cluster_store.add_memories([note("n1", "I live in Lyon with my sister", user_id=user_id)]) == ["n1"]
+        assert await cluster_store.add_memories([note("n2", "The user lives in Lyon with the sister.", user_id=user_id)]) == ["n1"]
+        assert await cluster_store.add_memories([note("n3", "I lived in Paris with my sister", user_id=user_id)]) == ["n3"]
+    repeat = await cluster_store.repeated_memory(note("n4", "the user lives in Lyon with the sister", user_id="bob"))
+    assert repeat is not None and repeat.memory.id == "n1" and repeat.memory.user_id == "bob" and 0.9 <= repeat.similarity <= 1.0
