@@ -7,6 +7,7 @@ from __future__ import annotations
 from memlane.store.records import Memory
 from memlane.store.scopes import scoped_user_id
 from memlane.tenants import shared_store_user_id
+from memlane.tools import write_note
 from memlane.store.redis import RedisMemoryStore
 
 
@@ -65,6 +66,9 @@ async def test_with_the_threshold_off_only_identical_texts_are_stored_once(store
     assert (await off.repeated_memory(note("o4", "I LIVE IN LYON"))).identical  # type: ignore[union-attr]
     # a mark more is not case or spacing: a near duplicate, which is off here
     assert await off.repeated_memory(note("o5", "The user lives in Lyon!")) is None
+    # a note written with its card (the remember tool, the API, MCP) is found by its text too
+    written = await write_note(off, "u", "I am allergic to peanuts", session_id="s")
+    assert await off.add_memories([note("o6", "I am  allergic to PEANUTS")]) == [written.memory.id]
 
 
 async def test_on_a_cluster_a_repeat_is_found_on_the_users_primary(cluster_store: RedisMemoryStore):
