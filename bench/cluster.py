@@ -167,6 +167,7 @@ async def main() -> None:
     parser.add_argument("--send-once", action="store_true", help="send each turn alone (no history re-sent)")
     parser.add_argument("--port", type=int, default=0, help="first port of the embedded cluster (default: free ones at random)")
     parser.add_argument("--cost-searches", type=int, default=300, help="searches on each side of the shard / standalone comparison")
+    parser.add_argument("--cost-only", action="store_true", help="only the shard / standalone search cost (no drill)")
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-cluster-"))
@@ -177,6 +178,14 @@ async def main() -> None:
     finally:
         cluster.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def print_cost(cost: dict[str, list[float]], load_at_start: Any, load_at_end: Any) -> None:
+    shard, one = cost["cluster"], cost["standalone"]
+    print(f"search cost, {len(shard)} searches each (load {load_at_start} .. {load_at_end}): one shard p50 {percentile(shard, 50) * 1000:.2f} ms, "
+          f"p95 {percentile(shard, 95) * 1000:.2f} ms; standalone p50 {percentile(one, 50) * 1000:.2f} ms, "
+          f"p95 {percentile(one, 95) * 1000:.2f} ms; p50 ratio {percentile(shard, 50) / percentile(one, 50):.2f}, "
+          f"p95 ratio {percentile(shard, 95) / percentile(one, 95):.2f}")
 
 
 async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, data_dir: Path) -> None:
@@ -192,6 +201,11 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
         ])
     load_cost = load_average()
     cost = await search_cost(store, witnesses, embeddings, data_dir, args.cost_searches)
+    if args.cost_only:
+        print_cost(cost, load_cost, load_average())
+        for writer in stores:
+            await writer.aclose()
+        return
     before = await top_tens(store, witnesses)
     shards_before = users_per_primary(store, users + witnesses)
 
@@ -342,10 +356,7 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
           f"duplicate {left_over['duplicate']}, stale {left_over['stale']}, missing {left_over['missing']}")
     for report in indexes:
         print(f"  {report.line()}")
-    shard, one = cost["cluster"], cost["standalone"]
-    print(f"search cost, {len(shard)} searches each (load {load_cost}): one shard p50 {percentile(shard, 50) * 1000:.2f} ms, "
-          f"p95 {percentile(shard, 95) * 1000:.2f} ms; standalone p50 {percentile(one, 50) * 1000:.2f} ms, "
-          f"p95 {percentile(one, 95) * 1000:.2f} ms; p95 ratio {percentile(shard, 95) / percentile(one, 95):.2f}")
+    print_cost(cost, load_cost, load_before)
     print(f"identical top-10 before/after for {len(before)} fixed queries ({len(witnesses)} witness users): {identical}/{len(before)}")
     print(f"users per primary before: {shards_before}")
     print(f"users per primary after:  {users_per_primary(store, users + witnesses)}")

@@ -7,7 +7,8 @@ from memlane.graph.state import MemoryInput, MemoryState
 from memlane.graph.scheduler import MemoryScheduler
 from memlane.nodes.context import MemoryContext
 from memlane.nodes.persist import MemoryRunResult
-from memlane.nodes.profile_config import ProfileConfig, SubtopicConfig, TopicConfig, default_profile_config
+from memlane.nodes.profile_config import ProfileConfig, StepPrompts, SubtopicConfig, TopicConfig, default_profile_config
+from memlane.nodes.profile_configs import ProfileConfigs, load_profile_configs, profile_configs_of, with_serve_sections
 
 __all__ = [
     "MemoryContext",
@@ -17,14 +18,19 @@ __all__ = [
     "MemoryState",
     "MemoryStep",
     "ProfileConfig",
+    "ProfileConfigs",
     "RunDecision",
     "StepCallback",
+    "StepPrompts",
     "SubtopicConfig",
     "TopicConfig",
     "build_memory_graph",
     "compile_memory_graph",
     "decide_run",
     "default_profile_config",
+    "load_profile_configs",
+    "profile_configs_of",
     "route_after_summary",
     "run_memory_graph",
+    "with_serve_sections",
 ]

@@ -46,7 +46,7 @@ async def truncate(state: MemoryState, runtime: Runtime[MemoryContext]) -> Updat
 async def summarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     profile = await runtime.context.store.get_profile(state["user_id"])
     caller = _caller(runtime, Step.SUMMARIZE)
-    summary = await summarize_chat(state["chat"], profile, runtime.context.profile_config, caller)
+    summary = await summarize_chat(state["chat"], profile, runtime.context.profile_config_of(state["user_id"]), caller)
     return {"profile": profile, "working_profile": profile, "summary": summary, **caller.usage.as_update()}
 
 
@@ -60,7 +60,7 @@ def route_after_summary(state: MemoryState) -> str | list[str]:
 async def extract(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     caller = _caller(runtime, Step.EXTRACT)
     facts, notes = await extract_facts(
-        state["chat"], state["summary"], state["profile"], runtime.context.profile_config, caller
+        state["chat"], state["summary"], state["profile"], runtime.context.profile_config_of(state["user_id"]), caller
     )
     return {"facts": facts, "notes": notes, **caller.usage.as_update()}
 
@@ -68,14 +68,14 @@ async def extract(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update
 async def merge(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     caller = _caller(runtime, Step.MERGE)
     merged, notes = await merge_facts(
-        state["facts"], state["profile"], state["user_id"], runtime.context.profile_config, caller
+        state["facts"], state["profile"], state["user_id"], runtime.context.profile_config_of(state["user_id"]), caller
     )
     return {"working_profile": merged, "notes": notes, **caller.usage.as_update()}
 
 
 async def organize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     caller = _caller(runtime, Step.ORGANIZE)
-    profile_config = runtime.context.profile_config
+    profile_config = runtime.context.profile_config_of(state["user_id"])
     organized, notes = await organize_profile(
         state["working_profile"],
         profile_config.max_subtopics_per_topic,
@@ -89,7 +89,7 @@ async def resummarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Up
     caller = _caller(runtime, Step.RESUMMARIZE)
     shortened, notes = await resummarize_entries(
         state["working_profile"],
-        runtime.context.profile_config.max_tokens_per_entry,
+        runtime.context.profile_config_of(state["user_id"]).max_tokens_per_entry,
         caller,
         runtime.context.settings.store.token_encoding,
     )

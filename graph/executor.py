@@ -132,6 +132,16 @@ class RunExecutor:
             logger.info("the reindex sweep indexed %d stored messages that were not searchable", indexed)
         return indexed
 
+    async def collect_garbage(self) -> None:
+        """One retention sweep over every user (`memlane gc`); what it removed is logged. A failure
+        waits for the next sweep."""
+        try:
+            report = await self.context.store.collect_garbage()
+        except Exception:
+            logger.exception("the retention sweep failed; the next one tries again")
+            return
+        logger.info("the retention sweep: %s", "; ".join(report.lines()))
+
     async def summarize_session(self, user_id: str, session_id: str) -> None:
         """Fold the session's new messages into its rolling summary; a failure waits for the next update."""
         try:

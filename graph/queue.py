@@ -1,7 +1,7 @@
 """The run queue: the only code that knows pydocket.
 
-Memory-graph runs, idle flushes, follow-up checks, session summaries and the sweep of unindexed
-messages are pydocket tasks
+Memory-graph runs, idle flushes, follow-up checks, session summaries, the sweep of unindexed
+messages and the retention sweep are pydocket tasks
 that carry only ids and the queue's name; the process that takes one hands it to the
 `RunHandlers` registered under that name (a `MemoryScheduler`, whose `RunExecutor` runs it),
 so a `memlane worker` in another process registers its own under the same name.
@@ -86,6 +86,9 @@ class RunHandlers(Protocol):
     async def sweep_unindexed(self) -> None:
         """Index every user's stored messages still waiting for their search entry."""
 
+    async def sweep_garbage(self) -> None:
+        """Remove what expiry cannot, for every user (`memlane gc`)."""
+
 
 _HANDLERS: dict[str, RunHandlers] = {}
 
@@ -160,7 +163,12 @@ async def reindex_sweep_task(scheduler_name: str) -> None:
     await _handlers(scheduler_name).sweep_unindexed()
 
 
-TASKS = (memory_run_task, session_summary_task, idle_flush_task, follow_up_check_task, reindex_sweep_task)
+async def gc_sweep_task(scheduler_name: str) -> None:
+    """The retention sweep: what expiry cannot remove, whoever's it is (`memlane gc`)."""
+    await _handlers(scheduler_name).sweep_garbage()
+
+
+TASKS = (memory_run_task, session_summary_task, idle_flush_task, follow_up_check_task, reindex_sweep_task, gc_sweep_task)
 
 
 def docket_spelling(url: str, *, cluster: bool) -> str:
@@ -265,6 +273,12 @@ class RunQueue:
     async def replace_reindex_sweep(self, when: datetime) -> None:
         """One pending sweep per queue: this one replaces the one before."""
         await self._require_docket().replace(reindex_sweep_task, when=when, key=QueueKeys.reindex_sweep_task())(
+            scheduler_name=self.name
+        )
+
+    async def replace_gc_sweep(self, when: datetime) -> None:
+        """One pending retention sweep per queue: this one replaces the one before."""
+        await self._require_docket().replace(gc_sweep_task, when=when, key=QueueKeys.gc_sweep_task())(
             scheduler_name=self.name
         )
 

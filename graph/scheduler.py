@@ -18,7 +18,8 @@ Reindex sweep: a worker that starts schedules one task per queue, which indexes 
 stored messages still waiting for their search entry and schedules the next one
 `memory_reindex_sweep_seconds` later, so a message stored while indexing could not be done
 (Redis or the embedder away past the save's retries, an entry a crash lost) becomes searchable
-even when its user never comes back.
+even when its user never comes back. The retention sweep is scheduled the same way, every
+`retention_gc_sweep_seconds` (`memlane gc`: what Redis expiry cannot remove).
 
 Run state lives in Redis, beside the queue, the same for every process on it (apps,
 `memlane serve` instances, `memlane worker`s): each run's key is noted in the user's set of
@@ -136,6 +137,7 @@ class MemoryScheduler:
                     concurrency=settings.scheduler.worker_concurrency, redelivery_timeout=redelivery_timeout(settings)
                 )
                 await self._schedule_reindex_sweep()
+                await self._schedule_gc_sweep()
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -240,6 +242,11 @@ class MemoryScheduler:
         seconds = self.context.settings.scheduler.reindex_sweep_seconds
         if seconds > 0:  # one sweep per queue, whichever worker takes it; the next one schedules the one after
             await self.queue.replace_reindex_sweep(datetime.now(timezone.utc) + timedelta(seconds=seconds))
+
+    async def _schedule_gc_sweep(self) -> None:
+        seconds = self.context.settings.retention.gc_sweep_seconds
+        if seconds > 0:  # one sweep per queue, whichever worker takes it; the next one schedules the one after
+            await self.queue.replace_gc_sweep(datetime.now(timezone.utc) + timedelta(seconds=seconds))
 
     async def _schedule_follow_up_check(self, user_id: str) -> None:
         """Look at the user's noted follow-up again once the runs now counted as under way would
@@ -409,6 +416,13 @@ class MemoryScheduler:
             await self.executor.reindex_unindexed()
         finally:
             await self._schedule_reindex_sweep()
+
+    async def sweep_garbage(self) -> None:
+        """Every `retention_gc_sweep_seconds`: remove what expiry cannot (`memlane gc`) for every user."""
+        try:
+            await self.executor.collect_garbage()
+        finally:
+            await self._schedule_gc_sweep()
 
     async def check_follow_up(self, user_id: str) -> None:
         """The follow-up check (`_schedule_follow_up_check`): when no run of the user is under way

@@ -21,6 +21,7 @@ _LAZY = {
     "ForgetConfirm": "memlane.store.protocols",
     "InputTooLarge": "memlane.store.errors",
     "InvalidInput": "memlane.store.errors",
+    "QuotaExceeded": "memlane.store.errors",
     "MEMORY_KINDS": "memlane.store.records",
     "MemoryKind": "memlane.store.records",
     "PastValue": "memlane.store.records",
@@ -53,6 +54,10 @@ _LAZY = {
     "MemoryScheduler": "memlane.graph",
     "MemoryStep": "memlane.graph",  # a run's progress, step by step
     "ProfileConfig": "memlane.graph",
+    "ProfileConfigs": "memlane.graph",  # profile slots and prompt rules per tenant and per agent
+    "profile_configs_of": "memlane.graph",
+    "load_profile_configs": "memlane.graph",  # MEMLANE_PROFILE_CONFIG's file
+    "with_serve_sections": "memlane.graph",  # and memlane serve's [profile] sections over it
     "StepCallback": "memlane.graph",
     "build_memory_graph": "memlane.graph",
     "compile_memory_graph": "memlane.graph",
@@ -71,10 +76,14 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
         MemoryScheduler,
         MemoryStep,
         ProfileConfig,
+        ProfileConfigs,
         StepCallback,
         build_memory_graph,
         compile_memory_graph,
+        load_profile_configs,
+        profile_configs_of,
         run_memory_graph,
+        with_serve_sections,
     )
     from memlane.graph.diagram import render_svg
     from memlane.graph.tasks import queue_memory_run
@@ -86,7 +95,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.nodes.llm import MEMORY_MODEL_TAG
     from memlane.recall import Recall, RecallItem
     from memlane.store.connections import RedisPoolExhausted
-    from memlane.store.errors import InputTooLarge, InvalidInput, RedisUnavailable, StoreError
+    from memlane.store.errors import InputTooLarge, InvalidInput, QuotaExceeded, RedisUnavailable, StoreError
     from memlane.store.ids import check_id, event_memory_id, profile_entry_id, profile_memory_id, stable_id
     from memlane.store.protocols import ForgetConfirm, MemoryStore
     from memlane.store.scopes import SHARED_USER_ID, scoped_user_id, split_user_id

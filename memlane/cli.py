@@ -7,6 +7,8 @@
                                       documents; --fix drops duplicate and stale ones and makes missing ones
     memlane worker                    run queued memory-graph runs (beside apps on the same Redis)
     memlane runs [retry|drop ID|--all] the parked runs: memory-graph runs that failed every retry
+    memlane gc [--user ID] [--recount] remove what Redis expiry cannot (listings of expired records, sessions
+                                      with no message left, orphaned search entries, quota usage) and say what
     memlane mcp --user ID             one user's memory as MCP tools over stdio (for MCP clients)
     memlane serve [--config FILE]     the HTTP service (OpenAI-compatible chat with memory, memories API, /mcp)
     memlane serve hash-key [KEY]      a new API key (or KEY) and the hash line for the configuration file
@@ -31,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.cli_operations import cmd_redis, cmd_runs, cmd_worker, work  # noqa: F401  (work: tests drive it)
+from memlane.cli_operations import cmd_gc, cmd_redis, cmd_runs, cmd_worker, work  # noqa: F401  (work: tests drive it)
 from memlane.cli_support import masked_url, run_async, with_store
 
 if TYPE_CHECKING:
@@ -273,6 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--user", help="only this user's parked runs")
     runs.set_defaults(handler=cmd_runs)
 
+    gc = commands.add_parser(
+        "gc", help="remove what Redis expiry cannot (MEMLANE_RETENTION_*): listings of expired records, orphaned search entries"
+    )
+    gc.add_argument("--user", help="only this user (default: every user with records that expire or count)")
+    gc.add_argument("--recount", action="store_true", help="count the quota usage again from the records")
+    gc.set_defaults(handler=cmd_gc)
+
     search = commands.add_parser("search", help="hybrid search over a user's memories")
     search.add_argument("user")
     search.add_argument("query")
@@ -307,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     config = commands.add_parser("config", help="print the settings in force")
     config.add_argument("--markdown", action="store_true", help="print the README's settings table")
     config.set_defaults(handler=cmd_config)
-    for command in (runs, search, importing, export, forget, delete_user):
+    for command in (runs, gc, search, importing, export, forget, delete_user):
         command.add_argument("--tenant", help=TENANT_HELP)
     for command in (search, importing, export, forget, delete_user):
         command.add_argument("--agent", help=AGENT_HELP)

@@ -1,5 +1,5 @@
-"""The operator's commands of `memlane`: the embedded Redis (and `cluster-check`), the worker, and the
-parked runs. The parser (memlane/cli.py) wires them; each imports what it uses when it runs."""
+"""The operator's commands of `memlane`: the embedded Redis (and `cluster-check`), the worker, the
+parked runs and the retention sweep (`gc`). The parser (memlane/cli.py) wires them; each imports what it uses when it runs."""
 
 from __future__ import annotations
 
@@ -161,3 +161,15 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
         return 1 if unknown else 0
 
     return run_async(lambda: with_store(settings, runs))
+
+
+def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
+    """`memlane gc [--user U] [--recount]`: one retention sweep, now; prints what it removed."""
+
+    async def sweep(store: Any) -> Any:
+        return await store.collect_garbage(args.user, recount=args.recount)
+
+    report = run_async(lambda: with_store(settings, sweep))
+    for line in report.lines():
+        print(line)
+    return 0

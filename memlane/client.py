@@ -10,8 +10,8 @@ the `openai` client.
 `AsyncMemlaneClient` has the same methods, awaited. Every call names its user; the key decides the
 tenant. A write is sent with an `Idempotency-Key` that its retries reuse, and a call is retried
 (with backoff, `Retry-After` honoured) when the service or the network says "try again": a
-connection that failed, 429, 502, 503, 504. Other answers raise a `MemlaneError` subclass that
-says what the service said (`status`, `code`, `message`).
+connection that failed, 429, 502, 503, 504 (a 429 for a full quota is not: `OverQuota`). Other
+answers raise a `MemlaneError` subclass that says what the service said (`status`, `code`, `message`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import httpx
 from memlane.sync_twin import SyncTwin
 
 RETRIED_STATUSES = frozenset({429, 502, 503, 504})
+QUOTA_CODE = "quota_exceeded"  # the error code of a write past a user's quota (429 or 413): not retried
 
 
 class MemlaneError(Exception):
@@ -60,6 +61,11 @@ class RateLimited(MemlaneError):
     """429 after every retry."""
 
 
+class OverQuota(MemlaneError):
+    """429 or 413 with code `quota_exceeded`: the write would take the user past a quota of the
+    service (MEMLANE_RETENTION_MAX_*); nothing of it was stored. Not retried: it is not a "try again"."""
+
+
 class ServiceUnavailable(MemlaneError):
     """5xx after every retry, or the service could not be reached."""
 
@@ -76,7 +82,17 @@ def _error(response: httpx.Response) -> MemlaneError:
     except ValueError:
         error = {}
     kind = _ERRORS.get(response.status_code, ServiceUnavailable if response.status_code >= 500 else MemlaneError)
+    if error.get("code") == QUOTA_CODE:
+        kind = OverQuota
     return kind(response.status_code, str(error.get("code") or "error"), str(error.get("message") or response.text[:500]))
+
+
+def _over_quota(response: httpx.Response) -> bool:
+    """A 429 that says a quota is full, not "slow down": retrying cannot help."""
+    try:
+        return (response.json().get("error") or {}).get("code") == QUOTA_CODE
+    except (ValueError, AttributeError):
+        return False
 
 
 def _path(part: str) -> str:
@@ -269,7 +285,7 @@ class AsyncMemlaneClient:
                     raise ServiceUnavailable(0, "unreachable", f"{self.base_url} did not answer: {error}") from error
                 await asyncio.sleep(self._delay(attempt, None))
                 continue
-            if response.status_code in RETRIED_STATUSES and not last:
+            if response.status_code in RETRIED_STATUSES and not last and not _over_quota(response):
                 await asyncio.sleep(self._delay(attempt, response.headers.get("Retry-After")))
                 continue
             if response.status_code >= 400:

@@ -1,8 +1,8 @@
 """Settings, one model per component, read from the environment.
 
 Each part of memlane reads its own component: the store `settings.store` (and `search`,
-`privacy`, `limits`), the memory graph `settings.graph` and `settings.models`, the scheduler
-`settings.scheduler`, recall `settings.recall`, the turn service `settings.turns`, the HTTP
+`privacy`, `limits`, `retention`), the memory graph `settings.graph` and `settings.models`, the
+scheduler `settings.scheduler`, recall `settings.recall`, the turn service `settings.turns`, the HTTP
 service `settings.serve`. `Settings` holds them all and is built at the public entry points
 (`open_store`, `build_app`, `create_app`, the CLI, the middleware); nothing below them reads the
 environment.
@@ -344,6 +344,74 @@ class LimitsSettings(Component):
     )
 
 
+class RetentionSettings(Component):
+    """How long records are kept and how much one user may store: a time to live per kind of record
+    (Redis expiry; their search entries expire with them), the per-user quotas, and the sweep
+    (`memlane gc`) of what expiry cannot remove by itself."""
+
+    message_ttl_days: float | None = Field(
+        validation_alias=AliasChoices("message_ttl_days", "retention_message_ttl_days"),
+        default=None,
+        gt=0,
+        description="Days a stored message (a turn) is kept after it was stored (or last read, with retention_refresh_on_read); its search entry goes with it, and a session none of whose messages is left loses its summary and title at the next sweep. Unset: kept until deleted",
+    )
+    event_ttl_days: float | None = Field(
+        validation_alias=AliasChoices("event_ttl_days", "retention_event_ttl_days"),
+        default=None,
+        gt=0,
+        description="Days an event card the memory graph wrote is kept after it was last written (or read, with retention_refresh_on_read), with its search entry. Unset: kept until deleted",
+    )
+    note_ttl_days: float | None = Field(
+        validation_alias=AliasChoices("note_ttl_days", "retention_note_ttl_days"),
+        default=None,
+        gt=0,
+        description="Days a note (remembered through the tools, the API or MCP without a topic) is kept after it was last written (or read, with retention_refresh_on_read), with its search entry. Unset: kept until deleted",
+    )
+    profile_ttl_days: float | None = Field(
+        validation_alias=AliasChoices("profile_ttl_days", "retention_profile_ttl_days"),
+        default=None,
+        gt=0,
+        description="Days a profile entry is kept after it was last written (or read, with retention_refresh_on_read), with its search entry and its past values; its revision history stays, as for a deleted entry. Unset: kept until deleted",
+    )
+    refresh_on_read: bool = Field(
+        validation_alias=AliasChoices("refresh_on_read", "retention_refresh_on_read"),
+        default=False,
+        description="Reading a record starts its time to live again: a search hit, the profile, events and a session's recent messages as recall and the API read them (false: a record lives its time from its last write)",
+    )
+    max_memories_per_user: int | None = Field(
+        validation_alias=AliasChoices("max_memories_per_user", "retention_max_memories_per_user"),
+        default=None,
+        ge=1,
+        description="Most records one user may keep: stored messages, event cards and notes, profile entries, memories added directly and LangGraph items; a write past it is refused with QuotaExceeded (HTTP 429) and nothing stored is touched. Unset: no limit",
+    )
+    max_bytes_per_user: int | None = Field(
+        validation_alias=AliasChoices("max_bytes_per_user", "retention_max_bytes_per_user"),
+        default=None,
+        ge=1,
+        description="Most bytes (UTF-8) of text one user may keep in those records (a message's content, a card's summary, an entry's content, an item's JSON; vectors and indexes not counted); a write past it is refused with QuotaExceeded (HTTP 413). Unset: no limit",
+    )
+    gc_sweep_seconds: float = Field(
+        validation_alias=AliasChoices("gc_sweep_seconds", "retention_gc_sweep_seconds"),
+        default=3600.0,
+        ge=0,
+        description="How often a worker runs `memlane gc` over every user: history, session, event and dedupe entries naming expired records, sessions with no message left, search entries whose record is gone, quota usage of what was deleted or expired; 0 never",
+    )
+
+    def ttl_seconds(self, kind: str) -> float | None:
+        """The time to live of a kind of record ("message", "event", "note", "profile"), in seconds."""
+        days = {"message": self.message_ttl_days, "event": self.event_ttl_days, "note": self.note_ttl_days, "profile": self.profile_ttl_days}[kind]
+        return None if days is None else days * 86_400
+
+    @property
+    def expires(self) -> bool:
+        """Whether any kind of record has a time to live."""
+        return any(days is not None for days in (self.message_ttl_days, self.event_ttl_days, self.note_ttl_days, self.profile_ttl_days))
+
+    @property
+    def has_quota(self) -> bool:
+        return self.max_memories_per_user is not None or self.max_bytes_per_user is not None
+
+
 class GraphSettings(Component):
     """The memory graph's steps: when a buffer is worth a run, how much one run reads and writes, the
     rolling summaries."""
@@ -399,7 +467,7 @@ class GraphSettings(Component):
     )
     profile_config: Path | None = Field(
         default=None,
-        description="A TOML or JSON file of the profile's slots (strict, the limits, [[topics]] with their [[topics.subtopics]]) the memory graph keeps facts in; unset: the built-in bilingual slots. Read when a scheduler, worker or app starts, refused then with the file and the bad key named",
+        description="A TOML or JSON file of the profile's slots (strict, the limits, [prompts] extract / summarize rules added to those steps, [[topics]] with their [[topics.subtopics]]; the keys it names over the built-in bilingual slots) the memory graph keeps facts in, and [tenants.NAME] / [agents.NAME] tables naming their own over those; unset: the built-in slots. `memlane serve`'s [profile] sections apply over it. Read when a scheduler, worker or app starts, refused then with the file and the bad key named",
     )
 
 
@@ -596,6 +664,7 @@ COMPONENTS: dict[str, type[Component]] = {
     "search": SearchSettings,
     "privacy": PrivacySettings,
     "limits": LimitsSettings,
+    "retention": RetentionSettings,
     "graph": GraphSettings,
     "scheduler": SchedulerSettings,
     "recall": RecallSettings,
@@ -675,6 +744,7 @@ class Settings(BaseSettings):
     search: SearchSettings = Field(default_factory=SearchSettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)

@@ -15,6 +15,8 @@ next run). Memory ids are the store's search-memory ids: `profile:<entry>`, `eve
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from typing import Any, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -59,7 +61,7 @@ def _hit(hit: MemoryHit) -> dict[str, Any]:
 
 class AsyncMemory:
     """mem0's calls over a memlane store: `add`, `search`, `get_all`, `get`, `update`, `delete`,
-    `delete_all`, `history`. `model`: the memory model `add(infer=True)` runs the graph with.
+    `delete_all`, `history`, `reset`, and `get_run` for an `add(wait=False)`. `model`: the memory model `add(infer=True)` runs the graph with.
     Every call takes `agent_id`: that agent's own memory of the user (store/scopes.py)."""
 
     def __init__(self, store: MemoryStore, *, settings: Settings, model: BaseChatModel | None = None) -> None:
@@ -67,6 +69,8 @@ class AsyncMemory:
         self.settings = settings  # the store's (the protocol does not declare them): `open` passes them
         self.model = model
         self._owns_store = False
+        self._runs: dict[str, asyncio.Task[dict[str, Any]]] = {}  # add(wait=False)'s runs, by id
+        self._locks: dict[str, asyncio.Lock] = {}  # one memory run of a user's at a time
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any) -> "AsyncMemory":
@@ -79,6 +83,10 @@ class AsyncMemory:
         return memory
 
     async def aclose(self) -> None:
+        """Wait for the memory runs `add(wait=False)` started, then close the store `open` opened."""
+        running = [task for task in self._runs.values() if not task.done()]
+        if running:
+            await asyncio.wait(running)
         if self._owns_store:
             await self.store.aclose()
 
@@ -98,11 +106,15 @@ class AsyncMemory:
         session_id: str = "default",
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
+        wait: bool = True,
     ) -> dict[str, Any]:
         """Store the messages (a text is one user message) and, with `infer`, remember them now:
         {"stored": new messages, "results": [{"id", "memory", "event": ADD|UPDATE|DELETE}], "event_id"}.
         agent_id: the agent's own memory of the user (`scoped_user_id`); run_id: the session (a run
-        of mem0's is a session of memlane's, so `search(run_id=...)` finds its turns)."""
+        of mem0's is a session of memlane's, so `search(run_id=...)` finds its turns); metadata: kept
+        on each message (a message's own wins), filterable by its declared fields (MEMLANE_METADATA_FIELDS).
+        wait=False: answers once the messages are stored, the memory run going on in the background:
+        {"stored", "results": [], "event_id": None, "memory_run_id"}; `get_run(memory_run_id)` says how it ends."""
         user_id = scoped_user_id(user_id, agent_id)
         session_id = run_id or session_id
         if infer and self.model is None:
@@ -111,12 +123,42 @@ class AsyncMemory:
         parsed = messages_of(document, user_id, session_id=session_id, source="add")
         if metadata:
             parsed = [message.model_copy(update={"metadata": {**metadata, **message.metadata}}) for message in parsed]
-        context = None
-        if infer:
-            from memlane.graph import MemoryContext
+        if not infer:
+            stored, _ = await import_messages(self.store, user_id, parsed)
+            return {"stored": stored, "results": [], "event_id": None}
+        if wait:
+            return await self._remember(user_id, parsed)
+        stored, _ = await import_messages(self.store, user_id, parsed)  # stored before the answer, as with wait
+        memory_run_id = uuid.uuid4().hex
+        task = asyncio.create_task(self._remember(user_id, []), name=f"memlane-memory-run-{memory_run_id}")
+        self._runs[memory_run_id] = task
+        return {"stored": stored, "results": [], "event_id": None, "memory_run_id": memory_run_id}
 
-            context = MemoryContext(store=self.store, llm=self.model, settings=self.settings)
-        stored, run = await import_messages(self.store, user_id, parsed, context=context)
+    async def get_run(self, memory_run_id: str, *, wait: bool = False) -> dict[str, Any]:
+        """How a memory run that `add(wait=False)` started stands: {"status": "running"}, or
+        {"status": "done", "results", "event_id"}, or {"status": "failed", "error"}; `wait=True` waits
+        for it to end. Runs are kept by this object (until it closes)."""
+        task = self._runs.get(memory_run_id)
+        if task is None:
+            raise InvalidInput(f"no memory run {memory_run_id!r} was started by this Memory (add(wait=False) answers its id)")
+        if wait:
+            await asyncio.wait({task})
+        if not task.done():
+            return {"memory_run_id": memory_run_id, "status": "running"}
+        if task.exception() is not None:
+            error = task.exception()
+            return {"memory_run_id": memory_run_id, "status": "failed", "error": f"{type(error).__name__}: {error}"}
+        answer = task.result()
+        return {"memory_run_id": memory_run_id, "status": "done", "results": answer["results"], "event_id": answer["event_id"]}
+
+    async def _remember(self, user_id: str, messages: Sequence[Any]) -> dict[str, Any]:
+        """Store `messages` and run the memory graph over the user's unremembered turns, one run of
+        a user's at a time; what the run added, updated and deleted."""
+        from memlane.graph import MemoryContext
+
+        context = MemoryContext(store=self.store, llm=self.model, settings=self.settings)  # type: ignore[arg-type]
+        async with self._user_lock(user_id):
+            stored, run = await import_messages(self.store, user_id, messages, context=context)
         results: list[dict[str, Any]] = []
         if run is not None:
             profile = {entry.id: entry for entry in await self.store.get_profile(user_id)}
@@ -127,6 +169,9 @@ class AsyncMemory:
             for event_id in run.event_ids or ([run.event_id] if run.event_id else []):
                 results.append({"id": event_memory_id(event_id), "memory": run.summary, "event": "ADD"})
         return {"stored": stored, "results": results, "event_id": run.event_id if run is not None else None}
+
+    def _user_lock(self, user_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(user_id, asyncio.Lock())
 
     async def search(
         self,
@@ -203,6 +248,13 @@ class AsyncMemory:
         """Delete everything of the user; returns the keys removed."""
         user_id = scoped_user_id(user_id, agent_id)
         return await self.store.delete_user(user_id)
+
+    async def reset(self) -> int:
+        """Delete everything the store holds, every user's memories (mem0's `reset`); returns the keys removed."""
+        running = [task for task in self._runs.values() if not task.done()]
+        if running:
+            await asyncio.wait(running)
+        return await self.store.reset()
 
     async def history(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> list[dict[str, Any]]:
         """How the memory came to be, oldest first: a profile entry's every revision (who, before,

@@ -23,13 +23,10 @@ from memlane.store.dedupe import RepeatedMemory
 from memlane.store.ids import ITEM_MEMORY_PREFIX, profile_memory_id, stable_id
 from memlane.store.metadata import MetadataFilter
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
-from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry
+from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, ProfileEntry
 
 if TYPE_CHECKING:
     from memlane.graph.scheduler import MemoryScheduler
-
-REMEMBERED_TAG = "remembered"
-
 
 def memory_tools(
     store: MemoryStore,

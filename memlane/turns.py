@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings
-from memlane.graph import MemoryContext, MemoryScheduler
+from memlane.graph import MemoryContext, MemoryScheduler, ProfileConfigs
 from memlane.graph.run import StepCallback
 from memlane.graph.scheduler import ResultCallback
 from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_title
@@ -128,15 +128,17 @@ class TurnService:
         on_result: ResultCallback | None = None,
         on_step: StepCallback | None = None,
         on_queued: UserCallback | None = None,
+        profile_configs: ProfileConfigs | None = None,
         **hooks: Any,
     ) -> TurnService:
         """What a door runs on: the service with its memory scheduler started (runs queue in the
         store's Redis, `memory_docket_url` else the store's, so a run cut off by a restart is picked
         up again), or without one when there is no memory model. `aclose()` stops it.
-        on_result / on_step / on_queued: the scheduler's; hooks: the service's callbacks."""
+        on_result / on_step / on_queued: the scheduler's; profile_configs: the runs' slots and prompt
+        rules per tenant and agent (None: MEMLANE_PROFILE_CONFIG's); hooks: the service's callbacks."""
         scheduler = None
         if memory_model is not None:
-            context = MemoryContext(store=store, llm=memory_model, settings=settings)
+            context = MemoryContext(store=store, llm=memory_model, settings=settings, profile_configs=profile_configs)
             scheduler = await MemoryScheduler(context, on_result=on_result, on_step=on_step, on_queued=on_queued).__aenter__()
         return cls(store, settings=settings, scheduler=scheduler, memory_model=memory_model, **hooks)
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from langchain_core.language_models.chat_models import BaseChatModel
-
-from memlane.config import Settings, get_settings
-from memlane.nodes.profile_config import ProfileConfig, default_profile_config, load_profile_config
+from memlane.nodes.profile_config import ProfileConfig
+from memlane.nodes.profile_configs import ProfileConfigs, configured_profile_configs
 from memlane.store.breaker import CircuitBreaker
 from memlane.store.protocols import MemoryStore
+
+from memlane.config import Settings, get_settings
 
 
 @dataclass
@@ -25,14 +26,27 @@ class MemoryContext:
     store: MemoryStore
     llm: BaseChatModel
     settings: Settings = field(default_factory=get_settings)
-    # None: the slots of MEMLANE_PROFILE_CONFIG (settings.graph.profile_config), else the built-in ones
+    # the slots and prompt rules of every run (the default of `profile_configs`); None: the default
+    # of MEMLANE_PROFILE_CONFIG (settings.graph.profile_config), else the built-in slots
     profile_config: ProfileConfig | None = None
+    # per tenant and per agent (nodes/profile_configs.py); None: MEMLANE_PROFILE_CONFIG's, under
+    # MEMLANE_SERVE_CONFIG's [profile] sections
+    profile_configs: ProfileConfigs | None = None
     # None: one made from the settings (circuit_failure_threshold, circuit_reset_seconds)
     model_breaker: CircuitBreaker | None = None
 
     def __post_init__(self) -> None:
+        if self.profile_configs is None:
+            self.profile_configs = configured_profile_configs(self.settings)
         if self.profile_config is None:
-            configured = self.settings.graph.profile_config
-            self.profile_config = load_profile_config(configured) if configured else default_profile_config()
+            self.profile_config = self.profile_configs.default
+        else:  # given: the default of every run
+            self.profile_configs = self.profile_configs.model_copy(update={"default": self.profile_config})
         if self.model_breaker is None:
             self.model_breaker = CircuitBreaker.from_settings("the memory model", self.settings)
+
+    def profile_config_of(self, user_id: str) -> ProfileConfig:
+        """The slots and prompt rules of a run for the store user `user_id` (its agent's, its
+        tenant's, else the default)."""
+        assert self.profile_configs is not None  # set by __post_init__
+        return self.profile_configs.of(user_id)

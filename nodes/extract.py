@@ -230,7 +230,7 @@ async def extract_facts(
         f"Event summary: {summary}\n\nKnown profile:\n{render_profile(profile)}\n\n"
         f"Profile slots:\n{profile_config.describe()}\n\n{render_chat(chat)}"
     )
-    answer = await caller.ask(EXTRACT_PROMPT, user_text, schema=ExtractOutput)
+    answer = await caller.ask(profile_config.prompt("extract", EXTRACT_PROMPT), user_text, schema=ExtractOutput)
     items, notes = parse_items(answer, ExtractedFact, key="facts", step="extract")
     max_chars, max_facts = caller.settings.graph.slot_max_chars, caller.settings.graph.max_facts_per_run
     facts: list[ProfileFact] = []

@@ -6,13 +6,8 @@ and merge; they are bilingual so Chinese and English chats map to the same slots
 
 from __future__ import annotations
 
-import json
-import tomllib
-from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
 from memlane.store.ids import normalize_slot
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # the topic that keeps facts about other people, one subtopic per person (see nodes/extract.py)
 PEOPLE_TOPIC = "people"
@@ -48,12 +43,27 @@ class TopicConfig(BaseModel):
     )
 
 
+PROMPT_ADDITION_MAX_CHARS = 4000
+
+
+class StepPrompts(BaseModel):
+    """A deployment's own instructions for the memory graph's steps (mem0's custom extraction
+    prompt, a project's profile rules): added to the step's prompt after memlane's rules, so the
+    answer's format, and its parsing, stay memlane's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summarize: str = Field(default="", max_length=PROMPT_ADDITION_MAX_CHARS, description="added to the event summary's prompt")
+    extract: str = Field(default="", max_length=PROMPT_ADDITION_MAX_CHARS, description="added to the fact extraction's prompt")
+
+
 class ProfileConfig(BaseModel):
     """Topics and subtopics with descriptions, and the limits the graph enforces."""
 
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     topics: list[TopicConfig] = Field(default_factory=list)
+    prompts: StepPrompts = Field(default_factory=StepPrompts)
     strict: bool = Field(default=False, description="drop facts outside the configured slots")
     max_subtopics_per_topic: int = Field(default=8, ge=1, description="organize a topic above this")
     max_tokens_per_entry: int = Field(default=120, ge=8, description="re-summarize an entry above this")
@@ -95,6 +105,13 @@ class ProfileConfig(BaseModel):
         if found is not None and found.validate_merge is not None:
             return found.validate_merge
         return found_topic.validate_merge
+
+    def prompt(self, step: str, base: str) -> str:
+        """`base`, the step's prompt, with this configuration's instructions for it (`prompts`)."""
+        added = getattr(self.prompts, step).strip()
+        if not added:
+            return base
+        return f"{base}\n\nTHE DEPLOYMENT'S RULES (follow them; the answer format above still holds):\n{added}"
 
     def describe(self) -> str:
         """The slots as prompt text: one line per topic, indented subtopics."""
@@ -205,18 +222,3 @@ def default_profile_config() -> ProfileConfig:
             ),
         ]
     )
-
-
-def load_profile_config(path: Path) -> ProfileConfig:
-    """The profile slots of a TOML or JSON file (MEMLANE_PROFILE_CONFIG): `strict`, the limits and
-    `[[topics]]` with their `[[topics.subtopics]]`. Raises ValueError naming the file and each bad key."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-        data = json.loads(text) if Path(path).suffix == ".json" else tomllib.loads(text)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"profile configuration {path}: {error}") from None
-    try:
-        return ProfileConfig.model_validate(data)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(str(part) for part in problem['loc']) or '(top)'}: {problem['msg']}" for problem in error.errors())
-        raise ValueError(f"profile configuration {path}: {problems}") from None

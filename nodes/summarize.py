@@ -61,7 +61,7 @@ async def summarize_chat(
         f"Known profile:\n{render_profile(profile)}\n\nProfile slots:\n{profile_config.describe()}\n\n"
         f"{render_chat(chat)}"
     )
-    answer = await caller.ask(SUMMARIZE_PROMPT, user_text, schema=SummaryOutput)
+    answer = await caller.ask(profile_config.prompt("summarize", SUMMARIZE_PROMPT), user_text, schema=SummaryOutput)
     try:
         summary = parse_object(answer, SummaryOutput, step="summarize").summary.strip()
     except ParseFailed as failure:

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator, model_validator
 
-from memlane import Settings
+from memlane import ProfileConfig, ProfileConfigs, Settings, with_serve_sections
 from memlane.config import RecallSettings
 from memlane.masking import register_secret
 from memlane.tenants import TENANT_PATTERN, USER_ID_MAX_CHARS, check_user_id, store_user_id  # noqa: F401  (serve's names)
@@ -181,6 +181,9 @@ class Persona(Upstream):
         '?agent_id=<persona id>); "user": the user\'s own memory, shared with every persona that says "user"',
     )
     read_shared: bool = Field(default=False, description="recall reads the tenant's shared memory (/v1/shared) too")
+    profile: ProfileConfig | None = Field(
+        default=None, description="the memory runs of this persona's own memory: the keys it names over the default's"
+    )
     recall: RecallOverrides = Field(default_factory=RecallOverrides)  # type: ignore[valid-type]
 
     def agent_id(self, persona_id: str) -> str | None:
@@ -196,6 +199,14 @@ class Persona(Upstream):
         return base.model_copy(update={"recall": base.recall.model_copy(update=recall), "turns": base.turns.model_copy(update=turns)})
 
 
+class Tenant(BaseModel):
+    """What one tenant configures of its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: ProfileConfig | None = Field(default=None, description="its users' memory runs: the keys it names over the default's")
+
+
 class ServeConfig(BaseModel):
     """The whole configuration file."""
 
@@ -203,6 +214,10 @@ class ServeConfig(BaseModel):
 
     keys: list[ApiKey] = Field(default_factory=list)
     personas: dict[str, Persona] = Field(default_factory=dict)
+    profile: ProfileConfig | None = Field(
+        default=None, description="the memory runs' slots and prompt rules: the keys it names over MEMLANE_PROFILE_CONFIG's"
+    )
+    tenants: dict[str, Tenant] = Field(default_factory=dict)
     memory: Upstream | None = Field(default=None, description="the memory graph's model; unset: the settings'")
     _by_hash: dict[str, ApiKey] = PrivateAttr(default_factory=dict)
 
@@ -219,8 +234,17 @@ class ServeConfig(BaseModel):
         for persona_id in self.personas:
             if not persona_id or len(persona_id) > 128:
                 raise ValueError(f"persona id {persona_id!r} must be 1 to 128 characters")
+        for tenant in self.tenants:
+            if not TENANT_PATTERN.fullmatch(tenant):
+                raise ValueError(f"tenants.{tenant}: not a tenant id (1-63 of a-z, 0-9, '_' and '-')")
         self._by_hash = {key.hash: key for key in self.keys}
         return self
+
+    def profile_configs(self, base: ProfileConfigs) -> ProfileConfigs:
+        """The memory runs' configurations: `base` (MEMLANE_PROFILE_CONFIG's) under this file's
+        `[profile]`, `[tenants.<id>.profile]` and `[personas.<id>.profile]` sections, as
+        `memlane worker` reads them too (`with_serve_sections`). Raises ValueError naming a bad key."""
+        return with_serve_sections(base, self.model_dump(include={"profile", "tenants", "personas"}, exclude_unset=True))
 
     def key_notes(self, settings: Settings) -> list[str]:
         """What the configuration check says about upstream keys: the upstreams that get none."""

@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from memlane import InputTooLarge, InvalidInput, MemoryStore, StoreError
+from memlane import InputTooLarge, InvalidInput, MemoryStore, QuotaExceeded, StoreError
 from memlane.masking import mask_secrets
 from memlane.serve.chat import UpstreamFailed
 from memlane.serve.service import service_of
@@ -62,6 +62,13 @@ async def _store_error(request: Request, error: StoreError) -> JSONResponse:
     logger.warning("%s %s: the store failed: %s", request.method, request.url.path, error)
     message = mask_secrets(str(error), service_of(request).settings)
     return error_response(503, f"the memory store is unavailable: {message}", "store_unavailable")
+
+
+async def _quota_exceeded(request: Request, error: QuotaExceeded) -> JSONResponse:
+    # a write past one of the user's quotas: refused whole, nothing stored changed; the message
+    # names the quota and its setting. Too many records is 429, too many bytes 413
+    status = 413 if error.quota == "bytes" else 429
+    return error_response(status, f"over the user's {error.quota} quota: {error}", "quota_exceeded")
 
 
 async def _invalid_input(request: Request, error: InvalidInput) -> JSONResponse:
@@ -193,6 +200,7 @@ def add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StoreError, _store_error)
+    app.add_exception_handler(QuotaExceeded, _quota_exceeded)  # a StoreError: Starlette answers the most specific handler
     app.add_exception_handler(InvalidInput, _invalid_input)
     app.add_exception_handler(UpstreamFailed, _upstream_error)
     app.add_exception_handler(Exception, _unexpected_error)

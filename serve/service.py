@@ -11,11 +11,11 @@ from fastapi import Depends, Request
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import SecretStr
 
-from memlane import MemoryRunResult, MemoryScheduler, MemoryStore, Settings, StoreError, open_store
+from memlane import MemoryRunResult, MemoryScheduler, MemoryStore, ProfileConfigs, Settings, StoreError, load_profile_configs, open_store
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
 from memlane.turns import RecallTimedOut, TurnService
 from memlane.models import memory_model_from_settings
-from memlane.serve.config import ServeConfig
+from memlane.serve.config import ServeConfigError, ServeConfig
 from memlane.serve.metrics import ServeMetrics
 
 logger = logging.getLogger(__name__)
@@ -42,6 +42,13 @@ class ServeService:
         self.turns: TurnService | None = None
         self.upstream: httpx.AsyncClient | None = None
         self.persona_settings = {persona_id: persona.settings(settings) for persona_id, persona in config.personas.items()}
+        # checked now, at start-up: a bad key of the settings' file or of this file's sections is named
+        try:
+            self.profile_configs = config.profile_configs(
+                load_profile_configs(settings.graph.profile_config) if settings.graph.profile_config else ProfileConfigs()
+            )
+        except ValueError as error:
+            raise ServeConfigError(f"{settings.serve.config_file or 'the configuration'}: {error}") from None
         for persona in config.personas.values():  # resolved now: each key is masked by value from the start
             persona.api_key(settings)
         for note in config.key_notes(settings):
@@ -58,6 +65,7 @@ class ServeService:
             on_queued=self._on_queued,
             on_saved=self._on_saved,
             on_failed=self._on_failed,
+            profile_configs=self.profile_configs,
         )
         self.scheduler = self.turns.scheduler
         self.upstream = httpx.AsyncClient(

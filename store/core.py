@@ -8,10 +8,11 @@ an embedding call through the breaker, and the masking and size check of what en
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import InitVar, dataclass, field
 from datetime import tzinfo
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
@@ -32,6 +33,10 @@ from memlane.store.schema import KeyLayout, memory_schema
 from memlane.store.scopes import split_user_id
 from memlane.store.shard_indexes import SearchNotes, ShardIndexes
 from memlane.store.timeexpr import resolve_timezone
+
+if TYPE_CHECKING:
+    from memlane.store.quotas import Quotas
+    from memlane.store.retention import Retention
 
 
 def as_text(value: Any) -> str:
@@ -218,3 +223,17 @@ class StorePart:
 
     async def _run(self, coro: Any) -> Any:
         return await self.core.run(coro)
+
+    @functools.cached_property
+    def retention(self) -> Retention:
+        """Records' expiry and their search entries' (store/retention.py), for the parts that write or read them."""
+        from memlane.store.retention import Retention
+
+        return Retention(self.core)
+
+    @functools.cached_property
+    def quotas(self) -> Quotas:
+        """The user's quotas (store/quotas.py), for the parts that add records."""
+        from memlane.store.quotas import Quotas
+
+        return Quotas(self.core)

@@ -22,7 +22,9 @@ from memlane.store.core import StorePart, as_text
 from memlane.store.dedupe import RepeatedMemory, is_near_duplicate, normalized, text_digest
 from memlane.store.ids import ITEM_MEMORY_PREFIX
 from memlane.store.memories import Memories
+from memlane.store.quotas import text_bytes
 from memlane.store.records import Memory
+from memlane.store.retention import record_kind
 from memlane.store.schema import MemoryField
 from memlane.store.search import Search
 
@@ -50,7 +52,12 @@ class Duplicates(StorePart):
         """Embed and store memories (upsert by id). A memory that repeats one the user has under
         another id, of the same kind, is not stored: the same text (case and spacing aside, earlier
         ones in the same call included) or, above `near_duplicate_similarity`, a near duplicate.
-        Its answer is the stored one's id. Turns (kind "message") are each their own."""
+        Its answer is the stored one's id. Turns (kind "message") are each their own. A memory that
+        is its own record (not the search entry of a message, card or entry) counts against the
+        user's quotas (a repeat reserved and not stored is dropped at the next recount)."""
+        own = [memory for memory in memories if memory.kind != "message" and record_kind(memory.id) is None]
+        for user_id in dict.fromkeys(memory.user_id for memory in own):
+            await self.quotas.reserve(user_id, {m.id: text_bytes(m.text) for m in own if m.user_id == user_id})
         stored_as = await self._stored_texts(memories)
         new = [memory for memory in memories if memory.id not in stored_as]
         rows = await self.memories.memory_rows(new)
@@ -58,9 +65,11 @@ class Duplicates(StorePart):
         stored_as.update({memory_id: repeat.memory.id for memory_id, repeat in near.items()})
         pipe = self.client.pipeline(transaction=False)
         self.memories.queue_rows(pipe, [(key, row) for key, row in rows if as_text(row[MemoryField.ID]) not in near])
-        for memory in new:
-            if memory.kind != "message" and memory.id not in near:
+        kept = [memory for memory in new if memory.id not in near]
+        for memory in kept:
+            if memory.kind != "message":
                 pipe.hset(self.layout.memory_texts(memory.user_id), text_digest(memory.kind, memory.text, memory.metadata), memory.id)
+        self.memories.queue_follow(pipe, kept)
         await self._run(pipe.execute())
         self.search.counts_changed({memory.user_id for memory in new})  # counted while looking for repeats
         return [stored_as.get(memory.id, memory.id) for memory in memories]

@@ -23,3 +23,13 @@ class InvalidInput(ValueError):
 
 class InputTooLarge(InvalidInput):
     """A text or id is longer than its setting allows; the message names the setting."""
+
+
+class QuotaExceeded(StoreError):
+    """A write would take a user past a quota of `settings.retention`; nothing was written, and what
+    the user had is untouched. `quota` is "memories" (how many records) or "bytes" (their text);
+    `setting` the variable that sets it."""
+
+    def __init__(self, message: str, *, quota: str, setting: str, limit: int, used: int) -> None:
+        super().__init__(message)
+        self.quota, self.setting, self.limit, self.used = quota, setting, limit, used

@@ -51,13 +51,20 @@ class Events(StorePart):
         if not ids:
             return []
         raw = await self._run(self.client.hmget(self.layout.events(user_id), ids))
-        return [Event.model_validate_json(value) for value in raw if value]
+        return await self._refreshed(user_id, [Event.model_validate_json(value) for value in raw if value])
 
     async def get_events(self, user_id: str, event_ids: Sequence[str]) -> list[Event | None]:
         if not event_ids:
             return []
         raw = await self._run(self.client.hmget(self.layout.events(user_id), list(event_ids)))
-        return [Event.model_validate_json(value) if value else None for value in raw]
+        events = [Event.model_validate_json(value) if value else None for value in raw]
+        await self._refreshed(user_id, [event for event in events if event is not None])
+        return events
+
+    async def _refreshed(self, user_id: str, events: list[Event]) -> list[Event]:
+        """`events`, their time to live started again where `retention_refresh_on_read` says so."""
+        await self.retention.refresh(user_id, [event_memory_id(event.id) for event in events], events)
+        return events
 
     async def delete_card(self, user_id: str, event_id: str) -> bool:
         """Delete the card, its time and its search memory; False when there was none."""
@@ -71,6 +78,7 @@ class Events(StorePart):
     def queue_write(self, pipe: Any, user_id: str, event: Event) -> None:
         """Queue on `pipe` the card and its time (a memory-graph run's event, store/updates.py)."""
         pipe.hset(self.layout.events(user_id), event.id, event.model_dump_json())
+        self.retention.queue_event_expiry(pipe, user_id, [event])
         pipe.zadd(self.layout.event_times(user_id), {event.id: event.created_at})
 
     async def rewrite(self, user_id: str, event: Event) -> None:
@@ -78,5 +86,7 @@ class Events(StorePart):
         rows = await self.memories.memory_rows([event.as_memory()])
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(self.layout.events(user_id), event.id, event.model_dump_json())
+        self.retention.queue_event_expiry(pipe, user_id, [event])  # written: its time starts again
         self.memories.queue_rows(pipe, rows)
+        self.retention.queue_follow(pipe, user_id, [event_memory_id(event.id)])
         await self._run(pipe.execute())

@@ -13,8 +13,14 @@ from typing import Any, Sequence
 from memlane.store.core import StorePart, as_text
 from memlane.store.memories import Memories
 from memlane.store.metadata import checked_metadata, metadata_row
+from memlane.store.quotas import text_bytes
 from memlane.store.records import StoreItem
 from memlane.store.schema import MemoryField
+
+
+def item_value_bytes(item: StoreItem) -> int:
+    """The bytes an item counts for in the user's quota: its value as JSON."""
+    return text_bytes(json.dumps(item.value, ensure_ascii=False))
 
 
 @dataclass(eq=False, repr=False)
@@ -57,6 +63,8 @@ class Items(StorePart):
                 checked_metadata(item.metadata, self.settings.limits.max_metadata_bytes, f"item {item.key!r}"),
                 self.settings.store.metadata_fields,
             )
+        for user_id in dict.fromkeys(item.user_id for item in items):  # past a quota: refused before anything is written
+            await self.quotas.reserve(user_id, {i.memory_id: item_value_bytes(i) for i in items if i.user_id == user_id})
         # the owner is listed before its items exist: a search over every owner never misses one
         await self._run(self.client.sadd(self.layout.item_owners, *{item.user_id for item in items}))
         keys = [self.layout.memory(item.user_id, item.memory_id) for item in items]
@@ -89,6 +97,7 @@ class Items(StorePart):
             else:
                 pipe.hset(key, MemoryField.ITEM_VECTORS, own)
             pipe.hset(self.layout.items(item.user_id), item.memory_id, json.dumps(item.namespace, ensure_ascii=False))
+            self.retention.queue_owner(pipe, item.user_id)
             if item.ttl_minutes is not None:
                 pipe.pexpire(key, max(1, int(item.ttl_minutes * 60_000)))
             else:

@@ -417,13 +417,23 @@ class Memories(StorePart):
             pipe.hdel(key, *absent)
 
     # the protocol's calls ----------------------------------------------------------------------
-    async def write(self, memories: Sequence[Memory]) -> None:
-        """Embed and store memories as they are (upsert by id): turns, which are each their own.
-        The protocol's `add_memories`, which stores a repeat once, is store/duplicates.py's."""
+    async def store_memories(self, memories: Sequence[Memory], *, drop_orphans: bool = False) -> None:
+        """Embed and store memories as they are (upsert by id): turns, which are each their own, each
+        entry taking its record's expiry (`queue_follow`, with `drop_orphans` for the turns indexed
+        late). The protocol's `add_memories`, which counts the quotas and stores a repeat once, is
+        store/duplicates.py's."""
         rows = await self.memory_rows(memories)
         pipe = self.client.pipeline(transaction=False)
         self.queue_rows(pipe, rows)
+        self.queue_follow(pipe, memories, drop_orphans=drop_orphans)
         await self._run(pipe.execute())
+
+    def queue_follow(self, pipe: Any, memories: Sequence[Memory], *, drop_orphans: bool = False) -> None:
+        """Queue on `pipe` each written entry's expiry after its record's (`Retention.queue_follow`):
+        unchanged entries too, as their record's time may have started again."""
+        for user_id in dict.fromkeys(memory.user_id for memory in memories):
+            self.retention.queue_follow(pipe, user_id, [m.id for m in memories if m.user_id == user_id], drop_orphans=drop_orphans)
+            self.retention.queue_owner(pipe, user_id)
 
     async def delete_memory(self, user_id: str, memory_id: str) -> bool:
         removed = await self._run(self.client.delete(self.layout.memory(user_id, memory_id)))

@@ -22,6 +22,7 @@ from memlane.store.errors import EmbeddingsUnavailable, InvalidInput
 from memlane.store.ids import message_memory_id
 from memlane.store.memories import Memories
 from memlane.store.metadata import checked_metadata, metadata_row
+from memlane.store.quotas import text_bytes
 from memlane.store.records import Memory, Message, SessionSummary
 from memlane.store.schema import MessageField, item_key
 
@@ -93,6 +94,10 @@ class Messages(StorePart):
             self.core.check_text_size(message.content, f"message {message.id!r}")
             self._check_metadata(message)
         messages = [self._redacted(message) for message in messages]
+        for user_id in dict.fromkeys(message.user_id for message in messages):  # refused before anything is written
+            await self.quotas.reserve(
+                user_id, {message_memory_id(m.id): text_bytes(m.content) for m in messages if m.user_id == user_id}, rewrites=False
+            )
         await self.core.note_scopes(message.user_id for message in messages)
         pipe = self.client.pipeline(transaction=False)
         for message in messages:
@@ -122,7 +127,10 @@ class Messages(StorePart):
                 self.layout.unindexed_messages(message.user_id),
             ]
             await self.core.queue_script(pipe, self._add_message, keys, args)
-        results = [int(seq) for seq in await self.core.execute_with_scripts(pipe)]
+        for user_id in dict.fromkeys(message.user_id for message in messages):  # after the scripts: their answers come first
+            self.retention.queue_message_expiry(pipe, user_id, [m.id for m in messages if m.user_id == user_id])
+            self.retention.queue_owner(pipe, user_id)
+        results = [int(seq) for seq in (await self.core.execute_with_scripts(pipe))[: len(messages)]]
         stored = [message.model_copy(update={"seq": seq}) for message, seq in zip(messages, results) if seq >= 0]
         resent = [message for message, seq in zip(messages, results) if seq == -1]
         elsewhere = [message.id for message, seq in zip(messages, results) if seq == -2]
@@ -196,7 +204,10 @@ class Messages(StorePart):
         if not messages:
             return True
         try:
-            await self.memories.write(self._message_memories(messages, await self._preceding_texts(messages)))
+            # an entry written for a message that expired meanwhile is deleted again (drop_orphans)
+            await self.memories.store_memories(
+                self._message_memories(messages, await self._preceding_texts(messages)), drop_orphans=True
+            )
         except EmbeddingsUnavailable as error:
             await self._run(self.client.sadd(pending, *(message.id for message in messages)))
             logger.warning("%d message(s) of %r stored but not indexed yet: %s", len(messages), user_id, error)
@@ -297,7 +308,12 @@ class Messages(StorePart):
         members = await self._run(
             self.client.zrange(self.layout.session_messages(user_id, session_id), -limit, -1)
         )
-        return await self.load_messages(user_id, members)
+        return await self._refreshed(user_id, await self.load_messages(user_id, members))
+
+    async def _refreshed(self, user_id: str, messages: list[Message]) -> list[Message]:
+        """`messages`, their time to live started again where `retention_refresh_on_read` says so."""
+        await self.retention.refresh(user_id, [message_memory_id(message.id) for message in messages])
+        return messages
 
     async def message_neighbours(
         self, user_id: str, message_id: str, *, before: int = 1, after: int = 1
@@ -311,7 +327,7 @@ class Messages(StorePart):
         if rank is None:
             return []
         members = await self._run(self.client.zrange(session_messages, max(0, rank - before), rank + after))
-        return await self.load_messages(user_id, members)
+        return await self._refreshed(user_id, await self.load_messages(user_id, members))
 
     async def unprocessed_messages(self, user_id: str, limit: int | None = None) -> list[Message]:
         cursor = await self.get_cursor(user_id)

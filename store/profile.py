@@ -38,6 +38,7 @@ class Profile(StorePart):
     async def get_profile(self, user_id: str) -> list[ProfileEntry]:
         raw = await self._run(self.client.hvals(self.layout.profile(user_id)))
         entries = [ProfileEntry.model_validate_json(value) for value in raw]
+        await self.retention.refresh(user_id, [profile_memory_id(entry.id) for entry in entries])
         return sorted(entries, key=lambda entry: (entry.topic.lower(), entry.subtopic.lower()))
 
     async def delete_entry(self, user_id: str, entry_id: str, *, actor: str) -> ProfileEntry | None:
@@ -93,7 +94,9 @@ class Profile(StorePart):
                     rows = await self.memories.memory_rows([after.as_memory()]) if "content" in changes else []
                     pipe.multi()
                     pipe.hset(profile_key, entry_id, after.model_dump_json())
+                    self.retention.queue_field_expiry(pipe, profile_key, [entry_id], "profile")  # written: its time starts again
                     self.memories.queue_rows(pipe, rows)
+                    self.retention.queue_follow(pipe, user_id, [profile_memory_id(entry_id)])
                     self.record_revisions(pipe, [self._revision(entry_id, "update", actor, before, after)])
                     await self._run(pipe.execute())
                     return after
@@ -213,6 +216,7 @@ class Profile(StorePart):
         profile_key = self.layout.profile(update.user_id)
         for entry in update.upsert_profile:
             pipe.hset(profile_key, entry.id, entry.model_dump_json())
+        self.retention.queue_field_expiry(pipe, profile_key, [entry.id for entry in update.upsert_profile], "profile")
         self.record_revisions(pipe, revisions)
         for entry_id in update.delete_profile_ids:
             pipe.hdel(profile_key, entry_id)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Protocol, Sequence, runti
 
 from memlane.store.breaker import BreakerStatus
 from memlane.store.dedupe import RepeatedMemory
+from memlane.store.gc_report import GcReport
 from memlane.store.records import (
     Event,
     ForgetReport,
@@ -294,6 +295,11 @@ class AdminStore(Protocol):
         """Note that the user's request keyed `key` has `fingerprint`, unless the key was seen within
         `ttl_seconds`: then nothing changes and the fingerprint first noted is returned (None: first)."""
 
+    async def collect_garbage(self, user_id: str | None = None, *, recount: bool = False) -> GcReport:
+        """One retention sweep (`memlane gc`) over the user, or every user: the listings of expired
+        records, sessions with no message left, search entries whose record is gone, the quota usage
+        of what was deleted or expired (with `recount`, counted again from the records); what it did."""
+
     async def delete_user(self, user_id: str) -> int:
         """Delete everything of the user, its agents' scopes included (`store/scopes.py`; of one
         agent's scope, that scope). Returns the number of keys removed."""
@@ -303,6 +309,10 @@ class AdminStore(Protocol):
 
     async def agents(self, user_id: str) -> list[str]:
         """The agents that have a scope of the user's (`scoped_user_id`), sorted."""
+
+    async def reset(self) -> int:
+        """Delete everything the store holds (every user, every scope; the index stays, empty).
+        Returns the number of keys removed."""
 
     async def check_ready(self) -> None:
         """Raise StoreError saying what is wrong unless the store can serve (Redis answers, its index exists)."""

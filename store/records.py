@@ -263,6 +263,10 @@ class ProfileChange(BaseModel):
     _clean_texts = field_validator("content", "previous_content", mode="before")(_cleaned)
 
 
+# the tag of a note: a card remembered on request (the tools, the API, MCP), kept for its own time
+REMEMBERED_TAG = "remembered"
+
+
 class Event(BaseModel):
     """An event card: what one memory-graph run learned."""
 

@@ -14,7 +14,8 @@ says which part answers each method of the protocols (protocols.py, by role; rec
     events.py       event cards                        updates.py   the memory graph's one write
     forgetting.py   forget, deletes that forget        items.py     LangGraph store items
     parked_runs.py  runs that failed every retry       users.py     export or delete a user
-    requests.py     Idempotency-Keys seen              duplicates.py  a repeat stored once
+    requests.py     Idempotency-Keys seen              gc.py        the retention sweep
+    duplicates.py   a repeat stored once (add_memories)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from memlane.store.embeddings import EmbeddingBacklog, get_embeddings, passage_b
 from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.events import Events
 from memlane.store.forgetting import Forgetting
+from memlane.store.gc import GarbageCollector
 from memlane.store.items import Items
 from memlane.store.memories import Memories
 from memlane.store.messages import Messages
@@ -105,6 +107,7 @@ class RedisMemoryStore:
         self.runs = ParkedRuns(core)  # the dead-letter list
         self.requests = Requests(core)  # Idempotency-Keys seen
         self.users = Users(core, self.memories, self.messages, self.profile, self.events, self.items)
+        self.gc = GarbageCollector(core)  # what expiry cannot remove (retention)
 
     @property
     def settings(self) -> Settings:
@@ -214,9 +217,16 @@ class RedisMemoryStore:
 
     claim_request_key = _answered_by("requests", Requests.claim_request_key)
 
+    collect_garbage = _answered_by("gc", GarbageCollector.collect_garbage)
+
     delete_user = _answered_by("users", Users.delete_user)
     export_user = _answered_by("users", Users.export_user)
     agents = _answered_by("users", Users.agents)
+
+    async def reset(self) -> int:
+        removed = await self.users.reset()
+        await self.ensure_indexes()  # the key-layout marker again, so this store's next start sees its layout
+        return removed
 
 
 async def open_store(

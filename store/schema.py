@@ -27,7 +27,7 @@ from redisvl.schema import IndexSchema
 
 from memlane.store.errors import InputTooLarge
 from memlane.store.ids import check_id
-from memlane.store.scopes import split_user_id
+from memlane.store.scopes import SCOPE_MARK, scoped_user_id, split_user_id
 
 # Full text is analyzed in Python (store/text.py: English stems, CJK bigrams) into its own
 # field, indexed without server-side stemming; the index language only names the stop-word
@@ -252,6 +252,40 @@ class KeyLayout:
         same text is stored once whatever id a second call gives it (turns are not: each is its own)."""
         return self.user_prefix(user_id) + "texts"
 
+    def usage(self, user_id: str) -> str:
+        """Hash: each record the user's quotas count (`usage_field`: the memory id, `message:<id>`,
+        `event:<id>`, `profile:<entry id>`, an item's or a memory's own, after its agent's id for an
+        agent's memory of the user) → the bytes of its text; kept while a quota is set
+        (store/quotas.py), and what was deleted or expired leaves it at the next count. One per user:
+        the quotas are the user's, whatever agents' memories of the user hold (store/scopes.py)."""
+        return self.user_prefix(split_user_id(user_id)[0]) + "usage"
+
+    def usage_bytes(self, user_id: str) -> str:
+        """String: the sum of `usage`'s values, moved with it in one script."""
+        return self.user_prefix(split_user_id(user_id)[0]) + "usage_bytes"
+
+    @staticmethod
+    def usage_field(user_id: str, memory_id: str) -> str:
+        """The field of `usage` counting the store user's record `memory_id`."""
+        agent = split_user_id(user_id)[1]
+        return memory_id if agent is None else f"{agent}{SCOPE_MARK}{memory_id}"
+
+    @staticmethod
+    def usage_record(user_id: str, field: str) -> tuple[str, str]:
+        """(the store user, the memory id) a field of `user_id`'s `usage` counts."""
+        agent, mark, memory_id = field.partition(SCOPE_MARK)
+        return (scoped_user_id(split_user_id(user_id)[0], agent), memory_id) if mark else (split_user_id(user_id)[0], field)
+
+    def owner(self, user_id: str) -> str:
+        """String: the raw user id, written with records that may expire, so the sweep that finds the
+        user's keys by their digest (`owner_scan`) knows whose they are (`memlane gc`)."""
+        return self.user_prefix(user_id) + "owner"
+
+    @property
+    def owner_scan(self) -> str:
+        """SCAN pattern of every user's `owner` key."""
+        return glob_escaped(f"{self.prefix}:u:") + "{*:owner"  # agents' scopes too
+
     def unindexed_messages(self, user_id: str) -> str:
         """Set: ids of stored messages waiting for their search entry, recorded as they are
         stored (the embedder may be down, Redis may lose the entry); indexing removes them."""
@@ -429,6 +463,11 @@ class QueueKeys:
     def reindex_sweep_task() -> str:
         """One sweep of the unindexed messages per queue: each worker that starts replaces it."""
         return "memlane-reindex-sweep"
+
+    @staticmethod
+    def gc_sweep_task() -> str:
+        """One retention sweep (`memlane gc`) per queue: each worker that starts replaces it."""
+        return "memlane-gc-sweep"
 
     @staticmethod
     def summary_task(user_id: str, session_id: str, token: str) -> str:

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
+from redisvl.index import AsyncSearchIndex
 from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
+from memlane.store.cluster_search import search_then_read
 from memlane.store.breaker import CircuitOpen
 from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
@@ -224,35 +226,15 @@ class Search(StorePart):
         notes: SearchNotes | None = None,
     ) -> list[list[dict[str, Any]]]:
         """The answers of `queries` (all vector ones searching with `vector`), from the index that
-        holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`)."""
-        answers = await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)), notes)
-        if self.core.shards is not None:
-            answers = await self._read_found(queries, answers, vector)
-        return answers
+        holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`).
+        On a cluster the found hashes are read by the same script, one round trip (store/cluster_search.py)."""
+        if self.core.shards is None:
+            return await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)), notes)
 
-    async def _read_found(
-        self, queries: Sequence[TextQuery | VectorQuery], answers: list[list[dict[str, Any]]], vector: Sequence[float] | None
-    ) -> list[list[dict[str, Any]]]:
-        """On a cluster: the found memories' fields, read from their hashes. Redis 7.4's search module
-        returns none of a hash outside the slot of the index's name (every user's but one slot's),
-        not even the vector distance, so a vector query asks for ids only (in distance order) and the
-        distance is computed here from the stored vector. One HMGET per memory, one round trip, all
-        in the user's slot; a memory deleted since the search is left out."""
-        found = [(query, doc) for query, docs in zip(queries, answers) for doc in docs]
-        if not found:
-            return answers
-        pipe = self.client.pipeline(transaction=False)
-        for query, doc in found:  # the stored vector only where a distance is wanted
-            pipe.hmget(doc["id"], [*RETURN_FIELDS, MemoryField.EMBEDDING] if isinstance(query, VectorQuery) else RETURN_FIELDS)
-        rows = await self._run(pipe.execute())
-        measured = [vector is not None and len(row) > len(RETURN_FIELDS) and bool(row[-1]) for row in rows]
-        vectors = [np.frombuffer(row[-1], dtype=np.float32) for row, wanted in zip(rows, measured) if wanted]
-        similarities = iter(cosine_similarities(np.asarray(vector, dtype=np.float32), np.stack(vectors)) if vectors else [])
-        for (_, doc), row, wanted in zip(found, rows, measured):
-            doc.update({name: as_text(value) for name, value in zip(RETURN_FIELDS, row) if value is not None})
-            if wanted:
-                doc[VECTOR_DISTANCE] = str(1.0 - float(next(similarities)))
-        return [[doc for doc in docs if MemoryField.ID in doc] for docs in answers]
+        async def one_trip(index: AsyncSearchIndex) -> list[list[dict[str, Any]]]:
+            return await search_then_read(index, queries, RETURN_FIELDS, vector)
+
+        return await self.core.on_user_index(user_id, one_trip, notes)
 
     async def memory_count(self, user_id: str) -> int:
         """How many search memories the user has (cached for a minute: it picks the search mode)."""
@@ -397,7 +379,9 @@ class Search(StorePart):
         if settings.search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
-        return MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
+        hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
+        await self.retention.refresh(user_id, [hit.memory.id for hit in hits])  # where retention_refresh_on_read says so
+        return hits
 
     def rescaled(self, vector_similarity: float) -> float:
         """Cosine similarity rescaled from the provider's floor of unrelated texts
@@ -505,11 +489,21 @@ class Search(StorePart):
     async def _similarities(
         self, user_id: str, query_vector: Sequence[float], docs: list[dict[str, Any]]
     ) -> dict[str, float]:
-        """Cosine similarity of text-only hits, from their stored vectors."""
-        pipe = self.client.pipeline(transaction=False)
-        for doc in docs:
-            pipe.hget(self.layout.memory(user_id, as_text(doc[MemoryField.ID])), MemoryField.EMBEDDING)
-        found = [(doc["id"], np.frombuffer(blob, dtype=np.float32)) for doc, blob in zip(docs, await self._run(pipe.execute())) if blob]
+        """Cosine similarity of text-only hits, from their stored vectors (on a cluster, read from the
+        primary that holds the user, through its plain client)."""
+        keys = [self.layout.memory(user_id, as_text(doc[MemoryField.ID])) for doc in docs]
+
+        async def read(client: Any) -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.hget(key, MemoryField.EMBEDDING)
+            return await pipe.execute()
+
+        if self.core.shards is None:
+            blobs = await self._run(read(self.client))
+        else:
+            blobs = await self.core.on_user_index(user_id, lambda index: read(index.client))
+        found = [(doc["id"], np.frombuffer(blob, dtype=np.float32)) for doc, blob in zip(docs, blobs) if blob]
         if not found:
             return {}
         similarities = cosine_similarities(np.asarray(query_vector, dtype=np.float32), np.stack([vector for _, vector in found]))

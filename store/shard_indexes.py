@@ -61,6 +61,13 @@ _LOCK_MS = 30_000
 _POLL_SECONDS = 0.05
 
 
+def owner_probe() -> str | None:
+    """The key whose slot the search under way checks first (`on_owner` sets it; None when the search
+    is answered from what a migrating slot's node holds). A search sent outside a pipeline (a
+    script, store/cluster_search.py) names it as its key, which checks the same."""
+    return _OWNER_PROBE.get()
+
+
 class SearchNotes(list):
     """What a search could not do in full, one line each (empty: the answer is whole). Recall
     shows a non-empty one as a degraded search."""
@@ -131,8 +138,10 @@ def _moved_index_name(error: BaseException, probe: str) -> bool:
 
 
 def _unknown_index(error: BaseException) -> bool:
+    """The node has no index of that name, or (a script's search, store/cluster_search.py) the
+    name's slot is no longer the node's: either way, the node's index is chosen again."""
     text = str(error).lower()
-    return isinstance(error, ResponseError) and ("unknown index" in text or "no such index" in text)
+    return isinstance(error, ResponseError) and ("unknown index" in text or "no such index" in text or "non local key" in text)
 
 
 @dataclass(eq=False)

@@ -13,10 +13,11 @@ from memlane.store.core import StorePart
 from memlane.store.dedupe import text_digest
 from memlane.store.errors import StoreError
 from memlane.store.events import Events
-from memlane.store.ids import event_memory_id, message_memory_id, past_value_memory_id
+from memlane.store.ids import event_memory_id, message_memory_id, past_value_memory_id, profile_memory_id
 from memlane.store.memories import Memories
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
+from memlane.store.quotas import event_sizes, profile_sizes
 from memlane.store.records import MemoryUpdate, ProfileRevision
 
 
@@ -44,6 +45,8 @@ class Updates(StorePart):
                 "event": self.events.redacted(update.event) if update.event is not None else None,
             }
         )
+        records = {**profile_sizes(update.upsert_profile), **event_sizes([update.event] if update.event else [])}
+        await self.quotas.reserve(user_id, records)  # refused before anything is embedded or written
         revisions = await self.profile.revisions_of(update)
         past_values = [value for revision in revisions if (value := revision.past_value()) is not None]
         # embed before the transaction: nothing slow may sit inside it
@@ -63,6 +66,13 @@ class Updates(StorePart):
         for memory in update.memories:  # so that add_memories finds the same text (store/duplicates.py)
             if memory.kind != "message":
                 pipe.hset(self.layout.memory_texts(user_id), text_digest(memory.kind, memory.text, memory.metadata), memory.id)
+        # every search entry whose record was written: an unchanged entry is not rewritten, but its
+        # record's time started again (the entries' and the card's own are the records' ids)
+        written = [*(memory.id for memory in update.memories), *(value.as_memory().id for value in past_values), *records]
+        self.retention.queue_follow(pipe, user_id, list(dict.fromkeys(written)))
+        self.retention.queue_owner(pipe, user_id)
+        if update.delete_profile_ids and self.settings.retention.has_quota:
+            pipe.hdel(self.layout.usage(user_id), *(self.layout.usage_field(user_id, profile_memory_id(entry_id)) for entry_id in update.delete_profile_ids))
         if update.advance_cursor_to is not None:
             await self.messages.queue_cursor_advance(pipe, user_id, update.advance_cursor_to)
         await self.core.execute_with_scripts(pipe)

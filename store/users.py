@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from redis.cluster import key_slot
+
+from memlane.store.cluster import is_cluster
 from memlane.store.core import StorePart, as_text
 from memlane.store.events import Events
 from memlane.store.items import Items
@@ -14,6 +17,7 @@ from memlane.store.memories import Memories
 from memlane.store.messages import Messages
 from memlane.store.profile import Profile
 from memlane.store.records import UserExport
+from memlane.store.schema import glob_escaped
 from memlane.store.scopes import scoped_user_id, split_user_id
 
 
@@ -52,6 +56,20 @@ class Users(StorePart):
         if agent is not None:
             await self._run(self.client.srem(self.layout.scopes(user_id), agent))
         await self._run(self.client.srem(self.layout.item_owners, *owners))
+        return removed
+
+    async def reset(self) -> int:
+        """Delete every key under the store's prefix: every user's memories, the shared ones, the
+        registries (not the background queue's keys, which have a prefix of their own). Returns the
+        keys removed. On a cluster, one UNLINK per hash slot (a command's keys share one)."""
+        keys = [key async for key in self.client.scan_iter(match=glob_escaped(self.layout.prefix + ":") + "*", count=1000)]
+        batches: dict[int, list[bytes]] = {}
+        for key in keys:
+            batches.setdefault(key_slot(key) if is_cluster(self.client) else 0, []).append(key)
+        removed = 0
+        for batch in batches.values():
+            for start in range(0, len(batch), 500):
+                removed += await self._run(self.client.unlink(*batch[start : start + 500]))
         return removed
 
     async def export_user(self, user_id: str) -> UserExport:

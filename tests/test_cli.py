@@ -392,3 +392,26 @@ def test_runs_loads_neither_the_app_nor_the_graph(settings):
     loaded = set(finished.stdout.rsplit("loaded:", 1)[1].split())
     # the doors' commands are registered (memlane.ui.cli, memlane.serve.cli: argparse only), their code is not loaded
     assert not loaded & {"gradio", "fastapi", "langgraph", "langchain_openai", "docket", "memlane.graph", "memlane.ui.app", "memlane.serve.app", "memlane.serve.mcp"}
+
+
+async def test_gc_sweeps_what_expiry_left_and_says_what(store, settings, monkeypatch, capsys, fresh_settings):
+    from memlane.store.records import Message
+
+    environment = {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix,
+                   "MEMLANE_RETENTION_MESSAGE_TTL_DAYS": str(1 / 86_400)}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    short = store.with_settings(store.settings.model_copy(update={"retention_message_ttl_days": 1 / 86_400}))
+    await short.add_messages([Message(id="m1", user_id="u|1", session_id="s", role="user", content="I keep bees")])
+    await asyncio.sleep(1.3)
+
+    def run_cli(*argv: str) -> tuple[int, str]:
+        code = cli.main(["gc", *argv])
+        return code, capsys.readouterr().out
+
+    code, out = await asyncio.to_thread(run_cli)
+    assert code == 0 and out.splitlines() == [
+        "1 user swept", "history entries of expired messages removed: 1",
+        "sessions with no message left removed (listing, summary, title): 1",
+    ]
+    assert await asyncio.to_thread(run_cli, "--user", "u|1") == (0, "1 user swept, nothing to remove\n")

@@ -101,6 +101,47 @@ async def test_metadata_is_kept_on_add_and_filters_search(settings, embeddings):
             await memory.search("launch", user_id="x", filters={"owner": "me"})
 
 
+async def test_add_without_waiting_answers_a_run_id_and_the_run_ends_in_the_background(store, settings):
+    memory = AsyncMemory(store, model=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    started = await memory.add(CHAT, user_id="y", wait=False)
+    assert started["stored"] == 3 and started["results"] == [] and started["memory_run_id"]
+    assert len(await store.recent_messages("y", "default")) == 3  # stored before the answer
+    first = await memory.get_run(started["memory_run_id"])
+    assert first["status"] in ("running", "done")
+    ended = await memory.get_run(started["memory_run_id"], wait=True)
+    assert ended["status"] == "done" and ended["event_id"] and {r["event"] for r in ended["results"]} == {"ADD"}
+    assert {m["id"] for m in (await memory.get_all(user_id="y"))["results"]} == {r["id"] for r in ended["results"]}
+    with pytest.raises(InvalidInput, match="no memory run"):
+        await memory.get_run("nope")
+    # a model that answers garbage: the run says so, nothing is lost
+    broken = AsyncMemory(store, model=ScriptedChatModel(rules=[], default="not json at all"), settings=settings)
+    failed = await broken.add("I moved to Lyon.", user_id="z", wait=False)
+    outcome = await broken.get_run(failed["memory_run_id"], wait=True)
+    assert outcome["status"] in ("done", "failed") and len(await store.recent_messages("z", "default")) == 1
+
+
+async def test_reset_deletes_every_users_memories(store, settings):
+    memory = AsyncMemory(store, settings=settings)
+    for user in ("r1", "r2"):
+        await memory.add("I collect vinyl records.", user_id=user, infer=False)
+    await memory.add("I collect stamps.", user_id="r1", agent_id="coach", infer=False)
+    assert await memory.reset() > 0
+    for user, agent in (("r1", None), ("r2", None), ("r1", "coach")):
+        assert await memory.search("collect", user_id=user, agent_id=agent) == []
+    await memory.add("I collect coins.", user_id="r1", infer=False)  # the store works on after a reset
+    assert (await memory.search("collect coins", user_id="r1"))[0]["memory"] == "I collect coins."
+
+
+async def test_reset_on_a_cluster(cluster_store):
+    memory = AsyncMemory(cluster_store, settings=cluster_store.settings)
+    for user in ("c1", "c2", "c3", "c4"):
+        await memory.add("I collect vinyl records.", user_id=user, infer=False)
+    assert await memory.reset() > 0
+    assert [key async for key in cluster_store.client.scan_iter(match=f"{cluster_store.layout.prefix}:u:*")] == []
+    for user in ("c1", "c2", "c3", "c4"):
+        assert await memory.search("vinyl", user_id=user) == []
+
+
 def test_the_sync_memory_works_inside_a_running_loop(store, settings, embeddings):  # (store: its prefix is dropped after)
     import asyncio
 

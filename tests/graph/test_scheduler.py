@@ -478,3 +478,24 @@ async def test_a_stored_message_nobody_indexed_becomes_searchable_without_its_us
             while len(await store.search_memories("gone", "bees on the roof", kinds=["message"])) < 2:
                 await asyncio.sleep(0.1)
     assert await store.users_with_unindexed_messages() == []
+
+
+async def test_a_worker_sweeps_what_expiry_left_every_gc_sweep_seconds(store, settings):
+    """The retention sweep is scheduled as the reindex sweep is: a worker that starts queues one,
+    and each schedules the next `retention_gc_sweep_seconds` later."""
+    from memlane.graph import MemoryContext
+    from memlane.store.records import Message
+
+    swept = settings.model_copy(update={
+        "retention_message_ttl_days": 1 / 86_400, "retention_gc_sweep_seconds": 0.3,
+        "memory_reindex_sweep_seconds": 0, "memory_idle_flush_seconds": 0,
+    })
+    short = store.with_settings(swept)
+    await short.add_messages([Message(id="m1", user_id="gone", session_id="s", role="user", content="I keep bees")])
+    await asyncio.sleep(1.2)  # expired: its timeline entry and session are left for the sweep
+    assert await short.list_sessions("gone") == ["s"]
+    async with MemoryScheduler(MemoryContext(store=short, llm=slow_model(delay=0), settings=swept)):
+        async with asyncio.timeout(20):
+            while await short.list_sessions("gone"):
+                await asyncio.sleep(0.1)
+    assert await short.client.zcard(short.layout.timeline("gone")) == 0

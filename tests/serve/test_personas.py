@@ -70,3 +70,34 @@ def test_a_setting_a_persona_cannot_change_is_refused_by_name():
     for name in ("similarity_floor", "echo_weight", "timeout_seconds", "weight_profile"):
         with pytest.raises(ValidationError, match=name):
             Persona.model_validate({"model": "m", "recall": {name: 0.5}})
+
+
+def test_a_personas_and_a_tenants_profile_configuration_reach_their_runs_and_a_bad_key_stops_the_start(settings, tmp_path):
+    from memlane import scoped_user_id
+    from memlane.serve.config import ServeConfig, ServeConfigError
+    from memlane.serve.service import ServeService
+    from memlane.testing import ScriptedChatModel
+
+    personas = {
+        "coach": {"model": "m", "profile": {"strict": True, "prompts": {"extract": "Training only."}}},
+        "desk": {"model": "m", "memory_scope": "user"},
+    }
+    config = ServeConfig.model_validate(
+        {"personas": personas, "profile": {"prompts": {"summarize": "Be brief."}}, "tenants": {"acme": {"profile": {"max_subtopics_per_topic": 3}}}}
+    )
+    configs = ServeService(config, settings, memory_model=ScriptedChatModel(rules=[])).profile_configs
+    coach = configs.of(scoped_user_id("acme/ann", "coach"))
+    assert coach.strict and coach.prompts.extract == "Training only." and coach.prompts.summarize == "Be brief."
+    assert configs.of("acme/ann").max_subtopics_per_topic == 3 and not configs.of("acme/ann").strict
+    assert configs.of("globex/ann").prompts.summarize == "Be brief." and configs.of("globex/ann").max_subtopics_per_topic == 8
+
+    with pytest.raises(Exception, match=r"personas\.coach\.profile\.topics\.0\.nme"):
+        ServeConfig.model_validate({"personas": {"coach": {"model": "m", "profile": {"topics": [{"nme": "x"}]}}}})
+    with pytest.raises(Exception, match=r"tenants\.Acme"):
+        ServeConfig.model_validate({"personas": personas, "tenants": {"Acme": {}}})
+    with pytest.raises(Exception, match=r"tenants\.acme\.profile\.max_subtopics_per_topic"):
+        ServeConfig.model_validate({"personas": personas, "tenants": {"acme": {"profile": {"max_subtopics_per_topic": 0}}}})
+    bad_file = tmp_path / "profile.toml"
+    bad_file.write_text("[agents.coach.prompts]\nextrakt = 'x'\n")
+    with pytest.raises(ServeConfigError, match=r"agents\.coach\.prompts\.extrakt"):
+        ServeService(config, settings.model_copy(update={"profile_config": bad_file}), memory_model=ScriptedChatModel(rules=[]))
