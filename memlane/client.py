@@ -153,7 +153,9 @@ class AsyncMemlaneClient:
         return await self._call("POST", self._user(user_id, "/messages"), json=body)
 
     async def note(self, text: str, *, user_id: str, session_id: str = "api") -> dict[str, Any]:
-        """Keep a note about the user (an event card and its search memory); the same text is kept once."""
+        """Keep a note about the user (an event card and its search memory). A note the user has already
+        (the same text, or a near duplicate) is not stored again: the answer is the stored one, with
+        `repeat_of` naming it."""
         return await self._call("POST", self._user(user_id, "/memories"), json={"text": text, "session_id": session_id})
 
     async def search(

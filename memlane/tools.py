@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 from langchain.tools import ToolRuntime
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.tools import BaseTool, tool
+from pydantic import BaseModel
 
 from memlane.config import Settings, get_settings
 from memlane.dates import day
 from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
+from memlane.store.dedupe import RepeatedMemory
 from memlane.store.ids import ITEM_MEMORY_PREFIX, profile_memory_id, stable_id
 from memlane.store.metadata import MetadataFilter
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
@@ -137,8 +139,14 @@ async def answer_remember(
     if topic.strip() and subtopic.strip():
         entry = await remember_fact(store, user_id, topic, subtopic, text, actor=actor, metadata=metadata)
         return f"remembered as profile {entry.topic} / {entry.subtopic} [{profile_memory_id(entry.id)}]"
-    memory = await remember_note(store, user_id, text, session_id=session_id, metadata=metadata)
-    return f"remembered [{memory.id}]"
+    written = await write_note(store, user_id, text, session_id=session_id, metadata=metadata)
+    return f"remembered [{written.memory.id}]" if written.repeat_of is None else repeat_answer(written.repeat_of)
+
+
+def repeat_answer(repeat: RepeatedMemory) -> str:
+    """What `remember` answers for a note the user has already: the stored memory it matched."""
+    how = "already remembered" if repeat.identical else f"a near duplicate (similarity {repeat.similarity:.2f}) of"
+    return f"not stored again: {how} [{repeat.memory.id}] {repeat.memory.text}"
 
 
 async def remember_fact(
@@ -165,13 +173,24 @@ async def remember_fact(
     return entry
 
 
-async def remember_note(
-    store: ProfileStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
-) -> Memory:
-    """Keep a note about the user: an event card tagged "remembered" and its search memory (returned).
+class NoteWritten(BaseModel):
+    """What remembering a note did: the memory that holds it, and the stored memory it repeated
+    (then nothing was written, and `memory` is that stored one, under its own id)."""
+
+    memory: Memory
+    repeat_of: RepeatedMemory | None = None
+
+
+async def write_note(
+    store: MemoryStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
+) -> NoteWritten:
+    """Keep a note about the user: an event card tagged "remembered" and its search memory,
+    unless the user has that note already (`MemoryStore.repeated_memory`: the same text, case and
+    spacing aside, or a near duplicate above `near_duplicate_similarity`); then the stored one is
+    answered and kept as it is.
 
     metadata: a JSON object kept with the note; search filters on its declared fields
-    (`StoreSettings.metadata_fields`). The same text noted again replaces it."""
+    (`StoreSettings.metadata_fields`). The same text noted again replaces it (its metadata too)."""
     event = Event(
         id=stable_id("remember", user_id, text),
         user_id=user_id,
@@ -181,8 +200,18 @@ async def remember_note(
         metadata=dict(metadata or {}),
     )
     memory = event.as_memory()
+    repeat = await store.repeated_memory(memory)
+    if repeat is not None:
+        return NoteWritten(memory=repeat.memory, repeat_of=repeat)
     await store.apply_update(MemoryUpdate(user_id=user_id, event=event, memories=[memory]))
-    return memory
+    return NoteWritten(memory=memory)
+
+
+async def remember_note(
+    store: MemoryStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
+) -> Memory:
+    """`write_note`, answering the memory that holds the note (the stored one for a repeat)."""
+    return (await write_note(store, user_id, text, session_id=session_id, metadata=metadata)).memory
 
 
 async def forget_memory(store: MemoryStore, user_id: str, memory_id: str, *, actor: str = "user") -> bool:

@@ -27,10 +27,10 @@ from memlane.serve.memory_schemas import (
     Deleted,
     EventOut,
     ForgetIn,
-    MemoryOut,
     MessagesIn,
     MessagesStored,
     NoteIn,
+    NoteOut,
     PathId,
     PathSlot,
     ProfileEntryEdit,
@@ -44,7 +44,7 @@ from memlane.serve.memory_schemas import (
 )
 from memlane.serve.service import Service, Store
 from memlane.tenants import shared_store_user_id
-from memlane.tools import forget_memory, remember_fact, remember_note
+from memlane.tools import forget_memory, remember_fact, write_note
 
 
 def _public(value: Any, store_user: str, user_id: str) -> Any:
@@ -245,11 +245,15 @@ async def delete_event(event_id: PathId, caller: Writer, store: Store) -> Delete
 
 
 @router.post("/memories", status_code=201)
-async def add_note(body: NoteIn, caller: Writer, store: Store) -> dict[str, Any]:
+async def add_note(body: NoteIn, caller: Writer, store: Store, response: Response) -> dict[str, Any]:
     """Remember a note about the user (an event card tagged "remembered", found by search and recall),
-    with its metadata (422 when a declared field cannot hold its value)."""
-    memory = await remember_note(store, caller.store_user, body.text.strip(), session_id=body.session_id, metadata=body.metadata)
-    return MemoryOut.of(memory).model_dump()
+    with its metadata (422 when a declared field cannot hold its value). A note the user has already
+    (the same text, or a near duplicate) is not stored again: 200 with the stored memory and
+    `repeat_of`."""
+    written = await write_note(store, caller.store_user, body.text.strip(), session_id=body.session_id, metadata=body.metadata)
+    if written.repeat_of is not None:
+        response.status_code = 200
+    return NoteOut.written(written).model_dump()
 
 
 @router.delete("/memories/{memory_id}")
@@ -376,9 +380,9 @@ async def search_shared(body: SearchRequest, caller: SharedReader, store: Store)
 
 
 @shared.post("/memories", status_code=201)
-async def add_shared_note(body: NoteIn, caller: SharedWriter, store: Store) -> dict[str, Any]:
+async def add_shared_note(body: NoteIn, caller: SharedWriter, store: Store, response: Response) -> dict[str, Any]:
     """Remember a note in the tenant's shared memory (needs the `shared` scope)."""
-    return await add_note(body, caller, store)
+    return await add_note(body, caller, store, response)
 
 
 @shared.delete("/memories/{memory_id}")

@@ -14,6 +14,7 @@ from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntr
 from memlane.middleware import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
+from memlane.tools import NoteWritten
 
 
 def _not_blank(text: str | None) -> str | None:
@@ -89,6 +90,26 @@ class MemoryOut(BaseModel):
     def of(cls, memory: Memory) -> "MemoryOut":
         return cls(
             attributed_text=memory.attributed_text, status=memory.status, **memory.model_dump(exclude={"user_id", "context"})
+        )
+
+
+class RepeatOut(BaseModel):
+    id: str = Field(description="the stored memory the note repeats; it keeps its id and is what this answer shows")
+    similarity: float = Field(description="cosine similarity of the two notes' vectors (1.0 for the same text)")
+    identical: bool = Field(description="the same text, case and spacing aside; false: a near duplicate")
+
+
+class NoteOut(MemoryOut):
+    repeat_of: RepeatOut | None = Field(
+        default=None, description="set when the note was not stored again because the user has it already (200, not 201)"
+    )
+
+    @classmethod
+    def written(cls, written: NoteWritten) -> "NoteOut":
+        repeat = written.repeat_of
+        return cls(
+            **MemoryOut.of(written.memory).model_dump(),
+            repeat_of=RepeatOut(id=repeat.memory.id, similarity=repeat.similarity, identical=repeat.identical) if repeat else None,
         )
 
 

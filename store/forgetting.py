@@ -203,7 +203,7 @@ class Forgetting(StorePart):
         request_vector = await self.core.embed_query(request)
         sources: dict[str, list[str]] = {}
         sentence_of: dict[str, str] = {}
-        for memory in await self.search.nearest_memories(user_id, request_vector, limit=_MEANING_MEMORIES):
+        for memory, _ in await self.search.nearest_memories(user_id, request_vector, limit=_MEANING_MEMORIES):
             for clause, sentence in self._clauses(memory):
                 if clause not in sources and len(sources) < _MEANING_SENTENCES:
                     sources[clause] = []

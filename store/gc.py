@@ -72,13 +72,15 @@ class GarbageCollector(StorePart):
 
     async def collect_garbage(self, user_id: str | None = None, *, recount: bool = False) -> GcReport:
         report = GcReport()
+        # the search entries first: a stored text's note (`KeyLayout.memory_texts`) of an entry
+        # deleted here is then dropped by its user's sweep, in the same pass
+        await self._sweep_search_entries(report, user_id)
         users = [user_id] if user_id is not None else await self._owners()
         for user in users:
             try:
                 report.add(await self._sweep_user(user, recount=recount))
             except Exception:  # one user's failure must not stop the others' sweep
                 logger.exception("the retention sweep of %s failed; the next sweep tries again", user)
-        await self._sweep_search_entries(report, user_id)
         return report
 
     async def _owners(self) -> list[str]:

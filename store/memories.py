@@ -24,9 +24,7 @@ from memlane.store.core import StorePart, as_text, unavailable
 from memlane.store.errors import StoreError
 from memlane.store.ids import stable_id
 from memlane.store.metadata import checked_metadata, metadata_row
-from memlane.store.quotas import text_bytes
 from memlane.store.records import Memory
-from memlane.store.retention import record_kind
 from memlane.store.schema import INDEX_LANGUAGE, KEY_LAYOUT_VERSION, MemoryField, glob_escaped, metadata_field, speaker_key
 from memlane.store.text import detect_language, index_terms
 from memlane.store.timeexpr import month_day
@@ -74,15 +72,6 @@ def memory_from_doc(doc: dict[str, Any]) -> Memory:
 
 def _vector_bytes(vector: Sequence[float]) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def _digest_of(kind: str, text: str) -> str:
-    """What makes two memories the same: their kind and their text, case and spacing aside."""
-    return stable_id(kind, " ".join(text.split()).casefold())
-
-
-def _text_digest(memory: Memory) -> str:
-    return _digest_of(memory.kind, memory.text)
 
 
 @dataclass(eq=False, repr=False)
@@ -290,7 +279,8 @@ class Memories(StorePart):
         return True
 
     # rows ----------------------------------------------------------------------------------
-    def _redacted(self, memory: Memory) -> Memory:
+    def redacted(self, memory: Memory) -> Memory:
+        """The memory as it is stored: its size and metadata checked, its text and context masked."""
         self.core.check_text_size(memory.text, f"memory {memory.id!r}")
         checked_metadata(memory.metadata, self.settings.limits.max_metadata_bytes, f"memory {memory.id!r}")
         text = self.core.redact(memory.text)
@@ -330,14 +320,14 @@ class Memories(StorePart):
         # what the embedding read counts too: a change of it re-embeds. An unset valid_until does
         # not: a memory marked superseded in place (`queue_valid_until`) stays marked when
         # the same memory is written again unmarked
-        digested = [*(f"{key}={value}" for key, value in sorted(row.items())), f"embedded={self._embedding_input(memory)}"]
+        digested = [*(f"{key}={value}" for key, value in sorted(row.items())), f"embedded={self.embedding_input(memory)}"]
         if memory.valid_until is not None:
             digested.append(f"{MemoryField.VALID_UNTIL}={memory.valid_until}")
         row[MemoryField.VALID_UNTIL] = memory.valid_until or 0
         row[MemoryField.CONTENT_DIGEST] = stable_id(*digested)
         return row
 
-    def _embedding_input(self, memory: Memory) -> str:
+    def embedding_input(self, memory: Memory) -> str:
         """What is embedded, cut to what embedders read: the text, after its speaker's name when
         one is known and `search_embed_speaker` is on ("Caroline: …", "朋友A：…"), after the
         context when `search_embed_context` is on and the turn is short (its words are indexed
@@ -362,7 +352,7 @@ class Memories(StorePart):
         if empty:
             raise StoreError("a memory has an empty user_id: every memory belongs to a user")
         await self.core.note_scopes(memory.user_id for memory in memories)
-        memories = [self._redacted(memory) for memory in memories]
+        memories = [self.redacted(memory) for memory in memories]
         latest = {self.layout.memory(memory.user_id, memory.id): memory for memory in memories}  # last one wins
         keys = list(latest)
         pipe = self.client.pipeline(transaction=False)
@@ -380,7 +370,7 @@ class Memories(StorePart):
         for key, row in changed:
             by_user.setdefault(latest[key].user_id, []).append((key, row))
         embedded = await asyncio.gather(*(
-            self.core.embed_documents([self._embedding_input(latest[key]) for key, _ in rows], owner=user_id)
+            self.core.embed_documents([self.embedding_input(latest[key]) for key, _ in rows], owner=user_id)
             for user_id, rows in by_user.items()
         ))
         for rows, vectors in zip(by_user.values(), embedded):
@@ -427,60 +417,23 @@ class Memories(StorePart):
             pipe.hdel(key, *absent)
 
     # the protocol's calls ----------------------------------------------------------------------
-    async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
-        """Embed and store memories (upsert by id); a memory whose text the user already has under
-        another id, of the same kind, is not stored again: its answer is the stored one's id. Turns
-        (kind "message") are each their own, whatever they say. A memory that is its own record
-        (not the search entry of a message, card or entry) counts against the user's quotas."""
-        own = [memory for memory in memories if memory.kind != "message" and record_kind(memory.id) is None]
-        for user_id in dict.fromkeys(memory.user_id for memory in own):
-            await self.quotas.reserve(user_id, {m.id: text_bytes(m.text) for m in own if m.user_id == user_id})
-        return await self.store_memories(memories)
-
-    async def store_memories(self, memories: Sequence[Memory], *, drop_orphans: bool = False) -> list[str]:
-        """`add_memories` without the quota (the records they mirror were counted); each entry takes
-        its record's expiry (`Retention.queue_follow`, with `drop_orphans` for the turns indexed late)."""
-        stored_as = await self._stored_texts(memories)
-        new = [memory for memory in memories if memory.id not in stored_as]
-        rows = await self.memory_rows(new)
+    async def store_memories(self, memories: Sequence[Memory], *, drop_orphans: bool = False) -> None:
+        """Embed and store memories as they are (upsert by id): turns, which are each their own, each
+        entry taking its record's expiry (`queue_follow`, with `drop_orphans` for the turns indexed
+        late). The protocol's `add_memories`, which counts the quotas and stores a repeat once, is
+        store/duplicates.py's."""
+        rows = await self.memory_rows(memories)
         pipe = self.client.pipeline(transaction=False)
         self.queue_rows(pipe, rows)
-        for memory in new:
-            if memory.kind != "message":
-                pipe.hset(self.layout.memory_texts(memory.user_id), _text_digest(memory), memory.id)
-        for user_id in dict.fromkeys(memory.user_id for memory in new):  # unchanged entries too: their record's time may have started again
-            self.retention.queue_follow(pipe, user_id, [m.id for m in new if m.user_id == user_id], drop_orphans=drop_orphans)
-            self.retention.queue_owner(pipe, user_id)
+        self.queue_follow(pipe, memories, drop_orphans=drop_orphans)
         await self._run(pipe.execute())
-        return [stored_as.get(memory.id, memory.id) for memory in memories]
 
-    async def _stored_texts(self, memories: Sequence[Memory]) -> dict[str, str]:
-        """Memory id → the id its text is already stored under (another memory of the user, still
-        there), for those of `memories` that are repeats, earlier ones in the same call included."""
-        texts = [memory for memory in memories if memory.kind != "message"]
-        if not texts:
-            return {}
-        pipe = self.client.pipeline(transaction=False)
-        for memory in texts:
-            pipe.hget(self.layout.memory_texts(memory.user_id), _text_digest(memory))
-        known = [as_text(value) if value is not None else None for value in await self._run(pipe.execute())]
-        pipe = self.client.pipeline(transaction=False)
-        for memory, other in zip(texts, known):
-            pipe.hmget(self.layout.memory(memory.user_id, other or memory.id), [MemoryField.KIND, MemoryField.TEXT])
-        stored = await self._run(pipe.execute())
-        repeats: dict[str, str] = {}
-        first: dict[tuple[str, str], str] = {}
-        for memory, other, (kind, text) in zip(texts, known, stored):
-            slot = (memory.user_id, _text_digest(memory))
-            # the memory noted under this text still holds it (not deleted, nor rewritten since)
-            there = text is not None and _digest_of(as_text(kind), as_text(text)) == slot[1]
-            if other and other != memory.id and there:
-                repeats[memory.id] = other
-            elif slot in first and first[slot] != memory.id:
-                repeats[memory.id] = first[slot]
-            else:
-                first.setdefault(slot, memory.id)
-        return repeats
+    def queue_follow(self, pipe: Any, memories: Sequence[Memory], *, drop_orphans: bool = False) -> None:
+        """Queue on `pipe` each written entry's expiry after its record's (`Retention.queue_follow`):
+        unchanged entries too, as their record's time may have started again."""
+        for user_id in dict.fromkeys(memory.user_id for memory in memories):
+            self.retention.queue_follow(pipe, user_id, [m.id for m in memories if m.user_id == user_id], drop_orphans=drop_orphans)
+            self.retention.queue_owner(pipe, user_id)
 
     async def delete_memory(self, user_id: str, memory_id: str) -> bool:
         removed = await self._run(self.client.delete(self.layout.memory(user_id, memory_id)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Awaitable, Callable, Protocol, Sequence, runtime_checkable
 
 from memlane.store.breaker import BreakerStatus
+from memlane.store.dedupe import RepeatedMemory
 from memlane.store.gc_report import GcReport
 from memlane.store.records import (
     Event,
@@ -154,9 +155,15 @@ class SearchStore(Protocol):
     """The embedder of the search memories (queries compared with them are embedded by it too)."""
 
     async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
-        """Embed and store memories (upsert by id). A memory whose kind and text the user already has
-        under another id is not stored again (case and spacing aside; turns excepted: each is its
-        own). Returns each one's id: its own, or the stored one's for a repeat."""
+        """Embed and store memories (upsert by id). A memory that repeats one the user has of the same
+        kind under another id is not stored again: the same text (case and spacing aside) or, above
+        `near_duplicate_similarity`, a near duplicate that says nothing the stored one does not
+        (turns excepted: each is its own). Returns each one's id: its own, or the stored one's."""
+
+    async def repeated_memory(self, memory: Memory) -> RepeatedMemory | None:
+        """The stored memory of the same user and kind that `memory` would repeat under another id
+        (identical, or a near duplicate as `add_memories` reads one), with their similarity; None
+        for a turn or when none does. Nothing is written."""
 
     async def delete_memory(self, user_id: str, memory_id: str) -> bool: ...
 

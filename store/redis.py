@@ -15,6 +15,7 @@ says which part answers each method of the protocols (protocols.py, by role; rec
     forgetting.py   forget, deletes that forget        items.py     LangGraph store items
     parked_runs.py  runs that failed every retry       users.py     export or delete a user
     requests.py     Idempotency-Keys seen              gc.py        the retention sweep
+    duplicates.py   a repeat stored once (add_memories)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from memlane.config import Settings, get_settings
 from memlane.store.breaker import BreakerStatus
 from memlane.store.core import StoreCore
+from memlane.store.duplicates import Duplicates
 from memlane.store.embeddings import EmbeddingBacklog, get_embeddings, passage_backlog
 from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.events import Events
@@ -95,6 +97,7 @@ class RedisMemoryStore:
         self.url: str | None = None  # set by open_store: where background tasks can share this Redis
         self.memories = Memories(core)
         self.search = Search(core)
+        self.duplicates = Duplicates(core, self.memories, self.search)
         self.messages = Messages(core, self.memories)
         self.profile = Profile(core, self.memories)
         self.events = Events(core, self.memories)
@@ -193,7 +196,8 @@ class RedisMemoryStore:
 
     apply_update = _answered_by("updates", Updates.apply_update)
 
-    add_memories = _answered_by("memories", Memories.add_memories)
+    add_memories = _answered_by("duplicates", Duplicates.add_memories)
+    repeated_memory = _answered_by("duplicates", Duplicates.repeated_memory)
     delete_memory = _answered_by("memories", Memories.delete_memory)
 
     search_memories = _answered_by("search", Search.search_memories)

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 from redisvl.index import AsyncSearchIndex
@@ -257,13 +257,21 @@ class Search(StorePart):
         self._counts[user_id] = (count, now)
         return count
 
-    async def nearest_memories(self, user_id: str, vector: Sequence[float], *, limit: int) -> list[Memory]:
-        """The user's memories nearest `vector` by cosine similarity alone (no keywords, no
-        fusion), nearest first: what `forget` weighs by meaning."""
+    def counts_changed(self, user_ids: Iterable[str]) -> None:
+        """Forget the cached memory counts of users just written to (the next search counts again)."""
+        for user_id in user_ids:
+            self._counts.pop(user_id, None)
+
+    async def nearest_memories(
+        self, user_id: str, vector: Sequence[float], *, limit: int, kinds: Sequence[MemoryKind] | None = None
+    ) -> list[tuple[Memory, float]]:
+        """The user's memories (of `kinds`) nearest `vector` by cosine similarity alone (no keywords,
+        no fusion), nearest first, each with that similarity: what `forget` weighs by meaning, and
+        what a new memory may repeat (store/duplicates.py)."""
         approximate = await self.memory_count(user_id) > self.settings.search.exact_max_memories
-        query = self.vector_query(vector, self.user_filter(user_id, None, None, None, None), limit, approximate=approximate)
+        query = self.vector_query(vector, self.user_filter(user_id, kinds, None, None, None), limit, approximate=approximate)
         [docs] = await self._search_user(user_id, [query], vector)
-        return [memory_from_doc(doc) for doc in docs]
+        return [(memory_from_doc(doc), 1.0 - float(doc[VECTOR_DISTANCE])) for doc in docs]
 
     def text_query(
         self, terms: Sequence[str], expression: FilterExpression, limit: int, *, field: str = MemoryField.SEARCH_TEXT,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlane.store.core import StorePart
+from memlane.store.dedupe import text_digest
 from memlane.store.errors import StoreError
 from memlane.store.events import Events
 from memlane.store.ids import event_memory_id, message_memory_id, past_value_memory_id, profile_memory_id
@@ -62,6 +63,9 @@ class Updates(StorePart):
         if update.event is not None:
             self.events.queue_write(pipe, user_id, update.event)
         self.memories.queue_rows(pipe, memory_rows)
+        for memory in update.memories:  # so that add_memories finds the same text (store/duplicates.py)
+            if memory.kind != "message":
+                pipe.hset(self.layout.memory_texts(user_id), text_digest(memory.kind, memory.text, memory.metadata), memory.id)
         # every search entry whose record was written: an unchanged entry is not rewritten, but its
         # record's time started again (the entries' and the card's own are the records' ids)
         written = [*(memory.id for memory in update.memories), *(value.as_memory().id for value in past_values), *records]

@@ -9,7 +9,7 @@ from scripted import ScriptedChatModel
 
 from memlane.middleware import MemoryAgentContext
 from memlane.store.records import Message
-from memlane.tools import memory_tools
+from memlane.tools import memory_tools, write_note
 
 
 class ToolCallingModel(ScriptedChatModel):
@@ -167,3 +167,25 @@ async def test_remember_fact_keeps_one_entry_per_slot_with_its_source_and_metada
         ("add", "Lyon", ["m1"], {"crm": 7}),
         ("update", "Paris", ["m9"], {"crm": 8}),
     ]
+
+
+async def test_a_note_the_user_has_already_is_not_remembered_twice(store, settings):
+    """Issue 31, item 6: the remember tool (and write_note under it) answers the stored note for
+    the same text in other case or spacing and for a near duplicate; an update is a note of its own."""
+    outputs = await run_tools(
+        store,
+        settings,
+        "u",
+        [call("remember", "1", text="I live in Lyon with my sister")],
+        [call("remember", "2", text="i live in  lyon with my SISTER")],
+        [call("remember", "3", text="The user lives in Lyon with the sister.")],
+        [call("remember", "4", text="I moved to Paris")],
+        [call("remember", "5", text="I live in Lyon with my sister")],
+    )
+    stored = outputs[0].removeprefix("remembered [").removesuffix("]")
+    assert outputs[1] == f"not stored again: already remembered [{stored}] I live in Lyon with my sister"
+    assert outputs[2].startswith("not stored again: a near duplicate (similarity 0.") and f"of [{stored}]" in outputs[2]
+    assert outputs[3].startswith("remembered [") and stored not in outputs[3]
+    assert outputs[4] == outputs[0]  # the very same note again: its own card, rewritten
+    assert sorted(event.summary for event in await store.list_events("u")) == ["I live in Lyon with my sister", "I moved to Paris"]
+    assert (await write_note(store, "other", "The user lives in Lyon with the sister.", session_id="s")).repeat_of is None
