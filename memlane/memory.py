@@ -27,7 +27,7 @@ from memlane.store.errors import InvalidInput
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
 from memlane.store.metadata import MetadataFilter
-from memlane.store.records import Event, MemoryHit, ProfileEntry
+from memlane.store.records import REMEMBERED_TAG, Event, MemoryHit, MemoryUpdate, NoteRevision, ProfileEntry
 from memlane.store.scopes import scoped_user_id
 from memlane.sync_twin import SyncTwin
 from memlane.tools import forget_memory
@@ -228,16 +228,36 @@ class AsyncMemory:
         raise InvalidInput(f"{memory_id!r} is not a memory id: they start with profile:, event: or message:")
 
     async def update(self, memory_id: str, data: str, *, user_id: str, agent_id: str | None = None, actor: str = "api") -> dict[str, Any]:
-        """Change a profile entry's content (its history keeps the change). Event cards and turns
-        are what happened: delete one and add what is true instead."""
+        """Change a profile entry's content or a note's text, the change kept in its history. An
+        event card of a memory run and a turn are what happened: delete one and add what is true."""
         user_id = scoped_user_id(user_id, agent_id)
         kind, _, ref = memory_id.partition(":")
+        if kind == "event":
+            return await self._update_note(user_id, ref, data, actor)
         if kind != "profile":
-            raise InvalidInput(f"only profile entries change in place; {memory_id!r} is a record of what happened: delete it and add anew")
+            raise InvalidInput(f"only profile entries and notes change in place; {memory_id!r} is a record of what happened: delete it and add anew")
         entry = await self.store.edit_profile_entry(user_id, ref, content=data, actor=actor)
         if entry is None:
             raise InvalidInput(f"the user has no profile entry {ref!r}")
         return _entry(entry)
+
+    async def _update_note(self, user_id: str, event_id: str, text: str, actor: str) -> dict[str, Any]:
+        """A note (a card tagged "remembered") with its new text and the change in its revisions,
+        in one write with its search memory (same id, same time)."""
+        (event,) = await self.store.get_events(user_id, [event_id])
+        if event is None:
+            raise InvalidInput(f"the user has no memory 'event:{event_id}'")
+        if REMEMBERED_TAG not in event.tags:
+            raise InvalidInput(f"'event:{event_id}' is a memory run's card, a record of what happened: delete it and add anew")
+        text = text.strip()
+        if not text:
+            raise InvalidInput("a note's new text is empty; delete the note instead")
+        if text == event.summary:
+            return _event(event)
+        revision = NoteRevision(actor=actor, before=event.summary, after=text)
+        edited = event.model_copy(update={"summary": text, "revisions": [*event.revisions, revision]})
+        await self.store.apply_update(MemoryUpdate(user_id=user_id, event=edited, memories=[edited.as_memory()], actor=actor))
+        return _event(edited)
 
     async def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> bool:
         """Delete one memory; what it stated goes from the turns and summaries too."""
@@ -258,11 +278,20 @@ class AsyncMemory:
 
     async def history(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> list[dict[str, Any]]:
         """How the memory came to be, oldest first: a profile entry's every revision (who, before,
-        after, when, source and metadata); an event card's one making (cards do not change)."""
+        after, when, source and metadata); a note's making and each change of its text; a card's or
+        a turn's one making (they do not change)."""
         user_id = scoped_user_id(user_id, agent_id)
         kind, _, ref = memory_id.partition(":")
         if kind == "profile":
             return [revision.model_dump(mode="json") for revision in await self.store.profile_history(user_id, ref)]
+        if kind == "event":
+            (event,) = await self.store.get_events(user_id, [ref])
+            if event is None:
+                return []
+            first = event.revisions[0].before if event.revisions else event.summary
+            made = {"action": "add", "at": event.created_at, "after_content": first, "source_message_ids": event.source_message_ids}
+            changes = [{"action": "update", "at": r.at, "actor": r.actor, "before_content": r.before, "after_content": r.after} for r in event.revisions]
+            return [made, *changes]
         memory = await self.get(memory_id, user_id=user_id)  # already scoped: no agent_id again
         if memory is None:
             return []

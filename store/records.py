@@ -267,6 +267,15 @@ class ProfileChange(BaseModel):
 REMEMBERED_TAG = "remembered"
 
 
+class NoteRevision(BaseModel):
+    """One change of a note's text (`memlane.memory.AsyncMemory.update`)."""
+
+    at: float = Field(default_factory=now)
+    actor: str = "api"
+    before: str
+    after: str
+
+
 class Event(BaseModel):
     """An event card: what one memory-graph run learned."""
 
@@ -280,6 +289,9 @@ class Event(BaseModel):
     source_message_ids: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="a JSON object of the caller's own (a note's), kept with the card and its search memory"
+    )
+    revisions: list[NoteRevision] = Field(
+        default_factory=list, description="a note's earlier texts, oldest first (a card of a run is never rewritten)"
     )
 
     _check_ids = field_validator("id", "user_id")(_checked)

@@ -43,7 +43,7 @@ async def test_add_remembers_at_once_and_answers_what_it_added(store, settings):
     assert [r["action"] for r in await memory.history(entry_id, user_id="u")] == ["add", "update"]
     event_id = f"event:{added['event_id']}"
     assert [h["action"] for h in await memory.history(event_id, user_id="u")] == ["add"]
-    with pytest.raises(InvalidInput, match="only profile entries"):
+    with pytest.raises(InvalidInput, match="memory run's card"):
         await memory.update(event_id, "something else", user_id="u")
 
     assert await memory.delete(entry_id, user_id="u") is True and await memory.get(entry_id, user_id="u") is None
@@ -118,6 +118,25 @@ async def test_add_without_waiting_answers_a_run_id_and_the_run_ends_in_the_back
     failed = await broken.add("I moved to Lyon.", user_id="z", wait=False)
     outcome = await broken.get_run(failed["memory_run_id"], wait=True)
     assert outcome["status"] in ("done", "failed") and len(await store.recent_messages("z", "default")) == 1
+
+
+async def test_a_note_is_updated_in_place_and_its_history_says_so(store, settings):
+    from memlane.tools import remember_note
+
+    memory = AsyncMemory(store, settings=settings)
+    note = await remember_note(store, "n", "My locker code is 3141.", session_id="s")
+    updated = await memory.update(note.id, "My locker code is 2718.", user_id="n", actor="api:test")
+    assert updated["id"] == note.id and updated["memory"] == "My locker code is 2718."
+    assert [hit["memory"] for hit in await memory.search("locker code", user_id="n", kinds=["event"])] == ["My locker code is 2718."]
+    assert (await memory.get(note.id, user_id="n"))["memory"] == "My locker code is 2718."
+    history = await memory.history(note.id, user_id="n")
+    assert [(h["action"], h["after_content"]) for h in history] == [("add", "My locker code is 3141."), ("update", "My locker code is 2718.")]
+    assert history[1]["before_content"] == "My locker code is 3141." and history[1]["actor"] == "api:test"
+    with pytest.raises(InvalidInput, match="empty"):
+        await memory.update(note.id, "  ", user_id="n")
+    with pytest.raises(InvalidInput, match="no memory"):
+        await memory.update("event:nope", "x", user_id="n")
+    assert await memory.delete(note.id, user_id="n") is True and await memory.history(note.id, user_id="n") == []
 
 
 async def test_reset_deletes_every_users_memories(store, settings):
