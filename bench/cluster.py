@@ -183,6 +183,11 @@ async def main() -> None:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def owner_of(store: Any, user: str) -> str:
+    """The primary the store's slot map names for the user (where its search goes)."""
+    return store.core.shards.cluster.get_node_from_key(store.layout.slot_key(user)).name
+
+
 async def has_search_entry(store: Any, user: str, text: str) -> bool:
     """Whether the user's turn saying `text` has its search entry (a turn is stored, then indexed:
     an indexing that fails, in a failover, is tried again later, and a search cannot find it meanwhile)."""
@@ -272,6 +277,7 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
                 search_unindexed[at] += 1
                 continue
             started = time.perf_counter()
+            owner_before = owner_of(searcher, user)
             try:  # the turn just acknowledged, searched by its own words: it must be among the hits
                 hits = await searcher.search_memories(user, text, limit=10)
                 search_seconds[at].append(time.perf_counter() - started)
@@ -285,8 +291,9 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
                         search_ranked_below[at] += 1
                     else:  # not found, or found at once by the next search: this answer was partial
                         search_short[at] += 1
-                    print(f"short: {phase} {user} {text!r} -> {[hit.memory.text for hit in hits][:3]}; "
-                          f"{'rank ' + str(deeper.index(text) + 1) if text in deeper else 'not among 100'}", file=sys.stderr)
+                    print(f"short: {phase} {user} {text!r} -> {[hit.memory.text for hit in hits][:3]} ({len(hits)} hits); "
+                          f"{'rank ' + str(deeper.index(text) + 1) if text in deeper else 'not among 100'}; "
+                          f"owner {owner_before} -> {owner_of(searcher, user)}", file=sys.stderr)
             except Exception as error:  # counted as a failed search
                 search_failed[at] += 1
                 search_kinds[kind_of(error)] += 1
