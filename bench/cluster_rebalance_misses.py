@@ -65,8 +65,20 @@ async def main(cluster, url):
                 info = await client.execute_command("FT.INFO", index.name)
                 info = {(a.decode() if isinstance(a, bytes) else a): b for a, b in (info.items() if isinstance(info, dict) else zip(info[::2], info[1::2]))}
                 slot = store.client.keyslot(key)
+                same = await store.search_memories(u, text, limit=10)  # the same search again, at once
+                from memlane.store.text import query_terms
+                search_text = await client.hget(key, "search_text")
+                digest = store.layout.user_tag(u).replace(".", "\\.")
+                ranked = await client.execute_command(
+                    "FT.SEARCH", index.name, f"@user:{{{digest}}} @search_text:({'|'.join(query_terms(text))})", "NOCONTENT", "WITHSCORES", "LIMIT", 0, 200, "DIALECT", 2)
+                results = ranked.get(b"results", ranked.get("results", [])) if isinstance(ranked, dict) else []
+                ids = [(r.get(b"id", r.get("id")), r.get(b"score", r.get("score"))) for r in results]
+                ids = [(i.decode() if isinstance(i, bytes) else i, score) for i, score in ids]
+                mine = [n for n, (i, _) in enumerate(ids) if i == key]
+                print("   search_text", search_text, "BM25 rank", (mine[0] + 1) if mine else None, "of", len(ids),
+                      "scores top", [round(float(sc), 3) for _, sc in ids[:3]], "mine", ids[mine[0]][1] if mine else None, flush=True)
                 again = await store.search_memories(u, text, limit=100)
-                print("MISS", u, "owner", before, "->", after, "hits", len(hits), "again", text in [h.memory.text for h in again],
+                print("MISS", u, "owner", before, "->", after, "hits", len(hits), "same search again", text in [h.memory.text for h in same], "100 deep", text in [h.memory.text for h in again],
                       "exists on owner", exists, "index", index.name, "indexing", info.get("indexing"), "docs", info.get("num_docs"),
                       "slot", slot, "ready", node.name in store.core.shards._ready, flush=True)
     await asyncio.gather(*(worker(k) for k in range(6)))
