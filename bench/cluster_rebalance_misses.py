@@ -75,7 +75,7 @@ async def main(cluster, url):
                 ids = [(r.get(b"id", r.get("id")), r.get(b"score", r.get("score"))) for r in results]
                 ids = [(i.decode() if isinstance(i, bytes) else i, score) for i, score in ids]
                 mine = [n for n, (i, _) in enumerate(ids) if i == key]
-                print("   search_text", search_text, "BM25 rank", (mine[0] + 1) if mine else None, "of", len(ids),
+                print("   search_text", search_text, "text rank (RediSearch's default scorer, TFIDF)", (mine[0] + 1) if mine else None, "of", len(ids),
                       "scores top", [round(float(sc), 3) for _, sc in ids[:3]], "mine", ids[mine[0]][1] if mine else None, flush=True)
                 again = await store.search_memories(u, text, limit=100)
                 print("MISS", u, "owner", before, "->", after, "hits", len(hits), "same search again", text in [h.memory.text for h in same], "100 deep", text in [h.memory.text for h in again],
