@@ -71,6 +71,7 @@ class AsyncMemory:
         self._owns_store = False
         self._runs: dict[str, asyncio.Task[dict[str, Any]]] = {}  # add(wait=False)'s runs, by id
         self._locks: dict[str, asyncio.Lock] = {}  # one memory run of a user's at a time
+        self._context: Any = None  # the memory graph's context (`_memory_context`), made at the first run
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any) -> "AsyncMemory":
@@ -154,11 +155,8 @@ class AsyncMemory:
     async def _remember(self, user_id: str, messages: Sequence[Any]) -> dict[str, Any]:
         """Store `messages` and run the memory graph over the user's unremembered turns, one run of
         a user's at a time; what the run added, updated and deleted."""
-        from memlane.graph import MemoryContext
-
-        context = MemoryContext(store=self.store, llm=self.model, settings=self.settings)  # type: ignore[arg-type]
         async with self._user_lock(user_id):
-            stored, run = await import_messages(self.store, user_id, messages, context=context)
+            stored, run = await import_messages(self.store, user_id, messages, context=self._memory_context())
         results: list[dict[str, Any]] = []
         if run is not None:
             profile = {entry.id: entry for entry in await self.store.get_profile(user_id)}
@@ -169,6 +167,15 @@ class AsyncMemory:
             for event_id in run.event_ids or ([run.event_id] if run.event_id else []):
                 results.append({"id": event_memory_id(event_id), "memory": run.summary, "event": "ADD"})
         return {"stored": stored, "results": results, "event_id": run.event_id if run is not None else None}
+
+    def _memory_context(self) -> Any:
+        """The memory graph's context, made once: its profile configurations are read from their
+        files once, and its model breaker counts every run's failures together, as a scheduler's does."""
+        if self._context is None:
+            from memlane.graph import MemoryContext
+
+            self._context = MemoryContext(store=self.store, llm=self.model, settings=self.settings)  # type: ignore[arg-type]
+        return self._context
 
     def _user_lock(self, user_id: str) -> asyncio.Lock:
         return self._locks.setdefault(user_id, asyncio.Lock())
