@@ -130,7 +130,10 @@ class StoreCore:
             raise
         except AttributeError as error:
             if self.shards is not None and is_connection_race(error):
-                raise unavailable(RedisConnectionError(f"a cluster node's connection was closed under the call ({error})")) from error
+                raise unavailable(RedisConnectionError(
+                    f"a cluster node's connection was closed under the call, or the call was sent on to a node "
+                    f"the client does not know yet ({error})"
+                )) from error
             raise
         except Exception as error:  # a cluster failing over or resharding: Redis away, try again shortly
             if self.shards is not None and cluster_is_away(error):
