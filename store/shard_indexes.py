@@ -325,7 +325,12 @@ class ShardIndexes:
         for name in self._stale.pop(node.name, []):
             try:
                 await self.drop(node, IndexReport(node.name, name, "stale"))
-            except (StoreError, ResponseError) as error:  # left for `memlane redis cluster-check`
+            except ResponseError as error:
+                if "unknown index name" in str(error).lower():  # another process dropped it first
+                    logger.debug("the stale memory index %s on %s is gone already", name, node.name)
+                else:  # left for `memlane redis cluster-check`
+                    logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
+            except StoreError as error:  # left for `memlane redis cluster-check`
                 logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
 
     async def _caught_up(self, node: ClusterNode, index: AsyncSearchIndex, deadline: float) -> str | None:

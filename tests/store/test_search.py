@@ -375,3 +375,27 @@ async def test_recency_ranking_puts_the_newer_of_two_alike_memories_first_when_i
     recency = store.search.recency_ranking([Ranking("vector", 1.0, docs)])
     assert recency is not None and [doc["id"] for doc in recency.docs] == ["b", "a"]  # the profile entry is not in it
     assert recency.factors == [1.0, pytest.approx(0.5)]  # halves every search_recency_half_life_days (30)
+
+
+async def test_the_text_ranking_counts_every_term_a_memory_holds(store: RedisMemoryStore):
+    """The BM25 query is one intersection with the user's filter per term, OR-ed (TermwiseTextQuery):
+    RediSearch 2.10 under-counted a union's terms under the filter on a primary that had just taken
+    slots. Here: the memory holding every term ranks first by keywords alone, other users' memories
+    holding the same words are not read, and the query says each term beside the filter."""
+    from memlane.store.search import CANDIDATE_FIELDS
+    from memlane.store.text import query_terms
+
+    await store.add_messages([
+        *(Message(id=f"f{i}", user_id="alice", session_id="s", role="user", content=f"unique zebra fact {i} of alice") for i in range(40)),
+        Message(id="new", user_id="alice", session_id="s", role="user", content="unique zebra fact 3-15 of alice"),
+        Message(id="other", user_id="bob", session_id="s", role="user", content="unique zebra fact 3-15 of alice"),
+    ])
+    terms = query_terms("unique zebra fact 3-15 of alice")
+    query = store.search.text_query(terms, store.search.user_filter("alice", None, None, None, None), 10, fields=CANDIDATE_FIELDS)
+    text = str(query).split(" SCORER ")[0]
+    assert text.count("@user:") == len(terms) and text.count(" | ") == len(terms) - 1
+    [docs] = await store.search._search_user("alice", [query])
+    assert docs[0]["id"].endswith(store.layout.memory("alice", "message:new").rsplit(":", 1)[-1])
+    keyword_only = variant(store, search_vector_weight=0.0)
+    hits = await keyword_only.search_memories("alice", "unique zebra fact 3-15 of alice", limit=5)
+    assert hits[0].memory.source_message_ids == ["new"] and {hit.memory.user_id for hit in hits} == {"alice"}
