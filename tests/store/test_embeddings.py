@@ -245,7 +245,7 @@ def test_a_call_runs_on_every_core_while_that_is_faster_and_on_one_while_the_mac
     quiet machine (a query 5.7 ms against 10.6 on one), through one hiccup, one core once calls
     on every core stall at their barriers (other work holding a core), every core again once
     later tries are fast. The first call after a switch of size runs cold and is not counted."""
-    from memlane.store.embeddings import _TeamSize
+    from memlane.store.model_workers import _TeamSize
 
     team = _TeamSize(2, explore_seconds=2.0)
 
@@ -276,7 +276,7 @@ def test_a_team_size_measured_only_cold_is_not_given_up():
     (18 ms for a query on both cores after 50 ms idle, against 5.6 back to back): the call after
     the switch is the one counted, so calls that follow each other move to every core, and
     calls seconds apart, cold each time, stay on one."""
-    from memlane.store.embeddings import _TeamSize
+    from memlane.store.model_workers import _TeamSize
 
     back_to_back = _TeamSize(2, explore_seconds=2.0)
     for now in range(3):  # each size's first call after a switch is cold, the next warm
