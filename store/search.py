@@ -24,7 +24,6 @@ from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
 from memlane.store.cluster_search import search_then_read
-from memlane.store.search_replies import search_in_one_trip
 from memlane.store.breaker import CircuitOpen
 from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities
@@ -43,6 +42,7 @@ from memlane.store.memories import RETURN_FIELDS, memory_from_doc
 
 from memlane.store.metadata import MetadataFilter, metadata_expression
 from memlane.store.records import Memory, MemoryHit, MemoryHits, MemoryKind, SpeakerRole
+from memlane.store.search_replies import search_in_one_trip
 from memlane.store.shard_indexes import SearchNotes
 from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.text import name_candidates, query_terms, term_coverage_of
@@ -50,11 +50,13 @@ from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, witho
 
 logger = logging.getLogger(__name__)
 
-# what a text ranking's candidate is found with (Redis' own key, "id", comes with each): what the
-# fusion reads (the recency ranking's kind and time). Its BM25 queries are answered while the query
-# is embedded, and a hundred candidates' every field cost more to parse than reading the few that
-# are returned from their hashes (`Search._hydrate`, in the round trip that reads a text-only hit's
-# vector anyway). The vector rankings, whose answer is waited on, come with every field.
+# what a ranking's candidate is found with (Redis' own key, "id", and the vector ranking's distance
+# come with each): what the fusion reads (the recency ranking's kind and time). A hundred
+# candidates' every field cost more to parse than reading the few that are returned from their
+# hashes (`Search._hydrate`, one round trip, which also reads a text-only hit's vector): in
+# `memlane serve` at 10 clients, parsing every field of the vector candidates too was the largest
+# share of its own CPU per search (issue 34, item 15). On a cluster the script reads each
+# candidate's fields from its hash anyway (store/cluster_search.py).
 CANDIDATE_FIELDS = [MemoryField.KIND, MemoryField.CREATED_AT]
 
 
