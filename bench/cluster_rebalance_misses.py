@@ -16,8 +16,8 @@ query form, `@search_text:(a | b | ...) (@user:{...})`, scored the turn as if it
 terms (2.2, where the union alone scores it 11.3, first): under the intersection the union missed
 its other children for that document, and the turn fell below the 40 text candidates. A forced GC
 did not change it; `(filter @search_text:a) | (filter @search_text:b) | ...` ranked it first.
-memlane asks that form since (store/search.py TermwiseTextQuery): 0 misses in 6 runs (27,409
-searches), against 9 in the 11 runs before. Writes that fail print their traceback: redis-py 8.1
+memlane asks that form since (store/search.py TermwiseTextQuery): 0 misses in 6 runs (26,409
+searches), against 10 in 15 runs (59,486 searches) before. Writes that fail print their traceback: redis-py 8.1
 follows an ASK to a primary its node map does not hold yet and fails with an AttributeError,
 which the store now reports as RedisUnavailable (the save is tried again).
 """
