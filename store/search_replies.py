@@ -23,7 +23,9 @@ _RESULTS, _ID, _SCORE, _FIELDS = b"results", b"id", b"score", b"extra_attributes
 
 
 def _text(value: Any) -> Any:
-    """A reply's bytes as text (as redis-py decodes a field: kept as bytes when not UTF-8)."""
+    """A reply's bytes as text as redis-py decodes a field: kept as bytes when not UTF-8, a
+    score left a number (`store.core.as_text` would replace bad bytes and make every value a
+    string, and the documents would no longer be RedisVL's own)."""
     if isinstance(value, bytes):
         try:
             return value.decode()
@@ -62,10 +64,8 @@ async def search_in_one_trip(index: AsyncSearchIndex, queries: Sequence[TextQuer
         return await index.batch_query(list(queries))  # RESP2 replies, or distances RedisVL rescales: its own reading
     search = client.ft(index.name)
     pipe = client.pipeline(transaction=False)
-    built = []
     for query in queries:
-        arguments, made = search._mk_query_args(query.query, query_params=query.params)  # as RedisVL's batch_search
+        arguments, _ = search._mk_query_args(query.query, query_params=query.params)  # as RedisVL's batch_search
         pipe.execute_command("FT.SEARCH", *arguments)
-        built.append(made)
     replies = await pipe.execute()
     return [docs_of(reply, query) for reply, query in zip(replies, queries)]
