@@ -19,6 +19,11 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.query import TextQuery, VectorQuery
 from redisvl.utils.redis_protocol import get_protocol_version
 
+try:
+    from redis.utils import DEFAULT_RESP_VERSION  # what a client given no protocol speaks (3 in redis-py 8)
+except ImportError:  # an older redis-py: RESP2 unless asked
+    DEFAULT_RESP_VERSION = 2
+
 _RESULTS, _ID, _SCORE, _FIELDS = b"results", b"id", b"score", b"extra_attributes"
 
 
@@ -57,10 +62,18 @@ def docs_of(reply: dict[Any, Any], query: TextQuery | VectorQuery) -> list[dict[
     return docs
 
 
+def speaks_resp3(client: Any) -> bool:
+    """Whether `client`'s connections speak RESP3: the protocol it was given, or, given none (the
+    store's pool names none), redis-py's default. Only a protocol given shows in the client's
+    settings, so reading those alone took every default client for RESP2."""
+    version = get_protocol_version(client)
+    return str(DEFAULT_RESP_VERSION if version is None else version) == "3"
+
+
 async def search_in_one_trip(index: AsyncSearchIndex, queries: Sequence[TextQuery | VectorQuery]) -> list[list[dict[str, Any]]]:
     """The documents of `queries` on `index`, sent in one pipeline (as `batch_query` sends them)."""
     client = index.client
-    if get_protocol_version(client) not in ("3", 3) or any(getattr(query, "_normalize_vector_distance", False) for query in queries):
+    if not speaks_resp3(client) or any(getattr(query, "_normalize_vector_distance", False) for query in queries):
         return await index.batch_query(list(queries))  # RESP2 replies, or distances RedisVL rescales: its own reading
     search = client.ft(index.name)
     pipe = client.pipeline(transaction=False)
