@@ -81,6 +81,40 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int, tid: int) -> float:
+    """`cpu_seconds` of one thread of process `pid` (its main thread: tid == pid)."""
+    fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def redis_pids(url: str) -> list[int]:
+    """The redis-server processes listening on `url`'s port (the embedded Redis Stack), by their
+    command line."""
+    port = f":{url.rsplit(':', 1)[-1].split('/')[0]}"
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "redis-server" in command and port in command:
+                pids.append(int(entry.name))
+    return pids
+
+
+def cpu_split(redis: list[int]) -> dict[str, float]:
+    """CPU seconds so far: serve's event loop (its main thread), serve's other threads (the
+    model's), Redis, and this benchmark's client."""
+    loop = sum(thread_cpu_seconds(pid, pid) for pid in SERVE_PIDS)
+    return {
+        "event loop": loop,
+        "model threads": sum(cpu_seconds(pid) for pid in SERVE_PIDS) - loop,
+        "Redis": sum(cpu_seconds(pid) for pid in redis),
+        "client": sum(os.times()[:2]),
+    }
+
+
 def machine_busy() -> tuple[float, float]:
     """(busy, total) jiffies of every core so far (Linux /proc/stat)."""
     values = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -264,8 +298,9 @@ async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, 
                       "vs the budget: recall's own time comes on top)")
 
 
-async def measure_search(serve_url: str, requests: int) -> None:
+async def measure_search(serve_url: str, requests: int, store_url: str) -> None:
     auth = {"Authorization": f"Bearer {KEY}"}
+    redis = redis_pids(store_url)
     url = f"{serve_url}/v1/users/{USER}/search"
     throughput: dict[int, float] = {}
     for concurrency in (1, 10, 50):
@@ -284,14 +319,17 @@ async def measure_search(serve_url: str, requests: int) -> None:
                     latencies.append(time.perf_counter() - started)
 
             await client.post(url, json={"query": "warm up"}, headers=auth)
-            serve_cpu, busy = sum(cpu_seconds(pid) for pid in SERVE_PIDS), machine_busy()
+            serve_cpu, busy, split = sum(cpu_seconds(pid) for pid in SERVE_PIDS), machine_busy(), cpu_split(redis)
             started = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             wall = time.perf_counter() - started
             serve_cpu, busy = sum(cpu_seconds(pid) for pid in SERVE_PIDS) - serve_cpu, [b - a for a, b in zip(busy, machine_busy())]
+            split = {part: seconds - split[part] for part, seconds in cpu_split(redis).items()}
         throughput[concurrency] = total / wall
         print(f"  {concurrency:3d} concurrent clients: {total / wall:7.1f} searches/s   {ms(latencies)}   {load_average()}   "
               f"cores busy {busy[0] / busy[1]:.0%}, serve's CPU {serve_cpu / total * 1000:.1f} ms a search")
+        print(f"{'':28s}CPU a search: " + ", ".join(f"{part} {seconds / total * 1000:.1f} ms" for part, seconds in split.items())
+              + ("" if redis else " (Redis at REDIS_URL: not measured)"))
     print(f"  10 clients / 1 client: {throughput[10] / throughput[1]:.2f}x searches/s "
           f"(query embedding on {len(os.sched_getaffinity(0))} cores; target >= 1.6x)")
 
@@ -329,7 +367,7 @@ async def main() -> None:
                         await measure_first_token(serve_url, upstream, args.runs)
                     if "search" in parts:
                         print(f"memory search through serve, {args.searches} requests per level:")
-                        await measure_search(serve_url, args.searches)
+                        await measure_search(serve_url, args.searches, store.url)
         if "real" in parts:
             latency = {**REAL_MODEL_LATENCY}
             if args.memory_model_seconds is not None:  # a streamed call (the rewrite) waits first_token_seconds
