@@ -219,6 +219,11 @@ class _ModelWorkers:
     at most `share_texts`, and each call takes them in turn: one user's thousands of texts
     take one turn in each call, not the whole queue."""
 
+    # how soon after this thread's last call a call still finds the team warm: on 2 quiet cores a
+    # query on both took 7.5-8 ms p50 after 5-20 ms idle, 18 after 50-200 ms and 31 after 500 (12 on
+    # one core, whatever the gap), so a user's queries seconds apart run on one core
+    warm_seconds = 0.03
+
     def __init__(
         self,
         name: str,
@@ -293,7 +298,11 @@ class _ModelWorkers:
                 texts = sum(len(job.texts) for job in batch)
                 # several texts beside nothing else: split over the helpers, one core each (`_split`)
                 split = bool(self._helpers) and texts > 1 and not self._running["background"]
-                team = None if self._running["background"] or split else self._team_sizes[embed is self._embed_queries]
+                # a call after this thread idled runs on one core, unmeasured: a team that waited
+                # runs cold (`warm_seconds`)
+                warm = time.monotonic() - self._waited_at < self.warm_seconds
+                chosen = not (self._running["background"] or split) and warm
+                team = self._team_sizes[embed is self._embed_queries] if chosen else None
                 wanted = self._choose(team)
             if self._set_threads is not None and wanted != threads:
                 self._set_threads(threads := wanted)

@@ -7,6 +7,7 @@ and a write that needs its vector does not wait behind indexing."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -328,7 +329,7 @@ def test_a_size_that_loses_its_trials_is_tried_twice_as_late_each_time_and_at_on
         else:
             team.record(1, 0.01, now)
         now += 0.05
-    gaps = [later - earlier for earlier, later in zip(trials, trials[1:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(trials)]
     assert gaps[:4] == [2, 4, 8, 16] and set(gaps[4:]) == {16}
 
     while team.choose(now) == 1:  # the machine is quiet again: the next trial wins ...
