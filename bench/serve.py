@@ -21,7 +21,8 @@ with one persona whose upstream is the fake OpenAI-compatible server of the test
   standalone questions back to back (target: <= 80 ms p95 added).
 - memory search (`POST /v1/users/{user}/search`) requests/s and p50/p95 at 1, 10 and 50
   concurrent clients, and the ratio at 10 clients to 1 (query embedding uses every core:
-  target >= 1.6x).
+  target >= 1.6x); beside each level, the cores' busy share and a search's CPU: serve's event
+  loop, serve's other threads (the model's), the embedded Redis, this benchmark's client.
 
 Every figure is printed with the machine's load average (1, 5, 15 min): on a shared machine
 compare the ratios measured in one run.
