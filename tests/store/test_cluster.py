@@ -281,45 +281,48 @@ async def test_the_setting_makes_a_plain_node_url_a_cluster(redis_cluster, setti
         await close_dropping_everything(store)
 
 
-async def test_a_call_whose_connection_redis_py_closed_under_it_is_redis_unavailable(cluster_store: RedisMemoryStore):
-    """redis-py 8.1 closes a failed node's connections under the calls using them, which then fail
-    with an AttributeError inside redis.asyncio.connection: a lost connection, said as one."""
+async def assert_said_as_redis_unavailable(store: RedisMemoryStore, source: str, module: str, ours: Any, said: str) -> None:
+    """The one function `source` defines fails with an AttributeError. Compiled as if it were in
+    redis-py's `redis/asyncio/<module>`, that failure is a connection race, and a store call
+    running it says `RedisUnavailable` (`said`); `ours`, the same fault in our own code, stays a
+    bug. Both are called with None."""
     from memlane.store.cluster import is_connection_race
     from memlane.store.errors import RedisUnavailable
 
     where: dict[str, Any] = {}
-    exec(compile("async def send(writer):\n    writer.writelines([b'PING'])\n", "/x/redis/asyncio/connection.py", "exec"), where)
-
-    async def ours():
-        return None.upper  # a bug of ours stays a bug
-
+    exec(compile(source, f"/x/redis/asyncio/{module}", "exec"), where)
+    [redis_pys] = [value for name, value in where.items() if name != "__builtins__"]
     with pytest.raises(AttributeError) as raised:
-        await where["send"](None)
+        await redis_pys(None)
     assert is_connection_race(raised.value)
-    with pytest.raises(RedisUnavailable, match="connection was closed under the call"):
-        await cluster_store.core.run(where["send"](None))
+    with pytest.raises(RedisUnavailable, match=said):
+        await store.core.run(redis_pys(None))
     with pytest.raises(AttributeError):
-        await cluster_store.core.run(ours())
+        await store.core.run(ours(None))
+
+
+async def test_a_call_whose_connection_redis_py_closed_under_it_is_redis_unavailable(cluster_store: RedisMemoryStore):
+    """redis-py 8.1 closes a failed node's connections under the calls using them, which then fail
+    with an AttributeError inside redis.asyncio.connection: a lost connection, said as one."""
+
+    async def ours(writer):
+        return writer.upper  # a bug of ours stays a bug
+
+    await assert_said_as_redis_unavailable(
+        cluster_store, "async def send(writer):\n    writer.writelines([b'PING'])\n", "connection.py", ours,
+        "connection was closed under the call",
+    )
 
 
 async def test_an_ask_to_a_primary_the_client_does_not_know_yet_is_redis_unavailable(cluster_store: RedisMemoryStore):
     """While slots migrate onto a primary just added, redis-py 8.1 follows an ASK to a node its map
     does not hold: it looks the node up, gets None, and fails on it inside redis.asyncio.cluster.
     The store says the cluster is moving slots (the save is tried again), not a bug of its own."""
-    from memlane.store.cluster import is_connection_race
-    from memlane.store.errors import RedisUnavailable
-
-    where: dict[str, Any] = {}
-    source = "async def follow(node):\n    return await node.execute_command('ASKING')\n"
-    exec(compile(source, "/x/redis/asyncio/cluster.py", "exec"), where)
 
     async def ours(node):
         return await node.execute_command("ASKING")  # the same mistake in our own code stays a bug
 
-    with pytest.raises(AttributeError) as raised:
-        await where["follow"](None)
-    assert is_connection_race(raised.value)
-    with pytest.raises(RedisUnavailable, match="a node the client does not know yet"):
-        await cluster_store.core.run(where["follow"](None))
-    with pytest.raises(AttributeError):
-        await cluster_store.core.run(ours(None))
+    await assert_said_as_redis_unavailable(
+        cluster_store, "async def follow(node):\n    return await node.execute_command('ASKING')\n", "cluster.py", ours,
+        "a node the client does not know yet",
+    )

