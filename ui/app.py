@@ -148,7 +148,6 @@ def build_app(
                         forget_yes = gr.Button("Yes, forget everything", variant="stop", size="sm")
                         forget_no = gr.Button("Cancel", size="sm")
         seen_version = gr.State(0)
-        shown_user = gr.State(None)  # the user whose chat and panel are on screen
         # the user, kept in this browser's localStorage across reloads (not across restarts of the app:
         # its encryption key is made anew at each start)
         saved_user = gr.BrowserState(None, storage_key="memlane-user")
@@ -167,10 +166,10 @@ def build_app(
             )
         timer.tick(on(poll), [user, seen_version], panel_outputs, show_progress="hidden", queue=False)
         timer.tick(on(poll_progress), [user, session, seen_progress], [graph, session, seen_progress], show_progress="hidden", queue=False)
-        user_outputs = [session, chatbot, *panel_outputs, shown_user, saved_user, entry_editor]
-        demo.load(restore_user, [saved_user], [user], queue=False).then(on(switch_user), [user, shown_user], user_outputs)
-        user.submit(on(switch_user), [user, shown_user], user_outputs)
-        user.blur(on(switch_user), [user, shown_user], user_outputs)
+        user_outputs = [session, chatbot, *panel_outputs, saved_user, entry_editor]
+        demo.load(restore_user, [saved_user], [user], queue=False).then(on(switch_user), [user], user_outputs)
+        user.submit(on(switch_user), [user], user_outputs)
+        user.blur(on(switch_user), [user], user_outputs)
         session.input(on(switch_session), [user, session], [chatbot])
         new_session.click(on(start_session), [user, session], [session, chatbot])
         for trigger in (query.submit, search_button.click):

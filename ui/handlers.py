@@ -99,6 +99,20 @@ class TabChat:
     pending: deque[PendingMessage] = field(default_factory=deque)
     draining: bool = False
     shown: list[dict[str, Any]] | None = None
+    user: str | None = None  # the user shown, from the moment a switch to them began
+    started: str | None = None  # the session "New session" started last
+    view: int = 0  # counts the times the chat and the session were replaced
+
+    def replace(self) -> int:
+        """The chat and the session are being replaced (another user or session): forget what
+        was shown. Returns this replacement's number: an answer that `overtaken` finds later
+        leaves the chat and the session to the handler that overtook it, whichever answers last."""
+        self.shown = None
+        self.view += 1
+        return self.view
+
+    def overtaken(self, view: int) -> bool:
+        return self.view != view
 
     def showing(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The chat with the messages still waiting shown after it."""
@@ -149,12 +163,11 @@ def search_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
 @dataclass
 class ChatApp:
     """What the app's handlers share: the service, and per browser tab (Gradio's session hash)
-    its chat and the session its "New session" started last. Each handler is a module-level
-    function taking it first; `build_app` binds them to one."""
+    its chat, user and session. Each handler is a module-level function taking it first;
+    `build_app` binds them to one."""
 
     service: ChatService
     tabs: dict[str, TabChat] = field(default_factory=dict)
-    started: dict[str, str] = field(default_factory=dict)
     recall_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # each folded block its own id
 
     def tab_of(self, request: gr.Request | None) -> TabChat:
@@ -247,11 +260,6 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
         tab.shown = history
 
 
-def reset_tab(app: ChatApp, request: gr.Request | None) -> None:
-    """The chat was replaced (another user or session): forget what this tab showed."""
-    app.tab_of(request).shown = None
-
-
 def close_tab(app: ChatApp, request: gr.Request) -> None:
     app.tabs.pop(_tab_key(request), None)
 
@@ -265,23 +273,36 @@ async def poll(app: ChatApp, user_id: str, seen_version: int):
     return await panel(app, user_id)
 
 
-async def switch_user(app: ChatApp, user_id: str, shown_user: str | None, request: gr.Request):
-    """Show another user's latest session; leaving the field unchanged changes nothing."""
-    user_id = _user(user_id)
-    if user_id == shown_user:
+async def switch_user(app: ChatApp, user_id: str, request: gr.Request):
+    """Show another user's latest session; leaving the field unchanged changes nothing.
+
+    The tab's user is the one a switch began for, not the one last answered: Enter then a
+    click elsewhere sends the same switch twice (submit, blur), and the second changes nothing."""
+    if _user(user_id) == app.tab_of(request).user:
         return gr.skip()
     return await show_user(app, user_id, request)
 
 
 async def show_user(app: ChatApp, user_id: str, request: gr.Request | None):
-    """The user's latest session in the chat, their sessions listed by title, their panel."""
+    """The user's latest session in the chat, their sessions listed by title, their panel.
+
+    A "New session" clicked before this answers keeps its session and its empty chat; a switch
+    to another user meanwhile leaves everything to that switch."""
     user_id = _user(user_id)
-    reset_tab(app, request)
+    tab = app.tab_of(request)
+    tab.user = user_id
+    view = tab.replace()
     choices = await app.service.session_choices(user_id) or [(DEFAULT_SESSION, DEFAULT_SESSION)]
     latest = choices[0][1]
     history = await app.service.history(user_id, latest)
+    shown = await panel(app, user_id)
+    if tab.user != user_id:
+        return gr.skip()
+    session = gr.update(choices=choices, value=latest)
+    if tab.overtaken(view):
+        session, history = gr.skip(), gr.skip()
     editor = gr.update(visible=False)  # it showed the previous user's entry
-    return (gr.update(choices=choices, value=latest), history, *await panel(app, user_id), user_id, user_id, editor)
+    return (session, history, *shown, user_id, editor)
 
 
 def restore_user(saved_user: str | None):
@@ -290,17 +311,23 @@ def restore_user(saved_user: str | None):
 
 
 async def switch_session(app: ChatApp, user_id: str, session_id: str, request: gr.Request):
-    reset_tab(app, request)
-    return await app.service.history(_user(user_id), session_id or DEFAULT_SESSION)
+    tab = app.tab_of(request)
+    view = tab.replace()
+    history = await app.service.history(_user(user_id), session_id or DEFAULT_SESSION)
+    return gr.skip() if tab.overtaken(view) else history
 
 
 async def start_session(app: ChatApp, user_id: str, session_id: str, request: gr.Request):
-    reset_tab(app, request)
+    tab = app.tab_of(request)
+    view = tab.replace()
     user_id = _user(user_id)
     fresh = new_session_id()
-    app.started[_tab_key(request)] = fresh  # first: a timer tick that relists the sessions meanwhile keeps it
+    tab.started = fresh  # first: a timer tick that relists the sessions meanwhile keeps it
     await app.service.end_session(user_id, session_id or DEFAULT_SESSION)
-    return gr.update(choices=with_session(await app.service.session_choices(user_id), fresh), value=fresh), []
+    choices = with_session(await app.service.session_choices(user_id), fresh)
+    if tab.overtaken(view):
+        return gr.skip(), gr.skip()
+    return gr.update(choices=choices, value=fresh), []
 
 
 async def poll_progress(app: ChatApp, user_id: str, session_id: str, seen: list[Any] | None, request: gr.Request):
@@ -316,7 +343,7 @@ async def poll_progress(app: ChatApp, user_id: str, session_id: str, seen: list[
         # a tick that read the session field before "New session" answered still lists the new one:
         # the tab's newest session is read after the listing, which a "New session" may overtake
         choices = await app.service.session_choices(user_id)
-        sessions = gr.update(choices=with_session(choices, session_id, app.started.get(_tab_key(request))))
+        sessions = gr.update(choices=with_session(choices, session_id, app.tab_of(request).started))
     return graph, sessions, now
 
 
@@ -365,7 +392,7 @@ def ask_forget(user_id: str):
 
 
 async def forget(app: ChatApp, user_id: str, request: gr.Request):
-    reset_tab(app, request)
+    app.tab_of(request).replace()
     await app.service.forget_user(_user(user_id))
     hidden = gr.update(visible=False)  # the question, and the editor of an entry now gone
     return (hidden, hidden, [], data_table([], SEARCH_COLUMNS), [], *await panel(app, user_id))
