@@ -7,11 +7,13 @@ and binds them. The tables the panel shows (profile, search) are made here too.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import itertools
 import re
 from collections import deque
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from html import escape
 from typing import Any, Iterator
 
@@ -90,29 +92,64 @@ class PendingMessage:
     recall_on: bool
     save_on: bool
     speaker: str = ""  # who says it when not the user (朋友A in a group chat)
+    during_switch: bool = False  # sent while a switch of user or session was on its way
 
 
 @dataclass
 class TabChat:
-    """One browser tab's chat: messages waiting for a reply, and the chat as last shown."""
+    """One browser tab as this app shows it: its user, session and chat, and the messages
+    waiting for a reply.
+
+    The tab, not the fields a message is sent with, says whose chat a reply goes on: while a
+    switch of user or session is on its way, the browser still shows the old ones. A message
+    sent then waits for the switch and goes to what it shows, and a reply's earlier turns are
+    the chat shown for its own user and session, or that session's stored history: never
+    another user's chat still on screen (it would be sent to the model and stored as theirs)."""
 
     pending: deque[PendingMessage] = field(default_factory=deque)
     draining: bool = False
-    shown: list[dict[str, Any]] | None = None
+    shown: list[dict[str, Any]] | None = None  # the chat as last shown
+    shown_of: tuple[str, str] | None = None  # whose chat that is: (user, session)
     user: str | None = None  # the user shown, from the moment a switch to them began
     started: str | None = None  # the session "New session" started last
-    view: int = 0  # counts the times the chat and the session were replaced
+    view: int = 0  # counts the switches of the chat and the session
+    switching: int = 0  # switches on their way
+    _switched: asyncio.Event | None = None
 
-    def replace(self) -> int:
-        """The chat and the session are being replaced (another user or session): forget what
-        was shown. Returns this replacement's number: an answer that `overtaken` finds later
-        leaves the chat and the session to the handler that overtook it, whichever answers last."""
-        self.shown = None
+    @contextmanager
+    def switch(self) -> Iterator[int]:
+        """A switch of the chat and the session (another user or session) on its way; gives its
+        number for `show`. An answer that a later switch overtook leaves the chat and the
+        session to that one, whichever answers last."""
         self.view += 1
-        return self.view
+        self.switching += 1
+        self._event().clear()
+        try:
+            yield self.view
+        finally:
+            self.switching -= 1
+            if not self.switching:
+                self._event().set()
+
+    def show(self, view: int, user_id: str, session_id: str, chat: list[dict[str, Any]]) -> bool:
+        """What switch `view` shows, kept for the replies after it; False when it was overtaken."""
+        if self.overtaken(view):
+            return False
+        self.shown, self.shown_of = list(chat), (user_id, session_id)
+        return True
 
     def overtaken(self, view: int) -> bool:
         return self.view != view
+
+    async def switched(self) -> None:
+        """Until no switch is on its way."""
+        await self._event().wait()
+
+    def _event(self) -> asyncio.Event:
+        if self._switched is None:
+            self._switched = asyncio.Event()
+            self._switched.set()
+        return self._switched
 
     def showing(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The chat with the messages still waiting shown after it."""
@@ -201,19 +238,34 @@ def enqueue(
 ):
     """Take a message at once (even while a reply streams): it waits in the tab's queue."""
     if text.strip():
-        app.tab_of(request).pending.append(
+        tab = app.tab_of(request)
+        tab.pending.append(
             PendingMessage(
                 text.strip(), _user(user_id), session_id or DEFAULT_SESSION, persona, recall_on, save_on,
-                (speaker or "").strip(),
+                (speaker or "").strip(), during_switch=tab.switching > 0,
             )
         )
     return ""
 
 
+async def earlier_turns(app: ChatApp, tab: TabChat, item: PendingMessage, browser_chat: list[dict[str, Any]] | None):
+    """The chat a reply to `item` follows: the tab's, when it is the chat of the item's user and
+    session (it may hold more than the browser has yet: the last chunks, a failure shown); else
+    that session's stored history. The browser's only in a tab no switch has shown (handlers
+    called alone)."""
+    if tab.shown_of is None:
+        return list(browser_chat or [])
+    if tab.shown is not None and tab.shown_of == (item.user_id, item.session_id):
+        return list(tab.shown)
+    return await app.service.history(item.user_id, item.session_id)
+
+
 async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request):
     """Answer the tab's waiting messages one after another, streaming each reply.
 
-    One drain runs per tab; a drain started while another runs leaves the chat to it.
+    One drain runs per tab; a drain started while another runs leaves the chat to it. A switch
+    of user or session on its way answers first; one that comes while a reply streams takes
+    the screen, and the reply goes on into its own session unseen.
     """
     service = app.service
     tab = app.tab_of(request)
@@ -221,15 +273,38 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
         yield gr.skip()
         return
     tab.draining = True
-    # the chat as this app last showed it: the browser may not have the last chunk yet
-    history = list(tab.shown if tab.shown is not None else history or [])
+    browser_chat = history
+    drawn: int | None = None  # the switch whose chat this drain drew last
+
+    def screen(view: int, chat: list[dict[str, Any]]) -> Any:
+        """The chat to draw, or nothing once a switch took the screen (Gradio draws a stream's
+        last value again when it ends, so the last one must be nothing too)."""
+        nonlocal drawn
+        if tab.overtaken(view):
+            return gr.skip()
+        drawn = view
+        return tab.showing(chat)
+
     try:
-        while tab.pending:
+        while True:
+            if not tab.pending:
+                if drawn is not None and tab.overtaken(drawn):
+                    drawn = None
+                    yield gr.skip()
+                    continue  # (a message may have come meanwhile)
+                break
+            await tab.switched()
+            if not tab.pending:
+                continue
             item = tab.pending.popleft()
+            if item.during_switch and tab.shown_of is not None:  # sent to what the switch shows
+                item = replace(item, user_id=tab.shown_of[0], session_id=tab.shown_of[1])
+            view = tab.view
+            history = await earlier_turns(app, tab, item, browser_chat)
             prior = list(history)
             shown = f"{item.speaker}: {item.text}" if item.speaker else item.text
             history += [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
-            yield tab.showing(history)
+            yield screen(view, history)
             try:
                 async for answer in service.stream_reply(
                     item.user_id,
@@ -242,22 +317,24 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
                     speaker=item.speaker or None,
                 ):
                     history[-1] = {"role": "assistant", "content": answer}
-                    yield tab.showing(history)
+                    yield screen(view, history)
             except ReplyFailed as failure:
                 if not history[-1]["content"]:
                     history.pop()  # nothing streamed before the failure
                 history.append({"role": "assistant", "content": f"⚠️ {failure}", "metadata": {"id": REPLY_FAILED_ID}})
-                yield tab.showing(history)
+                tab.show(view, item.user_id, item.session_id, history)
+                yield screen(view, history)
                 continue
             recalled = service.used_memories(item.user_id, item.session_id, item.text) if item.recall_on else None
             if recalled is not None:
                 # folded under the reply; `history_messages` never sends it to the model
                 metadata = {"title": recall_title(recalled), "id": f"{RECALL_ID_PREFIX}:{next(app.recall_ids)}", "status": "done"}
                 history.append({"role": "assistant", "content": recall_markdown(recalled), "metadata": metadata})
-                yield tab.showing(history)
+            tab.show(view, item.user_id, item.session_id, history)
+            if recalled is not None:
+                yield screen(view, history)
     finally:
         tab.draining = False  # no await since the last look at `pending`: nothing slips through
-        tab.shown = history
 
 
 def close_tab(app: ChatApp, request: gr.Request) -> None:
@@ -291,16 +368,16 @@ async def show_user(app: ChatApp, user_id: str, request: gr.Request | None):
     user_id = _user(user_id)
     tab = app.tab_of(request)
     tab.user = user_id
-    view = tab.replace()
-    choices = await app.service.session_choices(user_id) or [(DEFAULT_SESSION, DEFAULT_SESSION)]
-    latest = choices[0][1]
-    history = await app.service.history(user_id, latest)
-    shown = await panel(app, user_id)
-    if tab.user != user_id:
-        return gr.skip()
-    session = gr.update(choices=choices, value=latest)
-    if tab.overtaken(view):
-        session, history = gr.skip(), gr.skip()
+    with tab.switch() as view:
+        choices = await app.service.session_choices(user_id) or [(DEFAULT_SESSION, DEFAULT_SESSION)]
+        latest = choices[0][1]
+        history = await app.service.history(user_id, latest)
+        shown = await panel(app, user_id)
+        if tab.user != user_id:
+            return gr.skip()
+        session = gr.update(choices=choices, value=latest)
+        if not tab.show(view, user_id, latest, history):
+            session, history = gr.skip(), gr.skip()
     editor = gr.update(visible=False)  # it showed the previous user's entry
     return (session, history, *shown, user_id, editor)
 
@@ -312,21 +389,22 @@ def restore_user(saved_user: str | None):
 
 async def switch_session(app: ChatApp, user_id: str, session_id: str, request: gr.Request):
     tab = app.tab_of(request)
-    view = tab.replace()
-    history = await app.service.history(_user(user_id), session_id or DEFAULT_SESSION)
-    return gr.skip() if tab.overtaken(view) else history
+    user_id, session_id = _user(user_id), session_id or DEFAULT_SESSION
+    with tab.switch() as view:
+        history = await app.service.history(user_id, session_id)
+        return history if tab.show(view, user_id, session_id, history) else gr.skip()
 
 
 async def start_session(app: ChatApp, user_id: str, session_id: str, request: gr.Request):
     tab = app.tab_of(request)
-    view = tab.replace()
     user_id = _user(user_id)
-    fresh = new_session_id()
-    tab.started = fresh  # first: a timer tick that relists the sessions meanwhile keeps it
-    await app.service.end_session(user_id, session_id or DEFAULT_SESSION)
-    choices = with_session(await app.service.session_choices(user_id), fresh)
-    if tab.overtaken(view):
-        return gr.skip(), gr.skip()
+    with tab.switch() as view:
+        fresh = new_session_id()
+        tab.started = fresh  # first: a timer tick that relists the sessions meanwhile keeps it
+        await app.service.end_session(user_id, session_id or DEFAULT_SESSION)
+        choices = with_session(await app.service.session_choices(user_id), fresh)
+        if not tab.show(view, user_id, fresh, []):
+            return gr.skip(), gr.skip()
     return gr.update(choices=choices, value=fresh), []
 
 
@@ -392,8 +470,10 @@ def ask_forget(user_id: str):
 
 
 async def forget(app: ChatApp, user_id: str, request: gr.Request):
-    app.tab_of(request).replace()
-    await app.service.forget_user(_user(user_id))
+    tab = app.tab_of(request)
+    with tab.switch() as view:
+        await app.service.forget_user(_user(user_id))
+        tab.show(view, _user(user_id), tab.shown_of[1] if tab.shown_of else DEFAULT_SESSION, [])
     hidden = gr.update(visible=False)  # the question, and the editor of an entry now gone
     return (hidden, hidden, [], data_table([], SEARCH_COLUMNS), [], *await panel(app, user_id))
 

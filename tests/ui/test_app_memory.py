@@ -225,3 +225,73 @@ def test_new_session_clicked_before_the_user_switch_answers_is_kept(app_url, pag
     assert len(switches) == 1, "the blur after Enter switched to the same user again"
     send_and_wait(page, "Hello from the new session", 0, REPLY)
     save_screenshot(page, "ui-new-session-kept-after-a-slow-switch")
+
+
+def test_a_message_sent_while_the_user_switch_is_on_its_way_is_the_new_users_alone(app_url, page, monkeypatch):
+    """Another user typed, Enter, and a message at once, before the switch answers: the reply
+    waits for the switch, follows the new user's own chat, and neither the model nor the new
+    user's history gets the previous user's chat still on screen."""
+    url, demo = app_url
+    service = demo.memlane_service
+    history = service.history
+
+    async def slow_history(user_id: str, session_id: str):
+        if user_id == "late-bob":
+            await asyncio.sleep(1.5)  # the switch to Bob answers after his message was sent
+        return await history(user_id, session_id)
+
+    open_app(page, url, "early-ann")
+    send_and_wait(page, "Ann here, my locker code is 4321", 0, REPLY)
+    monkeypatch.setattr(service, "history", slow_history)
+    page.locator("#user textarea").fill("late-bob")
+    page.locator("#user textarea").press("Enter")
+    page.locator("#message textarea").fill("Bob here, hello")
+    page.locator("#message textarea").press("Enter")
+    page.wait_for_function(  # Bob's message alone, answered
+        """(reply) => { const users = [...document.querySelectorAll('#chat [data-testid="user"]')].map(u => u.innerText.trim());
+                        const bots = [...document.querySelectorAll('#chat [data-testid="bot"]')];
+                        return users.length === 1 && users[0] === 'Bob here, hello' && bots.length === 1 && bots[0].innerText.trim() === reply; }""",
+        arg=REPLY,
+        timeout=20_000,
+    )
+    page.wait_for_timeout(1_000)  # nothing else lands on the chat
+    assert bot_texts(page) == [REPLY]
+    reply_call = next(call for call in reversed(service.chat_model.calls) if call[-1].text == "Bob here, hello")
+    assert not any("4321" in str(message.content) for message in reply_call), "Ann's chat went to the model as Bob's"
+    monkeypatch.setattr(service, "history", history)
+    page.reload()  # Bob's latest session, as stored
+    page.locator("#message textarea").wait_for(timeout=20_000)
+    page.wait_for_function("() => document.querySelector('#user textarea').value === 'late-bob'", timeout=20_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].some(u => u.innerText.includes('Bob here'))", timeout=10_000
+    )
+    assert "4321" not in page.locator("#chat").inner_text(), "Ann's chat was stored as Bob's"
+    save_screenshot(page, "ui-switch-then-send-at-once")
+
+
+def test_new_session_clicked_while_a_reply_streams_gets_an_empty_chat(app_url, page, monkeypatch):
+    """The reply streaming when "New session" is clicked stays off the new session's chat, and
+    is still saved in its own session (back on screen after a reload)."""
+    url, demo = app_url
+    monkeypatch.setattr(demo.memlane_service.chat_model, "chunk_delay", 0.8)  # "Noted." in 2 pieces, 1.6 s
+    open_app(page, url, "mid-stream-mia")
+    page.locator("#message textarea").fill("I am training for a marathon")
+    page.locator("#message textarea").press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].some(b => b.innerText.trim() === 'Not')", timeout=20_000
+    )
+    page.get_by_role("button", name="New session").click()
+    wait_for_new_session(page, [])
+    page.wait_for_timeout(2_000)  # the reply has ended meanwhile
+    assert page.evaluate("() => document.querySelectorAll('#chat [data-testid=\"user\"], #chat [data-testid=\"bot\"]').length") == 0
+    assert page.evaluate("() => document.querySelector('#session input').value").startswith("session-")
+    save_screenshot(page, "ui-new-session-while-a-reply-streams")
+    page.reload()  # the user's latest session with messages: the one the reply went to
+    page.locator("#message textarea").wait_for(timeout=20_000)
+    page.wait_for_function("() => document.querySelector('#user textarea').value === 'mid-stream-mia'", timeout=20_000)
+    page.wait_for_function(
+        "(reply) => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].some(b => b.innerText.trim() === reply)",
+        arg=REPLY,
+        timeout=10_000,
+    )
+    assert "I am training for a marathon" in page.locator("#chat").inner_text()

@@ -16,7 +16,7 @@ from scripted import ScriptedChatModel
 from memlane.graph import MemoryRunResult
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
-from memlane.ui.service import ChatService, ReplyFailed, describe_result
+from memlane.ui.service import ChatService, ReplyFailed, describe_result, new_session_id
 
 
 async def seeded_service(store, settings) -> ChatService:
@@ -372,3 +372,8 @@ def test_search_rows_show_the_one_relevance_sorted_never_relative_to_the_best():
     shown = ranked_scores(hits)
     assert [(h.memory.id, score) for h, score in shown] == [("b", 0.31), ("a", 0.04), ("c", 0.02)]  # no 1.00 on top
     assert [h.weak for h, _ in shown] == [False, True, True]
+
+
+def test_new_sessions_started_in_one_second_get_their_own_ids():
+    ids = {new_session_id() for _ in range(50)}
+    assert len(ids) == 50 and all(re.fullmatch(r"session-\d{8}-\d{6}-[0-9a-f]{6}", value) for value in ids)
