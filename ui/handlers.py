@@ -20,14 +20,12 @@ from typing import Any, Iterator
 import gradio as gr
 import pandas as pd
 
-from memlane import render_svg
+from memlane import WEAK_RELEVANCE, render_svg
 from memlane.middleware import DEFAULT_SESSION
+from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID
 from memlane.ui.panel import recall_markdown, recall_title
 from memlane.ui.sample import SAMPLE_USER
 from memlane.ui.service import (
-    RECALL_ID_PREFIX,
-    REPLY_FAILED_ID,
-    WEAK_RELEVANCE,
     ChatService,
     MemoryStatus,
     ReplyFailed,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
 import time
 import uuid
@@ -19,11 +18,10 @@ from typing import Any, AsyncIterator
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from memlane import (
     MEMORY_MODEL_TAG,
-    WEAK_RELEVANCE,
     InvalidInput,
     MemoryHit,
     MemoryRunResult,
@@ -42,6 +40,7 @@ from memlane.middleware import MemoryAgentContext, MemoryMiddleware
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
 from memlane.tools import forget_memory
 from memlane.turns import TurnService
+from memlane.ui.chat import history_messages
 from memlane.ui.panel import event_markdown, history_markdown, item_markdown
 from memlane.ui.sample import SAMPLE_USER, load_sample
 
@@ -52,20 +51,6 @@ REPLY_NODE = "model"  # the step of a `create_agent` agent that calls the reply 
 
 class ReplyFailed(Exception):
     """The chat model could not answer; the message says what happened and what to do."""
-
-
-# the metadata id of a chat message that reports a failed reply: shown, never sent to the model
-REPLY_FAILED_ID = "memlane-reply-failed"
-# the metadata ids of the folded "memories used" blocks start so ("memlane-recall:3"); shown only
-RECALL_ID_PREFIX = "memlane-recall"
-
-
-def shown_only(item: Any) -> bool:
-    """Whether a chat message is the app's note (a failed reply, the memories a reply used),
-    never part of the conversation sent to the model."""
-    metadata = (item.get("metadata") if isinstance(item, dict) else None) or {}
-    message_id = str(metadata.get("id") or "")
-    return message_id == REPLY_FAILED_ID or message_id.startswith(RECALL_ID_PREFIX)
 
 
 @dataclass
@@ -90,45 +75,6 @@ def describe_result(outcome: MemoryRunResult | BaseException) -> str:
     if outcome.event_id:
         parts.append("1 event")
     return "remembered: " + (", ".join(parts) if parts else "no profile change")
-
-
-def content_text(content: Any) -> str:
-    """The text of a chat message's content in any shape Gradio gives it.
-
-    Gradio 6 hands content back as a list of blocks (`{"type": "text", "text": ...}`, files,
-    components); older shapes are a plain string or one block. A file or component is not sent
-    to the model: a note in its place says it was there.
-    """
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, (list, tuple)):
-        return "\n".join(text for text in (content_text(block) for block in content) if text)
-    if isinstance(content, dict):
-        if isinstance(content.get("text"), str):
-            return content["text"]
-        if content.get("type") == "file" or "file" in content or "path" in content:
-            file = content.get("file") if isinstance(content.get("file"), dict) else content
-            name = file.get("orig_name") or os.path.basename(str(file.get("path") or "")) or "a file"
-            return f"[{name} was attached here; its contents are not sent to the model]"
-        if content.get("type") == "component":
-            return f"[a {content.get('component', 'component')} was shown here; it is not sent to the model]"
-        return ""
-    return str(content)
-
-
-def history_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
-    """The chat's earlier turns as LangChain messages, whatever the shape of their content."""
-    messages: list[BaseMessage] = []
-    for item in history or []:
-        role = item.get("role") if isinstance(item, dict) else None
-        if role not in ("user", "assistant") or shown_only(item):
-            continue
-        text = content_text(item.get("content")).strip()
-        if text:
-            messages.append(HumanMessage(text) if role == "user" else AIMessage(text))
-    return messages
 
 
 def ranked_scores(hits: list[MemoryHit]) -> list[tuple[MemoryHit, float]]:

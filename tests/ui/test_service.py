@@ -188,7 +188,7 @@ async def test_the_status_line_shows_paused_models_and_parked_runs(store, settin
 # -- issue 15: the memories a reply used, profile edits, titled sessions, topic shifts ----------------
 
 def test_the_memories_used_block_and_a_failure_note_never_reach_the_model():
-    from memlane.ui.service import history_messages
+    from memlane.ui.chat import history_messages
 
     history = [
         {"role": "user", "content": "I like tea"},
