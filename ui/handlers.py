@@ -365,12 +365,17 @@ async def show_user(app: ChatApp, user_id: str, request: gr.Request | None):
     to another user meanwhile leaves everything to that switch."""
     user_id = _user(user_id)
     tab = app.tab_of(request)
-    tab.user = user_id
+    previous, tab.user = tab.user, user_id
     with tab.switch() as view:
-        choices = await app.service.session_choices(user_id) or [(DEFAULT_SESSION, DEFAULT_SESSION)]
-        latest = choices[0][1]
-        history = await app.service.history(user_id, latest)
-        shown = await panel(app, user_id)
+        try:
+            choices = await app.service.session_choices(user_id) or [(DEFAULT_SESSION, DEFAULT_SESSION)]
+            latest = choices[0][1]
+            history = await app.service.history(user_id, latest)
+            shown = await panel(app, user_id)
+        except BaseException:
+            if tab.user == user_id:
+                tab.user = previous  # not shown: Enter in the user field tries again
+            raise
         if tab.user != user_id:
             return gr.skip()
         session = gr.update(choices=choices, value=latest)

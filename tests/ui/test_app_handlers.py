@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import gradio as gr
+import pytest
+
+from memlane import StoreError
 from memlane.tools import remember_fact
-from memlane.ui.handlers import ChatApp, ask_forget, panel, search, select_id, short_id
+from memlane.ui.handlers import ChatApp, ask_forget, panel, search, select_id, short_id, switch_user
 from memlane.ui.service import ChatService
 
 
@@ -32,3 +36,27 @@ def test_a_clicked_row_gives_its_full_id():
         index = [0, 4]
 
     assert select_id(["profile:e0c4803ab81b42", "profile:ffff0000"], Click()) == "profile:e0c4803ab81b42"
+
+
+async def test_a_user_switch_that_failed_is_tried_again_by_the_next_enter(store, settings, monkeypatch):
+    service = ChatService(settings, store=store)
+    app = ChatApp(service)
+    listing = service.session_choices
+    failures = [StoreError("Redis went away")]
+
+    async def once_failing(user_id: str):
+        if failures:
+            raise failures.pop()
+        return await listing(user_id)
+
+    try:
+        assert await switch_user(app, "first-user", None) != gr.skip()
+        monkeypatch.setattr(service, "session_choices", once_failing)
+        with pytest.raises(StoreError):
+            await switch_user(app, "second-user", None)
+        assert app.tab_of(None).user == "first-user"  # still on screen
+        shown = await switch_user(app, "second-user", None)  # Enter again: tried, not skipped
+        assert shown != gr.skip() and shown[-2] == "second-user"
+        assert await switch_user(app, "second-user", None) == gr.skip()  # now shown: nothing to do
+    finally:
+        await service.aclose()
