@@ -1,18 +1,16 @@
-"""The chat app's state and handlers: one module-level function per thing the page does.
+"""The chat app's handlers: one module-level function per thing the page does (what each browser
+tab shows and has waiting is ui/tabs.py).
 
-Each handler takes the `ChatApp` (the service and the browser tabs' chats) first, so it can be
+Each handler takes the `ChatApp` (the service and the browser tabs) first, so it can be
 imported and called alone (tests/ui/test_app_handlers.py); `ui/app.py` lays out the components
 and binds them. The tables the panel shows (profile, search) are made here too.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import itertools
 import re
-from collections import deque
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from html import escape
 from typing import Any, Iterator
@@ -31,6 +29,7 @@ from memlane.ui.service import (
     ReplyFailed,
     new_session_id,
 )
+from memlane.ui.tabs import PendingMessage, TabChat
 
 DEFAULT_USER = "demo-user"
 PROFILE_COLUMNS = ["entry", "content", "conf", "since", "id"]
@@ -77,81 +76,6 @@ def with_session(choices: list[tuple[str, str]], *session_ids: str | None) -> li
         if session_id and all(value != session_id for _, value in choices):
             choices = [(session_id, session_id), *choices]
     return choices
-
-
-@dataclass
-class PendingMessage:
-    """A message waiting for its reply, with the switches in force when it was sent."""
-
-    text: str
-    user_id: str
-    session_id: str
-    persona: str
-    recall_on: bool
-    save_on: bool
-    speaker: str = ""  # who says it when not the user (朋友A in a group chat)
-    during_switch: bool = False  # sent while a switch of user or session was on its way
-
-
-@dataclass
-class TabChat:
-    """One browser tab as this app shows it: its user, session and chat, and the messages
-    waiting for a reply.
-
-    The tab, not the fields a message is sent with, says whose chat a reply goes on: while a
-    switch of user or session is on its way, the browser still shows the old ones. A message
-    sent then waits for the switch and goes to what it shows, and a reply's earlier turns are
-    the chat shown for its own user and session, or that session's stored history: never
-    another user's chat still on screen (it would be sent to the model and stored as theirs)."""
-
-    pending: deque[PendingMessage] = field(default_factory=deque)
-    draining: bool = False
-    shown: list[dict[str, Any]] | None = None  # the chat as last shown
-    shown_of: tuple[str, str] | None = None  # whose chat that is: (user, session)
-    user: str | None = None  # the user shown, from the moment a switch to them began
-    started: str | None = None  # the session "New session" started last
-    view: int = 0  # counts the switches of the chat and the session
-    switching: int = 0  # switches on their way
-    _switched: asyncio.Event | None = None
-
-    @contextmanager
-    def switch(self) -> Iterator[int]:
-        """A switch of the chat and the session (another user or session) on its way; gives its
-        number for `show`. An answer that a later switch overtook leaves the chat and the
-        session to that one, whichever answers last."""
-        self.view += 1
-        self.switching += 1
-        self._event().clear()
-        try:
-            yield self.view
-        finally:
-            self.switching -= 1
-            if not self.switching:
-                self._event().set()
-
-    def show(self, view: int, user_id: str, session_id: str, chat: list[dict[str, Any]]) -> bool:
-        """What switch `view` shows, kept for the replies after it; False when it was overtaken."""
-        if self.overtaken(view):
-            return False
-        self.shown, self.shown_of = list(chat), (user_id, session_id)
-        return True
-
-    def overtaken(self, view: int) -> bool:
-        return self.view != view
-
-    async def switched(self) -> None:
-        """Until no switch is on its way."""
-        await self._event().wait()
-
-    def _event(self) -> asyncio.Event:
-        if self._switched is None:
-            self._switched = asyncio.Event()
-            self._switched.set()
-        return self._switched
-
-    def showing(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The chat with the messages still waiting shown after it."""
-        return [*history, *({"role": "user", "content": item.text} for item in self.pending)]
 
 
 def data_table(rows: list[list[Any]], columns: list[str]) -> pd.DataFrame:

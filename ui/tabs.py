@@ -1,0 +1,86 @@
+"""What one browser tab of the chat app shows (its user, session and chat) and the messages it
+has waiting for a reply: the state the handlers (ui/handlers.py) keep per tab."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _settled() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
+@dataclass
+class PendingMessage:
+    """A message waiting for its reply, with the switches in force when it was sent."""
+
+    text: str
+    user_id: str
+    session_id: str
+    persona: str
+    recall_on: bool
+    save_on: bool
+    speaker: str = ""  # who says it when not the user (朋友A in a group chat)
+    during_switch: bool = False  # sent while a switch of user or session was on its way
+
+
+@dataclass
+class TabChat:
+    """One browser tab as this app shows it: its user, session and chat, and the messages
+    waiting for a reply.
+
+    The tab, not the fields a message is sent with, says whose chat a reply goes on: while a
+    switch of user or session is on its way, the browser still shows the old ones. A message
+    sent then waits for the switch and goes to what it shows, and a reply's earlier turns are
+    the chat shown for its own user and session, or that session's stored history: never
+    another user's chat still on screen (it would be sent to the model and stored as theirs)."""
+
+    pending: deque[PendingMessage] = field(default_factory=deque)
+    draining: bool = False
+    shown: list[dict[str, Any]] | None = None  # the chat as last shown
+    shown_of: tuple[str, str] | None = None  # whose chat that is: (user, session)
+    user: str | None = None  # the user shown, from the moment a switch to them began
+    started: str | None = None  # the session "New session" started last
+    view: int = 0  # counts the switches of the chat and the session
+    switching: int = 0  # switches on their way
+    _switched: asyncio.Event = field(default_factory=_settled, repr=False)  # set while none is
+
+    @contextmanager
+    def switch(self) -> Iterator[int]:
+        """A switch of the chat and the session (another user or session) on its way; gives its
+        number for `show`. An answer that a later switch overtook leaves the chat and the
+        session to that one, whichever answers last."""
+        self.view += 1
+        self.switching += 1
+        self._switched.clear()
+        try:
+            yield self.view
+        finally:
+            self.switching -= 1
+            if not self.switching:
+                self._switched.set()
+
+    def show(self, view: int, user_id: str, session_id: str, chat: list[dict[str, Any]]) -> bool:
+        """What switch `view` shows, kept for the replies after it; False when it was overtaken."""
+        if self.overtaken(view):
+            return False
+        self.shown, self.shown_of = list(chat), (user_id, session_id)
+        return True
+
+    def overtaken(self, view: int) -> bool:
+        return self.view != view
+
+    async def switched(self) -> None:
+        """Until no switch is on its way."""
+        await self._switched.wait()
+
+    def showing(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The chat with the messages still waiting shown after it."""
+        return [*history, *({"role": "user", "content": item.text} for item in self.pending)]
