@@ -170,7 +170,9 @@ def enqueue(
     return ""
 
 
-async def earlier_turns(app: ChatApp, tab: TabChat, item: PendingMessage, browser_chat: list[dict[str, Any]] | None):
+async def earlier_turns(
+    app: ChatApp, tab: TabChat, item: PendingMessage, browser_chat: list[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
     """The chat a reply to `item` follows: the tab's, when it is the chat of the item's user and
     session (it may hold more than the browser has yet: the last chunks, a failure shown); else
     that session's stored history. The browser's only in a tab no switch has shown (handlers
