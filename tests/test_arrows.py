@@ -3,8 +3,9 @@
 Every import in package code counts, at module level or inside a function, under TYPE_CHECKING
 too: a lazy import is still an arrow. The rules:
 
-- every room may import `memlane.config` and `memlane.masking` (the settings and the masking of
-  secrets, which import nothing of memlane); `store/` imports no other room;
+- every room may import `memlane.config` and `memlane.masking` (the settings, their models kept in
+  `memlane.config_store` and `memlane.config_agent`, and the masking of secrets, which import
+  nothing else of memlane); `store/` imports no other room;
 - `nodes/` imports the store's records, protocols and text helpers, never its Redis
   implementation, and never Redis;
 - `graph/` likewise, plus the queue's keys (`store.schema`); only `graph/queue.py` knows pydocket;
