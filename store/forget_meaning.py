@@ -129,3 +129,25 @@ def clearly_meant(request: str, candidates: Sequence[MeaningCandidate], *, min_m
     ]
     best = max(eligible, key=lambda index: candidates[index].margin, default=None)
     return [best] if best is not None and candidates[best].margin >= min_margin else []
+
+
+# sentences a confirming model is shown, clause by clause: those of the nearest clauses
+MEANING_SHOWN = 8
+
+
+def shown_clauses(candidates: Sequence[MeaningCandidate]) -> list[int]:
+    """The candidates a confirming model is shown: the sentences of the nearest clauses
+    (`MEANING_SHOWN` sentences), each whole, clause by clause in its order, so that the model
+    reads a clause with what it continues ("叫旺财" after "我养了一只狗") and names only the
+    clauses stating the fact."""
+    by_sentence: dict[str, list[int]] = {}
+    for index, candidate in enumerate(candidates):
+        by_sentence.setdefault(candidate.sentence or candidate.text, []).append(index)
+    shown: list[int] = []
+    for candidate in candidates:  # the nearest first
+        key = candidate.sentence or candidate.text
+        if key in by_sentence:  # its clauses in their order in the sentence
+            shown.extend(sorted(by_sentence.pop(key), key=lambda index: key.find(candidates[index].text)))
+            if len({candidates[i].sentence or candidates[i].text for i in shown}) >= MEANING_SHOWN:
+                break
+    return shown

@@ -43,6 +43,7 @@ from memlane.store.forget_meaning import (
     asks_a_question,
     clearly_meant,
     meaning_query,
+    shown_clauses,
 )
 from memlane.store.ids import ITEM_MEMORY_PREFIX, clean_text, past_value_memory_id
 from memlane.store.items import Items
@@ -68,29 +69,10 @@ _ANY_WORD = 1e-9  # a coverage any shared word reaches
 _FORGET_QUERY_CHARS = 2000  # of a long fact (an event summary), what its search reads
 _MEANING_MEMORIES = 20  # memories nearest a request whose sentences forget weighs by meaning
 _MEANING_SENTENCES = 80  # of their clauses, those embedded (the first ones of the nearest memories)
-_MEANING_SHOWN = 8  # sentences a confirming model is shown, clause by clause: those of the nearest clauses
 # a word or two ("car") carry less of a meaning than a whole request: the words a sentence lacks
 # must be meant by it at this share of forget_meaning_margin
 _LACKING_SHARE = 0.5
 _PROFILE_SLOT = re.compile(r"^[^:：\n]{1,200}[:：]\s*")  # "topic / subtopic: " before a profile memory's content
-
-
-def _shown_clauses(candidates: Sequence[MeaningCandidate]) -> list[int]:
-    """The candidates a confirming model is shown: the sentences of the nearest clauses
-    (`_MEANING_SHOWN` sentences), each whole, clause by clause in its order, so that the model
-    reads a clause with what it continues ("叫旺财" after "我养了一只狗") and names only the
-    clauses stating the fact."""
-    by_sentence: dict[str, list[int]] = {}
-    for index, candidate in enumerate(candidates):
-        by_sentence.setdefault(candidate.sentence or candidate.text, []).append(index)
-    shown: list[int] = []
-    for candidate in candidates:  # the nearest first
-        key = candidate.sentence or candidate.text
-        if key in by_sentence:  # its clauses in their order in the sentence
-            shown.extend(sorted(by_sentence.pop(key), key=lambda index: key.find(candidates[index].text)))
-            if len({candidates[i].sentence or candidates[i].text for i in shown}) >= _MEANING_SHOWN:
-                break
-    return shown
 
 
 @dataclass(eq=False, repr=False)
@@ -170,7 +152,7 @@ class Forgetting(StorePart):
     ) -> list[int]:
         """The indexes of the candidates the request means: the model's answer when it gives a
         usable one, else (when the words found nothing) the one clearly meant."""
-        shown = _shown_clauses(candidates)
+        shown = shown_clauses(candidates)
         if confirm is not None and shown:
             answer = await confirm(query, [candidates[index].text for index in shown])
             if answer is not None and all(isinstance(index, int) and 0 <= index < len(shown) for index in answer):
