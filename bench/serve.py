@@ -326,6 +326,7 @@ async def measure_search(serve_url: str, requests: int, store_url: str) -> None:
     throughput: dict[int, float] = {}
     for concurrency in (1, 10, 50):
         latencies: list[float] = []
+        reply_bytes: list[int] = []
         total = max(requests, 4 * concurrency)
         queue = list(range(total))
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -338,6 +339,7 @@ async def measure_search(serve_url: str, requests: int, store_url: str) -> None:
                     response = await client.post(url, json={"query": QUERIES[i % len(QUERIES)], "limit": 10}, headers=auth)
                     response.raise_for_status()
                     latencies.append(time.perf_counter() - started)
+                    reply_bytes.append(len(response.content))
 
             await client.post(url, json={"query": "warm up"}, headers=auth)
             serve_cpu, busy, split = sum(cpu_seconds(pid) for pid in SERVE_PIDS), machine_busy(), cpu_split(redis)
@@ -348,7 +350,8 @@ async def measure_search(serve_url: str, requests: int, store_url: str) -> None:
             split = {part: seconds - split[part] for part, seconds in cpu_split(redis).items()}
         throughput[concurrency] = total / wall
         print(f"  {concurrency:3d} concurrent clients: {total / wall:7.1f} searches/s   {ms(latencies)}   {load_average()}   "
-              f"cores busy {busy[0] / busy[1]:.0%}, serve's CPU {serve_cpu / total * 1000:.1f} ms a search")
+              f"cores busy {busy[0] / busy[1]:.0%}, serve's CPU {serve_cpu / total * 1000:.1f} ms a search, "
+              f"replies {statistics.mean(reply_bytes) / 1000:.1f} kB")
         print(f"{'':28s}CPU a search: " + ", ".join(f"{part} {seconds / total * 1000:.1f} ms" for part, seconds in split.items())
               + ("" if redis else " (Redis at REDIS_URL: not measured)"))
     print(f"  10 clients / 1 client: {throughput[10] / throughput[1]:.2f}x searches/s "
