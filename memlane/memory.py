@@ -27,7 +27,8 @@ from memlane.store.errors import InvalidInput
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
 from memlane.store.metadata import MetadataFilter
-from memlane.store.records import REMEMBERED_TAG, Event, MemoryHit, MemoryUpdate, NoteRevision, ProfileEntry
+from memlane.store.hits import MemoryHit
+from memlane.store.records import REMEMBERED_TAG, Event, MemoryUpdate, NoteRevision, ProfileEntry
 from memlane.store.scopes import scoped_user_id
 from memlane.sync_twin import SyncTwin
 from memlane.tools import forget_memory

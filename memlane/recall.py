@@ -56,7 +56,8 @@ from memlane.store.breaker import CircuitBreaker
 from memlane.store.metadata import MetadataFilter
 from memlane.store.passage import answering_passage
 from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
-from memlane.store.records import Memory, MemoryHit, MemoryHits, Message, ProfileEntry, SessionSummary, past_value_text
+from memlane.store.hits import MemoryHit, MemoryHits
+from memlane.store.records import Memory, Message, ProfileEntry, SessionSummary, past_value_text
 from memlane.store.text import Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
 from memlane.store.tokens import count_tokens

@@ -52,7 +52,8 @@ from __future__ import annotations
 import re
 from typing import Literal, Mapping, Sequence
 
-from memlane.store.records import Memory, MemoryHit, Message
+from memlane.store.hits import MemoryHit
+from memlane.store.records import Memory, Message
 from memlane.store.text import query_terms
 from memlane.store.tokens import count_tokens
 

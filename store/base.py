@@ -41,8 +41,6 @@ from memlane.store.records import (  # noqa: F401
     ProfileChange,
     Event,
     Memory,
-    WEAK_RELEVANCE,
-    MemoryHit,
     StoreItem,
     MemoryUpdate,
     ForgottenRecord,
@@ -50,6 +48,7 @@ from memlane.store.records import (  # noqa: F401
     UserExport,
     ParkedRun,
 )
+from memlane.store.hits import WEAK_RELEVANCE, MemoryHit  # noqa: F401
 from memlane.store.protocols import (  # noqa: F401
     ForgetConfirm,
     HistoryStore,

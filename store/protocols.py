@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Protocol, Sequence, runti
 from memlane.store.breaker import BreakerStatus
 from memlane.store.dedupe import RepeatedMemory
 from memlane.store.gc_report import GcReport
+from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.records import (
     Event,
     ForgetReport,
     Memory,
-    MemoryHit,
-    MemoryHits,
     MemoryKind,
     MemoryUpdate,
     Message,

@@ -41,7 +41,8 @@ from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery
 from memlane.store.memories import RETURN_FIELDS, memory_from_doc
 
 from memlane.store.metadata import MetadataFilter, metadata_expression
-from memlane.store.records import Memory, MemoryHit, MemoryHits, MemoryKind, SpeakerRole
+from memlane.store.hits import MemoryHit, MemoryHits
+from memlane.store.records import Memory, MemoryKind, SpeakerRole
 from memlane.store.search_replies import search_in_one_trip
 from memlane.store.shard_indexes import SearchNotes
 from memlane.store.schema import MemoryField, speaker_key

@@ -6,7 +6,8 @@ import pytest
 
 from memlane.recall_changes import asked_slots, newest_changes, states_the_slot
 from memlane.recall_select import newer_first
-from memlane.store.records import Memory, MemoryHit
+from memlane.store.hits import MemoryHit
+from memlane.store.records import Memory
 
 DAY = 86_400.0
 

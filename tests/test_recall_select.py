@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memlane.recall_select import answer_pair, exact_term_hits, exact_terms, holds_no_answer, neighbours_shown, ranked_hits, repeats_the_query, unanswered
-from memlane.store.records import Memory, MemoryHit, Message
+from memlane.store.hits import MemoryHit
+from memlane.store.records import Memory, Message
 
 WEIGHTS = {"profile": 1.0, "event": 0.9, "message": 0.8}
 
