@@ -189,7 +189,8 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
 
     One drain runs per tab; a drain started while another runs leaves the chat to it. A switch
     of user or session on its way answers first; one that comes while a reply streams takes
-    the screen, and the reply goes on into its own session unseen.
+    the screen, and the reply goes on into its own session unseen, unless the switch landed
+    on that session again (then the reply draws on).
     """
     service = app.service
     tab = app.tab_of(request)
@@ -200,11 +201,15 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
     browser_chat = history
     drawn: int | None = None  # the switch whose chat this drain drew last
 
-    def screen(view: int, chat: list[dict[str, Any]]) -> Any:
-        """The chat to draw, or nothing once a switch took the screen (Gradio draws a stream's
-        last value again when it ends, so the last one must be nothing too)."""
-        nonlocal drawn
-        if tab.overtaken(view):
+    view = tab.view  # the switch the reply draws under
+
+    def screen(item: PendingMessage, chat: list[dict[str, Any]]) -> Any:
+        """The chat to draw, kept as the tab's, or nothing once a switch took the screen to
+        another chat (Gradio draws a stream's last value again when it ends, so the last one must
+        be nothing too). A switch that landed on the reply's own chat leaves it drawing."""
+        nonlocal drawn, view
+        view = tab.resumed(view, item.user_id, item.session_id)
+        if not tab.show(view, item.user_id, item.session_id, chat):
             return gr.skip()
         drawn = view
         return tab.showing(chat)
@@ -228,7 +233,8 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
             prior = list(history)
             shown = f"{item.speaker}: {item.text}" if item.speaker else item.text
             history += [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
-            yield screen(view, history)
+            tab.replying_to = (item.user_id, item.session_id)
+            yield screen(item, history)
             try:
                 async for answer in service.stream_reply(
                     item.user_id,
@@ -241,23 +247,23 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
                     speaker=item.speaker or None,
                 ):
                     history[-1] = {"role": "assistant", "content": answer}
-                    yield screen(view, history)
+                    yield screen(item, history)
             except ReplyFailed as failure:
                 if not history[-1]["content"]:
                     history.pop()  # nothing streamed before the failure
                 history.append({"role": "assistant", "content": f"⚠️ {failure}", "metadata": {"id": REPLY_FAILED_ID}})
-                tab.show(view, item.user_id, item.session_id, history)
-                yield screen(view, history)
+                yield screen(item, history)
                 continue
+            finally:
+                tab.replying_to = None
             recalled = service.used_memories(item.user_id, item.session_id, item.text) if item.recall_on else None
             if recalled is not None:
                 # folded under the reply; `history_messages` never sends it to the model
                 metadata = {"title": recall_title(recalled), "id": f"{RECALL_ID_PREFIX}:{next(app.recall_ids)}", "status": "done"}
                 history.append({"role": "assistant", "content": recall_markdown(recalled), "metadata": metadata})
-            tab.show(view, item.user_id, item.session_id, history)
-            if recalled is not None:
-                yield screen(view, history)
+                yield screen(item, history)
     finally:
+        tab.replying_to = None
         tab.draining = False  # no await since the last look at `pending`: nothing slips through
 
 
@@ -305,7 +311,12 @@ async def show_user(app: ChatApp, user_id: str, request: gr.Request | None):
         if tab.user != user_id:
             return gr.skip()
         session = gr.update(choices=choices, value=latest)
-        if not tab.show(view, user_id, latest, history):
+        if tab.keeps(user_id, latest, first=previous is None):  # a message sent as the page opened
+            tab.show(view, user_id, latest, tab.shown or [])
+            history = gr.skip()
+        elif tab.show(view, user_id, latest, history):
+            history = tab.chat_after_switch(history)
+        else:
             session, history = gr.skip(), gr.skip()
     editor = gr.update(visible=False)  # it showed the previous user's entry
     return (session, history, *shown, user_id, editor)
@@ -321,7 +332,7 @@ async def switch_session(app: ChatApp, user_id: str, session_id: str, request: g
     user_id, session_id = _user(user_id), session_id or DEFAULT_SESSION
     with tab.switch() as view:
         history = await app.service.history(user_id, session_id)
-        return history if tab.show(view, user_id, session_id, history) else gr.skip()
+        return tab.chat_after_switch(history) if tab.show(view, user_id, session_id, history) else gr.skip()
 
 
 async def start_session(app: ChatApp, user_id: str, session_id: str, request: gr.Request):
@@ -334,7 +345,7 @@ async def start_session(app: ChatApp, user_id: str, session_id: str, request: gr
         choices = with_session(await app.service.session_choices(user_id), fresh)
         if not tab.show(view, user_id, fresh, []):
             return gr.skip(), gr.skip()
-    return gr.update(choices=choices, value=fresh), []
+    return gr.update(choices=choices, value=fresh), tab.chat_after_switch([])
 
 
 async def poll_progress(app: ChatApp, user_id: str, session_id: str, seen: list[Any] | None, request: gr.Request):

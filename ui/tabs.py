@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import gradio as gr
+
 
 def _settled() -> asyncio.Event:
     event = asyncio.Event()
@@ -50,6 +52,7 @@ class TabChat:
     started: str | None = None  # the session "New session" started last
     view: int = 0  # counts the switches of the chat and the session
     switching: int = 0  # switches on their way
+    replying_to: tuple[str, str] | None = None  # the (user, session) a reply streams into now
     _switched: asyncio.Event = field(default_factory=_settled, repr=False)  # set while none is
 
     @contextmanager
@@ -76,6 +79,31 @@ class TabChat:
 
     def overtaken(self, view: int) -> bool:
         return self.view != view
+
+    def keeps(self, user_id: str, session_id: str, *, first: bool) -> bool:
+        """Whether a switch that lands on (user, session) leaves the chat on screen as it is: it
+        shows that chat already, and a reply streams into it, or this is the tab's first switch
+        (the page's own, restoring its user: what the tab shows then came from this page, after
+        the page loaded, and the store may not hold it yet, as a failed reply's note). Any other
+        switch reads the chat from the store."""
+        here = (user_id, session_id)
+        return self.shown is not None and self.shown_of == here and (first or self.replying_to == here)
+
+    def chat_after_switch(self, chat: list[dict[str, Any]]) -> Any:
+        """What a switch that landed draws in the chat: `chat`, or nothing when a message sent
+        during the switch waits and no reply streams. The reply to that message then draws the
+        chat, with the message: the switch's answer may reach the browser after the reply's
+        first values (an instant failure's note among them) and would wipe them."""
+        if self.replying_to is None and any(item.during_switch for item in self.pending):
+            return gr.skip()
+        return chat
+
+    def resumed(self, view: int, user_id: str, session_id: str) -> int:
+        """The switch a reply into (user, session) draws under: `view`, or the switch that
+        overtook it when that one landed on the reply's own chat and none is on its way."""
+        if self.overtaken(view) and not self.switching and self.shown_of == (user_id, session_id):
+            return self.view
+        return view
 
     async def switched(self) -> None:
         """Until no switch is on its way."""

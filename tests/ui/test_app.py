@@ -121,8 +121,9 @@ def test_without_a_model_the_app_says_how_to_configure_one(settings, clean_keys,
     url = launch_app(build_app(settings))  # the settings fixture configures no endpoint
     page.goto(url)
     page.locator("#message textarea").wait_for(timeout=20_000)
-    # the page has loaded and shown its user, as open_app waits (at load 4 this send once got no
-    # answer in 45 s; cause not found)
+    # the page has restored its user, as open_app waits. Sent then, while the page's own switch
+    # was on its way, the reply's note was once in 16 runs at load 4 wiped by the switch's answer,
+    # which reached the browser after it (TabChat.chat_after_switch, tests/ui/test_app_handlers.py)
     page.wait_for_function("() => document.querySelector('#user textarea').value !== ''", timeout=20_000)
     assert "OPENAI_BASE_URL" in page.locator("#no-model").inner_text()
     page.locator("#message textarea").fill("hello?")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import gradio as gr
 import pytest
 
 from memlane import StoreError
+from memlane.testing import ScriptedChatModel
 from memlane.tools import remember_fact
-from memlane.ui.handlers import ChatApp, ask_forget, panel, search, select_id, short_id, switch_user
+from memlane.ui.handlers import ChatApp, ask_forget, drain, enqueue, panel, search, select_id, short_id, switch_session, switch_user
 from memlane.ui.service import ChatService
 
 
@@ -58,5 +61,84 @@ async def test_a_user_switch_that_failed_is_tried_again_by_the_next_enter(store,
         shown = await switch_user(app, "second-user", None)  # Enter again: tried, not skipped
         assert shown != gr.skip() and shown[-2] == "second-user"
         assert await switch_user(app, "second-user", None) == gr.skip()  # now shown: nothing to do
+    finally:
+        await service.aclose()
+
+
+def send(app: ChatApp, text: str, user_id: str, session_id: str = "default") -> None:
+    enqueue(app, text, user_id, session_id, "You are a helpful assistant.", True, False, "", None)
+
+
+async def drawn(app: ChatApp) -> list:
+    """What one drain of the tab draws, in order (Gradio's skips left out)."""
+    return [chat for chat in [chat async for chat in drain(app, [], None)] if chat != gr.skip()]
+
+
+def texts(chat: list) -> list[str]:
+    return [message["content"] for message in chat]
+
+
+async def test_a_message_sent_during_a_switch_is_drawn_by_its_reply_not_wiped_by_the_switch(store, settings, monkeypatch):
+    """The switch's answer may reach the browser after the reply's (here an instant failure:
+    no model), so the switch leaves the chat to the reply, which draws it with the message."""
+    service = ChatService(settings, store=store)  # no model configured: every reply fails at once
+    app = ChatApp(service)
+    history, gate = service.history, asyncio.Event()
+
+    async def gated_history(user_id: str, session_id: str):
+        await gate.wait()
+        return await history(user_id, session_id)
+
+    monkeypatch.setattr(service, "history", gated_history)
+    try:
+        switching = asyncio.ensure_future(switch_user(app, "opening-user", None))  # the page's own switch
+        await asyncio.sleep(0.05)
+        send(app, "hello?", "opening-user")  # sent while the switch is on its way
+        replying = asyncio.ensure_future(drawn(app))
+        await asyncio.sleep(0.05)
+        assert not replying.done()  # the reply waits for the switch
+        gate.set()
+        session, chat, *_ = await switching
+        assert chat == gr.skip(), "the switch would draw the stored chat over the reply's"
+        assert session != gr.skip()
+        last = (await replying)[-1]
+        assert texts(last)[0] == "hello?" and "OPENAI_API_KEY" in texts(last)[1]
+        assert app.tab_of(None).shown == last
+    finally:
+        await service.aclose()
+
+
+async def test_the_pages_first_switch_keeps_the_chat_a_reply_drew_before_it(store, settings):
+    """A message sent before the page's own switch began (its user field restored, the switch
+    not yet asked): the switch lands on that same chat and keeps it, the failure's note with it."""
+    service = ChatService(settings, store=store)
+    app = ChatApp(service)
+    try:
+        send(app, "hello?", "restored-user")
+        last = (await drawn(app))[-1]
+        assert texts(last)[0] == "hello?"
+        _, chat, *_ = await switch_user(app, "restored-user", None)
+        assert chat == gr.skip() and app.tab_of(None).shown == last
+        # a later switch to that session reads it from the store: the failed turn was not saved
+        assert await switch_session(app, "restored-user", "default", None) == []
+    finally:
+        await service.aclose()
+
+
+async def test_a_switch_that_lands_on_the_chat_a_reply_streams_into_leaves_it_drawing(store, settings):
+    model = ScriptedChatModel(default="one two three four five six seven eight nine ten", chunk_size=2, chunk_delay=0.1)
+    service = ChatService(settings, store=store, chat_model=model)
+    app = ChatApp(service)
+    try:
+        await switch_user(app, "steady-user", None)
+        send(app, "count to ten", "steady-user")
+        replying = asyncio.ensure_future(drawn(app))
+        while not (app.tab_of(None).shown or [{}])[-1].get("content"):  # the reply has begun
+            await asyncio.sleep(0.02)
+        # the session picked again in its list, mid-reply: the store has not the turn yet
+        assert await switch_session(app, "steady-user", "default", None) == []
+        chats = await replying
+        assert texts(chats[-1])[:2] == ["count to ten", "one two three four five six seven eight nine ten"]
+        assert texts(app.tab_of(None).shown)[:2] == texts(chats[-1])[:2]
     finally:
         await service.aclose()
