@@ -413,9 +413,10 @@ async def forget(app: ChatApp, user_id: str, request: gr.Request):
     tab = app.tab_of(request)
     with tab.switch() as view:
         await app.service.forget_user(_user(user_id))
-        tab.show(view, _user(user_id), tab.shown_of[1] if tab.shown_of else DEFAULT_SESSION, [])
+        shown = tab.show(view, _user(user_id), tab.shown_of[1] if tab.shown_of else DEFAULT_SESSION, [])
+        chat = tab.chat_after_switch([]) if shown else gr.skip()
     hidden = gr.update(visible=False)  # the question, and the editor of an entry now gone
-    return (hidden, hidden, [], data_table([], SEARCH_COLUMNS), [], *await panel(app, user_id))
+    return (hidden, hidden, chat, data_table([], SEARCH_COLUMNS), [], *await panel(app, user_id))
 
 
 async def remember_now(app: ChatApp, user_id: str):
