@@ -158,13 +158,17 @@ def enqueue(
     app: ChatApp, text: str, user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool, speaker: str,
     request: gr.Request,
 ):
-    """Take a message at once (even while a reply streams): it waits in the tab's queue."""
+    """Take a message at once (even while a reply streams): it waits in the tab's queue.
+
+    Sent with the user field empty (the page has not restored its user yet), it goes to the
+    chat the page shows once it does, not to the default user."""
     if text.strip():
         tab = app.tab_of(request)
+        unnamed = not (user_id or "").strip()
         tab.pending.append(
             PendingMessage(
-                text.strip(), _user(user_id), session_id or DEFAULT_SESSION, persona, recall_on, save_on,
-                (speaker or "").strip(), during_switch=tab.switching > 0,
+                text.strip(), "" if unnamed else _user(user_id), session_id or DEFAULT_SESSION, persona, recall_on, save_on,
+                (speaker or "").strip(), during_switch=tab.switching > 0 or unnamed,
             )
         )
     return ""
@@ -224,6 +228,9 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
                 break
             await tab.switched()
             if not tab.pending:
+                continue
+            if not tab.pending[0].user_id and tab.shown_of is None:
+                await tab.opened()  # sent before the page showed its user: to the chat it shows
                 continue
             item = tab.pending.popleft()
             if item.during_switch and tab.shown_of is not None:  # sent to what the switch shows

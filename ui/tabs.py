@@ -24,7 +24,7 @@ class PendingMessage:
     """A message waiting for its reply, with the switches in force when it was sent."""
 
     text: str
-    user_id: str
+    user_id: str  # "" when sent before the page restored its user (the field was empty)
     session_id: str
     persona: str
     recall_on: bool
@@ -54,6 +54,7 @@ class TabChat:
     switching: int = 0  # switches on their way
     replying_to: tuple[str, str] | None = None  # the (user, session) a reply streams into now
     _switched: asyncio.Event = field(default_factory=_settled, repr=False)  # set while none is
+    _opened: asyncio.Event = field(default_factory=asyncio.Event, repr=False)  # set once a chat is shown
 
     @contextmanager
     def switch(self) -> Iterator[int]:
@@ -75,6 +76,7 @@ class TabChat:
         if self.overtaken(view):
             return False
         self.shown, self.shown_of = list(chat), (user_id, session_id)
+        self._opened.set()
         return True
 
     def overtaken(self, view: int) -> bool:
@@ -108,6 +110,10 @@ class TabChat:
     async def switched(self) -> None:
         """Until no switch is on its way."""
         await self._switched.wait()
+
+    async def opened(self) -> None:
+        """Until the tab has shown a chat (the page's own switch restores its user)."""
+        await self._opened.wait()
 
     def showing(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The chat with the messages still waiting shown after it."""

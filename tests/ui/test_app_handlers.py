@@ -65,8 +65,8 @@ async def test_a_user_switch_that_failed_is_tried_again_by_the_next_enter(store,
         await service.aclose()
 
 
-def send(app: ChatApp, text: str, user_id: str, session_id: str = "default") -> None:
-    enqueue(app, text, user_id, session_id, "You are a helpful assistant.", True, False, "", None)
+def send(app: ChatApp, text: str, user_id: str, session_id: str = "default", *, save: bool = False) -> None:
+    enqueue(app, text, user_id, session_id, "You are a helpful assistant.", True, save, "", None)
 
 
 async def drawn(app: ChatApp) -> list:
@@ -140,5 +140,26 @@ async def test_a_switch_that_lands_on_the_chat_a_reply_streams_into_leaves_it_dr
         chats = await replying
         assert texts(chats[-1])[:2] == ["count to ten", "one two three four five six seven eight nine ten"]
         assert texts(app.tab_of(None).shown)[:2] == texts(chats[-1])[:2]
+    finally:
+        await service.aclose()
+
+
+async def test_a_message_sent_before_the_page_restored_its_user_goes_to_that_user(store, settings):
+    """The user field is empty until the page restores this browser's user: a message sent
+    then waits for the page's switch and goes to the user it shows, not to the default user."""
+    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="Hello again."))
+    app = ChatApp(service)
+    try:
+        send(app, "it's me", "", save=True)  # the field still empty
+        replying = asyncio.ensure_future(drawn(app))
+        await asyncio.sleep(0.1)
+        assert not replying.done()  # waits for the page to show its user
+        _, chat, *_ = await switch_user(app, "returning-user", None)  # the page's own switch
+        assert chat == gr.skip()  # the reply draws the chat, with the message
+        last = (await replying)[-1]
+        assert texts(last)[:2] == ["it's me", "Hello again."]
+        assert app.tab_of(None).shown_of == ("returning-user", "default")
+        assert texts(await service.history("returning-user", "default"))[:2] == ["it's me", "Hello again."]
+        assert await service.history("demo-user", "default") == []
     finally:
         await service.aclose()
