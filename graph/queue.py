@@ -18,6 +18,7 @@ per user (`store.schema.QueueKeys`), and reads each task's state through pydocke
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import enum
 import logging
 from datetime import datetime, timedelta
@@ -203,6 +204,7 @@ class RunQueue:
         self._docket: Docket | None = None
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
+        self._worker_context = contextvars.Context()  # where the worker was entered (`start_worker`)
         self.keys: QueueKeys | None = None
 
     async def __aenter__(self) -> "RunQueue":
@@ -213,21 +215,30 @@ class RunQueue:
         return self
 
     async def start_worker(self, *, concurrency: int, redelivery_timeout: timedelta) -> None:
-        """Take tasks in this process too: a worker that hands them to the registered handlers."""
+        """Take tasks in this process too: a worker that hands them to the registered handlers.
+
+        The worker is entered and left in a context of its own: pydocket's worker sets context
+        variables on the way in and resets them on the way out, which fails (ValueError, and the
+        docket was left open) unless both happen in one context, and a door may start the
+        queue in one task (a request's, a UI handler's) and stop it in another."""
         docket = self._require_docket()
-        self._worker = await Worker(
+        self._worker_context = contextvars.copy_context()
+        worker = Worker(
             docket,
             concurrency=concurrency,
             redelivery_timeout=redelivery_timeout,
             minimum_check_interval=_POLL_INTERVAL,
             scheduling_resolution=_POLL_INTERVAL,
-        ).__aenter__()
-        self._worker_task = asyncio.create_task(self._worker.run_forever(), name=f"{self.name}-worker")
+        )
+        self._worker = await asyncio.create_task(worker.__aenter__(), context=self._worker_context)
+        self._worker_task = asyncio.create_task(
+            self._worker.run_forever(), name=f"{self.name}-worker", context=self._worker_context.copy()
+        )
 
     async def __aexit__(self, *exc_info: object) -> None:
         try:
             if self._worker is not None:
-                await self._worker.__aexit__(None, None, None)
+                await asyncio.create_task(self._worker.__aexit__(None, None, None), context=self._worker_context)
                 if self._worker_task is not None:
                     await self._worker_task
             if self._docket is not None:

@@ -499,3 +499,19 @@ async def test_a_worker_sweeps_what_expiry_left_every_gc_sweep_seconds(store, se
             while await short.list_sessions("gone"):
                 await asyncio.sleep(0.1)
     assert await short.client.zcard(short.layout.timeline("gone")) == 0
+
+
+async def test_a_scheduler_started_in_one_task_stops_in_another(store, scheduler_for, outcomes):
+    """A door may start it inside a request's or a UI handler's task and stop it elsewhere:
+    pydocket's worker resets on the way out the context variables it set on the way in, which
+    failed (ValueError) from another context and left the docket open."""
+    threshold = count_tokens(CHINESE_CHAT[0][2]) + 1
+    scheduler = scheduler_for(slow_model(delay=0), memory_buffer_tokens=threshold)
+    await asyncio.create_task(scheduler.__aenter__())  # started in a task that has ended since
+    await add_chat(store, "u", CHINESE_CHAT)
+    assert await scheduler.notify("u") is True
+    await scheduler.wait_idle(10)
+    worker = scheduler.queue._worker_task
+    await scheduler.__aexit__(None, None, None)
+    assert worker is not None and worker.done() and not worker.cancelled()
+    assert [user for user, _, _ in outcomes] == ["u"]
