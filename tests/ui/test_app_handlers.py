@@ -159,6 +159,7 @@ async def test_a_message_sent_before_the_page_restored_its_user_goes_to_that_use
         last = (await replying)[-1]
         assert texts(last)[:2] == ["it's me", "Hello again."]
         assert app.tab_of(None).shown_of == ("returning-user", "default")
+        await service.turns.wait_idle()  # the turn is saved after the reply, in the background
         assert texts(await service.history("returning-user", "default"))[:2] == ["it's me", "Hello again."]
         assert await service.history("demo-user", "default") == []
     finally:
