@@ -79,9 +79,9 @@ def texts(chat: list) -> list[str]:
 
 
 async def test_a_message_sent_during_a_switch_is_drawn_by_its_reply_not_wiped_by_the_switch(store, settings, monkeypatch):
-    """The switch's answer may reach the browser after the reply's (here an instant failure:
-    no model), so the switch leaves the chat to the reply, which draws it with the message."""
-    service = ChatService(settings, store=store)  # no model configured: every reply fails at once
+    """The switch's answer may reach the browser after the reply's (here at once: the app has no
+    model), so the switch leaves the chat to the reply, which draws it with the message."""
+    service = ChatService(settings, store=store)  # no model: each reply is at once the how-to-configure answer, never saved
     app = ChatApp(service)
     history, gate = service.history, asyncio.Event()
 
@@ -110,7 +110,7 @@ async def test_a_message_sent_during_a_switch_is_drawn_by_its_reply_not_wiped_by
 
 async def test_the_pages_first_switch_keeps_the_chat_a_reply_drew_before_it(store, settings):
     """A message sent before the page's own switch began (its user field restored, the switch
-    not yet asked): the switch lands on that same chat and keeps it, the failure's note with it."""
+    not yet asked): the switch lands on that same chat and keeps it, the reply with it."""
     service = ChatService(settings, store=store)
     app = ChatApp(service)
     try:
@@ -119,7 +119,7 @@ async def test_the_pages_first_switch_keeps_the_chat_a_reply_drew_before_it(stor
         assert texts(last)[0] == "hello?"
         _, chat, *_ = await switch_user(app, "restored-user", None)
         assert chat == gr.skip() and app.tab_of(None).shown == last
-        # a later switch to that session reads it from the store: the failed turn was not saved
+        # a later switch to that session reads it from the store: that answer was not saved
         assert await switch_session(app, "restored-user", "default", None) == []
     finally:
         await service.aclose()
