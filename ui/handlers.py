@@ -205,8 +205,6 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
     browser_chat = history
     drawn: int | None = None  # the switch whose chat this drain drew last
 
-    view = tab.view  # the switch the reply draws under
-
     def screen(item: PendingMessage, chat: list[dict[str, Any]]) -> Any:
         """The chat to draw, kept as the tab's, or nothing once a switch took the screen to
         another chat (Gradio draws a stream's last value again when it ends, so the last one must
@@ -235,7 +233,7 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
             item = tab.pending.popleft()
             if item.during_switch and tab.shown_of is not None:  # sent to what the switch shows
                 item = replace(item, user_id=tab.shown_of[0], session_id=tab.shown_of[1])
-            view = tab.view
+            view = tab.view  # the switch the reply draws under (`screen`)
             history = await earlier_turns(app, tab, item, browser_chat)
             prior = list(history)
             shown = f"{item.speaker}: {item.text}" if item.speaker else item.text
