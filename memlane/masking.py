@@ -28,8 +28,9 @@ from memlane.config import COMPONENTS, FLAT_NAMES, Settings, get_settings
 MASK = "****"
 
 # scheme://[user]:password@ — the password ends at the last "@" before the host (quoted
-# passwords hold no "/", "@" or whitespace)
-_URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)(?P<password>[^\s/@]+)@")
+# passwords hold no "/", "@" or whitespace). A scheme is at most 64 characters: each place one
+# may start is tried over those, not to the end of a long run of its characters (quadratic)
+_URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]{0,63}://[^\s:/@]*:)(?P<password>[^\s/@]+)@")
 # an OpenAI-style key, configured or not (one pasted into a URL or an error message)
 _API_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 # settings whose whole value is a secret, by name: openai_api_key, a service's api_keys, ...

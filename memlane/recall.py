@@ -58,7 +58,7 @@ from memlane.store.passage import answering_passage
 from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
 from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.records import Memory, Message, ProfileEntry, SessionSummary, past_value_text
-from memlane.store.text import Language, detect_language, is_short_entity_query
+from memlane.store.text import MAX_QUERY_CHARS, Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
 from memlane.store.tokens import count_tokens
 
@@ -96,7 +96,10 @@ async def _searched(
 ) -> tuple[str, RewriteKind | None, list[MemoryHit]]:
     """The query recall searched with, how a follow-up was rewritten (None: it was not), and its hits. A follow-up is searched with the previous
     turn's words at once (the cheap rewrite), while the memory model rewrites it beside that
-    search; a rewrite that lands within its budget is searched too and wins."""
+    search; a rewrite that lands within its budget is searched too and wins. A long message is
+    searched by its first `MAX_QUERY_CHARS` characters, all a search reads of it: what recall
+    looks for in the query (changes asked about, exact terms) is looked for there too."""
+    message = message[:MAX_QUERY_CHARS]
 
     async def search_of(owner: str, query: str) -> list[MemoryHit]:
         return await store.search_memories(

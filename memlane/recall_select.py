@@ -164,11 +164,13 @@ def newer_first(passing: Sequence[MemoryHit], candidates: Sequence[MemoryHit], f
 
 # what an exact-term fallback looks for: a code or a word with digits ("A320", "KX-88", "2024"),
 # a capitalized word inside the sentence (a name: "Caroline", "Pixel"), a quoted or titled
-# phrase ("《星际穿越》", "“龙井”"), or a Latin word inside Chinese ("iPhone")
-_CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}\b")
+# phrase ("《星际穿越》", "“龙井”"), or a Latin word inside Chinese ("iPhone"). A code or a word
+# before Chinese is at most 40 characters: each place it may start is tried over those 40, not to
+# the end of the run of letters (200,000 letters took minutes, and held the event loop)
+_CODE = re.compile(r"\b(?=[\w-]{0,39}\d)[A-Za-z0-9][\w-]{2,39}\b")
 _NAME = re.compile(r"(?<=[\w,;:] )[A-Z][a-z]{2,}(?:\s[A-Z][a-z]+)*|\b[A-Z]{2,}\b")
 _QUOTED = re.compile(r"[《“\"「『']([^》”\"」』']{1,20})[》”\"」』']")
-_LATIN_IN_HAN = re.compile(r"(?<=[\u3400-\u9fff])\s*([A-Za-z][A-Za-z0-9-]{1,})|([A-Za-z][A-Za-z0-9-]{1,})\s*(?=[\u3400-\u9fff])")
+_LATIN_IN_HAN = re.compile(r"(?<=[\u3400-\u9fff])\s*([A-Za-z][A-Za-z0-9-]{1,})|(?<![A-Za-z])([A-Za-z][A-Za-z0-9-]{1,39})\s*(?=[\u3400-\u9fff])")
 
 
 def exact_terms(query: str) -> list[str]:

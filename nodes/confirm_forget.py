@@ -50,7 +50,8 @@ class ConfirmForgetOutput(BaseModel):
 
 _ENDS_SENTENCE = re.compile(r"[。！？.!?;；]\s*$")  # a clause that ends its sentence (a blank line after it)
 _ANSWER_KEYS = ("sentences", "numbers", "indexes", "indices", "forget", "stating", "answer", "result")
-_NUMBER = re.compile(r"^\s*\[?\s*(\d{1,4})\s*\]?\s*$")
+# each run of spaces has one place to go (a long run of them is matched in linear time)
+_NUMBER = re.compile(r"^\s*(?:\[\s*)?(\d{1,4})\s*(?:\]\s*)?$")
 
 
 def _position(value: Any, sentences: Sequence[str]) -> int | None:

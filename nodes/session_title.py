@@ -41,7 +41,8 @@ class TitleOutput(BaseModel):
     title: str
 
 
-_LABEL = re.compile(r"^\s*(?:\**\s*)?(?:title|session title|标题|题目)\s*(?:\**\s*)?[:：]\s*", re.IGNORECASE)
+# each run of spaces has one place to go (a long run of them is matched in linear time)
+_LABEL = re.compile(r"^\s*(?:\*+\s*)?(?:title|session title|标题|题目)\s*(?:\*+\s*)?[:：]\s*", re.IGNORECASE)
 _EDGES = "\"'“”‘’「」『』《》【】`*#_ \t"
 _END_PUNCTUATION = "。．.!！?？;；,，、:："
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")

@@ -20,7 +20,8 @@ or "作息", "工作", "饮食". Most important first.
 {DATA_RULE}
 Answer with JSON only: {{{{"tags": ["...", "..."]}}}}"""
 
-_EDGE_PUNCTUATION = re.compile(r"^[\s#\-*•·,，、.。:：;；\"'“”]+|[\s#\-*•·,，、.。:：;；\"'“”]+$")
+# (?<!…): the ending is tried once per run of these characters, not at each one (linear time)
+_EDGE_PUNCTUATION = re.compile(r"^[\s#\-*•·,，、.。:：;；\"'“”]+|(?<![\s#\-*•·,，、.。:：;；\"'“”])[\s#\-*•·,，、.。:：;；\"'“”]+$")
 
 
 class TagOutput(BaseModel):

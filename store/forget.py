@@ -75,12 +75,14 @@ _GENERIC_TERMS = frozenset(
 )
 _CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
 _LATIN_TERM = re.compile(r"^[a-z]+$")
-_SENTENCE_END = re.compile(r"[。！？；\n]+|[.!?;]+(?=\s|$)")
+_SENTENCE_END = re.compile(r"[。！？；\n]+|(?<![.!?;])[.!?;]+(?=\s|$)")  # (?<!…): see _TRAILING_PUNCTUATION
 _CLAUSE_END = re.compile(rf"[，、]|,(?=\s|[{CJK_RANGES}])|\s(?=(?:and|but|while|whereas)\s)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
-_TRAILING_PUNCTUATION = re.compile(r"[\s，,、:：;；\-–—]+$")
+# (?<!…): an ending is tried once per run of its characters, from the run's start, not at each
+# character of it (on a long run followed by a word, each try ran to the run's end: quadratic)
+_TRAILING_PUNCTUATION = re.compile(r"(?<![\s，,、:：;；\-–—])[\s，,、:：;；\-–—]+$")
 _LEADING_PUNCTUATION = re.compile(r"^[\s，,、:：;；.。!！?？\-–—]+")
-_CLOSING = re.compile(r"[。！？!?.;；\n]+\s*$")
+_CLOSING = re.compile(r"(?<![。！？!?.;；\n])[。！？!?.;；\n]++\s*+$")
 
 # the command words of a forget request, stripped from both ends until none is left: what
 # remains is what the request names ("erase my job at the bakery" → "my job at the bakery",
@@ -99,10 +101,10 @@ _REQUEST_START_EN = re.compile(
     r"|(?:about|regarding|concerning|on|of|related\s+to|to\s+do\s+with)\s+)",
     re.IGNORECASE,
 )
-_REQUEST_END_EN = re.compile(
-    r"(?:\s+(?:from\s+(?:your|the)\s+(?:memory|memories|records?|notes)|from\s+memory|(?:for\s+)?(?:good|ever|now)|any\s*more|again|too|as\s+well|"
+_REQUEST_END_EN = re.compile(  # (?<!\s): tried once per run of spaces, not at each space of it
+    r"(?:(?<!\s)\s+(?:from\s+(?:your|the)\s+(?:memory|memories|records?|notes)|from\s+memory|(?:for\s+)?(?:good|ever|now)|any\s*more|again|too|as\s+well|"
     r"please|thanks|thank\s+you|completely|entirely|altogether|for\s+me|i\s+(?:told|gave)\s+you|i\s+(?:said|mentioned))"
-    r"|'s\s+name|\s+(?:is\s+)?called)$",
+    r"|'s\s+name|(?<!\s)\s+(?:is\s+)?called)$",
     re.IGNORECASE,
 )
 _ZH_VERB = r"(?:忘掉|忘记|忘了|删除|删掉|删了|删去|清除|清掉|抹掉|抹去|抹除|去掉|移除|擦掉|丢掉|扔掉)"

@@ -46,7 +46,7 @@ from memlane.store.records import Memory, MemoryKind, SpeakerRole
 from memlane.store.search_replies import search_in_one_trip
 from memlane.store.shard_indexes import SearchNotes
 from memlane.store.schema import MemoryField, speaker_key
-from memlane.store.text import name_candidates, query_terms, term_coverage_of
+from memlane.store.text import MAX_QUERY_CHARS, name_candidates, query_terms, term_coverage_of
 from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, without_time_expressions
 
 logger = logging.getLogger(__name__)
@@ -233,6 +233,7 @@ class Search(StorePart):
         narrowing = metadata_expression(metadata_filter, self.settings.store.metadata_fields)
         if limit <= 0 or not query.strip():
             return MemoryHits()
+        query = query[:MAX_QUERY_CHARS]
         settings = self.settings
         notes = SearchNotes()  # what the search could not read (a cluster mid-move), said on the hits
         expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)

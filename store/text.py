@@ -45,6 +45,11 @@ _CJK_FUNCTION_CHARS = frozenset("的了是在我你他她它们吗呢吧啊么�
 CJK_FUNCTION_CHARS = _CJK_FUNCTION_CHARS  # public: store/forget.py weighs terms by them too
 
 MAX_QUERY_TERMS = 48
+# what a search reads of its query, at most: the embedder reads its first 500 tokens (at most 2,000
+# characters, store/embeddings.py) and the text ranking its first 48 terms. A 900,000-character
+# chat message searched whole held the event loop 1.6 s (its time expressions and names looked for
+# in all of it): other users' requests waited that long
+MAX_QUERY_CHARS = 4000
 
 _stemmer = snowballstemmer.stemmer("english")
 
@@ -126,13 +131,16 @@ def term_coverage_of(terms: Sequence[str], text: str) -> float:
 
 
 _ENTITY_WORD = re.compile(r"^[A-Z][\w'’.-]*$")
+# what stands around a query's words; (?<!…): the ending is tried once per run of such characters,
+# not at each one (a message of one word, 200,000 spaces and another held the event loop for minutes)
+_QUERY_EDGES = re.compile(r"^[\s\W_]+|(?<![\s\W_])[\s\W_]+$")
 
 
 def is_short_entity_query(query: str) -> bool:
     """1–4 Han characters ("狗", "旺财", "张伟"), or one or two capitalized words (a name):
     embeddings of a bare name carry little meaning, so recall and forget judge such queries by
     their own threshold."""
-    stripped = re.sub(r"[\s\W_]+$|^[\s\W_]+", "", query.strip())
+    stripped = _QUERY_EDGES.sub("", query.strip())
     if not stripped:
         return False
     if _HAN.search(stripped):

@@ -17,6 +17,7 @@ hard filter: a wrong guess about what a date means costs order, never the answer
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
@@ -53,7 +54,9 @@ _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四":
 _MONTH_NAME = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
 _EN_NUMBER = "|".join(sorted((re.escape(word) for word in _EN_NUMBERS), key=len, reverse=True))
-_ZH_NUMBER = r"[\d零〇一二两三四五六七八九十]+"
+# at most 6 characters ("二十七", "365"): each place a number may start is tried over those, not to
+# the end of a run of digits (a query of 100,000 digits took minutes, and held the event loop)
+_ZH_NUMBER = r"[\d零〇一二两三四五六七八九十]{1,6}"
 _YEAR = r"((?:19|20)\d{2})"
 _SEASON_EN = r"(spring|summer|autumn|fall|winter)"
 
@@ -62,7 +65,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("zh_full_date", re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")),
     ("zh_named_year_date", re.compile(rf"(去|今|前)年\s*({_ZH_NUMBER})\s*月(?:\s*({_ZH_NUMBER})\s*[日号])?")),
     ("zh_year_month", re.compile(rf"{_YEAR}\s*年\s*({_ZH_NUMBER})\s*月")),
-    ("zh_season", re.compile(r"((?:19|20)\d{2}|去|今|前)年\s*的?\s*(春|夏|秋|冬)(?:天|季)")),
+    ("zh_season", re.compile(r"((?:19|20)\d{2}|去|今|前)年\s*(?:的\s*)?(春|夏|秋|冬)(?:天|季)")),
     ("zh_month_day", re.compile(rf"({_ZH_NUMBER})\s*月\s*({_ZH_NUMBER})\s*[日号]")),
     ("en_month_day_year", re.compile(rf"\b({_MONTH_NAME})\.?\s+{_ORDINAL},?\s+(\d{{4}})\b", re.I)),
     ("en_day_month_year", re.compile(rf"\b{_ORDINAL}\s+(?:of\s+)?({_MONTH_NAME})\.?,?\s+(\d{{4}})\b", re.I)),
@@ -74,7 +77,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("en_day_month", re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?({_MONTH_NAME})\b", re.I)),
     ("few_days", re.compile(r"\b(?:a\s+few|several|a\s+couple\s+of)\s+days\s+ago\b|\bthe\s+other\s+day\b|前几天|前些天|这几天|前两天", re.I)),
     ("en_ago", re.compile(rf"\b(\d+|{_EN_NUMBER})\s+(day|week|month|year)s?\s+ago\b", re.I)),
-    ("zh_ago", re.compile(rf"({_ZH_NUMBER}|几)\s*(?:个)?\s*(天|日|周|星期|礼拜|月|年)(?:之|以)?前")),
+    ("zh_ago", re.compile(rf"({_ZH_NUMBER}|几)\s*(?:个\s*)?(天|日|周|星期|礼拜|月|年)(?:之|以)?前")),
     ("en_day_before_yesterday", re.compile(r"\bthe\s+day\s+before\s+yesterday\b", re.I)),
     ("en_relative_day", re.compile(r"\b(yesterday|today|tonight|this\s+morning|this\s+afternoon|this\s+evening)\b", re.I)),
     ("zh_relative_day", re.compile(r"(大前天|前天|昨天|昨日|昨晚|今天|今日|今晚|今早)")),
@@ -147,15 +150,16 @@ def _valid_month_day(month: int | None, day: int | None) -> int | None:
 def parse_time_scope(query: str, reference: float, zone: tzinfo) -> TimeScope:
     """The time expressions of `query`, resolved against `reference` (epoch seconds) in `zone`."""
     scope = TimeScope()
-    taken: list[tuple[int, int]] = []
+    taken: list[tuple[int, int]] = []  # in order; none overlaps another, so their ends are in order too
     today = datetime.fromtimestamp(reference, zone).date()
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(query):
-            if any(start < match.end() and match.start() < end for start, end in taken):
+            before = bisect.bisect_left(taken, (match.end(),))  # the spans starting before this one ends
+            if before and taken[before - 1][1] > match.start():
                 continue  # a longer expression already covered these characters
             if _apply(kind, match, scope, today, zone):
-                taken.append(match.span())
-    scope.spans = sorted(taken)
+                bisect.insort(taken, match.span())
+    scope.spans = taken
     scope.month_days = list(dict.fromkeys(scope.month_days))
     return scope
 
@@ -179,7 +183,8 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
             value = _valid_month_day(zh_number(groups[0]), zh_number(groups[1]))
         elif kind == "en_month_day":
             ordinal = re.search(r"(?:st|nd|rd|th)$", match.group(0), re.I)
-            after_preposition = re.search(r"\b(?:on|in|of|since|by|until)\s+$", match.string[: match.start()], re.I)
+            # the words just before it (not the whole text before: a query of many dates took minutes)
+            after_preposition = re.search(r"\b(?:on|in|of|since|by|until)\s+$", match.string[max(0, match.start() - 64) : match.start()], re.I)
             if groups[0].lower() == "may" and not (ordinal or after_preposition):
                 return False  # "may 3 people come?" is no date
             value = _valid_month_day(_MONTHS[groups[0].lower()], int(groups[1]))

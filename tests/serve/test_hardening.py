@@ -114,6 +114,8 @@ HOSTILE_INPUTS = [
     ("lone surrogate in a streamed request", "POST", "/v1/chat/completions", '{"model": "official", "user": "h", "stream": true, "messages": [{"role": "user", "content": "\\ud83d"}]}'),
     ("blank note", "POST", user_path("hostile") + "/memories", '{"text": "   "}'),
     ("blank note session", "POST", user_path("hostile") + "/memories", '{"text": "a note", "session_id": "  "}'),
+    ("note of NUL bytes", "POST", user_path("hostile") + "/memories", '{"text": "\\u0000 \\u0000"}'),  # nothing left once cleaned
+    ("forget of NUL bytes", "POST", user_path("hostile") + "/forget", '{"query": "\\u0000"}'),
     ("surrogate note", "POST", user_path("hostile") + "/memories", '{"text": "\\udfff"}'),
     ("blank profile content", "POST", user_path("hostile") + "/profile", '{"topic": "diet", "subtopic": "coffee", "content": "  "}'),
     ("blank profile edit", "PATCH", user_path("hostile") + "/profile/some-entry", '{"content": " \\n "}'),
@@ -189,6 +191,47 @@ def test_a_nul_in_an_id_names_the_field_and_a_nul_in_a_text_is_dropped(env):
         assert "\x00" not in json.dumps(exported) and "\\u0000" not in json.dumps(exported)
         assert {m["content"] for m in exported["messages"]} >= {"I like oolong", "ab"}
         assert [event["summary"] for event in exported["events"]] == ["a note about tea"]
+
+
+# texts that made a pattern backtrack over all of them (tests/test_patterns.py): a code looked
+# for in a word of letters, a month-day in a run of digits, an ending after a run of spaces
+LONG_MESSAGES = {"letters": "x" * 200_000, "digits": "1" * 200_000, "dates": "on May 1st, " * 16_000, "spaces": "a" + " " * 200_000 + "b"}
+
+
+@pytest.mark.parametrize("kind", LONG_MESSAGES)
+def test_a_long_message_is_recalled_and_chatted_without_holding_the_server(env, kind):
+    """A 200,000-character message (under the body limit) is recalled and chatted, and meanwhile
+    the server answers others. Before, recall looked for codes, dates and names in all of it with
+    patterns that backtracked: a message of 200,000 letters held the event loop for minutes, and
+    the server with it. A search now reads the first `MAX_QUERY_CHARS` of its query, which covers
+    all the embedder and the text ranking read (store/text.py)."""
+    import threading
+
+    from memlane.store.text import MAX_QUERY_CHARS
+
+    message, done, slowest = LONG_MESSAGES[kind], threading.Event(), [0.0]
+
+    def others() -> None:  # another client, asking all along
+        with env.http() as http:
+            while not done.is_set():
+                started = time.monotonic()
+                assert http.get("/healthz").status_code == 200
+                slowest[0] = max(slowest[0], time.monotonic() - started)
+                time.sleep(0.05)
+
+    asking = threading.Thread(target=others)
+    asking.start()
+    try:
+        with httpx.Client(base_url=env.url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http:
+            recalled = http.post(user_path("long") + "/recall", json={"message": message})
+            chat = http.post("/v1/chat/completions", json={"model": "official", "user": "long", "messages": [{"role": "user", "content": message}]})
+    finally:
+        done.set()
+        asking.join()
+    assert recalled.status_code == 200 and chat.status_code == 200, (recalled.text[:200], chat.text[:200])
+    searched = recalled.json()["search_query"]  # the message's start (after a long turn, with that turn's words: a follow-up)
+    assert searched.startswith(message[:MAX_QUERY_CHARS].strip()) and len(searched) < 2 * MAX_QUERY_CHARS
+    assert slowest[0] < 5.0  # a hang guard (the loop is held well under 1 s now; it was minutes)
 
 
 def test_a_bug_answers_500_in_json_and_the_connection_keeps_working(redis_url, tmp_path, embeddings, caplog):
