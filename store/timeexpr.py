@@ -59,6 +59,9 @@ _EN_NUMBER = "|".join(sorted((re.escape(word) for word in _EN_NUMBERS), key=len,
 _ZH_NUMBER = r"[\d零〇一二两三四五六七八九十]{1,6}"
 _YEAR = r"((?:19|20)\d{2})"
 _SEASON_EN = r"(spring|summer|autumn|fall|winter)"
+_YEAR_NUMBER = re.compile(_YEAR)
+# "N days/years ago" further back than this names no time a chat memory holds ("3000 years ago")
+_MOST_DAYS_AGO = 200 * 365
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("iso_date", re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")),
@@ -157,7 +160,11 @@ def parse_time_scope(query: str, reference: float, zone: tzinfo) -> TimeScope:
             before = bisect.bisect_left(taken, (match.end(),))  # the spans starting before this one ends
             if before and taken[before - 1][1] > match.start():
                 continue  # a longer expression already covered these characters
-            if _apply(kind, match, scope, today, zone):
+            try:
+                applied = _apply(kind, match, scope, today, zone)
+            except (OverflowError, ValueError):  # a date out of the calendar's range names no time
+                applied = False
+            if applied:
                 bisect.insort(taken, match.span())
     scope.spans = taken
     scope.month_days = list(dict.fromkeys(scope.month_days))
@@ -202,10 +209,15 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
             amount = int(amount_text) if amount_text.isdigit() else _EN_NUMBERS[amount_text]
         else:
             amount = zh_number(amount_text) or 0
-        if amount <= 0 or amount > 3650:
-            return False
+        if kind == "zh_ago" and unit == "年" and len(amount_text) == 4 and _YEAR_NUMBER.fullmatch(amount_text):
+            # "2024年前我住在哪？" asks about before the year 2024, not 2024 years ago (which was out
+            # of the calendar's range: the search raised OverflowError)
+            scope.ranges.append((0.0, datetime(amount, 1, 1, tzinfo=zone).timestamp() - 0.001))
+            return True
         days = {"day": 1, "日": 1, "天": 1, "week": 7, "周": 7, "星期": 7, "礼拜": 7, "month": 30, "月": 30,
                 "year": 365, "年": 365}[unit.lower()]
+        if amount <= 0 or amount > 3650 or amount * days > _MOST_DAYS_AGO:
+            return False
         center = today - timedelta(days=amount * days)
         slack = 0 if days == 1 and amount_text != "几" else max(1, amount * days // 4)
         if days == 365:  # "two years ago" is loose: about half a year either side at least

@@ -103,10 +103,20 @@ def test_relative_and_dated_expressions_become_spans(query, days):
         ("last June", [("2022-06-01", "2022-06-30")]),
         ("March 5, 2024", [("2024-03-05", "2024-03-05")]),
         ("2024年3月5日", [("2024-03-05", "2024-03-05")]),
+        # a year before 前 is "before that year", not that many years ago (which raised OverflowError)
+        ("2021年前我住在哪？", [("1970-01-01", "2020-12-31")]),
+        ("20年前我在哪", [("1998-05-14", "2008-05-11")]),  # still 20 years ago, give or take a quarter
     ],
 )
 def test_years_months_and_seasons_become_spans(query, days):
     assert _days(query) == days
+
+
+def test_a_time_further_back_than_any_chat_is_no_time_and_no_error():
+    """3,000 years ago is out of the calendar's range: the search raised OverflowError, and recall
+    with it. Now it names no time."""
+    for query in ("3000 years ago what did I eat", "3000年前", "一千年前"):
+        assert not parse_time_scope(query, REFERENCE, ZONE), query
 
 
 def test_numbers_and_words_that_are_not_years_stay_words():
