@@ -20,7 +20,8 @@ from memlane.dates import day
 from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.store.dedupe import RepeatedMemory
-from memlane.store.ids import ITEM_MEMORY_PREFIX, profile_memory_id, stable_id
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import ITEM_MEMORY_PREFIX, clean_text, profile_memory_id, stable_id
 from memlane.store.metadata import MetadataFilter
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
 from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, ProfileEntry
@@ -134,7 +135,7 @@ async def answer_remember(
     metadata: a JSON object kept with it (a note's is searchable by the declared fields).
     """
     text = text.strip()
-    if not text:
+    if not clean_text(text).strip():  # only spaces, or NUL bytes, which are not stored
         return "nothing to remember: the text is empty"
     if topic.strip() and subtopic.strip():
         entry = await remember_fact(store, user_id, topic, subtopic, text, actor=actor, metadata=metadata)
@@ -190,7 +191,10 @@ async def write_note(
     answered and kept as it is.
 
     metadata: a JSON object kept with the note; search filters on its declared fields
-    (`StoreSettings.metadata_fields`). The same text noted again replaces it (its metadata too)."""
+    (`StoreSettings.metadata_fields`). The same text noted again replaces it (its metadata too).
+    A text with nothing left to store (only spaces and NUL bytes): `InvalidInput`."""
+    if not clean_text(text).strip():
+        raise InvalidInput("a note must hold some text; this one holds only spaces or NUL bytes")
     event = Event(
         id=stable_id("remember", user_id, text),
         user_id=user_id,

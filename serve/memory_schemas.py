@@ -14,12 +14,13 @@ from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntr
 from memlane.middleware import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
+from memlane.store.ids import clean_text
 from memlane.tools import NoteWritten
 
 
 def _not_blank(text: str | None) -> str | None:
-    if text is not None and not text.strip():
-        raise ValueError("must hold some text, not only spaces")
+    if text is not None and not clean_text(text).strip():  # as it would be stored: NUL bytes dropped
+        raise ValueError("must hold some text, not only spaces (or NUL bytes)")
     return text
 
 
