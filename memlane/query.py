@@ -52,6 +52,9 @@ _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|mine|myself)\b|我", re.I
 _ZH_QUESTION_CHARS = set("为什么怎样哪谁几吗呢吧啊呀么是的了在有个多少呢嘛")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _MAX_CONTEXT_CHARS = 300
+# what the memory model is shown of each earlier turn when it rewrites a follow-up: enough to
+# name what "he" or "that city" is, not a pasted document (the reply waits on this call)
+_MAX_REWRITE_TURN_CHARS = 2000
 _FRAGMENT_TERMS = 1  # a question naming at most one thing ("why?", "where?", "多少钱？") leans on what came before
 
 REWRITE_PROMPT = f"""You rewrite the user's last question so that it can be understood without the conversation.
@@ -132,7 +135,8 @@ async def model_rewrite(
     # past the budget the call is given up, not failed: a model slower than 0.3 s still works
     # for the memory graph, and its breaker must not open on the reply path's impatience
     caller = ModelCaller(llm=llm, settings=quick, step=Step.REWRITE, breaker=breaker, timeout_is_budget=True, quiet=True)
-    chat = render_chat([*previous_turns[-6:]])
+    turns = previous_turns[-6:]
+    chat = render_chat([turn.model_copy(update={"content": turn.content[:_MAX_REWRITE_TURN_CHARS]}) for turn in turns])
     try:
         answer = await caller.ask(REWRITE_PROMPT, f"{chat}\n\nLast question: {question}")
     except ModelCallFailed as error:

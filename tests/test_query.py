@@ -76,6 +76,18 @@ async def test_a_memory_model_slower_than_the_budget_gives_the_cheap_rewrite_in_
     assert waited < budget + 0.2, f"the rewrite took {waited:.2f} s"
 
 
+async def test_the_memory_model_sees_the_start_of_a_long_earlier_turn_not_all_of_it(settings):
+    """A follow-up after a pasted text of 200,000 characters: the rewrite's prompt holds each
+    earlier turn's first 2,000 characters (the reply waits on that call), not the whole text."""
+    pasted = "Zhang Wei flies to Shanghai next week. " + "filler " * 30_000
+    previous = [Message(id="p1", user_id="u", session_id="s", role="user", content=pasted)]
+    model = ScriptedChatModel(script=["When does Zhang Wei fly to Shanghai?"])
+    query = await rewrite_followup("When does he leave?", previous, settings, llm=model)
+    assert query == "When does Zhang Wei fly to Shanghai?"
+    prompt = model.prompts[0]
+    assert "Zhang Wei flies to Shanghai" in prompt and len(prompt) < 10_000
+
+
 async def test_a_rewrite_past_its_budget_does_not_open_the_memory_models_breaker(store, make_context):
     """A real model often takes longer than the rewrite's 0.3 s: giving up on it is the reply's
     budget, not the model failing, so the memory graph sharing the breaker still runs."""
