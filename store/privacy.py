@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
+from memlane.store.spans import ClaimedSpans
+
 PrivacyMode = Literal["mask", "off"]
 PrivateKind = Literal["id_number", "bank_card", "phone", "email"]
 
@@ -183,14 +185,12 @@ def find_private_data(text: str) -> list[PrivateSpan]:
     if not text or (not _ASCII_DIGIT.search(text) and "@" not in text):
         return []
     spans: list[PrivateSpan] = []
-    taken: list[tuple[int, int]] = []
-
-    def free(start: int, end: int) -> bool:
-        return all(end <= other_start or start >= other_end for other_start, other_end in taken)
+    taken = ClaimedSpans()
+    free = taken.free
 
     def claim(kind: PrivateKind, match: re.Match[str]) -> None:
         spans.append(PrivateSpan(kind, match.start(), match.end(), written[match.start() : match.end()]))
-        taken.append((match.start(), match.end()))
+        taken.claim(match.start(), match.end())
 
     for match in _EMAIL.finditer(text):
         claim("email", match)

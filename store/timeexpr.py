@@ -17,11 +17,12 @@ hard filter: a wrong guess about what a date means costs order, never the answer
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
+
+from memlane.store.spans import ClaimedSpans
 
 _MONTHS = {
     name: index
@@ -153,20 +154,19 @@ def _valid_month_day(month: int | None, day: int | None) -> int | None:
 def parse_time_scope(query: str, reference: float, zone: tzinfo) -> TimeScope:
     """The time expressions of `query`, resolved against `reference` (epoch seconds) in `zone`."""
     scope = TimeScope()
-    taken: list[tuple[int, int]] = []  # in order; none overlaps another, so their ends are in order too
+    taken = ClaimedSpans()
     today = datetime.fromtimestamp(reference, zone).date()
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(query):
-            before = bisect.bisect_left(taken, (match.end(),))  # the spans starting before this one ends
-            if before and taken[before - 1][1] > match.start():
+            if not taken.free(match.start(), match.end()):
                 continue  # a longer expression already covered these characters
             try:
                 applied = _apply(kind, match, scope, today, zone)
             except (OverflowError, ValueError):  # a date out of the calendar's range names no time
                 applied = False
             if applied:
-                bisect.insort(taken, match.span())
-    scope.spans = taken
+                taken.claim(*match.span())
+    scope.spans = taken.spans()
     scope.month_days = list(dict.fromkeys(scope.month_days))
     return scope
 
