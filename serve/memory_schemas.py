@@ -10,11 +10,10 @@ from typing import Annotated, Any, Literal, Sequence
 from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntry, check_id, event_memory_id, profile_memory_id
+from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntry, check_id, clean_text, event_memory_id, profile_memory_id
 from memlane.middleware import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
-from memlane.store.ids import clean_text
 from memlane.tools import NoteWritten
 
 
