@@ -30,6 +30,7 @@ _LAZY = {
     "StoreItem": "memlane.store.records",
     "WEAK_RELEVANCE": "memlane.store.hits",
     "check_id": "memlane.store.ids",
+    "check_slot": "memlane.store.ids",  # a profile topic or subtopic a caller names
     "clean_text": "memlane.store.ids",  # a text as the store keeps it (NUL bytes dropped)
     "event_memory_id": "memlane.store.ids",
     "profile_entry_id": "memlane.store.ids",
@@ -97,7 +98,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.recall import Recall, RecallItem
     from memlane.store.connections import RedisPoolExhausted
     from memlane.store.errors import InputTooLarge, InvalidInput, QuotaExceeded, RedisUnavailable, StoreError
-    from memlane.store.ids import check_id, clean_text, event_memory_id, profile_entry_id, profile_memory_id, stable_id
+    from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, profile_entry_id, profile_memory_id, stable_id
     from memlane.store.protocols import ForgetConfirm, MemoryStore
     from memlane.store.scopes import SHARED_USER_ID, scoped_user_id, split_user_id
     from memlane.store.records import (

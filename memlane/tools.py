@@ -21,7 +21,7 @@ from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.store.dedupe import RepeatedMemory
 from memlane.store.errors import InvalidInput
-from memlane.store.ids import ITEM_MEMORY_PREFIX, clean_text, profile_memory_id, stable_id
+from memlane.store.ids import ITEM_MEMORY_PREFIX, check_slot, clean_text, profile_memory_id, stable_id
 from memlane.store.metadata import MetadataFilter
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
 from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, ProfileEntry
@@ -137,7 +137,9 @@ async def answer_remember(
     text = text.strip()
     if not clean_text(text).strip():  # only spaces, or NUL bytes, which are not stored
         return "nothing to remember: the text is empty"
+    topic, subtopic = clean_text(topic), clean_text(subtopic)  # a tool's texts are cleaned, as the store cleans them
     if topic.strip() and subtopic.strip():
+        check_slot(topic), check_slot(subtopic)  # the slot rule of every door: at most 64 characters
         entry = await remember_fact(store, user_id, topic, subtopic, text, actor=actor, metadata=metadata)
         return f"remembered as profile {entry.topic} / {entry.subtopic} [{profile_memory_id(entry.id)}]"
     written = await write_note(store, user_id, text, session_id=session_id, metadata=metadata)

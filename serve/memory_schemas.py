@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, Sequence
 from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntry, check_id, clean_text, event_memory_id, profile_memory_id
+from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntry, check_id, check_slot, clean_text, event_memory_id, profile_memory_id
 from memlane.middleware import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
@@ -42,10 +42,9 @@ PathId = Annotated[str, AfterValidator(_usable_id)]
 
 
 def _usable_slot(value: str) -> str:
-    """A topic or subtopic in a path: 1-64 characters of text (a NUL byte or only spaces: 422)."""
-    if not value.strip():
-        raise ValueError("must hold some text, not only spaces")
-    return check_id(value, "the topic or subtopic")
+    """A topic or subtopic in a path or a body: 1-64 characters of text (a NUL byte or only spaces:
+    422), the rule of every door (`check_slot`)."""
+    return check_slot(value)
 
 
 # a profile slot's topic or subtopic in a path (/profile/{topic}/{subtopic})

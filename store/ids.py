@@ -43,6 +43,23 @@ def check_id(value: str, what: str = "an id") -> str:
     return value
 
 
+# a profile topic or subtopic a caller names (the API, a tool, MCP): the memory graph's own may be longer
+PROFILE_SLOT_MAX_CHARS = 64
+
+
+def check_slot(value: str) -> str:
+    """A profile topic or subtopic a caller names, as it is: 1-64 characters of text, or
+    `InvalidInput` (a NUL byte, a lone surrogate, only spaces, or longer). The same rule at every
+    door: a tool or MCP caller's NUL topic raised an unexpected error there, and a topic of 5,000
+    characters was kept, where the API answered 422 for both."""
+    check_id(value, "the topic or subtopic")
+    if not value.strip():
+        raise InvalidInput("the topic or subtopic must hold some text, not only spaces")
+    if len(value) > PROFILE_SLOT_MAX_CHARS:
+        raise InvalidInput(f"a topic or subtopic of {len(value)} characters: at most {PROFILE_SLOT_MAX_CHARS}")
+    return value
+
+
 def normalize_slot(text: str) -> str:
     """Topic/subtopic key: case and surrounding space do not make a new slot."""
     return " ".join(text.strip().lower().split())

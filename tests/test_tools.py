@@ -189,3 +189,25 @@ async def test_a_note_the_user_has_already_is_not_remembered_twice(store, settin
     assert outputs[4] == outputs[0]  # the very same note again: its own card, rewritten
     assert sorted(event.summary for event in await store.list_events("u")) == ["I live in Lyon with my sister", "I moved to Paris"]
     assert (await write_note(store, "other", "The user lives in Lyon with the sister.", session_id="s")).repeat_of is None
+
+
+async def test_a_slot_or_note_no_door_would_store_is_refused_with_what_to_change(store):
+    """The topic and subtopic rule of every door (`check_slot`: 1-64 characters of text): a tool or
+    MCP caller's topic of only NUL bytes raised an unexpected error (it is cleaned, as a tool's
+    texts are, and is then no topic: a note), and a topic of 5,000 characters was kept where the
+    API answered 422. A note of NUL bytes is nothing to remember (it was a 500 through the API:
+    blank once cleaned)."""
+    import pytest
+
+    from memlane.store.errors import InvalidInput
+    from memlane.tools import answer_remember
+
+    with pytest.raises(InvalidInput, match="at most 64"):
+        await answer_remember(store, "slots", "black coffee", topic="t" * 65, subtopic="coffee", session_id="s")
+    assert (await answer_remember(store, "slots", "oolong", topic="\x00", subtopic="tea", session_id="s")).startswith("remembered [event:")
+    assert await answer_remember(store, "slots", "\x00 \x00", session_id="s") == "nothing to remember: the text is empty"
+    with pytest.raises(InvalidInput, match="only spaces or NUL bytes"):
+        await write_note(store, "slots", "\x00", session_id="s")
+    assert (await answer_remember(store, "slots", "black coffee", topic="t" * 64, subtopic="coffee", session_id="s")).startswith("remembered as profile")
+    assert [entry.topic for entry in await store.get_profile("slots")] == ["t" * 64]
+    assert [event.summary for event in await store.list_events("slots")] == ["oolong"]
