@@ -48,6 +48,12 @@ def content_text(content: Any) -> str:
     return str(content)
 
 
+def shown_line(text: str, speaker: str | None) -> str:
+    """A user line as the chat shows it: "朋友A: …" when someone other than the user said it (the
+    reply's drawing and the stored chat's both, so a redraw from the store keeps the speaker)."""
+    return f"{speaker}: {text}" if speaker else text
+
+
 def history_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
     """The chat's earlier turns as LangChain messages, whatever the shape of their content."""
     messages: list[BaseMessage] = []

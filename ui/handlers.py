@@ -20,7 +20,7 @@ import pandas as pd
 
 from memlane import WEAK_RELEVANCE, render_svg
 from memlane.middleware import DEFAULT_SESSION
-from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID
+from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID, shown_line
 from memlane.ui.panel import recall_markdown, recall_title
 from memlane.ui.sample import SAMPLE_USER
 from memlane.ui.service import (
@@ -236,8 +236,7 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
             view = tab.view  # the switch the reply draws under (`screen`)
             history = await earlier_turns(app, tab, item, browser_chat)
             prior = list(history)
-            shown = f"{item.speaker}: {item.text}" if item.speaker else item.text
-            history += [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
+            history += [{"role": "user", "content": shown_line(item.text, item.speaker)}, {"role": "assistant", "content": ""}]
             tab.replying_to = (item.user_id, item.session_id)
             yield screen(item, history)
             try:

@@ -40,7 +40,7 @@ from memlane.middleware import MemoryAgentContext, MemoryMiddleware
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
 from memlane.tools import forget_memory
 from memlane.turns import TurnService
-from memlane.ui.chat import history_messages
+from memlane.ui.chat import history_messages, shown_line
 from memlane.ui.panel import event_markdown, history_markdown, item_markdown
 from memlane.ui.sample import SAMPLE_USER, load_sample
 
@@ -306,7 +306,10 @@ class ChatService:
     async def history(self, user_id: str, session_id: str) -> list[dict[str, str]]:
         await self.ensure_started()
         messages = await self.store.recent_messages(user_id, session_id, limit=100)
-        return [{"role": m.role, "content": m.content} for m in messages if m.role in ("user", "assistant")]
+        return [
+            {"role": m.role, "content": shown_line(m.content, m.name if m.role == "user" else None)}
+            for m in messages if m.role in ("user", "assistant")
+        ]
 
     async def profile_rows(self, user_id: str) -> list[list[Any]]:
         await self.ensure_started()

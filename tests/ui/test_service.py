@@ -72,6 +72,17 @@ async def test_reply_streams_and_reports_the_save(store, settings):
     await service.aclose()
 
 
+async def test_the_stored_chat_shows_a_group_line_with_its_speaker_as_the_reply_drew_it(store, settings):
+    """A line another person said (朋友A) is drawn "朋友A: …" while the reply streams; the chat
+    read back from the store (a session switched to, the page opened again, a switch answering
+    after the reply) drew it without the name, and the speaker vanished from the screen."""
+    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="好的。"))
+    [answer async for answer in service.stream_reply("u", "s", "我最喜欢的电影是《星际穿越》", [], speaker="朋友A")]
+    await service.middleware.wait_idle()
+    assert [line["content"] for line in await service.history("u", "s")] == ["朋友A: 我最喜欢的电影是《星际穿越》", "好的。"]
+    await service.aclose()
+
+
 def name_from_the_conversation(messages) -> str:
     """A scripted answer that knows the user's name only if an earlier turn said it."""
     said = [m.text for m in messages if isinstance(m, HumanMessage)][:-1]
