@@ -139,7 +139,8 @@ async def answer_remember(
         return "nothing to remember: the text is empty"
     topic, subtopic = clean_text(topic), clean_text(subtopic)  # a tool's texts are cleaned, as the store cleans them
     if topic.strip() and subtopic.strip():
-        check_slot(topic), check_slot(subtopic)  # the slot rule of every door: at most 64 characters
+        check_slot(topic)  # the slot rule of every door: at most 64 characters
+        check_slot(subtopic)
         entry = await remember_fact(store, user_id, topic, subtopic, text, actor=actor, metadata=metadata)
         return f"remembered as profile {entry.topic} / {entry.subtopic} [{profile_memory_id(entry.id)}]"
     written = await write_note(store, user_id, text, session_id=session_id, metadata=metadata)

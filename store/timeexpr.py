@@ -209,7 +209,7 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
             amount = int(amount_text) if amount_text.isdigit() else _EN_NUMBERS[amount_text]
         else:
             amount = zh_number(amount_text) or 0
-        if kind == "zh_ago" and unit == "年" and len(amount_text) == 4 and _YEAR_NUMBER.fullmatch(amount_text):
+        if kind == "zh_ago" and unit == "年" and _YEAR_NUMBER.fullmatch(amount_text):  # 4 digits, 19xx or 20xx
             # "2024年前我住在哪？" asks about before the year 2024, not 2024 years ago (which was out
             # of the calendar's range: the search raised OverflowError)
             scope.ranges.append((0.0, datetime(amount, 1, 1, tzinfo=zone).timestamp() - 0.001))
