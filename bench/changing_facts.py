@@ -40,8 +40,8 @@ import shutil
 import tempfile
 import time
 import uuid
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from friend_facts import FRIEND_CASES, FriendOutcome, run_friend_case
 from question_echo import ECHO_CASES, FRESH_ECHO_CASES, print_echo_rows, run_echo_case
@@ -73,20 +73,128 @@ class Case:
 
 # (topic, subtopic, old turn, new turn, old value, new value, now question, before question)
 ZH = [
-    ("居住", "城市", "我住在{a}", "我上周搬到{b}了", "北京|成都|西安|杭州|南京|武汉", "上海|深圳|广州|苏州|重庆|青岛", "我现在住在哪里？", "我以前住哪？"),
-    ("工作", "公司", "我在{a}上班", "我已经跳槽去{b}了", "腾讯|华为|银行|医院|学校", "阿里巴巴|字节跳动|律所|药企|出版社", "我现在在哪工作？", "我以前在哪工作？"),
-    ("饮食", "习惯", "我每天都喝{a}", "我戒掉{a_}了，现在只喝{b}", "咖啡|可乐|奶茶|啤酒|果汁", "绿茶|白开水|豆浆|苏打水|牛奶", "我现在喝什么？", "我以前常喝什么？"),
-    ("感情", "状态", "我和{a}在谈恋爱", "我和{a_}分手了，现在和{b}在一起", "小王|阿杰|李明|小美|阿芳", "小陈|大刘|张伟|小丽|阿雯", "我现在的对象是谁？", "我以前和谁谈过恋爱？"),
-    ("爱好", "运动", "我最喜欢{a}", "我现在不{a_}了，改成{b}", "跑步|打篮球|游泳|爬山|踢足球", "瑜伽|骑行|攀岩|打羽毛球|滑雪", "我现在喜欢什么运动？", "我以前喜欢什么运动？"),
-    ("计划", "旅行", "我打算下个月去{a}旅行", "去{a_}的旅行取消了，改去{b}", "日本|泰国|法国|云南|新疆", "韩国|越南|意大利|海南|西藏", "我的旅行计划是去哪？", "我原来打算去哪旅行？"),
+    (
+        "居住",
+        "城市",
+        "我住在{a}",
+        "我上周搬到{b}了",
+        "北京|成都|西安|杭州|南京|武汉",
+        "上海|深圳|广州|苏州|重庆|青岛",
+        "我现在住在哪里？",
+        "我以前住哪？",
+    ),
+    (
+        "工作",
+        "公司",
+        "我在{a}上班",
+        "我已经跳槽去{b}了",
+        "腾讯|华为|银行|医院|学校",
+        "阿里巴巴|字节跳动|律所|药企|出版社",
+        "我现在在哪工作？",
+        "我以前在哪工作？",
+    ),
+    (
+        "饮食",
+        "习惯",
+        "我每天都喝{a}",
+        "我戒掉{a_}了，现在只喝{b}",
+        "咖啡|可乐|奶茶|啤酒|果汁",
+        "绿茶|白开水|豆浆|苏打水|牛奶",
+        "我现在喝什么？",
+        "我以前常喝什么？",
+    ),
+    (
+        "感情",
+        "状态",
+        "我和{a}在谈恋爱",
+        "我和{a_}分手了，现在和{b}在一起",
+        "小王|阿杰|李明|小美|阿芳",
+        "小陈|大刘|张伟|小丽|阿雯",
+        "我现在的对象是谁？",
+        "我以前和谁谈过恋爱？",
+    ),
+    (
+        "爱好",
+        "运动",
+        "我最喜欢{a}",
+        "我现在不{a_}了，改成{b}",
+        "跑步|打篮球|游泳|爬山|踢足球",
+        "瑜伽|骑行|攀岩|打羽毛球|滑雪",
+        "我现在喜欢什么运动？",
+        "我以前喜欢什么运动？",
+    ),
+    (
+        "计划",
+        "旅行",
+        "我打算下个月去{a}旅行",
+        "去{a_}的旅行取消了，改去{b}",
+        "日本|泰国|法国|云南|新疆",
+        "韩国|越南|意大利|海南|西藏",
+        "我的旅行计划是去哪？",
+        "我原来打算去哪旅行？",
+    ),
 ]
 EN = [
-    ("home", "city", "I live in {a}", "I moved to {b} last week", "Boston|Denver|Austin|Seattle|Chicago|Dublin", "Portland|Miami|Toronto|Berlin|Lisbon|Sydney", "Where do I live now?", "Where did I live before?"),
-    ("work", "employer", "I work at {a}", "I left {a_} and joined {b}", "Google|a bank|a hospital|a school|Amazon", "a startup|a law firm|a museum|Microsoft|a bakery", "Where do I work now?", "Where did I work before?"),
-    ("diet", "drink", "I drink {a} every morning", "I quit {a_}, now I only drink {b}", "coffee|soda|energy drinks|beer|orange juice", "green tea|water|oat milk|kombucha|herbal tea", "What do I drink now?", "What did I use to drink?"),
-    ("relationships", "partner", "I'm dating {a}", "{a_} and I broke up; I'm seeing {b} now", "Jake|Emma|Liam|Sofia|Noah", "Olivia|Ethan|Mia|Lucas|Ava", "Who am I dating now?", "Who did I date before?"),
-    ("hobbies", "sport", "My favourite sport is {a}", "I gave up {a_} and took up {b}", "running|tennis|swimming|hiking|soccer", "yoga|cycling|climbing|badminton|skiing", "What sport do I do now?", "What sport did I use to do?"),
-    ("plans", "trip", "I'm planning a trip to {a} next month", "The {a_} trip is cancelled; I'm going to {b} instead", "Japan|Thailand|France|Peru|Iceland", "Korea|Vietnam|Italy|Chile|Norway", "Where is my trip going?", "Where was I going to travel originally?"),
+    (
+        "home",
+        "city",
+        "I live in {a}",
+        "I moved to {b} last week",
+        "Boston|Denver|Austin|Seattle|Chicago|Dublin",
+        "Portland|Miami|Toronto|Berlin|Lisbon|Sydney",
+        "Where do I live now?",
+        "Where did I live before?",
+    ),
+    (
+        "work",
+        "employer",
+        "I work at {a}",
+        "I left {a_} and joined {b}",
+        "Google|a bank|a hospital|a school|Amazon",
+        "a startup|a law firm|a museum|Microsoft|a bakery",
+        "Where do I work now?",
+        "Where did I work before?",
+    ),
+    (
+        "diet",
+        "drink",
+        "I drink {a} every morning",
+        "I quit {a_}, now I only drink {b}",
+        "coffee|soda|energy drinks|beer|orange juice",
+        "green tea|water|oat milk|kombucha|herbal tea",
+        "What do I drink now?",
+        "What did I use to drink?",
+    ),
+    (
+        "relationships",
+        "partner",
+        "I'm dating {a}",
+        "{a_} and I broke up; I'm seeing {b} now",
+        "Jake|Emma|Liam|Sofia|Noah",
+        "Olivia|Ethan|Mia|Lucas|Ava",
+        "Who am I dating now?",
+        "Who did I date before?",
+    ),
+    (
+        "hobbies",
+        "sport",
+        "My favourite sport is {a}",
+        "I gave up {a_} and took up {b}",
+        "running|tennis|swimming|hiking|soccer",
+        "yoga|cycling|climbing|badminton|skiing",
+        "What sport do I do now?",
+        "What sport did I use to do?",
+    ),
+    (
+        "plans",
+        "trip",
+        "I'm planning a trip to {a} next month",
+        "The {a_} trip is cancelled; I'm going to {b} instead",
+        "Japan|Thailand|France|Peru|Iceland",
+        "Korea|Vietnam|Italy|Chile|Norway",
+        "Where is my trip going?",
+        "Where was I going to travel originally?",
+    ),
 ]
 
 
@@ -97,8 +205,19 @@ def cases() -> list[Case]:
             for old, new in zip(olds.split("|"), news.split("|")):
                 if len([c for c in made if c.language == language]) >= 32:
                     break
-                made.append(Case(language, topic, subtopic, old_turn.format(a=old), new_turn.format(a_=old, b=new),
-                                 old, new, ask_now, ask_before))
+                made.append(
+                    Case(
+                        language,
+                        topic,
+                        subtopic,
+                        old_turn.format(a=old),
+                        new_turn.format(a_=old, b=new),
+                        old,
+                        new,
+                        ask_now,
+                        ask_before,
+                    )
+                )
     return made
 
 
@@ -113,12 +232,21 @@ def ordered(text: str, new: str, old: str) -> bool:
 
 async def run_case(store, settings: Settings, case: Case, user_id: str) -> tuple[bool, bool]:
     said = time.time() - 60 * DAY
-    old = Message(id=f"{user_id}-1", user_id=user_id, session_id="s1", role="user", content=case.old_turn, created_at=said)
-    new = Message(id=f"{user_id}-2", user_id=user_id, session_id="s2", role="user", content=case.new_turn,
-                  created_at=said + 40 * DAY)
+    old = Message(
+        id=f"{user_id}-1", user_id=user_id, session_id="s1", role="user", content=case.old_turn, created_at=said
+    )
+    new = Message(
+        id=f"{user_id}-2",
+        user_id=user_id,
+        session_id="s2",
+        role="user",
+        content=case.new_turn,
+        created_at=said + 40 * DAY,
+    )
     await store.add_messages([old])
-    entry = ProfileEntry(user_id=user_id, topic=case.topic, subtopic=case.subtopic, content=case.old_turn,
-                         source_message_ids=[old.id])
+    entry = ProfileEntry(
+        user_id=user_id, topic=case.topic, subtopic=case.subtopic, content=case.old_turn, source_message_ids=[old.id]
+    )
     update, _ = build_update(user_id, [old], [old], case.old_turn, [], [], [entry])  # the merge step's ADD
     await store.apply_update(update)
     await store.add_messages([new])
@@ -139,19 +267,36 @@ async def ask(store, settings: Settings, case: Case, user_id: str) -> tuple[bool
 def said_by_the_user(case: Case, turn: str, action: str) -> ScriptedChatModel:
     """A good memory model on a chat of one turn: the turn is the slot's fact, merged by `action`."""
     fact = {"about": "user", "topic": case.topic, "subtopic": case.subtopic, "content": turn, "messages": [1]}
-    return ScriptedChatModel(rules=memory_rules(summary=turn, facts=[fact], tags=[],
-                                                merge=as_json({"action": action, "content": turn})))
+    return ScriptedChatModel(
+        rules=memory_rules(summary=turn, facts=[fact], tags=[], merge=as_json({"action": action, "content": turn}))
+    )
 
 
 async def run_case_through_graph(store, settings: Settings, case: Case, user_id: str) -> tuple[bool, bool]:
     """The case with each turn learnt by a run of the real memory graph (the merge node asked: ADD,
     then UPDATE), instead of build_update."""
     said = time.time() - 60 * DAY
-    for number, (turn, action, at) in enumerate(((case.old_turn, "ADD", said), (case.new_turn, "UPDATE", said + 40 * DAY))):
-        await store.add_messages([Message(id=f"{user_id}-{number}", user_id=user_id, session_id=f"s{number}",
-                                          role="user", content=turn, created_at=at)])
-        context = MemoryContext(store=store, llm=said_by_the_user(case, turn, action), settings=settings,
-                                profile_config=default_profile_config())
+    for number, (turn, action, at) in enumerate(
+        ((case.old_turn, "ADD", said), (case.new_turn, "UPDATE", said + 40 * DAY))
+    ):
+        await store.add_messages(
+            [
+                Message(
+                    id=f"{user_id}-{number}",
+                    user_id=user_id,
+                    session_id=f"s{number}",
+                    role="user",
+                    content=turn,
+                    created_at=at,
+                )
+            ]
+        )
+        context = MemoryContext(
+            store=store,
+            llm=said_by_the_user(case, turn, action),
+            settings=settings,
+            profile_config=default_profile_config(),
+        )
         await run_memory_graph(user_id, context)
     return await ask(store, settings, case, user_id)
 
@@ -161,25 +306,33 @@ def print_rows(title: str, results: dict[tuple[str, bool], list[tuple[bool, bool
     for split in (True, False):
         for language in ("zh", "en"):
             rows = results.get((language, split), [])
-            print(f"{language + (' tune' if split else ' check'):22}  {len(rows):3}  "
-                  f"{sum(a for a, _ in rows) / len(rows):22.0%}  {sum(b for _, b in rows) / len(rows):19.0%}")
+            print(
+                f"{language + (' tune' if split else ' check'):22}  {len(rows):3}  "
+                f"{sum(a for a, _ in rows) / len(rows):22.0%}  {sum(b for _, b in rows) / len(rows):19.0%}"
+            )
     every = [row for rows in results.values() for row in rows]
-    print(f"{'all':22}  {len(every):3}  {sum(a for a, _ in every) / len(every):22.0%}  {sum(b for _, b in every) / len(every):19.0%}")
+    print(
+        f"{'all':22}  {len(every):3}  {sum(a for a, _ in every) / len(every):22.0%}  {sum(b for _, b in every) / len(every):19.0%}"
+    )
 
 
 def print_friend_rows(results: dict[tuple[str, str, bool], list[FriendOutcome]]) -> None:
-    print(f"\n{'friend-attributed facts':22}  {'n':>3}  stored as the user's (0)  kept under the friend  "
-          f"changed: current  changed: past kept")
+    print(
+        f"\n{'friend-attributed facts':22}  {'n':>3}  stored as the user's (0)  kept under the friend  "
+        f"changed: current  changed: past kept"
+    )
     for model in ("good", "careless"):
         for split in (True, False):
             for language in ("zh", "en"):
                 rows = results.get((model, language, split), [])
                 changed = [row for row in rows if row.changed_current is not None]
-                print(f"{model + ' ' + language + (' tune' if split else ' check'):22}  {len(rows):3}  "
-                      f"{sum(row.stored_as_users for row in rows):24d}  "
-                      f"{sum(row.kept_under_friend for row in rows) / len(rows):21.0%}  "
-                      f"{sum(bool(row.changed_current) for row in changed)}/{len(changed):<15}  "
-                      f"{sum(bool(row.changed_past) for row in changed)}/{len(changed)}")
+                print(
+                    f"{model + ' ' + language + (' tune' if split else ' check'):22}  {len(rows):3}  "
+                    f"{sum(row.stored_as_users for row in rows):24d}  "
+                    f"{sum(row.kept_under_friend for row in rows) / len(rows):21.0%}  "
+                    f"{sum(bool(row.changed_current) for row in changed)}/{len(changed):<15}  "
+                    f"{sum(bool(row.changed_past) for row in changed)}/{len(changed)}"
+                )
         every = [row for (name, _, _), rows in results.items() if name == model for row in rows]
         label = f"{model} model: friend-attributed facts stored as the user's (target 0)"
         print(f"{label:68}  {sum(row.stored_as_users for row in every)}")

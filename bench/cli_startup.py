@@ -50,17 +50,21 @@ def timed(command: list[str], env: dict[str, str]) -> float | None:
 async def seed(settings: Settings) -> None:
     store = await open_store(settings)
     try:
-        await store.add_memories([
-            Memory(id="coffee", user_id=USER, kind="profile", text="diet / coffee: black coffee, no sugar"),
-            Memory(id="city", user_id=USER, kind="profile", text="home / city: lives in Lyon"),
-        ])
+        await store.add_memories(
+            [
+                Memory(id="coffee", user_id=USER, kind="profile", text="diet / coffee: black coffee, no sugar"),
+                Memory(id="city", user_id=USER, kind="profile", text="home / city: lives in Lyon"),
+            ]
+        )
     finally:
         await store.aclose()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--memlane", default=str(Path(sys.executable).parent / "memlane"), help="the memlane executable to time")
+    parser.add_argument(
+        "--memlane", default=str(Path(sys.executable).parent / "memlane"), help="the memlane executable to time"
+    )
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
 
@@ -73,7 +77,9 @@ def main() -> None:
         asyncio.run(seed(settings))
         env = {**os.environ, "REDIS_URL": url, "MEMLANE_KEY_PREFIX": prefix, "MEMLANE_DATA_DIR": str(data_dir)}
         load_before = os.getloadavg()
-        print(f"{args.memlane}, {args.runs} runs each after one warm-up; load before {load_before[0]:.2f} {load_before[1]:.2f}")
+        print(
+            f"{args.memlane}, {args.runs} runs each after one warm-up; load before {load_before[0]:.2f} {load_before[1]:.2f}"
+        )
         print(f"{'command':<12}{'min s':>8}{'median s':>10}{'max s':>8}")
         for name, arguments in COMMANDS.items():
             command = [args.memlane, *arguments]

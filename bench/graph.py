@@ -96,9 +96,7 @@ def synthetic_chat(user_id: str, count: int, session_length: int) -> list[Messag
             language = 4 if (index // 12) % 2 else 3  # alternate English and Chinese stretches
             role, content = "user", template[language].format(n=index % 9 + 1)
             facts_said += 1
-        messages.append(
-            Message(id=f"m{index}", user_id=user_id, session_id=session, role=role, content=content)
-        )
+        messages.append(Message(id=f"m{index}", user_id=user_id, session_id=session, role=role, content=content))
     return messages
 
 
@@ -274,9 +272,7 @@ async def main() -> None:
     def ms(values: list[float]) -> str:
         return f"median {statistics.median(values) * 1000:.1f} ms, max {max(values) * 1000:.1f} ms"
 
-    print(
-        f"chat: {len(chat)} messages, {chat_tokens} tokens, buffer threshold {settings.memory_buffer_tokens} tokens"
-    )
+    print(f"chat: {len(chat)} messages, {chat_tokens} tokens, buffer threshold {settings.memory_buffer_tokens} tokens")
     print(f"graph runs: {len(runs)} -> {len(runs) / (chat_tokens / 1000):.2f} runs per 1k chat tokens")
     print(
         f"overhead per run without model time (graph + store + embeddings): {ms([run['without_model'] for run in runs])}"
@@ -285,7 +281,11 @@ async def main() -> None:
         f"overhead per run without model and store time (graph only):      {ms([run['graph_only'] for run in runs])}  (target <= 50 ms)"
     )
     print(f"per 100 chat messages      merge fact by fact   merge batched ({options.merge_batch_size}/call)   ratio")
-    for label, key in (("model calls", "model_calls"), ("  of which merge", "merge_calls"), ("prompt tokens", "prompt_tokens")):
+    for label, key in (
+        ("model calls", "model_calls"),
+        ("  of which merge", "merge_calls"),
+        ("prompt tokens", "prompt_tokens"),
+    ):
         ratio = after[key] / before[key] if before[key] else float("nan")
         print(f"  {label:<24} {before[key]:>18.1f}   {after[key]:>24.1f}   {ratio:>5.2f}")
     same = "the same profile" if before["profile"] == after["profile"] else "DIFFERENT profiles"

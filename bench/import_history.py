@@ -45,15 +45,23 @@ def first_turn_as_fact(prompt: str) -> str:
     if match is None:
         return as_json({"facts": []})
     number, speaker, text = match.groups()
-    fact = {"about": "user", "topic": "history", "subtopic": text[:40], "content": f"{speaker}: {text[:200]}",
-            "confidence": 0.9, "messages": [int(number)]}
+    fact = {
+        "about": "user",
+        "topic": "history",
+        "subtopic": text[:40],
+        "content": f"{speaker}: {text[:200]}",
+        "confidence": 0.9,
+        "messages": [int(number)],
+    }
     return as_json({"facts": [fact]})
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("conversation", type=Path, help="a locomo-dev conversation file (sessions with turns)")
-    parser.add_argument("--max-input-tokens", type=int, default=6000, help="memory_max_input_tokens: one window's budget")
+    parser.add_argument(
+        "--max-input-tokens", type=int, default=6000, help="memory_max_input_tokens: one window's budget"
+    )
     args = parser.parse_args()
 
     document = json.loads(args.conversation.read_text(encoding="utf-8"))

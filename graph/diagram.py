@@ -10,9 +10,10 @@ itself, so the README and the notebooks show the diagram with no network.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from html import escape
 from itertools import pairwise
-from typing import Any, Iterable
+from typing import Any
 
 from grandalf.graphs import Edge, Vertex, graph_core
 from grandalf.layouts import SugiyamaLayout

@@ -16,7 +16,7 @@ queue agrees on them.
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from memlane.config import Settings
 from memlane.graph.queue import RetryLater
@@ -92,7 +92,9 @@ class RunExecutor:
         with in_background():  # a run's writes queue behind the searches and writes callers wait on
             return await self._run(user_id, key, attempt, through_seq)
 
-    async def _run(self, user_id: str, key: str, attempt: int, through_seq: int | None) -> MemoryRunResult | BaseException:
+    async def _run(
+        self, user_id: str, key: str, attempt: int, through_seq: int | None
+    ) -> MemoryRunResult | BaseException:
         settings = self.context.settings
         attempts = settings.scheduler.run_retries + 1
         try:  # the worker's repair pass: turns stored while the embedder was down get indexed
@@ -108,7 +110,11 @@ class RunExecutor:
                 delay = retry_delay(settings, attempt, error)
                 logger.warning(
                     "memory run for %s failed (attempt %d of %d): %s; retrying in %.1fs",
-                    user_id, attempt, attempts, describe_error(error, settings), delay,
+                    user_id,
+                    attempt,
+                    attempts,
+                    describe_error(error, settings),
+                    delay,
                 )
                 raise RetryLater(delay, describe_error(error, settings)) from None
             await self._park(user_id, key, error, attempt)
@@ -158,7 +164,10 @@ class RunExecutor:
         try:
             cursor = await self.context.store.get_cursor(user_id)
             run = ParkedRun(
-                id=parked_run_id(user_id, cursor), user_id=user_id, error=describe_error(error, settings), attempts=attempts
+                id=parked_run_id(user_id, cursor),
+                user_id=user_id,
+                error=describe_error(error, settings),
+                attempts=attempts,
             )
             run = await self.context.store.park_run(run)
         except Exception:  # the buffer is still there for the next run; only the list missed it
@@ -166,7 +175,11 @@ class RunExecutor:
             return
         logger.error(
             "memory run for %s failed %d times; parked as %s (`memlane runs retry %s`): %s",
-            user_id, attempts, run.id, run.id, run.error,
+            user_id,
+            attempts,
+            run.id,
+            run.id,
+            run.error,
         )
 
     async def _drop_resolved(self, user_id: str) -> None:
@@ -177,7 +190,9 @@ class RunExecutor:
                 if await self.context.store.drop_parked_run(run.id) is not None:
                     logger.info("parked run %s of %s is resolved by a run that succeeded", run.id, user_id)
         except Exception:
-            logger.exception("dropping the resolved parked runs of %s failed; `memlane runs drop` removes them", user_id)
+            logger.exception(
+                "dropping the resolved parked runs of %s failed; `memlane runs drop` removes them", user_id
+            )
 
     async def _report(self, user_id: str, outcome: MemoryRunResult | BaseException) -> None:
         if self.on_result is None:

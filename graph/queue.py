@@ -21,8 +21,9 @@ import asyncio
 import contextvars
 import enum
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Protocol, Sequence
+from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from docket import ConcurrencyLimit, Disposition, Docket, Retry, TaskKey, Worker
@@ -169,7 +170,14 @@ async def gc_sweep_task(scheduler_name: str) -> None:
     await _handlers(scheduler_name).sweep_garbage()
 
 
-TASKS = (memory_run_task, session_summary_task, idle_flush_task, follow_up_check_task, reindex_sweep_task, gc_sweep_task)
+TASKS = (
+    memory_run_task,
+    session_summary_task,
+    idle_flush_task,
+    follow_up_check_task,
+    reindex_sweep_task,
+    gc_sweep_task,
+)
 
 
 def docket_spelling(url: str, *, cluster: bool) -> str:
@@ -186,12 +194,14 @@ def docket_spelling(url: str, *, cluster: bool) -> str:
     if parts.scheme not in ("redis", "rediss"):
         raise ValueError(f"a Redis Cluster URL must start with redis:// or rediss://, not {parts.scheme}://")
     credentials, at, hosts = parts.netloc.rpartition("@")
-    return urlunsplit(parts._replace(
-        scheme=parts.scheme + "+cluster",
-        netloc=credentials + at + hosts.split(",")[0],
-        path="",  # a cluster has one database
-        query=urlencode([(name, value) for name, value in query if name.lower() != "cluster"]),
-    ))
+    return urlunsplit(
+        parts._replace(
+            scheme=parts.scheme + "+cluster",
+            netloc=credentials + at + hosts.split(",")[0],
+            path="",  # a cluster has one database
+            query=urlencode([(name, value) for name, value in query if name.lower() != "cluster"]),
+        )
+    )
 
 
 class RunQueue:
@@ -207,7 +217,7 @@ class RunQueue:
         self._worker_context = contextvars.Context()  # where the worker was entered (`start_worker`)
         self.keys: QueueKeys | None = None
 
-    async def __aenter__(self) -> "RunQueue":
+    async def __aenter__(self) -> RunQueue:
         self._docket = await Docket(name=self.name, url=self.url).__aenter__()
         for task in TASKS:
             self._docket.register(task)

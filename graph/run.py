@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from memlane.graph.build import compile_memory_graph
 from memlane.nodes.context import MemoryContext

@@ -43,9 +43,9 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
 
 from memlane.graph.executor import ResultCallback, RunExecutor, describe_error
 from memlane.graph.policy import RunDecision, decide_run
@@ -74,7 +74,7 @@ class _FollowUp:
     unbounded: bool = False  # a notify without a bound asked too: the follow-up takes the whole buffer
 
     @classmethod
-    def from_fields(cls, fields: dict[str, str]) -> "_FollowUp":
+    def from_fields(cls, fields: dict[str, str]) -> _FollowUp:
         """The follow-up noted in the user's hash: a field per flag, and `through:<seq>` per bound asked for."""
         bounds = [int(name[8:]) for name in fields if name.startswith("through:")]
         return cls(
@@ -127,7 +127,7 @@ class MemoryScheduler:
         self._idle = asyncio.Event()
         self._idle.set()
 
-    async def __aenter__(self) -> "MemoryScheduler":
+    async def __aenter__(self) -> MemoryScheduler:
         register_handlers(self.name, self)
         try:
             await self.queue.__aenter__()
@@ -186,7 +186,9 @@ class MemoryScheduler:
             return False
         if await self.user_busy(user_id):
             # the run in progress may consume this buffer; whoever ends it looks again
-            asked = _FollowUp(session_ended=session_ended, flush=flush, through_seq=through_seq, unbounded=through_seq is None)
+            asked = _FollowUp(
+                session_ended=session_ended, flush=flush, through_seq=through_seq, unbounded=through_seq is None
+            )
             await self.queue.note_follow_up(user_id, asked.fields())
             if await self.user_busy(user_id):
                 await self._schedule_follow_up_check(user_id)
@@ -203,9 +205,7 @@ class MemoryScheduler:
             key = f"{key}:{uuid.uuid4().hex}"
         queued = await self._queue_run(user_id, key=key, through_seq=through_seq)
         if queued:
-            logger.debug(
-                "queued memory run for %s (%s, %d tokens)", user_id, decision.reason, decision.buffer_tokens
-            )
+            logger.debug("queued memory run for %s (%s, %d tokens)", user_id, decision.reason, decision.buffer_tokens)
         return queued
 
     async def _notify_follow_up(self, user_id: str, follow_up: _FollowUp) -> bool:
@@ -236,17 +236,17 @@ class MemoryScheduler:
         if seconds <= 0:
             return
         # one pending flush per user: the newest message's replaces the one before
-        await self.queue.replace_idle_flush(user_id, datetime.now(timezone.utc) + timedelta(seconds=seconds))
+        await self.queue.replace_idle_flush(user_id, datetime.now(UTC) + timedelta(seconds=seconds))
 
     async def _schedule_reindex_sweep(self) -> None:
         seconds = self.context.settings.scheduler.reindex_sweep_seconds
         if seconds > 0:  # one sweep per queue, whichever worker takes it; the next one schedules the one after
-            await self.queue.replace_reindex_sweep(datetime.now(timezone.utc) + timedelta(seconds=seconds))
+            await self.queue.replace_reindex_sweep(datetime.now(UTC) + timedelta(seconds=seconds))
 
     async def _schedule_gc_sweep(self) -> None:
         seconds = self.context.settings.retention.gc_sweep_seconds
         if seconds > 0:  # one sweep per queue, whichever worker takes it; the next one schedules the one after
-            await self.queue.replace_gc_sweep(datetime.now(timezone.utc) + timedelta(seconds=seconds))
+            await self.queue.replace_gc_sweep(datetime.now(UTC) + timedelta(seconds=seconds))
 
     async def _schedule_follow_up_check(self, user_id: str) -> None:
         """Look at the user's noted follow-up again once the runs now counted as under way would
@@ -255,7 +255,7 @@ class MemoryScheduler:
         process would take the follow-up it held back (issue 34, item 13). One check per user."""
         noted = await self.queue.noted_runs(user_id)
         newest = max((noted_at for _, noted_at in noted), default=time.time())
-        when = datetime.fromtimestamp(max(newest + _NOTED_GRACE_SECONDS + 1.0, time.time() + 1.0), timezone.utc)
+        when = datetime.fromtimestamp(max(newest + _NOTED_GRACE_SECONDS + 1.0, time.time() + 1.0), UTC)
         await self.queue.replace_follow_up_check(user_id, when)
 
     async def _queue_run(self, user_id: str, *, key: str, through_seq: int | None = None) -> bool:
@@ -398,7 +398,8 @@ class MemoryScheduler:
         if await self.notify(user_id, flush=True):
             logger.info(
                 "idle flush: %s sent nothing for %gs; their buffered messages are processed",
-                user_id, self.context.settings.scheduler.idle_flush_seconds,
+                user_id,
+                self.context.settings.scheduler.idle_flush_seconds,
             )
 
     async def summarize_session(self, user_id: str, session_id: str, key: str) -> None:

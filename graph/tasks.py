@@ -10,8 +10,8 @@ a scheduler (`memlane runs retry`, `memlane mcp`) queues on the same one (`retry
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Sequence
 
 from memlane.config import Settings
 from memlane.graph.queue import RunQueue, docket_spelling
@@ -74,7 +74,9 @@ async def retry_parked_runs(
     return runs
 
 
-async def queue_memory_run(store: AdminStore, settings: Settings, user_id: str, *, docket_url: str | None = None) -> None:
+async def queue_memory_run(
+    store: AdminStore, settings: Settings, user_id: str, *, docket_url: str | None = None
+) -> None:
     """Queue a run for `user_id` now on the deployment's queue, from a process without a scheduler
     (`memlane mcp`'s remember_now): an app or `memlane worker` on the same Redis runs it. An
     empty buffer makes a run that stops at once."""

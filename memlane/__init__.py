@@ -71,6 +71,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr__` below
+    from memlane.client import AsyncMemlaneClient, MemlaneClient
     from memlane.config import Settings, get_settings
     from memlane.graph import (
         MemoryContext,
@@ -89,7 +90,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     )
     from memlane.graph.diagram import render_svg
     from memlane.graph.tasks import queue_memory_run
-    from memlane.client import AsyncMemlaneClient, MemlaneClient
     from memlane.langgraph_store import MemlaneStore
     from memlane.memory import AsyncMemory
     from memlane.middleware import MemoryAgentContext, MemoryMiddleware
@@ -98,9 +98,16 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.recall import Recall, RecallItem
     from memlane.store.connections import RedisPoolExhausted
     from memlane.store.errors import InputTooLarge, InvalidInput, QuotaExceeded, RedisUnavailable, StoreError
-    from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, profile_entry_id, profile_memory_id, stable_id
+    from memlane.store.ids import (
+        check_id,
+        check_slot,
+        clean_text,
+        event_memory_id,
+        profile_entry_id,
+        profile_memory_id,
+        stable_id,
+    )
     from memlane.store.protocols import ForgetConfirm, MemoryStore
-    from memlane.store.scopes import SHARED_USER_ID, scoped_user_id, split_user_id
     from memlane.store.records import (
         MEMORY_KINDS,
         WEAK_RELEVANCE,
@@ -117,6 +124,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
         StoreItem,
     )
     from memlane.store.redis import RedisMemoryStore, open_store
+    from memlane.store.scopes import SHARED_USER_ID, scoped_user_id, split_user_id
     from memlane.tools import memory_tools
 
 

@@ -57,10 +57,17 @@ async def store_demo(store: Any) -> None:
 
     await store.delete_user(DEMO_USER)
     await store.add_messages(
-        [Message(id="demo-1", user_id=DEMO_USER, session_id="demo", role="user", content="顺便，我喜欢黑咖啡，不加糖。")]
+        [
+            Message(
+                id="demo-1", user_id=DEMO_USER, session_id="demo", role="user", content="顺便，我喜欢黑咖啡，不加糖。"
+            )
+        ]
     )
     await store.add_memories(
-        [Memory(id=f"demo-{i}", user_id=DEMO_USER, kind=kind, text=text) for i, (kind, text) in enumerate(DEMO_MEMORIES)]
+        [
+            Memory(id=f"demo-{i}", user_id=DEMO_USER, kind=kind, text=text)
+            for i, (kind, text) in enumerate(DEMO_MEMORIES)
+        ]
     )
     for query in DEMO_QUERIES:
         print(f"\n? {query}")
@@ -82,9 +89,15 @@ def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
     if settings.store.redis_url:
         redis_line = f"{masked_url(settings.store.redis_url)} (REDIS_URL); keys under {settings.store.key_prefix}:"
     else:
-        redis_line = f"embedded Redis Stack at {masked_url(redis_url or '?')}, data in {Path(settings.store.data_dir) / 'redis'}"
+        redis_line = (
+            f"embedded Redis Stack at {masked_url(redis_url or '?')}, data in {Path(settings.store.data_dir) / 'redis'}"
+        )
     return "\n".join(
-        [f"memlane demo: chat model {model}", f"memlane demo: Redis {redis_line}", f"memlane demo: open {app_url} (Ctrl-C stops)"]
+        [
+            f"memlane demo: chat model {model}",
+            f"memlane demo: Redis {redis_line}",
+            f"memlane demo: open {app_url} (Ctrl-C stops)",
+        ]
     )
 
 
@@ -93,9 +106,14 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         hits = await store.search_memories(args.user, args.query, limit=args.limit)
         for hit in hits:
             sources = ",".join(hit.memory.source_message_ids)
-            print(f"{hit.score:.3f}{' weak' if hit.weak else ''}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
+            print(
+                f"{hit.score:.3f}{' weak' if hit.weak else ''}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}"
+            )
         if not hits:
-            print(f"no memory of {args.user!r} matches (a user of `memlane serve` is named with --tenant)", file=sys.stderr)
+            print(
+                f"no memory of {args.user!r} matches (a user of `memlane serve` is named with --tenant)",
+                file=sys.stderr,
+            )
 
     run_async(lambda: with_store(settings, search))
     return 0
@@ -113,8 +131,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     async def bring_in(store: Any) -> None:
         context = MemoryContext(store=store, llm=model, settings=settings) if model is not None else None
-        with tqdm(total=len(messages), unit="msg", desc="stored", file=sys.stderr) as stored_bar, \
-                tqdm(total=0, unit="window", desc="remembered", file=sys.stderr, disable=context is None) as window_bar:
+        with (
+            tqdm(total=len(messages), unit="msg", desc="stored", file=sys.stderr) as stored_bar,
+            tqdm(total=0, unit="window", desc="remembered", file=sys.stderr, disable=context is None) as window_bar,
+        ):
+
             def windows(done: int, total: int) -> None:
                 window_bar.total = total
                 window_bar.n = done
@@ -125,10 +146,15 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             )
         print(f"{len(messages)} messages read, {added} new")
         if result is not None:
-            print(f"remembered in {result.windows} window(s): {result.message_count} messages, "
-                  f"{len(result.added)} profile entries added, {len(result.updated)} updated, {len(result.event_ids)} events")
+            print(
+                f"remembered in {result.windows} window(s): {result.message_count} messages, "
+                f"{len(result.added)} profile entries added, {len(result.updated)} updated, {len(result.event_ids)} events"
+            )
         elif args.remember:
-            print("not remembered yet: " + HOW_TO_CONFIGURE.replace("restart", "run `memlane import` again"), file=sys.stderr)
+            print(
+                "not remembered yet: " + HOW_TO_CONFIGURE.replace("restart", "run `memlane import` again"),
+                file=sys.stderr,
+            )
 
     run_async(lambda: with_store(settings, bring_in))
     return 0
@@ -150,7 +176,7 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
     if not (args.what or "").strip():
         print(
-            f"memlane forget: say what to forget, e.g. `memlane forget {args.user} \"what I said about peanuts\"` "
+            f'memlane forget: say what to forget, e.g. `memlane forget {args.user} "what I said about peanuts"` '
             f"(or a memory id from `memlane search`); to delete everything of the user: `memlane delete-user {args.user}`",
             file=sys.stderr,
         )
@@ -170,7 +196,9 @@ def _confirmed(user_id: str) -> bool | None:
     if stdin is None or not stdin.isatty():
         return None
     try:
-        answer = input(f"delete everything of {user_id!r} (history, profile, events, memories)? type the user id to confirm: ")
+        answer = input(
+            f"delete everything of {user_id!r} (history, profile, events, memories)? type the user id to confirm: "
+        )
     except EOFError:
         return False
     return answer.strip() == user_id
@@ -180,7 +208,10 @@ def cmd_delete_user(args: argparse.Namespace, settings: Settings) -> int:
     if not args.yes:
         confirmed = _confirmed(args.user)
         if confirmed is None:
-            print(f"memlane delete-user: stdin is not a terminal, so nobody can confirm; add --yes to delete {args.user!r}", file=sys.stderr)
+            print(
+                f"memlane delete-user: stdin is not a terminal, so nobody can confirm; add --yes to delete {args.user!r}",
+                file=sys.stderr,
+            )
             return 2
         if not confirmed:
             print(f"kept {args.user!r}: the answer was not the user id")
@@ -259,7 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--show-password", action="store_true", help="print the URL with its password (masked otherwise)"
     )
     redis_cmd.add_argument(
-        "--cluster", type=int, default=0, metavar="PRIMARIES",
+        "--cluster",
+        type=int,
+        default=0,
+        metavar="PRIMARIES",
         help="start (or show) a Redis Cluster of this many primaries (at least 3) instead of one server",
     )
     redis_cmd.add_argument("--replicas", type=int, default=0, help="replicas of each primary (with --cluster)")
@@ -276,7 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     runs.set_defaults(handler=cmd_runs)
 
     gc = commands.add_parser(
-        "gc", help="remove what Redis expiry cannot (MEMLANE_RETENTION_*): listings of expired records, orphaned search entries"
+        "gc",
+        help="remove what Redis expiry cannot (MEMLANE_RETENTION_*): listings of expired records, orphaned search entries",
     )
     gc.add_argument("--user", help="only this user (default: every user with records that expire or count)")
     gc.add_argument("--recount", action="store_true", help="count the quota usage again from the records")
@@ -294,8 +329,12 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument("file", help="the conversation file (UTF-8)")
     importing.add_argument("--user", required=True, help="the memlane user it belongs to")
     importing.add_argument("--session", default="import", help="session id for messages that name none")
-    importing.add_argument("--no-remember", dest="remember", action="store_false",
-                           help="store the history only; the memory graph reads it later")
+    importing.add_argument(
+        "--no-remember",
+        dest="remember",
+        action="store_false",
+        help="store the history only; the memory graph reads it later",
+    )
     importing.set_defaults(handler=cmd_import)
 
     export = commands.add_parser("export", help="print everything of a user as JSON")
@@ -304,8 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     forget = commands.add_parser("forget", help="forget what a user said about something, everywhere recall reads")
     forget.add_argument("user")
-    forget.add_argument("what", nargs="?", help='what to forget ("what I said about peanuts"), or a memory id from search')
-    forget.add_argument("--dry-run", action="store_true", help="change nothing: print what would go, each record with the clauses cut")
+    forget.add_argument(
+        "what", nargs="?", help='what to forget ("what I said about peanuts"), or a memory id from search'
+    )
+    forget.add_argument(
+        "--dry-run", action="store_true", help="change nothing: print what would go, each record with the clauses cut"
+    )
     forget.set_defaults(handler=cmd_forget)
 
     delete_user = commands.add_parser("delete-user", help="delete everything of a user (asks first)")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from memlane.cli_support import run_async, with_store
 
@@ -136,7 +137,9 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
             print("id\tuser\tattempts\tfirst failed\tlast failed\terror")
             for run in parked:  # errors were redacted when parked; again, in case of an older entry
                 error = _one_line(mask_secrets(run.error, settings))
-                print(f"{run.id}\t{run.user_id}\t{run.attempts}\t{when(run.first_failed_at)}\t{when(run.last_failed_at)}\t{error}")
+                print(
+                    f"{run.id}\t{run.user_id}\t{run.attempts}\t{when(run.first_failed_at)}\t{when(run.last_failed_at)}\t{error}"
+                )
             return 0
         chosen = parked if args.all else [run for run in parked if run.id in args.ids]
         unknown = [] if args.all else [run_id for run_id in args.ids if run_id not in {run.id for run in parked}]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memlane.config import Settings

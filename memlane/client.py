@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -71,8 +72,14 @@ class ServiceUnavailable(MemlaneError):
 
 
 _ERRORS: dict[int, type[MemlaneError]] = {
-    400: InvalidRequest, 401: AuthenticationError, 403: PermissionDenied, 404: NotFound, 409: Conflict,
-    413: InvalidRequest, 422: InvalidRequest, 429: RateLimited,
+    400: InvalidRequest,
+    401: AuthenticationError,
+    403: PermissionDenied,
+    404: NotFound,
+    409: Conflict,
+    413: InvalidRequest,
+    422: InvalidRequest,
+    429: RateLimited,
 }
 
 
@@ -84,7 +91,9 @@ def _error(response: httpx.Response) -> MemlaneError:
     kind = _ERRORS.get(response.status_code, ServiceUnavailable if response.status_code >= 500 else MemlaneError)
     if error.get("code") == QUOTA_CODE:
         kind = OverQuota
-    return kind(response.status_code, str(error.get("code") or "error"), str(error.get("message") or response.text[:500]))
+    return kind(
+        response.status_code, str(error.get("code") or "error"), str(error.get("message") or response.text[:500])
+    )
 
 
 def _over_quota(response: httpx.Response) -> bool:
@@ -122,11 +131,13 @@ class AsyncMemlaneClient:
         self.max_retries = max_retries
         self.backoff_seconds = backoff_seconds
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout, transport=transport,
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
             headers={"Authorization": f"Bearer {api_key}", "User-Agent": "memlane-client"},
         )
 
-    async def __aenter__(self) -> "AsyncMemlaneClient":
+    async def __aenter__(self) -> AsyncMemlaneClient:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -171,7 +182,12 @@ class AsyncMemlaneClient:
     ) -> list[dict[str, Any]]:
         """Hybrid search over the user's memories, best first: each hit {"memory", "score"}."""
         body: dict[str, Any] = {"query": query, "limit": limit}
-        for name, value in (("kinds", list(kinds) if kinds is not None else None), ("session_id", session_id), ("since", since), ("until", until)):
+        for name, value in (
+            ("kinds", list(kinds) if kinds is not None else None),
+            ("session_id", session_id),
+            ("since", since),
+            ("until", until),
+        ):
             if value is not None:
                 body[name] = value
         return (await self._call("POST", self._user(user_id, "/search"), json=body))["data"]
@@ -206,7 +222,14 @@ class AsyncMemlaneClient:
         return await self._call("PUT", self._user(user_id, f"/profile/{_path(topic)}/{_path(subtopic)}"), json=body)
 
     async def add_profile(
-        self, topic: str, subtopic: str, content: str, *, user_id: str, confidence: float = 0.9, meta: dict[str, Any] | None = None
+        self,
+        topic: str,
+        subtopic: str,
+        content: str,
+        *,
+        user_id: str,
+        confidence: float = 0.9,
+        meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Add the user's entry of this topic / subtopic; `Conflict` when the slot is taken (`put_profile` replaces it)."""
         body: dict[str, Any] = {"topic": topic, "subtopic": subtopic, "content": content, "confidence": confidence}
@@ -323,6 +346,14 @@ class MemlaneClient(SyncTwin):
 
 
 __all__ = [
-    "AsyncMemlaneClient", "AuthenticationError", "Conflict", "InvalidRequest", "MemlaneClient", "MemlaneError",
-    "NotFound", "PermissionDenied", "RateLimited", "ServiceUnavailable",
+    "AsyncMemlaneClient",
+    "AuthenticationError",
+    "Conflict",
+    "InvalidRequest",
+    "MemlaneClient",
+    "MemlaneError",
+    "NotFound",
+    "PermissionDenied",
+    "RateLimited",
+    "ServiceUnavailable",
 ]

@@ -47,10 +47,28 @@ from memlane.config_store import (
 )
 
 __all__ = [
-    "COMPONENTS", "ENV_NAMES", "FLAT_NAMES", "METADATA_FIELD_NAME", "SIMILARITY_FLOORS", "Component", "GraphSettings",
-    "LimitsSettings", "ModelSettings", "PrivacySettings", "RecallSettings", "RetentionSettings", "SchedulerSettings",
-    "SearchSettings", "ServeSettings", "Settings", "StoreSettings", "StructuredOutputMode", "TurnSettings", "env_names",
-    "get_settings", "settings_markdown_table",
+    "COMPONENTS",
+    "ENV_NAMES",
+    "FLAT_NAMES",
+    "METADATA_FIELD_NAME",
+    "SIMILARITY_FLOORS",
+    "Component",
+    "GraphSettings",
+    "LimitsSettings",
+    "ModelSettings",
+    "PrivacySettings",
+    "RecallSettings",
+    "RetentionSettings",
+    "SchedulerSettings",
+    "SearchSettings",
+    "ServeSettings",
+    "Settings",
+    "StoreSettings",
+    "StructuredOutputMode",
+    "TurnSettings",
+    "env_names",
+    "get_settings",
+    "settings_markdown_table",
 ]
 
 # Cosine similarity that unrelated texts reach with each provider's model: multilingual-e5
@@ -166,12 +184,14 @@ class Settings(BaseSettings):
     def _flat_names_into_components(cls, data: Any) -> Any:
         return _routed(data) if isinstance(data, dict) else data
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Settings":
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Settings:
         """A copy with `update` applied; flat names (`recall_max_memories`) land in their component."""
         if not update:
             return super().model_copy(deep=deep)
         routed = _routed(update)
-        parts = {part: routed.pop(part) for part in list(routed) if part in COMPONENTS and isinstance(routed[part], dict)}
+        parts = {
+            part: routed.pop(part) for part in list(routed) if part in COMPONENTS and isinstance(routed[part], dict)
+        }
         copy = super().model_copy(update=routed or None, deep=deep)
         for part, values in parts.items():
             object.__setattr__(copy, part, getattr(copy, part).model_copy(update=values))
@@ -208,8 +228,10 @@ def settings_markdown_table() -> str:
     for flat, (part, name) in FLAT_NAMES.items():
         field = COMPONENTS[part].model_fields[name]
         if field.default_factory is not None:
-            default = "(see description)" if flat not in ("data_dir", "cache_dir") else (
-                "`$XDG_DATA_HOME/memlane`" if flat == "data_dir" else "`$XDG_CACHE_HOME/memlane`"
+            default = (
+                "(see description)"
+                if flat not in ("data_dir", "cache_dir")
+                else ("`$XDG_DATA_HOME/memlane`" if flat == "data_dir" else "`$XDG_CACHE_HOME/memlane`")
             )
         elif field.default is None:
             default = "unset"

@@ -29,9 +29,7 @@ class ModelSettings(Component):
         description="OpenAI-compatible endpoint (Ollama, vLLM, ...); unset uses OpenAI",
     )
     chat_model: str = Field(default="gpt-4o-mini", description="Chat model name for replies")
-    memory_model: str | None = Field(
-        default=None, description="Model for the memory graph; unset uses chat_model"
-    )
+    memory_model: str | None = Field(default=None, description="Model for the memory graph; unset uses chat_model")
     memory_model_structured_output: StructuredOutputMode = Field(
         default="auto",
         description=(
@@ -43,12 +41,15 @@ class ModelSettings(Component):
     llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Timeout of one LLM call")
     llm_max_retries: int = Field(default=2, ge=0, description="Retries of a failed LLM call")
     circuit_failure_threshold: int = Field(
-        default=5, ge=1, description="Consecutive failures of the embedder or the memory model that open its circuit breaker"
+        default=5,
+        ge=1,
+        description="Consecutive failures of the embedder or the memory model that open its circuit breaker",
     )
     circuit_reset_seconds: float = Field(
-        default=60.0, gt=0, description="Seconds an open circuit breaker refuses calls before one trial call (half-open)"
+        default=60.0,
+        gt=0,
+        description="Seconds an open circuit breaker refuses calls before one trial call (half-open)",
     )
-
 
     @property
     def memory_model_name(self) -> str:
@@ -66,7 +67,9 @@ class GraphSettings(Component):
 
     buffer_tokens: int = Field(
         validation_alias=AliasChoices("buffer_tokens", "memory_buffer_tokens"),
-        default=1024, ge=1, description="Unprocessed chat tokens that start a memory-graph run"
+        default=1024,
+        ge=1,
+        description="Unprocessed chat tokens that start a memory-graph run",
     )
     first_run_tokens: int = Field(
         validation_alias=AliasChoices("first_run_tokens", "memory_first_run_tokens"),
@@ -77,11 +80,15 @@ class GraphSettings(Component):
     )
     max_input_tokens: int = Field(
         validation_alias=AliasChoices("max_input_tokens", "memory_max_input_tokens"),
-        default=6000, ge=64, description="Chat tokens one run reads after truncation (newest kept)"
+        default=6000,
+        ge=64,
+        description="Chat tokens one run reads after truncation (newest kept)",
     )
     summary_max_tokens: int = Field(
         validation_alias=AliasChoices("summary_max_tokens", "memory_summary_max_tokens"),
-        default=300, ge=16, description="Longest event summary kept, in tokens; a longer answer is cut to it"
+        default=300,
+        ge=16,
+        description="Longest event summary kept, in tokens; a longer answer is cut to it",
     )
     slot_max_chars: int = Field(
         validation_alias=AliasChoices("slot_max_chars", "memory_slot_max_chars"),
@@ -91,7 +98,9 @@ class GraphSettings(Component):
     )
     max_facts_per_run: int = Field(
         validation_alias=AliasChoices("max_facts_per_run", "memory_max_facts_per_run"),
-        default=40, ge=1, description="Most facts one run takes from the model; the rest are skipped with a note"
+        default=40,
+        ge=1,
+        description="Most facts one run takes from the model; the rest are skipped with a note",
     )
     merge_batch_size: int = Field(
         validation_alias=AliasChoices("merge_batch_size", "memory_merge_batch_size"),
@@ -99,8 +108,18 @@ class GraphSettings(Component):
         ge=1,
         description="Most facts merged in one model call; 1 asks once per fact (the unbatched merge)",
     )
-    max_tags: int = Field(validation_alias=AliasChoices("max_tags", "memory_max_tags"), default=5, ge=0, description="Most tags on one event card")
-    tag_max_chars: int = Field(validation_alias=AliasChoices("tag_max_chars", "memory_tag_max_chars"), default=24, ge=2, description="Longest tag kept, in characters")
+    max_tags: int = Field(
+        validation_alias=AliasChoices("max_tags", "memory_max_tags"),
+        default=5,
+        ge=0,
+        description="Most tags on one event card",
+    )
+    tag_max_chars: int = Field(
+        validation_alias=AliasChoices("tag_max_chars", "memory_tag_max_chars"),
+        default=24,
+        ge=2,
+        description="Longest tag kept, in characters",
+    )
     session_summary_max_tokens: int = Field(
         default=400, ge=32, description="Rolling session summary is re-summarized above this size"
     )
@@ -124,11 +143,14 @@ class SchedulerSettings(Component):
 
     docket_url: str | None = Field(
         validation_alias=AliasChoices("docket_url", "memory_docket_url"),
-        default=None, description="pydocket URL of the background runs; unset uses the store's Redis"
+        default=None,
+        description="pydocket URL of the background runs; unset uses the store's Redis",
     )
     worker_concurrency: int = Field(
         validation_alias=AliasChoices("worker_concurrency", "memory_worker_concurrency"),
-        default=4, ge=1, description="Memory-graph runs one worker executes at once (one per user)"
+        default=4,
+        ge=1,
+        description="Memory-graph runs one worker executes at once (one per user)",
     )
     run_expected_seconds: float = Field(
         validation_alias=AliasChoices("run_expected_seconds", "memory_run_expected_seconds"),
@@ -168,10 +190,21 @@ class RecallSettings(Component):
 
     enabled: bool = Field(
         validation_alias=AliasChoices("enabled", "recall_enabled"),
-        default=True, description="Inject recalled memories before each model call (per-request default)"
+        default=True,
+        description="Inject recalled memories before each model call (per-request default)",
     )
-    max_tokens: int = Field(validation_alias=AliasChoices("max_tokens", "recall_max_tokens"), default=1200, ge=64, description="Token budget of the injected memory block")
-    recent_messages: int = Field(validation_alias=AliasChoices("recent_messages", "recall_recent_messages"), default=6, ge=0, description="Recent session messages recall includes")
+    max_tokens: int = Field(
+        validation_alias=AliasChoices("max_tokens", "recall_max_tokens"),
+        default=1200,
+        ge=64,
+        description="Token budget of the injected memory block",
+    )
+    recent_messages: int = Field(
+        validation_alias=AliasChoices("recent_messages", "recall_recent_messages"),
+        default=6,
+        ge=0,
+        description="Recent session messages recall includes",
+    )
     max_memories: int = Field(
         validation_alias=AliasChoices("max_memories", "recall_max_memories"),
         default=10,
@@ -204,7 +237,7 @@ class RecallSettings(Component):
         default=0.05,
         ge=0,
         le=1,
-        description="Order weight of a message that holds no statement: a question whose reply only asks back or does not know, or such a reply (\"What car do you drive? You never said.\", \"你的车是什么牌子的？你还没告诉过我。\"); the statement that answers comes first (its relevance is often 5-10 times the statement's: it holds every word of the query); 1: no change",
+        description='Order weight of a message that holds no statement: a question whose reply only asks back or does not know, or such a reply ("What car do you drive? You never said.", "你的车是什么牌子的？你还没告诉过我。"); the statement that answers comes first (its relevance is often 5-10 times the statement\'s: it holds every word of the query); 1: no change',
     )
     echo_similarity: float = Field(
         validation_alias=AliasChoices("echo_similarity", "recall_echo_similarity"),
@@ -249,11 +282,26 @@ class RecallSettings(Component):
     rewrite_followups: bool = Field(
         validation_alias=AliasChoices("rewrite_followups", "recall_rewrite_followups"),
         default=True,
-        description="Rewrite follow-up questions (\"他哪天出发？\") with the session's previous turn before searching; with the memory model when one is configured",
+        description='Rewrite follow-up questions ("他哪天出发？") with the session\'s previous turn before searching; with the memory model when one is configured',
     )
-    weight_profile: float = Field(validation_alias=AliasChoices("weight_profile", "recall_weight_profile"), default=1.0, ge=0, description="Weight of profile-entry hits in recall's order (rank fusion times it; it orders kinds against each other, it cuts nothing)")
-    weight_event: float = Field(validation_alias=AliasChoices("weight_event", "recall_weight_event"), default=0.9, ge=0, description="Weight of event-summary hits in recall's order")
-    weight_message: float = Field(validation_alias=AliasChoices("weight_message", "recall_weight_message"), default=0.8, ge=0, description="Weight of raw-message hits in recall's order")
+    weight_profile: float = Field(
+        validation_alias=AliasChoices("weight_profile", "recall_weight_profile"),
+        default=1.0,
+        ge=0,
+        description="Weight of profile-entry hits in recall's order (rank fusion times it; it orders kinds against each other, it cuts nothing)",
+    )
+    weight_event: float = Field(
+        validation_alias=AliasChoices("weight_event", "recall_weight_event"),
+        default=0.9,
+        ge=0,
+        description="Weight of event-summary hits in recall's order",
+    )
+    weight_message: float = Field(
+        validation_alias=AliasChoices("weight_message", "recall_weight_message"),
+        default=0.8,
+        ge=0,
+        description="Weight of raw-message hits in recall's order",
+    )
 
 
 class TurnSettings(Component):
@@ -284,23 +332,42 @@ class ServeSettings(Component):
 
     config_file: Path | None = Field(
         validation_alias=AliasChoices("config_file", "serve_config"),
-        default=None, description="TOML file of `memlane serve`: API keys (hashed), tenants, personas (see serve.example.toml)"
+        default=None,
+        description="TOML file of `memlane serve`: API keys (hashed), tenants, personas (see serve.example.toml)",
     )
-    host: str = Field(validation_alias=AliasChoices("host", "serve_host"), default="127.0.0.1", description="Address `memlane serve` listens on")
-    port: int = Field(validation_alias=AliasChoices("port", "serve_port"), default=8080, ge=0, le=65535, description="Port `memlane serve` listens on")
+    host: str = Field(
+        validation_alias=AliasChoices("host", "serve_host"),
+        default="127.0.0.1",
+        description="Address `memlane serve` listens on",
+    )
+    port: int = Field(
+        validation_alias=AliasChoices("port", "serve_port"),
+        default=8080,
+        ge=0,
+        le=65535,
+        description="Port `memlane serve` listens on",
+    )
     max_body_bytes: int = Field(
         validation_alias=AliasChoices("max_body_bytes", "serve_max_body_bytes"),
-        default=1_048_576, ge=1024, description="Largest request body `memlane serve` accepts; a larger one is answered 413"
+        default=1_048_576,
+        ge=1024,
+        description="Largest request body `memlane serve` accepts; a larger one is answered 413",
     )
     header_timeout_seconds: float = Field(
         validation_alias=AliasChoices("header_timeout_seconds", "serve_header_timeout_seconds"),
-        default=10.0, gt=0, description="A connection whose request line and headers have not all come within this time is closed (slow-header clients)"
+        default=10.0,
+        gt=0,
+        description="A connection whose request line and headers have not all come within this time is closed (slow-header clients)",
     )
     keep_alive_seconds: int = Field(
         validation_alias=AliasChoices("keep_alive_seconds", "serve_keep_alive_seconds"),
-        default=5, ge=1, description="An idle kept-alive connection of `memlane serve` is closed after this time (uvicorn's timeout_keep_alive)"
+        default=5,
+        ge=1,
+        description="An idle kept-alive connection of `memlane serve` is closed after this time (uvicorn's timeout_keep_alive)",
     )
     max_header_bytes: int = Field(
         validation_alias=AliasChoices("max_header_bytes", "serve_max_header_bytes"),
-        default=16_384, ge=1024, description="Largest request line and headers `memlane serve` reads (uvicorn's h11_max_incomplete_event_size); more is answered 400"
+        default=16_384,
+        ge=1024,
+        description="Largest request line and headers `memlane serve` reads (uvicorn's h11_max_incomplete_event_size); more is answered 400",
     )

@@ -26,6 +26,7 @@ def _default_cache_dir() -> Path:
 # a metadata field's name (`StoreSettings.metadata_fields`): it becomes part of a hash field's name
 METADATA_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
+
 class Component(BaseModel):
     """One component's settings: validated, and a name it does not know is refused."""
 
@@ -56,9 +57,7 @@ class StoreSettings(Component):
         default="text-embedding-3-small", description="Embedding model when provider is openai"
     )
     token_encoding: str = Field(default="cl100k_base", description="tiktoken encoding for counting")
-    data_dir: Path = Field(
-        default_factory=_default_data_dir, description="Where the embedded Redis keeps its data"
-    )
+    data_dir: Path = Field(default_factory=_default_data_dir, description="Where the embedded Redis keeps its data")
     cache_dir: Path = Field(
         default_factory=_default_cache_dir,
         description="Downloaded helpers (Debian 11 libssl1.1 for Redis Stack)",
@@ -82,7 +81,7 @@ class StoreSettings(Component):
     key_prefix: str = Field(default="memlane", description="Prefix of every Redis key and index")
     timezone: str | None = Field(
         default=None,
-        description="IANA zone that dates in queries (\"昨天\", \"on April 27th\") are read in; unset: this machine's",
+        description='IANA zone that dates in queries ("昨天", "on April 27th") are read in; unset: this machine\'s',
     )
     profile_history_max_revisions: int = Field(
         default=100, ge=1, description="Revisions kept per profile entry (the oldest are dropped beyond this)"
@@ -95,7 +94,7 @@ class StoreSettings(Component):
     )
     metadata_fields: dict[str, Literal["tag", "numeric"]] = Field(
         default_factory=dict,
-        description="Metadata fields search can filter on, each indexed with its type, as JSON: {\"project\": \"tag\", \"priority\": \"numeric\"} (tag: exact strings, numbers or booleans, or a list of them; numeric: numbers, for ranges). Metadata keys not named here are stored and returned but a filter on them is refused. Names: a letter, then letters, digits or _ (at most 64). A change re-indexes the stored memories when a store opens",
+        description='Metadata fields search can filter on, each indexed with its type, as JSON: {"project": "tag", "priority": "numeric"} (tag: exact strings, numbers or booleans, or a list of them; numeric: numbers, for ranges). Metadata keys not named here are stored and returned but a filter on them is refused. Names: a letter, then letters, digits or _ (at most 64). A change re-indexes the stored memories when a store opens',
     )
 
     @field_validator("metadata_fields")
@@ -114,11 +113,16 @@ class SearchSettings(Component):
     each asks for, the context a message is embedded with."""
 
     hybrid_alpha: float = Field(
-        default=0.6, ge=0, le=1, description="Weight of vector similarity in a hit's text match (MemoryHit.match), the gate forget checks memories with; the relevance shown and recall's floor are the calibrated one (README: what the relevance means)"
+        default=0.6,
+        ge=0,
+        le=1,
+        description="Weight of vector similarity in a hit's text match (MemoryHit.match), the gate forget checks memories with; the relevance shown and recall's floor are the calibrated one (README: what the relevance means)",
     )
     candidates: int = Field(
         validation_alias=AliasChoices("candidates", "search_candidates"),
-        default=40, ge=1, description="Candidates each of vector and text search feed to fusion"
+        default=40,
+        ge=1,
+        description="Candidates each of vector and text search feed to fusion",
     )
     exact_max_memories: int = Field(
         validation_alias=AliasChoices("exact_max_memories", "search_exact_max_memories"),
@@ -134,23 +138,27 @@ class SearchSettings(Component):
     )
     vector_weight: float = Field(
         validation_alias=AliasChoices("vector_weight", "search_vector_weight"),
-        default=1.0, ge=0, description="Vote of the vector (KNN) ranking in the rank fusion; 0: the ranking does not vote"
+        default=1.0,
+        ge=0,
+        description="Vote of the vector (KNN) ranking in the rank fusion; 0: the ranking does not vote",
     )
     text_weight: float = Field(
         validation_alias=AliasChoices("text_weight", "search_text_weight"),
-        default=1.0, ge=0, description="Vote of the full-text (BM25) ranking of memories' own text in the rank fusion"
+        default=1.0,
+        ge=0,
+        description="Vote of the full-text (BM25) ranking of memories' own text in the rank fusion",
     )
     time_weight: float = Field(
         validation_alias=AliasChoices("time_weight", "search_time_weight"),
         default=1.0,
         ge=0,
-        description="Vote of each of the vector and BM25 rankings again inside the time a query names (\"yesterday\", \"on April 27th\")",
+        description='Vote of each of the vector and BM25 rankings again inside the time a query names ("yesterday", "on April 27th")',
     )
     speaker_weight: float = Field(
         validation_alias=AliasChoices("speaker_weight", "search_speaker_weight"),
         default=1.0,
         ge=0,
-        description="Vote of the vector ranking of what a person the query names said (\"When did Caroline…\", \"朋友A喜欢…\"), among that person's messages",
+        description='Vote of the vector ranking of what a person the query names said ("When did Caroline…", "朋友A喜欢…"), among that person\'s messages',
     )
     speaker_text_weight: float = Field(
         validation_alias=AliasChoices("speaker_text_weight", "search_speaker_text_weight"),
@@ -189,12 +197,12 @@ class SearchSettings(Component):
         validation_alias=AliasChoices("embed_context_max_tokens", "search_embed_context_max_tokens"),
         default=16,
         ge=0,
-        description="Only a message this short (cl100k tokens: \"Yeah, I painted that lake sunrise last year!\", \"对，就是那家\") is embedded with its context; a longer one carries its own meaning and a longer embedded text costs ingestion time; 0: any length",
+        description='Only a message this short (cl100k tokens: "Yeah, I painted that lake sunrise last year!", "对，就是那家") is embedded with its context; a longer one carries its own meaning and a longer embedded text costs ingestion time; 0: any length',
     )
     embed_speaker: bool = Field(
         validation_alias=AliasChoices("embed_speaker", "search_embed_speaker"),
         default=False,
-        description="Embed a named speaker's message as \"Name: text\" (\"朋友A：…\"), so a question naming a person finds what that person said",
+        description='Embed a named speaker\'s message as "Name: text" ("朋友A：…"), so a question naming a person finds what that person said',
     )
     message_context: Literal["dialogue", "all", "none"] = Field(
         validation_alias=AliasChoices("message_context", "search_message_context"),
@@ -219,11 +227,13 @@ class SearchSettings(Component):
         default=0.3,
         ge=0,
         le=1,
-        description="Added to the text match (MemoryHit.match, forget's gate) of a memory from the time a query names (\"yesterday\", \"5月2日\"); the shown relevance weighs the time by its own fitted coefficient",
+        description='Added to the text match (MemoryHit.match, forget\'s gate) of a memory from the time a query names ("yesterday", "5月2日"); the shown relevance weighs the time by its own fitted coefficient',
     )
     ef_runtime: int = Field(
         validation_alias=AliasChoices("ef_runtime", "search_ef_runtime"),
-        default=100, ge=1, description="HNSW candidate list size of approximate vector search (recall vs speed)"
+        default=100,
+        ge=1,
+        description="HNSW candidate list size of approximate vector search (recall vs speed)",
     )
 
 
@@ -234,7 +244,7 @@ class PrivacySettings(Component):
     redaction: Literal["mask", "off"] = Field(
         validation_alias=AliasChoices("redaction", "privacy_redaction"),
         default="mask",
-        description="mask: Chinese and Hong Kong ID numbers (check character verified), bank cards (Luhn; full-width digits too), phone numbers and e-mail addresses are replaced by a tag (\"[phone]\") before anything is stored or sent to the memory model; off: kept as written",
+        description='mask: Chinese and Hong Kong ID numbers (check character verified), bank cards (Luhn; full-width digits too), phone numbers and e-mail addresses are replaced by a tag ("[phone]") before anything is stored or sent to the memory model; off: kept as written',
     )
     forget_min_relevance: float = Field(
         default=0.25,
@@ -252,7 +262,7 @@ class PrivacySettings(Component):
         default=0.18,
         ge=0,
         le=1,
-        description="Without a memory model, when a forget request asking a question (\"what car I drive\") matches no word: how much nearer it (relevance, see recall_similarity_floor) than everyday sentences the user's nearest sentence must be to be forgotten by meaning (1: never)",
+        description='Without a memory model, when a forget request asking a question ("what car I drive") matches no word: how much nearer it (relevance, see recall_similarity_floor) than everyday sentences the user\'s nearest sentence must be to be forgotten by meaning (1: never)',
     )
 
 
@@ -331,13 +341,21 @@ class RetentionSettings(Component):
 
     def ttl_seconds(self, kind: str) -> float | None:
         """The time to live of a kind of record ("message", "event", "note", "profile"), in seconds."""
-        days = {"message": self.message_ttl_days, "event": self.event_ttl_days, "note": self.note_ttl_days, "profile": self.profile_ttl_days}[kind]
+        days = {
+            "message": self.message_ttl_days,
+            "event": self.event_ttl_days,
+            "note": self.note_ttl_days,
+            "profile": self.profile_ttl_days,
+        }[kind]
         return None if days is None else days * 86_400
 
     @property
     def expires(self) -> bool:
         """Whether any kind of record has a time to live."""
-        return any(days is not None for days in (self.message_ttl_days, self.event_ttl_days, self.note_ttl_days, self.profile_ttl_days))
+        return any(
+            days is not None
+            for days in (self.message_ttl_days, self.event_ttl_days, self.note_ttl_days, self.profile_ttl_days)
+        )
 
     @property
     def has_quota(self) -> bool:

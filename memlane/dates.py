@@ -30,7 +30,7 @@ def day(timestamp: float, zone: tzinfo | None = None, language: Language = "en")
 
 
 def _zh_count(number: int, unit: str) -> str:
-    """"两周", "三个月", "十二天": Chinese numerals, 两 for two before a measure word."""
+    """ "两周", "三个月", "十二天": Chinese numerals, 两 for two before a measure word."""
     if number == 2:
         return "两" + unit
     if number < 10:
@@ -73,11 +73,11 @@ def when(timestamp: float, zone: tzinfo, language: Language = "en", reference: f
 
 
 def since(timestamp: float, zone: tzinfo, language: Language = "en", reference: float | None = None) -> str:
-    """"since 2026-10-12, 3 weeks ago" / "自2026年10月12日起，三周前"."""
+    """ "since 2026-10-12, 3 weeks ago" / "自2026年10月12日起，三周前"."""
     reference = time.time() if reference is None else reference
     return LABELS[language]["since"].format(day=day(timestamp, zone, language), ago=ago(timestamp, reference, language))
 
 
 def earlier(text: str, until: float, zone: tzinfo | None = None, language: Language = "en") -> str:
-    """"earlier: lived in Beijing, until 2026-11-21" / "之前：住在北京，直到2026年11月21日"."""
+    """ "earlier: lived in Beijing, until 2026-11-21" / "之前：住在北京，直到2026年11月21日"."""
     return LABELS[language]["earlier"].format(text=text, until=day(until, zone, language))

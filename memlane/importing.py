@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,14 +98,17 @@ def _locomo_rows(sessions: Sequence[Any]) -> Iterable[tuple[str, dict[str, Any]]
         for index, turn in enumerate(session["turns"]):
             if not isinstance(turn, dict):
                 raise InvalidInput(f"turn {index + 1} of session {name} is not an object")
-            yield f"{name}:{index}", {
-                "id": turn.get("id"),
-                "session_id": name,
-                "role": "user",
-                "name": turn.get("speaker"),
-                "content": turn.get("text", ""),
-                "created_at": start + index if start else None,
-            }
+            yield (
+                f"{name}:{index}",
+                {
+                    "id": turn.get("id"),
+                    "session_id": name,
+                    "role": "user",
+                    "name": turn.get("speaker"),
+                    "content": turn.get("text", ""),
+                    "created_at": start + index if start else None,
+                },
+            )
 
 
 def _message(row: Any, place: Any, user_id: str, session_id: str, source: str) -> Message:
@@ -138,7 +141,7 @@ def _metadata(metadata: Any, where: str) -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, dict):
-        raise InvalidInput(f"{where} has metadata that is not a JSON object; give {{\"key\": value, ...}}")
+        raise InvalidInput(f'{where} has metadata that is not a JSON object; give {{"key": value, ...}}')
     return metadata
 
 
@@ -146,7 +149,9 @@ def _text(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # OpenAI content parts: the text ones
-        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text")
+        return "\n".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
     if content is None:
         return ""
     raise InvalidInput(f"{where} has a content that is neither text nor a list of parts")
@@ -171,7 +176,7 @@ def _parse_time(value: Any, what: str) -> float | None:
     if parsed is None:
         raise InvalidInput(f"{what} {text!r} is not a time: give epoch seconds, ISO 8601, or '1:56 pm on 8 May, 2023'")
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
 
 
@@ -216,7 +221,11 @@ async def import_messages(
     from memlane.nodes.truncate import input_windows
 
     settings = context.settings
-    total = len(input_windows(await store.unprocessed_messages(user_id), settings.graph.max_input_tokens, settings.store.token_encoding))
+    total = len(
+        input_windows(
+            await store.unprocessed_messages(user_id), settings.graph.max_input_tokens, settings.store.token_encoding
+        )
+    )
     done = 0
 
     async def on_step(step: Any) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.store.base import SearchItem, SearchOp
@@ -47,29 +47,41 @@ def check_collection_put(namespace: Namespace, value: Any) -> str:
 def search_item_at(
     namespace: Namespace, key: str, value: dict[str, Any], created: float, updated: float, score: float | None
 ) -> SearchItem:
-    return SearchItem(namespace, key, value, datetime.fromtimestamp(created, timezone.utc),
-                      datetime.fromtimestamp(updated, timezone.utc), score)
+    return SearchItem(
+        namespace, key, value, datetime.fromtimestamp(created, UTC), datetime.fromtimestamp(updated, UTC), score
+    )
 
 
 def _profile_value(entry: ProfileEntry) -> dict[str, Any]:
-    return {"topic": entry.topic, "subtopic": entry.subtopic, "content": entry.content,
-            "confidence": entry.confidence, "source_message_ids": entry.source_message_ids}
+    return {
+        "topic": entry.topic,
+        "subtopic": entry.subtopic,
+        "content": entry.content,
+        "confidence": entry.confidence,
+        "source_message_ids": entry.source_message_ids,
+    }
 
 
 def _event_value(event: Event) -> dict[str, Any]:
-    return {"summary": event.summary, "tags": event.tags,
-            "profile_delta": [change.model_dump() for change in event.profile_delta],
-            "session_ids": event.session_ids, "source_message_ids": event.source_message_ids}
+    return {
+        "summary": event.summary,
+        "tags": event.tags,
+        "profile_delta": [change.model_dump() for change in event.profile_delta],
+        "session_ids": event.session_ids,
+        "source_message_ids": event.source_message_ids,
+    }
 
 
 def _profile_item(entry: ProfileEntry, score: float | None) -> SearchItem:
-    return search_item_at((PROFILE_COLLECTION, entry.user_id), entry.id, _profile_value(entry),
-                          entry.created_at, entry.updated_at, score)
+    return search_item_at(
+        (PROFILE_COLLECTION, entry.user_id), entry.id, _profile_value(entry), entry.created_at, entry.updated_at, score
+    )
 
 
 def _event_item(event: Event, score: float | None) -> SearchItem:
-    return search_item_at((EVENTS_COLLECTION, event.user_id), event.id, _event_value(event),
-                          event.created_at, event.created_at, score)
+    return search_item_at(
+        (EVENTS_COLLECTION, event.user_id), event.id, _event_value(event), event.created_at, event.created_at, score
+    )
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import concurrent.futures
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -128,7 +128,7 @@ class _Put:
 
 
 def _when(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(timestamp, timezone.utc)
+    return datetime.fromtimestamp(timestamp, UTC)
 
 
 class MemlaneStore(BaseStore):
@@ -194,8 +194,12 @@ class MemlaneStore(BaseStore):
         from memlane.store.embeddings import embedding_dims
 
         embeddings = self.embeddings
-        return {"dims": embedding_dims(embeddings) if embeddings else None, "embed": embeddings,
-                "fields": self.fields, "distance_type": "cosine"}
+        return {
+            "dims": embedding_dims(embeddings) if embeddings else None,
+            "embed": embeddings,
+            "fields": self.fields,
+            "distance_type": "cosine",
+        }
 
     # running on the store's loop ---------------------------------------------------------
     @classmethod
@@ -207,7 +211,9 @@ class MemlaneStore(BaseStore):
         """
         from memlane.store.redis import open_store
 
-        options = {name: kwargs.pop(name) for name in ("user_of", "index", "fields", "ttl", "relevance") if name in kwargs}
+        options = {
+            name: kwargs.pop(name) for name in ("user_of", "index", "fields", "ttl", "relevance") if name in kwargs
+        }
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="memlane-store", daemon=True)
         thread.start()
@@ -305,9 +311,14 @@ class MemlaneStore(BaseStore):
             if isinstance(op, PutOp):
                 puts.append(self._resolved_put(op, context_user))
         reads = [
-            (position, self._get(op, context_user) if isinstance(op, GetOp)
-             else self._search(op, context_user) if isinstance(op, SearchOp)
-             else self._list_namespaces(op, context_user))
+            (
+                position,
+                self._get(op, context_user)
+                if isinstance(op, GetOp)
+                else self._search(op, context_user)
+                if isinstance(op, SearchOp)
+                else self._list_namespaces(op, context_user),
+            )
             for position, op in enumerate(ops)
             if not isinstance(op, PutOp)
         ]
@@ -330,8 +341,13 @@ class MemlaneStore(BaseStore):
             return None
         if op.refresh_ttl:
             await self.store.refresh_items([stored])
-        return Item(value=stored.value, key=key, namespace=namespace,
-                    created_at=_when(stored.created_at), updated_at=_when(stored.updated_at))
+        return Item(
+            value=stored.value,
+            key=key,
+            namespace=namespace,
+            created_at=_when(stored.created_at),
+            updated_at=_when(stored.updated_at),
+        )
 
     # search ---------------------------------------------------------------------------------
     async def _search(self, op: SearchOp, context_user: str | None) -> list[SearchItem]:
@@ -352,7 +368,9 @@ class MemlaneStore(BaseStore):
             listed = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
             listed = [[(item, None) for item in items] for items in listed]
         candidates = [
-            (item, vectors) for items in listed for item, vectors in items
+            (item, vectors)
+            for items in listed
+            for item, vectors in items
             if under(tuple(item.namespace), prefix) and matches(item.value, op.filter)
         ]
         # newest first, as the SQL stores list them; a query ranks them (ties keep this order)
@@ -373,8 +391,15 @@ class MemlaneStore(BaseStore):
         if self.relevance and op.query:
             relevances = await self._relevances(op.query, [item for item, _ in page])
             return [
-                MemlaneSearchItem(tuple(item.namespace), item.key, item.value, _when(item.created_at), _when(item.updated_at),
-                                  score, relevance=relevances.get((item.user_id, item.memory_id)))
+                MemlaneSearchItem(
+                    tuple(item.namespace),
+                    item.key,
+                    item.value,
+                    _when(item.created_at),
+                    _when(item.updated_at),
+                    score,
+                    relevance=relevances.get((item.user_id, item.memory_id)),
+                )
                 for item, score in page
             ]
         return [self._search_item(item, score) for item, score in page]
@@ -383,7 +408,10 @@ class MemlaneStore(BaseStore):
         """memlane's relevance of each item for `query`, from one hybrid search per owner."""
         owners = sorted({item.user_id for item in items})
         searched = await asyncio.gather(
-            *(self.store.search_memories(owner, query, kinds=["event"], limit=max(50, len(items) * 4)) for owner in owners)
+            *(
+                self.store.search_memories(owner, query, kinds=["event"], limit=max(50, len(items) * 4))
+                for owner in owners
+            )
         )
         return {(owner, hit.memory.id): hit.score for owner, hits in zip(owners, searched) for hit in hits}
 
@@ -462,8 +490,16 @@ class MemlaneStore(BaseStore):
                     own_texts.append(path_texts(value, paths) if indexed else [])
                     # memlane's own text feeds recall: only a user's item needs one
                     text = item_text(value) if indexed and put.owner != NO_USER else ""
-                upserts.append(StoreItem(user_id=put.owner, namespace=list(namespace), key=key, value=value,
-                                         text=text, ttl_minutes=op.ttl))
+                upserts.append(
+                    StoreItem(
+                        user_id=put.owner,
+                        namespace=list(namespace),
+                        key=key,
+                        value=value,
+                        text=text,
+                        ttl_minutes=op.ttl,
+                    )
+                )
         for owner, memory_ids in deletions.items():
             await self.store.delete_items(owner, memory_ids)
         if upserts:

@@ -89,9 +89,15 @@ def settings_secrets(settings: Settings) -> list[str]:
         if isinstance(value, SecretStr) or _is_secret_name(name):
             found += _secret_values(value)
         elif isinstance(value, str):
-            found += [text for match in _URL_PASSWORD.finditer(value) for text in (match["password"], unquote(match["password"]))]
+            found += [
+                text
+                for match in _URL_PASSWORD.finditer(value)
+                for text in (match["password"], unquote(match["password"]))
+            ]
     found += sorted(_REGISTERED_SECRETS)
-    return [secret for secret in dict.fromkeys(found) if len(secret) >= 4]  # a 1-3 character "secret" would mask every word
+    return [
+        secret for secret in dict.fromkeys(found) if len(secret) >= 4
+    ]  # a 1-3 character "secret" would mask every word
 
 
 def mask_secrets(text: str, settings: Settings | None = None) -> str:
@@ -110,11 +116,7 @@ def _flat_json(settings: Settings, part: str) -> dict[str, Any]:
 
 def masked_settings(settings: Settings) -> dict[str, Any]:
     """The settings as JSON-ready values, secrets masked (what `memlane config` prints)."""
-    dumped = {
-        flat: value
-        for part in COMPONENTS
-        for flat, value in _flat_json(settings, part).items()
-    }
+    dumped = {flat: value for part in COMPONENTS for flat, value in _flat_json(settings, part).items()}
     for name, value in dumped.items():
         raw = getattr(settings, name)
         if isinstance(raw, SecretStr) or (_is_secret_name(name) and _secret_values(raw)):

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings
 from memlane.importing import import_messages, messages_of
 from memlane.store.errors import InvalidInput
-from memlane.store.ids import event_memory_id, profile_memory_id
-from memlane.store.protocols import MemoryStore
-from memlane.store.metadata import MetadataFilter
 from memlane.store.hits import MemoryHit
+from memlane.store.ids import event_memory_id, profile_memory_id
+from memlane.store.metadata import MetadataFilter
+from memlane.store.protocols import MemoryStore
 from memlane.store.records import REMEMBERED_TAG, Event, MemoryUpdate, NoteRevision, ProfileEntry
 from memlane.store.scopes import scoped_user_id
 from memlane.sync_twin import SyncTwin
@@ -38,24 +39,40 @@ _ACTIONS = {"added": "ADD", "updated": "UPDATE", "deleted": "DELETE"}
 
 def _entry(entry: ProfileEntry) -> dict[str, Any]:
     return {
-        "id": profile_memory_id(entry.id), "memory": f"{entry.topic} / {entry.subtopic}: {entry.content}", "kind": "profile",
-        "confidence": entry.confidence, "created_at": entry.created_at, "updated_at": entry.updated_at,
-        "metadata": entry.metadata, "source_message_ids": entry.source_message_ids,
+        "id": profile_memory_id(entry.id),
+        "memory": f"{entry.topic} / {entry.subtopic}: {entry.content}",
+        "kind": "profile",
+        "confidence": entry.confidence,
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
+        "metadata": entry.metadata,
+        "source_message_ids": entry.source_message_ids,
     }
 
 
 def _event(event: Event) -> dict[str, Any]:
     return {
-        "id": event_memory_id(event.id), "memory": event.summary, "kind": "event", "tags": event.tags,
-        "created_at": event.created_at, "updated_at": event.created_at, "source_message_ids": event.source_message_ids,
+        "id": event_memory_id(event.id),
+        "memory": event.summary,
+        "kind": "event",
+        "tags": event.tags,
+        "created_at": event.created_at,
+        "updated_at": event.created_at,
+        "source_message_ids": event.source_message_ids,
     }
 
 
 def _hit(hit: MemoryHit) -> dict[str, Any]:
     memory = hit.memory
     return {
-        "id": memory.id, "memory": memory.text, "kind": memory.kind, "score": hit.score, "weak": hit.weak,
-        "created_at": memory.created_at, "session_id": memory.session_id, "source_message_ids": memory.source_message_ids,
+        "id": memory.id,
+        "memory": memory.text,
+        "kind": memory.kind,
+        "score": hit.score,
+        "weak": hit.weak,
+        "created_at": memory.created_at,
+        "session_id": memory.session_id,
+        "source_message_ids": memory.source_message_ids,
         "metadata": memory.metadata,
     }
 
@@ -75,7 +92,9 @@ class AsyncMemory:
         self._context: Any = None  # the memory graph's context (`_memory_context`), made at the first run
 
     @classmethod
-    async def open(cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any) -> "AsyncMemory":
+    async def open(
+        cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any
+    ) -> AsyncMemory:
         """Open the store (REDIS_URL, or the embedded Redis Stack) and wrap it; `aclose` closes it."""
         from memlane.store.redis import open_store
 
@@ -92,7 +111,7 @@ class AsyncMemory:
         if self._owns_store:
             await self.store.aclose()
 
-    async def __aenter__(self) -> "AsyncMemory":
+    async def __aenter__(self) -> AsyncMemory:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -120,7 +139,9 @@ class AsyncMemory:
         user_id = scoped_user_id(user_id, agent_id)
         session_id = run_id or session_id
         if infer and self.model is None:
-            raise InvalidInput("add(infer=True) runs the memory graph: give AsyncMemory a model (model=...), or add with infer=False")
+            raise InvalidInput(
+                "add(infer=True) runs the memory graph: give AsyncMemory a model (model=...), or add with infer=False"
+            )
         document = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
         parsed = messages_of(document, user_id, session_id=session_id, source="add")
         if metadata:
@@ -142,7 +163,9 @@ class AsyncMemory:
         for it to end. Runs are kept by this object (until it closes)."""
         task = self._runs.get(memory_run_id)
         if task is None:
-            raise InvalidInput(f"no memory run {memory_run_id!r} was started by this Memory (add(wait=False) answers its id)")
+            raise InvalidInput(
+                f"no memory run {memory_run_id!r} was started by this Memory (add(wait=False) answers its id)"
+            )
         if wait:
             await asyncio.wait({task})
         if not task.done():
@@ -151,7 +174,12 @@ class AsyncMemory:
             error = task.exception()
             return {"memory_run_id": memory_run_id, "status": "failed", "error": f"{type(error).__name__}: {error}"}
         answer = task.result()
-        return {"memory_run_id": memory_run_id, "status": "done", "results": answer["results"], "event_id": answer["event_id"]}
+        return {
+            "memory_run_id": memory_run_id,
+            "status": "done",
+            "results": answer["results"],
+            "event_id": answer["event_id"],
+        }
 
     async def _remember(self, user_id: str, messages: Sequence[Any]) -> dict[str, Any]:
         """Store `messages` and run the memory graph over the user's unremembered turns, one run of
@@ -200,18 +228,27 @@ class AsyncMemory:
         user_id = scoped_user_id(user_id, agent_id)
         session_id = run_id or session_id
         hits = await self.store.search_memories(
-            user_id, query, limit=limit, kinds=kinds, session_id=session_id, metadata_filter=filters  # type: ignore[arg-type]
+            user_id,
+            query,
+            limit=limit,
+            kinds=kinds,
+            session_id=session_id,
+            metadata_filter=filters,  # type: ignore[arg-type]
         )
         return [_hit(hit) for hit in hits]
 
-    async def get_all(self, *, user_id: str, agent_id: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    async def get_all(
+        self, *, user_id: str, agent_id: str | None = None, limit: int = 100, offset: int = 0
+    ) -> dict[str, Any]:
         """The user's profile entries and event cards, most recently changed first, a page at a time:
         {"results": [...], "next_offset": the next page's offset, or None after the last}."""
         user_id = scoped_user_id(user_id, agent_id)
         if limit < 1 or offset < 0:
             raise InvalidInput("limit must be 1 or more and offset 0 or more")
         events = await self.store.list_events(user_id, limit=offset + limit + 1)
-        everything = [_entry(entry) for entry in await self.store.get_profile(user_id)] + [_event(event) for event in events]
+        everything = [_entry(entry) for entry in await self.store.get_profile(user_id)] + [
+            _event(event) for event in events
+        ]
         everything.sort(key=lambda memory: memory["updated_at"], reverse=True)
         page = everything[offset : offset + limit]
         more = len(everything) > offset + limit
@@ -229,13 +266,25 @@ class AsyncMemory:
         if kind == "message":
             around = await self.store.message_neighbours(user_id, ref, before=0, after=0)
             return next(
-                ({"id": memory_id, "memory": m.content, "kind": "message", "role": m.role, "session_id": m.session_id, "created_at": m.created_at}
-                 for m in around if m.id == ref),
+                (
+                    {
+                        "id": memory_id,
+                        "memory": m.content,
+                        "kind": "message",
+                        "role": m.role,
+                        "session_id": m.session_id,
+                        "created_at": m.created_at,
+                    }
+                    for m in around
+                    if m.id == ref
+                ),
                 None,
             )
         raise InvalidInput(f"{memory_id!r} is not a memory id: they start with profile:, event: or message:")
 
-    async def update(self, memory_id: str, data: str, *, user_id: str, agent_id: str | None = None, actor: str = "api") -> dict[str, Any]:
+    async def update(
+        self, memory_id: str, data: str, *, user_id: str, agent_id: str | None = None, actor: str = "api"
+    ) -> dict[str, Any]:
         """Change a profile entry's content or a note's text, the change kept in its history. An
         event card of a memory run and a turn are what happened: delete one and add what is true."""
         user_id = scoped_user_id(user_id, agent_id)
@@ -243,7 +292,9 @@ class AsyncMemory:
         if kind == "event":
             return await self._update_note(user_id, ref, data, actor)
         if kind != "profile":
-            raise InvalidInput(f"only profile entries and notes change in place; {memory_id!r} is a record of what happened: delete it and add anew")
+            raise InvalidInput(
+                f"only profile entries and notes change in place; {memory_id!r} is a record of what happened: delete it and add anew"
+            )
         entry = await self.store.edit_profile_entry(user_id, ref, content=data, actor=actor)
         if entry is None:
             raise InvalidInput(f"the user has no profile entry {ref!r}")
@@ -256,7 +307,9 @@ class AsyncMemory:
         if event is None:
             raise InvalidInput(f"the user has no memory 'event:{event_id}'")
         if REMEMBERED_TAG not in event.tags:
-            raise InvalidInput(f"'event:{event_id}' is a memory run's card, a record of what happened: delete it and add anew")
+            raise InvalidInput(
+                f"'event:{event_id}' is a memory run's card, a record of what happened: delete it and add anew"
+            )
         text = text.strip()
         if not text:
             raise InvalidInput("a note's new text is empty; delete the note instead")
@@ -264,7 +317,9 @@ class AsyncMemory:
             return _event(event)
         revision = NoteRevision(actor=actor, before=event.summary, after=text)
         edited = event.model_copy(update={"summary": text, "revisions": [*event.revisions, revision]})
-        await self.store.apply_update(MemoryUpdate(user_id=user_id, event=edited, memories=[edited.as_memory()], actor=actor))
+        await self.store.apply_update(
+            MemoryUpdate(user_id=user_id, event=edited, memories=[edited.as_memory()], actor=actor)
+        )
         return _event(edited)
 
     async def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> bool:
@@ -297,13 +352,28 @@ class AsyncMemory:
             if event is None:
                 return []
             first = event.revisions[0].before if event.revisions else event.summary
-            made = {"action": "add", "at": event.created_at, "after_content": first, "source_message_ids": event.source_message_ids}
-            changes = [{"action": "update", "at": r.at, "actor": r.actor, "before_content": r.before, "after_content": r.after} for r in event.revisions]
+            made = {
+                "action": "add",
+                "at": event.created_at,
+                "after_content": first,
+                "source_message_ids": event.source_message_ids,
+            }
+            changes = [
+                {"action": "update", "at": r.at, "actor": r.actor, "before_content": r.before, "after_content": r.after}
+                for r in event.revisions
+            ]
             return [made, *changes]
         memory = await self.get(memory_id, user_id=user_id)  # already scoped: no agent_id again
         if memory is None:
             return []
-        return [{"action": "add", "at": memory["created_at"], "after_content": memory["memory"], "source_message_ids": memory.get("source_message_ids", [])}]
+        return [
+            {
+                "action": "add",
+                "at": memory["created_at"],
+                "after_content": memory["memory"],
+                "source_message_ids": memory.get("source_message_ids", []),
+            }
+        ]
 
 
 class Memory(SyncTwin):
@@ -312,7 +382,9 @@ class Memory(SyncTwin):
 
     twin_of = AsyncMemory
 
-    def __init__(self, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any) -> None:
+    def __init__(
+        self, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any
+    ) -> None:
         self._start(lambda: AsyncMemory.open(settings, model=model, **store_options), "memlane-memory")
 
 

@@ -11,9 +11,9 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.config import get_config
@@ -132,7 +132,9 @@ def turn_messages(messages: Sequence[BaseMessage], identity: MemoryAgentContext)
 ALIGNED_MESSAGES = 3
 
 
-def unstored_messages(candidates: list[Message], stored: Sequence[Message], privacy: PrivacyMode = "off") -> list[Message]:
+def unstored_messages(
+    candidates: list[Message], stored: Sequence[Message], privacy: PrivacyMode = "off"
+) -> list[Message]:
     """The candidates after the last one already among `stored` (the session's newest stored
     messages, oldest first).
 
@@ -240,7 +242,9 @@ class MemoryPersistence:
         self._stored: dict[str, asyncio.Event] = {}
         self._unindexed: set[_Unindexed] = set()  # saves whose turn is not indexed yet
 
-    def save_turn(self, identity: MemoryAgentContext, turn: list[Message], *, only_new: bool = False) -> asyncio.Task[None]:
+    def save_turn(
+        self, identity: MemoryAgentContext, turn: list[Message], *, only_new: bool = False
+    ) -> asyncio.Task[None]:
         """Start storing `turn` in the background; returns at once.
 
         only_new: `turn` is the whole conversation a request carried (`turn_messages`); only
@@ -278,7 +282,9 @@ class MemoryPersistence:
             embedding=self.store.embedding_backlog(),
         )
 
-    async def _new_messages(self, identity: MemoryAgentContext, conversation: list[Message], pending: list[Message]) -> list[Message]:
+    async def _new_messages(
+        self, identity: MemoryAgentContext, conversation: list[Message], pending: list[Message]
+    ) -> list[Message]:
         """The conversation's messages after the last one stored, unsaved (`pending`) or skipped."""
         stored = await self.store.recent_messages(
             identity.user_id, identity.session_id, limit=max(ALIGNED_MESSAGES, min(len(conversation), 100))
@@ -359,7 +365,11 @@ class MemoryPersistence:
                 await asyncio.wait([previous])
             try:  # recorded as waiting for indexing: if this fails, the next save or the worker indexes it
                 await self._while_redis_is_away(
-                    identity, "indexing the turn", lambda: self.store.reindex_pending(identity.user_id), started, len(messages)
+                    identity,
+                    "indexing the turn",
+                    lambda: self.store.reindex_pending(identity.user_id),
+                    started,
+                    len(messages),
                 )
             except Exception as error:
                 logger.warning("indexing the turn of %s failed; the next save tries again: %s", identity.user_id, error)
@@ -368,10 +378,16 @@ class MemoryPersistence:
             if self.scheduler is not None:
                 try:
                     queued = await self._while_redis_is_away(
-                        identity, "telling the scheduler", lambda: self.scheduler.notify(identity.user_id), started, len(messages)
+                        identity,
+                        "telling the scheduler",
+                        lambda: self.scheduler.notify(identity.user_id),
+                        started,
+                        len(messages),
                     )
                 except Exception as error:  # stored: the next turn's notice covers this one
-                    logger.warning("the memory scheduler could not be told about %s's new turn: %s", identity.user_id, error)
+                    logger.warning(
+                        "the memory scheduler could not be told about %s's new turn: %s", identity.user_id, error
+                    )
             if self.on_saved is not None:
                 try:
                     await self.on_saved(identity, turn, queued)
@@ -416,7 +432,11 @@ class MemoryPersistence:
                     raise
                 if identity.user_id not in self.retrying:
                     logger.warning(
-                        "%s of %s failed (%s); trying again for up to %.0f s", what, identity.user_id, error, self.retry_seconds
+                        "%s of %s failed (%s); trying again for up to %.0f s",
+                        what,
+                        identity.user_id,
+                        error,
+                        self.retry_seconds,
                     )
                 self.retrying[identity.user_id] = held
                 self._away.setdefault(identity.user_id, asyncio.Event()).set()  # wait_user stops waiting
@@ -425,10 +445,18 @@ class MemoryPersistence:
                 delay = min(delay * 2, SAVE_RETRY_MAX_DELAY)
                 continue
             if failures:
-                logger.info("%s of %s done after %d failed tries (%.1f s)", what, identity.user_id, failures, time.monotonic() - started)
+                logger.info(
+                    "%s of %s done after %d failed tries (%.1f s)",
+                    what,
+                    identity.user_id,
+                    failures,
+                    time.monotonic() - started,
+                )
             return result
 
-    def _give_up(self, identity: MemoryAgentContext, messages: list[Message], error: BaseException, waited: float) -> None:
+    def _give_up(
+        self, identity: MemoryAgentContext, messages: list[Message], error: BaseException, waited: float
+    ) -> None:
         """Keep `messages` for the user's next save and say how many are unsaved in all."""
         kept = messages[-MAX_UNSAVED_MESSAGES:]
         self.unsaved[identity.user_id] = kept
@@ -437,8 +465,13 @@ class MemoryPersistence:
         logger.error(
             "saving %d messages of %s failed after %.0f s (%s: %s); kept in memory for the user's next turn. "
             "Unsaved now: %d messages of %d users",
-            len(kept), identity.user_id, waited, type(error).__name__, error,
-            sum(len(unsaved) for unsaved in self.unsaved.values()), len(self.unsaved),
+            len(kept),
+            identity.user_id,
+            waited,
+            type(error).__name__,
+            error,
+            sum(len(unsaved) for unsaved in self.unsaved.values()),
+            len(self.unsaved),
             exc_info=not redis_is_away(error),
         )
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
@@ -108,7 +108,12 @@ def _clean_answer(answer: str, question: str) -> str | None:
     lines = [line.strip().strip("\"'“”「」`") for line in answer.strip().splitlines() if line.strip()]
     if not lines:
         return None
-    text = re.sub(r"^.*?(rewritten question|rewritten|standalone question|question|改写后的问题|改写|问题)\s*[:：]\s*", "", lines[-1], flags=re.I).strip()
+    text = re.sub(
+        r"^.*?(rewritten question|rewritten|standalone question|question|改写后的问题|改写|问题)\s*[:：]\s*",
+        "",
+        lines[-1],
+        flags=re.I,
+    ).strip()
     if not text or len(text) > max(400, 4 * len(question)):
         return None
     return text
@@ -131,10 +136,14 @@ async def model_rewrite(
     `recall_rewrite_timeout_seconds` (0.3 s: the reply waits on it) or failed."""
     global _told_about_budget
     # the reply waits for this call: a short timeout and no retry
-    quick = settings.model_copy(update={"llm_timeout_seconds": settings.recall.rewrite_timeout_seconds, "llm_max_retries": 0})
+    quick = settings.model_copy(
+        update={"llm_timeout_seconds": settings.recall.rewrite_timeout_seconds, "llm_max_retries": 0}
+    )
     # past the budget the call is given up, not failed: a model slower than 0.3 s still works
     # for the memory graph, and its breaker must not open on the reply path's impatience
-    caller = ModelCaller(llm=llm, settings=quick, step=Step.REWRITE, breaker=breaker, timeout_is_budget=True, quiet=True)
+    caller = ModelCaller(
+        llm=llm, settings=quick, step=Step.REWRITE, breaker=breaker, timeout_is_budget=True, quiet=True
+    )
     turns = previous_turns[-6:]
     chat = render_chat([turn.model_copy(update={"content": turn.content[:_MAX_REWRITE_TURN_CHARS]}) for turn in turns])
     try:

@@ -33,15 +33,25 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Iterable, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
+
 from memlane import dates
 from memlane.config import Settings
 from memlane.query import cheap_rewrite, model_rewrite, needs_rewrite
-from memlane.recall_block import HEADINGS, SECTION_SHARES, Layer, Recall, RecallItem, RewriteKind, fill_block, item_token_cap
+from memlane.recall_block import (
+    HEADINGS,
+    SECTION_SHARES,
+    Layer,
+    Recall,
+    RecallItem,
+    RewriteKind,
+    fill_block,
+    item_token_cap,
+)
 from memlane.recall_changes import newest_changes
 from memlane.recall_select import (
     exact_term_hits,
@@ -53,16 +63,25 @@ from memlane.recall_select import (
     unanswered,
 )
 from memlane.store.breaker import CircuitBreaker
+from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.metadata import MetadataFilter
 from memlane.store.passage import answering_passage
 from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
-from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.records import Memory, Message, ProfileEntry, SessionSummary, past_value_text
 from memlane.store.text import MAX_QUERY_CHARS, Language, detect_language, is_short_entity_query
 from memlane.store.timeexpr import resolve_timezone
 from memlane.store.tokens import count_tokens
 
-__all__ = ["HEADINGS", "SECTION_SHARES", "Layer", "Recall", "RecallItem", "detect_language", "recall", "recall_system_prompt"]
+__all__ = [
+    "HEADINGS",
+    "SECTION_SHARES",
+    "Layer",
+    "Recall",
+    "RecallItem",
+    "detect_language",
+    "recall",
+    "recall_system_prompt",
+]
 
 _SPACES = re.compile(r"\s+")
 logger = logging.getLogger(__name__)
@@ -103,7 +122,11 @@ async def _searched(
 
     async def search_of(owner: str, query: str) -> list[MemoryHit]:
         return await store.search_memories(
-            owner, query, kinds=["profile", "event", "message"], limit=candidates, reference_time=reference_time,
+            owner,
+            query,
+            kinds=["profile", "event", "message"],
+            limit=candidates,
+            reference_time=reference_time,
             metadata_filter=metadata_filter,
         )
 
@@ -165,7 +188,14 @@ async def recall(
     budget = max_tokens or settings.recall.max_tokens
     enabled = settings.recall.enabled if enabled is None else enabled
     if not enabled:
-        return Recall(user_id=user_id, session_id=session_id, query=message, language=detect_language(message), enabled=False, budget=budget)
+        return Recall(
+            user_id=user_id,
+            session_id=session_id,
+            query=message,
+            language=detect_language(message),
+            enabled=False,
+            budget=budget,
+        )
 
     candidates = max(20, 3 * settings.recall.max_memories)
     recent_limit = max(settings.recall.recent_messages, 4) if session_id else 0
@@ -175,11 +205,23 @@ async def recall(
         store.recent_messages(user_id, session_id, limit=recent_limit) if recent_limit else _empty(),
     )
     search_query, rewrite, hits = await _searched(
-        store, user_id, message, session_messages, settings, candidates, reference_time, rewrite_model, rewrite_breaker,
+        store,
+        user_id,
+        message,
+        session_messages,
+        settings,
+        candidates,
+        reference_time,
+        rewrite_model,
+        rewrite_breaker,
         shared_user_id,
         metadata_filter,
     )
-    recent = session_messages[-settings.recall.recent_messages :] if include_recent and settings.recall.recent_messages else []
+    recent = (
+        session_messages[-settings.recall.recent_messages :]
+        if include_recent and settings.recall.recent_messages
+        else []
+    )
     language = detect_language(message, *(m.content for m in reversed(recent)))
     seen = {_normalized(text) for text in [message, *exclude_texts] if text.strip()}
     recent = [m for m in recent if _normalized(m.content) not in seen and m.content.strip()]
@@ -192,7 +234,9 @@ async def recall(
         memory = hit.memory
         if memory.kind == "profile" and memory.ref_id in profile_ids:
             fresh.append(hit)  # ranks the profile below
-        elif _normalized(memory.text) not in seen and not (memory.kind == "message" and set(memory.source_message_ids) & recent_ids):
+        elif _normalized(memory.text) not in seen and not (
+            memory.kind == "message" and set(memory.source_message_ids) & recent_ids
+        ):
             fresh.append(hit)
     entity = _normalized(message).strip(" ?？!！。.") if is_short_entity_query(message) else None
     # the questions' neighbours, read now: a question whose reply only asks back holds nothing
@@ -202,8 +246,16 @@ async def recall(
         hit.memory.id for hit in fresh if unanswered(hit.memory, _reply(neighbours.get(hit.memory.id, []), hit.memory))
     )
     passing = ranked_hits(
-        fresh, layer_weights(settings), settings.recall.min_relevance, entity, search_query, settings.recall.echo_weight,
-        settings.similarity_floor, settings.recall.echo_similarity, no_answer, settings.recall.unanswered_weight,
+        fresh,
+        layer_weights(settings),
+        settings.recall.min_relevance,
+        entity,
+        search_query,
+        settings.recall.echo_weight,
+        settings.similarity_floor,
+        settings.recall.echo_similarity,
+        no_answer,
+        settings.recall.unanswered_weight,
     )
     if not passing and settings.recall.exact_fallback:  # one more chance before nothing: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query))
@@ -211,7 +263,8 @@ async def recall(
     if settings.recall.newer_first:
         found_entries = {hit.memory.ref_id for hit in fresh if hit.memory.kind == "profile"}
         changes = newest_changes(
-            search_query, [hit.memory for hit in fresh],
+            search_query,
+            [hit.memory for hit in fresh],
             [(entry.id, entry.line, entry.since) for entry in profile if entry.id in found_entries],
         )
         passing = newer_first(passing, fresh, [change.memory.id for change in changes])
@@ -235,9 +288,13 @@ async def recall(
             if memory.id in stale:
                 memory = memory.model_copy(update={"valid_until": stale[memory.id]})
             chosen.append((hit.score, memory))
-    neighbours |= await _neighbours(store, user_id, [memory for _, memory in chosen if memory.id not in neighbours], settings)
+    neighbours |= await _neighbours(
+        store, user_id, [memory for _, memory in chosen if memory.id not in neighbours], settings
+    )
     memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings, search_query)
-    clock = Clock(resolve_timezone(settings.store.timezone), language, time.time() if reference_time is None else reference_time)
+    clock = Clock(
+        resolve_timezone(settings.store.timezone), language, time.time() if reference_time is None else reference_time
+    )
     for item in memory_items:
         clock.date(item)
     memory_items.sort(key=lambda item: item.status == "earlier")  # stable: the current ones first, in rank order
@@ -298,11 +355,18 @@ async def _neighbours(
     store: HistoryStore, user_id: str, memories: Sequence[Memory], settings: Settings
 ) -> dict[str, list[Message]]:
     """Per recalled message memory: the messages around it (the hit included), in order."""
-    wanted = [m for m in memories if m.kind == "message" and m.source_message_ids] if settings.recall.neighbour_messages else []
+    wanted = (
+        [m for m in memories if m.kind == "message" and m.source_message_ids]
+        if settings.recall.neighbour_messages
+        else []
+    )
     found = await asyncio.gather(
         *(
             store.message_neighbours(
-                user_id, memory.source_message_ids[0], before=settings.recall.neighbour_messages, after=settings.recall.neighbour_messages
+                user_id,
+                memory.source_message_ids[0],
+                before=settings.recall.neighbour_messages,
+                after=settings.recall.neighbour_messages,
             )
             for memory in wanted
         )
@@ -326,6 +390,7 @@ def speaker_label(role: str, speaker: str | None, language: Language) -> str:
     if role == "assistant":
         return speaker or HEADINGS[language]["assistant"]
     return speaker or ("其他人" if language == "zh" else "someone else")
+
 
 def _message_parts(
     around: Sequence[Message], hit_ids: Sequence[str], query: str, language: Language, budget: int, settings: Settings
@@ -363,15 +428,24 @@ def _memory_items(
         if len(items) == settings.recall.max_memories:
             break
         if memory.kind != "message":
-            text = past_value_text(memory) if memory.kind == "profile" and memory.valid_until is not None else memory.text
+            text = (
+                past_value_text(memory) if memory.kind == "profile" and memory.valid_until is not None else memory.text
+            )
             source_ids = memory.source_message_ids
         else:
             if set(memory.source_message_ids) <= covered:
                 continue  # already shown as the neighbour of an earlier hit
-            shown = neighbours_shown(
-                neighbours.get(memory.id, []), memory.source_message_ids[0], settings.recall.neighbour_mode,
-                settings.search.embed_context_max_tokens, settings.store.token_encoding,
-            ) if memory.source_message_ids else []
+            shown = (
+                neighbours_shown(
+                    neighbours.get(memory.id, []),
+                    memory.source_message_ids[0],
+                    settings.recall.neighbour_mode,
+                    settings.search.embed_context_max_tokens,
+                    settings.store.token_encoding,
+                )
+                if memory.source_message_ids
+                else []
+            )
             around = [m for m in shown if m.id not in recent_ids and m.content.strip()]
             if any(m.id in memory.source_message_ids for m in around):
                 parts = _message_parts(around, memory.source_message_ids, query, language, budget, settings)
@@ -447,6 +521,7 @@ def _recent_items(recent: Sequence[Message], language: Language) -> list[RecallI
             )
         )
     return items
+
 
 def recall_system_prompt(base_prompt: str | None, recalled: Recall) -> str:
     """`base_prompt` with the recall block appended (unchanged when nothing was recalled)."""

@@ -60,7 +60,8 @@ class RecallItem(BaseModel):
     created_at: float | None = None
     confidence: float | None = None
     when: str | None = Field(
-        default=None, description='its time as the line shows it: "2026-10-12, 3 weeks ago" (a profile entry: "since …")'
+        default=None,
+        description='its time as the line shows it: "2026-10-12, 3 weeks ago" (a profile entry: "since …")',
     )
     status: Literal["current", "earlier"] = Field(default="current", description="earlier: a newer fact replaced it")
     valid_until: float | None = Field(default=None, description="when a newer fact replaced it")
@@ -82,7 +83,8 @@ class Recall(BaseModel):
     query: str
     search_query: str = Field(default="", description="what was searched: the query, rewritten when it was a follow-up")
     rewrite: RewriteKind | None = Field(
-        default=None, description="how a follow-up was made searchable: the memory model's rewrite in time, or the previous turn's words"
+        default=None,
+        description="how a follow-up was made searchable: the memory model's rewrite in time, or the previous turn's words",
     )
     language: Language
     enabled: bool = True
@@ -90,7 +92,9 @@ class Recall(BaseModel):
     summary: RecallItem | None = None
     memories: list[RecallItem] = Field(default_factory=list)
     recent: list[RecallItem] = Field(default_factory=list)
-    threshold: float | None = Field(default=None, description="the relevance floor search hits passed (recall_min_relevance)")
+    threshold: float | None = Field(
+        default=None, description="the relevance floor search hits passed (recall_min_relevance)"
+    )
     dropped: int = Field(default=0, description="items left out for the budget")
     search_incomplete: list[str] = Field(
         default_factory=list,
@@ -105,11 +109,13 @@ class Recall(BaseModel):
         summary = [self.summary] if self.summary else []
         return [*self.profile, *summary, *self.memories, *self.recent]
 
+
 def item_token_cap(budget: int, language: Language, encoding: str) -> int:
     """The most tokens one item may take: one long message must not crowd out the rest, and
     one item must fit a small budget."""
     available = budget - count_tokens(HEADINGS[language]["intro"] + "\n", encoding)
     return max(8, min(available // 4, available // 2 - 12))
+
 
 def _line(item: RecallItem, language: Language) -> str:
     """The item as the block shows it: a profile entry with since when it holds and its past

@@ -25,8 +25,8 @@ Bench: bench/raw_changes.py (run by bench/changing_facts.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from memlane.recall_select import is_asking
 from memlane.store.records import Memory
@@ -56,34 +56,152 @@ SLOTS: tuple[Slot, ...] = (
     Slot(
         "work",
         asks=("work", "job", "employer", "company", "office", "工作", "上班", "公司", "单位", "职业"),
-        changes=("joined", "left", "new job", "started at", "start at", "starting at", "started working", "switched jobs",
-                 "laid off", "resigned", "got hired", "quit my job", "handed in my notice", "跳槽", "入职", "辞职", "离职", "换工作", "换了工作", "加入了", "被裁"),
+        changes=(
+            "joined",
+            "left",
+            "new job",
+            "started at",
+            "start at",
+            "starting at",
+            "started working",
+            "switched jobs",
+            "laid off",
+            "resigned",
+            "got hired",
+            "quit my job",
+            "handed in my notice",
+            "跳槽",
+            "入职",
+            "辞职",
+            "离职",
+            "换工作",
+            "换了工作",
+            "加入了",
+            "被裁",
+        ),
         states=("work", "works", "working", "job", "employed", "上班", "工作", "任职"),
         state_pattern=r"在.{1,10}(当|做)",
     ),
     Slot(
         "diet",
         asks=("drink", "eat", "diet", "food", "喝", "吃", "饮食"),
-        changes=("quit", "stopped", "gave up", "switched to", "no longer", "now only", "went vegetarian", "went vegan",
-                 "戒", "不喝", "不吃", "改喝", "改吃", "只喝", "只吃", "吃素"),
+        changes=(
+            "quit",
+            "stopped",
+            "gave up",
+            "switched to",
+            "no longer",
+            "now only",
+            "went vegetarian",
+            "went vegan",
+            "戒",
+            "不喝",
+            "不吃",
+            "改喝",
+            "改吃",
+            "只喝",
+            "只吃",
+            "吃素",
+        ),
         states=("drink", "drinks", "drinking", "eat", "eats", "eating", "喝", "吃"),
     ),
     Slot(
         "partner",
-        asks=("dating", "date", "partner", "boyfriend", "girlfriend", "husband", "wife", "relationship", "seeing",
-              "对象", "男朋友", "女朋友", "恋爱", "老公", "老婆", "伴侣", "在一起"),
-        changes=("broke up", "split up", "divorced", "got married", "engaged", "seeing", "started dating", "new boyfriend",
-                 "new girlfriend", "分手", "离婚", "结婚", "订婚", "在一起", "新男朋友", "新女朋友"),
-        states=("dating", "boyfriend", "girlfriend", "partner", "husband", "wife", "谈恋爱", "男朋友", "女朋友", "对象",
-                "老公", "老婆", "在一起"),
+        asks=(
+            "dating",
+            "date",
+            "partner",
+            "boyfriend",
+            "girlfriend",
+            "husband",
+            "wife",
+            "relationship",
+            "seeing",
+            "对象",
+            "男朋友",
+            "女朋友",
+            "恋爱",
+            "老公",
+            "老婆",
+            "伴侣",
+            "在一起",
+        ),
+        changes=(
+            "broke up",
+            "split up",
+            "divorced",
+            "got married",
+            "engaged",
+            "seeing",
+            "started dating",
+            "new boyfriend",
+            "new girlfriend",
+            "分手",
+            "离婚",
+            "结婚",
+            "订婚",
+            "在一起",
+            "新男朋友",
+            "新女朋友",
+        ),
+        states=(
+            "dating",
+            "boyfriend",
+            "girlfriend",
+            "partner",
+            "husband",
+            "wife",
+            "谈恋爱",
+            "男朋友",
+            "女朋友",
+            "对象",
+            "老公",
+            "老婆",
+            "在一起",
+        ),
     ),
     Slot(
         "sport",
         asks=("sport", "hobby", "exercise", "workout", "运动", "爱好", "锻炼"),
-        changes=("took up", "gave up", "quit", "stopped", "switched to", "started", "改成", "改练", "开始", "放弃", "不再"),
-        states=("sport", "sports", "tennis", "running", "swimming", "soccer", "football", "basketball", "yoga",
-                "cycling", "climbing", "hiking", "golf", "rowing", "gym", "运动", "爱好", "跑步", "游泳", "爬山",
-                "骑行", "健身", "瑜伽", "滑雪"),
+        changes=(
+            "took up",
+            "gave up",
+            "quit",
+            "stopped",
+            "switched to",
+            "started",
+            "改成",
+            "改练",
+            "开始",
+            "放弃",
+            "不再",
+        ),
+        states=(
+            "sport",
+            "sports",
+            "tennis",
+            "running",
+            "swimming",
+            "soccer",
+            "football",
+            "basketball",
+            "yoga",
+            "cycling",
+            "climbing",
+            "hiking",
+            "golf",
+            "rowing",
+            "gym",
+            "运动",
+            "爱好",
+            "跑步",
+            "游泳",
+            "爬山",
+            "骑行",
+            "健身",
+            "瑜伽",
+            "滑雪",
+        ),
         state_pattern=r"[踢打].{0,2}球",
     ),
     Slot(
@@ -100,10 +218,12 @@ _PAST = re.compile(
 )
 _HAN = re.compile(r"[\u3400-\u9fff]")
 # words every dated statement may share ("last month"): no sign that two statements are about one thing
-_TIME_TERMS = frozenset(query_terms(
-    "last month week year day today yesterday tomorrow now ago recently new just "
-    "上个月 上周 去年 今年 现在 最近 昨天 今天 已经 开始 刚刚"
-))
+_TIME_TERMS = frozenset(
+    query_terms(
+        "last month week year day today yesterday tomorrow now ago recently new just "
+        "上个月 上周 去年 今年 现在 最近 昨天 今天 已经 开始 刚刚"
+    )
+)
 
 
 def _has(text: str, cues: Sequence[str]) -> bool:
@@ -120,9 +240,42 @@ def _has(text: str, cues: Sequence[str]) -> bool:
 _CLAUSE = re.compile(r"[,.;!?，。；！？、]+")
 # someone else is the clause's subject: "she lives abroad", "我妹妹住在成都" state no slot of the user's
 _OTHERS = (
-    "he", "she", "they", "his", "her", "their", "him", "them", "sister", "brother", "mom", "mum", "dad", "mother",
-    "father", "friend", "son", "daughter", "colleague", "cousin", "parents",
-    "他", "她", "妹妹", "姐姐", "哥哥", "弟弟", "妈妈", "爸爸", "朋友", "同事", "儿子", "女儿", "父母", "表哥", "表姐",
+    "he",
+    "she",
+    "they",
+    "his",
+    "her",
+    "their",
+    "him",
+    "them",
+    "sister",
+    "brother",
+    "mom",
+    "mum",
+    "dad",
+    "mother",
+    "father",
+    "friend",
+    "son",
+    "daughter",
+    "colleague",
+    "cousin",
+    "parents",
+    "他",
+    "她",
+    "妹妹",
+    "姐姐",
+    "哥哥",
+    "弟弟",
+    "妈妈",
+    "爸爸",
+    "朋友",
+    "同事",
+    "儿子",
+    "女儿",
+    "父母",
+    "表哥",
+    "表姐",
 )
 
 
@@ -177,7 +330,9 @@ def newest_changes(
         if not changes:
             continue
         change = max(changes, key=lambda memory: memory.created_at)
-        change_terms = set(query_terms(change.text)) - _TIME_TERMS - set(query_terms(" ".join(slot.changes)))  # the subject's words
+        change_terms = (
+            set(query_terms(change.text)) - _TIME_TERMS - set(query_terms(" ".join(slot.changes)))
+        )  # the subject's words
 
         def about_the_slot(text: str) -> bool:
             return states_the_slot(text, slot) or bool(change_terms & set(query_terms(text)))
@@ -193,9 +348,14 @@ def newest_changes(
             and not is_asking(memory.text)
             and about_the_slot(memory.text)
         )
-        stale_profile = tuple(  # a profile line names its topic ("home / city: …"): the slot's words count there
-            entry_id for entry_id, line, since in profile
-            if since < change.created_at and (about_the_slot(line) or _has(line.split(":", 1)[0], slot.asks))
-        ) if change.speaker_role == "owner" else ()
+        stale_profile = (
+            tuple(  # a profile line names its topic ("home / city: …"): the slot's words count there
+                entry_id
+                for entry_id, line, since in profile
+                if since < change.created_at and (about_the_slot(line) or _has(line.split(":", 1)[0], slot.asks))
+            )
+            if change.speaker_role == "owner"
+            else ()
+        )
         found.append(Change(slot, change, stale, stale_profile))
     return found

@@ -50,7 +50,8 @@ row in bench/model_sees.py:
 from __future__ import annotations
 
 import re
-from typing import Literal, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
@@ -92,7 +93,9 @@ _NO_ANSWER = re.compile(
     r"|还没告诉|没告诉过|没说过|没提过|没有提到|不知道|不清楚|不确定|记不得|不记得|还没说"
 )
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
-_CLAUSE = re.compile(r"[,，;；]|\bbut\b|\bthough\b|但是|不过")  # "I'm not sure what she drinks, but she loved …" answers
+_CLAUSE = re.compile(
+    r"[,，;；]|\bbut\b|\bthough\b|但是|不过"
+)  # "I'm not sure what she drinks, but she loved …" answers
 
 
 def holds_no_answer(text: str) -> bool:
@@ -135,6 +138,7 @@ def ranked_hits(
     `no_answer_weight` for one of `no_answer_ids` (`unanswered`: a question nobody answered, or
     a reply that only asks back).
     Stable: equal ranks keep search's order."""
+
     def rescaled(hit: MemoryHit) -> float:
         return (hit.vector_similarity - similarity_floor) / (1.0 - similarity_floor) if similarity_floor < 1.0 else 0.0
 
@@ -150,7 +154,9 @@ def ranked_hits(
     return sorted(kept, key=order, reverse=True)
 
 
-def newer_first(passing: Sequence[MemoryHit], candidates: Sequence[MemoryHit], first_ids: Sequence[str]) -> list[MemoryHit]:
+def newer_first(
+    passing: Sequence[MemoryHit], candidates: Sequence[MemoryHit], first_ids: Sequence[str]
+) -> list[MemoryHit]:
     """Stage 3b (`recall_newer_first`, memlane/recall_changes.py): the hits of `first_ids` (the
     newest statement of a change the query asks about) first, whatever their relevance, then
     `passing` in its order."""
@@ -170,7 +176,9 @@ def newer_first(passing: Sequence[MemoryHit], candidates: Sequence[MemoryHit], f
 _CODE = re.compile(r"\b(?=[\w-]{0,39}\d)[A-Za-z0-9][\w-]{2,39}\b")
 _NAME = re.compile(r"(?<=[\w,;:] )[A-Z][a-z]{2,}(?:\s[A-Z][a-z]+)*|\b[A-Z]{2,}\b")
 _QUOTED = re.compile(r"[《“\"「『']([^》”\"」』']{1,20})[》”\"」』']")
-_LATIN_IN_HAN = re.compile(r"(?<=[\u3400-\u9fff])\s*([A-Za-z][A-Za-z0-9-]{1,})|(?<![A-Za-z])([A-Za-z][A-Za-z0-9-]{1,39})\s*(?=[\u3400-\u9fff])")
+_LATIN_IN_HAN = re.compile(
+    r"(?<=[\u3400-\u9fff])\s*([A-Za-z][A-Za-z0-9-]{1,})|(?<![A-Za-z])([A-Za-z][A-Za-z0-9-]{1,39})\s*(?=[\u3400-\u9fff])"
+)
 
 
 def exact_terms(query: str) -> list[str]:
@@ -189,7 +197,9 @@ def exact_term_hits(candidates: Sequence[MemoryHit], terms: Sequence[str]) -> li
     return [hit for hit in candidates if any(term in " ".join(hit.memory.text.split()).casefold() for term in wanted)]
 
 
-def answer_pair(around: Sequence[Message], hit_id: str, short_tokens: int, encoding: str = "cl100k_base") -> list[Message]:
+def answer_pair(
+    around: Sequence[Message], hit_id: str, short_tokens: int, encoding: str = "cl100k_base"
+) -> list[Message]:
     """Stage 6, "pair": the recalled message `hit_id` with its other half, out of the messages
     `around` it (in order, the hit included): the assistant's answer after a user's message, the
     user's message before an assistant's answer, the turn before a turn of at most

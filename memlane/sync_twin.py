@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 Answer = TypeVar("Answer")
 
@@ -43,7 +44,12 @@ class SyncTwin:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self.twin_of, name, None)
-        if name.startswith("_") or name in ("open", self.closer) or method is None or not asyncio.iscoroutinefunction(method):
+        if (
+            name.startswith("_")
+            or name in ("open", self.closer)
+            or method is None
+            or not asyncio.iscoroutinefunction(method)
+        ):
             raise AttributeError(f"{type(self).__name__} has no method {name!r}")
         bound = getattr(self._async, name)
 

@@ -43,8 +43,9 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator, AsyncIterator, Sequence
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -132,7 +133,9 @@ class ScriptedChatModel(BaseChatModel):
         if self.rules:
             unknown = _unknown_steps(self.rules)  # rules can be edited after the model is made
             if unknown:
-                raise ValueError(f"rules are keyed by step, one of {', '.join(STEPS)}; not {', '.join(map(repr, unknown))}")
+                raise ValueError(
+                    f"rules are keyed by step, one of {', '.join(STEPS)}; not {', '.join(map(repr, unknown))}"
+                )
             return next((answer for rule_step, answer in self.rules if rule_step == step), self.default)
         if self._position >= len(self.script):
             return self.default
@@ -211,7 +214,7 @@ class ScriptedChatModel(BaseChatModel):
                 await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "ScriptedChatModel":
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         # create_agent binds tools; a script answers in text, so binding changes nothing
         return self
 

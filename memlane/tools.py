@@ -8,7 +8,8 @@ The user comes from the run, like the middleware's (`MemoryAgentContext` or
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -29,11 +30,12 @@ from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, P
 if TYPE_CHECKING:
     from memlane.graph.scheduler import MemoryScheduler
 
+
 def memory_tools(
     store: MemoryStore,
     settings: Settings | None = None,
     *,
-    scheduler: "MemoryScheduler | None" = None,
+    scheduler: MemoryScheduler | None = None,
     memory_model: BaseChatModel | None = None,
 ) -> list[BaseTool]:
     """`[search_memories, remember, forget]` bound to `store`; with `scheduler`, `remember_now` too.
@@ -90,7 +92,11 @@ def memory_tools(
         this turn itself is stored after your reply."""
         identity = resolve_identity(runtime.context, settings)
         queued = await scheduler.notify(identity.user_id, flush=True)
-        return "remembering… (the profile and events show what was learned shortly)" if queued else "nothing new to remember"
+        return (
+            "remembering… (the profile and events show what was learned shortly)"
+            if queued
+            else "nothing new to remember"
+        )
 
     return [search_memories, remember, forget, remember_now]
 
@@ -168,8 +174,13 @@ async def remember_fact(
     """Write a profile entry (replacing what its topic / subtopic slot held: one entry per user and
     slot) with its search memory; its history records the write with its source and metadata."""
     entry = ProfileEntry(
-        user_id=user_id, topic=topic, subtopic=subtopic, content=content, confidence=confidence,
-        source_message_ids=list(source_message_ids), metadata=dict(metadata or {}),
+        user_id=user_id,
+        topic=topic,
+        subtopic=subtopic,
+        content=content,
+        confidence=confidence,
+        source_message_ids=list(source_message_ids),
+        metadata=dict(metadata or {}),
     )
     await store.apply_update(
         MemoryUpdate(user_id=user_id, upsert_profile=[entry], memories=[entry.as_memory()], actor=actor)

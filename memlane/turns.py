@@ -110,8 +110,12 @@ class TurnService:
         self.memory_model = memory_model or (scheduler.context.llm if scheduler is not None else None)
         self.rewrite_model = rewrite_model or self.memory_model
         # the scheduler's model is asked through its breaker: while it is open, the cheap rewrite
-        self.rewrite_breaker = scheduler.context.model_breaker if rewrite_model is None and scheduler is not None else None
-        self.persistence = MemoryPersistence(store, scheduler, settings=settings, on_saved=on_saved, on_failed=on_failed)
+        self.rewrite_breaker = (
+            scheduler.context.model_breaker if rewrite_model is None and scheduler is not None else None
+        )
+        self.persistence = MemoryPersistence(
+            store, scheduler, settings=settings, on_saved=on_saved, on_failed=on_failed
+        )
         self.on_topic_shift = on_topic_shift
         self.on_title = on_title
         self.last_recall: dict[str, Recall] = {}  # per user: the latest recall, for inspection
@@ -139,7 +143,9 @@ class TurnService:
         scheduler = None
         if memory_model is not None:
             context = MemoryContext(store=store, llm=memory_model, settings=settings, profile_configs=profile_configs)
-            scheduler = await MemoryScheduler(context, on_result=on_result, on_step=on_step, on_queued=on_queued).__aenter__()
+            scheduler = await MemoryScheduler(
+                context, on_result=on_result, on_step=on_step, on_queued=on_queued
+            ).__aenter__()
         return cls(store, settings=settings, scheduler=scheduler, memory_model=memory_model, **hooks)
 
     async def aclose(self, timeout: float | None = 10.0) -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel
@@ -126,7 +127,9 @@ async def confirm_forget(
         return None
     chosen = parse_confirmation(answer, sentences)
     if chosen is None:
-        logger.warning("confirm_forget: no usable answer in %r; forget keeps to what is clear without one", answer[:200])
+        logger.warning(
+            "confirm_forget: no usable answer in %r; forget keeps to what is clear without one", answer[:200]
+        )
     return chosen
 
 

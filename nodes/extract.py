@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field, field_validator
 

@@ -18,15 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Awaitable, Callable, Iterable, Sequence
-
-from pydantic import BaseModel
+from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.constants import TAG_NOSTREAM
+from pydantic import BaseModel
 
 from memlane.config import Settings
 from memlane.nodes.structured_output import STRUCTURED_OUTPUT
@@ -80,6 +80,8 @@ def step_of(tags: Iterable[str] | None) -> str | None:
 def memory_model_config(step: str) -> dict[str, Any]:
     """The RunnableConfig of a memory-model call for `step`: never streamed, tagged with its step."""
     return {"tags": [*MEMORY_MODEL_CONFIG["tags"], step_tag(step)]}
+
+
 _CHAT_TAG = re.compile(r"</?\s*chat\s*>", re.IGNORECASE)
 # every character str.splitlines() breaks a line at
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -194,11 +196,18 @@ class ModelCaller:
                 self.usage.model_calls -= 1  # refused before the call: nothing was spent
                 self.usage.prompt_tokens -= prompt_tokens
                 raise ModelPaused(self.step, refused) from None
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 reason = f"no answer within {self.settings.models.llm_timeout_seconds:g}s"
             except Exception as error:  # any provider error is retried, then reported
                 reason = f"{type(error).__name__}: {error}"
-            logger.log(logging.DEBUG if self.quiet else logging.WARNING, "%s: model call %d/%d failed: %s", self.step, attempt, attempts, reason)
+            logger.log(
+                logging.DEBUG if self.quiet else logging.WARNING,
+                "%s: model call %d/%d failed: %s",
+                self.step,
+                attempt,
+                attempts,
+                reason,
+            )
             if attempt < attempts:
                 await asyncio.sleep(_RETRY_BACKOFF_SECONDS * attempt)
         raise ModelCallFailed(self.step, reason)

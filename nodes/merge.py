@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError, field_validator
 
@@ -236,9 +237,7 @@ def group_by_slot(facts: Sequence[ProfileFact], user_id: str) -> list[ProfileFac
                 update={
                     "content": join_clauses(earlier.content, fact.content),
                     "confidence": max(earlier.confidence, fact.confidence),
-                    "source_message_ids": list(
-                        dict.fromkeys(earlier.source_message_ids + fact.source_message_ids)
-                    ),
+                    "source_message_ids": list(dict.fromkeys(earlier.source_message_ids + fact.source_message_ids)),
                 }
             )
     return list(grouped.values())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Collection, Sequence
+from collections.abc import Collection, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -87,9 +87,7 @@ def regroup(
                 confidence=min(entry.confidence for entry in sources),
                 created_at=min(entry.created_at for entry in sources),
                 updated_at=now(),
-                source_message_ids=list(
-                    dict.fromkeys(i for entry in sources for i in entry.source_message_ids)
-                ),
+                source_message_ids=list(dict.fromkeys(i for entry in sources for i in entry.source_message_ids)),
             )
         )
     missing = set(by_name) - covered

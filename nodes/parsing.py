@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -183,14 +184,10 @@ def parse_object(text: str, model: type[ModelT], *, step: str) -> ModelT:
     try:
         return model.model_validate(value)
     except ValidationError as error:
-        raise ParseFailed(
-            step, f"the answer does not fit {model.__name__}: {error.errors()[0]['msg']}", text
-        ) from None
+        raise ParseFailed(step, f"the answer does not fit {model.__name__}: {error.errors()[0]['msg']}", text) from None
 
 
-def parse_items(
-    text: str, item_model: type[ModelT], *, key: str, step: str
-) -> tuple[list[ModelT], list[str]]:
+def parse_items(text: str, item_model: type[ModelT], *, key: str, step: str) -> tuple[list[ModelT], list[str]]:
     """A list of `item_model` under `key`; items that do not validate are skipped.
 
     Accepts `{key: [...]}`, a bare list, or a single item object. Returns the items and

@@ -10,7 +10,7 @@ delivered twice, or re-run after a crash, overwrites instead of duplicating.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
@@ -150,9 +150,7 @@ def build_update(
     return update, changes
 
 
-async def persist_run(
-    store: ProfileStore, update: MemoryUpdate, changes: Sequence[ProfileChange]
-) -> MemoryRunResult:
+async def persist_run(store: ProfileStore, update: MemoryUpdate, changes: Sequence[ProfileChange]) -> MemoryRunResult:
     """Apply the update in one store call; returns what changed."""
     await store.apply_update(update)
     return MemoryRunResult(

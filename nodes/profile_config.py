@@ -6,8 +6,9 @@ and merge; they are bilingual so Chinese and English chats map to the same slots
 
 from __future__ import annotations
 
-from memlane.store.ids import normalize_slot
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memlane.store.ids import normalize_slot
 
 # the topic that keeps facts about other people, one subtopic per person (see nodes/extract.py)
 PEOPLE_TOPIC = "people"
@@ -34,9 +35,7 @@ class TopicConfig(BaseModel):
     name: str = Field(min_length=1)
     description: str = ""
     subtopics: list[SubtopicConfig] = Field(default_factory=list)
-    validate_merge: bool = Field(
-        default=True, description="ask the model before adding to an empty slot of this topic"
-    )
+    validate_merge: bool = Field(default=True, description="ask the model before adding to an empty slot of this topic")
     open_subtopics: bool = Field(
         default=False,
         description="any subtopic name is a slot of this topic, in strict mode too (people: one per person)",
@@ -53,8 +52,12 @@ class StepPrompts(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    summarize: str = Field(default="", max_length=PROMPT_ADDITION_MAX_CHARS, description="added to the event summary's prompt")
-    extract: str = Field(default="", max_length=PROMPT_ADDITION_MAX_CHARS, description="added to the fact extraction's prompt")
+    summarize: str = Field(
+        default="", max_length=PROMPT_ADDITION_MAX_CHARS, description="added to the event summary's prompt"
+    )
+    extract: str = Field(
+        default="", max_length=PROMPT_ADDITION_MAX_CHARS, description="added to the fact extraction's prompt"
+    )
 
 
 class ProfileConfig(BaseModel):
@@ -69,7 +72,7 @@ class ProfileConfig(BaseModel):
     max_tokens_per_entry: int = Field(default=120, ge=8, description="re-summarize an entry above this")
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "ProfileConfig":
+    def _unique_names(self) -> ProfileConfig:
         seen: set[str] = set()
         for topic in self.topics:
             key = normalize_slot(topic.name)

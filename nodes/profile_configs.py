@@ -19,11 +19,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from memlane.nodes.profile_config import ProfileConfig, default_profile_config
-from memlane.store.scopes import split_user_id
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memlane.config import Settings
+from memlane.nodes.profile_config import ProfileConfig, default_profile_config
+from memlane.store.scopes import split_user_id
 
 
 class ProfileConfigs(BaseModel):
@@ -50,7 +50,9 @@ def _over(base: dict[str, Any], named: dict[str, Any]) -> dict[str, Any]:
     """`base` with the keys `named` names; a table (`prompts`) merged key by key, a list replaced."""
     merged = dict(base)
     for key, value in named.items():
-        merged[key] = _over(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+        merged[key] = (
+            _over(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+        )
     return merged
 
 
@@ -61,7 +63,8 @@ def _named(section: dict[str, Any]) -> dict[str, Any]:
 
 def _problems(error: ValidationError, where: str) -> str:
     return "; ".join(
-        f"{'.'.join([where, *(str(part) for part in problem['loc'])]).strip('.') or '(top)'}: {problem['msg']}" for problem in error.errors()
+        f"{'.'.join([where, *(str(part) for part in problem['loc'])]).strip('.') or '(top)'}: {problem['msg']}"
+        for problem in error.errors()
     )
 
 
@@ -106,7 +109,9 @@ def load_profile_configs(path: Path | str) -> ProfileConfigs:
         raise ValueError(f"profile configuration {path}: {error}") from None
     tenants, agents = data.pop("tenants", {}), data.pop("agents", {})
     try:
-        return profile_configs_of(data, tenants, agents, where={"default": "", "tenant": "tenants.{}", "agent": "agents.{}"})
+        return profile_configs_of(
+            data, tenants, agents, where={"default": "", "tenant": "tenants.{}", "agent": "agents.{}"}
+        )
     except ValueError as error:
         raise ValueError(f"profile configuration {path}: {error}") from None
 
@@ -121,13 +126,23 @@ def with_serve_sections(base: ProfileConfigs, serve_config: dict[str, Any]) -> P
     that. `memlane serve` and `memlane worker` both read them here, so a run is configured alike
     wherever it runs. Raises ValueError naming a bad key."""
     try:
-        default = ProfileConfig.model_validate(_over(base.default.model_dump(), _named(serve_config.get("profile") or {})))
+        default = ProfileConfig.model_validate(
+            _over(base.default.model_dump(), _named(serve_config.get("profile") or {}))
+        )
     except ValidationError as error:
         raise ValueError(_problems(error, "profile")) from None
     tenants = {name: config.model_dump() for name, config in base.tenants.items()}
-    tenants |= {name: table["profile"] for name, table in (serve_config.get("tenants") or {}).items() if table.get("profile") is not None}
+    tenants |= {
+        name: table["profile"]
+        for name, table in (serve_config.get("tenants") or {}).items()
+        if table.get("profile") is not None
+    }
     agents = {name: config.model_dump() for name, config in base.agents.items()}
-    agents |= {name: table["profile"] for name, table in (serve_config.get("personas") or {}).items() if table.get("profile") is not None}
+    agents |= {
+        name: table["profile"]
+        for name, table in (serve_config.get("personas") or {}).items()
+        if table.get("profile") is not None
+    }
     return profile_configs_of(default, tenants, agents, where=SERVE_SECTIONS)
 
 

@@ -14,7 +14,7 @@ newest tokens that fit are kept.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel
 
@@ -70,9 +70,7 @@ def split_long_line(line: str, max_tokens: int, encoding: str) -> list[str]:
     return [decode(tokens[start : start + max_tokens]) for start in range(0, len(tokens), max_tokens)]
 
 
-def split_windows(
-    lines: Sequence[str], window_tokens: int, overlap_tokens: int, encoding: str
-) -> list[list[str]]:
+def split_windows(lines: Sequence[str], window_tokens: int, overlap_tokens: int, encoding: str) -> list[list[str]]:
     """Consecutive lines grouped into windows of at most `window_tokens`, neighbours sharing
     up to `overlap_tokens` (capped at a quarter window) of trailing lines."""
     piece_limit = max(window_tokens // 4, 1)
@@ -144,7 +142,9 @@ async def summarize_session(
     summary = _answer_text(answer, "session summary")
     if count_tokens(summary, encoding) > limit:
         answer = await caller.ask(
-            WINDOW_SUMMARY_PROMPT.format(max_tokens=limit), f"<chat>\n{summary}\n</chat>", schema=SummaryText,
+            WINDOW_SUMMARY_PROMPT.format(max_tokens=limit),
+            f"<chat>\n{summary}\n</chat>",
+            schema=SummaryText,
             step=Step.WINDOW_SUMMARY,
         )
         summary = truncate_to_tokens(_answer_text(answer, "session summary"), limit, encoding)
@@ -161,9 +161,7 @@ async def update_session_summary(
     new_messages = [message for message in recent if message.id not in covered]
     if not new_messages:
         return previous
-    text = await summarize_session(
-        previous.summary if previous else "", new_messages, caller.settings, caller
-    )
+    text = await summarize_session(previous.summary if previous else "", new_messages, caller.settings, caller)
     source_ids = (previous.source_message_ids if previous else []) + [message.id for message in new_messages]
     summary = SessionSummary(
         user_id=user_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel

@@ -23,8 +23,9 @@ import logging
 import re
 import threading
 import weakref
+from collections.abc import Sequence
 from functools import cache
-from typing import Any, Sequence
+from typing import Any
 
 from langchain_core.exceptions import ModelInvalidRequestError
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -73,7 +74,11 @@ def response_format(output_model: type[BaseModel]) -> dict[str, Any]:
     """The `response_format` asking for JSON shaped like `output_model` (OpenAI's strict mode)."""
     return {
         "type": "json_schema",
-        "json_schema": {"name": output_model.__name__, "schema": copy.deepcopy(_strict_schema(output_model)), "strict": True},
+        "json_schema": {
+            "name": output_model.__name__,
+            "schema": copy.deepcopy(_strict_schema(output_model)),
+            "strict": True,
+        },
     }
 
 
@@ -142,7 +147,10 @@ class StructuredOutput:
             logger.warning(
                 "%s: the memory model %s refused a JSON schema (%s: %s); it is asked with the prompt alone "
                 "from now on (memory_model_structured_output=auto; set it to off to skip the attempt)",
-                step, name, type(error).__name__, str(error)[:300],
+                step,
+                name,
+                type(error).__name__,
+                str(error)[:300],
             )
         return True
 
@@ -159,7 +167,9 @@ class StructuredOutput:
         """The text of `llm`'s answer to `messages`, asked with `schema` when this call sends one."""
         if schema is not None and self.sends_schema(llm, mode):
             try:
-                return _text(await llm.bind(response_format=response_format(schema)).ainvoke(list(messages), config=config))
+                return _text(
+                    await llm.bind(response_format=response_format(schema)).ainvoke(list(messages), config=config)
+                )
             except Exception as error:
                 cut_off = _cut_off_text(error)
                 if cut_off is not None:

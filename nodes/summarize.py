@@ -4,7 +4,7 @@ about the user or about a named person in their chat."""
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel
 

@@ -7,7 +7,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCallFailed, ModelCaller
+from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed
 from memlane.nodes.parsing import ParseFailed, extract_json
 
 logger = logging.getLogger(__name__)
@@ -21,7 +21,9 @@ or "作息", "工作", "饮食". Most important first.
 Answer with JSON only: {{{{"tags": ["...", "..."]}}}}"""
 
 # (?<!…): the ending is tried once per run of these characters, not at each one (linear time)
-_EDGE_PUNCTUATION = re.compile(r"^[\s#\-*•·,，、.。:：;；\"'“”]+|(?<![\s#\-*•·,，、.。:：;；\"'“”])[\s#\-*•·,，、.。:：;；\"'“”]+$")
+_EDGE_PUNCTUATION = re.compile(
+    r"^[\s#\-*•·,，、.。:：;；\"'“”]+|(?<![\s#\-*•·,，、.。:：;；\"'“”])[\s#\-*•·,，、.。:：;；\"'“”]+$"
+)
 
 
 class TagOutput(BaseModel):
@@ -47,9 +49,7 @@ def normalize_tags(raw_tags: list[object], max_tags: int, max_chars: int) -> lis
     return tags
 
 
-async def tag_event(
-    summary: str, max_tags: int, max_chars: int, caller: ModelCaller
-) -> tuple[list[str], list[str]]:
+async def tag_event(summary: str, max_tags: int, max_chars: int, caller: ModelCaller) -> tuple[list[str], list[str]]:
     """Tags of the event and a note when tagging failed (then the tags are empty)."""
     if max_tags == 0:
         return [], []
@@ -58,7 +58,9 @@ async def tag_event(
             TAG_PROMPT.format(max_tags=max_tags), f"<chat>\nEvent: {summary}\n</chat>", schema=TagOutput
         )
         value = extract_json(
-            answer, step="tag", accept=lambda found: isinstance(found, list) or (isinstance(found, dict) and "tags" in found)
+            answer,
+            step="tag",
+            accept=lambda found: isinstance(found, list) or (isinstance(found, dict) and "tags" in found),
         )
         if isinstance(value, dict):
             value = value.get("tags")

@@ -47,7 +47,10 @@ _LEADING_YES = re.compile(r"^(?:yes|yep|true|related|是|对|相关|有关)(?:\b
 # "unrelated", "not related", "不相关", "not a new topic" are never read by their second half
 _PHRASES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(r"not (?:a )?new (?:topic|subject)|no(?:t a)? shift|same (?:topic|subject)|follow-?up", re.I), True),
-    (re.compile(r"unrelated|not related|does(?: not|n't) continue|not a continuation|new (?:topic|subject)", re.I), False),
+    (
+        re.compile(r"unrelated|not related|does(?: not|n't) continue|not a continuation|new (?:topic|subject)", re.I),
+        False,
+    ),
     (re.compile(r"\b(?:related|continues)\b", re.I), True),
     (re.compile(r"不相关|无关|没有关系|不是同一|新话题|新的话题|换了话题"), False),
     (re.compile(r"相关|有关|继续|同一(?:个)?话题|追问"), True),

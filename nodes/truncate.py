@@ -4,7 +4,7 @@ windows a backlog larger than one run's budget is remembered in, oldest first.""
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from memlane.store.records import Message
 from memlane.store.tokens import count_tokens_many, truncate_to_tokens
@@ -16,9 +16,7 @@ class NothingToProcess(ValueError):
     """The run was handed no message with content."""
 
 
-def truncate_chat(
-    messages: Sequence[Message], max_tokens: int, encoding: str = "cl100k_base"
-) -> list[Message]:
+def truncate_chat(messages: Sequence[Message], max_tokens: int, encoding: str = "cl100k_base") -> list[Message]:
     """The newest messages whose tokens fit `max_tokens`, oldest first.
 
     Blank messages are dropped. A newest message larger than the whole budget is cut
@@ -32,17 +30,13 @@ def truncate_chat(
         if used + tokens > max_tokens:
             if not kept:
                 kept.append(
-                    message.model_copy(
-                        update={"content": truncate_to_tokens(message.content, max_tokens, encoding)}
-                    )
+                    message.model_copy(update={"content": truncate_to_tokens(message.content, max_tokens, encoding)})
                 )
             break
         kept.append(message)
         used += tokens
     if not kept:
-        raise NothingToProcess(
-            "no messages to process after truncating: the buffer holds no message with content"
-        )
+        raise NothingToProcess("no messages to process after truncating: the buffer holds no message with content")
     dropped = len(candidates) - len(kept)
     if dropped:
         logger.info("truncate: dropped the %d oldest messages to fit %d tokens", dropped, max_tokens)
@@ -50,9 +44,7 @@ def truncate_chat(
     return kept
 
 
-def input_windows(
-    messages: Sequence[Message], max_tokens: int, encoding: str = "cl100k_base"
-) -> list[list[Message]]:
+def input_windows(messages: Sequence[Message], max_tokens: int, encoding: str = "cl100k_base") -> list[list[Message]]:
     """`messages` cut into consecutive windows of at most `max_tokens` content tokens each,
     oldest first, so that a run over each window reads all of it (`truncate_chat` then drops
     nothing). A message larger than the whole budget is a window of its own (the run reads its

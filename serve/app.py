@@ -25,7 +25,8 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from typing import Annotated, Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header
 from fastapi.responses import JSONResponse, Response
@@ -33,8 +34,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane import MemoryStore, Settings, StoreError, get_settings, scoped_user_id
 from memlane.masking import mask_secrets
-from memlane.tenants import shared_store_user_id
 from memlane.middleware import MemoryAgentContext
+from memlane.serve import memories
 from memlane.serve.auth import SESSION_HEADER, USER_HEADER, authorized, header_text, tenant_user, valid_session_id
 from memlane.serve.chat import (
     IDEMPOTENCY_HEADER,
@@ -58,9 +59,9 @@ from memlane.serve.errors import (
     add_error_handlers,
     bounded,
 )
-from memlane.serve import memories
 from memlane.serve.metrics import MetricsMiddleware
 from memlane.serve.service import ServeService, Service
+from memlane.tenants import shared_store_user_id
 
 
 def create_app(
@@ -164,7 +165,13 @@ async def list_models(key: ChatKey, service: Service) -> dict[str, Any]:
     return {
         "object": "list",
         "data": [
-            {"id": persona_id, "object": "model", "created": 0, "owned_by": "memlane", "description": persona.description}
+            {
+                "id": persona_id,
+                "object": "model",
+                "created": 0,
+                "owned_by": "memlane",
+                "description": persona.description,
+            }
             for persona_id, persona in service.config.personas.items()
             if key.may_use(persona_id)
         ],
@@ -199,7 +206,9 @@ async def chat_completions(
         session_id=valid_session_id(header_text(session_header, SESSION_HEADER)),
         shared_user_id=shared_store_user_id(key.tenant) if persona.read_shared else None,
         recall_enabled=settings.recall.enabled if toggles is None or toggles.enabled is None else toggles.enabled,
-        auto_save_enabled=settings.turns.auto_save_enabled if toggles is None or toggles.auto_save is None else toggles.auto_save,
+        auto_save_enabled=settings.turns.auto_save_enabled
+        if toggles is None or toggles.auto_save is None
+        else toggles.auto_save,
     )
     turn = ChatTurn(
         request=body,
@@ -234,7 +243,11 @@ async def chat_completions(
         raise
     if body.stream:
         return RelayedStream(
-            response, turn, service.require_turns(), service.metrics, started,
+            response,
+            turn,
+            service.require_turns(),
+            service.metrics,
+            started,
             headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     save(turn, reply, service.require_turns())

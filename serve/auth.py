@@ -7,7 +7,7 @@ no id a caller sends can reach another tenant's data.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from fastapi import Header, Request
 
@@ -37,7 +37,9 @@ def bearer_key(config: ServeConfig, authorization: str | None) -> ApiKey:
 
 def require_scope(key: ApiKey, scope: Scope) -> ApiKey:
     if not key.may(scope):
-        raise ApiError(403, f"the API key {key.name!r} may not {scope} (its scopes: {', '.join(key.scopes)})", "insufficient_scope")
+        raise ApiError(
+            403, f"the API key {key.name!r} may not {scope} (its scopes: {', '.join(key.scopes)})", "insufficient_scope"
+        )
     return key
 
 
@@ -79,7 +81,11 @@ def valid_session_id(value: str | None) -> str:
     """The session id a request names (the default session when none); 422 for one too long or unprintable."""
     session_id = (value or "").strip() or DEFAULT_SESSION
     if len(session_id) > SESSION_ID_MAX_CHARS or any(ord(c) < 32 for c in session_id):
-        raise ApiError(422, f"a session id ({SESSION_HEADER}) must be at most {SESSION_ID_MAX_CHARS} printable characters", "invalid_session_id")
+        raise ApiError(
+            422,
+            f"a session id ({SESSION_HEADER}) must be at most {SESSION_ID_MAX_CHARS} printable characters",
+            "invalid_session_id",
+        )
     return session_id
 
 
@@ -90,6 +96,10 @@ def valid_agent_id(agent_id: str | None) -> str | None:
     """The agent a request names (None: the user's own memory); 422 for one the API does not take."""
     if agent_id is None:
         return None
-    if not agent_id or len(agent_id) > AGENT_ID_MAX_CHARS or any(ord(char) < 32 or ord(char) == 127 for char in agent_id):
+    if (
+        not agent_id
+        or len(agent_id) > AGENT_ID_MAX_CHARS
+        or any(ord(char) < 32 or ord(char) == 127 for char in agent_id)
+    ):
         raise ApiError(422, f"an agent id must be 1 to {AGENT_ID_MAX_CHARS} printable characters", "invalid_agent_id")
     return agent_id

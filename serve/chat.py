@@ -41,8 +41,9 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -53,10 +54,10 @@ from starlette.types import Receive, Scope, Send
 from memlane import MemoryStore, Message, Settings, StoreError, stable_id
 from memlane.masking import mask_secrets
 from memlane.middleware import MemoryAgentContext, clean_text, turn_messages
-from memlane.turns import TurnService
 from memlane.recall import Recall, recall_system_prompt
 from memlane.serve.config import Persona
 from memlane.serve.metrics import ServeMetrics
+from memlane.turns import TurnService
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,9 @@ def json_problem(value: Any, where: str = "") -> str | None:
         return None
     if isinstance(value, dict):
         for key, item in value.items():
-            problem = json_problem(key, where or "the body") or json_problem(item, f"{where}.{key}" if where else str(key))
+            problem = json_problem(key, where or "the body") or json_problem(
+                item, f"{where}.{key}" if where else str(key)
+            )
             if problem:
                 return problem
     if isinstance(value, list):
@@ -177,7 +180,11 @@ class ChatTurn:
         prompt (persona prompt, the client's system messages, then the recalled memories)."""
         system_parts = [self.persona.system_prompt.strip()] if self.persona.system_prompt.strip() else []
         system_parts += [m.text for m in self.request.messages if m.role == "system" and m.text.strip()]
-        system_prompt = recall_system_prompt("\n\n".join(system_parts), self.recalled) if self.recalled else "\n\n".join(system_parts)
+        system_prompt = (
+            recall_system_prompt("\n\n".join(system_parts), self.recalled)
+            if self.recalled
+            else "\n\n".join(system_parts)
+        )
         messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
         messages += [m.model_dump(exclude_none=True) for m in self.request.messages if m.role != "system"]
         # the memlane user id stays here; memory_config is memlane's
@@ -228,13 +235,19 @@ async def key_reused(turn: ChatTurn, store: MemoryStore, within_seconds: float) 
         earlier = await asyncio.wait_for(
             store.claim_request_key(
                 # scoped as the ids it gives (`ChatTurn.request_id`): the same key in another session is another request
-                turn.identity.user_id, stable_id(turn.identity.session_id, turn.idempotency_key), fingerprint,
+                turn.identity.user_id,
+                stable_id(turn.identity.session_id, turn.idempotency_key),
+                fingerprint,
                 ttl_seconds=IDEMPOTENCY_KEY_SECONDS,
             ),
             within_seconds,
         )
-    except (StoreError, asyncio.TimeoutError) as error:
-        logger.warning("the Idempotency-Key of a request of %s was not checked: %s", turn.identity.user_id, error or "Redis did not answer")
+    except (TimeoutError, StoreError) as error:
+        logger.warning(
+            "the Idempotency-Key of a request of %s was not checked: %s",
+            turn.identity.user_id,
+            error or "Redis did not answer",
+        )
         return False
     return earlier is not None and earlier != fingerprint
 
@@ -251,7 +264,10 @@ async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) 
         return
     started = time.perf_counter()
     turn.recalled = await turns.recall(
-        turn.identity, last_user_text(turn.request), exclude_texts=[m.text for m in turn.request.messages], settings=turn.settings
+        turn.identity,
+        last_user_text(turn.request),
+        exclude_texts=[m.text for m in turn.request.messages],
+        settings=turn.settings,
     )
     if turn.recalled is None:  # Redis away: answered without memory
         metrics.recall_failures.inc()
@@ -279,8 +295,12 @@ def _upstream_error(persona: Persona, settings: Settings, response: httpx.Respon
 def _unreachable(persona: Persona, settings: Settings, error: httpx.HTTPError) -> UpstreamFailed:
     where = f"the upstream model {persona.model} at {persona.resolved_base_url(settings)}"
     if isinstance(error, httpx.TimeoutException):
-        return UpstreamFailed(f"{where} did not answer within {settings.models.llm_timeout_seconds:g} s (MEMLANE_LLM_TIMEOUT_SECONDS)")
-    return UpstreamFailed(f"{where} could not be reached: {type(error).__name__}: {_masked(str(error), persona, settings)}")
+        return UpstreamFailed(
+            f"{where} did not answer within {settings.models.llm_timeout_seconds:g} s (MEMLANE_LLM_TIMEOUT_SECONDS)"
+        )
+    return UpstreamFailed(
+        f"{where} could not be reached: {type(error).__name__}: {_masked(str(error), persona, settings)}"
+    )
 
 
 def _masked(text: str, persona: Persona, settings: Settings) -> str:
@@ -309,7 +329,9 @@ async def complete(client: httpx.AsyncClient, turn: ChatTurn) -> tuple[dict[str,
         completion = response.json()
         message = completion["choices"][0]["message"]
     except (ValueError, KeyError, IndexError, TypeError) as error:
-        raise UpstreamFailed(f"the upstream model {turn.persona.model} answered something that is not a chat completion") from error
+        raise UpstreamFailed(
+            f"the upstream model {turn.persona.model} answered something that is not a chat completion"
+        ) from error
     completion["model"] = turn.persona_id
     return completion, message.get("content") or ""
 
@@ -397,7 +419,9 @@ async def relay_stream(
     if not finished:
         metrics.upstream_errors.labels(turn.persona_id).inc()
         turn.outcome = "failed"
-        yield sse(error_payload(f"the upstream model {turn.persona.model} ended the stream before the reply was complete"))
+        yield sse(
+            error_payload(f"the upstream model {turn.persona.model} ended the stream before the reply was complete")
+        )
         return
     save(turn, "".join(parts), turns)  # before [DONE]: a client that leaves at [DONE] cannot cancel it
     yield b"data: [DONE]\n\n"
@@ -417,7 +441,9 @@ class RelayedStream(StreamingResponse):
         started: float,
         headers: dict[str, str],
     ) -> None:
-        super().__init__(relay_stream(upstream, turn, turns, metrics, started), media_type="text/event-stream", headers=headers)
+        super().__init__(
+            relay_stream(upstream, turn, turns, metrics, started), media_type="text/event-stream", headers=headers
+        )
         self.upstream = upstream
         self.turn = turn
         self.turns = turns

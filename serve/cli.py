@@ -27,7 +27,9 @@ def add_commands(commands: Any) -> None:
     serve = commands.add_parser(
         "serve", help="the HTTP service: OpenAI-compatible chat with memory, the memories API, MCP at /mcp"
     )
-    serve.add_argument("action", nargs="?", choices=["run", "hash-key"], default="run", help="hash-key: print a new key and its hash")
+    serve.add_argument(
+        "action", nargs="?", choices=["run", "hash-key"], default="run", help="hash-key: print a new key and its hash"
+    )
     serve.add_argument("key", nargs="?", help="hash-key: the key to hash (default: a new random key)")
     serve.add_argument("--config", help="the TOML configuration file (default: MEMLANE_SERVE_CONFIG)")
     serve.add_argument("--host", help="default: MEMLANE_SERVE_HOST")
@@ -38,7 +40,9 @@ def add_commands(commands: Any) -> None:
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from memlane.serve.mcp import run_stdio
 
-    run_async(lambda: run_stdio(settings, args.user))  # main() made it the tenant's user, and the agent's scope of it  # stdout carries the protocol: nothing else is printed there
+    run_async(
+        lambda: run_stdio(settings, args.user)
+    )  # main() made it the tenant's user, and the agent's scope of it  # stdout carries the protocol: nothing else is printed there
     return 0
 
 
@@ -72,7 +76,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     from memlane.cli import stop_embedded_redis as stop_process_server
 
-    print(f"memlane serve: http://{host}:{port}/ (config {settings.serve.config_file}; Ctrl-C or SIGTERM stops)", file=sys.stderr, flush=True)
+    print(
+        f"memlane serve: http://{host}:{port}/ (config {settings.serve.config_file}; Ctrl-C or SIGTERM stops)",
+        file=sys.stderr,
+        flush=True,
+    )
     # uvicorn drains on SIGINT and SIGTERM, then raises the signal again with the handler it found:
     # SIGTERM's default would kill the process there, before the embedded Redis is stopped below
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -80,7 +88,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         # log_config=None: uvicorn's own lines (access, errors) go to the masking handler of `main`
         uvicorn.run(
-            app, host=host, port=port, log_level="info" if args.verbose else "warning", log_config=None,
+            app,
+            host=host,
+            port=port,
+            log_level="info" if args.verbose else "warning",
+            log_config=None,
             **uvicorn_limits(settings),  # header-read timeout, keep-alive, header size (serve/limits.py)
         )
     except _Stopped:

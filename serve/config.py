@@ -16,7 +16,16 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from memlane import ProfileConfig, ProfileConfigs, Settings, with_serve_sections
 from memlane.config import RecallSettings
@@ -55,7 +64,8 @@ class ApiKey(BaseModel):
     tenant: str
     hash: str = Field(description='"sha256:<hex>" of the key; `memlane serve hash-key` prints it')
     scopes: tuple[Scope, ...] = Field(
-        default=ALL_SCOPES, description="chat, read (memories), write (memories), shared (write the tenant's shared memory)"
+        default=ALL_SCOPES,
+        description="chat, read (memories), write (memories), shared (write the tenant's shared memory)",
     )
     personas: tuple[str, ...] | None = Field(default=None, description="personas it may use; unset: all")
 
@@ -107,7 +117,10 @@ PERSONA_RECALL_SETTINGS = (
 
 def _recall_overrides_model() -> type[BaseModel]:
     """The persona's `[recall]` table: `PERSONA_RECALL_SETTINGS`, with the settings' own types and bounds."""
-    fields = {name: (RecallSettings.model_fields[name].annotation, RecallSettings.model_fields[name]) for name in PERSONA_RECALL_SETTINGS}
+    fields = {
+        name: (RecallSettings.model_fields[name].annotation, RecallSettings.model_fields[name])
+        for name in PERSONA_RECALL_SETTINGS
+    }
     return create_model("RecallOverrides", __config__=ConfigDict(extra="forbid"), **fields)
 
 
@@ -156,8 +169,10 @@ class Upstream(BaseModel):
     def key_note(self, name: str, settings: Settings) -> str | None:
         """A sentence on a key this upstream will not get, for the configuration check; None when fine."""
         where = self.resolved_base_url(settings)
-        if self.api_key_env and not os.environ.get(self.api_key_env) and not (
-            self.api_key_env == "OPENAI_API_KEY" and settings.models.openai_api_key
+        if (
+            self.api_key_env
+            and not os.environ.get(self.api_key_env)
+            and not (self.api_key_env == "OPENAI_API_KEY" and settings.models.openai_api_key)
         ):
             return f"{name} sends no API key to {where}: its api_key_env {self.api_key_env} is not set"
         if not self.api_key_env and not self.uses_settings_url(settings):
@@ -196,7 +211,9 @@ class Persona(Upstream):
         turns = {} if self.auto_save is None else {"auto_save_enabled": self.auto_save}
         if not recall and not turns:
             return base
-        return base.model_copy(update={"recall": base.recall.model_copy(update=recall), "turns": base.turns.model_copy(update=turns)})
+        return base.model_copy(
+            update={"recall": base.recall.model_copy(update=recall), "turns": base.turns.model_copy(update=turns)}
+        )
 
 
 class Tenant(BaseModel):
@@ -204,7 +221,9 @@ class Tenant(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    profile: ProfileConfig | None = Field(default=None, description="its users' memory runs: the keys it names over the default's")
+    profile: ProfileConfig | None = Field(
+        default=None, description="its users' memory runs: the keys it names over the default's"
+    )
 
 
 class ServeConfig(BaseModel):
@@ -215,14 +234,15 @@ class ServeConfig(BaseModel):
     keys: list[ApiKey] = Field(default_factory=list)
     personas: dict[str, Persona] = Field(default_factory=dict)
     profile: ProfileConfig | None = Field(
-        default=None, description="the memory runs' slots and prompt rules: the keys it names over MEMLANE_PROFILE_CONFIG's"
+        default=None,
+        description="the memory runs' slots and prompt rules: the keys it names over MEMLANE_PROFILE_CONFIG's",
     )
     tenants: dict[str, Tenant] = Field(default_factory=dict)
     memory: Upstream | None = Field(default=None, description="the memory graph's model; unset: the settings'")
     _by_hash: dict[str, ApiKey] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ServeConfig":
+    def _consistent(self) -> ServeConfig:
         seen: set[str] = set()
         for key in self.keys:
             if key.hash in seen:
@@ -244,7 +264,9 @@ class ServeConfig(BaseModel):
         """The memory runs' configurations: `base` (MEMLANE_PROFILE_CONFIG's) under this file's
         `[profile]`, `[tenants.<id>.profile]` and `[personas.<id>.profile]` sections, as
         `memlane worker` reads them too (`with_serve_sections`). Raises ValueError naming a bad key."""
-        return with_serve_sections(base, self.model_dump(include={"profile", "tenants", "personas"}, exclude_unset=True))
+        return with_serve_sections(
+            base, self.model_dump(include={"profile", "tenants", "personas"}, exclude_unset=True)
+        )
 
     def key_notes(self, settings: Settings) -> list[str]:
         """What the configuration check says about upstream keys: the upstreams that get none."""
@@ -266,9 +288,7 @@ def load_serve_config(path: str | Path) -> ServeConfig:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ServeConfigError(
-            f"{path}: no such file; set MEMLANE_SERVE_CONFIG (see serve.example.toml)"
-        ) from None
+        raise ServeConfigError(f"{path}: no such file; set MEMLANE_SERVE_CONFIG (see serve.example.toml)") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ServeConfigError(f"{path}: not valid TOML: {error}") from error
     try:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable
+from collections.abc import Awaitable
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -39,7 +40,9 @@ _CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_
 
 def error_response(status: int, message: str, code: str, headers: dict[str, str] | None = None) -> JSONResponse:
     kind = "invalid_request_error" if status < 500 else "server_error"
-    return JSONResponse({"error": {"message": message, "type": kind, "code": code}}, status_code=status, headers=headers)
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": code}}, status_code=status, headers=headers
+    )
 
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
@@ -83,7 +86,11 @@ async def _upstream_error(request: Request, error: UpstreamFailed) -> JSONRespon
 
 
 def _internal_error(error: BaseException) -> JSONResponse:
-    return error_response(500, f"memlane failed on this request ({type(error).__name__}); the server log has the details", "internal_error")
+    return error_response(
+        500,
+        f"memlane failed on this request ({type(error).__name__}); the server log has the details",
+        "internal_error",
+    )
 
 
 async def _unexpected_error(request: Request, error: Exception) -> JSONResponse:
@@ -121,7 +128,9 @@ class UnexpectedErrorMiddleware:
         try:
             await self.app(scope, receive, watched_send)
         except Exception as error:
-            if watched_send.started or isinstance(error, HTTPException):  # (an HTTP error from a mounted app: the outer handlers answer it)
+            if watched_send.started or isinstance(
+                error, HTTPException
+            ):  # (an HTTP error from a mounted app: the outer handlers answer it)
                 raise
             logger.exception("%s %s failed", scope.get("method", ""), scope.get("path", ""))
             await _internal_error(error)(scope, receive, send)
@@ -132,8 +141,10 @@ async def bounded(call: Awaitable[Any], seconds: float, what: str) -> Any:
     Redis holds a connection for the socket timeout (30 s), longer than a health check waits."""
     try:
         return await asyncio.wait_for(call, seconds)
-    except asyncio.TimeoutError:
-        raise StoreError(f"Redis did not answer {what} within {seconds:g} s; it is overloaded, stopped or unreachable") from None
+    except TimeoutError:
+        raise StoreError(
+            f"Redis did not answer {what} within {seconds:g} s; it is overloaded, stopped or unreachable"
+        ) from None
 
 
 async def watched(call: Awaitable[Any], store: MemoryStore) -> Any:
@@ -157,7 +168,9 @@ async def watched(call: Awaitable[Any], store: MemoryStore) -> Any:
 
 class BodyTooLarge(ApiError):
     def __init__(self, limit: int) -> None:
-        super().__init__(413, f"the request body is larger than {limit} bytes (MEMLANE_SERVE_MAX_BODY_BYTES)", "request_too_large")
+        super().__init__(
+            413, f"the request body is larger than {limit} bytes (MEMLANE_SERVE_MAX_BODY_BYTES)", "request_too_large"
+        )
 
 
 class BodyLimitMiddleware:
@@ -174,7 +187,9 @@ class BodyLimitMiddleware:
             return
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                await error_response(413, BodyTooLarge(self.max_bytes).detail, "request_too_large")(scope, receive, send)
+                await error_response(413, BodyTooLarge(self.max_bytes).detail, "request_too_large")(
+                    scope, receive, send
+                )
                 return
         received = 0
         watched_send = AnswerWatch(send)
@@ -200,7 +215,9 @@ def add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StoreError, _store_error)
-    app.add_exception_handler(QuotaExceeded, _quota_exceeded)  # a StoreError: Starlette answers the most specific handler
+    app.add_exception_handler(
+        QuotaExceeded, _quota_exceeded
+    )  # a StoreError: Starlette answers the most specific handler
     app.add_exception_handler(InvalidInput, _invalid_input)
     app.add_exception_handler(UpstreamFailed, _upstream_error)
     app.add_exception_handler(Exception, _unexpected_error)

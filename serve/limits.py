@@ -42,7 +42,9 @@ class HeaderTimeoutH11Protocol(H11Protocol):
         awaiting_headers = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
         if awaiting_headers and (self.cycle is None or self.conn.trailing_data[0]):
             if self._header_timer is None:
-                self._header_timer = asyncio.get_running_loop().call_later(self.header_timeout_seconds, self._headers_too_slow)
+                self._header_timer = asyncio.get_running_loop().call_later(
+                    self.header_timeout_seconds, self._headers_too_slow
+                )
         else:
             self._stop_header_timer()
 
@@ -60,7 +62,11 @@ class HeaderTimeoutH11Protocol(H11Protocol):
 
 def uvicorn_limits(settings: Settings) -> dict[str, Any]:
     """The keyword arguments of `uvicorn.run` / `uvicorn.Config` that bound connections."""
-    protocol = type("HeaderTimeoutH11Protocol", (HeaderTimeoutH11Protocol,), {"header_timeout_seconds": settings.serve.header_timeout_seconds})
+    protocol = type(
+        "HeaderTimeoutH11Protocol",
+        (HeaderTimeoutH11Protocol,),
+        {"header_timeout_seconds": settings.serve.header_timeout_seconds},
+    )
     return {
         "http": protocol,
         "timeout_keep_alive": settings.serve.keep_alive_seconds,

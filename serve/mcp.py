@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -48,8 +49,8 @@ from memlane.dates import day
 from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
 from memlane.middleware import MemoryAgentContext
 from memlane.models import memory_model_from_settings
-from memlane.serve.config import store_user_id
 from memlane.serve.auth import valid_agent_id
+from memlane.serve.config import store_user_id
 from memlane.serve.errors import ApiError
 from memlane.tools import answer_forget, answer_remember, answer_search
 from memlane.turns import TurnService
@@ -66,8 +67,8 @@ CALLER_STATE = "memlane_mcp_caller"
 INSTRUCTIONS = (
     "Long-term memory of the user you are talking with. Call search_memories before answering anything "
     "that may depend on what the user told you before; call remember when they state a lasting fact or "
-    "preference; forget takes an id shown in brackets, or what to forget (\"what I said about my ex\"). "
-    "Time words in a search (\"last week\") are understood."
+    'preference; forget takes an id shown in brackets, or what to forget ("what I said about my ex"). '
+    'Time words in a search ("last week") are understood.'
 )
 
 
@@ -190,8 +191,14 @@ async def remember(
     writer = await acting_caller(ctx, writes=True)
     async with store_errors():
         return await answer_remember(
-            memory_of(ctx).store(), writer.user_id, text, topic=topic, subtopic=subtopic, session_id=MCP_SESSION,
-            actor=writer.actor, metadata=metadata,
+            memory_of(ctx).store(),
+            writer.user_id,
+            text,
+            topic=topic,
+            subtopic=subtopic,
+            session_id=MCP_SESSION,
+            actor=writer.actor,
+            metadata=metadata,
         )
 
 
@@ -262,8 +269,7 @@ async def list_events(ctx: Context, limit: int = 10) -> str:
     if not events:
         return "no events yet"
     return "\n".join(
-        f"[event:{event.id}] {day(event.created_at)} {event.summary}"
-        + "".join(f" #{tag}" for tag in event.tags)
+        f"[event:{event.id}] {day(event.created_at)} {event.summary}" + "".join(f" #{tag}" for tag in event.tags)
         for event in events
     )
 
@@ -283,7 +289,9 @@ def build_mcp_server(
 ) -> MCPServer:
     """The MCP server with memlane's tools (module-level functions; see `McpMemory` for the
     arguments). `remember_now` and `recall` are offered only when their door is given."""
-    memory = McpMemory(store, resolve_caller, remember_now=remember_now, confirm_forget=confirm_forget, recall_block=recall_block)
+    memory = McpMemory(
+        store, resolve_caller, remember_now=remember_now, confirm_forget=confirm_forget, recall_block=recall_block
+    )
     server = MemlaneMcpServer(memory)
     server.add_tool(search_memories, annotations=READS)
     server.add_tool(remember, annotations=WRITES)
@@ -384,16 +392,24 @@ def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         key = service.config.key_for_token(token.strip()) if scheme.lower() == "bearer" else None
         if key is None:
-            raise HTTPException(401, "send an API key as 'Authorization: Bearer <key>'", headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401, "send an API key as 'Authorization: Bearer <key>'", headers={"WWW-Authenticate": "Bearer"}
+            )
         if not (key.may("read") or key.may("write")):
-            raise HTTPException(403, f"key {key.name!r} may not use memories (it has neither the 'read' nor the 'write' scope)")
+            raise HTTPException(
+                403, f"key {key.name!r} may not use memories (it has neither the 'read' nor the 'write' scope)"
+            )
         try:
             # HTTP carries the header's bytes, which Starlette reads as Latin-1: the id is their UTF-8
             user_id = store_user_id(key.tenant, request.headers.get(USER_HEADER, "").encode("latin-1").decode("utf-8"))
             agent = request.headers.get(AGENT_HEADER)
-            user_id = scoped_user_id(user_id, valid_agent_id(agent.encode("latin-1").decode("utf-8") if agent is not None else None))
+            user_id = scoped_user_id(
+                user_id, valid_agent_id(agent.encode("latin-1").decode("utf-8") if agent is not None else None)
+            )
         except UnicodeDecodeError:
-            raise HTTPException(400, f"{USER_HEADER} and {AGENT_HEADER} must be UTF-8: send the ids as UTF-8 bytes") from None
+            raise HTTPException(
+                400, f"{USER_HEADER} and {AGENT_HEADER} must be UTF-8: send the ids as UTF-8 bytes"
+            ) from None
         except ApiError as error:
             raise HTTPException(400, f"{AGENT_HEADER}: {error.detail}") from None
         except ValueError as error:
@@ -408,7 +424,11 @@ def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
 
     memory_model = getattr(service, "memory_model", None)  # a ServeService's, when one is configured
     return mcp_http_endpoint(
-        lambda: service.store, authenticate, path=path, remember_now=remember_now, recall_block=recall_block,
+        lambda: service.store,
+        authenticate,
+        path=path,
+        remember_now=remember_now,
+        recall_block=recall_block,
         confirm_forget=forget_confirmer(memory_model, service.settings) if memory_model is not None else None,
     )
 
@@ -424,7 +444,9 @@ def run_requested(queued: bool | None) -> str:
     """What `remember_now` answers for a scheduler's verdict (None: no memory model)."""
     if queued is None:
         return "no memory model is configured: turns are stored and searchable, but nothing is remembered from them"
-    return "remembering… (the profile and events show what was learned shortly)" if queued else "nothing new to remember"
+    return (
+        "remembering… (the profile and events show what was learned shortly)" if queued else "nothing new to remember"
+    )
 
 
 async def run_stdio(settings: Settings, user_id: str, *, agent_id: str | None = None) -> None:
@@ -448,7 +470,11 @@ async def run_stdio(settings: Settings, user_id: str, *, agent_id: str | None = 
             return recall_answer(await turns.recall(MemoryAgentContext(run_user, session_id), message))
 
         await build_mcp_server(
-            lambda: opened, lambda _ctx: caller, remember_now=remember_now, confirm_forget=confirm, recall_block=recall_block
+            lambda: opened,
+            lambda _ctx: caller,
+            remember_now=remember_now,
+            confirm_forget=confirm,
+            recall_block=recall_block,
         ).run_stdio_async()
     finally:
         await opened.aclose()

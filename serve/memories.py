@@ -12,12 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from memlane import MEMORY_KINDS, InvalidInput, MemoryStore, ProfileEntry, forget_confirmer, profile_entry_id, scoped_user_id, split_user_id
+from memlane import (
+    MEMORY_KINDS,
+    InvalidInput,
+    MemoryStore,
+    ProfileEntry,
+    forget_confirmer,
+    profile_entry_id,
+    scoped_user_id,
+    split_user_id,
+)
 from memlane.importing import messages_of, store_messages
 from memlane.middleware import MemoryAgentContext
 from memlane.serve.auth import authorized, tenant_user, valid_agent_id, valid_session_id
@@ -51,7 +61,10 @@ def _public(value: Any, store_user: str, user_id: str) -> Any:
     """A dumped record with each `user_id` shown as the caller's id (not the tenant-qualified store
     id, nor an agent's scope of it: an export's `agents` holds those)."""
     if isinstance(value, dict):
-        return {k: (user_id if k == "user_id" and _same_user(v, store_user) else _public(v, store_user, user_id)) for k, v in value.items()}
+        return {
+            k: (user_id if k == "user_id" and _same_user(v, store_user) else _public(v, store_user, user_id))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_public(item, store_user, user_id) for item in value]
     return value
@@ -84,7 +97,9 @@ def _caller(scope: Scope) -> Callable[..., Awaitable[Caller]]:
             default=None, description="an agent's (a persona's) own memory of the user; unset: the user's own memory"
         ),
     ) -> Caller:
-        return Caller(key=key, user_id=user_id, store_user=scoped_user_id(tenant_user(key, user_id), valid_agent_id(agent_id)))
+        return Caller(
+            key=key, user_id=user_id, store_user=scoped_user_id(tenant_user(key, user_id), valid_agent_id(agent_id))
+        )
 
     return dependency
 
@@ -137,7 +152,9 @@ async def search(body: SearchRequest, caller: Reader, store: Store) -> dict[str,
 async def list_profile(caller: Reader, store: Store) -> dict[str, Any]:
     """The user's profile entries, by topic and subtopic, each since when it holds and with what
     it held before ("earlier")."""
-    entries, past_values = await asyncio.gather(store.get_profile(caller.store_user), store.past_values(caller.store_user))
+    entries, past_values = await asyncio.gather(
+        store.get_profile(caller.store_user), store.past_values(caller.store_user)
+    )
     return {"object": "list", "data": [ProfileEntryOut.of(entry, past_values).model_dump() for entry in entries]}
 
 
@@ -162,14 +179,18 @@ async def add_entry(body: ProfileEntryIn, caller: Writer, store: Store) -> Profi
     entry_id = profile_entry_id(caller.store_user, body.topic, body.subtopic)
     if any(e.id == entry_id for e in await store.get_profile(caller.store_user)):
         raise ApiError(
-            409, f"the user already has an entry {body.topic} / {body.subtopic} ({entry_id}); PUT /profile/{{topic}}/{{subtopic}} "
-            "replaces it, PATCH /profile/{entry_id} edits it", "entry_exists",
+            409,
+            f"the user already has an entry {body.topic} / {body.subtopic} ({entry_id}); PUT /profile/{{topic}}/{{subtopic}} "
+            "replaces it, PATCH /profile/{entry_id} edits it",
+            "entry_exists",
         )
     return await write_slot(store, caller, body.topic, body.subtopic, body)
 
 
 @router.put("/profile/{topic}/{subtopic}")
-async def put_slot(topic: PathSlot, subtopic: PathSlot, body: ProfileEntryWrite, caller: Writer, store: Store, response: Response) -> ProfileEntryOut:
+async def put_slot(
+    topic: PathSlot, subtopic: PathSlot, body: ProfileEntryWrite, caller: Writer, store: Store, response: Response
+) -> ProfileEntryOut:
     """Write the user's entry of this topic / subtopic: created (201) or replaced (200), one entry per
     user and slot. Its history records the write, with the source message and the meta sent."""
     entry_id = profile_entry_id(caller.store_user, topic, subtopic)
@@ -178,12 +199,21 @@ async def put_slot(topic: PathSlot, subtopic: PathSlot, body: ProfileEntryWrite,
     return await write_slot(store, caller, topic, subtopic, body)
 
 
-async def write_slot(store: MemoryStore, caller: Caller, topic: str, subtopic: str, body: ProfileEntryWrite) -> ProfileEntryOut:
+async def write_slot(
+    store: MemoryStore, caller: Caller, topic: str, subtopic: str, body: ProfileEntryWrite
+) -> ProfileEntryOut:
     """Write a slot's entry as sent, and answer it as stored (private data masked)."""
     try:
         entry = await remember_fact(
-            store, caller.store_user, topic, subtopic, body.content, confidence=body.confidence, actor=caller.actor,
-            source_message_ids=[body.source_message_id] if body.source_message_id else [], metadata=body.meta,
+            store,
+            caller.store_user,
+            topic,
+            subtopic,
+            body.content,
+            confidence=body.confidence,
+            actor=caller.actor,
+            source_message_ids=[body.source_message_id] if body.source_message_id else [],
+            metadata=body.meta,
         )
     except InvalidInput as error:
         raise ApiError(422, str(error), "invalid_entry") from None
@@ -220,7 +250,10 @@ async def entry_history(entry_id: PathId, caller: Reader, store: Store) -> dict[
     revisions = await store.profile_history(caller.store_user, entry_id)
     if not revisions:
         raise ApiError(404, f"the user has no profile entry {entry_id!r}, now or before", "entry_not_found")
-    return {"object": "list", "data": [_public(r.model_dump(mode="json"), caller.store_user, caller.user_id) for r in revisions]}
+    return {
+        "object": "list",
+        "data": [_public(r.model_dump(mode="json"), caller.store_user, caller.user_id) for r in revisions],
+    }
 
 
 @router.get("/events")
@@ -250,7 +283,9 @@ async def add_note(body: NoteIn, caller: Writer, store: Store, response: Respons
     with its metadata (422 when a declared field cannot hold its value). A note the user has already
     (the same text, or a near duplicate) is not stored again: 200 with the stored memory and
     `repeat_of`."""
-    written = await write_note(store, caller.store_user, body.text.strip(), session_id=body.session_id, metadata=body.metadata)
+    written = await write_note(
+        store, caller.store_user, body.text.strip(), session_id=body.session_id, metadata=body.metadata
+    )
     if written.repeat_of is not None:
         response.status_code = 200
     return NoteOut.written(written).model_dump()
@@ -281,7 +316,10 @@ async def forget(body: ForgetIn, caller: Writer, service: Service) -> dict[str, 
     report = await service.require_store().forget(
         caller.store_user, body.query, actor=caller.actor, confirm=confirm, dry_run=body.dry_run
     )
-    return {**_public(report.model_dump(mode="json"), caller.store_user, caller.user_id), "description": report.describe()}
+    return {
+        **_public(report.model_dump(mode="json"), caller.store_user, caller.user_id),
+        "description": report.describe(),
+    }
 
 
 def run_requested(user_id: str, session_id: str | None, queued: bool | None) -> RunRequested:
@@ -302,15 +340,22 @@ async def recall_block(body: RecallIn, caller: Reader, service: Service) -> dict
     route puts before the model (profile, the session's rolling summary, memories relevant to
     the message, within the recall budget), as `text` and as items with their relevance."""
     identity = MemoryAgentContext(
-        user_id=caller.store_user, session_id=valid_session_id(body.session_id),
+        user_id=caller.store_user,
+        session_id=valid_session_id(body.session_id),
         shared_user_id=shared_store_user_id(caller.key.tenant) if body.include_shared else None,
     )
     recalled = await service.require_turns().recall(identity, body.message)
     if recalled is None:
         raise ApiError(503, "the store cannot answer now; answer without memory and try again", "store_unavailable")
     items = [item.model_dump(exclude_none=True) for item in recalled.items]
-    return {"user_id": caller.user_id, "session_id": body.session_id, "text": recalled.text, "tokens": recalled.tokens,
-            "search_query": recalled.search_query, "items": items}
+    return {
+        "user_id": caller.user_id,
+        "session_id": body.session_id,
+        "text": recalled.text,
+        "tokens": recalled.tokens,
+        "search_query": recalled.search_query,
+        "items": items,
+    }
 
 
 @router.post("/messages", status_code=201)

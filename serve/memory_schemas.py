@@ -4,13 +4,25 @@ as its body and what it answers, each built from a store record by its `of`."""
 from __future__ import annotations
 
 import json
-
-from typing import Annotated, Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from memlane import Event, Memory, MemoryHit, MemoryKind, PastValue, ProfileEntry, check_id, check_slot, clean_text, event_memory_id, profile_memory_id
+from memlane import (
+    Event,
+    Memory,
+    MemoryHit,
+    MemoryKind,
+    PastValue,
+    ProfileEntry,
+    check_id,
+    check_slot,
+    clean_text,
+    event_memory_id,
+    profile_memory_id,
+)
 from memlane.middleware import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
@@ -83,12 +95,16 @@ class MemoryOut(BaseModel):
     source_message_ids: list[str]
     valid_until: float | None = Field(description="when a newer fact replaced what it says; null while it holds")
     status: Literal["current", "earlier"]
-    metadata: dict[str, Any] = Field(default_factory=dict, description="the JSON object its note, message or item was written with")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="the JSON object its note, message or item was written with"
+    )
 
     @classmethod
-    def of(cls, memory: Memory) -> "MemoryOut":
+    def of(cls, memory: Memory) -> MemoryOut:
         return cls(
-            attributed_text=memory.attributed_text, status=memory.status, **memory.model_dump(exclude={"user_id", "context"})
+            attributed_text=memory.attributed_text,
+            status=memory.status,
+            **memory.model_dump(exclude={"user_id", "context"}),
         )
 
 
@@ -100,15 +116,18 @@ class RepeatOut(BaseModel):
 
 class NoteOut(MemoryOut):
     repeat_of: RepeatOut | None = Field(
-        default=None, description="set when the note was not stored again because the user has it already (200, not 201)"
+        default=None,
+        description="set when the note was not stored again because the user has it already (200, not 201)",
     )
 
     @classmethod
-    def written(cls, written: NoteWritten) -> "NoteOut":
+    def written(cls, written: NoteWritten) -> NoteOut:
         repeat = written.repeat_of
         return cls(
             **MemoryOut.of(written.memory).model_dump(),
-            repeat_of=RepeatOut(id=repeat.memory.id, similarity=repeat.similarity, identical=repeat.identical) if repeat else None,
+            repeat_of=RepeatOut(id=repeat.memory.id, similarity=repeat.similarity, identical=repeat.identical)
+            if repeat
+            else None,
         )
 
 
@@ -121,7 +140,7 @@ class SearchHitOut(BaseModel):
     time_match: bool
 
     @classmethod
-    def of(cls, hit: MemoryHit) -> "SearchHitOut":
+    def of(cls, hit: MemoryHit) -> SearchHitOut:
         return cls(
             memory=MemoryOut.of(hit.memory),
             score=hit.score,
@@ -139,7 +158,7 @@ class PastValueOut(BaseModel):
     status: Literal["earlier"] = "earlier"
 
     @classmethod
-    def of(cls, value: PastValue) -> "PastValueOut":
+    def of(cls, value: PastValue) -> PastValueOut:
         return cls(content=value.content, valid_from=value.valid_from, valid_until=value.valid_until)
 
 
@@ -161,7 +180,7 @@ class ProfileEntryOut(BaseModel):
     )
 
     @classmethod
-    def of(cls, entry: ProfileEntry, past_values: Sequence[PastValue] = ()) -> "ProfileEntryOut":
+    def of(cls, entry: ProfileEntry, past_values: Sequence[PastValue] = ()) -> ProfileEntryOut:
         return cls(
             id=entry.id,
             memory_id=profile_memory_id(entry.id),
@@ -170,7 +189,6 @@ class ProfileEntryOut(BaseModel):
             meta=entry.metadata,
             valid_from=entry.since,
         )
-
 
 
 META_MAX_BYTES = 4096
@@ -193,7 +211,9 @@ class ProfileEntryWrite(JsonBody):
     source_message_id: Annotated[str | None, AfterValidator(_usable_id)] = Field(
         default=None, max_length=512, description="the message the fact comes from (kept in the entry and its history)"
     )
-    meta: dict[str, Any] | None = Field(default=None, description="a JSON object of the caller's own, kept with the entry and its history")
+    meta: dict[str, Any] | None = Field(
+        default=None, description="a JSON object of the caller's own, kept with the entry and its history"
+    )
 
     check_blank = field_validator("content")(_not_blank)
     check_nul = field_validator("content")(_no_nul)
@@ -227,7 +247,7 @@ class EventOut(BaseModel):
     source_message_ids: list[str]
 
     @classmethod
-    def of(cls, event: Event) -> "EventOut":
+    def of(cls, event: Event) -> EventOut:
         return cls(memory_id=event_memory_id(event.id), **event.model_dump(exclude={"user_id"}))
 
 
@@ -237,7 +257,8 @@ class NoteIn(JsonBody):
     text: str = Field(min_length=1, max_length=4000)
     session_id: str = Field(default="api", min_length=1, max_length=SESSION_ID_MAX_CHARS)
     metadata: dict[str, Any] | None = Field(
-        default=None, description="a JSON object of the caller's own, kept with the note; search filters on its declared fields"
+        default=None,
+        description="a JSON object of the caller's own, kept with the note; search filters on its declared fields",
     )
 
     check_blank = field_validator("text", "session_id")(_not_blank)
@@ -247,8 +268,12 @@ class NoteIn(JsonBody):
 class ForgetIn(JsonBody):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=1000, description='what to forget: "peanuts", "forget what I said about my ex"')
-    dry_run: bool = Field(default=False, description="change nothing: answer what would go, each record with the clauses cut")
+    query: str = Field(
+        min_length=1, max_length=1000, description='what to forget: "peanuts", "forget what I said about my ex"'
+    )
+    dry_run: bool = Field(
+        default=False, description="change nothing: answer what would go, each record with the clauses cut"
+    )
 
     check_blank = field_validator("query")(_not_blank)
 
@@ -258,10 +283,15 @@ class MessagesIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     messages: list[dict[str, Any]] | None = Field(
-        default=None, description="each {role, content, id?, session_id?, name?, created_at?, metadata?}; an OpenAI messages list reads as is"
+        default=None,
+        description="each {role, content, id?, session_id?, name?, created_at?, metadata?}; an OpenAI messages list reads as is",
     )
-    sessions: list[dict[str, Any]] | None = Field(default=None, description="LoCoMo-style sessions: {session, date_time, turns}")
-    session_id: str = Field(default="import", max_length=SESSION_ID_MAX_CHARS, description="for messages that name none")
+    sessions: list[dict[str, Any]] | None = Field(
+        default=None, description="LoCoMo-style sessions: {session, date_time, turns}"
+    )
+    session_id: str = Field(
+        default="import", max_length=SESSION_ID_MAX_CHARS, description="for messages that name none"
+    )
     remember: Literal["now"] | None = Field(default=None, description='"now": queue a memory run over them at once')
 
     check_id = field_validator("session_id")(_usable_id)
@@ -278,13 +308,17 @@ class RecallIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     message: str = Field(description="the user's message the model is about to answer")
     session_id: str = Field(default=DEFAULT_SESSION, max_length=SESSION_ID_MAX_CHARS)
-    include_shared: bool = Field(default=False, description="read the tenant's shared memory (/v1/shared) beside the user's")
+    include_shared: bool = Field(
+        default=False, description="read the tenant's shared memory (/v1/shared) beside the user's"
+    )
 
 
 class RunRequested(BaseModel):
     user_id: str
     session_id: str | None = Field(description="the session that ended (sessions/{session_id}/end), else null")
-    queued: bool = Field(description="a memory run is queued, or follows the one in progress; false: nothing new to remember")
+    queued: bool = Field(
+        description="a memory run is queued, or follows the one in progress; false: nothing new to remember"
+    )
 
 
 class Deleted(BaseModel):

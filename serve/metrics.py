@@ -9,7 +9,8 @@ yet), read at each scrape.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -33,7 +34,10 @@ class ServeMetrics:
         self.registry = CollectorRegistry()
         registry = self.registry
         self.requests = Counter(
-            "memlane_http_requests", "HTTP requests by method, route and status", ["method", "route", "status"], registry=registry
+            "memlane_http_requests",
+            "HTTP requests by method, route and status",
+            ["method", "route", "status"],
+            registry=registry,
         )
         self.request_seconds = Histogram(
             "memlane_http_request_duration_seconds",
@@ -43,7 +47,10 @@ class ServeMetrics:
             registry=registry,
         )
         self.recall_seconds = Histogram(
-            "memlane_recall_duration_seconds", "Recall before an upstream call", buckets=_LATENCY_BUCKETS, registry=registry
+            "memlane_recall_duration_seconds",
+            "Recall before an upstream call",
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
         )
         self.recall_failures = Counter(
             "memlane_recall_failures", "Recalls that failed (the reply went out without memory)", registry=registry
@@ -66,11 +73,19 @@ class ServeMetrics:
             registry=registry,
         )
         self.memory_runs = Counter(
-            "memlane_memory_runs", "Memory-graph runs: queued (by this process), done, failed", ["state"], registry=registry
+            "memlane_memory_runs",
+            "Memory-graph runs: queued (by this process), done, failed",
+            ["state"],
+            registry=registry,
         )
-        self.turns = Counter("memlane_turns", "Chat turns handed to the store: saved or failed", ["outcome"], registry=registry)
+        self.turns = Counter(
+            "memlane_turns", "Chat turns handed to the store: saved or failed", ["outcome"], registry=registry
+        )
         self.upstream_errors = Counter(
-            "memlane_upstream_errors", "Upstream model calls that failed or broke off, by persona", ["persona"], registry=registry
+            "memlane_upstream_errors",
+            "Upstream model calls that failed or broke off, by persona",
+            ["persona"],
+            registry=registry,
         )
         self.index_backlog_messages = Gauge(
             "memlane_index_backlog_messages", "Messages of saved turns not searchable yet", registry=registry

@@ -11,12 +11,21 @@ from fastapi import Depends, Request
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import SecretStr
 
-from memlane import MemoryRunResult, MemoryScheduler, MemoryStore, ProfileConfigs, Settings, StoreError, load_profile_configs, open_store
+from memlane import (
+    MemoryRunResult,
+    MemoryScheduler,
+    MemoryStore,
+    ProfileConfigs,
+    Settings,
+    StoreError,
+    load_profile_configs,
+    open_store,
+)
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
-from memlane.turns import RecallTimedOut, TurnService
 from memlane.models import memory_model_from_settings
-from memlane.serve.config import ServeConfigError, ServeConfig
+from memlane.serve.config import ServeConfig, ServeConfigError
 from memlane.serve.metrics import ServeMetrics
+from memlane.turns import RecallTimedOut, TurnService
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +50,15 @@ class ServeService:
         self.scheduler: MemoryScheduler | None = None
         self.turns: TurnService | None = None
         self.upstream: httpx.AsyncClient | None = None
-        self.persona_settings = {persona_id: persona.settings(settings) for persona_id, persona in config.personas.items()}
+        self.persona_settings = {
+            persona_id: persona.settings(settings) for persona_id, persona in config.personas.items()
+        }
         # checked now, at start-up: a bad key of the settings' file or of this file's sections is named
         try:
             self.profile_configs = config.profile_configs(
-                load_profile_configs(settings.graph.profile_config) if settings.graph.profile_config else ProfileConfigs()
+                load_profile_configs(settings.graph.profile_config)
+                if settings.graph.profile_config
+                else ProfileConfigs()
             )
         except ValueError as error:
             raise ServeConfigError(f"{settings.serve.config_file or 'the configuration'}: {error}") from None
@@ -69,7 +82,9 @@ class ServeService:
         )
         self.scheduler = self.turns.scheduler
         self.upstream = httpx.AsyncClient(
-            timeout=httpx.Timeout(self.settings.models.llm_timeout_seconds, connect=min(10.0, self.settings.models.llm_timeout_seconds)),
+            timeout=httpx.Timeout(
+                self.settings.models.llm_timeout_seconds, connect=min(10.0, self.settings.models.llm_timeout_seconds)
+            ),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
         )
 

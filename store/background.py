@@ -5,9 +5,9 @@ store's calls and the tasks they start, without an argument on every one of them
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 
 _background: ContextVar[bool] = ContextVar("memlane_background", default=False)
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from memlane.config import Settings
 
@@ -69,8 +70,12 @@ class CircuitBreaker:
         self._trial_running = False
 
     @classmethod
-    def from_settings(cls, name: str, settings: Settings) -> "CircuitBreaker":
-        return cls(name, failure_threshold=settings.models.circuit_failure_threshold, reset_seconds=settings.models.circuit_reset_seconds)
+    def from_settings(cls, name: str, settings: Settings) -> CircuitBreaker:
+        return cls(
+            name,
+            failure_threshold=settings.models.circuit_failure_threshold,
+            reset_seconds=settings.models.circuit_reset_seconds,
+        )
 
     def status(self) -> BreakerStatus:
         """The state now, without changing it (an open breaker past its reset time reads
@@ -104,11 +109,17 @@ class CircuitBreaker:
     def record_failure(self, error: BaseException) -> None:
         self._trial_running = False
         self.consecutive_failures += 1
-        if self.state == "half-open" or (self.state == "closed" and self.consecutive_failures >= self.failure_threshold):
+        if self.state == "half-open" or (
+            self.state == "closed" and self.consecutive_failures >= self.failure_threshold
+        ):
             if self.state == "closed":
                 logger.warning(
                     "circuit open: %s failed %d times in a row (last: %s: %s); calls are refused for %gs",
-                    self.name, self.consecutive_failures, type(error).__name__, error, self.reset_seconds,
+                    self.name,
+                    self.consecutive_failures,
+                    type(error).__name__,
+                    error,
+                    self.reset_seconds,
                 )
             self.state = "open"
             self._opened_at = time.monotonic()

@@ -19,8 +19,16 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    ClusterError,
+    MovedError,
+    ResponseError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import AskError, ClusterDownError, ClusterError, MovedError, ResponseError, SlotNotCoveredError, TryAgainError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redisvl.exceptions import RedisSearchError
 
@@ -106,7 +114,9 @@ def retryable(error: BaseException) -> bool:
         error = error.__cause__
     if is_connection_race(error):
         return True
-    if isinstance(error, (RedisConnectionError, RedisTimeoutError, OSError, MovedError, AskError, ClusterDownError, TryAgainError)):
+    if isinstance(
+        error, (RedisConnectionError, RedisTimeoutError, OSError, MovedError, AskError, ClusterDownError, TryAgainError)
+    ):
         return True
     return isinstance(error, ResponseError) and str(error).split(" ", 1)[0].upper() in _RETRYABLE_REPLIES
 

@@ -14,7 +14,8 @@ of the same node) and the user's hashes. An index whose name's slot left the nod
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from redis.commands.core import AsyncScript
@@ -58,7 +59,7 @@ end
 return out
 """
 
-_scripts: "weakref.WeakKeyDictionary[Any, AsyncScript]" = weakref.WeakKeyDictionary()
+_scripts: weakref.WeakKeyDictionary[Any, AsyncScript] = weakref.WeakKeyDictionary()
 
 
 def _script(client: Any) -> AsyncScript:
@@ -97,7 +98,9 @@ async def search_then_read(
     return answers
 
 
-def _filled(docs: list[dict[str, Any]], rows: Sequence[Sequence[Any]], fields: Sequence[str], vector: Sequence[float] | None) -> list[dict[str, Any]]:
+def _filled(
+    docs: list[dict[str, Any]], rows: Sequence[Sequence[Any]], fields: Sequence[str], vector: Sequence[float] | None
+) -> list[dict[str, Any]]:
     """`docs` with their hashes' `fields` (and, with `vector`, the distance to it), those gone left out."""
     measured = [vector is not None and len(row) > len(fields) and bool(row[-1]) for row in rows]
     stored = [np.frombuffer(row[-1], dtype=np.float32) for row, wanted in zip(rows, measured) if wanted]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import InitVar, dataclass, field
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
@@ -88,13 +89,17 @@ class StoreCore:
 
     def __post_init__(self, key_prefix: str | None) -> None:
         self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
-        self.layout = KeyLayout(key_prefix or self.settings.store.key_prefix, max_id_chars=self.settings.limits.max_id_chars)
+        self.layout = KeyLayout(
+            key_prefix or self.settings.store.key_prefix, max_id_chars=self.settings.limits.max_id_chars
+        )
         self.dims = embedding_dims(self.embeddings)
         self.schema = memory_schema(self.layout, self.dims, self.settings.store.metadata_fields)
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
         self.zone = resolve_timezone(self.settings.store.timezone)
         self.shards = (
-            ShardIndexes(self.client, self.schema, self.layout, wait_seconds=self.settings.store.redis_cluster_index_wait_seconds)
+            ShardIndexes(
+                self.client, self.schema, self.layout, wait_seconds=self.settings.store.redis_cluster_index_wait_seconds
+            )
             if is_cluster(self.client)
             else None
         )
@@ -130,10 +135,12 @@ class StoreCore:
             raise
         except AttributeError as error:
             if self.shards is not None and is_connection_race(error):
-                raise unavailable(RedisConnectionError(
-                    f"a cluster node's connection was closed under the call, or the call was sent on to a node "
-                    f"the client does not know yet ({error})"
-                )) from error
+                raise unavailable(
+                    RedisConnectionError(
+                        f"a cluster node's connection was closed under the call, or the call was sent on to a node "
+                        f"the client does not know yet ({error})"
+                    )
+                ) from error
             raise
         except Exception as error:  # a cluster failing over or resharding: Redis away, try again shortly
             if self.shards is not None and cluster_is_away(error):

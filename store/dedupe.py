@@ -41,10 +41,14 @@ _ENGLISH_VALUE_WORDS = frozenset(
 )
 _CJK_VALUE_CHARS = frozenset("不没别未无非莫零一二三四五六七八九十百千万两")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", re.UNICODE)
+_TOKEN = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", re.UNICODE
+)
 _CONTRACTIONS = [
-    (re.compile(r"\bcan['’]t\b", re.I), "can not"), (re.compile(r"\bwon['’]t\b", re.I), "will not"),
-    (re.compile(r"n['’]t\b", re.I), " not"), (re.compile(r"['’](s|m|re|ve|d)\b", re.I), ""),
+    (re.compile(r"\bcan['’]t\b", re.I), "can not"),
+    (re.compile(r"\bwon['’]t\b", re.I), "will not"),
+    (re.compile(r"n['’]t\b", re.I), " not"),
+    (re.compile(r"['’](s|m|re|ve|d)\b", re.I), ""),
     (re.compile(r"['’]ll\b", re.I), " will"),
 ]
 
@@ -90,10 +94,7 @@ def content_terms(text: str) -> list[str]:
 
 
 def _values(terms: list[str]) -> Counter[str]:
-    return Counter(
-        term for term in terms
-        if term.isdigit() or term in _ENGLISH_VALUE_WORDS or term in _CJK_VALUE_CHARS
-    )
+    return Counter(term for term in terms if term.isdigit() or term in _ENGLISH_VALUE_WORDS or term in _CJK_VALUE_CHARS)
 
 
 def _in_order_within(shorter: list[str], longer: list[str]) -> bool:

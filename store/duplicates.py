@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -68,7 +68,11 @@ class Duplicates(StorePart):
         kept = [memory for memory in new if memory.id not in near]
         for memory in kept:
             if memory.kind != "message":
-                pipe.hset(self.layout.memory_texts(memory.user_id), text_digest(memory.kind, memory.text, memory.metadata), memory.id)
+                pipe.hset(
+                    self.layout.memory_texts(memory.user_id),
+                    text_digest(memory.kind, memory.text, memory.metadata),
+                    memory.id,
+                )
         self.memories.queue_follow(pipe, kept)
         await self._run(pipe.execute())
         self.search.counts_changed({memory.user_id for memory in new})  # counted while looking for repeats
@@ -96,14 +100,20 @@ class Duplicates(StorePart):
         known = [as_text(value) if value is not None else None for value in await self._run(pipe.execute())]
         pipe = self.client.pipeline(transaction=False)
         for memory, other in zip(texts, known):
-            pipe.hmget(self.layout.memory(memory.user_id, other or memory.id), [MemoryField.KIND, MemoryField.TEXT, MemoryField.METADATA])
+            pipe.hmget(
+                self.layout.memory(memory.user_id, other or memory.id),
+                [MemoryField.KIND, MemoryField.TEXT, MemoryField.METADATA],
+            )
         stored = await self._run(pipe.execute())
         repeats: dict[str, str] = {}
         first: dict[tuple[str, str], str] = {}
         for memory, other, (kind, text, metadata) in zip(texts, known, stored):
             slot = (memory.user_id, text_digest(memory.kind, memory.text, memory.metadata))
             # the memory noted under this text still holds it (not deleted, nor rewritten since)
-            there = text is not None and text_digest(as_text(kind), as_text(text), json.loads(as_text(metadata) or "{}")) == slot[1]
+            there = (
+                text is not None
+                and text_digest(as_text(kind), as_text(text), json.loads(as_text(metadata) or "{}")) == slot[1]
+            )
             if other and other != memory.id and there:
                 repeats[memory.id] = other
             elif slot in first and first[slot] != memory.id:
@@ -112,7 +122,9 @@ class Duplicates(StorePart):
                 first.setdefault(slot, memory.id)
         return repeats
 
-    async def _near_duplicates(self, new: Sequence[Memory], rows: Sequence[tuple[str, dict]]) -> dict[str, RepeatedMemory]:
+    async def _near_duplicates(
+        self, new: Sequence[Memory], rows: Sequence[tuple[str, dict]]
+    ) -> dict[str, RepeatedMemory]:
         """Memory id → the stored memory (or an earlier one of this call) it nearly duplicates, for
         the embedded `rows` of memories the store does not hold yet (a stored id rewritten stays)."""
         if self._threshold is None:
@@ -126,7 +138,10 @@ class Duplicates(StorePart):
             pipe.exists(key)
         held = await self._run(pipe.execute())
         fresh = [  # each as stored (its text masked), with its vector
-            (by_key[key].model_copy(update={"text": row[MemoryField.TEXT]}), np.frombuffer(row[MemoryField.EMBEDDING], dtype=np.float32))
+            (
+                by_key[key].model_copy(update={"text": row[MemoryField.TEXT]}),
+                np.frombuffer(row[MemoryField.EMBEDDING], dtype=np.float32),
+            )
             for (key, row), there in zip(candidates, held)
             if not there
         ]
@@ -138,7 +153,9 @@ class Duplicates(StorePart):
 
         found = await asyncio.gather(*(stored_repeat(memory, vector) for memory, vector in fresh))
         repeats = {memory.id: repeat for (memory, _), repeat in zip(fresh, found) if repeat is not None}
-        repeats.update(self._repeats_in_call([(memory, vector) for memory, vector in fresh if memory.id not in repeats]))
+        repeats.update(
+            self._repeats_in_call([(memory, vector) for memory, vector in fresh if memory.id not in repeats])
+        )
         return repeats
 
     def _repeats_in_call(self, fresh: Sequence[tuple[Memory, np.ndarray]]) -> dict[str, RepeatedMemory]:
@@ -155,9 +172,11 @@ class Duplicates(StorePart):
             for memory, vector in group:
                 similarities = np.stack([other for _, other in kept]) @ vector if kept else np.zeros(0)
                 match = next(
-                    (RepeatedMemory(memory=kept[i][0], similarity=float(similarities[i]), identical=False)
-                     for i in np.argsort(-similarities)
-                     if self._repeats(memory, kept[i][0], float(similarities[i]))),
+                    (
+                        RepeatedMemory(memory=kept[i][0], similarity=float(similarities[i]), identical=False)
+                        for i in np.argsort(-similarities)
+                        if self._repeats(memory, kept[i][0], float(similarities[i]))
+                    ),
                     None,
                 )
                 if match is None:
@@ -181,4 +200,6 @@ class Duplicates(StorePart):
     def _repeats(self, newer: Memory, older: Memory, similarity: float) -> bool:
         """A near duplicate: the rule of store/dedupe.py, and the same metadata (a note filed under
         another project is another note)."""
-        return newer.metadata == older.metadata and is_near_duplicate(newer.text, older.text, similarity, self._threshold)
+        return newer.metadata == older.metadata and is_near_duplicate(
+            newer.text, older.text, similarity, self._threshold
+        )

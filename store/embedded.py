@@ -178,20 +178,32 @@ class EmbeddedRedis:
         args = [
             str(binaries.server),
             str(self.config_file),  # the password; everything on the command line below is public
-            "--bind", "127.0.0.1",
-            "--port", str(port),
-            "--protected-mode", "yes",
-            "--dir", str(self.dir),
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--daemonize", "no",
-            "--logfile", str(self.log_file),
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--protected-mode",
+            "yes",
+            "--dir",
+            str(self.dir),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(self.log_file),
         ]
         for module in binaries.modules:
             args += ["--loadmodule", str(module)]
         self._stopping = False
         process = subprocess.Popen(
-            args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            args,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             start_new_session=True,
             umask=0o077,  # its AOF, RDB and log files: 0600
         )
@@ -226,7 +238,8 @@ class EmbeddedRedis:
         if len(self._restarts) > MAX_RESTARTS_PER_MINUTE:
             logger.error(
                 "the embedded Redis Stack exited %d times within a minute; leaving it down (see %s)",
-                len(self._restarts), self.log_file,
+                len(self._restarts),
+                self.log_file,
             )
             return
         logger.warning("the embedded Redis Stack exited unexpectedly (code %s); starting it again", code)

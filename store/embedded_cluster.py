@@ -143,7 +143,9 @@ class EmbeddedCluster:
         if len(ports) != self.primaries * (1 + self.replicas):
             logger.warning(
                 "starting the stopped embedded cluster of %d nodes again, not a new one of %d; delete %s for a new one",
-                len(ports), self.primaries * (1 + self.replicas), self.dir,
+                len(ports),
+                self.primaries * (1 + self.replicas),
+                self.dir,
             )
         self._launch_all(ports, password, timeout, create=False)
         logger.info("started the embedded Redis Cluster again on ports %s (data in %s)", ports, self.dir)
@@ -165,18 +167,41 @@ class EmbeddedCluster:
         # replicas authenticate to their primary with the same password
         write_private(config, config_text(password) + f'masterauth "{quoted}"\n')
         args = [
-            str(binaries.server), str(config),
-            "--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes",
-            "--dir", str(node_dir), "--appendonly", "yes", "--appendfsync", "everysec",
-            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-            "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
-            "--daemonize", "no", "--logfile", str(node_dir / "redis.log"),
+            str(binaries.server),
+            str(config),
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--protected-mode",
+            "yes",
+            "--dir",
+            str(node_dir),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            str(NODE_TIMEOUT_MS),
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(node_dir / "redis.log"),
         ]
         for module in binaries.modules:
             args += ["--loadmodule", str(module)]
         return subprocess.Popen(
-            args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, umask=0o077,
+            args,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            umask=0o077,
         )
 
     def _create(self, timeout: float) -> str:
@@ -190,8 +215,12 @@ class EmbeddedCluster:
         for port in ports:  # node files of an older cluster on the same port: a new cluster starts empty
             shutil.rmtree(self.dir / str(port), ignore_errors=True)
         self._launch_all(ports, password, timeout, create=True)
-        logger.info("started an embedded Redis Cluster of %d primaries (%d replicas each) on ports %s",
-                    self.primaries, self.replicas, ports)
+        logger.info(
+            "started an embedded Redis Cluster of %d primaries (%d replicas each) on ports %s",
+            self.primaries,
+            self.replicas,
+            ports,
+        )
         return cluster_url(ports[0], password)
 
     def _launch_all(self, ports: list[int], password: str, timeout: float, *, create: bool) -> None:
@@ -207,13 +236,20 @@ class EmbeddedCluster:
             for port, process in zip(ports, processes):
                 while probe(_node_url(port, password), timeout=0.5) != "up":
                     if process.poll() is not None or time.monotonic() > deadline:
-                        raise RedisUnavailable(f"node 127.0.0.1:{port} of the embedded cluster did not start "
-                                               f"(see {self.dir / str(port) / 'redis.log'}); {HELP}")
+                        raise RedisUnavailable(
+                            f"node 127.0.0.1:{port} of the embedded cluster did not start "
+                            f"(see {self.dir / str(port) / 'redis.log'}); {HELP}"
+                        )
                     time.sleep(0.05)
             if create:
                 self.cli(
-                    "--cluster", "create", *[f"127.0.0.1:{port}" for port in ports],
-                    "--cluster-replicas", str(self.replicas), "--cluster-yes", env=env,
+                    "--cluster",
+                    "create",
+                    *[f"127.0.0.1:{port}" for port in ports],
+                    "--cluster-replicas",
+                    str(self.replicas),
+                    "--cluster-yes",
+                    env=env,
                 )
             self._wait_until_ok(ports, password, deadline, replicas=self.replicas if create else 0)
         except (RedisUnavailable, subprocess.SubprocessError, OSError):
@@ -246,9 +282,13 @@ class EmbeddedCluster:
         cli = find_redis_stack().server.parent / "redis-cli"
         env = dict(env or self._environment())
         env["REDISCLI_AUTH"] = str(self._read_state()["password"])
-        result = subprocess.run([str(cli), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        result = subprocess.run(
+            [str(cli), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
         if result.returncode != 0:
-            raise RedisUnavailable(f"redis-cli {' '.join(args[:2])} failed: {(result.stderr or result.stdout).strip()[-600:]}")
+            raise RedisUnavailable(
+                f"redis-cli {' '.join(args[:2])} failed: {(result.stderr or result.stdout).strip()[-600:]}"
+            )
         return result.stdout
 
     def add_primary(self, timeout: float = 60.0) -> int:
@@ -264,11 +304,18 @@ class EmbeddedCluster:
         deadline = time.monotonic() + timeout
         while probe(_node_url(port, password), timeout=0.5) != "up":
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RedisUnavailable(f"node 127.0.0.1:{port} did not start (see {self.dir / str(port) / 'redis.log'}); {HELP}")
+                raise RedisUnavailable(
+                    f"node 127.0.0.1:{port} did not start (see {self.dir / str(port) / 'redis.log'}); {HELP}"
+                )
             time.sleep(0.05)
         existing = next(p for p in sorted(taken) if probe(_node_url(p, password), timeout=0.5) == "up")
         self.cli("--cluster", "add-node", f"127.0.0.1:{port}", f"127.0.0.1:{existing}")
-        self._wait_until_ok([*[p for p in taken if probe(_node_url(p, password), timeout=0.5) == "up"], port], password, deadline, replicas=0)
+        self._wait_until_ok(
+            [*[p for p in taken if probe(_node_url(p, password), timeout=0.5) == "up"], port],
+            password,
+            deadline,
+            replicas=0,
+        )
         return port
 
     def move_slot(self, slot: int, source_port: int, target_port: int) -> int:
@@ -283,10 +330,14 @@ class EmbeddedCluster:
             source.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", target_id)
             moved = 0
             while keys := source.execute_command("CLUSTER GETKEYSINSLOT", slot, 100):
-                source.execute_command("MIGRATE", "127.0.0.1", target_port, "", 0, 10_000, "AUTH", password, "KEYS", *keys)
+                source.execute_command(
+                    "MIGRATE", "127.0.0.1", target_port, "", 0, 10_000, "AUTH", password, "KEYS", *keys
+                )
                 moved += len(keys)
             for port in (target_port, source_port):  # the new owner first, as redis-cli does
-                redis.Redis.from_url(_node_url(port, password)).execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
+                redis.Redis.from_url(_node_url(port, password)).execute_command(
+                    "CLUSTER SETSLOT", slot, "NODE", target_id
+                )
             return moved
         finally:
             source.close()
@@ -313,5 +364,7 @@ class EmbeddedCluster:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)
         if nodes:  # the ports and the password stay: the next start brings the cluster back with its data
-            self._write_state({"password": state.get("password"), "nodes": [{"port": node["port"], "pid": None} for node in nodes]})
+            self._write_state(
+                {"password": state.get("password"), "nodes": [{"port": node["port"], "pid": None} for node in nodes]}
+            )
         return stopped

@@ -17,7 +17,13 @@ from langchain_core.embeddings import Embeddings
 
 from memlane.config import Settings
 from memlane.store.background import working_in_background
-from memlane.store.model_workers import EmbeddingBacklog, Vectors, _ModelWorkers, _openmp_thread_setter, limit_openmp_spin
+from memlane.store.model_workers import (
+    EmbeddingBacklog,
+    Vectors,
+    _ModelWorkers,
+    _openmp_thread_setter,
+    limit_openmp_spin,
+)
 
 logger = logging.getLogger(__name__)
 

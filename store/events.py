@@ -7,8 +7,9 @@ Deleting a card here only deletes it; forgetting what its summary states elsewhe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from memlane.store.core import StorePart
 from memlane.store.ids import event_memory_id
@@ -29,7 +30,9 @@ class Events(StorePart):
             change.model_copy(
                 update={
                     "content": self.core.redact(change.content),
-                    "previous_content": self.core.redact(change.previous_content) if change.previous_content else change.previous_content,
+                    "previous_content": self.core.redact(change.previous_content)
+                    if change.previous_content
+                    else change.previous_content,
                 }
             )
             for change in event.profile_delta

@@ -43,8 +43,8 @@ me" with it, and forgetting the dog takes "叫旺财" from "我养了一只狗�
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from memlane.store.text import CJK_FUNCTION_CHARS, CJK_RANGES, index_terms
 
@@ -67,10 +67,12 @@ _CONTINUATION = re.compile(
 # words a request uses for the kind of thing it names, not for what was said ("erase my job at
 # the bakery" for "I work at the bakery"): optional beside a word of the fact's own
 _GENERIC_TERMS = frozenset(
-    index_terms("job name thing things stuff info information detail details fact facts memory memories place story "
-                "part topic subject data record records plan plans lesson lessons class classes habit habits "
-                # what a question asks, its answer being elsewhere: "how old my cat is", "how much I sleep"
-                "much many old long often kind type").split()
+    index_terms(
+        "job name thing things stuff info information detail details fact facts memory memories place story "
+        "part topic subject data record records plan plans lesson lessons class classes habit habits "
+        # what a question asks, its answer being elsewhere: "how old my cat is", "how much I sleep"
+        "much many old long often kind type"
+    ).split()
     + ["工作", "名字", "情况", "计划", "信息", "细节", "东西", "内容", "事情"]
 )
 _CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
@@ -146,7 +148,8 @@ def forget_subject(query: str) -> str:
 
 def _terms(text: str) -> list[str]:
     return [
-        term for term in index_terms(_CJK_USER.sub(" ", text)).split()
+        term
+        for term in index_terms(_CJK_USER.sub(" ", text)).split()
         if term not in _REPORTING_WORDS and term not in _CONTRACTION_ENDS
     ]
 
@@ -213,7 +216,7 @@ class Fact:
     in_shorter_clauses: bool = True
 
     @classmethod
-    def of(cls, text: str, min_coverage: float, *, in_shorter_clauses: bool = True) -> "Fact":
+    def of(cls, text: str, min_coverage: float, *, in_shorter_clauses: bool = True) -> Fact:
         every = frozenset(_terms(text))
         terms = _meaningful(every)
         specific = terms - _GENERIC_TERMS  # "my job at the bakery": the bakery is what was said
@@ -237,7 +240,12 @@ class Fact:
 
 
 def facts_of(
-    texts: Iterable[str], min_coverage: float, *, by_clause: bool = False, min_terms: int = 1, in_shorter_clauses: bool = True
+    texts: Iterable[str],
+    min_coverage: float,
+    *,
+    by_clause: bool = False,
+    min_terms: int = 1,
+    in_shorter_clauses: bool = True,
 ) -> list[Fact]:
     """One fact per sentence of the texts (per clause with `by_clause`: an event summary lists
     several facts in one sentence), those of at least `min_terms` words."""
@@ -307,7 +315,9 @@ def unsaid(subject: str, text: str) -> str | None:
     for word in _SUBJECT_WORD.findall(subject):
         if _CJK_CHAR.match(word):  # the characters no held bigram of the subject covers
             bigrams = [word[i : i + 2] for i in range(len(word) - 1)] or [word]
-            covered = {i + offset for i, bigram in enumerate(bigrams) if _found(bigram, held) for offset in range(len(bigram))}
+            covered = {
+                i + offset for i, bigram in enumerate(bigrams) if _found(bigram, held) for offset in range(len(bigram))
+            }
             any_held = any_held or bool(covered)
             rest = "".join(" " if i in covered else char for i, char in enumerate(word)).split()
             kept.extend(part for part in rest if not set(part) <= _GLUE_CHARS)
@@ -331,7 +341,9 @@ _LATIN_WORD = re.compile(rf"[^\W_{CJK_RANGES}]+", re.UNICODE)
 
 
 # what says only that something was heard or comes next: "好的，我记住了" is left of no fact
-_FILLER_ZH = re.compile(r"好的|好吧|嗯+|哦|收到|明白了?|知道了|没问题|(?:我)?(?:会)?记住了?|记下了?|顺便(?:说一下|提一下)?|对了|另外")
+_FILLER_ZH = re.compile(
+    r"好的|好吧|嗯+|哦|收到|明白了?|知道了|没问题|(?:我)?(?:会)?记住了?|记下了?|顺便(?:说一下|提一下)?|对了|另外"
+)
 
 
 def _cjk_content_chars(text: str) -> int:
@@ -438,7 +450,11 @@ def split_clauses(text: str) -> list[str]:
 
 
 def _bare(clause: str) -> str:
-    return _TRAILING_PUNCTUATION.sub("", _LEADING_CONJUNCTION.sub("", _LEADING_PUNCTUATION.sub("", clause.strip()))).rstrip("。！？!?.;；").lower()
+    return (
+        _TRAILING_PUNCTUATION.sub("", _LEADING_CONJUNCTION.sub("", _LEADING_PUNCTUATION.sub("", clause.strip())))
+        .rstrip("。！？!?.;；")
+        .lower()
+    )
 
 
 def removed_clauses(before: str, after: str) -> list[str]:

@@ -25,8 +25,8 @@ allergy to shellfish" and does not mean "shellfish".
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from memlane.store.forget import forget_subject
 
@@ -34,20 +34,48 @@ from memlane.store.forget import forget_subject
 # sentences, none of them a fact worth forgetting
 EVERYDAY_SENTENCES: dict[str, tuple[str, ...]] = {
     "en": (
-        "I had a sandwich for lunch.", "The weather was nice yesterday.", "I watched a documentary last night.",
-        "My phone battery dies quickly.", "I usually wake up at seven.", "We painted the kitchen white.",
-        "I am reading a novel about sailors.", "The train was late this morning.", "I bought new shoes on Saturday.",
-        "My friend called me after dinner.", "I forgot my umbrella at the office.", "We went to the beach in August.",
-        "I listen to podcasts while cooking.", "The meeting ran over by an hour.", "I need to renew my library card.",
-        "My laptop is getting slow.", "I tried a new recipe for soup.", "The garden needs watering.",
-        "I am planning a trip to the mountains.", "We ordered pizza on Friday.",
+        "I had a sandwich for lunch.",
+        "The weather was nice yesterday.",
+        "I watched a documentary last night.",
+        "My phone battery dies quickly.",
+        "I usually wake up at seven.",
+        "We painted the kitchen white.",
+        "I am reading a novel about sailors.",
+        "The train was late this morning.",
+        "I bought new shoes on Saturday.",
+        "My friend called me after dinner.",
+        "I forgot my umbrella at the office.",
+        "We went to the beach in August.",
+        "I listen to podcasts while cooking.",
+        "The meeting ran over by an hour.",
+        "I need to renew my library card.",
+        "My laptop is getting slow.",
+        "I tried a new recipe for soup.",
+        "The garden needs watering.",
+        "I am planning a trip to the mountains.",
+        "We ordered pizza on Friday.",
     ),
     "zh": (
-        "我中午吃了一个三明治。", "昨天天气很好。", "我昨晚看了一部纪录片。", "我的手机电池掉电很快。", "我一般七点起床。",
-        "我们把厨房刷成了白色。", "我在读一本关于水手的小说。", "今天早上火车晚点了。", "我周六买了新鞋。",
-        "朋友晚饭后给我打了电话。", "我把伞忘在办公室了。", "我们八月去了海边。", "我做饭的时候听播客。",
-        "会议拖了一个小时。", "我得去续借书证了。", "我的笔记本电脑越来越慢。", "我试了一个新的汤的做法。",
-        "花园需要浇水了。", "我在计划去山里旅行。", "我们周五点了披萨。",
+        "我中午吃了一个三明治。",
+        "昨天天气很好。",
+        "我昨晚看了一部纪录片。",
+        "我的手机电池掉电很快。",
+        "我一般七点起床。",
+        "我们把厨房刷成了白色。",
+        "我在读一本关于水手的小说。",
+        "今天早上火车晚点了。",
+        "我周六买了新鞋。",
+        "朋友晚饭后给我打了电话。",
+        "我把伞忘在办公室了。",
+        "我们八月去了海边。",
+        "我做饭的时候听播客。",
+        "会议拖了一个小时。",
+        "我得去续借书证了。",
+        "我的笔记本电脑越来越慢。",
+        "我试了一个新的汤的做法。",
+        "花园需要浇水了。",
+        "我在计划去山里旅行。",
+        "我们周五点了披萨。",
     ),
 }
 EVERYDAY_NEAREST = 3  # a request's baseline: the mean similarity of the everyday sentences nearest it
@@ -71,8 +99,12 @@ _ABOUT_SOMEONE_ELSE = re.compile(
     rf"^(?:(?:my|our)\s+(?:[a-z'-]+\s+)?{_OTHERS_EN}\b|(?:he|she|they|his|her|their)\b)|^(?:我们|我)?的?家?{_OTHERS_ZH}|^(?:他|她|它)",
     re.IGNORECASE,
 )
-_NAMES_SOMEONE_ELSE = re.compile(rf"\b{_OTHERS_EN}\b|{_OTHERS_ZH}|\b(?:he|she|they|his|her|their)\b|他|她", re.IGNORECASE)
-_QUESTION = re.compile(r"\b(?:what|where|who|whom|whose|which|when|how)\b|什么|哪|谁|多大|多少|多久|几|怎么|怎样|为什么", re.IGNORECASE)
+_NAMES_SOMEONE_ELSE = re.compile(
+    rf"\b{_OTHERS_EN}\b|{_OTHERS_ZH}|\b(?:he|she|they|his|her|their)\b|他|她", re.IGNORECASE
+)
+_QUESTION = re.compile(
+    r"\b(?:what|where|who|whom|whose|which|when|how)\b|什么|哪|谁|多大|多少|多久|几|怎么|怎样|为什么", re.IGNORECASE
+)
 _NAMES_THE_USER = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b|我", re.IGNORECASE)
 
 
@@ -125,7 +157,9 @@ def clearly_meant(request: str, candidates: Sequence[MeaningCandidate], *, min_m
         return []
     about_the_user = asks_about_the_user(request)
     eligible = [
-        index for index, candidate in enumerate(candidates) if not (about_the_user and about_someone_else(candidate.text))
+        index
+        for index, candidate in enumerate(candidates)
+        if not (about_the_user and about_someone_else(candidate.text))
     ]
     best = max(eligible, key=lambda index: candidates[index].margin, default=None)
     return [best] if best is not None and candidates[best].margin >= min_margin else []

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+
 class ForgottenRecord(BaseModel):
     """One record `forget` changed."""
 
@@ -28,7 +29,9 @@ class ForgetReport(BaseModel):
     query: str
     subject: str = Field(default="", description='what was matched: the query without "forget what I said about"')
     records: list[ForgottenRecord] = Field(default_factory=list)
-    dry_run: bool = Field(default=False, description="a preview: the records say what forget would change, nothing was changed")
+    dry_run: bool = Field(
+        default=False, description="a preview: the records say what forget would change, nothing was changed"
+    )
 
     def add(self, kind: str, record_id: str, action: str, removed: Sequence[str] = ()) -> None:
         if not any(r.kind == kind and r.id == record_id for r in self.records):
@@ -59,7 +62,8 @@ class ForgetReport(BaseModel):
             if records:
                 rewritten = sum(1 for r in records if r.action == "rewritten")
                 parts.append(
-                    f"{len(records)} {singular if len(records) == 1 else plural}" + (f" ({rewritten} rewritten)" if rewritten else "")
+                    f"{len(records)} {singular if len(records) == 1 else plural}"
+                    + (f" ({rewritten} rewritten)" if rewritten else "")
                 )
         return verb + ", ".join(parts)
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 
@@ -89,7 +89,13 @@ class Forgetting(StorePart):
     _everyday: dict[str, np.ndarray] = field(default_factory=dict, init=False)
 
     async def forget(
-        self, user_id: str, query: str, *, actor: str = "forget", confirm: ForgetConfirm | None = None, dry_run: bool = False
+        self,
+        user_id: str,
+        query: str,
+        *,
+        actor: str = "forget",
+        confirm: ForgetConfirm | None = None,
+        dry_run: bool = False,
     ) -> ForgetReport:
         subject = forget_subject(clean_text(query))
         report = ForgetReport(user_id=user_id, query=query, subject=subject, dry_run=dry_run)
@@ -100,7 +106,10 @@ class Forgetting(StorePart):
             deleted = [r.id for r in report.records if r.kind == "profile" and r.action == "deleted"]
             # what the entries said goes from the turns and summaries too, in their words:
             # "which car I have" took vehicle / car whole, and "drives a red Honda Civic" with it
-            facts = [fact, *facts_of(restated, self.settings.privacy.forget_min_term_coverage, in_shorter_clauses=False)]
+            facts = [
+                fact,
+                *facts_of(restated, self.settings.privacy.forget_min_term_coverage, in_shorter_clauses=False),
+            ]
             # a bare name ("Miso", "张伟") is forgotten wherever it is written, as recall finds it
             relevance = 0.0 if is_short_entity_query(subject) else self.settings.privacy.forget_min_relevance
             await self._forget_statements(
@@ -137,7 +146,10 @@ class Forgetting(StorePart):
         facts = facts_of(sentences, self.settings.privacy.forget_min_term_coverage, in_shorter_clauses=False)
         touched, _ = await self._forget_in_profile(user_id, facts, report, actor=actor)
         await self._forget_statements(
-            user_id, facts, report, search_query=" ".join(sentences),
+            user_id,
+            facts,
+            report,
+            search_query=" ".join(sentences),
             cited_message_ids=[message_id for index in chosen for message_id in sources[index]],
         )
         await self._forget_in_profile_history(user_id, touched, facts, report)
@@ -160,7 +172,8 @@ class Forgetting(StorePart):
             if answer is not None:  # None: the confirmation said why itself
                 logger.warning(
                     "forget %r: the confirmation named sentences it was not shown (%r); forget keeps to what is clear",
-                    request, answer,
+                    request,
+                    answer,
                 )
         if report.forgot_anything:
             return []
@@ -202,12 +215,18 @@ class Forgetting(StorePart):
             [list(dict.fromkeys(sources[sentences[index]])) for index in order],
         )
 
-    async def _margins(self, request: str, sentences: list[str], request_vector: Sequence[float] | None = None) -> list[float]:
+    async def _margins(
+        self, request: str, sentences: list[str], request_vector: Sequence[float] | None = None
+    ) -> list[float]:
         """How much nearer `request` each sentence is than everyday sentences of its language
         are, in relevance units (cosine similarity over what separates unrelated texts, 1 -
         `similarity_floor`)."""
-        query = np.asarray(request_vector if request_vector is not None else await self.core.embed_query(request), dtype=np.float32)
-        similarity = cosine_similarities(query, np.asarray(await self.core.embed_documents(sentences), dtype=np.float32))
+        query = np.asarray(
+            request_vector if request_vector is not None else await self.core.embed_query(request), dtype=np.float32
+        )
+        similarity = cosine_similarities(
+            query, np.asarray(await self.core.embed_documents(sentences), dtype=np.float32)
+        )
         everyday = {
             language: float(np.sort(cosine_similarities(query, vectors))[-EVERYDAY_NEAREST:].mean())
             for language, vectors in (await self._everyday_vectors()).items()
@@ -256,7 +275,9 @@ class Forgetting(StorePart):
         removed = await self.events.delete_card(user_id, event_id)
         if removed and event is not None:
             report = ForgetReport(user_id=user_id, query=event.summary)
-            facts = facts_of([event.summary], self.settings.privacy.forget_min_term_coverage, by_clause=True, min_terms=2)
+            facts = facts_of(
+                [event.summary], self.settings.privacy.forget_min_term_coverage, by_clause=True, min_terms=2
+            )
             await self._forget_statements(
                 user_id, facts, report, search_query=event.summary, cited_message_ids=event.source_message_ids
             )
@@ -264,7 +285,9 @@ class Forgetting(StorePart):
         return removed
 
     async def delete_message(self, user_id: str, message_id: str) -> bool:
-        messages = await self.messages.load_messages(user_id, [self.layout.message(user_id, message_id).rsplit(":", 1)[1]])
+        messages = await self.messages.load_messages(
+            user_id, [self.layout.message(user_id, message_id).rsplit(":", 1)[1]]
+        )
         if not messages:
             return False
         message = messages[0]
@@ -316,21 +339,30 @@ class Forgetting(StorePart):
             drop_whole = set(cited) if drop_cited else set()
             if drop_cited and cited:
                 any_word = [replace(fact, min_coverage=_ANY_WORD) for fact in facts]
-                await self._forget_in_messages(user_id, await self.messages.replies_to(user_id, cited), any_word, set(), report)
+                await self._forget_in_messages(
+                    user_id, await self.messages.replies_to(user_id, cited), any_word, set(), report
+                )
             # each round changes what states the facts, so that it states them no more; a round
             # that changes nothing, or that saw every candidate, ends it
             while True:
                 hits = (
                     await self.search.search_memories(
-                        user_id, search_query[:_FORGET_QUERY_CHARS], kinds=["message", "event"],
-                        limit=_FORGET_SEARCH_LIMIT, understand_time=False,
+                        user_id,
+                        search_query[:_FORGET_QUERY_CHARS],
+                        kinds=["message", "event"],
+                        limit=_FORGET_SEARCH_LIMIT,
+                        understand_time=False,
                     )
                     if search_query.strip()
                     else []
                 )
                 # a hit's text is its message's content: only those stating a fact are loaded
-                relevant = [hit.memory for hit in hits if hit.match >= min_relevance and states_any(hit.memory.text, facts)]
-                message_ids = [m.source_message_ids[0] for m in relevant if m.kind == "message" and m.source_message_ids]
+                relevant = [
+                    hit.memory for hit in hits if hit.match >= min_relevance and states_any(hit.memory.text, facts)
+                ]
+                message_ids = [
+                    m.source_message_ids[0] for m in relevant if m.kind == "message" and m.source_message_ids
+                ]
                 item_ids = [m.id for m in relevant if m.id.startswith(ITEM_MEMORY_PREFIX)]
                 changed = await self._forget_in_messages(user_id, [*cited, *message_ids], facts, drop_whole, report)
                 changed = await self._forget_in_items(user_id, item_ids, facts, report) or changed
@@ -343,7 +375,12 @@ class Forgetting(StorePart):
             await self._forget_in_session_summaries(user_id, facts, report)
 
     async def _forget_in_messages(
-        self, user_id: str, message_ids: Sequence[str], facts: Sequence[Fact], drop_whole: set[str], report: ForgetReport
+        self,
+        user_id: str,
+        message_ids: Sequence[str],
+        facts: Sequence[Fact],
+        drop_whole: set[str],
+        report: ForgetReport,
     ) -> bool:
         ids = list(dict.fromkeys(message_ids))
         if not ids:
@@ -383,12 +420,16 @@ class Forgetting(StorePart):
         for message in dropped:
             report.add("message", message.id, "deleted", [message.content])
         for message in rewritten:
-            report.add("message", message.id, "rewritten", removed_clauses((before or {}).get(message.id, ""), message.content))
+            report.add(
+                "message", message.id, "rewritten", removed_clauses((before or {}).get(message.id, ""), message.content)
+            )
 
     async def _forget_in_items(
         self, user_id: str, memory_ids: Sequence[str], facts: Sequence[Fact], report: ForgetReport
     ) -> bool:
-        items = [item for item in await self.items.get_items(user_id, list(dict.fromkeys(memory_ids))) if item is not None]
+        items = [
+            item for item in await self.items.get_items(user_id, list(dict.fromkeys(memory_ids))) if item is not None
+        ]
         stating = [item for item in items if states_any(item.text, facts) and not report.has("item", item.memory_id)]
         if stating and not report.dry_run:
             await self.items.delete_items(user_id, [item.memory_id for item in stating])
@@ -418,7 +459,9 @@ class Forgetting(StorePart):
                 report.add("event", event.id, "deleted", [event.summary])
                 continue
             if not report.dry_run:
-                await self.events.rewrite(user_id, event.model_copy(update={"summary": summary, "profile_delta": delta}))
+                await self.events.rewrite(
+                    user_id, event.model_copy(update={"summary": summary, "profile_delta": delta})
+                )
             lines = [change.content for change in event.profile_delta if change not in delta]
             report.add("event", event.id, "rewritten", [*removed_clauses(event.summary, summary), *lines])
 
@@ -496,5 +539,9 @@ class Forgetting(StorePart):
                 continue
             past = [value.content for revision in revisions if (value := revision.past_value()) is not None]
             if past:
-                await self._run(self.client.delete(*(self.layout.memory(user_id, past_value_memory_id(entry_id, content)) for content in past)))
+                await self._run(
+                    self.client.delete(
+                        *(self.layout.memory(user_id, past_value_memory_id(entry_id, content)) for content in past)
+                    )
+                )
             await self.profile.replace_history(user_id, entry_id, cleaned)

@@ -4,8 +4,9 @@ fusion over their rankings (`fuse`), and the one relevance every surface shows
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -33,7 +34,10 @@ def calibrated_relevance(similarity: float | None, coverage: float, rank_share: 
     score over the most the rankings could give; `time_match`: inside a time the query names."""
     model = KEYWORD_RELEVANCE_MODEL if similarity is None else RELEVANCE_MODEL
     logit = (
-        model["bias"] + model["coverage"] * coverage + model["rank share"] * rank_share + model["time"] * float(time_match)
+        model["bias"]
+        + model["coverage"] * coverage
+        + model["rank share"] * rank_share
+        + model["time"] * float(time_match)
     )
     if similarity is not None:
         logit += model["similarity"] * similarity

@@ -18,8 +18,9 @@ while retention or a quota is set.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from memlane.store.core import StorePart, as_text
 from memlane.store.gc_report import GcReport
@@ -102,17 +103,26 @@ class GarbageCollector(StorePart):
             times = self.layout.event_times(user_id)
             ids = [as_text(member) for member in await self._run(self.client.zrange(times, 0, -1))]
             for start in range(0, len(ids), _BATCH):
-                report.event_entries += int(await self._run(self.client.eval(
-                    _PRUNE_EVENT_TIMES_LUA, 2, times, self.layout.events(user_id), *ids[start : start + _BATCH]
-                )))
+                report.event_entries += int(
+                    await self._run(
+                        self.client.eval(
+                            _PRUNE_EVENT_TIMES_LUA, 2, times, self.layout.events(user_id), *ids[start : start + _BATCH]
+                        )
+                    )
+                )
         texts = self.layout.memory_texts(user_id)
-        noted = {as_text(field): as_text(memory_id) for field, memory_id in (await self._run(self.client.hgetall(texts))).items()}
+        noted = {
+            as_text(field): as_text(memory_id)
+            for field, memory_id in (await self._run(self.client.hgetall(texts))).items()
+        }
         report.dedupe_entries += await self._prune(
             texts, "hash", list(noted), [self.layout.memory(user_id, memory_id) for memory_id in noted.values()]
         )
         registry = self.layout.items(user_id)
         items = [as_text(field) for field in await self._run(self.client.hkeys(registry))]
-        report.item_entries += await self._prune(registry, "hash", items, [self.layout.memory(user_id, item) for item in items])
+        report.item_entries += await self._prune(
+            registry, "hash", items, [self.layout.memory(user_id, item) for item in items]
+        )
         if retention.has_quota:
             report.quota_entries += await self.quotas.recount(user_id, full=recount)
         return report
@@ -137,7 +147,9 @@ class GarbageCollector(StorePart):
         removed = 0
         for start in range(0, len(members), _BATCH):
             keys = [container, *records[start : start + _BATCH]]
-            removed += int(await self._run(self.client.eval(_PRUNE_LUA, len(keys), *keys, kind, *members[start : start + _BATCH])))
+            removed += int(
+                await self._run(self.client.eval(_PRUNE_LUA, len(keys), *keys, kind, *members[start : start + _BATCH]))
+            )
         return removed
 
     # search entries against their records -------------------------------------------------
@@ -170,7 +182,9 @@ class GarbageCollector(StorePart):
             pipe.hmget(key, [MemoryField.ID, MemoryField.USER_ID])
             pipe.pexpiretime(key)
         answers = await self._run(pipe.execute())
-        checked: list[tuple[Any, str, str, int, str, str]] = []  # entry key, user, memory id, its expiry, record key, field
+        checked: list[
+            tuple[Any, str, str, int, str, str]
+        ] = []  # entry key, user, memory id, its expiry, record key, field
         for key, (memory_id, user), entry_at in zip(keys, answers[::2], answers[1::2]):
             if memory_id is None or user is None or record_kind(as_text(memory_id)) not in kinds:
                 continue

@@ -14,12 +14,14 @@ class GcReport(BaseModel):
     sessions: int = 0  # sessions with no message left: their listing, rolling summary and title
     event_entries: int = 0  # event times of expired cards and notes
     search_entries: int = 0  # search entries whose record is gone
-    search_entries_retimed: int = 0  # search entries given their record's expiry (a past value after its entry was read)
+    search_entries_retimed: int = (
+        0  # search entries given their record's expiry (a past value after its entry was read)
+    )
     dedupe_entries: int = 0  # notes of a stored text whose memory is gone
     item_entries: int = 0  # LangGraph item listings of expired items
     quota_entries: int = 0  # records deleted or expired, out of the users' quota usage
 
-    def add(self, other: "GcReport") -> None:
+    def add(self, other: GcReport) -> None:
         for name in type(self).model_fields:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 

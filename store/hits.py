@@ -25,15 +25,17 @@ class MemoryHit(BaseModel):
     memory: Memory
     score: float = Field(description="relevance 0..1: the chance, as measured, that it holds what was asked")
     match: float = Field(
-        default=0.0, description="rescaled similarity fused with the BM25 score normalized to the best text hit (forget's gate)"
+        default=0.0,
+        description="rescaled similarity fused with the BM25 score normalized to the best text hit (forget's gate)",
     )
     rank_score: float = Field(default=0.0, description="reciprocal-rank fusion score: the order of the hits")
     vector_similarity: float = Field(description="cosine similarity, 0..1")
     text_score: float = Field(description="BM25 score normalized to the best text hit, 0..1")
-    time_match: bool = Field(default=False, description="inside a time the query names (\"yesterday\", \"5月2日\")")
+    time_match: bool = Field(default=False, description='inside a time the query names ("yesterday", "5月2日")')
     coverage: float = Field(default=0.0, description="share of the query's terms the memory's text holds, 0..1")
     rank_share: float = Field(
-        default=0.0, description="rank_score over the most the voting rankings could give one memory (first in each), 0..1"
+        default=0.0,
+        description="rank_score over the most the voting rankings could give one memory (first in each), 0..1",
     )
 
     @property

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from memlane.store.errors import InvalidInput
 
@@ -95,4 +95,3 @@ ITEM_MEMORY_PREFIX = "item:"
 def item_memory_id(namespace: Sequence[str], key: str) -> str:
     """Id of the search memory that keeps a LangGraph store item (memlane/langgraph_store.py)."""
     return ITEM_MEMORY_PREFIX + stable_id("item", json.dumps([list(namespace), key], ensure_ascii=False))
-

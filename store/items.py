@@ -7,8 +7,9 @@ are listed in one set, so a search that names no user reaches every owner's item
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from memlane.store.core import StorePart, as_text
 from memlane.store.memories import Memories
@@ -63,8 +64,12 @@ class Items(StorePart):
                 checked_metadata(item.metadata, self.settings.limits.max_metadata_bytes, f"item {item.key!r}"),
                 self.settings.store.metadata_fields,
             )
-        for user_id in dict.fromkeys(item.user_id for item in items):  # past a quota: refused before anything is written
-            await self.quotas.reserve(user_id, {i.memory_id: item_value_bytes(i) for i in items if i.user_id == user_id})
+        for user_id in dict.fromkeys(
+            item.user_id for item in items
+        ):  # past a quota: refused before anything is written
+            await self.quotas.reserve(
+                user_id, {i.memory_id: item_value_bytes(i) for i in items if i.user_id == user_id}
+            )
         # the owner is listed before its items exist: a search over every owner never misses one
         await self._run(self.client.sadd(self.layout.item_owners, *{item.user_id for item in items}))
         keys = [self.layout.memory(item.user_id, item.memory_id) for item in items]
@@ -163,7 +168,9 @@ class Items(StorePart):
         if gone:  # expired, or deleted as a memory (the app's panel, the forget tool)
             await self._run(self.client.hdel(registry, *gone))
         return [
-            (StoreItem.model_validate_json(row[0]), (row[1] or None) if vector_field else None) for row in rows if row[0]
+            (StoreItem.model_validate_json(row[0]), (row[1] or None) if vector_field else None)
+            for row in rows
+            if row[0]
         ]
 
     async def refresh_items(self, items: Sequence[StoreItem]) -> None:

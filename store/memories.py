@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from redis.commands.search.index_definition import IndexDefinition, IndexType
@@ -25,7 +26,14 @@ from memlane.store.errors import StoreError
 from memlane.store.ids import stable_id
 from memlane.store.metadata import checked_metadata, metadata_row
 from memlane.store.records import Memory
-from memlane.store.schema import INDEX_LANGUAGE, KEY_LAYOUT_VERSION, MemoryField, glob_escaped, metadata_field, speaker_key
+from memlane.store.schema import (
+    INDEX_LANGUAGE,
+    KEY_LAYOUT_VERSION,
+    MemoryField,
+    glob_escaped,
+    metadata_field,
+    speaker_key,
+)
 from memlane.store.text import detect_language, index_terms
 from memlane.store.timeexpr import month_day
 from memlane.store.tokens import count_tokens
@@ -143,7 +151,12 @@ class Memories(StorePart):
                         kept += 1
                         logger.warning("kept %s: %s exists already in the new key layout", key, new)
         if renamed or kept:
-            logger.warning("renamed %d keys under %s: to the cluster-safe key layout %s", renamed, self.layout.prefix, KEY_LAYOUT_VERSION)
+            logger.warning(
+                "renamed %d keys under %s: to the cluster-safe key layout %s",
+                renamed,
+                self.layout.prefix,
+                KEY_LAYOUT_VERSION,
+            )
         await self._run(self.client.set(self.layout.key_layout_marker, KEY_LAYOUT_VERSION))
 
     async def _create_index(self, client: Any, name: str) -> None:
@@ -170,7 +183,9 @@ class Memories(StorePart):
         place (FT.ALTER): no memory is rewritten, as one without the field holds until marked."""
         logger.warning("adding the field %s to the index %s", MemoryField.VALID_UNTIL, name)
         try:
-            await self._run(client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", MemoryField.VALID_UNTIL, "NUMERIC"))
+            await self._run(
+                client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", MemoryField.VALID_UNTIL, "NUMERIC")
+            )
         except ResponseError as error:
             if "duplicate" not in str(error).lower():  # another process added it first
                 raise StoreError(f"could not add {MemoryField.VALID_UNTIL} to the index {name}: {error}") from error
@@ -196,7 +211,9 @@ class Memories(StorePart):
                         await self._run(client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", *field.redis_args()))
                     except ResponseError as error:
                         if "duplicate" not in str(error).lower():  # another process added it first
-                            raise StoreError(f"could not add the metadata field {field.name} to the index {name}: {error}") from error
+                            raise StoreError(
+                                f"could not add the metadata field {field.name} to the index {name}: {error}"
+                            ) from error
         await self._backfill_metadata(client, changed)
 
     @staticmethod
@@ -213,7 +230,9 @@ class Memories(StorePart):
         """Write the metadata fields `fields` of every stored memory from its metadata (a value the
         field's type cannot hold is left out), 500 keys per round trip; memories without those keys
         are not touched."""
-        keys = [key async for key in client.scan_iter(match=glob_escaped(self.layout.memory_key_prefix) + "*", count=1000)]
+        keys = [
+            key async for key in client.scan_iter(match=glob_escaped(self.layout.memory_key_prefix) + "*", count=1000)
+        ]
         for start in range(0, len(keys), 500):
             batch = keys[start : start + 500]
             pipe = client.pipeline(transaction=False)
@@ -230,7 +249,9 @@ class Memories(StorePart):
     async def _backfill_search_fields(self, client: Any) -> None:
         """Give memories written before the bilingual index their search fields (one HSET each,
         the stored vector kept), 500 keys per round trip."""
-        keys = [key async for key in client.scan_iter(match=glob_escaped(self.layout.memory_key_prefix) + "*", count=1000)]
+        keys = [
+            key async for key in client.scan_iter(match=glob_escaped(self.layout.memory_key_prefix) + "*", count=1000)
+        ]
         for start in range(0, len(keys), 500):
             batch = keys[start : start + 500]
             pipe = client.pipeline(transaction=False)
@@ -320,7 +341,10 @@ class Memories(StorePart):
         # what the embedding read counts too: a change of it re-embeds. An unset valid_until does
         # not: a memory marked superseded in place (`queue_valid_until`) stays marked when
         # the same memory is written again unmarked
-        digested = [*(f"{key}={value}" for key, value in sorted(row.items())), f"embedded={self.embedding_input(memory)}"]
+        digested = [
+            *(f"{key}={value}" for key, value in sorted(row.items())),
+            f"embedded={self.embedding_input(memory)}",
+        ]
         if memory.valid_until is not None:
             digested.append(f"{MemoryField.VALID_UNTIL}={memory.valid_until}")
         row[MemoryField.VALID_UNTIL] = memory.valid_until or 0
@@ -369,10 +393,12 @@ class Memories(StorePart):
         by_user: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # each user's texts take their own turn
         for key, row in changed:
             by_user.setdefault(latest[key].user_id, []).append((key, row))
-        embedded = await asyncio.gather(*(
-            self.core.embed_documents([self.embedding_input(latest[key]) for key, _ in rows], owner=user_id)
-            for user_id, rows in by_user.items()
-        ))
+        embedded = await asyncio.gather(
+            *(
+                self.core.embed_documents([self.embedding_input(latest[key]) for key, _ in rows], owner=user_id)
+                for user_id, rows in by_user.items()
+            )
+        )
         for rows, vectors in zip(by_user.values(), embedded):
             for (_, row), vector in zip(rows, vectors):
                 row[MemoryField.EMBEDDING] = _vector_bytes(vector)
@@ -387,7 +413,8 @@ class Memories(StorePart):
             pipe.hmget(self.layout.memory(user_id, memory_id), [MemoryField.ID, MemoryField.VALID_UNTIL])
         found = await self._run(pipe.execute())
         return [
-            memory_id for memory_id, (present, until) in zip(memory_ids, found)
+            memory_id
+            for memory_id, (present, until) in zip(memory_ids, found)
             if present is not None and not float(as_text(until) or 0)
         ]
 
@@ -432,7 +459,9 @@ class Memories(StorePart):
         """Queue on `pipe` each written entry's expiry after its record's (`Retention.queue_follow`):
         unchanged entries too, as their record's time may have started again."""
         for user_id in dict.fromkeys(memory.user_id for memory in memories):
-            self.retention.queue_follow(pipe, user_id, [m.id for m in memories if m.user_id == user_id], drop_orphans=drop_orphans)
+            self.retention.queue_follow(
+                pipe, user_id, [m.id for m in memories if m.user_id == user_id], drop_orphans=drop_orphans
+            )
             self.retention.queue_owner(pipe, user_id)
 
     async def delete_memory(self, user_id: str, memory_id: str) -> bool:
@@ -441,7 +470,10 @@ class Memories(StorePart):
 
     async def of_user(self, user_id: str) -> list[Memory]:
         """Every search memory of the user, oldest first (a scan of the user's memory prefix)."""
-        keys = [key async for key in self.client.scan_iter(match=glob_escaped(self.layout.memory_user_prefix(user_id)) + "*")]
+        keys = [
+            key
+            async for key in self.client.scan_iter(match=glob_escaped(self.layout.memory_user_prefix(user_id)) + "*")
+        ]
         pipe = self.client.pipeline(transaction=False)
         for key in keys:
             pipe.hmget(key, RETURN_FIELDS)

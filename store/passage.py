@@ -26,7 +26,9 @@ CUT_MARK = "…"
 
 # Question words are query terms but no sign of the answer: they leave the query first
 # (English ones are stop words already), and a run of matches inside a question counts half.
-_QUESTION_WORDS = re.compile("什么|哪里|哪儿|哪个|哪些|哪天|怎么|怎样|为什么|多少|几个|几点|几次|是不是|是否|有没有|吗|呢")
+_QUESTION_WORDS = re.compile(
+    "什么|哪里|哪儿|哪个|哪些|哪天|怎么|怎样|为什么|多少|几个|几点|几次|是不是|是否|有没有|吗|呢"
+)
 _SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)")
 # how far past a run of matches its sentence's end is looked for (a run whose sentence goes on
 # longer is not taken for a question), and how many windows are weighed at most: a pasted text of

@@ -157,7 +157,11 @@ def is_hong_kong_id(number: str) -> bool:
     if not match:
         return False
     letters, digits, check = match.groups()
-    values = ([36] if len(letters) == 1 else []) + [ord(letter) - 55 for letter in letters] + [int(digit) for digit in digits]
+    values = (
+        ([36] if len(letters) == 1 else [])
+        + [ord(letter) - 55 for letter in letters]
+        + [int(digit) for digit in digits]
+    )
     total = sum(value * weight for value, weight in zip(values, range(9, 1, -1)))
     return (total + (10 if check == "A" else int(check))) % 11 == 0
 

@@ -36,7 +36,7 @@ def server_url(port: int, password: str) -> str:
 
 
 def probe(url: str, timeout: float = 1.0) -> str:
-    """"up", "loading" (replaying its data after a restart) or "down"."""
+    """ "up", "loading" (replaying its data after a restart) or "down"."""
     try:
         client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
         try:

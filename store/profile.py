@@ -9,8 +9,9 @@ Deleting an entry here only deletes it; forgetting its fact everywhere else is
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from redis.exceptions import WatchError
 
@@ -94,7 +95,9 @@ class Profile(StorePart):
                     rows = await self.memories.memory_rows([after.as_memory()]) if "content" in changes else []
                     pipe.multi()
                     pipe.hset(profile_key, entry_id, after.model_dump_json())
-                    self.retention.queue_field_expiry(pipe, profile_key, [entry_id], "profile")  # written: its time starts again
+                    self.retention.queue_field_expiry(
+                        pipe, profile_key, [entry_id], "profile"
+                    )  # written: its time starts again
                     self.memories.queue_rows(pipe, rows)
                     self.retention.queue_follow(pipe, user_id, [profile_memory_id(entry_id)])
                     self.record_revisions(pipe, [self._revision(entry_id, "update", actor, before, after)])
@@ -114,9 +117,10 @@ class Profile(StorePart):
 
     async def all_history(self, user_id: str) -> list[ProfileRevision]:
         """Every revision of the user's entries, deleted entries' included, oldest first (for export)."""
-        entry_ids = sorted(as_text(member) for member in await self._run(
-            self.client.smembers(self.layout.profile_history_entries(user_id))
-        ))
+        entry_ids = sorted(
+            as_text(member)
+            for member in await self._run(self.client.smembers(self.layout.profile_history_entries(user_id)))
+        )
         pipe = self.client.pipeline(transaction=False)
         for entry_id in entry_ids:
             pipe.lrange(self.layout.profile_history(user_id, entry_id), 0, -1)
@@ -138,7 +142,11 @@ class Profile(StorePart):
         """Whether writing `after` over `before` is a change the history keeps: its content,
         confidence or metadata; for a write that names its source (the API, a tool), its source too.
         A memory-graph run restating what the entry holds is not (a redelivered run, a fact said again)."""
-        changed = (before.content, before.confidence, before.metadata) != (after.content, after.confidence, after.metadata)
+        changed = (before.content, before.confidence, before.metadata) != (
+            after.content,
+            after.confidence,
+            after.metadata,
+        )
         return changed or (not by_run and before.source_message_ids != after.source_message_ids)
 
     @staticmethod
@@ -148,7 +156,10 @@ class Profile(StorePart):
         slot = after or before
         assert slot is not None  # a revision has a before, an after, or both
         replaced = (
-            action == "update" and actor.startswith("run") and before is not None and after is not None
+            action == "update"
+            and actor.startswith("run")
+            and before is not None
+            and after is not None
             and before.content not in after.content  # an APPEND keeps what was there: nothing is past
         )
         return ProfileRevision(

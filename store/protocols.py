@@ -9,12 +9,13 @@ data.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable, Protocol, Sequence, runtime_checkable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memlane.store.breaker import BreakerStatus
 from memlane.store.dedupe import RepeatedMemory
 from memlane.store.gc_report import GcReport
-from memlane.store.hits import MemoryHit, MemoryHits
+from memlane.store.hits import MemoryHits
 from memlane.store.records import (
     Event,
     ForgetReport,
@@ -36,16 +37,14 @@ if TYPE_CHECKING:  # annotations only: the protocols load no embedder
     from langchain_core.embeddings import Embeddings
     from redisvl.query.filter import FilterExpression
 
-    from memlane.store.metadata import MetadataFilter
-
     from memlane.store.embeddings import EmbeddingBacklog
+    from memlane.store.metadata import MetadataFilter
 
 ForgetConfirm = Callable[[str, Sequence[str]], Awaitable[Sequence[int] | None]]
 """Which of the user's sentences state what a forget request asks to forget: called with the
 request and the sentences nearest it, answers the indexes of those that do ([] for none), or
 None when it cannot tell (then `forget` keeps to what it removes without a model). A memory
 model answers it (`memlane.nodes.confirm_forget.forget_confirmer`); the store imports no model."""
-
 
 
 @runtime_checkable
@@ -234,7 +233,13 @@ class ForgettingStore(Protocol):
     """Forgetting: a request in words, or one record deleted with what it stated everywhere recall reads."""
 
     async def forget(
-        self, user_id: str, query: str, *, actor: str = "forget", confirm: ForgetConfirm | None = None, dry_run: bool = False
+        self,
+        user_id: str,
+        query: str,
+        *,
+        actor: str = "forget",
+        confirm: ForgetConfirm | None = None,
+        dry_run: bool = False,
     ) -> ForgetReport:
         """Forget what the user said about something ("peanuts", "forget what I said about my
         ex", "忘掉关于花生的事"), everywhere recall reads: profile entries stating it are

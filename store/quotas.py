@@ -17,14 +17,15 @@ is a user of its own.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from memlane.store.core import StorePart, as_text
 from memlane.store.errors import QuotaExceeded
 from memlane.store.ids import event_memory_id, message_memory_id, profile_memory_id
 from memlane.store.records import Event, ProfileEntry
-from memlane.store.schema import MessageField, MemoryField
+from memlane.store.schema import MemoryField, MessageField
 from memlane.store.scopes import scoped_user_id, split_user_id
 
 # Adds the records of one write to the user's usage, unless that takes the user past a quota.
@@ -104,19 +105,29 @@ class Quotas(StorePart):
                 f"this user keeps {count_before:,} records and this write adds {count - count_before:,}, past "
                 f"MEMLANE_RETENTION_MAX_MEMORIES_PER_USER ({limit:,}); nothing was stored. Delete or forget some "
                 "memories (or let them expire: MEMLANE_RETENTION_*_TTL_DAYS), or raise the setting",
-                quota="memories", setting="MEMLANE_RETENTION_MAX_MEMORIES_PER_USER", limit=limit, used=count_before,
+                quota="memories",
+                setting="MEMLANE_RETENTION_MAX_MEMORIES_PER_USER",
+                limit=limit,
+                used=count_before,
             )
         limit = retention.max_bytes_per_user or 0
         raise QuotaExceeded(
             f"this user keeps {total_before:,} bytes of text and this write would make it {total:,}, past "
             f"MEMLANE_RETENTION_MAX_BYTES_PER_USER ({limit:,}); nothing was stored. Delete or forget some "
             "memories (or let them expire: MEMLANE_RETENTION_*_TTL_DAYS), or raise the setting",
-            quota="bytes", setting="MEMLANE_RETENTION_MAX_BYTES_PER_USER", limit=limit, used=total_before,
+            quota="bytes",
+            setting="MEMLANE_RETENTION_MAX_BYTES_PER_USER",
+            limit=limit,
+            used=total_before,
         )
 
     async def _reserve(self, user_id: str, sizes: dict[str, int], rewrites: bool) -> list[int]:
         retention = self.settings.retention
-        args: list[Any] = [retention.max_memories_per_user or 0, retention.max_bytes_per_user or 0, "0" if rewrites else "1"]
+        args: list[Any] = [
+            retention.max_memories_per_user or 0,
+            retention.max_bytes_per_user or 0,
+            "0" if rewrites else "1",
+        ]
         for memory_id, size in sizes.items():
             args += [self.layout.usage_field(user_id, memory_id), size]
         keys = [self.layout.usage(user_id), self.layout.usage_bytes(user_id)]
@@ -141,7 +152,12 @@ class Quotas(StorePart):
             agents = sorted(as_text(agent) for agent in await self._run(self.client.smembers(self.layout.scopes(user))))
             sizes: dict[str, int] = {}
             for owner in [user, *(scoped_user_id(user, agent) for agent in agents)]:
-                sizes.update({self.layout.usage_field(owner, memory_id): size for memory_id, size in (await self._count_records(owner)).items()})
+                sizes.update(
+                    {
+                        self.layout.usage_field(owner, memory_id): size
+                        for memory_id, size in (await self._count_records(owner)).items()
+                    }
+                )
             before = await self._run(self.client.hlen(usage))
             pipe = self.client.pipeline(transaction=True)
             pipe.delete(usage)
@@ -172,10 +188,7 @@ class Quotas(StorePart):
             else:
                 pipe.exists(self.layout.memory(user_id, memory_id))
         answers = await self._run(pipe.execute()) if records else []
-        return [
-            (row[0] is not None and not row[1]) if isinstance(row, list) else bool(row)
-            for row in answers
-        ]
+        return [(row[0] is not None and not row[1]) if isinstance(row, list) else bool(row) for row in answers]
 
     async def _count_records(self, user_id: str) -> dict[str, int]:
         """Memory id → bytes of every record the user has: messages (by the timeline), profile

@@ -54,7 +54,8 @@ class Message(BaseModel):
     )
     seq: int | None = Field(default=None, description="per-user order, assigned by the store")
     metadata: dict[str, Any] = Field(
-        default_factory=dict, description="a JSON object of the caller's own, kept with the message and its search memory"
+        default_factory=dict,
+        description="a JSON object of the caller's own, kept with the message and its search memory",
     )
 
     @field_validator("content", "name")
@@ -90,7 +91,6 @@ class SessionSummary(BaseModel):
 
     _check_ids = field_validator("user_id", "session_id")(_checked)
     _clean_texts = field_validator("summary", mode="before")(_cleaned)
-
 
 
 class ProfileEntry(BaseModel):
@@ -135,7 +135,7 @@ class ProfileEntry(BaseModel):
 
     @property
     def line(self) -> str:
-        """"topic / subtopic: content", the way prompts, recall and search show an entry."""
+        """ "topic / subtopic: content", the way prompts, recall and search show an entry."""
         return f"{self.topic} / {self.subtopic}: {self.content}"
 
     @property
@@ -174,7 +174,11 @@ class PastValue(BaseModel):
     def as_memory(self) -> Memory:
         """Its search memory: the entry's line marked as earlier, in the content's language
         ("earlier: lived in Beijing", "以前：住在北京"), dated by `valid_until`."""
-        marker = PAST_VALUE_MARKERS[1] if any("\u4e00" <= char <= "\u9fff" for char in self.content) else PAST_VALUE_MARKERS[0]
+        marker = (
+            PAST_VALUE_MARKERS[1]
+            if any("\u4e00" <= char <= "\u9fff" for char in self.content)
+            else PAST_VALUE_MARKERS[0]
+        )
         return Memory(
             id=past_value_memory_id(self.entry_id, self.content),
             user_id=self.user_id,
@@ -230,11 +234,16 @@ class ProfileRevision(BaseModel):
         description="set when a memory-graph run replaced the content (an UPDATE, not an APPEND): when the new "
         "value was said; the before content is then a past value of the entry (`PastValue`)",
     )
-    before_source_message_ids: list[str] = Field(default_factory=list, description="where the replaced content came from")
-    after_source_message_ids: list[str] = Field(
-        default_factory=list, description="where the written content came from (the messages a run read, or the one an API write names)"
+    before_source_message_ids: list[str] = Field(
+        default_factory=list, description="where the replaced content came from"
     )
-    after_metadata: dict[str, Any] = Field(default_factory=dict, description="the metadata the write carried (`ProfileEntry.metadata`)")
+    after_source_message_ids: list[str] = Field(
+        default_factory=list,
+        description="where the written content came from (the messages a run read, or the one an API write names)",
+    )
+    after_metadata: dict[str, Any] = Field(
+        default_factory=dict, description="the metadata the write carried (`ProfileEntry.metadata`)"
+    )
 
     def past_value(self) -> PastValue | None:
         """The content this revision replaced, as a dated past value (None unless it was replaced)."""
@@ -290,7 +299,8 @@ class Event(BaseModel):
     session_ids: list[str] = Field(default_factory=list)
     source_message_ids: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(
-        default_factory=dict, description="a JSON object of the caller's own (a note's), kept with the card and its search memory"
+        default_factory=dict,
+        description="a JSON object of the caller's own (a note's), kept with the card and its search memory",
     )
     revisions: list[NoteRevision] = Field(
         default_factory=list, description="a note's earlier texts, oldest first (a card of a run is never rewritten)"
@@ -358,7 +368,7 @@ class Memory(BaseModel):
 
     @property
     def status(self) -> Literal["current", "earlier"]:
-        """"earlier" once a newer fact replaced what it states, else "current"."""
+        """ "earlier" once a newer fact replaced what it states, else "current"."""
         return "current" if self.valid_until is None else "earlier"
 
 
@@ -370,7 +380,8 @@ class StoreItem(BaseModel):
 
     user_id: str = Field(min_length=1)
     namespace: list[str] = Field(
-        min_length=1, description="LangGraph's namespace, any shape; `user_id` is the user it maps to (memlane/langgraph_store.py)"
+        min_length=1,
+        description="LangGraph's namespace, any shape; `user_id` is the user it maps to (memlane/langgraph_store.py)",
     )
     key: str
     value: dict[str, Any]
@@ -441,7 +452,7 @@ class UserExport(BaseModel):
     items: list[StoreItem] = Field(
         default_factory=list, description="LangGraph store items (memlane/langgraph_store.py), values as written"
     )
-    agents: dict[str, "UserExport"] = Field(
+    agents: dict[str, UserExport] = Field(
         default_factory=dict, description="agent id → what that agent's scope of the user holds (store/scopes.py)"
     )
 
@@ -458,4 +469,3 @@ class ParkedRun(BaseModel):
     attempts: int = Field(ge=1, description="attempts made, over every time this run was parked")
     first_failed_at: float = Field(default_factory=now)
     last_failed_at: float = Field(default_factory=now)
-

@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
@@ -75,8 +76,14 @@ def _answered_by(
 
 # settings a store is built on: changing them on an open store would do nothing, so it is refused
 BUILT_ON = (
-    "key_prefix", "max_id_chars", "timezone", "circuit_failure_threshold", "circuit_reset_seconds",
-    "embedding_provider", "openai_embedding_model", "metadata_fields",
+    "key_prefix",
+    "max_id_chars",
+    "timezone",
+    "circuit_failure_threshold",
+    "circuit_reset_seconds",
+    "embedding_provider",
+    "openai_embedding_model",
+    "metadata_fields",
 )
 
 
@@ -93,7 +100,13 @@ class RedisMemoryStore:
     ) -> None:
         core = self.core = StoreCore(client, embeddings, settings, key_prefix)
         self.client, self.embeddings, self.embedder_breaker = core.client, core.embeddings, core.embedder_breaker
-        self.layout, self.dims, self.schema, self.index, self.zone = core.layout, core.dims, core.schema, core.index, core.zone
+        self.layout, self.dims, self.schema, self.index, self.zone = (
+            core.layout,
+            core.dims,
+            core.schema,
+            core.index,
+            core.zone,
+        )
         self.url: str | None = None  # set by open_store: where background tasks can share this Redis
         self.memories = Memories(core)
         self.search = Search(core)
@@ -114,7 +127,7 @@ class RedisMemoryStore:
         """The settings the store was built with (fixed: `with_settings` gives a store with others)."""
         return self.core.settings
 
-    def with_settings(self, settings: Settings) -> "RedisMemoryStore":
+    def with_settings(self, settings: Settings) -> RedisMemoryStore:
         """This store's Redis and embedder under other settings (search weights, limits, privacy: what
         the parts read on each call), for a caller that needs another setting than the deployment's.
         A store's own settings are fixed once it is built. Those it is built on (`BUILT_ON`: its key
@@ -263,9 +276,7 @@ async def open_store(
                 f"Redis at {url.split('@')[-1]} did not answer ({error}); set REDIS_URL to a running Redis 8 "
                 "or Redis Stack, or unset it to use the embedded Redis Stack (`memlane redis start`)"
             ) from error
-    store = RedisMemoryStore(
-        client, embeddings or get_embeddings(settings), settings=settings, key_prefix=key_prefix
-    )
+    store = RedisMemoryStore(client, embeddings or get_embeddings(settings), settings=settings, key_prefix=key_prefix)
     store.url = url
     await store.ensure_indexes()
     return store

@@ -84,8 +84,7 @@ def _debian_mirror() -> str:
         if re.search(r"/debian/?$", uri) and "security" not in uri:
             return uri.rstrip("/")
     raise RedisUnavailable(
-        "no Debian mirror found in /etc/apt to fetch libssl1.1 from; install libssl1.1 "
-        f"yourself or {HELP}"
+        f"no Debian mirror found in /etc/apt to fetch libssl1.1 from; install libssl1.1 yourself or {HELP}"
     )
 
 
@@ -122,9 +121,7 @@ def verify_libssl_package(deb: Path, architecture: str) -> None:
 def _download_libssl(work: Path, architecture: str) -> None:
     """`apt-get download` the pinned libssl1.1 into `work/debs` with a private apt configuration."""
     if not shutil.which("apt-get") or not shutil.which("dpkg"):
-        raise RedisUnavailable(
-            f"Redis Stack needs libssl.so.1.1 and this system has no apt-get to fetch it; {HELP}"
-        )
+        raise RedisUnavailable(f"Redis Stack needs libssl.so.1.1 and this system has no apt-get to fetch it; {HELP}")
     for sub in ("lists/partial", "cache/archives/partial", "debs"):
         (work / sub).mkdir(parents=True, exist_ok=True)
     sources = work / "sources.list"
@@ -134,11 +131,16 @@ def _download_libssl(work: Path, architecture: str) -> None:
     apt = [
         "apt-get",
         "-q",
-        "-o", f"Dir::Etc::SourceList={sources}",
-        "-o", "Dir::Etc::SourceParts=/dev/null",
-        "-o", f"Dir::State::Lists={work / 'lists'}",
-        "-o", f"Dir::Cache={work / 'cache'}",
-        "-o", "APT::Sandbox::User=root" if os.geteuid() == 0 else "APT::Sandbox::User=",
+        "-o",
+        f"Dir::Etc::SourceList={sources}",
+        "-o",
+        "Dir::Etc::SourceParts=/dev/null",
+        "-o",
+        f"Dir::State::Lists={work / 'lists'}",
+        "-o",
+        f"Dir::Cache={work / 'cache'}",
+        "-o",
+        "APT::Sandbox::User=root" if os.geteuid() == 0 else "APT::Sandbox::User=",
     ]
     for args in (["update"], ["download", f"{LIBSSL_PACKAGE}:{architecture}={LIBSSL_VERSION}"]):
         result = subprocess.run(apt + args, cwd=work / "debs", capture_output=True, text=True, check=False)

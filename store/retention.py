@@ -17,8 +17,9 @@ session listings, the event times, a session left without messages) is `memlane 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from memlane.store.core import StorePart, as_text
 from memlane.store.records import REMEMBERED_TAG, Event
@@ -57,7 +58,7 @@ def record_kind(memory_id: str) -> str | None:
 
 
 def event_kind(event: Event) -> str:
-    """"note" for a card remembered on request (the tools, the API, MCP), else "event"."""
+    """ "note" for a card remembered on request (the tools, the API, MCP), else "event"."""
     return "note" if REMEMBERED_TAG in event.tags else "event"
 
 
@@ -102,7 +103,9 @@ class Retention(StorePart):
 
     def queue_event_expiry(self, pipe: Any, user_id: str, events: Sequence[Event]) -> None:
         for kind in ("event", "note"):
-            self.queue_field_expiry(pipe, self.layout.events(user_id), [e.id for e in events if event_kind(e) == kind], kind)
+            self.queue_field_expiry(
+                pipe, self.layout.events(user_id), [e.id for e in events if event_kind(e) == kind], kind
+            )
 
     def queue_follow(self, pipe: Any, user_id: str, memory_ids: Sequence[str], *, drop_orphans: bool = False) -> None:
         """Queue on `pipe`, after the writes of these search entries, their records' expiry onto them;
@@ -112,7 +115,9 @@ class Retention(StorePart):
             record = self.record_of(user_id, memory_id)
             if record is not None:
                 key, field = record
-                pipe.eval(_FOLLOW_LUA, 2, self.layout.memory(user_id, memory_id), key, field, "1" if drop_orphans else "0")
+                pipe.eval(
+                    _FOLLOW_LUA, 2, self.layout.memory(user_id, memory_id), key, field, "1" if drop_orphans else "0"
+                )
 
     # refreshed on read -----------------------------------------------------------------------
     async def refresh(self, user_id: str, memory_ids: Sequence[str], events: Sequence[Event] = ()) -> None:
@@ -139,11 +144,17 @@ class Retention(StorePart):
         self.queue_message_expiry(pipe, user_id, [m.removeprefix("message:") for m in messages])
         refreshed += messages
         for kind in ("event", "note"):
-            ids = [m for m in by_kind.get("event", []) if kinds.get(m.removeprefix("event:")) == kind] if self.ttl_ms(kind) else []
+            ids = (
+                [m for m in by_kind.get("event", []) if kinds.get(m.removeprefix("event:")) == kind]
+                if self.ttl_ms(kind)
+                else []
+            )
             self.queue_field_expiry(pipe, self.layout.events(user_id), [m.removeprefix("event:") for m in ids], kind)
             refreshed += ids
         profile = by_kind.get("profile", []) if self.ttl_ms("profile") else []
-        self.queue_field_expiry(pipe, self.layout.profile(user_id), [m.removeprefix("profile:") for m in profile], "profile")
+        self.queue_field_expiry(
+            pipe, self.layout.profile(user_id), [m.removeprefix("profile:") for m in profile], "profile"
+        )
         refreshed += profile
         if not refreshed:
             return

@@ -20,8 +20,9 @@ and new alike, and each primary of a cluster has its own copy of the index, name
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from redisvl.schema import IndexSchema
 
@@ -220,7 +221,7 @@ class KeyLayout:
         or None for a key that is not one of them."""
         for head in (f"{self.prefix}:u:", self.memory_key_prefix):
             if old_key.startswith(head):
-                digest, separator, rest = old_key[len(head):].partition(":")
+                digest, separator, rest = old_key[len(head) :].partition(":")
                 if separator and digest and all(char in "0123456789abcdef" for char in digest):
                     return f"{head}{hash_tag(digest)}:{rest}"
         return None
@@ -274,7 +275,11 @@ class KeyLayout:
     def usage_record(user_id: str, field: str) -> tuple[str, str]:
         """(the store user, the memory id) a field of `user_id`'s `usage` counts."""
         agent, mark, memory_id = field.partition(SCOPE_MARK)
-        return (scoped_user_id(split_user_id(user_id)[0], agent), memory_id) if mark else (split_user_id(user_id)[0], field)
+        return (
+            (scoped_user_id(split_user_id(user_id)[0], agent), memory_id)
+            if mark
+            else (split_user_id(user_id)[0], field)
+        )
 
     def owner(self, user_id: str) -> str:
         """String: the raw user id, written with records that may expire, so the sweep that finds the
@@ -385,7 +390,11 @@ def metadata_schema_fields(metadata_fields: Mapping[str, str]) -> list[dict[str,
     return [
         {"name": metadata_field(name), "type": "numeric"}
         if kind == "numeric"
-        else {"name": metadata_field(name), "type": "tag", "attrs": {"separator": METADATA_TAG_SEPARATOR, "case_sensitive": True}}
+        else {
+            "name": metadata_field(name),
+            "type": "tag",
+            "attrs": {"separator": METADATA_TAG_SEPARATOR, "case_sensitive": True},
+        }
         for name, kind in metadata_fields.items()
     ]
 

@@ -30,7 +30,9 @@ def scoped_user_id(user_id: str, agent_id: str | None = None) -> str:
     if not agent_id:
         return user_id
     if SCOPE_MARK in user_id:
-        raise InvalidInput("the user id already names a scope (it holds \\x1f); pass the plain user id and the agent id")
+        raise InvalidInput(
+            "the user id already names a scope (it holds \\x1f); pass the plain user id and the agent id"
+        )
     if "\x00" in agent_id or SCOPE_MARK in agent_id:
         raise InvalidInput("an agent id may not hold a NUL byte or \\x1f")
     return f"{user_id}{SCOPE_MARK}{AGENT_SCOPE}{agent_id}"

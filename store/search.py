@@ -15,16 +15,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
-from memlane.store.cluster_search import search_then_read
 from memlane.store.breaker import CircuitOpen
+from memlane.store.cluster_search import search_then_read
 from memlane.store.core import StorePart, as_text
 from memlane.store.embeddings import cosine_similarities, embeds_on_these_cores
 from memlane.store.errors import EmbeddingsUnavailable
@@ -38,14 +39,13 @@ from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery
     calibrated_relevance,
     fuse,
 )
-from memlane.store.memories import RETURN_FIELDS, memory_from_doc
-
-from memlane.store.metadata import MetadataFilter, metadata_expression
 from memlane.store.hits import MemoryHit, MemoryHits
+from memlane.store.memories import RETURN_FIELDS, memory_from_doc
+from memlane.store.metadata import MetadataFilter, metadata_expression
 from memlane.store.records import Memory, MemoryKind, SpeakerRole
+from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.search_replies import search_in_one_trip
 from memlane.store.shard_indexes import SearchNotes
-from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.text import MAX_QUERY_CHARS, name_candidates, query_terms, term_coverage_of
 from memlane.store.timeexpr import TimeScope, month_day, parse_time_scope, without_time_expressions
 
@@ -84,6 +84,7 @@ class TermwiseTextQuery(TextQuery):
             return "(" + " | ".join(f"@{field}:{term}" for term in terms) + ")"
         return " | ".join(f"({narrowing} @{field}:{term})" for term in terms)
 
+
 _COUNT_TTL_SECONDS = 60.0
 
 
@@ -91,7 +92,9 @@ _COUNT_TTL_SECONDS = 60.0
 class Search(StorePart):
     """Hybrid search over one user's memories at a time."""
 
-    _counts: dict[str, tuple[int, float]] = field(default_factory=dict, init=False)  # user → (memory count, when counted)
+    _counts: dict[str, tuple[int, float]] = field(
+        default_factory=dict, init=False
+    )  # user → (memory count, when counted)
 
     def user_filter(
         self,
@@ -131,7 +134,12 @@ class Search(StorePart):
         return expression
 
     def vector_query(
-        self, vector: Sequence[float], expression: FilterExpression, limit: int, *, approximate: bool = False,
+        self,
+        vector: Sequence[float],
+        expression: FilterExpression,
+        limit: int,
+        *,
+        approximate: bool = False,
         fields: Sequence[str] = RETURN_FIELDS,
     ) -> VectorQuery:
         """KNN under the filter. Exact by default: RediSearch compares the query with each of
@@ -194,12 +202,19 @@ class Search(StorePart):
         no fusion), nearest first, each with that similarity: what `forget` weighs by meaning, and
         what a new memory may repeat (store/duplicates.py)."""
         approximate = await self.memory_count(user_id) > self.settings.search.exact_max_memories
-        query = self.vector_query(vector, self.user_filter(user_id, kinds, None, None, None), limit, approximate=approximate)
+        query = self.vector_query(
+            vector, self.user_filter(user_id, kinds, None, None, None), limit, approximate=approximate
+        )
         [docs] = await self._search_user(user_id, [query], vector)
         return [(memory_from_doc(doc), 1.0 - float(doc[VECTOR_DISTANCE])) for doc in docs]
 
     def text_query(
-        self, terms: Sequence[str], expression: FilterExpression, limit: int, *, field: str = MemoryField.SEARCH_TEXT,
+        self,
+        terms: Sequence[str],
+        expression: FilterExpression,
+        limit: int,
+        *,
+        field: str = MemoryField.SEARCH_TEXT,
         fields: Sequence[str] = RETURN_FIELDS,
     ) -> TextQuery:
         """BM25 over the analyzed terms (`store.text.query_terms`), any of them matching, in the
@@ -263,15 +278,23 @@ class Search(StorePart):
 
         def asked(ranks: str) -> list[SignalQuery]:
             return [
-                query for query in QUERIES
-                if query.ranks == ranks and query.narrowed_by in narrowed and (query.asked_at_weight_zero or weight(query.signal))
+                query
+                for query in QUERIES
+                if query.ranks == ranks
+                and query.narrowed_by in narrowed
+                and (query.asked_at_weight_zero or weight(query.signal))
                 and (ranks == "vector" or terms)
             ]
 
         # (signal, weight, query): every ranking that votes in the fusion; the vector ones wait for the query's vector
         text_queries: list[tuple[str, float, TextQuery]] = [
-            (query.signal, weight(query.signal),
-             self.text_query(terms, narrowed[query.narrowed_by], candidates, field=query.field, fields=CANDIDATE_FIELDS))
+            (
+                query.signal,
+                weight(query.signal),
+                self.text_query(
+                    terms, narrowed[query.narrowed_by], candidates, field=query.field, fields=CANDIDATE_FIELDS
+                ),
+            )
             for query in asked("text")
         ]
 
@@ -293,12 +316,23 @@ class Search(StorePart):
             except EmbeddingsUnavailable as error:  # degrade, never break: the BM25 rankings still answer
                 logger.log(
                     logging.DEBUG if isinstance(error.__cause__, CircuitOpen) else logging.WARNING,
-                    "searching %r's memories by keyword only: %s", user_id, error,
+                    "searching %r's memories by keyword only: %s",
+                    user_id,
+                    error,
                 )
                 query_vector = None
             vector_queries: list[tuple[str, float, VectorQuery]] = [
-                (query.signal, weight(query.signal),
-                 self.vector_query(query_vector, narrowed[query.narrowed_by], candidates, approximate=approximate, fields=CANDIDATE_FIELDS))
+                (
+                    query.signal,
+                    weight(query.signal),
+                    self.vector_query(
+                        query_vector,
+                        narrowed[query.narrowed_by],
+                        candidates,
+                        approximate=approximate,
+                        fields=CANDIDATE_FIELDS,
+                    ),
+                )
                 for query in (asked("vector") if query_vector is not None else [])
             ]
             trip = [vector_query for _, _, vector_query in vector_queries]
@@ -321,7 +355,9 @@ class Search(StorePart):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
         hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
-        await self.retention.refresh(user_id, [hit.memory.id for hit in hits])  # where retention_refresh_on_read says so
+        await self.retention.refresh(
+            user_id, [hit.memory.id for hit in hits]
+        )  # where retention_refresh_on_read says so
         return hits
 
     def rescaled(self, vector_similarity: float) -> float:
@@ -389,7 +425,13 @@ class Search(StorePart):
         """
         recency = self.recency_ranking(rankings)
         fused = fuse([*rankings, *([recency] if recency else [])], self.settings.search.rrf_k)
-        docs, rank_score, similarity, text_raw, most = fused.docs, fused.rank_score, fused.similarity, fused.text_raw, fused.most
+        docs, rank_score, similarity, text_raw, most = (
+            fused.docs,
+            fused.rank_score,
+            fused.similarity,
+            fused.text_raw,
+            fused.most,
+        )
         best_text = max(text_raw.values(), default=0.0)
         ranked = fused.ranked[:limit]
         similarity.update(await self._hydrate(user_id, [docs[doc_id] for doc_id in ranked], similarity, query_vector))
@@ -428,7 +470,11 @@ class Search(StorePart):
         )
 
     async def _hydrate(
-        self, user_id: str, docs: list[dict[str, Any]], similarity: dict[str, float], query_vector: Sequence[float] | None
+        self,
+        user_id: str,
+        docs: list[dict[str, Any]],
+        similarity: dict[str, float],
+        query_vector: Sequence[float] | None,
     ) -> dict[str, float]:
         """Fill the returned memories in from their hashes: the fields the candidates were found
         without (`CANDIDATE_FIELDS`: the fusion needs none of the rest, and parsing every field of a
@@ -467,5 +513,7 @@ class Search(StorePart):
                 found.append((doc["id"], np.frombuffer(blob, dtype=np.float32)))
         if not found:
             return {}
-        similarities = cosine_similarities(np.asarray(query_vector, dtype=np.float32), np.stack([vector for _, vector in found]))
+        similarities = cosine_similarities(
+            np.asarray(query_vector, dtype=np.float32), np.stack([vector for _, vector in found])
+        )
         return {doc_id: max(0.0, float(similarity)) for (doc_id, _), similarity in zip(found, similarities)}

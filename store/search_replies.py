@@ -47,7 +47,9 @@ def docs_of(reply: dict[Any, Any], query: TextQuery | VectorQuery) -> list[dict[
     docs = []
     wants_distance = isinstance(query, VectorQuery) and VectorQuery.DISTANCE_ID in getattr(query, "_return_fields", ())
     decoded = "results" in reply  # a client that decodes its replies (decode_responses=True)
-    results, key, score, attributes = ("results", "id", "score", "extra_attributes") if decoded else (_RESULTS, _ID, _SCORE, _FIELDS)
+    results, key, score, attributes = (
+        ("results", "id", "score", "extra_attributes") if decoded else (_RESULTS, _ID, _SCORE, _FIELDS)
+    )
     for row in reply.get(results, ()):
         doc: dict[str, Any] = {"id": _text(row[key])}
         if score in row:
@@ -70,7 +72,9 @@ def speaks_resp3(client: Any) -> bool:
     return str(DEFAULT_RESP_VERSION if version is None else version) == "3"
 
 
-async def search_in_one_trip(index: AsyncSearchIndex, queries: Sequence[TextQuery | VectorQuery]) -> list[list[dict[str, Any]]]:
+async def search_in_one_trip(
+    index: AsyncSearchIndex, queries: Sequence[TextQuery | VectorQuery]
+) -> list[list[dict[str, Any]]]:
     """The documents of `queries` on `index`, sent in one pipeline (as `batch_query` sends them)."""
     client = index.client
     if not speaks_resp3(client) or any(getattr(query, "_normalize_vector_distance", False) for query in queries):

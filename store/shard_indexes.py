@@ -32,9 +32,10 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
@@ -141,7 +142,9 @@ def _unknown_index(error: BaseException) -> bool:
     """The node has no index of that name, or (a script's search, store/cluster_search.py) the
     name's slot is no longer the node's: either way, the node's index is chosen again."""
     text = str(error).lower()
-    return isinstance(error, ResponseError) and ("unknown index" in text or "no such index" in text or "non local key" in text)
+    return isinstance(error, ResponseError) and (
+        "unknown index" in text or "no such index" in text or "non local key" in text
+    )
 
 
 @dataclass(eq=False)
@@ -206,7 +209,8 @@ class ShardIndexes:
         its documents are read too, through `_on_stale_name`)."""
         client = self.node_client(node)
         names = sorted(
-            name for name in (_text(found) for found in await client.execute_command("FT._LIST"))
+            name
+            for name in (_text(found) for found in await client.execute_command("FT._LIST"))
             if name.startswith(self.base_name + "{")
         )
         usable: list[IndexReport] = []
@@ -222,10 +226,15 @@ class ShardIndexes:
                 if _unknown_index(error):  # dropped since FT._LIST
                     continue
                 raise
-            usable.append(IndexReport(
-                node.name, name, "in use", int(_info_number(info, "num_docs", 0)),
-                1.0 if not _info_number(info, "indexing", 0) else _info_number(info, "percent_indexed", 0.0),
-            ))
+            usable.append(
+                IndexReport(
+                    node.name,
+                    name,
+                    "in use",
+                    int(_info_number(info, "num_docs", 0)),
+                    1.0 if not _info_number(info, "indexing", 0) else _info_number(info, "percent_indexed", 0.0),
+                )
+            )
         usable.sort(key=lambda report: (report.percent_indexed < 1, -report.docs, report.name))
         duplicates = [IndexReport(r.node, r.name, "duplicate", r.docs, r.percent_indexed) for r in usable[1:]]
         return usable[:1] + duplicates + stale
@@ -238,8 +247,13 @@ class ShardIndexes:
         slot = key_slot(name.encode())
         myself, table = await self._myself(client)
         if any(int(move["slot"]) == slot for move in myself.get("migrations", [])):
-            raise StoreError(f"slot {slot} of the index {name} on {node.name} is moving; run this again when it has moved")
-        owner = next((entry["node_id"] for entry in table.values() if "master" in entry["flags"] and slot in self._slots(entry)), None)
+            raise StoreError(
+                f"slot {slot} of the index {name} on {node.name} is moving; run this again when it has moved"
+            )
+        owner = next(
+            (entry["node_id"] for entry in table.values() if "master" in entry["flags"] and slot in self._slots(entry)),
+            None,
+        )
         if owner is None:
             raise RedisUnavailable(f"no primary owns slot {slot} of the index {name}; {CLUSTER_HELP}")
         await client.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", owner)
@@ -257,7 +271,9 @@ class ShardIndexes:
             await self._on_stale_name(node, report.name, "FT.DROPINDEX", report.name)
         else:
             await self.node_client(node).execute_command("FT.DROPINDEX", report.name)
-        logger.warning("dropped the %s memory index %s on %s (%d documents)", report.state, report.name, node.name, report.docs)
+        logger.warning(
+            "dropped the %s memory index %s on %s (%d documents)", report.state, report.name, node.name, report.docs
+        )
 
     # choosing a primary's index --------------------------------------------------------------
     async def index_of(self, node: ClusterNode) -> AsyncSearchIndex:
@@ -283,7 +299,8 @@ class ShardIndexes:
                     if found:
                         logger.warning(
                             "the slot of %s's memory index moved to another primary; indexing its memories again as %s",
-                            node.name, name,
+                            node.name,
+                            name,
                         )
                     if self.ensure_index is not None:
                         await self.ensure_index(client, name)
@@ -297,12 +314,16 @@ class ShardIndexes:
         if any(report.state == "duplicate" for report in found):
             logger.warning(
                 "%s holds %d memory indexes; using %s. `memlane redis cluster-check --fix` drops the others",
-                node.name, len(found) - len(self._stale[node.name]), chosen.name,
+                node.name,
+                len(found) - len(self._stale[node.name]),
+                chosen.name,
             )
         self._ready.discard(node.name)
         if chosen.percent_indexed >= 1:
             await self._mark_ready(node)
-        schema = IndexSchema.from_dict({**self.schema.to_dict(), "index": {**self.schema.to_dict()["index"], "name": chosen.name}})
+        schema = IndexSchema.from_dict(
+            {**self.schema.to_dict(), "index": {**self.schema.to_dict()["index"], "name": chosen.name}}
+        )
         index = self._indexes[node.name] = AsyncSearchIndex(schema, redis_client=client)
         return index
 
@@ -316,7 +337,7 @@ class ShardIndexes:
             raise RedisUnavailable(f"the cluster's primary {node.name} owns no hash slot; {CLUSTER_HELP}")
         return max(owned)
 
-    def _index_lock(self, client: aioredis.Redis) -> "_IndexLock":
+    def _index_lock(self, client: aioredis.Redis) -> _IndexLock:
         return _IndexLock(self, client)
 
     async def _mark_ready(self, node: ClusterNode) -> None:
@@ -372,7 +393,11 @@ class ShardIndexes:
                     self._note(notes, missing)
                 return answer
             except Exception as raised:
-                error = raised.__cause__ if isinstance(raised, RedisSearchError) and raised.__cause__ is not None else raised
+                error = (
+                    raised.__cause__
+                    if isinstance(raised, RedisSearchError) and raised.__cause__ is not None
+                    else raised
+                )
                 if isinstance(error, AskError) and not isinstance(error, MovedError):
                     if time.monotonic() < deadline:  # the user's slot is moving: its keys are on two nodes
                         await asyncio.sleep(_POLL_SECONDS)
@@ -450,7 +475,9 @@ class ShardIndexes:
                 if fix:
                     self.forget_index(node.name)
                     chosen = await self.index_of(node)
-                    found = [report for report in await self.survey(node, deep=True) if report.name == chosen.name] + found
+                    found = [
+                        report for report in await self.survey(node, deep=True) if report.name == chosen.name
+                    ] + found
                     found[0] = IndexReport(**{**found[0].__dict__, "action": "made"})
                 else:
                     reports.append(IndexReport(node.name, "-", "missing", action="would make one (--fix)"))

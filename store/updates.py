@@ -65,14 +65,26 @@ class Updates(StorePart):
         self.memories.queue_rows(pipe, memory_rows)
         for memory in update.memories:  # so that add_memories finds the same text (store/duplicates.py)
             if memory.kind != "message":
-                pipe.hset(self.layout.memory_texts(user_id), text_digest(memory.kind, memory.text, memory.metadata), memory.id)
+                pipe.hset(
+                    self.layout.memory_texts(user_id), text_digest(memory.kind, memory.text, memory.metadata), memory.id
+                )
         # every search entry whose record was written: an unchanged entry is not rewritten, but its
         # record's time started again (the entries' and the card's own are the records' ids)
-        written = [*(memory.id for memory in update.memories), *(value.as_memory().id for value in past_values), *records]
+        written = [
+            *(memory.id for memory in update.memories),
+            *(value.as_memory().id for value in past_values),
+            *records,
+        ]
         self.retention.queue_follow(pipe, user_id, list(dict.fromkeys(written)))
         self.retention.queue_owner(pipe, user_id)
         if update.delete_profile_ids and self.settings.retention.has_quota:
-            pipe.hdel(self.layout.usage(user_id), *(self.layout.usage_field(user_id, profile_memory_id(entry_id)) for entry_id in update.delete_profile_ids))
+            pipe.hdel(
+                self.layout.usage(user_id),
+                *(
+                    self.layout.usage_field(user_id, profile_memory_id(entry_id))
+                    for entry_id in update.delete_profile_ids
+                ),
+            )
         if update.advance_cursor_to is not None:
             await self.messages.queue_cursor_advance(pipe, user_id, update.advance_cursor_to)
         await self.core.execute_with_scripts(pipe)
@@ -89,13 +101,17 @@ class Updates(StorePart):
             if revision.valid_until is None:
                 continue
             sources = set(revision.before_source_message_ids)
-            cards = [
-                event_memory_id(event.id)
-                for event in await self.events.list_events(
-                    update.user_id, limit=200, since=revision.before_valid_from, until=revision.valid_until
-                )
-                if event.source_message_ids and set(event.source_message_ids) <= sources
-            ] if sources and revision.before_valid_from is not None else []
+            cards = (
+                [
+                    event_memory_id(event.id)
+                    for event in await self.events.list_events(
+                        update.user_id, limit=200, since=revision.before_valid_from, until=revision.valid_until
+                    )
+                    if event.source_message_ids and set(event.source_message_ids) <= sources
+                ]
+                if sources and revision.before_valid_from is not None
+                else []
+            )
             memory_ids = await self.memories.still_holding(
                 update.user_id, [*(message_memory_id(m) for m in revision.before_source_message_ids), *cards]
             )

@@ -62,7 +62,9 @@ class Users(StorePart):
         """Delete every key under the store's prefix: every user's memories, the shared ones, the
         registries (not the background queue's keys, which have a prefix of their own). Returns the
         keys removed. On a cluster, one UNLINK per hash slot (a command's keys share one)."""
-        keys = [key async for key in self.client.scan_iter(match=glob_escaped(self.layout.prefix + ":") + "*", count=1000)]
+        keys = [
+            key async for key in self.client.scan_iter(match=glob_escaped(self.layout.prefix + ":") + "*", count=1000)
+        ]
         batches: dict[int, list[bytes]] = {}
         for key in keys:
             batches.setdefault(key_slot(key) if is_cluster(self.client) else 0, []).append(key)
@@ -76,7 +78,9 @@ class Users(StorePart):
         """Everything stored about the store user; of a user, each agent's scope in `agents`."""
         export = await self._export_one(user_id)
         if split_user_id(user_id)[1] is None:
-            export.agents = {agent: await self._export_one(scoped_user_id(user_id, agent)) for agent in await self.agents(user_id)}
+            export.agents = {
+                agent: await self._export_one(scoped_user_id(user_id, agent)) for agent in await self.agents(user_id)
+            }
         return export
 
     async def _export_one(self, user_id: str) -> UserExport:

@@ -133,7 +133,9 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
     session; yields (url, EmbeddedCluster)."""
     from memlane.store.embedded_cluster import EmbeddedCluster
 
-    cluster = EmbeddedCluster(Settings(data_dir=tmp_path_factory.mktemp("memlane-cluster"), redis_url=None), primaries=3)
+    cluster = EmbeddedCluster(
+        Settings(data_dir=tmp_path_factory.mktemp("memlane-cluster"), redis_url=None), primaries=3
+    )
     url = cluster.start()
     yield url, cluster
     cluster.stop()
@@ -172,6 +174,7 @@ def fresh_settings():
 def redis_contents(url: str) -> dict[str, str]:
     """Every key of the Redis at `url` and its value as text, whatever its type, with each base64 run
     in it decoded beside it (a pickled exception is stored that way)."""
+
     def readable(raw: bytes) -> str:
         text = raw.decode("utf-8", "replace")
         decoded = []
@@ -202,5 +205,7 @@ def redis_contents(url: str) -> dict[str, str]:
                 parts = [client.execute_command("JSON.GET", key) or b""]
             else:
                 parts = []
-            contents[key.decode("utf-8", "replace")] = " ".join(readable(part if isinstance(part, bytes) else str(part).encode()) for part in parts)
+            contents[key.decode("utf-8", "replace")] = " ".join(
+                readable(part if isinstance(part, bytes) else str(part).encode()) for part in parts
+            )
     return contents

@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 # a hosted model as users see it: the first token after 300 ms, a short answer after 400 ms
 REAL_MODEL_LATENCY = {"first_token_seconds": 0.3, "answer_seconds": 0.4}
@@ -73,7 +74,7 @@ class FakeUpstream:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def __enter__(self) -> "FakeUpstream":
+    def __enter__(self) -> FakeUpstream:
         self._thread.start()
         return self
 
@@ -154,7 +155,9 @@ def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return
             if upstream.refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
                 message = "response_format json_schema is not supported by this model"
-                self._send_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": "response_format"}})
+                self._send_json(
+                    400, {"error": {"message": message, "type": "invalid_request_error", "param": "response_format"}}
+                )
                 return
             model = body.get("model", "fake")
             text = upstream.answer(body)
@@ -167,7 +170,9 @@ def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             time.sleep(upstream.first_token_seconds)
-            self._write_chunk(b"data: " + json.dumps(_chunk(model, {"role": "assistant", "content": ""})).encode() + b"\n\n")
+            self._write_chunk(
+                b"data: " + json.dumps(_chunk(model, {"role": "assistant", "content": ""})).encode() + b"\n\n"
+            )
             pieces = [text[start : start + upstream.chunk_size] for start in range(0, len(text), upstream.chunk_size)]
             for number, piece in enumerate(pieces):
                 if number:
@@ -187,15 +192,17 @@ def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
 class Served:
     """An ASGI app served by uvicorn on a free loopback port, in a thread with its own event loop.
 
-        with Served(app) as served:
-            httpx.get(served.url + "/healthz")
+    with Served(app) as served:
+        httpx.get(served.url + "/healthz")
     """
 
     def __init__(self, app: Any, *, start_timeout: float = 60.0, **config: Any) -> None:
         """config: more keyword arguments of `uvicorn.Config` (`memlane serve`'s limits)."""
         import uvicorn
 
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **config))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **config)
+        )
         self.start_timeout = start_timeout
         self._thread = threading.Thread(target=self.server.run, name="memlane-serve", daemon=True)
 
@@ -204,7 +211,7 @@ class Served:
         (server,) = self.server.servers
         return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
 
-    def __enter__(self) -> "Served":
+    def __enter__(self) -> Served:
         self._thread.start()
         deadline = time.monotonic() + self.start_timeout
         while not self.server.started:

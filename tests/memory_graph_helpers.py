@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from scripted import ScriptedChatModel
@@ -26,6 +27,7 @@ CHINESE_CHAT = [
     ("user", None, "是的，连续两周都在加班。"),
     ("user", None, "顺便，我喜欢黑咖啡，不加糖。"),
 ]
+
 
 def scripted(**answers: Any) -> ScriptedChatModel:
     return ScriptedChatModel(rules=memory_rules(**answers))
@@ -69,9 +71,7 @@ def make_context(store: MemoryStore, settings: Settings, profile_config: Profile
 
     def make(llm: Any, *, config: ProfileConfig | None = None, **setting_overrides: Any) -> MemoryContext:
         run_settings = settings.model_copy(update=setting_overrides) if setting_overrides else settings
-        return MemoryContext(
-            store=store, llm=llm, settings=run_settings, profile_config=config or profile_config
-        )
+        return MemoryContext(store=store, llm=llm, settings=run_settings, profile_config=config or profile_config)
 
     return make
 
@@ -96,10 +96,16 @@ class SlowScriptedChatModel(ScriptedChatModel):
 DAY = 86_400.0
 
 
-async def said_then_changed(store: MemoryStore, user_id: str, old: str, new: str, *, topic: str, subtopic: str) -> float:
+async def said_then_changed(
+    store: MemoryStore, user_id: str, old: str, new: str, *, topic: str, subtopic: str
+) -> float:
     """`old` said 60 days ago and stored by a run (ADD), `new` 20 days ago (the merge step's UPDATE)."""
-    first = Message(id=f"{user_id}-1", user_id=user_id, session_id="s1", role="user", content=old, created_at=time.time() - 60 * DAY)
-    second = Message(id=f"{user_id}-2", user_id=user_id, session_id="s2", role="user", content=new, created_at=time.time() - 20 * DAY)
+    first = Message(
+        id=f"{user_id}-1", user_id=user_id, session_id="s1", role="user", content=old, created_at=time.time() - 60 * DAY
+    )
+    second = Message(
+        id=f"{user_id}-2", user_id=user_id, session_id="s2", role="user", content=new, created_at=time.time() - 20 * DAY
+    )
     await store.add_messages([first])
     entry = ProfileEntry(user_id=user_id, topic=topic, subtopic=subtopic, content=old, source_message_ids=[first.id])
     await store.apply_update(build_update(user_id, [first], [first], old, [], [], [entry])[0])

@@ -26,7 +26,18 @@ ROOMS = ("memlane", "store", "nodes", "graph", "ui", "serve")
 LEVEL = {"store": 0, "nodes": 1, "graph": 2, "memlane": 3, "ui": 4, "serve": 4}
 
 # what nodes and graph may use of the store: records, protocols and pure helpers, never Redis
-STORE_FOR_NODES = {"records", "protocols", "errors", "ids", "text", "tokens", "breaker", "timeexpr", "passage", "scopes"}
+STORE_FOR_NODES = {
+    "records",
+    "protocols",
+    "errors",
+    "ids",
+    "text",
+    "tokens",
+    "breaker",
+    "timeexpr",
+    "passage",
+    "scopes",
+}
 STORE_FOR_GRAPH = STORE_FOR_NODES | {"schema", "background"}  # background: a context variable, no Redis
 # the settings and the masking of secrets: every room reads them (they import nothing of memlane)
 FOUNDATION = {"memlane.config", "memlane.masking"}

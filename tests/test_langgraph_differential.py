@@ -37,7 +37,11 @@ TAGS = ["red", "blue", "绿"]
 
 def index_config(rng: random.Random) -> dict[str, Any]:
     fields = rng.choice([None, ["text"], ["text", "tag"], ["nested.note"]])
-    return {"dims": CharacterHashEmbeddings.dims, "embed": CharacterHashEmbeddings(), **({"fields": fields} if fields else {})}
+    return {
+        "dims": CharacterHashEmbeddings.dims,
+        "embed": CharacterHashEmbeddings(),
+        **({"fields": fields} if fields else {}),
+    }
 
 
 def random_namespace(rng: random.Random) -> tuple[str, ...]:
@@ -54,21 +58,26 @@ def random_value(rng: random.Random) -> dict[str, Any]:
 
 
 def random_filter(rng: random.Random) -> dict[str, Any] | None:
-    return rng.choice([
-        None, None,
-        {"tag": rng.choice(TAGS)},
-        {"tag": {"$ne": rng.choice(TAGS)}},
-        {"n": {"$gt": rng.randint(0, 9)}},
-        {"n": {"$lte": rng.randint(0, 9)}, "tag": rng.choice(TAGS)},
-        {"n": {"$gte": 2, "$lt": 7}},
-        {"nested": {"level": rng.randint(0, 3)}},
-    ])
+    return rng.choice(
+        [
+            None,
+            None,
+            {"tag": rng.choice(TAGS)},
+            {"tag": {"$ne": rng.choice(TAGS)}},
+            {"n": {"$gt": rng.randint(0, 9)}},
+            {"n": {"$lte": rng.randint(0, 9)}, "tag": rng.choice(TAGS)},
+            {"n": {"$gte": 2, "$lt": 7}},
+            {"nested": {"level": rng.randint(0, 3)}},
+        ]
+    )
 
 
 def random_op(rng: random.Random, known: list[tuple[tuple[str, ...], str]]):
     roll = rng.random()
     if roll < 0.45 or not known:
-        namespace, key = rng.choice(known) if known and rng.random() < 0.4 else (random_namespace(rng), rng.choice("kpq"))
+        namespace, key = (
+            rng.choice(known) if known and rng.random() < 0.4 else (random_namespace(rng), rng.choice("kpq"))
+        )
         if rng.random() < 0.15:
             return PutOp(namespace, key, None)
         index = rng.choice([None, None, None, False, ["text"], ["tag"], ["nested.note", "text"]])
@@ -86,7 +95,9 @@ def random_op(rng: random.Random, known: list[tuple[tuple[str, ...], str]]):
         conditions.append(MatchCondition("prefix", tuple(rng.choice([*LABELS, "*"]) for _ in range(rng.randint(1, 2)))))
     if rng.random() < 0.3:
         conditions.append(MatchCondition("suffix", (rng.choice([*LABELS, "*"]),)))
-    return ListNamespacesOp(tuple(conditions) or None, rng.choice([None, None, 1, 2]), rng.randint(1, 12), rng.choice([0, 0, 1]))
+    return ListNamespacesOp(
+        tuple(conditions) or None, rng.choice([None, None, 1, 2]), rng.randint(1, 12), rng.choice([0, 0, 1])
+    )
 
 
 def random_sequence(seed: int) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -143,9 +154,15 @@ def same_answer(op: Any, expected: Any, got: Any, where: str) -> None:
         assert got == expected, where
     elif op.query is None:
         assert len(got) == len(expected), where
-        assert {(i.namespace, i.key) for i in got} <= {(i.namespace, i.key) for i in expected} or op.offset or len(expected) == op.limit, where
+        assert (
+            {(i.namespace, i.key) for i in got} <= {(i.namespace, i.key) for i in expected}
+            or op.offset
+            or len(expected) == op.limit
+        ), where
         if op.offset == 0 and len(expected) < op.limit:
-            assert {(i.namespace, i.key, str(i.value)) for i in got} == {(i.namespace, i.key, str(i.value)) for i in expected}, where
+            assert {(i.namespace, i.key, str(i.value)) for i in got} == {
+                (i.namespace, i.key, str(i.value)) for i in expected
+            }, where
     else:
         same_ranking(op, expected, got, where)
 
@@ -157,7 +174,9 @@ def same_ranking(op: SearchOp, expected: list[Any], got: list[Any], where: str) 
     if op.offset == 0 or not (len(expected_scored) < len(expected) or len(got_scored) < len(got)):
         assert len(got) == len(expected), where
     shared = min(len(expected_scored), len(got_scored))
-    assert [i.score for i in got_scored[:shared]] == pytest.approx([i.score for i in expected_scored[:shared]], abs=1e-5), where
+    assert [i.score for i in got_scored[:shared]] == pytest.approx(
+        [i.score for i in expected_scored[:shared]], abs=1e-5
+    ), where
     last_score = expected_scored[shared - 1].score if shared else None
     assert {(i.namespace, i.key) for i in got_scored[:shared] if abs(i.score - last_score) > 1e-5} == {
         (i.namespace, i.key) for i in expected_scored[:shared] if abs(i.score - last_score) > 1e-5

@@ -55,7 +55,11 @@ async def test_basic_ops(lg):
 
 async def test_search_by_namespace_filter_and_pages(lg):
     data = [
-        (("test", "alice", "docs"), "doc1", {"title": "First Doc", "author": "Alice", "tags": ["important"], "stars": 5}),
+        (
+            ("test", "alice", "docs"),
+            "doc1",
+            {"title": "First Doc", "author": "Alice", "tags": ["important"], "stars": 5},
+        ),
         (("test", "alice", "docs"), "doc2", {"title": "Second Doc", "author": "Bob", "tags": ["draft"], "stars": 2}),
         (("test", "alice", "images"), "img1", {"title": "Image 1", "author": "Alice", "tags": ["final"], "stars": 4}),
     ]
@@ -64,9 +68,13 @@ async def test_search_by_namespace_filter_and_pages(lg):
 
     assert len(await lg.asearch(("test", "alice"))) == 3
     docs = await lg.asearch(("test", "alice", "docs"))
-    assert {item.key for item in docs} == {"doc1", "doc2"} and all(i.namespace == ("test", "alice", "docs") for i in docs)
+    assert {item.key for item in docs} == {"doc1", "doc2"} and all(
+        i.namespace == ("test", "alice", "docs") for i in docs
+    )
     assert {i.key for i in await lg.asearch(("test", "alice"), filter={"author": "Alice"})} == {"doc1", "img1"}
-    assert {i.key for i in await lg.asearch(("test", "alice"), filter={"stars": {"$gte": 4}, "author": {"$ne": "Bob"}})} == {"doc1", "img1"}
+    assert {
+        i.key for i in await lg.asearch(("test", "alice"), filter={"stars": {"$gte": 4}, "author": {"$ne": "Bob"}})
+    } == {"doc1", "img1"}
     assert [i.key for i in await lg.asearch(("test", "alice"), filter={"tags": ["draft"]})] == ["doc2"]
     assert len(await lg.asearch(("test", "alice"), limit=2)) == 2
     assert len(await lg.asearch(("test", "alice"), offset=2)) == 1
@@ -75,24 +83,30 @@ async def test_search_by_namespace_filter_and_pages(lg):
 
 
 async def test_batch_put_search_and_order(lg):
-    results = await lg.abatch([
-        PutOp(("test", "alice"), "key1", {"data": "value1"}),
-        PutOp(("test", "alice"), "key2", {"data": "value2"}),
-        PutOp(("test", "alice"), "key3", None),
-    ])
+    results = await lg.abatch(
+        [
+            PutOp(("test", "alice"), "key1", {"data": "value1"}),
+            PutOp(("test", "alice"), "key2", {"data": "value2"}),
+            PutOp(("test", "alice"), "key3", None),
+        ]
+    )
     assert results == [None, None, None]
     assert len(await lg.asearch(("test", "alice"), limit=10)) == 2
 
     await lg.aput(("test", "alice", "foo"), "key1", {"data": "value1"})
     await lg.aput(("test", "alice", "bar"), "key2", {"data": "value2"})
-    results = await lg.abatch([
-        GetOp(("test", "alice", "foo"), "key1"),
-        PutOp(("test", "alice", "bar"), "key2", {"data": "value2"}),
-        SearchOp(("test", "alice"), filter={"data": "value1"}, limit=10, offset=0),
-        ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("test", "alice")),), max_depth=None, limit=10, offset=0),
-        GetOp(("test", "alice"), "key9"),
-        SearchOp(("test", "alice", "foo"), limit=10),
-    ])
+    results = await lg.abatch(
+        [
+            GetOp(("test", "alice", "foo"), "key1"),
+            PutOp(("test", "alice", "bar"), "key2", {"data": "value2"}),
+            SearchOp(("test", "alice"), filter={"data": "value1"}, limit=10, offset=0),
+            ListNamespacesOp(
+                match_conditions=(MatchCondition("prefix", ("test", "alice")),), max_depth=None, limit=10, offset=0
+            ),
+            GetOp(("test", "alice"), "key9"),
+            SearchOp(("test", "alice", "foo"), limit=10),
+        ]
+    )
     assert results[0].value == {"data": "value1"} and results[0].key == "key1"
     assert results[1] is None
     assert sorted(i.key for i in results[2]) == ["key1", "key1"]  # ("test","alice") and ("test","alice","foo")
@@ -114,9 +128,15 @@ async def test_list_namespaces(lg):
     assert await lg.alist_namespaces(prefix=("test", "alice")) == sorted(namespaces[:3])
     assert len(await lg.alist_namespaces(prefix=("*", "alice"))) == 4
     assert await lg.alist_namespaces(prefix=("*", "alice"), suffix=("public",)) == [
-        ("prod", "alice", "documents", "public"), ("test", "alice", "documents", "public"), ("test", "alice", "images", "public")]
+        ("prod", "alice", "documents", "public"),
+        ("test", "alice", "documents", "public"),
+        ("test", "alice", "images", "public"),
+    ]
     assert await lg.alist_namespaces(prefix=("*", "alice"), max_depth=3) == [
-        ("prod", "alice", "documents"), ("test", "alice", "documents"), ("test", "alice", "images")]
+        ("prod", "alice", "documents"),
+        ("test", "alice", "documents"),
+        ("test", "alice", "images"),
+    ]
     assert len(await lg.alist_namespaces(prefix=("*", "alice"), limit=3)) == 3
     # no user named: every owner's namespaces, as InMemoryStore lists them
     everything = await lg.alist_namespaces(prefix=("test", "*"), limit=100)
@@ -189,20 +209,35 @@ async def test_items_are_memories_in_recall_and_the_panel(lg, store, settings):
 async def test_profile_entries_and_events_are_readable_through_the_store(lg, store):
     entry = ProfileEntry(user_id="alice", topic="diet", subtopic="coffee", content="喜欢黑咖啡，不加糖")
     event = Event(id="e1", user_id="alice", summary="Alice started training for a marathon", tags=["sport"])
-    await store.apply_update(MemoryUpdate(
-        user_id="alice", upsert_profile=[entry], event=event,
-        memories=[
-            Memory(id=profile_memory_id(entry.id), user_id="alice", kind="profile", text="diet / coffee: 喜欢黑咖啡，不加糖", ref_id=entry.id),
-            Memory(id=event_memory_id(event.id), user_id="alice", kind="event", text=event.summary, ref_id=event.id),
-        ],
-    ))
+    await store.apply_update(
+        MemoryUpdate(
+            user_id="alice",
+            upsert_profile=[entry],
+            event=event,
+            memories=[
+                Memory(
+                    id=profile_memory_id(entry.id),
+                    user_id="alice",
+                    kind="profile",
+                    text="diet / coffee: 喜欢黑咖啡，不加糖",
+                    ref_id=entry.id,
+                ),
+                Memory(
+                    id=event_memory_id(event.id), user_id="alice", kind="event", text=event.summary, ref_id=event.id
+                ),
+            ],
+        )
+    )
     profile = await lg.aget(("memlane_profile", "alice"), entry.id)
     assert profile.value["content"] == "喜欢黑咖啡，不加糖" and profile.value["topic"] == "diet"
     assert [i.key for i in await lg.asearch(("memlane_profile", "alice"), query="我喜欢什么咖啡")] == [entry.id]
     assert [i.key for i in await lg.asearch(("memlane_profile", "alice"), filter={"topic": "diet"})] == [entry.id]
     assert (await lg.aget(("memlane_events", "alice"), "e1")).value["tags"] == ["sport"]
     assert [i.key for i in await lg.asearch(("memlane_events", "alice"), query="marathon training")] == ["e1"]
-    assert await lg.alist_namespaces(prefix=("*", "alice")) == [("memlane_events", "alice"), ("memlane_profile", "alice")]
+    assert await lg.alist_namespaces(prefix=("*", "alice")) == [
+        ("memlane_events", "alice"),
+        ("memlane_profile", "alice"),
+    ]
     assert await lg.aget(("memlane_profile", "bob"), entry.id) is None
 
     with pytest.raises(StoreError, match="memory graph"):
@@ -220,7 +255,11 @@ async def test_ttl_is_a_redis_expiry_that_reads_refresh(store):
     await lg.aput(("memories", "alice"), "kept", {"content": "born in 1990"}, ttl=None)
     key = store.layout.memory("alice", item_memory_id(("memories", "alice"), "soon"))
     assert 0 < await store.client.pttl(key) <= 60_000
-    assert 60_000 < await store.client.pttl(store.layout.memory("alice", item_memory_id(("memories", "alice"), "default"))) <= 300_000
+    assert (
+        60_000
+        < await store.client.pttl(store.layout.memory("alice", item_memory_id(("memories", "alice"), "default")))
+        <= 300_000
+    )
     assert await store.client.pttl(store.layout.memory("alice", item_memory_id(("memories", "alice"), "kept"))) == -1
 
     await store.client.pexpire(key, 20_000)  # as if 40 s had passed
@@ -270,7 +309,9 @@ class ToolCallingModel(ScriptedChatModel):
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
         self._calls.append(list(messages))
         if self.tool_calls:
-            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=self.tool_calls.pop(0)))])
+            return ChatResult(
+                generations=[ChatGeneration(message=AIMessage(content="", tool_calls=self.tool_calls.pop(0)))]
+            )
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content="done"))])
 
 
@@ -279,11 +320,18 @@ def call(name: str, call_id: str, **args) -> dict:
 
 
 async def test_langmem_agent_stores_and_finds_memories_through_memlane(store):
-    model = ToolCallingModel(tool_calls=[
-        [call("manage_memory", "1", content="我最喜欢的咖啡是燕麦拿铁", action="create"),
-         call("manage_memory", "2", content="My sister lives in Lyon", action="create")],
-        [call("search_memory", "3", query="我喜欢喝什么咖啡？"), call("search_memory", "4", query="Where does my sister live?")],
-    ])
+    model = ToolCallingModel(
+        tool_calls=[
+            [
+                call("manage_memory", "1", content="我最喜欢的咖啡是燕麦拿铁", action="create"),
+                call("manage_memory", "2", content="My sister lives in Lyon", action="create"),
+            ],
+            [
+                call("search_memory", "3", query="我喜欢喝什么咖啡？"),
+                call("search_memory", "4", query="Where does my sister live?"),
+            ],
+        ]
+    )
     from langmem import create_manage_memory_tool, create_search_memory_tool
 
     from memlane import MemlaneStore
@@ -296,7 +344,9 @@ async def test_langmem_agent_stores_and_finds_memories_through_memlane(store):
         ],
         store=MemlaneStore(store, user_of=1),  # ("memories", user): items land in alice's memlane memories
     )
-    result = await agent.ainvoke({"messages": [HumanMessage("remember this")]}, {"configurable": {"langgraph_user_id": "alice"}})
+    result = await agent.ainvoke(
+        {"messages": [HumanMessage("remember this")]}, {"configurable": {"langgraph_user_id": "alice"}}
+    )
     outputs = [m.content for m in result["messages"] if m.type == "tool"]
     assert outputs[0].startswith("created memory") and outputs[1].startswith("created memory")
     assert json.loads(outputs[2])[0]["value"] == {"content": "我最喜欢的咖啡是燕麦拿铁"}
@@ -327,7 +377,13 @@ async def test_items_are_exported_and_shown_on_the_app_timeline(lg, store, setti
 async def test_items_of_an_older_memlane_keep_their_user_and_are_found_after_the_upgrade(store):
     """Items put under the old rule (the second label was the user) are where `user_of=1` looks,
     and `ensure_indexes` lists their owners once, so a search that names no user finds them too."""
-    old = StoreItem(user_id="alice", namespace=["memories", "alice"], key="k", value={"content": "window seats"}, text="window seats")
+    old = StoreItem(
+        user_id="alice",
+        namespace=["memories", "alice"],
+        key="k",
+        value={"content": "window seats"},
+        text="window seats",
+    )
     await store.put_items([old])
     await store.client.delete(store.layout.item_owners, store.layout.item_owners_adopted)  # as an older memlane left it
     lg = MemlaneStore(store, user_of=1)
@@ -345,15 +401,23 @@ async def test_langmem_tools_with_the_layout_of_langgraphs_docs(store):
 
     lg = MemlaneStore(store, user_of=0)
     for user, fact in (("alice", "我对花生过敏"), ("bob", "I am allergic to cats")):
-        model = ToolCallingModel(tool_calls=[
-            [call("manage_memory", "1", content=fact, action="create")],
-            [call("search_memory", "2", query="allergic 过敏")],
-        ])
-        agent = create_agent(model, store=lg, tools=[
-            create_manage_memory_tool(namespace=("{langgraph_user_id}", "memories")),
-            create_search_memory_tool(namespace=("{langgraph_user_id}", "memories")),
-        ])
-        result = await agent.ainvoke({"messages": [HumanMessage("remember")]}, {"configurable": {"langgraph_user_id": user}})
+        model = ToolCallingModel(
+            tool_calls=[
+                [call("manage_memory", "1", content=fact, action="create")],
+                [call("search_memory", "2", query="allergic 过敏")],
+            ]
+        )
+        agent = create_agent(
+            model,
+            store=lg,
+            tools=[
+                create_manage_memory_tool(namespace=("{langgraph_user_id}", "memories")),
+                create_search_memory_tool(namespace=("{langgraph_user_id}", "memories")),
+            ],
+        )
+        result = await agent.ainvoke(
+            {"messages": [HumanMessage("remember")]}, {"configurable": {"langgraph_user_id": user}}
+        )
         found = json.loads([m.content for m in result["messages"] if m.type == "tool"][-1])
         assert [hit["value"]["content"] for hit in found] == [fact]
         assert [h.memory.text for h in await store.search_memories(user, "allergic 过敏")] == [fact]
@@ -367,4 +431,6 @@ async def test_memlanes_own_relevance_is_there_under_its_own_name(store):
     assert hits[0].key == "tea" and hits[0].score is not None  # LangGraph's similarity, as without the option
     assert 0 < hits[0].relevance <= 1 and (hits[1].relevance or 0) < hits[0].relevance  # memlane's, beside it
     assert hits[0].dict()["relevance"] == hits[0].relevance
-    assert not hasattr((await MemlaneStore(store, user_of=1).asearch(("memories", "alice"), query="茶"))[0], "relevance")
+    assert not hasattr(
+        (await MemlaneStore(store, user_of=1).asearch(("memories", "alice"), query="茶"))[0], "relevance"
+    )

@@ -36,5 +36,7 @@ def test_settings_and_text_are_masked_by_name_type_and_value():
 def test_log_lines_are_masked():
     settings = Settings(openai_api_key="sk-live-0123456789")
     formatter = MaskingFormatter("%(message)s", settings=settings)
-    record = logging.LogRecord("x", logging.ERROR, __file__, 1, "cannot reach %s with %s", ("redis://:pw12@h:1", "sk-live-0123456789"), None)
+    record = logging.LogRecord(
+        "x", logging.ERROR, __file__, 1, "cannot reach %s with %s", ("redis://:pw12@h:1", "sk-live-0123456789"), None
+    )
     assert formatter.format(record) == "cannot reach redis://:****@h:1 with sk-****"

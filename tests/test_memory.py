@@ -4,7 +4,6 @@ over the same store and memory graph as every other door (issue 31, item 3), asy
 from __future__ import annotations
 
 import pytest
-
 from conftest import memory_store_on
 
 from memlane.memory import AsyncMemory, Memory
@@ -76,7 +75,9 @@ async def test_an_agents_memory_and_a_run_are_scopes_of_their_own(store, setting
     assert in_run and {hit["session_id"] for hit in in_run} == {"night-1"}
     assert await memory.search("加班", user_id="w", agent_id="sleep-coach", run_id="night-2", kinds=["message"]) == []
     entry_id = next(r["id"] for r in added["results"] if r["id"].startswith("profile:"))
-    assert await memory.get(entry_id, user_id="w") is None and (await memory.get(entry_id, user_id="w", agent_id="sleep-coach"))
+    assert await memory.get(entry_id, user_id="w") is None and (
+        await memory.get(entry_id, user_id="w", agent_id="sleep-coach")
+    )
     assert await memory.history(entry_id, user_id="w") == []
     assert [r["action"] for r in await memory.history(entry_id, user_id="w", agent_id="sleep-coach")] == ["add"]
     assert await memory.delete(entry_id, user_id="w") is False
@@ -91,12 +92,21 @@ async def test_metadata_is_kept_on_add_and_filters_search(settings, embeddings):
     declared = settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "numeric"}})
     async with memory_store_on(declared, embeddings) as meta_store:
         memory = AsyncMemory(meta_store, settings=declared)
-        await memory.add("The launch review moved to Friday.", user_id="x", metadata={"project": "apollo", "priority": 3}, infer=False)
-        await memory.add("The launch party is on Saturday.", user_id="x", metadata={"project": "gemini", "priority": 1}, infer=False)
+        await memory.add(
+            "The launch review moved to Friday.",
+            user_id="x",
+            metadata={"project": "apollo", "priority": 3},
+            infer=False,
+        )
+        await memory.add(
+            "The launch party is on Saturday.", user_id="x", metadata={"project": "gemini", "priority": 1}, infer=False
+        )
         hits = await memory.search("launch", user_id="x", filters={"project": "apollo"})
         assert [hit["memory"] for hit in hits] == ["The launch review moved to Friday."]
         assert hits[0]["metadata"] == {"project": "apollo", "priority": 3}
-        assert [h["memory"] for h in await memory.search("launch", user_id="x", filters={"priority": {"lt": 2}})] == ["The launch party is on Saturday."]
+        assert [h["memory"] for h in await memory.search("launch", user_id="x", filters={"priority": {"lt": 2}})] == [
+            "The launch party is on Saturday."
+        ]
         with pytest.raises(InvalidInput, match="MEMLANE_METADATA_FIELDS"):
             await memory.search("launch", user_id="x", filters={"owner": "me"})
 
@@ -127,10 +137,15 @@ async def test_a_note_is_updated_in_place_and_its_history_says_so(store, setting
     note = await remember_note(store, "n", "My locker code is 3141.", session_id="s")
     updated = await memory.update(note.id, "My locker code is 2718.", user_id="n", actor="api:test")
     assert updated["id"] == note.id and updated["memory"] == "My locker code is 2718."
-    assert [hit["memory"] for hit in await memory.search("locker code", user_id="n", kinds=["event"])] == ["My locker code is 2718."]
+    assert [hit["memory"] for hit in await memory.search("locker code", user_id="n", kinds=["event"])] == [
+        "My locker code is 2718."
+    ]
     assert (await memory.get(note.id, user_id="n"))["memory"] == "My locker code is 2718."
     history = await memory.history(note.id, user_id="n")
-    assert [(h["action"], h["after_content"]) for h in history] == [("add", "My locker code is 3141."), ("update", "My locker code is 2718.")]
+    assert [(h["action"], h["after_content"]) for h in history] == [
+        ("add", "My locker code is 3141."),
+        ("update", "My locker code is 2718."),
+    ]
     assert history[1]["before_content"] == "My locker code is 3141." and history[1]["actor"] == "api:test"
     with pytest.raises(InvalidInput, match="empty"):
         await memory.update(note.id, "  ", user_id="n")
@@ -161,7 +176,9 @@ async def test_reset_on_a_cluster(cluster_store):
         assert await memory.search("vinyl", user_id=user) == []
 
 
-def test_the_sync_memory_works_inside_a_running_loop(store, settings, embeddings):  # (store: its prefix is dropped after)
+def test_the_sync_memory_works_inside_a_running_loop(
+    store, settings, embeddings
+):  # (store: its prefix is dropped after)
     import asyncio
 
     async def inside_a_loop() -> list[dict]:

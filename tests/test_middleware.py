@@ -20,11 +20,19 @@ from memlane.store.ids import profile_memory_id
 from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
 from memlane.store.redis import RedisMemoryStore
 
-COFFEE = ProfileEntry(user_id="u", topic="diet", subtopic="coffee", content="drinks black coffee without sugar", confidence=0.9)
+COFFEE = ProfileEntry(
+    user_id="u", topic="diet", subtopic="coffee", content="drinks black coffee without sugar", confidence=0.9
+)
 
 
 async def seed_coffee(store) -> None:
-    memory = Memory(id=profile_memory_id(COFFEE.id), user_id="u", kind="profile", text="diet / coffee: drinks black coffee without sugar", ref_id=COFFEE.id)
+    memory = Memory(
+        id=profile_memory_id(COFFEE.id),
+        user_id="u",
+        kind="profile",
+        text="diet / coffee: drinks black coffee without sugar",
+        ref_id=COFFEE.id,
+    )
     await store.apply_update(MemoryUpdate(user_id="u", upsert_profile=[COFFEE], memories=[memory]))
 
 
@@ -50,7 +58,8 @@ async def test_memories_are_in_the_system_prompt_of_the_model_call(store, settin
     middleware = MemoryMiddleware(store, settings=settings)
     agent = agent_for(model, middleware, system_prompt="Be brief.")
     result = await agent.ainvoke(
-        {"messages": [HumanMessage("How do I take my coffee?")]}, context=MemoryAgentContext(user_id="u", session_id="s")
+        {"messages": [HumanMessage("How do I take my coffee?")]},
+        context=MemoryAgentContext(user_id="u", session_id="s"),
     )
     assert result["messages"][-1].content == "Black, no sugar."
     system = model.calls[0][0]
@@ -60,7 +69,10 @@ async def test_memories_are_in_the_system_prompt_of_the_model_call(store, settin
 
     await middleware.wait_idle()
     stored = await store.recent_messages("u", "s")
-    assert [(m.role, m.content) for m in stored] == [("user", "How do I take my coffee?"), ("assistant", "Black, no sugar.")]
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "How do I take my coffee?"),
+        ("assistant", "Black, no sugar."),
+    ]
     # saving the same turn again stores nothing new (ids come from the agent's messages)
     middleware.persistence.save_turn(MemoryAgentContext(user_id="u", session_id="s"), stored)
     await middleware.wait_idle()
@@ -148,14 +160,22 @@ async def test_an_agent_keeps_its_own_memory_and_reads_the_shared_one(store, set
     await middleware.wait_idle()
     assert "8 am" in model.calls[0][0].content and "black coffee" not in model.calls[0][0].content
     assert [m.content for m in await store.recent_messages(scoped_user_id("u", "coach"), "s")] == [
-        "When does the café open? I like coffee.", "one"]
+        "When does the café open? I like coffee.",
+        "one",
+    ]
     assert await store.recent_messages("u", "s") == []
     # through `configurable` too; without shared_user_id, the shared memory is not read
     plain = create_agent(model, middleware=[middleware], system_prompt="Base.")
-    await plain.ainvoke({"messages": [HumanMessage("café hours?")]}, config={"configurable": {"user_id": "u", "agent_id": "coach", "session_id": "s2"}})
+    await plain.ainvoke(
+        {"messages": [HumanMessage("café hours?")]},
+        config={"configurable": {"user_id": "u", "agent_id": "coach", "session_id": "s2"}},
+    )
     await middleware.wait_idle()
     assert "8 am" not in model.calls[1][0].content
-    assert [m.content for m in await store.recent_messages(scoped_user_id("u", "coach"), "s2")] == ["café hours?", "two"]
+    assert [m.content for m in await store.recent_messages(scoped_user_id("u", "coach"), "s2")] == [
+        "café hours?",
+        "two",
+    ]
 
 
 async def test_a_run_without_a_user_says_how_to_name_one(store, settings):
@@ -196,7 +216,10 @@ async def test_a_redis_that_goes_away_costs_the_memory_not_the_reply_nor_the_tur
     await agent.ainvoke({"messages": [HumanMessage("second question")]}, context=context)
     await middleware.wait_idle()
     assert [m.content for m in await store.recent_messages("u", "s")] == [
-        "first question", "first answer", "second question", "second answer",
+        "first question",
+        "first answer",
+        "second question",
+        "second answer",
     ]
     assert middleware.persistence.unsaved == {}
     await client.aclose()
@@ -220,7 +243,14 @@ async def test_a_lone_surrogate_costs_neither_the_reply_nor_the_next_turns(store
         await agent.ainvoke({"messages": [HumanMessage(text)]}, context=context)
     await middleware.wait_idle()
     assert [m.content for m in await store.recent_messages("u", "s")] == [
-        "my coffee \ufffd?", "first", "how do I take my coffee?", "second", "and tea?", "third", "thanks", "fourth",
+        "my coffee \ufffd?",
+        "first",
+        "how do I take my coffee?",
+        "second",
+        "and tea?",
+        "third",
+        "thanks",
+        "fourth",
     ]
     assert middleware.persistence.unsaved == {} and failures == []
 
@@ -229,8 +259,12 @@ async def test_a_message_that_cannot_be_stored_does_not_hold_back_the_next(store
     middleware = MemoryMiddleware(store, settings=settings)
     identity = MemoryAgentContext(user_id="u", session_id="s")
     # built past validation, as a caller's own store messages could be: Redis cannot encode it
-    broken = Message.model_construct(id="bad", user_id="u", session_id="s", role="user", content="\udc00", created_at=1.0)
-    middleware.persistence.save_turn(identity, [broken, Message(id="ok", user_id="u", session_id="s", role="assistant", content="ok")])
+    broken = Message.model_construct(
+        id="bad", user_id="u", session_id="s", role="user", content="\udc00", created_at=1.0
+    )
+    middleware.persistence.save_turn(
+        identity, [broken, Message(id="ok", user_id="u", session_id="s", role="assistant", content="ok")]
+    )
     for number in range(3):
         middleware.persistence.save_turn(
             identity, [Message(id=f"m{number}", user_id="u", session_id="s", role="user", content=f"turn {number}")]
@@ -262,7 +296,10 @@ async def test_an_embedder_that_is_down_costs_the_vector_recall_not_the_reply(st
     assert "black coffee without sugar" in model.calls[0][0].content  # recalled by keyword
     assert not [w for w in caught if "never awaited" in str(w.message)]
     # the turn is stored although it could not be indexed; nothing is kept back in memory
-    assert [m.content for m in await store.recent_messages("u", "s")] == ["How do I take my coffee?", "Black, no sugar."]
+    assert [m.content for m in await store.recent_messages("u", "s")] == [
+        "How do I take my coffee?",
+        "Black, no sugar.",
+    ]
     assert middleware.persistence.unsaved == {}
 
     flaky.down = False  # back: the next turn's save indexes the earlier one too
@@ -315,7 +352,12 @@ async def test_a_turn_saved_while_redis_is_briefly_down_is_stored_once_when_it_i
         await middleware.wait_idle(60)
         stored = [m.content for m in await store.recent_messages("u", "s")]
         assert stored == [
-            "first question", "first answer", "my sister lives in Lyon", "second answer", "third question", "third answer",
+            "first question",
+            "first answer",
+            "my sister lives in Lyon",
+            "second answer",
+            "third question",
+            "third answer",
         ]  # each once, in order
         assert middleware.persistence.unsaved == {} and middleware.persistence.retrying == {}
         hits = await store.search_memories("u", "where does my sister live", kinds=["message"])
@@ -366,7 +408,9 @@ async def test_a_turn_waiting_for_its_embedding_is_in_the_index_backlog_until_se
     middleware = MemoryMiddleware(slow, settings=settings)
     agent = agent_for(ScriptedChatModel(script=["Noted: Lyon."]), middleware)
     assert middleware.index_backlog() == IndexBacklog(turns=0, messages=0, oldest_seconds=0.0, embedding=None)
-    await agent.ainvoke({"messages": [HumanMessage("My sister lives in Lyon")]}, context=MemoryAgentContext(user_id="u"))
+    await agent.ainvoke(
+        {"messages": [HumanMessage("My sister lives in Lyon")]}, context=MemoryAgentContext(user_id="u")
+    )
     await asyncio.sleep(0.3)
     backlog = middleware.index_backlog()
     assert (backlog.turns, backlog.messages) == (1, 2) and backlog.oldest_seconds >= 0.3
@@ -381,10 +425,14 @@ async def test_a_turn_waiting_for_its_embedding_is_in_the_index_backlog_until_se
 async def test_a_streamed_reply_carries_only_the_reply_models_tokens(store, settings):
     # the rewrite of a follow-up is a model call inside the agent's model step: streamed with
     # stream_mode="messages", its answer must not show up as part of the reply
-    await store.add_messages([
-        Message(id="z1", user_id="u", session_id="s", role="user", content="Do you remember my colleague Zhang Wei?"),
-        Message(id="z2", user_id="u", session_id="s", role="assistant", content="Yes, your colleague."),
-    ])
+    await store.add_messages(
+        [
+            Message(
+                id="z1", user_id="u", session_id="s", role="user", content="Do you remember my colleague Zhang Wei?"
+            ),
+            Message(id="z2", user_id="u", session_id="s", role="assistant", content="Yes, your colleague."),
+        ]
+    )
     rewrite_model = ScriptedChatModel(default="When does Zhang Wei leave for Shanghai?")
     chat_model = ScriptedChatModel(script=["Next Wednesday."], chunk_size=3)
     middleware = MemoryMiddleware(store, settings=settings, rewrite_model=rewrite_model)
@@ -424,12 +472,23 @@ async def test_every_user_line_of_a_request_is_stored_and_re_sent_history_is_not
     ]
 
     # the client sends the history again (new message objects, no ids) with a new line
-    history = [HumanMessage("我下个月去大理旅游", name="朋友A"), HumanMessage("我也想去大理"),
-               HumanMessage("顺便，我喜欢黑咖啡，不加糖。"), AIMessage("好的，记住了。")]
+    history = [
+        HumanMessage("我下个月去大理旅游", name="朋友A"),
+        HumanMessage("我也想去大理"),
+        HumanMessage("顺便，我喜欢黑咖啡，不加糖。"),
+        AIMessage("好的，记住了。"),
+    ]
     await agent.ainvoke({"messages": [*history, HumanMessage("大理怎么样？")]}, context=run)
     await middleware.wait_idle()
     contents = [m.content for m in await store.recent_messages("u", "group")]
-    assert contents == ["我下个月去大理旅游", "我也想去大理", "顺便，我喜欢黑咖啡，不加糖。", "好的，记住了。", "大理怎么样？", "大理很美。"]
+    assert contents == [
+        "我下个月去大理旅游",
+        "我也想去大理",
+        "顺便，我喜欢黑咖啡，不加糖。",
+        "好的，记住了。",
+        "大理怎么样？",
+        "大理很美。",
+    ]
 
     # a turn with saving off stays unsaved when the next request carries it again
     off = MemoryAgentContext(user_id="u", session_id="group", auto_save_enabled=False)

@@ -18,6 +18,8 @@ def test_notebook_runs(path: Path, redis_url: str, key_prefix: str, monkeypatch:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # notebooks fall back to scripted models
         monkeypatch.delenv(name, raising=False)
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        notebook, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     errors = [o for cell in notebook.cells for o in cell.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors

@@ -118,5 +118,7 @@ async def test_a_rewrite_that_fails_still_counts_against_the_breaker(settings):
     down = ScriptedChatModel(default=ConnectionError("connection refused"))
     previous = [Message(id="p1", user_id="u", session_id="s", role="user", content="还记得我同事张伟吗？")]
     for _ in range(2):
-        assert await rewrite_followup("他哪天出发？", previous, settings, llm=down, breaker=breaker) == cheap_rewrite("他哪天出发？", previous)
+        assert await rewrite_followup("他哪天出发？", previous, settings, llm=down, breaker=breaker) == cheap_rewrite(
+            "他哪天出发？", previous
+        )
     assert breaker.state == "open"

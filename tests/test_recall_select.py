@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.recall_select import answer_pair, exact_term_hits, exact_terms, holds_no_answer, neighbours_shown, ranked_hits, repeats_the_query, unanswered
+from memlane.recall_select import (
+    answer_pair,
+    exact_term_hits,
+    exact_terms,
+    holds_no_answer,
+    neighbours_shown,
+    ranked_hits,
+    repeats_the_query,
+    unanswered,
+)
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
 
@@ -21,7 +30,9 @@ def message(message_id: str, role: str, content: str, name: str | None = None) -
 
 
 @pytest.mark.parametrize(
-    "texts", [["I drink black coffee", "Coffee at the station", "The weather"], ["我只喝黑咖啡", "在车站喝了咖啡", "今天天气"]], ids=["en", "zh"]
+    "texts",
+    [["I drink black coffee", "Coffee at the station", "The weather"], ["我只喝黑咖啡", "在车站喝了咖啡", "今天天气"]],
+    ids=["en", "zh"],
 )
 def test_the_one_relevance_orders_and_only_unrelated_hits_leave(texts):
     hits = [hit("a", texts[0], 0.25, 0.03), hit("b", texts[1], 0.9, 0.02), hit("c", texts[2], 0.05, 0.01)]
@@ -35,7 +46,9 @@ def test_layer_weights_order_kinds_and_cut_nothing():
     assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.2)] == ["p", "m"]  # 0.026 x 1.0 > 0.030 x 0.8
 
 
-@pytest.mark.parametrize(("entity", "text"), [("张伟", "和张伟一起去上海出差"), ("marco morelli", "Dinner with Marco  Morelli")])
+@pytest.mark.parametrize(
+    ("entity", "text"), [("张伟", "和张伟一起去上海出差"), ("marco morelli", "Dinner with Marco  Morelli")]
+)
 def test_a_short_entity_query_keeps_the_memory_that_names_it(entity, text):
     hits = [hit("named", text, 0.01, 0.01), hit("other", "something else", 0.01, 0.02)]
     assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.2, entity=entity)] == ["named"]
@@ -43,7 +56,10 @@ def test_a_short_entity_query_keeps_the_memory_that_names_it(entity, text):
 
 @pytest.mark.parametrize(
     ("question", "answer", "then"),
-    [("我对什么过敏？", "你对花生过敏。", "谢谢"), ("What am I allergic to?", "You are allergic to peanuts.", "Thanks")],
+    [
+        ("我对什么过敏？", "你对花生过敏。", "谢谢"),
+        ("What am I allergic to?", "You are allergic to peanuts.", "Thanks"),
+    ],
     ids=["zh", "en"],
 )
 def test_a_message_comes_with_its_other_half(question, answer, then):
@@ -58,14 +74,27 @@ def test_a_message_comes_with_its_other_half(question, answer, then):
 
 @pytest.mark.parametrize(
     ("before", "short", "long"),
-    [("你周末去哪儿了？", "去了杭州！", "我周末去了杭州，在西湖边走了一整天，还去梅家坞买了明前龙井，晚上在河坊街吃了片儿川，第二天一早坐高铁回来的。"),
-     ("Where did you go this weekend?", "Hangzhou!", "I went to Hangzhou for the weekend, walked around West Lake all day, "
-      "bought Longjing tea at Meijiawu, had noodles on Hefang Street and took the early train back on Sunday.")],
+    [
+        (
+            "你周末去哪儿了？",
+            "去了杭州！",
+            "我周末去了杭州，在西湖边走了一整天，还去梅家坞买了明前龙井，晚上在河坊街吃了片儿川，第二天一早坐高铁回来的。",
+        ),
+        (
+            "Where did you go this weekend?",
+            "Hangzhou!",
+            "I went to Hangzhou for the weekend, walked around West Lake all day, "
+            "bought Longjing tea at Meijiawu, had noodles on Hefang Street and took the early train back on Sunday.",
+        ),
+    ],
     ids=["zh", "en"],
 )
 def test_between_people_a_short_turn_brings_the_turn_it_replies_to(before, short, long):
-    around = [message("b", "user", before, name="Caroline"), message("h", "user", short, name="Melanie"),
-              message("n", "user", "Nice", name="Caroline")]
+    around = [
+        message("b", "user", before, name="Caroline"),
+        message("h", "user", short, name="Melanie"),
+        message("n", "user", "Nice", name="Caroline"),
+    ]
     assert [m.id for m in answer_pair(around, "h", 16)] == ["b", "h"]
     around[1] = message("h", "user", long, name="Melanie")
     assert [m.id for m in answer_pair(around, "h", 16)] == ["h"]  # a long turn says what it means itself
@@ -74,9 +103,20 @@ def test_between_people_a_short_turn_brings_the_turn_it_replies_to(before, short
 @pytest.mark.parametrize(
     ("query", "echoes", "statements"),
     [
-        ("我对什么过敏？", ["我对什么过敏来着？", "你是说你对什么过敏吗？"], ["我对花生过敏。", "你对花生过敏，要小心。", "我去京都旅行，需要带什么？"]),
-        ("What coffee does she drink?", ["What coffee does she drink again?", "Which coffee does she drink?"],
-         ["I only drink black coffee.", "She drinks black coffee, no sugar.", "I'm going to Kyoto, what should I pack?"]),
+        (
+            "我对什么过敏？",
+            ["我对什么过敏来着？", "你是说你对什么过敏吗？"],
+            ["我对花生过敏。", "你对花生过敏，要小心。", "我去京都旅行，需要带什么？"],
+        ),
+        (
+            "What coffee does she drink?",
+            ["What coffee does she drink again?", "Which coffee does she drink?"],
+            [
+                "I only drink black coffee.",
+                "She drinks black coffee, no sugar.",
+                "I'm going to Kyoto, what should I pack?",
+            ],
+        ),
     ],
     ids=["zh", "en"],
 )
@@ -88,7 +128,10 @@ def test_a_question_that_repeats_the_query_comes_after_the_statement(query, echo
     assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, 0.2, query=query, echo_weight=1.0)][:2] == ["e0", "e1"]
 
 
-@pytest.mark.parametrize(("query", "reworded"), [("我在哪里工作？", "我在哪家公司上班？"), ("Which film do I like best?", "What's my favourite film?")])
+@pytest.mark.parametrize(
+    ("query", "reworded"),
+    [("我在哪里工作？", "我在哪家公司上班？"), ("Which film do I like best?", "What's my favourite film?")],
+)
 def test_a_reworded_question_is_known_by_its_meaning(query, reworded):
     asked = Memory(id="q", user_id="u", kind="message", text=reworded)
     assert not repeats_the_query(asked, query)  # other words
@@ -119,7 +162,12 @@ def test_a_reply_that_only_asks_back_or_does_not_know_holds_no_answer(text, empt
     ("question", "echo", "statement", "query"),
     [
         ("我在哪家公司上班？", "你在哪家公司上班？", "我在一家做物流软件的创业公司当后端工程师。", "我在哪里工作？"),
-        ("What car do I drive?", "What car do you drive? You never said.", "I drive a white Toyota Corolla.", "Which car is mine?"),
+        (
+            "What car do I drive?",
+            "What car do you drive? You never said.",
+            "I drive a white Toyota Corolla.",
+            "Which car is mine?",
+        ),
     ],
     ids=["zh", "en"],
 )
@@ -131,7 +179,15 @@ def test_a_question_nobody_answered_comes_after_the_statement_even_in_other_word
     assert not unanswered(asked, message("e", "assistant", statement))  # answered: the pair may be the evidence
     hits = [hit("q", question, 0.8, 0.05), hit("e", echo, 0.7, 0.04), hit("s", statement, 0.3, 0.03)]
     hits[1] = MemoryHit(memory=echoed, score=0.7, rank_score=0.04, vector_similarity=0.7, text_score=0.0)
-    order = ranked_hits(hits, WEIGHTS, floor=0.2, query=query, echo_weight=0.5, no_answer_ids=frozenset({"q", "e"}), no_answer_weight=0.2)
+    order = ranked_hits(
+        hits,
+        WEIGHTS,
+        floor=0.2,
+        query=query,
+        echo_weight=0.5,
+        no_answer_ids=frozenset({"q", "e"}),
+        no_answer_weight=0.2,
+    )
     assert [h.memory.id for h in order][0] == "s"
     assert [h.memory.id for h in ranked_hits(hits, WEIGHTS, floor=0.2, query=query, echo_weight=0.5)][0] != "s"
 
@@ -153,8 +209,11 @@ def test_the_exact_terms_of_a_query_are_codes_names_and_titles(query, terms):
 
 
 def test_the_fallback_keeps_only_candidates_holding_an_exact_term_verbatim():
-    hits = [hit("a", "locker code KX-88, top shelf", 0.01, 0.03), hit("b", "the charger is broken", 0.015, 0.04),
-            hit("c", "我的 iphone 是绿色的", 0.01, 0.02)]
+    hits = [
+        hit("a", "locker code KX-88, top shelf", 0.01, 0.03),
+        hit("b", "the charger is broken", 0.015, 0.04),
+        hit("c", "我的 iphone 是绿色的", 0.01, 0.02),
+    ]
     assert [h.memory.id for h in exact_term_hits(hits, ["KX-88"])] == ["a"]
     assert [h.memory.id for h in exact_term_hits(hits, ["iPhone"])] == ["c"]
     assert exact_term_hits(hits, []) == []

@@ -40,10 +40,14 @@ async def test_memory_graph_as_a_subgraph_node(store, settings):
 
     context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings)
 
-    await store.add_messages([
-        Message(id="m1", user_id="u", session_id="s", role="user", content="我最近总是凌晨 2 点才睡，白天困得不行。"),
-        Message(id="m2", user_id="u", session_id="s", role="user", content="顺便，我喜欢黑咖啡，不加糖。"),
-    ])
+    await store.add_messages(
+        [
+            Message(
+                id="m1", user_id="u", session_id="s", role="user", content="我最近总是凌晨 2 点才睡，白天困得不行。"
+            ),
+            Message(id="m2", user_id="u", session_id="s", role="user", content="顺便，我喜欢黑咖啡，不加糖。"),
+        ]
+    )
     output = await app.ainvoke({"user_id": "u"}, context=context)
     assert output["report"].startswith(f"{len(output['result'].added)} added") and output["result"].added
     assert await store.get_profile("u") and await store.unprocessed_messages("u") == []
@@ -65,7 +69,9 @@ async def test_memory_graph_called_from_a_node(store, settings):
 
     app = StateGraph(ChatState, context_schema=MemoryContext).add_node(remember).add_edge(START, "remember").compile()
 
-    await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="顺便，我喜欢黑咖啡，不加糖。")])
+    await store.add_messages(
+        [Message(id="m1", user_id="u", session_id="s", role="user", content="顺便，我喜欢黑咖啡，不加糖。")]
+    )
     context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings)
     output = await app.ainvoke({"user_id": "u"}, context=context)
     assert any("黑咖啡" in text for text in output["learned"])

@@ -4,8 +4,7 @@ prompt's words."""
 from __future__ import annotations
 
 import pytest
-from memory_graph_helpers import CHINESE_CHAT, add_chat
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import CHINESE_CHAT, add_chat, make_context, profile_config  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.llm import MEMORY_MODEL_TAG, ModelCaller, Step, memory_model_config, step_of, step_tag
@@ -36,8 +35,12 @@ async def test_the_memory_graph_is_answered_by_step_when_every_prompt_is_reworde
     from memlane.nodes import extract, merge, organize, resummarize, summarize, tag
 
     for module, name in [
-        (summarize, "SUMMARIZE_PROMPT"), (extract, "EXTRACT_PROMPT"), (merge, "MERGE_PROMPT"),
-        (merge, "MERGE_BATCH_PROMPT"), (organize, "ORGANIZE_PROMPT"), (resummarize, "RESUMMARIZE_PROMPT"),
+        (summarize, "SUMMARIZE_PROMPT"),
+        (extract, "EXTRACT_PROMPT"),
+        (merge, "MERGE_PROMPT"),
+        (merge, "MERGE_BATCH_PROMPT"),
+        (organize, "ORGANIZE_PROMPT"),
+        (resummarize, "RESUMMARIZE_PROMPT"),
         (tag, "TAG_PROMPT"),
     ]:
         monkeypatch.setattr(module, name, f"Reworded instructions ({name.lower()}); answer in JSON.")

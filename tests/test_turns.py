@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from fake_upstream import FakeUpstream
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
-from fake_upstream import FakeUpstream
 from scripted import ScriptedChatModel
 
 from memlane.graph import MemoryContext, MemoryScheduler
@@ -39,28 +39,43 @@ def memory_model() -> ScriptedChatModel:
         new_message = text.split("New message:", 1)[-1]
         return '{"related": false}' if "cat named Miso" in new_message else '{"related": true}'
 
-    return ScriptedChatModel(rules=[
-        ("session_title", '{"title": "Trails, sleep and a cat"}'),
-        ("topic_shift", topic),
-        ("session_summary", '{"summary": "trails, sleep, a film, a cat"}'),
-        ("rewrite", '{"query": "the film 星际穿越"}'),
-        *memory_rules(
-            summary="The user runs trails on Sundays and sleeps late.",
-            facts=[{"topic": "interests", "subtopic": "sports", "content": "runs trails on Sundays", "confidence": 0.9, "messages": [1]}],
-            tags=["running"],
-        ),
-    ], default="{}")
+    return ScriptedChatModel(
+        rules=[
+            ("session_title", '{"title": "Trails, sleep and a cat"}'),
+            ("topic_shift", topic),
+            ("session_summary", '{"summary": "trails, sleep, a film, a cat"}'),
+            ("rewrite", '{"query": "the film 星际穿越"}'),
+            *memory_rules(
+                summary="The user runs trails on Sundays and sleeps late.",
+                facts=[
+                    {
+                        "topic": "interests",
+                        "subtopic": "sports",
+                        "content": "runs trails on Sundays",
+                        "confidence": 0.9,
+                        "messages": [1],
+                    }
+                ],
+                tags=["running"],
+            ),
+        ],
+        default="{}",
+    )
 
 
 async def through_the_middleware(store, settings, user: str) -> None:
     scheduler = await MemoryScheduler(MemoryContext(store=store, llm=memory_model(), settings=settings)).__aenter__()
     try:
         middleware = MemoryMiddleware(store, scheduler=scheduler, settings=settings)
-        agent = create_agent(ScriptedChatModel(default=REPLY), middleware=[middleware], context_schema=MemoryAgentContext)
+        agent = create_agent(
+            ScriptedChatModel(default=REPLY), middleware=[middleware], context_schema=MemoryAgentContext
+        )
         history: list[Any] = []
         for speaker, text in CONVERSATION:
             history = [*history, HumanMessage(text, name=speaker)]
-            result = await agent.ainvoke({"messages": history}, context=MemoryAgentContext(user_id=user, session_id="s1"))
+            result = await agent.ainvoke(
+                {"messages": history}, context=MemoryAgentContext(user_id=user, session_id="s1")
+            )
             history = result["messages"]
             await middleware.wait_idle()
             await scheduler.wait_idle(10)
@@ -81,11 +96,15 @@ async def through_the_service(store, settings, user: str) -> None:
             service = app.state.memlane
             transport = httpx.ASGITransport(app=app)
             headers = {"Authorization": "Bearer key-acme", "X-Memlane-Session": "s1"}
-            async with httpx.AsyncClient(transport=transport, base_url="http://memlane", headers=headers, timeout=30) as http:
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://memlane", headers=headers, timeout=30
+            ) as http:
                 history: list[dict[str, Any]] = []
                 for speaker, text in CONVERSATION:
                     history.append({"role": "user", "content": text, **({"name": speaker} if speaker else {})})
-                    answer = await http.post("/v1/chat/completions", json={"model": "assistant", "user": user, "messages": history})
+                    answer = await http.post(
+                        "/v1/chat/completions", json={"model": "assistant", "user": user, "messages": history}
+                    )
                     assert answer.status_code == 200, answer.text
                     history.append({"role": "assistant", "content": answer.json()["choices"][0]["message"]["content"]})
                     await service.turns.wait_idle()
@@ -96,7 +115,9 @@ async def through_the_service(store, settings, user: str) -> None:
 
 
 async def through_the_app(store, settings, user: str) -> None:
-    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default=REPLY), memory_model=memory_model())
+    service = ChatService(
+        settings, store=store, chat_model=ScriptedChatModel(default=REPLY), memory_model=memory_model()
+    )
     try:
         history: list[dict[str, Any]] = []
         for speaker, text in CONVERSATION:
@@ -115,10 +136,13 @@ async def what_is_kept(store, user: str) -> dict[str, Any]:
     exported = await store.export_user(user)
     by_id = {message.id: message for message in exported.messages}
     return {
-        "history": [(m.session_id, m.role, m.name, m.content) for m in sorted(exported.messages, key=lambda m: m.seq or 0)],
+        "history": [
+            (m.session_id, m.role, m.name, m.content) for m in sorted(exported.messages, key=lambda m: m.seq or 0)
+        ],
         "profile": sorted((e.topic, e.subtopic, e.content) for e in exported.profile),
         "events": sorted(
-            (e.summary, tuple(e.tags), tuple(by_id[i].content for i in e.source_message_ids if i in by_id)) for e in exported.events
+            (e.summary, tuple(e.tags), tuple(by_id[i].content for i in e.source_message_ids if i in by_id))
+            for e in exported.events
         ),
         "titles": exported.session_titles,
         "unprocessed": [m.content for m in await store.unprocessed_messages(user)],
@@ -126,19 +150,32 @@ async def what_is_kept(store, user: str) -> dict[str, Any]:
 
 
 async def test_one_conversation_through_every_door_leaves_the_same_memory(store, settings):
-    settings = settings.model_copy(update={"memory_buffer_tokens": 100_000})  # runs come from the topic shift and the end
+    settings = settings.model_copy(
+        update={"memory_buffer_tokens": 100_000}
+    )  # runs come from the topic shift and the end
     await through_the_middleware(store, settings, "agent-door")
     await through_the_service(store, settings, "serve-door")
     await through_the_app(store, settings, "app-door")
-    kept = {door: await what_is_kept(store, user) for door, user in  # noqa: E501
-            (("middleware", "agent-door"), ("serve", "acme/serve-door"), ("app", "app-door"))}
+    kept = {
+        door: await what_is_kept(store, user)
+        for door, user in (("middleware", "agent-door"), ("serve", "acme/serve-door"), ("app", "app-door"))  # noqa: E501
+    }
 
     middleware = kept["middleware"]
     assert [line[2:] for line in middleware["history"][:6]] == [
-        (None, CONVERSATION[0][1]), (None, REPLY), (None, CONVERSATION[1][1]), (None, REPLY), ("朋友A", CONVERSATION[2][1]), (None, REPLY)]
+        (None, CONVERSATION[0][1]),
+        (None, REPLY),
+        (None, CONVERSATION[1][1]),
+        (None, REPLY),
+        ("朋友A", CONVERSATION[2][1]),
+        (None, REPLY),
+    ]
     assert len(middleware["history"]) == 10 and middleware["titles"] == {"s1": "Trails, sleep and a cat"}
     assert len(middleware["events"]) == 2  # the topic shift closed the turns before the cat; the end closed the rest
-    assert middleware["events"][0][2][-2:] == (CONVERSATION[4][1], REPLY) or middleware["events"][1][2][-2:] == (CONVERSATION[4][1], REPLY)
+    assert middleware["events"][0][2][-2:] == (CONVERSATION[4][1], REPLY) or middleware["events"][1][2][-2:] == (
+        CONVERSATION[4][1],
+        REPLY,
+    )
     assert middleware["profile"] == [("interests", "sports", "runs trails on Sundays")]
     assert middleware["unprocessed"] == []
     assert kept["serve"] == middleware

@@ -20,8 +20,9 @@ itself with a sample conversation remembered by a scripted model (no model neede
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from types import MethodType
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -32,7 +33,6 @@ from memlane.middleware import DEFAULT_SESSION
 from memlane.models import HOW_TO_CONFIGURE
 from memlane.ui.handlers import (
     CSS,
-    ChatApp,
     DEFAULT_USER,
     POLL_SECONDS,
     PROFILE_COLUMNS,
@@ -40,9 +40,10 @@ from memlane.ui.handlers import (
     SEARCH_COLUMNS,
     SEARCH_WIDTHS,
     TABLE_HEIGHT,
-    data_table,
+    ChatApp,
     ask_forget,
     close_tab,
+    data_table,
     delete,
     drain,
     enqueue,
@@ -64,6 +65,7 @@ from memlane.ui.handlers import (
     switch_user,
 )
 from memlane.ui.service import ChatService
+
 
 def build_app(
     settings: Settings | None = None,
@@ -93,12 +95,18 @@ def build_app(
                     # empty until the page has loaded and restored this browser's user (see restore_user)
                     user = gr.Textbox(value="", placeholder=DEFAULT_USER, label="User", elem_id="user")
                     session = gr.Dropdown(
-                        choices=[DEFAULT_SESSION], value=DEFAULT_SESSION, allow_custom_value=True, label="Session", elem_id="session"
+                        choices=[DEFAULT_SESSION],
+                        value=DEFAULT_SESSION,
+                        allow_custom_value=True,
+                        label="Session",
+                        elem_id="session",
                     )
                     new_session = gr.Button("New session", size="sm")
                 chatbot = gr.Chatbot(label="Chat", height=420, elem_id="chat")
                 with gr.Row():
-                    message = gr.Textbox(placeholder="Message", show_label=False, scale=5, elem_id="message", autofocus=True)
+                    message = gr.Textbox(
+                        placeholder="Message", show_label=False, scale=5, elem_id="message", autofocus=True
+                    )
                     send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
                 with gr.Row():
                     status = gr.Markdown("", elem_id="memory-status")
@@ -106,7 +114,8 @@ def build_app(
                 with gr.Accordion("Persona and switches", open=False):
                     persona = gr.Textbox(value=settings.turns.app_persona, lines=3, label="Persona / system prompt")
                     speaker = gr.Textbox(
-                        value="", label="Speaker (empty: you; a name such as 朋友A: someone else in a group chat)",
+                        value="",
+                        label="Speaker (empty: you; a name such as 朋友A: someone else in a group chat)",
                         elem_id="speaker",
                     )
                     with gr.Row():
@@ -116,18 +125,30 @@ def build_app(
                 gr.Markdown("## Memory")
                 with gr.Tab("Profile"):
                     profile = gr.Dataframe(
-                        value=data_table([], PROFILE_COLUMNS), headers=PROFILE_COLUMNS, interactive=False, wrap=True, elem_id="profile",
-                        column_widths=PROFILE_WIDTHS, max_height=TABLE_HEIGHT,
+                        value=data_table([], PROFILE_COLUMNS),
+                        headers=PROFILE_COLUMNS,
+                        interactive=False,
+                        wrap=True,
+                        elem_id="profile",
+                        column_widths=PROFILE_WIDTHS,
+                        max_height=TABLE_HEIGHT,
                     )
                 with gr.Tab("Timeline"):
                     timeline = gr.Markdown(elem_id="timeline")
                 with gr.Tab("Search"):
                     with gr.Row():
-                        query = gr.Textbox(placeholder="search memories", show_label=False, scale=4, elem_id="search-query")
+                        query = gr.Textbox(
+                            placeholder="search memories", show_label=False, scale=4, elem_id="search-query"
+                        )
                         search_button = gr.Button("Search", scale=1)
                     results = gr.Dataframe(
-                        value=data_table([], SEARCH_COLUMNS), headers=SEARCH_COLUMNS, interactive=False, wrap=True, elem_id="search-results",
-                        column_widths=SEARCH_WIDTHS, max_height=TABLE_HEIGHT,
+                        value=data_table([], SEARCH_COLUMNS),
+                        headers=SEARCH_COLUMNS,
+                        interactive=False,
+                        wrap=True,
+                        elem_id="search-results",
+                        column_widths=SEARCH_WIDTHS,
+                        max_height=TABLE_HEIGHT,
                     )
                 with gr.Tab("Memory graph"):
                     graph = gr.HTML(graph_html(), elem_id="memory-graph")
@@ -138,10 +159,14 @@ def build_app(
                 with gr.Group(visible=False, elem_id="entry-editor") as entry_editor:
                     edit_content = gr.Textbox(label="Content", lines=2, elem_id="edit-content")
                     with gr.Row():
-                        edit_confidence = gr.Slider(0.0, 1.0, step=0.01, label="Confidence", elem_id="edit-confidence", scale=3)
+                        edit_confidence = gr.Slider(
+                            0.0, 1.0, step=0.01, label="Confidence", elem_id="edit-confidence", scale=3
+                        )
                         save_edit = gr.Button("Save edit", size="sm", scale=1, elem_id="save-edit")
                     entry_history = gr.Markdown(elem_id="entry-history")
-                sample_button = gr.Button("Load a sample conversation (no model needed)", size="sm", elem_id="load-sample")
+                sample_button = gr.Button(
+                    "Load a sample conversation (no model needed)", size="sm", elem_id="load-sample"
+                )
                 with gr.Group(visible=False, elem_id="forget-confirm") as forget_confirm:
                     forget_question = gr.Markdown()
                     with gr.Row():
@@ -161,11 +186,17 @@ def build_app(
         for trigger in (message.submit, send.click):
             # "multiple": a message sent while a reply streams is taken, not dropped; the
             # streaming event writes only the chat, never the message box being typed in
-            trigger(on(enqueue), chat_inputs, [message], queue=False, trigger_mode="multiple", show_progress="hidden").then(
-                on(drain), [chatbot], [chatbot], trigger_mode="multiple", show_progress="hidden"
-            )
+            trigger(
+                on(enqueue), chat_inputs, [message], queue=False, trigger_mode="multiple", show_progress="hidden"
+            ).then(on(drain), [chatbot], [chatbot], trigger_mode="multiple", show_progress="hidden")
         timer.tick(on(poll), [user, seen_version], panel_outputs, show_progress="hidden", queue=False)
-        timer.tick(on(poll_progress), [user, session, seen_progress], [graph, session, seen_progress], show_progress="hidden", queue=False)
+        timer.tick(
+            on(poll_progress),
+            [user, session, seen_progress],
+            [graph, session, seen_progress],
+            show_progress="hidden",
+            queue=False,
+        )
         user_outputs = [session, chatbot, *panel_outputs, saved_user, entry_editor]
         demo.load(restore_user, [saved_user], [user], queue=False).then(on(switch_user), [user], user_outputs)
         user.submit(on(switch_user), [user], user_outputs)
@@ -177,13 +208,19 @@ def build_app(
         editor_outputs = [entry_editor, edit_content, edit_confidence, entry_history]
         profile.select(select_id, [profile_ids], [entry_id]).then(on(open_entry), [user, entry_id], editor_outputs)
         results.select(select_id, [result_ids], [entry_id]).then(hide, None, [entry_editor])
-        save_edit.click(on(save_entry), [user, entry_id, edit_content, edit_confidence], [entry_history, *panel_outputs])
+        save_edit.click(
+            on(save_entry), [user, entry_id, edit_content, edit_confidence], [entry_history, *panel_outputs]
+        )
         delete_button.click(on(delete), [user, entry_id], [entry_id, entry_editor, *panel_outputs])
         # the user field first, so the status line follows the sample's runs step by step
-        sample_button.click(sample_user, None, [user], queue=False).then(on(load_sample), None, user_outputs, show_progress="hidden")
+        sample_button.click(sample_user, None, [user], queue=False).then(
+            on(load_sample), None, user_outputs, show_progress="hidden"
+        )
         forget_button.click(ask_forget, [user], [forget_confirm, forget_question], queue=False)
         forget_no.click(hide, None, [forget_confirm], queue=False)
-        forget_yes.click(on(forget), [user], [forget_confirm, entry_editor, chatbot, results, result_ids, *panel_outputs])
+        forget_yes.click(
+            on(forget), [user], [forget_confirm, entry_editor, chatbot, results, result_ids, *panel_outputs]
+        )
         remember.click(on(remember_now), [user], [status])
         demo.unload(on(close_tab))
     demo.memlane_service = service  # type: ignore[attr-defined]  # for tests and embedding apps
@@ -194,7 +231,12 @@ LAUNCH_OPTIONS: dict[str, Any] = {"share": False, "ssr_mode": False, "css": CSS}
 
 
 def launch(
-    settings: Settings | None = None, host: str = "127.0.0.1", port: int = 7860, *, block: bool = True, **launch_options: Any
+    settings: Settings | None = None,
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    *,
+    block: bool = True,
+    **launch_options: Any,
 ) -> gr.Blocks:
     """Serve the app: no share link, no analytics. The store, scheduler and embeddings start
     before it returns (or, with `block`, before it serves and waits); raises OSError when the port is taken."""
@@ -203,5 +245,7 @@ def launch(
     # run by Gradio on the server's event loop before launch() returns, where the service's clients must live
     demo.extra_startup_events.append(demo.memlane_service.warm_up)
     options = {**LAUNCH_OPTIONS, **launch_options}
-    demo.queue(default_concurrency_limit=8).launch(server_name=host, server_port=port, prevent_thread_lock=not block, **options)
+    demo.queue(default_concurrency_limit=8).launch(
+        server_name=host, server_port=port, prevent_thread_lock=not block, **options
+    )
     return demo

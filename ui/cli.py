@@ -24,8 +24,8 @@ def add_commands(commands: Any) -> None:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from memlane.masking import mask_secrets
     from memlane import StoreError
+    from memlane.masking import mask_secrets
 
     try:
         from memlane.ui.app import launch  # the chat app, once it exists

@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from html import escape
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -113,7 +114,13 @@ def search_table(rows: list[list[Any]]) -> tuple[pd.DataFrame, list[str]]:
     the full ids row by row. rows: `ChatService.search_rows`, best first (their sources are in the
     memories a reply used)."""
     shown = [  # a weak match says so beside its score (under WEAK_RELEVANCE: fewer than one in ten hold the answer)
-        [f"{score:.2f}" + (" weak" if score < WEAK_RELEVANCE else ""), kind, text, short_time(said_at), short_id(memory_id)]
+        [
+            f"{score:.2f}" + (" weak" if score < WEAK_RELEVANCE else ""),
+            kind,
+            text,
+            short_time(said_at),
+            short_id(memory_id),
+        ]
         for score, kind, text, said_at, _sources, memory_id in rows
     ]
     return data_table(shown, SEARCH_COLUMNS), [str(row[-1]) for row in rows]
@@ -155,7 +162,14 @@ async def panel(app: ChatApp, user_id: str):
 
 
 def enqueue(
-    app: ChatApp, text: str, user_id: str, session_id: str, persona: str, recall_on: bool, save_on: bool, speaker: str,
+    app: ChatApp,
+    text: str,
+    user_id: str,
+    session_id: str,
+    persona: str,
+    recall_on: bool,
+    save_on: bool,
+    speaker: str,
     request: gr.Request,
 ):
     """Take a message at once (even while a reply streams): it waits in the tab's queue.
@@ -167,8 +181,14 @@ def enqueue(
         unnamed = not (user_id or "").strip()
         tab.pending.append(
             PendingMessage(
-                text.strip(), "" if unnamed else _user(user_id), session_id or DEFAULT_SESSION, persona, recall_on, save_on,
-                (speaker or "").strip(), during_switch=tab.switching > 0 or unnamed,
+                text.strip(),
+                "" if unnamed else _user(user_id),
+                session_id or DEFAULT_SESSION,
+                persona,
+                recall_on,
+                save_on,
+                (speaker or "").strip(),
+                during_switch=tab.switching > 0 or unnamed,
             )
         )
     return ""
@@ -236,7 +256,10 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
             view = tab.view  # the switch the reply draws under (`screen`)
             history = await earlier_turns(app, tab, item, browser_chat)
             prior = list(history)
-            history += [{"role": "user", "content": shown_line(item.text, item.speaker)}, {"role": "assistant", "content": ""}]
+            history += [
+                {"role": "user", "content": shown_line(item.text, item.speaker)},
+                {"role": "assistant", "content": ""},
+            ]
             tab.replying_to = (item.user_id, item.session_id)
             yield screen(item, history)
             try:
@@ -263,7 +286,11 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
             recalled = service.used_memories(item.user_id, item.session_id, item.text) if item.recall_on else None
             if recalled is not None:
                 # folded under the reply; `history_messages` never sends it to the model
-                metadata = {"title": recall_title(recalled), "id": f"{RECALL_ID_PREFIX}:{next(app.recall_ids)}", "status": "done"}
+                metadata = {
+                    "title": recall_title(recalled),
+                    "id": f"{RECALL_ID_PREFIX}:{next(app.recall_ids)}",
+                    "status": "done",
+                }
                 history.append({"role": "assistant", "content": recall_markdown(recalled), "metadata": metadata})
                 yield screen(item, history)
     finally:

@@ -4,8 +4,8 @@ history, the timeline's event cards with what each changed. Pure functions, no G
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Sequence
 
 from memlane import Event, ProfileChange, ProfileRevision, Recall, RecallItem, StoreItem
 
@@ -69,7 +69,13 @@ def recall_markdown(recalled: Recall) -> str:
         lines.append("**Searched memories**")
         for item in recalled.memories:
             score = f"`{item.score:.2f}` " if item.score is not None else ""
-            kind = "message" if item.layer == "message" else "event" if not (item.memory_id or "").startswith("profile:") else "profile"
+            kind = (
+                "message"
+                if item.layer == "message"
+                else "event"
+                if not (item.memory_id or "").startswith("profile:")
+                else "profile"
+            )
             dated = f" · {item.when}" if item.when else ""
             status = f" · earlier, until {item.until}" if item.status == "earlier" else ""
             lines.append(f"- {score}{kind}: {one_line(item.text)}{dated}{status}{_sources(item)}")
@@ -142,5 +148,12 @@ def event_markdown(event: Event) -> str:
     tags = " ".join(f"`{one_line(tag, 40)}`" for tag in event.tags)
     delta = [_change_line(change) for change in event.profile_delta] or ["_no profile change_"]
     return "\n".join(
-        [f"**{when(event.created_at)}** {tags}  ", one_line(event.summary, 1000), "", *delta, "", f"<sub>event:{event.id}</sub>"]
+        [
+            f"**{when(event.created_at)}** {tags}  ",
+            one_line(event.summary, 1000),
+            "",
+            *delta,
+            "",
+            f"<sub>event:{event.id}</sub>",
+        ]
     )

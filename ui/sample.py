@@ -15,8 +15,9 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -24,7 +25,16 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from memlane import MemoryContext, MemoryRunResult, MemoryStore, Message, SessionSummary, Settings, StepCallback, run_memory_graph
+from memlane import (
+    MemoryContext,
+    MemoryRunResult,
+    MemoryStore,
+    Message,
+    SessionSummary,
+    Settings,
+    StepCallback,
+    run_memory_graph,
+)
 from memlane.testing import call_step, prompt_text
 
 SAMPLE_USER = "sample-user"
@@ -76,11 +86,41 @@ SAMPLE_CHATS: tuple[SampleChat, ...] = (
         "training for the Lisbon half marathon in October.",
         facts=(
             {"topic": "basic_info", "subtopic": "name", "content": "Maya", "confidence": 0.95, "messages": [1]},
-            {"topic": "basic_info", "subtopic": "location", "content": "lives in Porto", "confidence": 0.85, "messages": [1]},
-            {"topic": "work", "subtopic": "occupation", "content": "nurse working night shifts at a hospital", "confidence": 0.95, "messages": [1]},
-            {"topic": "lifestyle", "subtopic": "sleep_schedule", "content": "goes to bed around 9 am after night shifts; sleeps badly", "confidence": 0.85, "messages": [3]},
-            {"topic": "lifestyle", "subtopic": "diet", "content": "drinks a lot of black coffee without sugar", "confidence": 0.9, "messages": [3]},
-            {"topic": "interests", "subtopic": "sports", "content": "training for the Lisbon half marathon in October", "confidence": 0.9, "messages": [5]},
+            {
+                "topic": "basic_info",
+                "subtopic": "location",
+                "content": "lives in Porto",
+                "confidence": 0.85,
+                "messages": [1],
+            },
+            {
+                "topic": "work",
+                "subtopic": "occupation",
+                "content": "nurse working night shifts at a hospital",
+                "confidence": 0.95,
+                "messages": [1],
+            },
+            {
+                "topic": "lifestyle",
+                "subtopic": "sleep_schedule",
+                "content": "goes to bed around 9 am after night shifts; sleeps badly",
+                "confidence": 0.85,
+                "messages": [3],
+            },
+            {
+                "topic": "lifestyle",
+                "subtopic": "diet",
+                "content": "drinks a lot of black coffee without sugar",
+                "confidence": 0.9,
+                "messages": [3],
+            },
+            {
+                "topic": "interests",
+                "subtopic": "sports",
+                "content": "training for the Lisbon half marathon in October",
+                "confidence": 0.9,
+                "messages": [5],
+            },
         ),
         tags=("night shifts", "sleep", "running"),
         hours_ago=50,
@@ -97,9 +137,27 @@ SAMPLE_CHATS: tuple[SampleChat, ...] = (
         summary="用户戒了咖啡、改喝绿茶，睡眠明显改善；上周领养了一只叫小米的橘猫。",
         session_summary="用户说戒了咖啡改喝绿茶，睡得更好；上周领养了橘猫小米。",
         facts=(
-            {"topic": "lifestyle", "subtopic": "diet", "content": "戒了咖啡，改喝绿茶", "confidence": 0.9, "messages": [1]},
-            {"topic": "lifestyle", "subtopic": "sleep_schedule", "content": "戒咖啡后睡得好多了", "confidence": 0.8, "messages": [1]},
-            {"topic": "interests", "subtopic": "pets", "content": "上周领养了一只叫小米的橘猫", "confidence": 0.9, "messages": [3]},
+            {
+                "topic": "lifestyle",
+                "subtopic": "diet",
+                "content": "戒了咖啡，改喝绿茶",
+                "confidence": 0.9,
+                "messages": [1],
+            },
+            {
+                "topic": "lifestyle",
+                "subtopic": "sleep_schedule",
+                "content": "戒咖啡后睡得好多了",
+                "confidence": 0.8,
+                "messages": [1],
+            },
+            {
+                "topic": "interests",
+                "subtopic": "pets",
+                "content": "上周领养了一只叫小米的橘猫",
+                "confidence": 0.9,
+                "messages": [3],
+            },
         ),
         tags=("饮食", "睡眠", "宠物"),
         hours_ago=2,
@@ -147,7 +205,9 @@ class SampleMemoryModel(BaseChatModel):
         if step in ("merge", "merge_batch"):
             decisions = [_merge_decision(match["held"], match["fact"]) for match in _MERGE_QUESTION.finditer(prompt)]
             if step == "merge_batch":
-                return _json({"decisions": [{"fact": number, **decision} for number, decision in enumerate(decisions, 1)]})
+                return _json(
+                    {"decisions": [{"fact": number, **decision} for number, decision in enumerate(decisions, 1)]}
+                )
             return _json(decisions[0] if decisions else {"action": "ABORT", "content": ""})
         if step == "tag":
             return _json({"tags": list(chat.tags)})

@@ -12,9 +12,10 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, AsyncIterator
+from typing import Any
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -71,7 +72,11 @@ def describe_result(outcome: MemoryRunResult | BaseException) -> str:
         return f"memory run failed: {outcome}"
     if outcome.skipped_reason and not outcome.changed:
         return f"remembered nothing new ({outcome.skipped_reason})"
-    parts = [f"{len(ids)} {label}" for ids, label in ((outcome.updated, "updated"), (outcome.added, "added"), (outcome.deleted, "deleted")) if ids]
+    parts = [
+        f"{len(ids)} {label}"
+        for ids, label in ((outcome.updated, "updated"), (outcome.added, "added"), (outcome.deleted, "deleted"))
+        if ids
+    ]
     if outcome.event_id:
         parts.append("1 event")
     return "remembered: " + (", ".join(parts) if parts else "no profile change")
@@ -178,7 +183,9 @@ class ChatService:
             return  # the run already finished and reported
         decision = self.scheduler.last_decision(identity.user_id) if self.scheduler else None
         if decision is not None:
-            text = f"saved · {decision.buffer_tokens}/{self.settings.graph.buffer_tokens} tokens until the next memory run"
+            text = (
+                f"saved · {decision.buffer_tokens}/{self.settings.graph.buffer_tokens} tokens until the next memory run"
+            )
         else:
             text = "saved (no memory model: the profile is not updated)"
         self._bump(identity.user_id, text, busy=False)
@@ -226,7 +233,10 @@ class ChatService:
             if len(self._agents) >= 16:  # personas edited over and over: keep the newest few
                 self._agents.clear()
             self._agents[persona] = create_agent(
-                self.chat_model, middleware=[self.middleware], context_schema=MemoryAgentContext, system_prompt=persona or None
+                self.chat_model,
+                middleware=[self.middleware],
+                context_schema=MemoryAgentContext,
+                system_prompt=persona or None,
             )
         return self._agents[persona]
 
@@ -308,7 +318,8 @@ class ChatService:
         messages = await self.store.recent_messages(user_id, session_id, limit=100)
         return [
             {"role": m.role, "content": shown_line(m.content, m.name if m.role == "user" else None)}
-            for m in messages if m.role in ("user", "assistant")
+            for m in messages
+            if m.role in ("user", "assistant")
         ]
 
     async def profile_rows(self, user_id: str) -> list[list[Any]]:
@@ -318,8 +329,14 @@ class ChatService:
         for value in reversed(past_values):  # newest first
             earlier.setdefault(value.entry_id, []).append(f"earlier: {value.content}, until {_when(value.valid_until)}")
         return [
-            [e.topic, e.subtopic, "; ".join([e.content, *earlier.get(e.id, [])]), round(e.confidence, 2),
-             _when(e.since), profile_memory_id(e.id)]
+            [
+                e.topic,
+                e.subtopic,
+                "; ".join([e.content, *earlier.get(e.id, [])]),
+                round(e.confidence, 2),
+                _when(e.since),
+                profile_memory_id(e.id),
+            ]
             for e in entries
         ]
 
@@ -327,18 +344,28 @@ class ChatService:
         await self.ensure_started()
         events = await self.store.list_events(user_id, limit=30)
         items = sorted(await self.store.list_items(user_id), key=lambda item: item.updated_at, reverse=True)
-        cards = [event_markdown(event) for event in events] or ["_No events yet: they appear after the first memory run._"]
+        cards = [event_markdown(event) for event in events] or [
+            "_No events yet: they appear after the first memory run._"
+        ]
         if items:  # what the user's own agents saved through MemlaneStore
-            cards.append("**Saved by your agent** (LangGraph store)\n\n" + "\n".join(item_markdown(item) for item in items[:30]))
+            cards.append(
+                "**Saved by your agent** (LangGraph store)\n\n" + "\n".join(item_markdown(item) for item in items[:30])
+            )
         return "\n\n".join(cards)
 
     async def search_rows(self, user_id: str, query: str) -> list[list[Any]]:
         await self.ensure_started()
         hits = await self.store.search_memories(user_id, query, limit=10) if query.strip() else []
         return [
-            [round(score, 3),
-             h.memory.kind + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else ""),
-             h.memory.attributed_text, _when(h.memory.created_at), ", ".join(h.memory.source_message_ids), h.memory.id]
+            [
+                round(score, 3),
+                h.memory.kind
+                + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else ""),
+                h.memory.attributed_text,
+                _when(h.memory.created_at),
+                ", ".join(h.memory.source_message_ids),
+                h.memory.id,
+            ]
             for h, score in ranked_scores(hits)
         ]
 
@@ -403,7 +430,9 @@ class ChatService:
                 user_id,
                 entry.id,
                 content=content if content != entry.content else None,
-                confidence=float(confidence) if confidence is not None and float(confidence) != entry.confidence else None,
+                confidence=float(confidence)
+                if confidence is not None and float(confidence) != entry.confidence
+                else None,
                 actor="user",
             )
         except InvalidInput as refused:  # too long, say: the store says what to change

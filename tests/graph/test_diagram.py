@@ -13,7 +13,10 @@ from memlane.graph import compile_memory_graph
 from memlane.graph.diagram import render_svg
 
 ROOT = Path(__file__).parents[2]
-COMMITTED_SVGS = [ROOT / "notebooks" / "memory_graph.svg", ROOT / "docs" / "assets" / "memory_graph.svg"]  # the notebooks', the manual's
+COMMITTED_SVGS = [
+    ROOT / "notebooks" / "memory_graph.svg",
+    ROOT / "docs" / "assets" / "memory_graph.svg",
+]  # the notebooks', the manual's
 SVG = "{http://www.w3.org/2000/svg}"
 
 

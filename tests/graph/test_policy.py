@@ -42,11 +42,20 @@ async def test_a_new_users_first_run_starts_at_the_lower_first_threshold(store, 
 
     settings = settings.model_copy(update={"memory_first_run_tokens": 25, "memory_buffer_tokens": 1000})
     async with MemoryScheduler(MemoryContext(store=store, llm=scripted(), settings=settings)) as scheduler:
-        await add_chat(store, "new", [("user", None, "I run trails on Sundays, mostly in the hills near Lyon, with my sister.")])
+        await add_chat(
+            store, "new", [("user", None, "I run trails on Sundays, mostly in the hills near Lyon, with my sister.")]
+        )
         assert not await scheduler.notify("new")  # below the first threshold
-        await add_chat(store, "new", [("user", None, "She also climbs, and we go to the Alps every summer together.")], start=1)
+        await add_chat(
+            store, "new", [("user", None, "She also climbs, and we go to the Alps every summer together.")], start=1
+        )
         assert await scheduler.notify("new")  # the first run starts sooner
         await scheduler.wait_idle(10)
         assert await store.get_cursor("new") > 0
-        await add_chat(store, "new", [("user", None, "Next week I start a new job as a nurse at the hospital in town.")] * 2, start=2)
+        await add_chat(
+            store,
+            "new",
+            [("user", None, "Next week I start a new job as a nurse at the hospital in town.")] * 2,
+            start=2,
+        )
         assert not await scheduler.notify("new")  # remembered before: the usual threshold

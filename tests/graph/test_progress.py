@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-from memory_graph_helpers import CHINESE_CHAT, SlowScriptedChatModel, add_chat, memory_rules, scripted
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import (  # noqa: F401  (pytest fixtures)
+    CHINESE_CHAT,
+    SlowScriptedChatModel,
+    add_chat,
+    make_context,
+    memory_rules,
+    profile_config,
+    scripted,
+)
 
 from memlane.graph import MemoryScheduler, MemoryStep, run_memory_graph
 

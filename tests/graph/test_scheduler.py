@@ -9,8 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
-from memory_graph_helpers import CHINESE_CHAT, SlowScriptedChatModel, add_chat, calls_for, memory_rules
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import (  # noqa: F401  (pytest fixtures)
+    CHINESE_CHAT,
+    SlowScriptedChatModel,
+    add_chat,
+    calls_for,
+    make_context,
+    memory_rules,
+    profile_config,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
@@ -154,9 +161,7 @@ async def test_a_failed_run_is_reported_and_its_buffer_waits(store, scheduler_fo
 
 async def test_session_summary_hook(store, scheduler_for):
     model = slow_model(delay=0)
-    model.rules.insert(
-        0, ("session_summary", '{"summary": "用户最近熬夜、加班，喜欢黑咖啡。"}')
-    )
+    model.rules.insert(0, ("session_summary", '{"summary": "用户最近熬夜、加班，喜欢黑咖啡。"}'))
     async with scheduler_for(model) as scheduler:
         await add_chat(store, "u", CHINESE_CHAT)
         assert await scheduler.update_session_summary("u", "s1")
@@ -190,7 +195,9 @@ def fail_next_add(scheduler: MemoryScheduler, monkeypatch) -> list[str]:
     return failed
 
 
-async def test_a_failed_queueing_call_leaves_the_user_free_for_the_next_run(store, scheduler_for, outcomes, monkeypatch):
+async def test_a_failed_queueing_call_leaves_the_user_free_for_the_next_run(
+    store, scheduler_for, outcomes, monkeypatch
+):
     async with scheduler_for(slow_model(delay=0)) as scheduler:
         await add_chat(store, "u", CHINESE_CHAT)
         failed = fail_next_add(scheduler, monkeypatch)
@@ -386,7 +393,9 @@ async def test_one_short_fact_below_the_threshold_is_processed_after_the_idle_ti
 
 
 async def test_no_idle_flush_when_it_is_switched_off(store, scheduler_for, outcomes):
-    async with scheduler_for(slow_model(delay=0), memory_buffer_tokens=10_000, memory_idle_flush_seconds=0) as scheduler:
+    async with scheduler_for(
+        slow_model(delay=0), memory_buffer_tokens=10_000, memory_idle_flush_seconds=0
+    ) as scheduler:
         await add_chat(store, "u", CHINESE_CHAT[3:])
         assert await scheduler.notify("u") is False
         await asyncio.sleep(0.5)
@@ -407,7 +416,9 @@ async def test_runs_queue_in_the_stores_redis_by_default(settings, embeddings):
         assert MemoryScheduler(context).docket_url == store.url
         assert MemoryScheduler(context, docket_url="memory://mine").docket_url == "memory://mine"
         asked = embedded_defaults.model_copy(update={"memory_docket_url": "memory://asked"})
-        assert MemoryScheduler(MemoryContext(store=store, llm=slow_model(), settings=asked)).docket_url == "memory://asked"
+        assert (
+            MemoryScheduler(MemoryContext(store=store, llm=slow_model(), settings=asked)).docket_url == "memory://asked"
+        )
         store.url = None  # a store built on a client, not by open_store: no Redis URL to share
         assert MemoryScheduler(context).docket_url == f"memory://{settings.key_prefix}-memory-graph"
     finally:
@@ -486,10 +497,14 @@ async def test_a_worker_sweeps_what_expiry_left_every_gc_sweep_seconds(store, se
     from memlane.graph import MemoryContext
     from memlane.store.records import Message
 
-    swept = settings.model_copy(update={
-        "retention_message_ttl_days": 1 / 86_400, "retention_gc_sweep_seconds": 0.3,
-        "memory_reindex_sweep_seconds": 0, "memory_idle_flush_seconds": 0,
-    })
+    swept = settings.model_copy(
+        update={
+            "retention_message_ttl_days": 1 / 86_400,
+            "retention_gc_sweep_seconds": 0.3,
+            "memory_reindex_sweep_seconds": 0,
+            "memory_idle_flush_seconds": 0,
+        }
+    )
     short = store.with_settings(swept)
     await short.add_messages([Message(id="m1", user_id="gone", session_id="s", role="user", content="I keep bees")])
     await asyncio.sleep(1.2)  # expired: its timeline entry and session are left for the sweep

@@ -4,8 +4,7 @@ friend's facts, and people / 朋友A holds them."""
 
 from __future__ import annotations
 
-from memory_graph_helpers import add_chat, scripted
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import add_chat, make_context, profile_config, scripted  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
 
@@ -37,7 +36,9 @@ async def test_a_friends_facts_never_become_the_users_over_two_runs(store, make_
 
     # the model read who said what
     [extract_prompt] = [prompt for prompt in model.prompts if "TASK: extract" in prompt]
-    assert "[1] 朋友A: 我最喜欢的电影是《星际穿越》" in extract_prompt and "[2] user: 我更喜欢看纪录片" in extract_prompt
+    assert (
+        "[1] 朋友A: 我最喜欢的电影是《星际穿越》" in extract_prompt and "[2] user: 我更喜欢看纪录片" in extract_prompt
+    )
 
     profile = {(entry.topic, entry.subtopic): entry for entry in await store.get_profile("u")}
     friend = profile.pop(("people", "朋友A"))

@@ -7,8 +7,7 @@ import re
 import time
 
 import pytest
-from memory_graph_helpers import CHINESE_CHAT, add_chat, memory_rules
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import CHINESE_CHAT, add_chat, make_context, memory_rules, profile_config  # noqa: F401  (pytest fixtures)
 from scripted import TIMEOUT, ScriptedChatModel
 
 from memlane.graph import run_memory_graph
@@ -52,9 +51,7 @@ async def test_timeouts_past_the_retries_fail_the_run_and_keep_the_buffer(store,
 
 async def test_a_provider_error_is_retried(store, make_context):
     answers = iter([ConnectionError("reset by peer"), '{"summary": "用户喜欢黑咖啡。"}'])
-    model = ScriptedChatModel(
-        rules=[("summarize", lambda messages: next(answers))] + memory_rules()[1:]
-    )
+    model = ScriptedChatModel(rules=[("summarize", lambda messages: next(answers))] + memory_rules()[1:])
     await add_chat(store, "u", CHINESE_CHAT)
     result = await run_memory_graph("u", make_context(model, llm_max_retries=1))
     assert result.summary == "用户喜欢黑咖啡。"
@@ -97,7 +94,9 @@ async def test_the_prompts_of_a_run_hold_one_line_per_message(store, make_contex
 
 def test_the_owner_is_always_user_in_prompts_and_a_friend_never_is():
     messages = [
-        Message(id="1", user_id="u", session_id="s", role="user", name="Alice", speaker_is_owner=True, content="I run daily"),
+        Message(
+            id="1", user_id="u", session_id="s", role="user", name="Alice", speaker_is_owner=True, content="I run daily"
+        ),
         Message(id="2", user_id="u", session_id="s", role="user", name="朋友A", content="我最喜欢《星际穿越》"),
         Message(id="3", user_id="u", session_id="s", role="user", speaker_is_owner=False, content="me too"),
     ]
@@ -109,7 +108,9 @@ def test_the_owner_is_always_user_in_prompts_and_a_friend_never_is():
 def test_an_english_chat_between_named_people_names_every_speaker():
     messages = [
         Message(id="1", user_id="u", session_id="s", role="user", name="Caroline", content="I love hiking"),
-        Message(id="2", user_id="u", session_id="s", role="user", name="Melanie", speaker_is_owner=True, content="I paint"),
+        Message(
+            id="2", user_id="u", session_id="s", role="user", name="Melanie", speaker_is_owner=True, content="I paint"
+        ),
         Message(id="3", user_id="u", session_id="s", role="assistant", content="Both sound fun"),
     ]
     assert render_chat(messages).splitlines()[1:4] == [
@@ -156,7 +157,9 @@ async def test_a_timeout_counts_as_a_failure_of_the_model(settings):
     breaker = CircuitBreaker("the memory model", failure_threshold=1, reset_seconds=60)
     hanging = ScriptedChatModel(default=TIMEOUT)
     with pytest.raises(ModelCallFailed, match="no answer within 0.1s"):
-        await ModelCaller(hanging, settings.model_copy(update={"llm_timeout_seconds": 0.1}), "summarize", breaker=breaker).ask("s", "u")
+        await ModelCaller(
+            hanging, settings.model_copy(update={"llm_timeout_seconds": 0.1}), "summarize", breaker=breaker
+        ).ask("s", "u")
     assert breaker.state == "open"
 
 

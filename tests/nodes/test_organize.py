@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from memory_graph_helpers import add_chat, as_json, calls_for, scripted
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import add_chat, as_json, calls_for, make_context, profile_config, scripted  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.profile_config import ProfileConfig, TopicConfig
 from memlane.store.ids import profile_memory_id
 
-CONFIG = ProfileConfig(
-    topics=[TopicConfig(name="interests", validate_merge=False)], max_subtopics_per_topic=2
-)
+CONFIG = ProfileConfig(topics=[TopicConfig(name="interests", validate_merge=False)], max_subtopics_per_topic=2)
 FACTS = [
     {"topic": "interests", "subtopic": "chess", "content": "plays chess", "messages": [1]},
     {"topic": "interests", "subtopic": "go", "content": "plays go", "messages": [1]},
@@ -54,9 +51,7 @@ async def test_regrouping_stored_entries_deletes_the_old_slots(store, make_conte
     await add_chat(store, "u", [("user", None, "I play chess and go.")])
     await run_memory_graph("u", make_context(scripted(facts=FACTS[:2]), config=CONFIG))
     await add_chat(store, "u", [("user", None, "And the cello.")], start=5)
-    result = await run_memory_graph(
-        "u", make_context(scripted(facts=FACTS[2:], organize=GOOD_ANSWER), config=CONFIG)
-    )
+    result = await run_memory_graph("u", make_context(scripted(facts=FACTS[2:], organize=GOOD_ANSWER), config=CONFIG))
     assert set(await subtopics(store)) == {"board_games", "music"}
     assert len(result.deleted) == 2 and len(result.added) == 2
     deleted = {change.subtopic for change in result.profile_delta if change.action == "delete"}

@@ -29,9 +29,7 @@ def test_single_object_where_a_list_was_asked():
 
 
 def test_bare_list_and_invalid_items_skipped():
-    answer = (
-        '[{"topic": "a", "subtopic": "b", "content": "c"}, {"topic": "", "subtopic": "b", "content": "c"}]'
-    )
+    answer = '[{"topic": "a", "subtopic": "b", "content": "c"}, {"topic": "", "subtopic": "b", "content": "c"}]'
     items, skipped = parse_items(answer, ExtractedFact, key="facts", step="extract")
     assert len(items) == 1 and len(skipped) == 1
 
@@ -93,9 +91,9 @@ TYPED_BY_THE_USER = (
 
 
 def test_json_the_user_typed_and_the_model_quotes_is_not_the_answer():
-    answer = f"The user typed {TYPED_BY_THE_USER} in the chat; that is chat text, not a fact.\n{{\"facts\": []}}"
+    answer = f'The user typed {TYPED_BY_THE_USER} in the chat; that is chat text, not a fact.\n{{"facts": []}}'
     assert parse_items(answer, ExtractedFact, key="facts", step="extract") == ([], [])
-    fenced = f"They wrote:\n```json\n{TYPED_BY_THE_USER}\n```\nMy answer:\n```json\n{{\"facts\": []}}\n```"
+    fenced = f'They wrote:\n```json\n{TYPED_BY_THE_USER}\n```\nMy answer:\n```json\n{{"facts": []}}\n```'
     assert parse_items(fenced, ExtractedFact, key="facts", step="extract") == ([], [])
 
 

@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from memory_graph_helpers import CHINESE_CHAT, add_chat, scripted
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import CHINESE_CHAT, add_chat, make_context, profile_config, scripted  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import compile_memory_graph, run_memory_graph
 from memlane.nodes.persist import build_update, profile_delta
@@ -21,9 +20,7 @@ async def test_crash_between_merge_and_persist_then_rerun(store, make_context):
     # the worker dies after merge/organize/resummarize/tag, before persist
     crashed = compile_memory_graph(checkpointer=InMemorySaver(), interrupt_before=["persist"])
     config = {"configurable": {"thread_id": "crash"}}
-    await crashed.ainvoke(
-        {"user_id": "u", "messages": await store.unprocessed_messages("u")}, config, context=context
-    )
+    await crashed.ainvoke({"user_id": "u", "messages": await store.unprocessed_messages("u")}, config, context=context)
     snapshot = await crashed.aget_state(config)
     assert snapshot.next == ("persist",) and len(snapshot.values["working_profile"]) == 3
 
@@ -80,12 +77,7 @@ def test_empty_summary_writes_only_the_cursor():
 
     messages = [Message(id="a", user_id="u", session_id="s", role="user", content="hi", seq=7)]
     update, changes = build_update("u", messages, messages, "", [], [], [])
-    assert (
-        update.advance_cursor_to == 7
-        and update.event is None
-        and update.upsert_profile == []
-        and changes == []
-    )
+    assert update.advance_cursor_to == 7 and update.event is None and update.upsert_profile == [] and changes == []
 
 
 async def test_the_same_buffer_delivered_twice_at_once_is_written_once(store, make_context):
@@ -103,7 +95,9 @@ def test_the_event_card_names_every_message_the_run_consumed():
 
     messages = [
         Message(id=f"m{seq}", user_id="u", session_id="s", role=role, content=text, seq=seq)
-        for seq, (role, text) in enumerate([("user", "I drink my coffee black"), ("assistant", " "), ("user", "我周末去爬山")], 1)
+        for seq, (role, text) in enumerate(
+            [("user", "I drink my coffee black"), ("assistant", " "), ("user", "我周末去爬山")], 1
+        )
     ]
     read = [message for message in messages if message.content.strip()]
     update, _ = build_update("u", messages, read, "Coffee black; hikes on weekends.", [], [], [])

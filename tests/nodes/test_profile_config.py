@@ -23,17 +23,13 @@ def test_default_config_covers_what_people_tell_assistants_in_both_languages():
         "people",
     } <= names
     for topic in config.topics:
-        assert has_cjk(topic.description) and any(
-            char.isascii() and char.isalpha() for char in topic.description
-        )
+        assert has_cjk(topic.description) and any(char.isascii() and char.isalpha() for char in topic.description)
         assert topic.subtopics or topic.open_subtopics  # people: one subtopic per person
     assert config.find_subtopic("Lifestyle", " Sleep_Schedule ") is not None
 
 
 def test_strict_mode_allows_only_configured_slots():
-    config = ProfileConfig(
-        topics=[TopicConfig(name="work", subtopics=[SubtopicConfig(name="job")])], strict=True
-    )
+    config = ProfileConfig(topics=[TopicConfig(name="work", subtopics=[SubtopicConfig(name="job")])], strict=True)
     assert config.allows("work", "job") and config.allows("WORK", "Job")
     assert not config.allows("work", "salary") and not config.allows("pets", "dog")
     assert ProfileConfig(topics=config.topics, strict=False).allows("pets", "dog")
@@ -90,4 +86,7 @@ def test_the_slots_come_from_the_file_the_settings_name_and_a_bad_key_is_named(t
     (tmp_path / "profile.json").write_text('{"strict": "sometimes"}')
     with pytest.raises(ValueError, match=r"profile\.json: strict"):
         MemoryContext(store=None, llm=None, settings=Settings(profile_config=tmp_path / "profile.json"))  # type: ignore[arg-type]
-    assert MemoryContext(store=None, llm=None, settings=Settings(profile_config=None)).profile_config == default_profile_config()  # type: ignore[arg-type]
+    assert (
+        MemoryContext(store=None, llm=None, settings=Settings(profile_config=None)).profile_config
+        == default_profile_config()
+    )  # type: ignore[arg-type]

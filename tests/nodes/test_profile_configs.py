@@ -5,6 +5,10 @@ from `memlane serve`'s `[profile]` sections alike, a bad key named."""
 from __future__ import annotations
 
 import pytest
+from memory_graph_helpers import CHINESE_CHAT, add_chat, scripted
+
+from memlane import SHARED_USER_ID, scoped_user_id
+from memlane.config import Settings
 from memlane.graph import (
     MemoryContext,
     ProfileConfigs,
@@ -19,10 +23,6 @@ from memlane.nodes.profile_config import (
     default_profile_config,
 )
 from memlane.nodes.profile_configs import configured_profile_configs
-from memory_graph_helpers import CHINESE_CHAT, add_chat, scripted
-
-from memlane import SHARED_USER_ID, scoped_user_id
-from memlane.config import Settings
 
 FILE = """
 strict = false
@@ -47,7 +47,9 @@ def test_an_agents_section_wins_over_its_tenants_which_wins_over_the_default(tmp
     acme = configs.of("acme/bob")
     assert acme.strict and [t.name for t in acme.topics] == ["work"] and acme.prompts.extract == "Never keep salaries."
     coach = configs.of(scoped_user_id("acme/bob", "coach"))
-    assert coach.prompts.extract == "Only training habits matter." and not coach.strict  # the agent's keys over the default's
+    assert (
+        coach.prompts.extract == "Only training habits matter." and not coach.strict
+    )  # the agent's keys over the default's
     assert configs.of(scoped_user_id("acme/bob", "tutor")).strict  # another agent: its tenant's
     assert configs.of("globex/bob") == configs.default and configs.of(SHARED_USER_ID) == configs.default
 
@@ -69,11 +71,17 @@ def test_a_bad_key_is_named_with_the_file(tmp_path, text, named):
 
 
 def test_the_serve_files_sections_over_the_settings_file(tmp_path):
-    base = ProfileConfigs(default=ProfileConfig(topics=[TopicConfig(name="work")], prompts=StepPrompts(extract="base rule")))
+    base = ProfileConfigs(
+        default=ProfileConfig(topics=[TopicConfig(name="work")], prompts=StepPrompts(extract="base rule"))
+    )
     serve = {
-        "keys": [], "profile": {"strict": True},
+        "keys": [],
+        "profile": {"strict": True},
         "tenants": {"acme": {"profile": {"prompts": {"summarize": "acme rule"}}}, "globex": {}},
-        "personas": {"coach": {"model": "m", "profile": {"topics": [{"name": "training"}]}}, "assistant": {"model": "m"}},
+        "personas": {
+            "coach": {"model": "m", "profile": {"topics": [{"name": "training"}]}},
+            "assistant": {"model": "m"},
+        },
     }
     configs = with_serve_sections(base, serve)
     assert configs.default.strict and configs.default.prompts.extract == "base rule"
@@ -95,10 +103,15 @@ def test_the_serve_files_sections_over_the_settings_file(tmp_path):
 async def test_a_run_uses_the_slots_and_rules_of_its_store_user(store, settings):
     configs = ProfileConfigs(
         default=default_profile_config(),
-        agents={"coach": default_profile_config().model_copy(update={
-            "strict": True, "topics": [t for t in default_profile_config().topics if t.name == "lifestyle"],
-            "prompts": StepPrompts(extract="Keep only sleep and diet.", summarize="Focus on daily habits."),
-        })},
+        agents={
+            "coach": default_profile_config().model_copy(
+                update={
+                    "strict": True,
+                    "topics": [t for t in default_profile_config().topics if t.name == "lifestyle"],
+                    "prompts": StepPrompts(extract="Keep only sleep and diet.", summarize="Focus on daily habits."),
+                }
+            )
+        },
     )
     coach = scoped_user_id("ana", "coach")
     for owner in ("ana", coach):

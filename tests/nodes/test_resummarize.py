@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from memory_graph_helpers import add_chat, calls_for, scripted
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import add_chat, calls_for, make_context, profile_config, scripted  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.profile_config import ProfileConfig, TopicConfig
@@ -26,9 +25,7 @@ async def test_not_triggered_for_short_entries(store, make_context):
 
 
 async def test_triggered_for_a_long_entry(store, make_context):
-    model = scripted(
-        facts=facts(LONG), resummarize='{"content": "night-shift ER nurse, children\'s hospital, Lyon"}'
-    )
+    model = scripted(facts=facts(LONG), resummarize='{"content": "night-shift ER nurse, children\'s hospital, Lyon"}')
     await add_chat(store, "u", [("user", None, LONG)])
     result = await run_memory_graph("u", make_context(model, config=CONFIG))
     assert calls_for(model, "shorten") == 1

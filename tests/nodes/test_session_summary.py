@@ -71,9 +71,7 @@ async def test_rolling_summary_folds_only_new_messages_and_keeps_the_language(st
         ]
     )
     caller = ModelCaller(model, settings, "session summary")
-    await add_chat(
-        store, "u", [("user", None, "我最近总是凌晨 2 点才睡。"), ("assistant", None, "要注意休息。")]
-    )
+    await add_chat(store, "u", [("user", None, "我最近总是凌晨 2 点才睡。"), ("assistant", None, "要注意休息。")])
 
     first = await update_session_summary(store, caller, "u", "s1")
     assert first is not None and first.summary == "用户说最近总是熬夜。"

@@ -10,8 +10,7 @@ import pytest
 from fake_upstream import FakeUpstream
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
-from memory_graph_helpers import CHINESE_CHAT, add_chat, memory_rules
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import CHINESE_CHAT, add_chat, make_context, memory_rules, profile_config  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.extract import ExtractOutput, ProfileFact, extract_facts
@@ -35,10 +34,15 @@ def _step_prompts() -> dict[str, str]:
     from memlane.nodes import extract, merge, organize, resummarize, session_title, summarize, tag, topic_shift
 
     prompts = {
-        Step.TOPIC_SHIFT: topic_shift.TOPIC_SHIFT_PROMPT, Step.SESSION_TITLE: session_title.TITLE_PROMPT,
-        Step.SUMMARIZE: summarize.SUMMARIZE_PROMPT, Step.EXTRACT: extract.EXTRACT_PROMPT, Step.MERGE: merge.MERGE_PROMPT,
-        Step.MERGE_BATCH: merge.MERGE_BATCH_PROMPT, Step.ORGANIZE: organize.ORGANIZE_PROMPT,
-        Step.RESUMMARIZE: resummarize.RESUMMARIZE_PROMPT, Step.TAG: tag.TAG_PROMPT,
+        Step.TOPIC_SHIFT: topic_shift.TOPIC_SHIFT_PROMPT,
+        Step.SESSION_TITLE: session_title.TITLE_PROMPT,
+        Step.SUMMARIZE: summarize.SUMMARIZE_PROMPT,
+        Step.EXTRACT: extract.EXTRACT_PROMPT,
+        Step.MERGE: merge.MERGE_PROMPT,
+        Step.MERGE_BATCH: merge.MERGE_BATCH_PROMPT,
+        Step.ORGANIZE: organize.ORGANIZE_PROMPT,
+        Step.RESUMMARIZE: resummarize.RESUMMARIZE_PROMPT,
+        Step.TAG: tag.TAG_PROMPT,
     }
     return {prompt.splitlines()[0]: step for step, prompt in prompts.items()}
 
@@ -61,7 +65,9 @@ def reply_by_rules(rules: list[tuple[str, Any]]):
 
 
 def openai_model(upstream: FakeUpstream, *, streaming: bool = False) -> ChatOpenAI:
-    return ChatOpenAI(model="fake-memory-model", api_key="test", base_url=upstream.url, max_retries=0, streaming=streaming)
+    return ChatOpenAI(
+        model="fake-memory-model", api_key="test", base_url=upstream.url, max_retries=0, streaming=streaming
+    )
 
 
 def schemas_sent(upstream: FakeUpstream) -> list[str | None]:
@@ -152,9 +158,16 @@ async def test_auto_falls_back_for_good_when_the_server_refuses_the_schema(store
 
 async def test_json_schema_mode_reports_a_refusal_as_a_model_error(settings):
     with FakeUpstream(reply='{"summary": "x"}', refuse_json_schema=True) as upstream:
-        caller = ModelCaller(openai_model(upstream), settings.model_copy(update={
-            "memory_model_structured_output": "json_schema", "llm_max_retries": 1,
-        }), "summarize")
+        caller = ModelCaller(
+            openai_model(upstream),
+            settings.model_copy(
+                update={
+                    "memory_model_structured_output": "json_schema",
+                    "llm_max_retries": 1,
+                }
+            ),
+            "summarize",
+        )
         with pytest.raises(ModelCallFailed, match="summarize: the model call failed .*400.*not supported"):
             await caller.ask("TASK: summarize", "<chat>\n</chat>", schema=SummaryOutput)
     assert schemas_sent(upstream) == ["SummaryOutput", "SummaryOutput"]  # retried, with the schema
@@ -187,7 +200,9 @@ async def run_extract(caller: ModelCaller) -> Any:
 
 async def run_merge(caller: ModelCaller) -> Any:
     held = ProfileEntry(user_id="u", topic="lifestyle", subtopic="diet", content="喝茶")
-    fact = ProfileFact(topic="lifestyle", subtopic="diet", content="喜欢黑咖啡", confidence=0.9, source_message_ids=["m1"])
+    fact = ProfileFact(
+        topic="lifestyle", subtopic="diet", content="喜欢黑咖啡", confidence=0.9, source_message_ids=["m1"]
+    )
     profile, _ = await merge_facts([fact], [held], "u", default_profile_config(), caller)
     return [entry.content for entry in profile]
 
@@ -198,12 +213,26 @@ async def run_tag(caller: ModelCaller) -> Any:
 
 
 UGLY_ANSWERS = [
-    pytest.param(run_summarize, '```json\n{"summary": "用户喜欢黑咖啡。"}\n```', "stop", "用户喜欢黑咖啡。", id="fenced"),
-    pytest.param(run_summarize, 'Sure! Here it is: {"summary": "用户喜欢黑咖啡。"} Hope it helps.', "stop", "用户喜欢黑咖啡。", id="prose-around"),
+    pytest.param(
+        run_summarize, '```json\n{"summary": "用户喜欢黑咖啡。"}\n```', "stop", "用户喜欢黑咖啡。", id="fenced"
+    ),
+    pytest.param(
+        run_summarize,
+        'Sure! Here it is: {"summary": "用户喜欢黑咖啡。"} Hope it helps.',
+        "stop",
+        "用户喜欢黑咖啡。",
+        id="prose-around",
+    ),
     pytest.param(run_summarize, "用户喜欢黑咖啡。", "stop", "用户喜欢黑咖啡。", id="prose-only"),
     pytest.param(run_extract, '{"facts": [' + FACT + "]}", "stop", None, id="missing-fields"),
     pytest.param(run_extract, '{"facts": [' + FACT + ', {"topic": "work", "subto', "length", None, id="cut-off"),
-    pytest.param(run_merge, '{"action": "update", "content": "喜欢黑咖啡，不加糖",}', "stop", ["喜欢黑咖啡，不加糖"], id="lowercase-trailing-comma"),
+    pytest.param(
+        run_merge,
+        '{"action": "update", "content": "喜欢黑咖啡，不加糖",}',
+        "stop",
+        ["喜欢黑咖啡，不加糖"],
+        id="lowercase-trailing-comma",
+    ),
     pytest.param(run_tag, '["饮食偏好", "咖啡"]', "stop", ["饮食偏好", "咖啡"], id="bare-list"),
 ]
 

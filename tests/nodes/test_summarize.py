@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from memory_graph_helpers import CHINESE_CHAT, add_chat, calls_for, scripted
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import CHINESE_CHAT, add_chat, calls_for, make_context, profile_config, scripted  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.parsing import ParseFailed
@@ -71,12 +70,24 @@ FRIEND_ONLY = {
     "zh": (
         [("user", "朋友A", "我下个月要搬去深圳了，新工作在腾讯。"), ("user", None, "哇，恭喜！")],
         "朋友A下个月搬去深圳，新工作在腾讯。",
-        {"about": "朋友A", "topic": "people", "subtopic": "朋友A", "content": "朋友A下个月搬去深圳，在腾讯工作", "messages": [1]},
+        {
+            "about": "朋友A",
+            "topic": "people",
+            "subtopic": "朋友A",
+            "content": "朋友A下个月搬去深圳，在腾讯工作",
+            "messages": [1],
+        },
     ),
     "en": (
         [("user", "Maria", "I just started a new job as a pilot."), ("user", None, "No way, congrats!")],
         "Maria started a new job as a pilot.",
-        {"about": "Maria", "topic": "people", "subtopic": "Maria", "content": "Maria works as a pilot", "messages": [1]},
+        {
+            "about": "Maria",
+            "topic": "people",
+            "subtopic": "Maria",
+            "content": "Maria works as a pilot",
+            "messages": [1],
+        },
     ),
 }
 
@@ -102,7 +113,9 @@ async def test_a_chat_where_only_a_friend_says_something_is_kept_under_the_frien
 
 async def test_small_talk_with_a_friend_still_stops_the_graph(store, make_context):
     model = scripted(summary="")
-    await add_chat(store, "u", [("user", "朋友A", "哈哈哈，早啊"), ("user", "Maria", "lol good morning"), ("user", None, "早！")])
+    await add_chat(
+        store, "u", [("user", "朋友A", "哈哈哈，早啊"), ("user", "Maria", "lol good morning"), ("user", None, "早！")]
+    )
     result = await run_memory_graph("u", make_context(model))
     assert calls_for(model, "extract") == 0 and result.event_id is None
     assert await store.get_profile("u") == []

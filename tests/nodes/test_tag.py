@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from memory_graph_helpers import CHINESE_CHAT, add_chat, scripted
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from memory_graph_helpers import CHINESE_CHAT, add_chat, make_context, profile_config, scripted  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.tag import normalize_tags

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from memory_graph_helpers import add_chat, scripted
+from memory_graph_helpers import add_chat, make_context, profile_config, scripted  # noqa: F401  (pytest fixtures)
 from scripted import prompt_text
-from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.truncate import NothingToProcess, input_windows, truncate_chat
@@ -22,9 +21,7 @@ def test_keeps_the_newest_messages_that_fit():
     kept = truncate_chat(messages, 100)
     assert kept[-1].id == "m19" and kept == messages[-len(kept) :]
     assert (
-        sum(count_tokens(item.content) for item in kept)
-        <= 100
-        < sum(count_tokens(item.content) for item in messages)
+        sum(count_tokens(item.content) for item in kept) <= 100 < sum(count_tokens(item.content) for item in messages)
     )
 
 
@@ -64,9 +61,15 @@ async def test_a_run_remembers_a_backlog_larger_than_its_input_in_windows(store,
     budget = sum(count_tokens(message.content) for message in stored[-3:])
     result = await run_memory_graph("u", make_context(model, memory_max_input_tokens=budget))
 
-    events = sorted(await store.list_events("u"), key=lambda event: stored.index(next(m for m in stored if m.id == event.source_message_ids[0])))
+    events = sorted(
+        await store.list_events("u"),
+        key=lambda event: stored.index(next(m for m in stored if m.id == event.source_message_ids[0])),
+    )
     assert [event.source_message_ids for event in events] == [
-        [m.id for m in stored[0:3]], [m.id for m in stored[3:6]], [m.id for m in stored[6:9]], [stored[9].id]
+        [m.id for m in stored[0:3]],
+        [m.id for m in stored[3:6]],
+        [m.id for m in stored[6:9]],
+        [stored[9].id],
     ]  # every message was read by a run, oldest window first
     assert "message 0:" in model.prompts[0] and "message 9" not in model.prompts[0]
     assert result.windows == 4 and result.message_count == 10 and len(result.event_ids) == 4
@@ -80,7 +83,10 @@ async def test_a_window_that_fails_leaves_the_cursor_after_the_windows_remembere
     budget = sum(count_tokens(message.content) for message in stored[:3])
     model = scripted(facts=[])
     step, summary = model.rules[0]  # the second window's summary (its chat holds message 3) fails
-    model.rules[0] = (step, lambda messages: RuntimeError("the model went away") if "message 3:" in prompt_text(messages) else summary)
+    model.rules[0] = (
+        step,
+        lambda messages: RuntimeError("the model went away") if "message 3:" in prompt_text(messages) else summary,
+    )
     with pytest.raises(RuntimeError, match="went away"):
         await run_memory_graph("u", make_context(model, memory_max_input_tokens=budget))
     assert await store.get_cursor("u") == stored[2].seq  # the first window is remembered, the second is not

@@ -28,7 +28,9 @@ def test_every_user_line_of_a_request_is_saved_and_re_sent_history_only_once(env
 
     # the next request carries the history again (no ids), streamed this time
     history = [*FIRST, {"role": "assistant", "content": answer}, {"role": "user", "content": "大理怎么样？"}]
-    pieces = client.chat.completions.create(model="assistant", user="mia", messages=history, stream=True, extra_headers=session)
+    pieces = client.chat.completions.create(
+        model="assistant", user="mia", messages=history, stream=True, extra_headers=session
+    )
     second = "".join(chunk.choices[0].delta.content or "" for chunk in pieces if chunk.choices)
     wait_for(lambda: len(export(env, "mia")["messages"]) >= 6)
     time.sleep(0.3)  # a duplicate would have landed by now
@@ -55,9 +57,16 @@ def test_the_same_words_said_twice_are_two_messages_and_re_sent_history_is_store
     # a client that sends only its last message: "yes" twice is said twice
     first = client.chat.completions.create(model="assistant", user="yui", messages=[{"role": "user", "content": "yes"}])
     wait_for(lambda: len(export(env, "yui")["messages"]) >= 2)
-    second = client.chat.completions.create(model="assistant", user="yui", messages=[{"role": "user", "content": "yes"}])
+    second = client.chat.completions.create(
+        model="assistant", user="yui", messages=[{"role": "user", "content": "yes"}]
+    )
     wait_for(lambda: len(export(env, "yui")["messages"]) >= 4, timeout=5)
-    said = [("user", "yes"), ("assistant", first.choices[0].message.content), ("user", "yes"), ("assistant", second.choices[0].message.content)]
+    said = [
+        ("user", "yes"),
+        ("assistant", first.choices[0].message.content),
+        ("user", "yes"),
+        ("assistant", second.choices[0].message.content),
+    ]
     assert stored(env, "yui") == said
 
     # a client that re-sends the whole history: only the new line and its reply are stored
@@ -87,7 +96,11 @@ def test_a_retried_request_with_an_idempotency_key_is_stored_once(env):
     # streamed, twice with one key: stored once; the same key in another session is another request
     for _ in range(2):
         pieces = env.openai().chat.completions.create(
-            model="assistant", user="zed", messages=[{"role": "user", "content": "Again"}], stream=True, extra_headers={"Idempotency-Key": "retry-2"}
+            model="assistant",
+            user="zed",
+            messages=[{"role": "user", "content": "Again"}],
+            stream=True,
+            extra_headers={"Idempotency-Key": "retry-2"},
         )
         streamed = "".join(chunk.choices[0].delta.content or "" for chunk in pieces if chunk.choices)
     wait_for(lambda: len(export(env, "zed")["messages"]) >= 4)
@@ -96,7 +109,12 @@ def test_a_retried_request_with_an_idempotency_key_is_stored_once(env):
 
 
 def test_a_client_that_leaves_mid_stream_keeps_what_the_user_said(env):
-    body = {"model": "slow", "user": "liv", "stream": True, "messages": [{"role": "user", "content": "My train leaves at 7"}]}
+    body = {
+        "model": "slow",
+        "user": "liv",
+        "stream": True,
+        "messages": [{"role": "user", "content": "My train leaves at 7"}],
+    }
     with env.http() as http, http.stream("POST", "/v1/chat/completions", json=body) as response:
         assert response.status_code == 200
         for line in response.iter_lines():
@@ -113,21 +131,42 @@ def test_an_idempotency_key_reused_with_another_body_answers_422_and_stores_noth
 
     key = {"Idempotency-Key": "order-7"}
     client = env.openai()
-    first = client.chat.completions.create(model="assistant", user="kim", messages=[{"role": "user", "content": "I moved to Lyon"}], extra_headers=key)
+    first = client.chat.completions.create(
+        model="assistant", user="kim", messages=[{"role": "user", "content": "I moved to Lyon"}], extra_headers=key
+    )
     wait_for(lambda: len(export(env, "kim")["messages"]) >= 2)
     with pytest.raises(openai.UnprocessableEntityError) as refused:  # Stripe's answer to a reused key
-        client.chat.completions.create(model="assistant", user="kim", messages=[{"role": "user", "content": "I sold my car"}], extra_headers=key)
+        client.chat.completions.create(
+            model="assistant", user="kim", messages=[{"role": "user", "content": "I sold my car"}], extra_headers=key
+        )
     error = refused.value.body
-    assert error["code"] == "idempotency_key_reused" and "'order-7'" in error["message"] and "new key" in error["message"], error
+    assert (
+        error["code"] == "idempotency_key_reused" and "'order-7'" in error["message"] and "new key" in error["message"]
+    ), error
     # the same request again (streamed this time) is a retry: answered, still stored once
     again = client.chat.completions.create(
-        model="assistant", user="kim", messages=[{"role": "user", "content": "I moved to Lyon"}], extra_headers=key, stream=True
+        model="assistant",
+        user="kim",
+        messages=[{"role": "user", "content": "I moved to Lyon"}],
+        extra_headers=key,
+        stream=True,
     )
-    assert "".join(chunk.choices[0].delta.content or "" for chunk in again if chunk.choices) == first.choices[0].message.content
+    assert (
+        "".join(chunk.choices[0].delta.content or "" for chunk in again if chunk.choices)
+        == first.choices[0].message.content
+    )
     # the same key in another session is another request
     client.chat.completions.create(
-        model="assistant", user="kim", messages=[{"role": "user", "content": "I sold my car"}], extra_headers={**key, "X-Memlane-Session": "s2"}
+        model="assistant",
+        user="kim",
+        messages=[{"role": "user", "content": "I sold my car"}],
+        extra_headers={**key, "X-Memlane-Session": "s2"},
     )
     wait_for(lambda: len(export(env, "kim")["messages"]) >= 4)
     time.sleep(0.5)  # a duplicate would have landed by now
-    assert [content for _, content in stored(env, "kim")] == ["I moved to Lyon", "Noted: I moved to Lyon", "I sold my car", "Noted: I sold my car"]
+    assert [content for _, content in stored(env, "kim")] == [
+        "I moved to Lyon",
+        "Noted: I moved to Lyon",
+        "I sold my car",
+        "Noted: I sold my car",
+    ]

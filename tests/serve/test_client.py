@@ -43,14 +43,23 @@ def served(redis_url, tmp_path_factory):
             f'[personas.assistant]\nmodel = "chat-m"\nbase_url = "{chat.url}"\nmemory_scope = "user"\n'
         )
         env = {
-            **os.environ, "REDIS_URL": redis_url, "MEMLANE_KEY_PREFIX": key_prefix, "MEMLANE_DATA_DIR": str(tmp_path / "data"),
-            "MEMLANE_SERVE_CONFIG": str(config), "OPENAI_BASE_URL": memory.url, "OPENAI_API_KEY": "memory-key",
-            "MEMLANE_MEMORY_MODEL": "memory-m", "MEMLANE_MEMORY_IDLE_FLUSH_SECONDS": "0", "MEMLANE_LLM_MAX_RETRIES": "0",
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "MEMLANE_KEY_PREFIX": key_prefix,
+            "MEMLANE_DATA_DIR": str(tmp_path / "data"),
+            "MEMLANE_SERVE_CONFIG": str(config),
+            "OPENAI_BASE_URL": memory.url,
+            "OPENAI_API_KEY": "memory-key",
+            "MEMLANE_MEMORY_MODEL": "memory-m",
+            "MEMLANE_MEMORY_IDLE_FLUSH_SECONDS": "0",
+            "MEMLANE_LLM_MAX_RETRIES": "0",
         }
         port = free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "memlane.cli", "serve", "--port", str(port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "wb"),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(tmp_path / "serve.log", "wb"),
         )
         url = f"http://127.0.0.1:{port}"
         try:
@@ -68,7 +77,10 @@ def served(redis_url, tmp_path_factory):
 def test_the_sync_client_reaches_every_memory_by_name(served):
     url, _ = served
     with MemlaneClient(url, KEY) as memory:
-        said = [{"id": "c1", "role": "user", "content": "I moved to Lyon last month."}, {"id": "c2", "role": "assistant", "content": "Lyon is lovely."}]
+        said = [
+            {"id": "c1", "role": "user", "content": "I moved to Lyon last month."},
+            {"id": "c2", "role": "assistant", "content": "Lyon is lovely."},
+        ]
         assert memory.add(said, user_id="ana")["stored"] == 2
         assert memory.add(said, user_id="ana")["stored"] == 0  # ids: a repeated add stores nothing new
         note = memory.note("Her sister lives in Porto", user_id="ana")
@@ -82,7 +94,9 @@ def test_the_sync_client_reaches_every_memory_by_name(served):
         assert memory.get(entry["id"], user_id="ana")["content"] == "Lyon, Croix-Rousse"
         assert [r["action"] for r in memory.history(entry["id"], user_id="ana")] == ["add", "update", "update"]
         everything = memory.get_all(user_id="ana")
-        assert [e["id"] for e in everything["profile"]] == [entry["id"]] and [e["memory_id"] for e in everything["events"]] == [note["id"]]
+        assert [e["id"] for e in everything["profile"]] == [entry["id"]] and [
+            e["memory_id"] for e in everything["events"]
+        ] == [note["id"]]
         assert "Lyon" in memory.recall("where do I live?", user_id="ana")["text"]
         assert memory.forget("Porto", user_id="ana", dry_run=True)["dry_run"] is True
         assert memory.delete(note["id"], user_id="ana") is True and memory.delete(note["id"], user_id="ana") is False
@@ -108,7 +122,10 @@ async def test_the_async_client_and_streaming_chat_through_openai(served):
         await memory.put_profile("diet", "coffee", "black, no sugar", user_id="ben")
         openai = memory.openai()
         stream = await openai.chat.completions.create(
-            model="assistant", user="ben", stream=True, messages=[{"role": "user", "content": "How do I take my coffee?"}]
+            model="assistant",
+            user="ben",
+            stream=True,
+            messages=[{"role": "user", "content": "How do I take my coffee?"}],
         )
         reply = "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
         assert reply == "Noted, you live in Lyon now."
@@ -127,7 +144,9 @@ async def test_a_client_for_an_agent_acts_on_that_agents_memory_only(served):
         assert [e["content"] for e in (await coach.get_all(user_id="cai"))["profile"]] == ["5k on Tuesdays"]
         assert (await own.get_all(user_id="cai"))["profile"] == []
         assert await own.search("marathon May", user_id="cai") == []
-        assert (await coach.search("marathon May", user_id="cai"))[0]["memory"]["text"] == "Trains for a marathon in May"
+        assert (await coach.search("marathon May", user_id="cai"))[0]["memory"][
+            "text"
+        ] == "Trains for a marathon in May"
         assert list((await own.export(user_id="cai"))["agents"]) == ["coach"]
         await own.reset(user_id="cai")  # the user, and every agent's memory of the user
         assert (await coach.get_all(user_id="cai"))["profile"] == []
@@ -146,7 +165,9 @@ class FlakyTransport(httpx.AsyncBaseTransport):
         self.keys.append(request.headers.get("Idempotency-Key"))
         if self.failures > 0:
             self.failures -= 1
-            return httpx.Response(503, json={"error": {"code": "redis_unavailable", "message": "try again"}}, headers={"Retry-After": "0"})
+            return httpx.Response(
+                503, json={"error": {"code": "redis_unavailable", "message": "try again"}}, headers={"Retry-After": "0"}
+            )
         return await self.real.handle_async_request(request)
 
 
@@ -163,6 +184,8 @@ async def test_a_write_is_retried_with_one_idempotency_key_and_gives_up_with_a_t
             await memory.search("milk", user_id="cyd")
     assert raised.value.status == 503 and raised.value.code == "redis_unavailable" and len(down.keys) == 3
 
-    async with AsyncMemlaneClient(f"http://127.0.0.1:{free_port()}", KEY, max_retries=1, backoff_seconds=0.01) as nowhere:
+    async with AsyncMemlaneClient(
+        f"http://127.0.0.1:{free_port()}", KEY, max_retries=1, backoff_seconds=0.01
+    ) as nowhere:
         with pytest.raises(ServiceUnavailable, match="did not answer"):
             await nowhere.search("milk", user_id="cyd")

@@ -19,26 +19,38 @@ def user_path(user_id: str) -> str:
 
 
 async def test_the_memories_api_stores_a_note_once_and_says_which_it_matched(store, settings):
-    async with serving(create_app(SERVE_CONFIG, settings, store=store, mount_mcp=False)) as base_url, httpx.AsyncClient(
-        base_url=base_url, headers={"Authorization": "Bearer key-acme"}, timeout=60
-    ) as http:
+    async with (
+        serving(create_app(SERVE_CONFIG, settings, store=store, mount_mcp=False)) as base_url,
+        httpx.AsyncClient(base_url=base_url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http,
+    ):
         first = await http.post(user_path("alice") + "/memories", json={"text": "I am allergic to peanuts"})
         assert first.status_code == 201 and first.json()["repeat_of"] is None
         stored = first.json()["id"]
         same = await http.post(user_path("alice") + "/memories", json={"text": "i am  ALLERGIC to peanuts"})
         assert same.status_code == 200 and same.json()["id"] == stored
-        assert same.json()["repeat_of"] == {"id": stored, "similarity": same.json()["repeat_of"]["similarity"], "identical": True}
+        assert same.json()["repeat_of"] == {
+            "id": stored,
+            "similarity": same.json()["repeat_of"]["similarity"],
+            "identical": True,
+        }
         near = await http.post(user_path("alice") + "/memories", json={"text": "The user is allergic to peanuts."})
-        assert near.status_code == 200 and near.json()["id"] == stored and near.json()["text"] == "I am allergic to peanuts"
+        assert (
+            near.status_code == 200
+            and near.json()["id"] == stored
+            and near.json()["text"] == "I am allergic to peanuts"
+        )
         assert near.json()["repeat_of"]["identical"] is False and near.json()["repeat_of"]["similarity"] >= 0.9
         update = await http.post(user_path("alice") + "/memories", json={"text": "I am no longer allergic to peanuts"})
         assert update.status_code == 201 and update.json()["id"] != stored
         other_user = await http.post(user_path("bob") + "/memories", json={"text": "I am allergic to peanuts"})
         assert other_user.status_code == 201 and other_user.json()["repeat_of"] is None
-    async with serving(create_app(SERVE_CONFIG, settings, store=store, mount_mcp=False)) as base_url, httpx.AsyncClient(
-        base_url=base_url, headers={"Authorization": "Bearer key-globex"}, timeout=60
-    ) as http:  # another tenant's alice is another user
-        assert (await http.post(user_path("alice") + "/memories", json={"text": "I am allergic to peanuts"})).status_code == 201
+    async with (
+        serving(create_app(SERVE_CONFIG, settings, store=store, mount_mcp=False)) as base_url,
+        httpx.AsyncClient(base_url=base_url, headers={"Authorization": "Bearer key-globex"}, timeout=60) as http,
+    ):  # another tenant's alice is another user
+        assert (
+            await http.post(user_path("alice") + "/memories", json={"text": "I am allergic to peanuts"})
+        ).status_code == 201
     notes = sorted(event.summary for event in await store.list_events(store_user_id("acme", "alice")))
     assert notes == ["I am allergic to peanuts", "I am no longer allergic to peanuts"]
 
@@ -53,7 +65,11 @@ async def test_mcp_remember_stores_a_note_once_and_names_the_stored_one(store, s
             assert again == f"not stored again: already remembered [{stored}] Dana plays the cello in an orchestra"
             near = text(await dana.call_tool("remember", {"text": "Dana plays cello in an orchestra!"}))
             assert near.startswith("not stored again: a near duplicate (similarity") and f"[{stored}]" in near
-            assert text(await dana.call_tool("remember", {"text": "Dana plays the violin in an orchestra"})).startswith("remembered [")
+            assert text(await dana.call_tool("remember", {"text": "Dana plays the violin in an orchestra"})).startswith(
+                "remembered ["
+            )
         async with http_client(base_url + "/mcp", "key-acme", "erin") as erin:
-            assert text(await erin.call_tool("remember", {"text": "Dana plays the cello in an orchestra"})).startswith("remembered [")
+            assert text(await erin.call_tool("remember", {"text": "Dana plays the cello in an orchestra"})).startswith(
+                "remembered ["
+            )
     assert len(await store.list_events(store_user_id("acme", "dana"))) == 2

@@ -85,7 +85,12 @@ def env(redis_url, tmp_path_factory, embeddings):
             personas={
                 "official": {"model": "m", "memory_scope": "user"},  # OPENAI_BASE_URL: OPENAI_API_KEY is for it
                 "third": {"model": "m", "base_url": third.url, "memory_scope": "user"},  # no api_key_env: no key
-                "third-keyed": {"model": "m", "base_url": third.url, "api_key_env": "MEMLANE_TEST_THIRD_KEY", "memory_scope": "user"},
+                "third-keyed": {
+                    "model": "m",
+                    "base_url": third.url,
+                    "api_key_env": "MEMLANE_TEST_THIRD_KEY",
+                    "memory_scope": "user",
+                },
             },
             memory={"model": "memory-m", "base_url": memory_upstream.url, "api_key_env": "MEMLANE_TEST_MEMORY_KEY"},
         )
@@ -109,31 +114,96 @@ HOSTILE_INPUTS = [
     ("max_tokens Infinity", "POST", "/v1/chat/completions", CHAT % "Infinity"),
     ("max_tokens -Infinity", "POST", "/v1/chat/completions", CHAT % "-Infinity"),
     ("max_tokens 1e400", "POST", "/v1/chat/completions", CHAT % "1e400"),
-    ("lone surrogate in content", "POST", "/v1/chat/completions", '{"model": "official", "user": "h", "messages": [{"role": "user", "content": "a\\ud800b"}]}'),
-    ("lone surrogate in user", "POST", "/v1/chat/completions", '{"model": "official", "user": "\\udc00", "messages": [{"role": "user", "content": "hi"}]}'),
-    ("lone surrogate in a streamed request", "POST", "/v1/chat/completions", '{"model": "official", "user": "h", "stream": true, "messages": [{"role": "user", "content": "\\ud83d"}]}'),
+    (
+        "lone surrogate in content",
+        "POST",
+        "/v1/chat/completions",
+        '{"model": "official", "user": "h", "messages": [{"role": "user", "content": "a\\ud800b"}]}',
+    ),
+    (
+        "lone surrogate in user",
+        "POST",
+        "/v1/chat/completions",
+        '{"model": "official", "user": "\\udc00", "messages": [{"role": "user", "content": "hi"}]}',
+    ),
+    (
+        "lone surrogate in a streamed request",
+        "POST",
+        "/v1/chat/completions",
+        '{"model": "official", "user": "h", "stream": true, "messages": [{"role": "user", "content": "\\ud83d"}]}',
+    ),
     ("blank note", "POST", user_path("hostile") + "/memories", '{"text": "   "}'),
     ("blank note session", "POST", user_path("hostile") + "/memories", '{"text": "a note", "session_id": "  "}'),
-    ("note of NUL bytes", "POST", user_path("hostile") + "/memories", '{"text": "\\u0000 \\u0000"}'),  # nothing left once cleaned
+    (
+        "note of NUL bytes",
+        "POST",
+        user_path("hostile") + "/memories",
+        '{"text": "\\u0000 \\u0000"}',
+    ),  # nothing left once cleaned
     ("forget of NUL bytes", "POST", user_path("hostile") + "/forget", '{"query": "\\u0000"}'),
     ("surrogate note", "POST", user_path("hostile") + "/memories", '{"text": "\\udfff"}'),
-    ("blank profile content", "POST", user_path("hostile") + "/profile", '{"topic": "diet", "subtopic": "coffee", "content": "  "}'),
+    (
+        "blank profile content",
+        "POST",
+        user_path("hostile") + "/profile",
+        '{"topic": "diet", "subtopic": "coffee", "content": "  "}',
+    ),
     ("blank profile edit", "PATCH", user_path("hostile") + "/profile/some-entry", '{"content": " \\n "}'),
-    ("NaN profile confidence", "POST", user_path("hostile") + "/profile", '{"topic": "a", "subtopic": "b", "content": "c", "confidence": NaN}'),
-    ("long session id in search", "POST", user_path("hostile") + "/search", '{"query": "coffee", "session_id": "%s"}' % ("s" * 1100)),
+    (
+        "NaN profile confidence",
+        "POST",
+        user_path("hostile") + "/profile",
+        '{"topic": "a", "subtopic": "b", "content": "c", "confidence": NaN}',
+    ),
+    (
+        "long session id in search",
+        "POST",
+        user_path("hostile") + "/search",
+        '{"query": "coffee", "session_id": "%s"}' % ("s" * 1100),
+    ),
     ("search since NaN", "POST", user_path("hostile") + "/search", '{"query": "coffee", "since": NaN}'),
     ("search until Infinity", "POST", user_path("hostile") + "/search", '{"query": "coffee", "until": Infinity}'),
     ("blank forget", "POST", user_path("hostile") + "/forget", '{"query": "   "}'),
     ("events since nan", "GET", user_path("hostile") + "/events?since=nan", None),
     ("events until inf", "GET", user_path("hostile") + "/events?until=inf", None),
     # issue 34, item 9: NUL characters in id fields and path ids, an id past MEMLANE_MAX_ID_CHARS
-    ("NUL in search session_id", "POST", user_path("hostile") + "/search", '{"query": "coffee", "session_id": "a\\u0000b"}'),
-    ("NUL in profile topic", "POST", user_path("hostile") + "/profile", '{"topic": "di\\u0000et", "subtopic": "coffee", "content": "black"}'),
-    ("NUL in profile subtopic", "POST", user_path("hostile") + "/profile", '{"topic": "diet", "subtopic": "co\\u0000ffee", "content": "black"}'),
-    ("NUL in profile content", "POST", user_path("hostile") + "/profile", '{"topic": "diet", "subtopic": "coffee", "content": "bl\\u0000ack"}'),
+    (
+        "NUL in search session_id",
+        "POST",
+        user_path("hostile") + "/search",
+        '{"query": "coffee", "session_id": "a\\u0000b"}',
+    ),
+    (
+        "NUL in profile topic",
+        "POST",
+        user_path("hostile") + "/profile",
+        '{"topic": "di\\u0000et", "subtopic": "coffee", "content": "black"}',
+    ),
+    (
+        "NUL in profile subtopic",
+        "POST",
+        user_path("hostile") + "/profile",
+        '{"topic": "diet", "subtopic": "co\\u0000ffee", "content": "black"}',
+    ),
+    (
+        "NUL in profile content",
+        "POST",
+        user_path("hostile") + "/profile",
+        '{"topic": "diet", "subtopic": "coffee", "content": "bl\\u0000ack"}',
+    ),
     ("NUL in profile edit", "PATCH", user_path("hostile") + "/profile/some-entry", '{"content": "bl\\u0000ack"}'),
-    ("NUL in note session_id", "POST", user_path("hostile") + "/memories", '{"text": "a note", "session_id": "s\\u0000"}'),
-    ("NUL in chat user", "POST", "/v1/chat/completions", '{"model": "official", "user": "h\\u0000", "messages": [{"role": "user", "content": "hi"}]}'),
+    (
+        "NUL in note session_id",
+        "POST",
+        user_path("hostile") + "/memories",
+        '{"text": "a note", "session_id": "s\\u0000"}',
+    ),
+    (
+        "NUL in chat user",
+        "POST",
+        "/v1/chat/completions",
+        '{"model": "official", "user": "h\\u0000", "messages": [{"role": "user", "content": "hi"}]}',
+    ),
     ("NUL path id in DELETE profile", "DELETE", user_path("hostile") + "/profile/a%00b", None),
     ("NUL path id in GET profile", "GET", user_path("hostile") + "/profile/a%00b", None),
     ("NUL path id in PATCH profile", "PATCH", user_path("hostile") + "/profile/a%00b", '{"content": "x"}'),
@@ -153,7 +223,12 @@ HOSTILE_INPUTS = [
 @pytest.mark.parametrize(("case", "method", "path", "body"), HOSTILE_INPUTS, ids=[case[0] for case in HOSTILE_INPUTS])
 def test_hostile_inputs_answer_a_clear_4xx_and_the_connection_keeps_working(env, case, method, path, body):
     with env.http() as http:
-        answer = http.request(method, path, content=body.encode() if body is not None else None, headers={"Content-Type": "application/json"})
+        answer = http.request(
+            method,
+            path,
+            content=body.encode() if body is not None else None,
+            headers={"Content-Type": "application/json"},
+        )
         assert 400 <= answer.status_code < 500, (case, answer.status_code, answer.text)
         error = answer.json()["error"]
         assert error["type"] == "invalid_request_error" and error["code"] and error["message"], error
@@ -164,8 +239,11 @@ def test_hostile_inputs_answer_a_clear_4xx_and_the_connection_keeps_working(env,
 
 def test_a_nul_in_an_id_names_the_field_and_a_nul_in_a_text_is_dropped(env):
     with env.http() as http:
-        refused = http.post(user_path("nul") + "/memories", content='{"text": "a note", "session_id": "s\\u0000"}',
-                            headers={"Content-Type": "application/json"})
+        refused = http.post(
+            user_path("nul") + "/memories",
+            content='{"text": "a note", "session_id": "s\\u0000"}',
+            headers={"Content-Type": "application/json"},
+        )
         assert refused.status_code == 422 and "session_id" in refused.json()["error"]["message"]
         assert "NUL" in refused.json()["error"]["message"]
         too_long = http.delete(user_path("nul") + "/messages/" + "m" * 1025)
@@ -178,16 +256,28 @@ def test_a_nul_in_an_id_names_the_field_and_a_nul_in_a_text_is_dropped(env):
         # texts are cleaned as the store cleans every text (store/ids.py's clean_text): stored without the NUL
         texts = [
             ("POST", user_path("nul") + "/memories", '{"text": "a \\u0000note about tea"}', 201),
-            ("POST", user_path("nul") + "/messages", '{"messages": [{"role": "user", "content": "I \\u0000like oolong", "id": "m-nul"}]}', 201),
+            (
+                "POST",
+                user_path("nul") + "/messages",
+                '{"messages": [{"role": "user", "content": "I \\u0000like oolong", "id": "m-nul"}]}',
+                201,
+            ),
             ("POST", user_path("nul") + "/recall", '{"message": "te\\u0000a?"}', 200),
             ("POST", user_path("nul") + "/search", '{"query": "te\\u0000a"}', 200),
             ("POST", user_path("nul") + "/forget", '{"query": "pea\\u0000nuts"}', 200),
-            ("POST", "/v1/chat/completions", '{"model": "official", "user": "nul", "messages": [{"role": "user", "content": "a\\u0000b"}]}', 200),
+            (
+                "POST",
+                "/v1/chat/completions",
+                '{"model": "official", "user": "nul", "messages": [{"role": "user", "content": "a\\u0000b"}]}',
+                200,
+            ),
         ]
         for method, path, body, status in texts:
             answer = http.request(method, path, content=body, headers={"Content-Type": "application/json"})
             assert answer.status_code == status, (path, answer.text)
-        exported = wait_for(lambda: (e := http.get(user_path("nul") + "/export").json())["messages"] and len(e["messages"]) >= 3 and e)
+        exported = wait_for(
+            lambda: (e := http.get(user_path("nul") + "/export").json())["messages"] and len(e["messages"]) >= 3 and e
+        )
         assert "\x00" not in json.dumps(exported) and "\\u0000" not in json.dumps(exported)
         assert {m["content"] for m in exported["messages"]} >= {"I like oolong", "ab"}
         assert [event["summary"] for event in exported["events"]] == ["a note about tea"]
@@ -234,13 +324,18 @@ def test_a_long_message_is_recalled_without_holding_the_server(env, kind):
     asking.start()
     try:
         with httpx.Client(base_url=env.url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http:
-            stored = http.post(user + "/messages", json={"messages": [{"role": "user", "content": message}], "session_id": session})
+            stored = http.post(
+                user + "/messages", json={"messages": [{"role": "user", "content": message}], "session_id": session}
+            )
             recalled = http.post(user + "/recall", json={"message": message})
             asked = http.post(user + "/recall", json={"message": question, "session_id": session})
     finally:
         done.set()
         asking.join()
-    assert stored.status_code == 201 and recalled.status_code == 200 and asked.status_code == 200, (recalled.text[:200], asked.text[:200])
+    assert stored.status_code == 201 and recalled.status_code == 200 and asked.status_code == 200, (
+        recalled.text[:200],
+        asked.text[:200],
+    )
     assert recalled.json()["search_query"] == message[:MAX_QUERY_CHARS]
     assert asked.json()["text"]  # the stored message, cut to its share of the budget
     assert slowest[0] < 5.0  # a hang guard (the loop is held well under 1 s now; it was minutes)
@@ -249,15 +344,26 @@ def test_a_long_message_is_recalled_without_holding_the_server(env, kind):
 def test_a_bug_answers_500_in_json_and_the_connection_keeps_working(redis_url, tmp_path, embeddings, caplog):
     import socket
 
-    settings = Settings(redis_url=redis_url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
-    app = create_app(ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}}), settings, mount_mcp=False)
+    settings = Settings(
+        redis_url=redis_url,
+        key_prefix=f"t{uuid.uuid4().hex[:10]}",
+        data_dir=tmp_path,
+        openai_api_key=None,
+        openai_base_url=None,
+    )
+    app = create_app(
+        ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}}), settings, mount_mcp=False
+    )
 
     @app.get("/bug")
     async def bug() -> None:
         raise RuntimeError("a bug in a route")
 
     request = b"GET /bug HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-    with Served(app) as served, socket.create_connection(("127.0.0.1", int(served.url.rsplit(":", 1)[1])), timeout=10) as sock:
+    with (
+        Served(app) as served,
+        socket.create_connection(("127.0.0.1", int(served.url.rsplit(":", 1)[1])), timeout=10) as sock,
+    ):
         sock.sendall(request)  # two requests on one kept-alive connection
         received = b""
         while received.count(b"HTTP/1.1 ") < 2 or not received.endswith(b'{"status":"ok"}'):
@@ -265,7 +371,9 @@ def test_a_bug_answers_500_in_json_and_the_connection_keeps_working(redis_url, t
             assert chunk, f"the connection was closed after: {received!r}"
             received += chunk
     assert received.startswith(b"HTTP/1.1 500 ")
-    assert b'"code":"internal_error"' in received and b"RuntimeError" in received and b"a bug in a route" not in received
+    assert (
+        b'"code":"internal_error"' in received and b"RuntimeError" in received and b"a bug in a route" not in received
+    )
     assert "a bug in a route" in caplog.text  # the details go to the server log
 
 
@@ -275,7 +383,7 @@ def test_a_non_ascii_user_header_names_the_same_user_as_the_body_and_the_path(en
         sent = http.post(
             "/v1/chat/completions",
             json={"model": "official", "messages": [{"role": "user", "content": "我喜欢喝乌龙茶。"}]},
-            headers={"X-Memlane-User": "张伟".encode("utf-8"), "X-Memlane-Session": "会话".encode("utf-8")},
+            headers={"X-Memlane-User": "张伟".encode(), "X-Memlane-Session": "会话".encode()},
         )
         assert sent.status_code == 200, sent.text
         messages = wait_for(lambda: http.get(user_path("张伟") + "/export").json()["messages"])
@@ -296,7 +404,8 @@ def test_a_key_goes_only_to_the_upstream_it_was_configured_for(env):
     with env.http() as http:
         for persona in ("official", "third", "third-keyed"):
             answer = http.post(
-                "/v1/chat/completions", json={"model": persona, "user": "keys", "messages": [{"role": "user", "content": f"to {persona}"}]}
+                "/v1/chat/completions",
+                json={"model": persona, "user": "keys", "messages": [{"role": "user", "content": f"to {persona}"}]},
             )
             assert answer.status_code == 200, answer.text
     assert env.upstreams["official"].headers[-1]["authorization"] == f"Bearer {OPENAI_KEY}"
@@ -322,11 +431,13 @@ def test_the_configuration_check_names_the_upstreams_that_get_no_key(env):
 def test_the_memory_models_key_is_neither_logged_nor_stored_when_the_upstream_echoes_it(env, embeddings):
     with env.http() as http:
         answer = http.post(
-            "/v1/chat/completions", json={"model": "official", "user": "echo", "messages": [{"role": "user", "content": LONG_NOTE}]}
+            "/v1/chat/completions",
+            json={"model": "official", "user": "echo", "messages": [{"role": "user", "content": LONG_NOTE}]},
         )
         assert answer.status_code == 200
         # the run fails (the memory upstream answers 500 naming the key it got) and is parked
         wait_for(lambda: any(f"{MEMORY_KEY}" in str(headers) for headers in env.upstreams["memory"].headers))
+
     async def parked_errors() -> list[str]:
         store = await open_store(env.settings, embeddings=embeddings)
         try:
@@ -340,11 +451,12 @@ def test_the_memory_models_key_is_neither_logged_nor_stored_when_the_upstream_ec
     assert "told to fail" in log and MEMORY_KEY not in log
     # nowhere in Redis either (issue 34, item 8): the queue's run records ("error") and its stored
     # results (a pickled exception, base64) held the raw key for the queue's 15 minutes
-    records = wait_for(lambda: [key for key, value in redis_contents(env.settings.redis_url).items() if "told to fail" in value])
+    records = wait_for(
+        lambda: [key for key, value in redis_contents(env.settings.redis_url).items() if "told to fail" in value]
+    )
     assert any(":runs:" in key for key in records), records
     leaks = [key for key, value in redis_contents(env.settings.redis_url).items() if MEMORY_KEY in value]
     assert leaks == [], leaks
-
 
 
 # --- 2: the run metric counts runs queued, not notifications -------------------------------------------
@@ -355,24 +467,42 @@ def test_memory_runs_queued_counts_only_runs_put_on_the_queue(redis_url, tmp_pat
 
     key_prefix = f"t{uuid.uuid4().hex[:10]}"
     settings = Settings(
-        redis_url=redis_url, key_prefix=key_prefix, data_dir=tmp_path, openai_api_key=None, openai_base_url=None,
-        memory_buffer_tokens=150, memory_idle_flush_seconds=0,
+        redis_url=redis_url,
+        key_prefix=key_prefix,
+        data_dir=tmp_path,
+        openai_api_key=None,
+        openai_base_url=None,
+        memory_buffer_tokens=150,
+        memory_idle_flush_seconds=0,
     )
     gate = threading.Event()
     memory_model = GatedMemoryModel(rules=memory_rules(), default="{}", gate=gate)
     try:
         with FakeUpstream(reply=reply_for) as upstream:
-            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url, "memory_scope": "user"}})
-            with Served(create_app(config, settings, memory_model=memory_model, mount_mcp=False)) as served, httpx.Client(
-                base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=30
-            ) as http:
+            config = ServeConfig(
+                keys=[api_key("acme", "acme")],
+                personas={"assistant": {"model": "m", "base_url": upstream.url, "memory_scope": "user"}},
+            )
+            with (
+                Served(create_app(config, settings, memory_model=memory_model, mount_mcp=False)) as served,
+                httpx.Client(base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=30) as http,
+            ):
+
                 def metric(state: str) -> float:
                     text = http.get("/metrics").text
-                    line = next(line for line in text.splitlines() if line.startswith(f'memlane_memory_runs_total{{state="{state}"}}'))
+                    line = next(
+                        line
+                        for line in text.splitlines()
+                        if line.startswith(f'memlane_memory_runs_total{{state="{state}"}}')
+                    )
                     return float(line.split()[-1])
 
                 for number in range(4):  # the first queues a run (held at the gate); the rest follow it up
-                    chat = {"model": "assistant", "user": "m", "messages": [{"role": "user", "content": f"{number}. {LONG_NOTE}"}]}
+                    chat = {
+                        "model": "assistant",
+                        "user": "m",
+                        "messages": [{"role": "user", "content": f"{number}. {LONG_NOTE}"}],
+                    }
                     assert http.post("/v1/chat/completions", json=chat).status_code == 200
                     wait_for(lambda: metric("queued") >= 1)
                 time.sleep(1.0)  # the saves of the three follow-ups are done
@@ -392,12 +522,19 @@ def test_memory_runs_queued_counts_only_runs_put_on_the_queue(redis_url, tmp_pat
 def test_a_frozen_redis_answers_503_within_two_seconds(tmp_path, embeddings):
     server = EmbeddedRedis(Settings(data_dir=tmp_path / "redis-data", redis_url=None))
     url = server.start()
-    settings = Settings(redis_url=url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
+    settings = Settings(
+        redis_url=url,
+        key_prefix=f"t{uuid.uuid4().hex[:10]}",
+        data_dir=tmp_path,
+        openai_api_key=None,
+        openai_base_url=None,
+    )
     config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}})
     try:
-        with Served(create_app(config, settings, mount_mcp=False)) as served, httpx.Client(
-            base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60
-        ) as http:
+        with (
+            Served(create_app(config, settings, mount_mcp=False)) as served,
+            httpx.Client(base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http,
+        ):
             assert http.get("/readyz").json()["status"] == "ready"
             assert http.post(user_path("f") + "/search", json={"query": "coffee"}).status_code == 200
             os.kill(server.process.pid, signal.SIGSTOP)
@@ -432,13 +569,23 @@ def served_on_a_private_redis(tmp_path):
     redis_settings = Settings(data_dir=tmp_path / "redis-data", redis_url=None)
     server = EmbeddedRedis(redis_settings, detach=True)
     url = server.start()
-    settings = Settings(redis_url=url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
+    settings = Settings(
+        redis_url=url,
+        key_prefix=f"t{uuid.uuid4().hex[:10]}",
+        data_dir=tmp_path,
+        openai_api_key=None,
+        openai_base_url=None,
+    )
     try:
         with FakeUpstream(reply=reply_for) as upstream:
-            config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m", "base_url": upstream.url, "memory_scope": "user"}})
-            with Served(create_app(config, settings, mount_mcp=False)) as served, httpx.Client(
-                base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60
-            ) as http:
+            config = ServeConfig(
+                keys=[api_key("acme", "acme")],
+                personas={"assistant": {"model": "m", "base_url": upstream.url, "memory_scope": "user"}},
+            )
+            with (
+                Served(create_app(config, settings, mount_mcp=False)) as served,
+                httpx.Client(base_url=served.url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http,
+            ):
                 yield http, server
     finally:
         stop_running(redis_settings)
@@ -449,6 +596,7 @@ def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings
     from concurrent.futures import ThreadPoolExecutor
 
     with served_on_a_private_redis(tmp_path) as (http, server):
+
         def requests(number: int) -> list[int]:
             chat = {"model": "assistant", "user": "r", "messages": [{"role": "user", "content": f"hello {number}"}]}
             return [
@@ -471,11 +619,19 @@ def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings
         assert metric_value(http, "memlane_recall_incomplete_searches_total") == 0  # one Redis: every search whole
 
 
-def test_a_chat_on_a_frozen_redis_answers_without_memory_in_time_and_its_turn_is_saved_after(tmp_path, embeddings, caplog):
+def test_a_chat_on_a_frozen_redis_answers_without_memory_in_time_and_its_turn_is_saved_after(
+    tmp_path, embeddings, caplog
+):
     budget = RecallSettings.model_fields["timeout_seconds"].default
     with served_on_a_private_redis(tmp_path) as (http, server):
+
         def chat(text: str, stream: bool = False) -> httpx.Response:
-            body = {"model": "assistant", "user": "z", "stream": stream, "messages": [{"role": "user", "content": text}]}
+            body = {
+                "model": "assistant",
+                "user": "z",
+                "stream": stream,
+                "messages": [{"role": "user", "content": text}],
+            }
             return http.post("/v1/chat/completions", json=body)
 
         assert chat("I keep bees on my roof").status_code == 200
@@ -514,10 +670,18 @@ def test_slow_headers_are_cut_off_and_idle_connections_closed(redis_url, tmp_pat
     from memlane.serve.limits import uvicorn_limits
 
     settings = Settings(
-        redis_url=redis_url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None,
-        serve_header_timeout_seconds=1.0, serve_keep_alive_seconds=2, serve_max_header_bytes=4096,
+        redis_url=redis_url,
+        key_prefix=f"t{uuid.uuid4().hex[:10]}",
+        data_dir=tmp_path,
+        openai_api_key=None,
+        openai_base_url=None,
+        serve_header_timeout_seconds=1.0,
+        serve_keep_alive_seconds=2,
+        serve_max_header_bytes=4096,
     )
-    app = create_app(ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}}), settings, mount_mcp=False)
+    app = create_app(
+        ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}}), settings, mount_mcp=False
+    )
 
     def closed_after(sock: socket.socket) -> float:
         started = time.monotonic()
@@ -545,7 +709,9 @@ def test_slow_headers_are_cut_off_and_idle_connections_closed(redis_url, tmp_pat
             kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             assert answered(kept)
             assert closed_after(kept) < 4.0
-        with socket.create_connection(address, timeout=30) as later:  # a second request's headers on a kept-alive connection
+        with socket.create_connection(
+            address, timeout=30
+        ) as later:  # a second request's headers on a kept-alive connection
             later.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             assert answered(later)
             later.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")

@@ -40,22 +40,32 @@ async def test_stdio_tools_act_for_the_command_line_user(store, settings):
     params = StdioServerParameters(
         command=str(command),
         args=["mcp", "--tenant", "acme", "--user", "alice"],
-        env={"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix, "MEMLANE_DATA_DIR": str(settings.data_dir)},
+        env={
+            "REDIS_URL": settings.redis_url,
+            "MEMLANE_KEY_PREFIX": settings.key_prefix,
+            "MEMLANE_DATA_DIR": str(settings.data_dir),
+        },
     )
     user_id = store_user_id("acme", "alice")  # the same store user `memlane serve` gives acme's alice
     async with Client(params, read_timeout_seconds=60) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
 
-        assert text(await client.call_tool("remember", {"text": "drinks black coffee, no sugar", "topic": "diet", "subtopic": "coffee"})).startswith(
-            "remembered as profile diet / coffee"
+        assert text(
+            await client.call_tool(
+                "remember", {"text": "drinks black coffee, no sugar", "topic": "diet", "subtopic": "coffee"}
+            )
+        ).startswith("remembered as profile diet / coffee")
+        assert text(await client.call_tool("remember", {"text": "Her cat is called Miso"})).startswith(
+            "remembered [event:"
         )
-        assert text(await client.call_tool("remember", {"text": "Her cat is called Miso"})).startswith("remembered [event:")
         assert [entry.content for entry in await store.get_profile(user_id)] == ["drinks black coffee, no sugar"]
 
         found = text(await client.call_tool("search_memories", {"query": "what coffee does she drink?"})).splitlines()
         assert "black coffee" in found[0]
         profile = text(await client.call_tool("get_profile", {}))
-        assert "diet / coffee: drinks black coffee, no sugar (since " in profile and bracketed_id(profile) == bracketed_id(found[0])
+        assert "diet / coffee: drinks black coffee, no sugar (since " in profile and bracketed_id(
+            profile
+        ) == bracketed_id(found[0])
         events = text(await client.call_tool("list_events", {}))
         assert "Her cat is called Miso #remembered" in events
         recalled = text(await client.call_tool("recall", {"message": "what coffee should I order?"}))
@@ -64,7 +74,9 @@ async def test_stdio_tools_act_for_the_command_line_user(store, settings):
         preview = text(await client.call_tool("forget", {"what": "what I said about Miso", "dry_run": True}))
         assert preview.startswith("would forget 1 event") and "Her cat is called Miso" in preview
         assert "Her cat is called Miso #remembered" in text(await client.call_tool("list_events", {}))
-        assert text(await client.call_tool("forget", {"what": f"[{bracketed_id(profile)}]"})).startswith("forgot [profile:")
+        assert text(await client.call_tool("forget", {"what": f"[{bracketed_id(profile)}]"})).startswith(
+            "forgot [profile:"
+        )
         assert text(await client.call_tool("forget", {"what": "what I said about Miso"})).startswith("forgot 1 event")
         history = await store.profile_history(user_id, bracketed_id(profile).removeprefix("profile:"))
         assert [(revision.action, revision.actor) for revision in history] == [("add", "mcp"), ("delete", "mcp")]
@@ -80,8 +92,12 @@ def key(name: str, tenant: str, *scopes: str) -> ApiKey:
 
 
 SERVE_CONFIG = ServeConfig(
-    keys=[key("acme", "acme", "chat", "read", "write"), key("globex", "globex", "read", "write"),
-          key("acme-reader", "acme", "read"), key("acme-chat", "acme", "chat")]
+    keys=[
+        key("acme", "acme", "chat", "read", "write"),
+        key("globex", "globex", "read", "write"),
+        key("acme-reader", "acme", "read"),
+        key("acme-chat", "acme", "chat"),
+    ]
 )
 
 
@@ -120,7 +136,9 @@ def http_client(url: str, key: str, user: str) -> Client:
 async def test_http_callers_see_only_their_own_memories(store, http_url):
     async with http_client(http_url, "key-acme", "alice") as alice:
         assert {tool.name for tool in (await alice.list_tools()).tools} == TOOLS
-        remembered = text(await alice.call_tool("remember", {"text": "alice loves opera", "topic": "music", "subtopic": "genre"}))
+        remembered = text(
+            await alice.call_tool("remember", {"text": "alice loves opera", "topic": "music", "subtopic": "genre"})
+        )
         memory_id = bracketed_id(remembered.split()[-1])
         assert "opera" in text(await alice.call_tool("search_memories", {"query": "opera"}))
 
@@ -159,7 +177,9 @@ def test_the_docs_client_configs_start_memlane_mcp():
     pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
     blocks = [block for page in pages for block in re.findall(r"```json\n(.*?)```", page.read_text(), re.S)]
     configs = [json.loads(block) for block in blocks]
-    assert len(configs) >= 2 and all("mcpServers" in config for config in configs)  # the README's and docs/doors/mcp.md's
+    assert len(configs) >= 2 and all(
+        "mcpServers" in config for config in configs
+    )  # the README's and docs/doors/mcp.md's
     for config in configs:
         server = config["mcpServers"]["memlane"]
         assert server["command"].endswith("/bin/memlane")
@@ -177,22 +197,27 @@ async def test_memlane_serve_answers_mcp_at_slash_mcp(store, settings):
         async with httpx2.AsyncClient() as raw:
             refused = await raw.post(base_url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert refused.status_code == 401 and "Bearer" in refused.text  # the service's own error body
-    assert [event.summary for event in await store.list_events(store_user_id("acme", "carol"))] == ["carol plays the cello"]
+    assert [event.summary for event in await store.list_events(store_user_id("acme", "carol"))] == [
+        "carol plays the cello"
+    ]
 
 
 async def test_tools_answer_a_clear_error_for_a_nul_in_an_id_and_drop_it_from_a_text(store, settings):
     """Issue 34, item 9, through MCP: an id holding a NUL byte is refused naming it; a text is cleaned."""
     from memlane.serve.app import create_app
 
-    async with serving(create_app(SERVE_CONFIG, settings, store=store)) as base_url, http_client(
-        base_url + "/mcp", "key-acme", "nul"
-    ) as client:
+    async with (
+        serving(create_app(SERVE_CONFIG, settings, store=store)) as base_url,
+        http_client(base_url + "/mcp", "key-acme", "nul") as client,
+    ):
         answer = await client.call_tool("forget", {"what": "[profile:a\x00b]"})
         assert answer.is_error and "a memory id holds a NUL byte" in answer.content[0].text, answer.content
         refused = await client.call_tool("recall", {"message": "tea?", "session_id": "a\x00b"})
         assert refused.is_error and "a session id holds a NUL byte" in refused.content[0].text, refused.content
         assert text(await client.call_tool("remember", {"text": "likes \x00oolong"})).startswith("remembered")
         assert "likes oolong" in text(await client.call_tool("search_memories", {"query": "oo\x00long"}))
-        assert text(await client.call_tool("remember", {"text": "oolong", "topic": "di\x00et", "subtopic": "tea"})).startswith("remembered")
+        assert text(
+            await client.call_tool("remember", {"text": "oolong", "topic": "di\x00et", "subtopic": "tea"})
+        ).startswith("remembered")
     assert [event.summary for event in await store.list_events(store_user_id("acme", "nul"))] == ["likes oolong"]
     assert [entry.topic for entry in await store.get_profile(store_user_id("acme", "nul"))] == ["diet"]

@@ -26,8 +26,13 @@ FACT = "My locker code is 3141."
 def env(redis_url, tmp_path_factory, embeddings):
     key_prefix = f"t{uuid.uuid4().hex[:10]}"
     settings = Settings(
-        redis_url=redis_url, key_prefix=key_prefix, data_dir=tmp_path_factory.mktemp("scopes-data"),
-        openai_api_key=None, openai_base_url=None, llm_timeout_seconds=5.0, llm_max_retries=0,
+        redis_url=redis_url,
+        key_prefix=key_prefix,
+        data_dir=tmp_path_factory.mktemp("scopes-data"),
+        openai_api_key=None,
+        openai_base_url=None,
+        llm_timeout_seconds=5.0,
+        llm_max_retries=0,
     )
     with FakeUpstream(reply=reply_for) as upstream:
         config = ServeConfig(
@@ -50,7 +55,11 @@ def env(redis_url, tmp_path_factory, embeddings):
 
 
 def chat(env: Env, persona: str, user: str, text: str, key: str = "acme") -> dict[str, Any]:
-    return env.openai(key).chat.completions.create(model=persona, user=user, messages=[{"role": "user", "content": text}]).model_dump()
+    return (
+        env.openai(key)
+        .chat.completions.create(model=persona, user=user, messages=[{"role": "user", "content": text}])
+        .model_dump()
+    )
 
 
 def exported(env: Env, user: str, agent: str | None = None, key: str = "acme") -> dict[str, Any]:
@@ -82,18 +91,32 @@ def test_every_route_reaches_the_named_agents_memory_and_nothing_else(env, agent
     mine = {"agent_id": agent}
     with env.http() as http:
         base = user_path(user)
-        entry = http.post(base + "/profile", params=mine, json={"topic": "locker", "subtopic": "code", "content": "3141"}).json()
+        entry = http.post(
+            base + "/profile", params=mine, json={"topic": "locker", "subtopic": "code", "content": "3141"}
+        ).json()
         note = http.post(base + "/memories", params=mine, json={"text": "keeps running shoes in locker 12"}).json()
         put = http.put(base + "/profile/shoe/size", params=mine, json={"content": "44"})
         assert put.status_code == 201, put.text
-        stored = http.post(base + "/messages", params=mine, json={"messages": [{"id": "x1", "role": "user", "content": "I train at dawn"}]})
+        stored = http.post(
+            base + "/messages",
+            params=mine,
+            json={"messages": [{"id": "x1", "role": "user", "content": "I train at dawn"}]},
+        )
         assert stored.status_code == 201, stored.text
         # the user's own memory, and another agent's, see none of it
         for other in (None, {"agent_id": "tutor"}):
-            assert http.post(base + "/search", params=other, json={"query": "locker 3141 running shoes dawn"}).json()["data"] == []
+            assert (
+                http.post(base + "/search", params=other, json={"query": "locker 3141 running shoes dawn"}).json()[
+                    "data"
+                ]
+                == []
+            )
             assert http.get(base + "/profile", params=other).json()["data"] == []
             assert http.get(base + "/events", params=other).json()["data"] == []
-            assert http.post(base + "/recall", params=other, json={"message": "what is my locker code?"}).json()["text"] == ""
+            assert (
+                http.post(base + "/recall", params=other, json={"message": "what is my locker code?"}).json()["text"]
+                == ""
+            )
             for method, path, body in [
                 ("GET", f"{base}/profile/{entry['id']}", None),
                 ("GET", f"{base}/profile/{entry['id']}/history", None),
@@ -112,7 +135,10 @@ def test_every_route_reaches_the_named_agents_memory_and_nothing_else(env, agent
         assert {e["content"] for e in http.get(base + "/profile", params=mine).json()["data"]} == {"3141", "44"}
         hits = http.post(base + "/search", params=mine, json={"query": "running shoes locker"}).json()["data"]
         assert hits and any("locker 12" in hit["memory"]["text"] for hit in hits)
-        assert "3141" in http.post(base + "/recall", params=mine, json={"message": "what is my locker code?"}).json()["text"]
+        assert (
+            "3141"
+            in http.post(base + "/recall", params=mine, json={"message": "what is my locker code?"}).json()["text"]
+        )
         assert http.get(f"{base}/profile/{entry['id']}/history", params=mine).status_code == 200
         assert http.delete(f"{base}/messages/x1", params=mine).status_code == 200
         # deleting the user's own memory alone leaves the agent's; deleting the user takes it
@@ -146,8 +172,16 @@ def test_the_tenants_shared_memory(env):
     chat(env, "desk", "dee", "Does the office close early on Fridays?")
     assert "6 pm" not in system_prompt(env.request_with("Does the office close early on Fridays?"))
     with env.http() as acme:
-        assert "6 pm" in acme.post(user_path("eve") + "/recall", json={"message": "office hours Friday?", "include_shared": True}).json()["text"]
-        assert "6 pm" not in acme.post(user_path("eve") + "/recall", json={"message": "office hours Friday?"}).json()["text"]
+        assert (
+            "6 pm"
+            in acme.post(
+                user_path("eve") + "/recall", json={"message": "office hours Friday?", "include_shared": True}
+            ).json()["text"]
+        )
+        assert (
+            "6 pm"
+            not in acme.post(user_path("eve") + "/recall", json={"message": "office hours Friday?"}).json()["text"]
+        )
     # another tenant's shared memory is its own
     chat(env, "front", "dee", "When does the office close on Fridays, please?", key="globex")
     assert "6 pm" not in system_prompt(env.request_with("When does the office close on Fridays, please?"))
@@ -168,7 +202,9 @@ def test_mcp_acts_on_the_agent_its_header_names(env):
         headers = {"Authorization": "Bearer key-acme", "X-Memlane-User": "fay"}
         if agent is not None:
             headers["X-Memlane-Agent"] = agent
-        client = Client(streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60)))
+        client = Client(
+            streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+        )
         async with client:
             result = await client.call_tool(tool, arguments)
             return result.content[0].text
@@ -182,7 +218,8 @@ def test_mcp_acts_on_the_agent_its_header_names(env):
         assert [e["summary"] for e in events] == ["runs a marathon in May"]
     with env.http(None) as http:
         refused = http.post(
-            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
             headers={"Authorization": "Bearer key-acme", "X-Memlane-User": "fay", "X-Memlane-Agent": "a\tb"},
         )
         assert refused.status_code == 400 and "X-Memlane-Agent" in refused.text

@@ -48,7 +48,13 @@ class GatedMemoryModel(ScriptedChatModel):
 
 
 def api_key(name: str, tenant: str, *scopes: str, personas: tuple[str, ...] | None = None) -> ApiKey:
-    return ApiKey(name=name, tenant=tenant, hash=hash_api_key(f"key-{name}"), scopes=scopes or ("chat", "read", "write"), personas=personas)
+    return ApiKey(
+        name=name,
+        tenant=tenant,
+        hash=hash_api_key(f"key-{name}"),
+        scopes=scopes or ("chat", "read", "write"),
+        personas=personas,
+    )
 
 
 def reply_for(body: dict[str, Any]) -> str:
@@ -59,7 +65,14 @@ def reply_for(body: dict[str, Any]) -> str:
 class Env:
     """The served app, its upstreams and a client per key."""
 
-    def __init__(self, url: str, upstream: FakeUpstream, failing: FakeUpstream, memory_model: GatedMemoryModel, settings: Settings) -> None:
+    def __init__(
+        self,
+        url: str,
+        upstream: FakeUpstream,
+        failing: FakeUpstream,
+        memory_model: GatedMemoryModel,
+        settings: Settings,
+    ) -> None:
         self.url = url
         self.upstream = upstream
         self.failing = failing  # answers 500, naming the key it got
@@ -120,7 +133,12 @@ def env(redis_url, tmp_path_factory, embeddings):
     memory_model = GatedMemoryModel(rules=[rolling, *memory_rules()], default="{}")
     # "slow": a reply a client can give up on (1 s) or leave midway (a chunk every 0.2 s)
     slow_upstream = FakeUpstream(reply=reply_for, answer_seconds=1.0, chunk_seconds=0.2)
-    with FakeUpstream(reply=reply_for) as upstream, FakeUpstream(status=500) as failing, FakeUpstream(reply="cut off here", break_stream=True) as breaking, slow_upstream as slow:
+    with (
+        FakeUpstream(reply=reply_for) as upstream,
+        FakeUpstream(status=500) as failing,
+        FakeUpstream(reply="cut off here", break_stream=True) as breaking,
+        slow_upstream as slow,
+    ):
         config = ServeConfig(
             keys=[
                 api_key("acme", "acme"),
@@ -129,15 +147,30 @@ def env(redis_url, tmp_path_factory, embeddings):
                 api_key("globex", "globex"),
             ],
             personas={
-                "assistant": {"model": "fake-model", "base_url": upstream.url, "memory_scope": "user", "system_prompt": "You are the test assistant."},
-                "quiet": {"model": "fake-model", "base_url": upstream.url, "memory_scope": "user", "system_prompt": "You are quiet.", "auto_save": False, "recall": {"enabled": False}},
+                "assistant": {
+                    "model": "fake-model",
+                    "base_url": upstream.url,
+                    "memory_scope": "user",
+                    "system_prompt": "You are the test assistant.",
+                },
+                "quiet": {
+                    "model": "fake-model",
+                    "base_url": upstream.url,
+                    "memory_scope": "user",
+                    "system_prompt": "You are quiet.",
+                    "auto_save": False,
+                    "recall": {"enabled": False},
+                },
                 "failing": {"model": "fake-model", "base_url": failing.url, "api_key_env": "MEMLANE_TEST_UPSTREAM_KEY"},
                 "breaking": {"model": "fake-model", "base_url": breaking.url, "memory_scope": "user"},
                 "slow": {"model": "fake-model", "base_url": slow.url, "memory_scope": "user"},
                 "unreachable": {"model": "fake-model", "base_url": "http://127.0.0.1:9/v1"},
             },
         )
-        with pytest.MonkeyPatch.context() as patch, Served(create_app(config, settings, memory_model=memory_model)) as served:
+        with (
+            pytest.MonkeyPatch.context() as patch,
+            Served(create_app(config, settings, memory_model=memory_model)) as served,
+        ):
             patch.setenv("MEMLANE_TEST_UPSTREAM_KEY", UPSTREAM_KEY)
             yield Env(served.url, upstream, failing, memory_model, settings)
     drop_prefix_sync(redis_url, key_prefix)
@@ -145,7 +178,9 @@ def env(redis_url, tmp_path_factory, embeddings):
 
 def add_entry(env: Env, user_id: str, topic: str, subtopic: str, content: str, key: str = "acme") -> dict[str, Any]:
     with env.http(key) as http:
-        answer = http.post(user_path(user_id) + "/profile", json={"topic": topic, "subtopic": subtopic, "content": content})
+        answer = http.post(
+            user_path(user_id) + "/profile", json={"topic": topic, "subtopic": subtopic, "content": content}
+        )
     assert answer.status_code == 201, answer.text
     return answer.json()
 
@@ -183,7 +218,10 @@ def test_replies_streamed_and_not_carry_the_recalled_memory_upstream(env):
         ],
     )
     chunks = list(stream)
-    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == "Noted: And my coffee, streamed?"
+    assert (
+        "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+        == "Noted: And my coffee, streamed?"
+    )
     assert {chunk.model for chunk in chunks} == {"assistant"}
     sent = env.request_with("And my coffee, streamed?")
     assert sent["stream"] is True
@@ -229,7 +267,9 @@ def test_the_memory_graph_runs_after_a_streamed_reply_never_before_it(env):
     assert {m["session_id"] for m in messages} == {"morning"}
 
     # the next chat recalls what the run learned
-    env.openai().chat.completions.create(model="assistant", user="bob", messages=[{"role": "user", "content": "我喝什么咖啡？"}])
+    env.openai().chat.completions.create(
+        model="assistant", user="bob", messages=[{"role": "user", "content": "我喝什么咖啡？"}]
+    )
     assert "黑咖啡" in system_prompt(env.request_with("我喝什么咖啡？"))
 
     with env.http(None) as http:
@@ -249,11 +289,15 @@ def test_personas_are_the_models(env):
     with pytest.raises(openai.NotFoundError, match="no persona 'gpt-4'"):
         env.openai().chat.completions.create(model="gpt-4", user="carol", messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(openai.PermissionDeniedError, match="may not use the persona 'quiet'"):
-        env.openai("acme-chat").chat.completions.create(model="quiet", user="carol", messages=[{"role": "user", "content": "hi"}])
+        env.openai("acme-chat").chat.completions.create(
+            model="quiet", user="carol", messages=[{"role": "user", "content": "hi"}]
+        )
 
     # "quiet": recall off and nothing saved by default; a request may turn both on
     add_entry(env, "carol", "pets", "cat", "has a cat called Miso")
-    env.openai().chat.completions.create(model="quiet", user="carol", messages=[{"role": "user", "content": "Quiet one: my cat?"}])
+    env.openai().chat.completions.create(
+        model="quiet", user="carol", messages=[{"role": "user", "content": "Quiet one: my cat?"}]
+    )
     assert system_prompt(env.request_with("Quiet one: my cat?")) == "You are quiet."
     env.openai().chat.completions.create(
         model="quiet",
@@ -285,10 +329,16 @@ def test_memory_config_turns_recall_and_saving_off_per_request(env):
     assert "lighthouse keeper" in system_prompt(env.request_with("Not saved: what is my job?"))
     with pytest.raises(openai.UnprocessableEntityError, match="memory_config.enabled"):
         client.chat.completions.create(
-            model="assistant", user="dave", messages=[{"role": "user", "content": "x"}], extra_body={"memory_config": {"enabled": "maybe"}}
+            model="assistant",
+            user="dave",
+            messages=[{"role": "user", "content": "x"}],
+            extra_body={"memory_config": {"enabled": "maybe"}},
         )
     time.sleep(0.3)  # a save would have landed by now
-    assert [m["content"] for m in export(env, "dave")["messages"]] == ["No recall: what is my job?", "Noted: No recall: what is my job?"]
+    assert [m["content"] for m in export(env, "dave")["messages"]] == [
+        "No recall: what is my job?",
+        "Noted: No recall: what is my job?",
+    ]
 
 
 def test_the_user_comes_from_the_field_or_the_header(env):
@@ -299,9 +349,14 @@ def test_the_user_comes_from_the_field_or_the_header(env):
             headers={"X-Memlane-User": "erin", "X-Memlane-Session": "s-9"},
         )
         assert answer.status_code == 200 and answer.headers["x-memlane-recalled-tokens"].isdigit()
-        missing = http.post("/v1/chat/completions", json={"model": "assistant", "messages": [{"role": "user", "content": "who?"}]})
+        missing = http.post(
+            "/v1/chat/completions", json={"model": "assistant", "messages": [{"role": "user", "content": "who?"}]}
+        )
         assert missing.status_code == 422 and missing.json()["error"]["code"] == "missing_user"
-        slash = http.post("/v1/chat/completions", json={"model": "assistant", "user": "acme/alice", "messages": [{"role": "user", "content": "x"}]})
+        slash = http.post(
+            "/v1/chat/completions",
+            json={"model": "assistant", "user": "acme/alice", "messages": [{"role": "user", "content": "x"}]},
+        )
         assert slash.status_code == 422 and slash.json()["error"]["code"] == "invalid_user_id"
     stored = wait_for(lambda: export(env, "erin")["messages"])
     assert {m["session_id"] for m in stored} == {"s-9"}
@@ -325,7 +380,9 @@ def test_the_user_comes_from_the_field_or_the_header(env):
 )
 def test_every_auth_failure_is_a_clear_json_error(env, key, headers, method, path, status, code):
     with env.http(key) as http:
-        answer = http.request(method, path, headers=headers, json={"model": "assistant", "messages": [{"role": "user", "content": "hi"}]})
+        answer = http.request(
+            method, path, headers=headers, json={"model": "assistant", "messages": [{"role": "user", "content": "hi"}]}
+        )
     assert answer.status_code == status
     error = answer.json()["error"]
     assert error["code"] == code and error["message"]
@@ -335,18 +392,26 @@ def test_every_auth_failure_is_a_clear_json_error(env, key, headers, method, pat
 
 def test_openai_client_auth_errors(env):
     with pytest.raises(openai.AuthenticationError, match="not valid"):
-        env.openai("nobody").chat.completions.create(model="assistant", user="x", messages=[{"role": "user", "content": "hi"}])
+        env.openai("nobody").chat.completions.create(
+            model="assistant", user="x", messages=[{"role": "user", "content": "hi"}]
+        )
     with pytest.raises(openai.PermissionDeniedError, match="may not chat"):
-        env.openai("acme-read").chat.completions.create(model="assistant", user="x", messages=[{"role": "user", "content": "hi"}])
+        env.openai("acme-read").chat.completions.create(
+            model="assistant", user="x", messages=[{"role": "user", "content": "hi"}]
+        )
 
 
 @pytest.mark.parametrize("user_id", [*HOSTILE_IDS, "alice-x"])
 def test_one_tenant_never_reaches_another(env, user_id):
     entry = add_entry(env, user_id, "secret", "code", f"the vault code of {user_id[:20]} is 4711")
     with env.http("acme") as acme:
-        note = acme.post(user_path(user_id) + "/memories", json={"text": "keeps the spare key under the blue flowerpot"})
+        note = acme.post(
+            user_path(user_id) + "/memories", json={"text": "keeps the spare key under the blue flowerpot"}
+        )
         assert note.status_code == 201
-    env.openai().chat.completions.create(model="assistant", user=user_id, messages=[{"role": "user", "content": "My vault code is 4711."}])
+    env.openai().chat.completions.create(
+        model="assistant", user=user_id, messages=[{"role": "user", "content": "My vault code is 4711."}]
+    )
 
     with env.http("globex") as globex:
         base = user_path(user_id)
@@ -370,7 +435,11 @@ def test_one_tenant_never_reaches_another(env, user_id):
         assert globex.get(user_path(store_user_id("acme", user_id)) + "/profile").status_code in (404, 422)
         chat = globex.post(
             "/v1/chat/completions",
-            json={"model": "assistant", "user": store_user_id("acme", user_id), "messages": [{"role": "user", "content": "my vault code?"}]},
+            json={
+                "model": "assistant",
+                "user": store_user_id("acme", user_id),
+                "messages": [{"role": "user", "content": "my vault code?"}],
+            },
         )
         assert chat.status_code == 422 and chat.json()["error"]["code"] == "invalid_user_id"
         assert globex.delete(base).status_code == 200  # deletes globex's (empty) user only
@@ -399,16 +468,27 @@ def test_profile_entries_are_added_edited_deleted_with_their_history(env):
         assert http.patch(f"{base}/{entry['id']}", json={"confidence": 2}).status_code == 422
         assert http.patch(f"{base}/nope", json={"content": "x"}).status_code == 404
 
-        hits = http.post(user_path("frank") + "/search", json={"query": "how far does he run on Sundays", "kinds": ["profile"]}).json()["data"]
-        assert hits[0]["memory"]["text"] == "sport / running: runs 15 km on Sundays"  # the mirror memory was re-embedded
+        hits = http.post(
+            user_path("frank") + "/search", json={"query": "how far does he run on Sundays", "kinds": ["profile"]}
+        ).json()["data"]
+        assert (
+            hits[0]["memory"]["text"] == "sport / running: runs 15 km on Sundays"
+        )  # the mirror memory was re-embedded
 
         assert http.delete(f"{base}/{entry['id']}").json() == {"id": entry["id"], "deleted": True}
         assert http.delete(f"{base}/{entry['id']}").status_code == 404
         assert http.get(base).json()["data"] == []
 
         history = http.get(f"{base}/{entry['id']}/history").json()["data"]
-    assert [(r["action"], r["actor"]) for r in history] == [("add", "api:acme"), ("update", "api:acme"), ("delete", "api:acme")]
-    assert (history[1]["before_content"], history[1]["after_content"]) == ("runs 10 km on Sundays", "runs 15 km on Sundays")
+    assert [(r["action"], r["actor"]) for r in history] == [
+        ("add", "api:acme"),
+        ("update", "api:acme"),
+        ("delete", "api:acme"),
+    ]
+    assert (history[1]["before_content"], history[1]["after_content"]) == (
+        "runs 10 km on Sundays",
+        "runs 15 km on Sundays",
+    )
     assert (history[1]["before_confidence"], history[1]["after_confidence"]) == (0.9, 0.7)
     assert history[2]["before_content"] == "runs 15 km on Sundays" and history[2]["after_content"] is None
     assert {r["user_id"] for r in history} == {"frank"} and history[0]["at"] <= history[2]["at"]
@@ -421,27 +501,66 @@ def test_a_profile_slot_is_upserted_with_its_source_and_meta_in_its_history(env)
     replaced); the source message, confidence and meta are kept in the entry and its history."""
     with env.http() as http:
         slot = user_path("hana") + "/profile/diet/coffee"
-        first = http.put(slot, json={"content": "black coffee", "confidence": 0.8, "source_message_id": "m-1", "meta": {"app": "crm", "n": 1}})
+        first = http.put(
+            slot,
+            json={
+                "content": "black coffee",
+                "confidence": 0.8,
+                "source_message_id": "m-1",
+                "meta": {"app": "crm", "n": 1},
+            },
+        )
         assert first.status_code == 201, first.text
-        assert (first.json()["content"], first.json()["source_message_ids"], first.json()["meta"]) == ("black coffee", ["m-1"], {"app": "crm", "n": 1})
-        again = http.put(slot, json={"content": "oat flat white", "source_message_id": "m-2", "meta": {"app": "crm", "n": 2}})
+        assert (first.json()["content"], first.json()["source_message_ids"], first.json()["meta"]) == (
+            "black coffee",
+            ["m-1"],
+            {"app": "crm", "n": 1},
+        )
+        again = http.put(
+            slot, json={"content": "oat flat white", "source_message_id": "m-2", "meta": {"app": "crm", "n": 2}}
+        )
         assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
-        same = http.put(user_path("hana") + "/profile/Diet/ coffee", json={"content": "oat flat white", "source_message_id": "m-2", "meta": {"app": "crm", "n": 2}})
+        same = http.put(
+            user_path("hana") + "/profile/Diet/ coffee",
+            json={"content": "oat flat white", "source_message_id": "m-2", "meta": {"app": "crm", "n": 2}},
+        )
         assert same.status_code == 200 and same.json()["id"] == first.json()["id"]  # the same slot, spelled otherwise
         profile = http.get(user_path("hana") + "/profile").json()["data"]
         assert [(e["content"], e["confidence"]) for e in profile] == [("oat flat white", 0.9)]
 
         # POST adds; a taken slot still answers 409, naming PUT
-        taken = http.post(user_path("hana") + "/profile", json={"topic": "diet", "subtopic": "coffee", "content": "tea"})
+        taken = http.post(
+            user_path("hana") + "/profile", json={"topic": "diet", "subtopic": "coffee", "content": "tea"}
+        )
         assert taken.status_code == 409 and "PUT" in taken.json()["error"]["message"]
-        added = http.post(user_path("hana") + "/profile", json={"topic": "diet", "subtopic": "tea", "content": "green tea", "meta": {"k": "v"}, "source_message_id": "m-3"})
-        assert added.status_code == 201 and added.json()["meta"] == {"k": "v"} and added.json()["source_message_ids"] == ["m-3"]
+        added = http.post(
+            user_path("hana") + "/profile",
+            json={
+                "topic": "diet",
+                "subtopic": "tea",
+                "content": "green tea",
+                "meta": {"k": "v"},
+                "source_message_id": "m-3",
+            },
+        )
+        assert (
+            added.status_code == 201
+            and added.json()["meta"] == {"k": "v"}
+            and added.json()["source_message_ids"] == ["m-3"]
+        )
 
-        for bad in ({"content": " "}, {"content": "x", "meta": {"big": "x" * 5000}}, {"content": "x", "meta": ["not", "an", "object"]},
-                    {"content": "x", "source_message_id": "a\u0000b"}, {"content": "x", "confidence": 2}):
+        for bad in (
+            {"content": " "},
+            {"content": "x", "meta": {"big": "x" * 5000}},
+            {"content": "x", "meta": ["not", "an", "object"]},
+            {"content": "x", "source_message_id": "a\u0000b"},
+            {"content": "x", "confidence": 2},
+        ):
             assert http.put(slot, json=bad).status_code == 422, bad
         assert http.put(user_path("hana") + "/profile/%20/coffee", json={"content": "x"}).status_code == 422
-        assert http.put(user_path("hana") + "/profile/" + "t" * 65 + "/coffee", json={"content": "x"}).status_code == 422
+        assert (
+            http.put(user_path("hana") + "/profile/" + "t" * 65 + "/coffee", json={"content": "x"}).status_code == 422
+        )
 
         history = http.get(user_path("hana") + f"/profile/{first.json()['id']}/history").json()["data"]
     # the write that changed nothing (the same content, source and meta) left no revision
@@ -470,7 +589,10 @@ def test_notes_events_search_export_and_deleting_a_user(env):
         assert http.post(base + "/search", json={"query": "sister Porto"}).json()["data"] == []
 
         second = http.post(base + "/memories", json={"text": "Allergic to peanuts"}).json()
-        assert http.delete(f"{base}/memories/{quote(second['id'], safe='')}").json() == {"id": second["id"], "deleted": True}
+        assert http.delete(f"{base}/memories/{quote(second['id'], safe='')}").json() == {
+            "id": second["id"],
+            "deleted": True,
+        }
         assert http.delete(f"{base}/memories/{quote(second['id'], safe='')}").status_code == 404
 
     add_entry(env, "grace", "family", "sister", "lives in Porto")
@@ -485,7 +607,9 @@ def test_notes_events_search_export_and_deleting_a_user(env):
 
 def test_forgetting_a_subject_and_a_message(env):
     add_entry(env, "leo", "health", "allergies", "allergic to peanuts")
-    env.openai().chat.completions.create(model="assistant", user="leo", messages=[{"role": "user", "content": "Also, I love hiking in the Alps."}])
+    env.openai().chat.completions.create(
+        model="assistant", user="leo", messages=[{"role": "user", "content": "Also, I love hiking in the Alps."}]
+    )
     messages = wait_for(lambda: export(env, "leo")["messages"])
     with env.http("globex") as globex:  # another tenant's forget reaches nothing of acme's leo
         report = globex.post(user_path("leo") + "/forget", json={"query": "peanuts"}).json()
@@ -494,7 +618,9 @@ def test_forgetting_a_subject_and_a_message(env):
     with env.http() as http:
         preview = http.post(user_path("leo") + "/forget", json={"query": "peanuts", "dry_run": True}).json()
         assert preview["dry_run"] is True and preview["description"].startswith("would forget 1 profile entry")
-        assert {"kind": "profile", "action": "deleted", "removed": ["allergic to peanuts"]}.items() <= preview["records"][0].items()
+        assert {"kind": "profile", "action": "deleted", "removed": ["allergic to peanuts"]}.items() <= preview[
+            "records"
+        ][0].items()
         assert [e["content"] for e in http.get(user_path("leo") + "/profile").json()["data"]] == ["allergic to peanuts"]
         report = http.post(user_path("leo") + "/forget", json={"query": "peanuts"}).json()
         assert report["user_id"] == "leo" and report["description"].startswith("forgot") and report["dry_run"] is False
@@ -512,7 +638,9 @@ def test_forgetting_a_subject_and_a_message(env):
 def chat_a_short_fact(env: Env, user_id: str, session_id: str) -> None:
     """One short turn (far below the memory buffer's tokens) of `user_id`, stored."""
     env.openai().chat.completions.create(
-        model="assistant", user=user_id, messages=[{"role": "user", "content": "顺便，我喜欢黑咖啡，不加糖。"}],
+        model="assistant",
+        user=user_id,
+        messages=[{"role": "user", "content": "顺便，我喜欢黑咖啡，不加糖。"}],
         extra_headers={"X-Memlane-Session": session_id},
     )
     wait_for(lambda: len(export(env, user_id)["messages"]) == 2)
@@ -532,7 +660,11 @@ def test_remember_now_and_session_end_start_a_memory_run(env):
         refused = reader.post(user_path("nina") + "/remember-now")
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "insufficient_scope"
     with env.http("globex") as globex:  # another tenant's nina has nothing to remember
-        assert globex.post(user_path("nina") + "/remember-now").json() == {"user_id": "nina", "session_id": None, "queued": False}
+        assert globex.post(user_path("nina") + "/remember-now").json() == {
+            "user_id": "nina",
+            "session_id": None,
+            "queued": False,
+        }
     time.sleep(0.3)
     with env.http() as http:
         assert http.get(user_path("nina") + "/profile").json()["data"] == []
@@ -545,7 +677,11 @@ def test_remember_now_and_session_end_start_a_memory_run(env):
     chat_a_short_fact(env, "oscar", "morning")
     with env.http() as http:
         ended = http.post(user_path("oscar") + "/sessions/morning/end")
-        assert ended.status_code == 202 and ended.json() == {"user_id": "oscar", "session_id": "morning", "queued": True}
+        assert ended.status_code == 202 and ended.json() == {
+            "user_id": "oscar",
+            "session_id": "morning",
+            "queued": True,
+        }
         assert http.post(user_path("oscar") + "/sessions/" + "x" * 300 + "/end").status_code == 422
     assert any("黑咖啡" in entry["content"] for entry in wait_for_profile(env, "oscar"))
     summary = wait_for(lambda: export(env, "oscar").get("session_summaries"))
@@ -561,7 +697,9 @@ def test_remember_now_over_mcp(env):
 
     async def remember_now_over_mcp() -> str:
         headers = {"Authorization": "Bearer key-acme", "X-Memlane-User": "pia"}
-        client = Client(streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60)))
+        client = Client(
+            streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+        )
         async with client:
             result = await client.call_tool("remember_now", {})
             return result.content[0].text
@@ -577,7 +715,9 @@ def test_mcp_is_served_at_mcp_with_the_same_keys_and_users(env):
 
     async def remember_over_mcp() -> str:
         headers = {"Authorization": "Bearer key-acme", "X-Memlane-User": "mia"}
-        client = Client(streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60)))
+        client = Client(
+            streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+        )
         async with client:
             result = await client.call_tool("remember", {"text": "prefers window seats on trains"})
             return result.content[0].text
@@ -589,7 +729,9 @@ def test_mcp_is_served_at_mcp_with_the_same_keys_and_users(env):
     with env.http("globex") as http:
         assert http.get(user_path("mia") + "/events").json()["data"] == []
     with env.http(None) as http:
-        refused = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers={"X-Memlane-User": "mia"})
+        refused = http.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers={"X-Memlane-User": "mia"}
+        )
         assert refused.status_code == 401 and refused.json()["error"]["message"]
 
 
@@ -624,7 +766,10 @@ def test_request_errors_are_clear_json(env):
 @pytest.mark.parametrize("stream", [False, True])
 def test_upstream_failures_are_502(env, stream):
     client = env.openai()
-    for persona, words in [("failing", "answered 500: the fake upstream is told to fail"), ("unreachable", "could not be reached")]:
+    for persona, words in [
+        ("failing", "answered 500: the fake upstream is told to fail"),
+        ("unreachable", "could not be reached"),
+    ]:
         with pytest.raises(openai.InternalServerError, match=words) as raised:
             result = client.chat.completions.create(
                 model=persona, user="ivan", stream=stream, messages=[{"role": "user", "content": f"{persona} {stream}"}]
@@ -633,17 +778,27 @@ def test_upstream_failures_are_502(env, stream):
         assert raised.value.status_code == 502
         if persona == "failing":
             assert UPSTREAM_KEY not in str(raised.value) and "(key ****)" in str(raised.value)
-    assert env.failing.headers[-1]["authorization"] == f"Bearer {UPSTREAM_KEY}"  # the persona's key went upstream, not back
+    assert (
+        env.failing.headers[-1]["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    )  # the persona's key went upstream, not back
     time.sleep(0.2)
     assert export(env, "ivan")["messages"] == []  # a failed reply stores no turn
 
 
 def test_a_stream_cut_off_midway_ends_with_an_error_and_is_not_saved(env):
-    with env.http() as http, http.stream(
-        "POST",
-        "/v1/chat/completions",
-        json={"model": "breaking", "user": "judy", "stream": True, "messages": [{"role": "user", "content": "tell me"}]},
-    ) as answer:
+    with (
+        env.http() as http,
+        http.stream(
+            "POST",
+            "/v1/chat/completions",
+            json={
+                "model": "breaking",
+                "user": "judy",
+                "stream": True,
+                "messages": [{"role": "user", "content": "tell me"}],
+            },
+        ) as answer,
+    ):
         assert answer.status_code == 200
         events = [line.removeprefix("data: ") for line in answer.iter_lines() if line.startswith("data: ")]
     assert "[DONE]" not in events
@@ -657,15 +812,23 @@ def test_health_readiness_and_metrics(env):
     with env.http(None) as http:
         assert http.get("/healthz").json() == {"status": "ok"}
         assert http.get("/readyz").json()["status"] == "ready"
-        env.openai().chat.completions.create(model="assistant", user="kim", messages=[{"role": "user", "content": "metrics please"}])
-        list(env.openai().chat.completions.create(model="assistant", user="kim", stream=True, messages=[{"role": "user", "content": "streamed"}]))
+        env.openai().chat.completions.create(
+            model="assistant", user="kim", messages=[{"role": "user", "content": "metrics please"}]
+        )
+        list(
+            env.openai().chat.completions.create(
+                model="assistant", user="kim", stream=True, messages=[{"role": "user", "content": "streamed"}]
+            )
+        )
         http.get(user_path("kim") + "/profile", headers={"Authorization": "Bearer key-acme"})
         metrics = http.get("/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
     text = metrics.text
     assert 'memlane_http_requests_total{method="POST",route="/v1/chat/completions",status="200"}' in text
     assert 'memlane_http_request_duration_seconds_count{method="POST",route="/v1/chat/completions"}' in text
-    assert 'memlane_http_requests_total{method="GET",route="/v1/users/{user_id}/profile",status="200"}' in text  # templates, not ids
+    assert (
+        'memlane_http_requests_total{method="GET",route="/v1/users/{user_id}/profile",status="200"}' in text
+    )  # templates, not ids
     assert "memlane_recall_duration_seconds_count" in text
     assert 'memlane_memory_runs_total{state="queued"}' in text and 'memlane_memory_runs_total{state="failed"}' in text
     assert 'memlane_chat_first_chunk_seconds_count{persona="assistant"}' in text
@@ -692,9 +855,13 @@ def test_readiness_and_metrics_show_turns_not_searchable_yet(env, embeddings):
         wait_for(lambda: http.get("/readyz").json()["index_backlog"]["turns"] == 0)
         embeddings._model = GatedPassages()
         try:
-            env.openai().chat.completions.create(model="assistant", user="leo", messages=[{"role": "user", "content": "I keep bees"}])
+            env.openai().chat.completions.create(
+                model="assistant", user="leo", messages=[{"role": "user", "content": "I keep bees"}]
+            )
             # the turn is stored, then waits in the embedder's queue
-            ready = wait_for(lambda: (answer := http.get("/readyz")).json()["index_backlog"]["embedding"]["texts"] and answer)
+            ready = wait_for(
+                lambda: (answer := http.get("/readyz")).json()["index_backlog"]["embedding"]["texts"] and answer
+            )
             metrics = http.get("/metrics").text
         finally:
             embeddings._model = model
@@ -714,7 +881,13 @@ def test_readiness_and_metrics_show_turns_not_searchable_yet(env, embeddings):
 
 
 def test_readiness_says_what_is_missing(redis_url, tmp_path):
-    settings = Settings(redis_url=redis_url, key_prefix=f"t{uuid.uuid4().hex[:10]}", data_dir=tmp_path, openai_api_key=None, openai_base_url=None)
+    settings = Settings(
+        redis_url=redis_url,
+        key_prefix=f"t{uuid.uuid4().hex[:10]}",
+        data_dir=tmp_path,
+        openai_api_key=None,
+        openai_base_url=None,
+    )
     config = ServeConfig(keys=[api_key("acme", "acme")], personas={"assistant": {"model": "m"}})
     with Served(create_app(config, settings, mount_mcp=False)) as served:
         client = redis.Redis.from_url(redis_url)
@@ -738,12 +911,30 @@ def test_the_example_configuration_loads():
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ('[[keys]]\nname = "a"\ntenant = "Acme/x"\nhash = "sha256:' + "0" * 64 + '"\n[personas.p]\nmodel = "m"\n', "keys.0.tenant"),
+        (
+            '[[keys]]\nname = "a"\ntenant = "Acme/x"\nhash = "sha256:' + "0" * 64 + '"\n[personas.p]\nmodel = "m"\n',
+            "keys.0.tenant",
+        ),
         ('[[keys]]\nname = "a"\ntenant = "acme"\nhash = "plain"\n[personas.p]\nmodel = "m"\n', "keys.0.hash"),
-        ('[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:' + "0" * 64 + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nmax_tokens = 5\n', "personas.p.recall.max_tokens"),
-        ('[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:' + "0" * 64 + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nbudget = 5\n', "personas.p.recall.budget"),
+        (
+            '[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:'
+            + "0" * 64
+            + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nmax_tokens = 5\n',
+            "personas.p.recall.max_tokens",
+        ),
+        (
+            '[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:'
+            + "0" * 64
+            + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nbudget = 5\n',
+            "personas.p.recall.budget",
+        ),
         # the similarity floor is the store's, the same for every persona: refused, not ignored
-        ('[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:' + "0" * 64 + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nsimilarity_floor = 0.5\n', "personas.p.recall.similarity_floor"),
+        (
+            '[[keys]]\nname = "a"\ntenant = "acme"\nhash = "sha256:'
+            + "0" * 64
+            + '"\n[personas.p]\nmodel = "m"\n[personas.p.recall]\nsimilarity_floor = 0.5\n',
+            "personas.p.recall.similarity_floor",
+        ),
         ('[personas.p]\nmodel = "m"\n', "no [[keys]]"),
         ("not toml = = 1", "not valid TOML"),
     ],
@@ -806,7 +997,10 @@ def test_docs_curl_examples(env):
     with env.http() as http:  # the docs' examples act on acme's alice: start from a clean user
         http.delete(user_path("alice"))
     reply = run_curl(CURL_CHAT, env.url, "key-acme")
-    assert reply["choices"][0]["message"]["content"] == "Noted: I only drink black coffee." and reply["model"] == "assistant"
+    assert (
+        reply["choices"][0]["message"]["content"] == "Noted: I only drink black coffee."
+        and reply["model"] == "assistant"
+    )
     found = wait_for(lambda: run_curl(CURL_SEARCH, env.url, "key-acme")["data"])
     assert "black coffee" in found[0]["memory"]["text"]
 
@@ -830,14 +1024,28 @@ def test_past_messages_come_in_over_http_and_are_remembered_on_request(env):
         assert reader.post(user_path("quinn") + "/messages", json=body).status_code == 403
     with env.http() as http:
         stored = http.post(user_path("quinn") + "/messages", json=body)
-        assert stored.status_code == 201 and stored.json() == {"user_id": "quinn", "received": 3, "stored": 3, "queued": True}
+        assert stored.status_code == 201 and stored.json() == {
+            "user_id": "quinn",
+            "received": 3,
+            "stored": 3,
+            "queued": True,
+        }
         again = http.post(user_path("quinn") + "/messages", json={**body, "remember": None})
-        assert again.json() == {"user_id": "quinn", "received": 3, "stored": 0, "queued": None}  # ids from place and content
+        assert again.json() == {
+            "user_id": "quinn",
+            "received": 3,
+            "stored": 0,
+            "queued": None,
+        }  # ids from place and content
         bad = http.post(user_path("quinn") + "/messages", json={"messages": [{"role": "robot", "content": "beep"}]})
         assert bad.status_code == 422 and "robot" in bad.json()["error"]["message"]
     assert any("黑咖啡" in entry["content"] for entry in wait_for_profile(env, "quinn"))
     history = export(env, "quinn")["messages"]
-    assert [(m["session_id"], m["name"]) for m in history] == [("old-chat", None), ("old-chat", "朋友A"), ("old-chat", None)]
+    assert [(m["session_id"], m["name"]) for m in history] == [
+        ("old-chat", None),
+        ("old-chat", "朋友A"),
+        ("old-chat", None),
+    ]
     with env.http("globex") as globex:  # another tenant's pia has none of it
         assert globex.get(user_path("quinn") + "/export").json()["messages"] == []
 
@@ -855,7 +1063,10 @@ def test_recall_over_http_gives_the_block_the_chat_route_would(env):
         assert any("黑咖啡" in item["text"] and item["layer"] == "profile" for item in body["items"])
         assert http.post(user_path("rita") + "/recall", json={"text": "x"}).status_code == 422
     with env.http("globex") as globex:  # another tenant's rita: nothing
-        assert "黑咖啡" not in globex.post(user_path("rita") + "/recall", json={"message": "我喝什么咖啡？"}).json()["text"]
+        assert (
+            "黑咖啡"
+            not in globex.post(user_path("rita") + "/recall", json={"message": "我喝什么咖啡？"}).json()["text"]
+        )
 
     import httpx2
     from mcp import Client
@@ -863,7 +1074,9 @@ def test_recall_over_http_gives_the_block_the_chat_route_would(env):
 
     async def recall_over_mcp() -> str:  # the same block through the MCP tool
         headers = {"Authorization": "Bearer key-acme", "X-Memlane-User": "rita"}
-        client = Client(streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60)))
+        client = Client(
+            streamable_http_client(env.url + "/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+        )
         async with client:
             result = await client.call_tool("recall", {"message": "我喝什么咖啡？", "session_id": "s1"})
             return result.content[0].text

@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-
 from test_mcp import SERVE_CONFIG, bracketed_id, http_client, serving, text
+
 from memlane.client import AsyncMemlaneClient, OverQuota
 from memlane.serve.app import create_app
 from memlane.serve.config import store_user_id
@@ -33,17 +33,27 @@ async def test_http_answers_429_and_413_past_a_quota_and_keeps_what_was_stored(s
             refused = await http.post(base + "/memories", json={"text": "Allergic to peanuts"})
             assert refused.status_code == 429, refused.text
             error = refused.json()["error"]
-            assert error["code"] == "quota_exceeded" and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER (2)" in error["message"]
-            messages = await http.post(base + "/messages", json={"messages": [{"role": "user", "content": "hi", "id": "x1"}]})
+            assert (
+                error["code"] == "quota_exceeded" and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER (2)" in error["message"]
+            )
+            messages = await http.post(
+                base + "/messages", json={"messages": [{"role": "user", "content": "hi", "id": "x1"}]}
+            )
             assert messages.status_code == 429, messages.text
-            too_long = await http.put(base + "/profile/diet/tea", json={"content": "oolong, " * 10})  # a rewrite: no new record, more bytes
+            too_long = await http.put(
+                base + "/profile/diet/tea", json={"content": "oolong, " * 10}
+            )  # a rewrite: no new record, more bytes
             assert too_long.status_code == 413, too_long.text
             assert "MEMLANE_RETENTION_MAX_BYTES_PER_USER (60)" in too_long.json()["error"]["message"]
-            assert [e["summary"] for e in (await http.get(base + "/events")).json()["data"]] == ["Her sister lives in Porto"]
+            assert [e["summary"] for e in (await http.get(base + "/events")).json()["data"]] == [
+                "Her sister lives in Porto"
+            ]
             assert [e["content"] for e in (await http.get(base + "/profile")).json()["data"]] == ["oolong"]
             note_id = (await http.get(base + "/events")).json()["data"][0]["memory_id"]
             assert (await http.delete(f"{base}/memories/{quote(note_id, safe='')}")).status_code == 200
-            assert (await http.post(base + "/memories", json={"text": "Allergic to peanuts"})).status_code == 201  # room again
+            assert (
+                await http.post(base + "/memories", json={"text": "Allergic to peanuts"})
+            ).status_code == 201  # room again
         async with AsyncMemlaneClient(url, "key-acme", backoff_seconds=5) as client:  # a full quota is not retried
             started = time.monotonic()
             with pytest.raises(OverQuota) as over:
@@ -55,12 +65,20 @@ async def test_mcp_tools_answer_the_quota_as_their_error(store, settings):
     limited, limited_settings = capped(store, settings, max_memories_per_user=1)
     async with serving(create_app(SERVE_CONFIG, limited_settings, store=limited)) as url:
         async with http_client(url + "/mcp", "key-acme", "erin") as client:
-            remembered = text(await client.call_tool("remember", {"text": "likes oolong", "topic": "diet", "subtopic": "tea"}))
+            remembered = text(
+                await client.call_tool("remember", {"text": "likes oolong", "topic": "diet", "subtopic": "tea"})
+            )
             refused = await client.call_tool("remember", {"text": "Her cat is called Miso"})
             assert refused.is_error and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER (1)" in refused.content[0].text
-            assert text(await client.call_tool("forget", {"what": f"[{bracketed_id(remembered.split()[-1])}]"})).startswith("forgot")
-            assert text(await client.call_tool("remember", {"text": "Her cat is called Miso"})).startswith("remembered [event:")
-    assert [event.summary for event in await store.list_events(store_user_id("acme", "erin"))] == ["Her cat is called Miso"]
+            assert text(
+                await client.call_tool("forget", {"what": f"[{bracketed_id(remembered.split()[-1])}]"})
+            ).startswith("forgot")
+            assert text(await client.call_tool("remember", {"text": "Her cat is called Miso"})).startswith(
+                "remembered [event:"
+            )
+    assert [event.summary for event in await store.list_events(store_user_id("acme", "erin"))] == [
+        "Her cat is called Miso"
+    ]
 
 
 async def test_a_chat_turn_over_quota_is_answered_but_not_stored(store, settings, caplog):
@@ -73,15 +91,29 @@ async def test_a_chat_turn_over_quota_is_answered_but_not_stored(store, settings
     limited, limited_settings = capped(store, settings, max_memories_per_user=1)
     user = store_user_id("acme", "fay")
     with FakeUpstream(reply="Noted.") as upstream:
-        config = ServeConfig(keys=SERVE_CONFIG.keys, personas={"assistant": {"model": "fake-model", "base_url": upstream.url}})
+        config = ServeConfig(
+            keys=SERVE_CONFIG.keys, personas={"assistant": {"model": "fake-model", "base_url": upstream.url}}
+        )
         async with serving(create_app(config, limited_settings, store=limited, mount_mcp=False)) as url:
-            async with httpx.AsyncClient(base_url=url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http:
-                assert (await http.post("/v1/users/fay/memories", json={"text": "Her sister lives in Porto"})).status_code == 201
-                answer = await http.post("/v1/chat/completions", json={
-                    "model": "assistant", "user": "fay", "messages": [{"role": "user", "content": "I keep bees"}]})
+            async with httpx.AsyncClient(
+                base_url=url, headers={"Authorization": "Bearer key-acme"}, timeout=60
+            ) as http:
+                assert (
+                    await http.post("/v1/users/fay/memories", json={"text": "Her sister lives in Porto"})
+                ).status_code == 201
+                answer = await http.post(
+                    "/v1/chat/completions",
+                    json={
+                        "model": "assistant",
+                        "user": "fay",
+                        "messages": [{"role": "user", "content": "I keep bees"}],
+                    },
+                )
                 assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "Noted."
                 await asyncio.sleep(1.0)  # the save runs after the reply
     assert await limited.unprocessed_messages(user) == [] and await limited.list_sessions(user) == []
-    assert any("QuotaExceeded" in record.getMessage() and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER" in record.getMessage()
-               for record in caplog.records)
+    assert any(
+        "QuotaExceeded" in record.getMessage() and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER" in record.getMessage()
+        for record in caplog.records
+    )
     assert [event.summary for event in await limited.list_events(user)] == ["Her sister lives in Porto"]

@@ -70,14 +70,34 @@ def deployment(redis_url, tmp_path, embeddings):
         ports = [free_port(), free_port()]
         try:
             for port in ports:
-                processes.append(subprocess.Popen([*command, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"serve-{port}.log", "wb")))
+                processes.append(
+                    subprocess.Popen(
+                        [*command, "serve", "--port", str(port)],
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=open(tmp_path / f"serve-{port}.log", "wb"),
+                    )
+                )
             for number in range(2):
-                processes.append(subprocess.Popen([*command, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"worker-{number}.log", "wb")))
+                processes.append(
+                    subprocess.Popen(
+                        [*command, "worker"],
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=open(tmp_path / f"worker-{number}.log", "wb"),
+                    )
+                )
             urls = [f"http://127.0.0.1:{port}" for port in ports]
             for url in urls:
                 wait_for(lambda: _ready(url), 120, f"memlane serve at {url}")
             time.sleep(3)  # the workers take runs too
-            settings = Settings(redis_url=redis_url, key_prefix=key_prefix, data_dir=tmp_path / "data", openai_api_key=None, openai_base_url=None)
+            settings = Settings(
+                redis_url=redis_url,
+                key_prefix=key_prefix,
+                data_dir=tmp_path / "data",
+                openai_api_key=None,
+                openai_base_url=None,
+            )
             yield urls, settings, memory, tmp_path
         finally:
             for process in processes:
@@ -128,11 +148,23 @@ def test_a_run_finished_by_another_process_frees_the_user_on_the_server_that_que
         # A still queues the others' runs: their next turns are remembered
         requests_before = len(memory.requests)
         for user in USERS[4:]:
-            chat = {"model": "assistant", "user": user, "messages": [{"role": "user", "content": "Second thought. " + LONG_NOTE}]}
+            chat = {
+                "model": "assistant",
+                "user": user,
+                "messages": [{"role": "user", "content": "Second thought. " + LONG_NOTE}],
+            }
             assert a.post("/v1/chat/completions", json=chat).status_code == 200
         for user in USERS[4:]:
-            wait_for(lambda: len(a.get("/v1/users/" + quote(user, safe="") + "/export").json()["messages"]) >= 4, 30, "the saves")
+            wait_for(
+                lambda: len(a.get("/v1/users/" + quote(user, safe="") + "/export").json()["messages"]) >= 4,
+                30,
+                "the saves",
+            )
         wait_for(lambda: not any(unprocessed(settings, embeddings, USERS[4:]).values()), 90, "the later runs")
         assert len(memory.requests) > requests_before
-        queued = [line for line in a.get("/metrics").text.splitlines() if line.startswith('memlane_memory_runs_total{state="queued"}')]
+        queued = [
+            line
+            for line in a.get("/metrics").text.splitlines()
+            if line.startswith('memlane_memory_runs_total{state="queued"}')
+        ]
         assert float(queued[0].split()[-1]) == len(USERS) + len(USERS[4:])

@@ -65,12 +65,12 @@ async def test_a_success_resets_the_count_of_failures():
 
 
 async def test_the_store_stops_calling_a_down_embedder_and_resumes_after_it_recovers(store, settings, embeddings):
-    await store.add_messages(
-        [Message(id="m1", user_id="alice", session_id="s", role="user", content="I live in Lyon")]
-    )
+    await store.add_messages([Message(id="m1", user_id="alice", session_id="s", role="user", content="I live in Lyon")])
     flaky = FlakyEmbeddings(embeddings, down=True)
     degraded = RedisMemoryStore(
-        store.client, flaky, settings=settings.model_copy(update={"circuit_failure_threshold": 2, "circuit_reset_seconds": 0.3})
+        store.client,
+        flaky,
+        settings=settings.model_copy(update={"circuit_failure_threshold": 2, "circuit_reset_seconds": 0.3}),
     )
     for _ in range(4):  # every search answers by keyword; after 2 failures the embedder is not called
         hits = await degraded.search_memories("alice", "Lyon")

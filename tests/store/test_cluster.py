@@ -51,11 +51,23 @@ def test_every_key_of_a_user_is_in_the_users_slot(user_id: str):
     layout = KeyLayout("memlane")
     digest = layout.user_tag(user_id)
     keys = [
-        layout.memory(user_id, "message:m1"), layout.message(user_id, "m1"), layout.timeline(user_id),
-        layout.session_messages(user_id, "s"), layout.sessions(user_id), layout.unindexed_messages(user_id),
-        layout.profile_history(user_id, "entry"), layout.profile_history_entries(user_id), layout.seq(user_id),
-        layout.cursor(user_id), layout.summary(user_id, "s"), layout.session_titles(user_id), layout.profile(user_id),
-        layout.events(user_id), layout.event_times(user_id), layout.items(user_id), layout.parked_runs(digest),
+        layout.memory(user_id, "message:m1"),
+        layout.message(user_id, "m1"),
+        layout.timeline(user_id),
+        layout.session_messages(user_id, "s"),
+        layout.sessions(user_id),
+        layout.unindexed_messages(user_id),
+        layout.profile_history(user_id, "entry"),
+        layout.profile_history_entries(user_id),
+        layout.seq(user_id),
+        layout.cursor(user_id),
+        layout.summary(user_id, "s"),
+        layout.session_titles(user_id),
+        layout.profile(user_id),
+        layout.events(user_id),
+        layout.event_times(user_id),
+        layout.items(user_id),
+        layout.parked_runs(digest),
         layout.slot_key(user_id),
     ]
     assert {_slot(key) for key in keys} == {_slot("{" + digest + "}")}
@@ -101,25 +113,39 @@ async def test_every_key_a_users_operations_write_is_in_one_slot(cluster_store: 
         await store.add_messages(chat(user, "s1", "I am a nurse in Lyon", "I run marathons"))
         entry = ProfileEntry(user_id=user, topic="work", subtopic="title", content="nurse", source_message_ids=["m0"])
         event = Event(id="e1", user_id=user, summary="ran a marathon in Berlin")
-        await store.apply_update(MemoryUpdate(
-            user_id=user, upsert_profile=[entry], event=event, advance_cursor_to=2,
-            memories=[Memory(id="fact", user_id=user, kind="profile", text="works as a nurse")],
-        ))
+        await store.apply_update(
+            MemoryUpdate(
+                user_id=user,
+                upsert_profile=[entry],
+                event=event,
+                advance_cursor_to=2,
+                memories=[Memory(id="fact", user_id=user, kind="profile", text="works as a nurse")],
+            )
+        )
         await store.edit_profile_entry(user, entry.id, content="head nurse")
         await store.set_session_summary(SessionSummary(user_id=user, session_id="s1", summary="nurse"))
         await store.set_session_title(user, "s1", "Work")
-        await store.put_items([StoreItem(user_id=user, namespace=["notes", user], key="k", value={"text": "likes tea"}, text="likes tea")])
+        await store.put_items(
+            [StoreItem(user_id=user, namespace=["notes", user], key="k", value={"text": "likes tea"}, text="likes tea")]
+        )
         await store.park_run(ParkedRun(id="run1", user_id=user, error="boom", attempts=1))
         await store.delete_message(user, "m1")
         await store.forget(user, "forget that I am a nurse")
-    await store.put_items([  # one batch, two users: one transaction each
-        StoreItem(user_id=user, namespace=["notes", user], key="k2", value={"text": "x"}, text="x") for user in ("bob", "carol")
-    ])
+    await store.put_items(
+        [  # one batch, two users: one transaction each
+            StoreItem(user_id=user, namespace=["notes", user], key="k2", value={"text": "x"}, text="x")
+            for user in ("bob", "carol")
+        ]
+    )
     keys = [key.decode() async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
     by_user: dict[str, set[int]] = {}
     for key in keys:
-        if key in (store.layout.parked_users, store.layout.key_layout_marker, store.layout.item_owners,
-                   store.layout.item_owners_adopted):
+        if key in (
+            store.layout.parked_users,
+            store.layout.key_layout_marker,
+            store.layout.item_owners,
+            store.layout.item_owners_adopted,
+        ):
             continue
         tag = key[key.index("{") + 1 : key.index("}")]
         by_user.setdefault(tag, set()).add(_slot(key))
@@ -130,7 +156,12 @@ async def test_every_key_a_users_operations_write_is_in_one_slot(cluster_store: 
 
 
 def _fixtures(cluster_store: RedisMemoryStore, settings: Settings) -> dict[str, Any]:
-    return {"store": cluster_store, "settings": settings, "lg": MemlaneStore(cluster_store, user_of=1), "hostile": HOSTILE_IDS[0]}
+    return {
+        "store": cluster_store,
+        "settings": settings,
+        "lg": MemlaneStore(cluster_store, user_of=1),
+        "hostile": HOSTILE_IDS[0],
+    }
 
 
 # standalone tests that run again, unchanged, on the cluster
@@ -163,7 +194,9 @@ async def test_the_store_behaves_the_same_on_a_cluster(check, cluster_store: Red
     await check(**{name: fixtures[name] for name in inspect.signature(check).parameters})
 
 
-async def test_a_search_follows_its_user_to_another_primary_after_a_reshard(cluster_store: RedisMemoryStore, redis_cluster):
+async def test_a_search_follows_its_user_to_another_primary_after_a_reshard(
+    cluster_store: RedisMemoryStore, redis_cluster
+):
     store, (_, cluster) = cluster_store, redis_cluster
     await store.add_messages(chat("alice", "s1", "my favourite city is Lyon"))
     assert len(await store.search_memories("alice", "favourite city")) == 1
@@ -219,7 +252,9 @@ async def test_memory_runs_queue_on_the_cluster_and_write_there(cluster_store: R
     from memlane.nodes.profile_config import default_profile_config
 
     context = MemoryContext(
-        store=cluster_store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings.model_copy(update={"memory_buffer_tokens": 1}),
+        store=cluster_store,
+        llm=ScriptedChatModel(rules=memory_rules()),
+        settings=settings.model_copy(update={"memory_buffer_tokens": 1}),
         profile_config=default_profile_config(),
     )
     async with MemoryScheduler(context) as scheduler:
@@ -248,7 +283,14 @@ def served_on_the_cluster(redis_cluster, settings: Settings):
     with FakeUpstream(reply=reply_for) as upstream:
         config = ServeConfig(
             keys=[api_key("acme", "acme")],
-            personas={"assistant": {"model": "fake-model", "base_url": upstream.url, "system_prompt": "You are the test assistant.", "memory_scope": "user"}},
+            personas={
+                "assistant": {
+                    "model": "fake-model",
+                    "base_url": upstream.url,
+                    "system_prompt": "You are the test assistant.",
+                    "memory_scope": "user",
+                }
+            },
         )
         with Served(create_app(config, cluster_settings, memory_model=memory_model)) as served:
             yield Env(served.url, upstream, upstream, memory_model, cluster_settings)
@@ -272,7 +314,9 @@ async def test_the_setting_makes_a_plain_node_url_a_cluster(redis_cluster, setti
     from memlane.store.redis import open_store
 
     plain = redis_cluster[0].replace("?cluster=true", "")
-    store = await open_store(settings.model_copy(update={"redis_url": plain, "redis_cluster": True}), embeddings=embeddings)
+    store = await open_store(
+        settings.model_copy(update={"redis_url": plain, "redis_cluster": True}), embeddings=embeddings
+    )
     try:
         assert store.core.shards is not None and len(await store.core.shards.every_index()) == 3
         await store.add_messages(chat("alice", "s1", "my favourite city is Lyon"))
@@ -281,7 +325,9 @@ async def test_the_setting_makes_a_plain_node_url_a_cluster(redis_cluster, setti
         await close_dropping_everything(store)
 
 
-async def assert_said_as_redis_unavailable(store: RedisMemoryStore, source: str, module: str, ours: Any, said: str) -> None:
+async def assert_said_as_redis_unavailable(
+    store: RedisMemoryStore, source: str, module: str, ours: Any, said: str
+) -> None:
     """The one function `source` defines fails with an AttributeError. Compiled as if it were in
     redis-py's `redis/asyncio/<module>`, that failure is a connection race, and a store call
     running it says `RedisUnavailable` (`said`); `ours`, the same fault in our own code, stays a
@@ -309,7 +355,10 @@ async def test_a_call_whose_connection_redis_py_closed_under_it_is_redis_unavail
         return writer.upper  # a bug of ours stays a bug
 
     await assert_said_as_redis_unavailable(
-        cluster_store, "async def send(writer):\n    writer.writelines([b'PING'])\n", "connection.py", ours,
+        cluster_store,
+        "async def send(writer):\n    writer.writelines([b'PING'])\n",
+        "connection.py",
+        ours,
         "connection was closed under the call",
     )
 
@@ -323,6 +372,9 @@ async def test_an_ask_to_a_primary_the_client_does_not_know_yet_is_redis_unavail
         return await node.execute_command("ASKING")  # the same mistake in our own code stays a bug
 
     await assert_said_as_redis_unavailable(
-        cluster_store, "async def follow(node):\n    return await node.execute_command('ASKING')\n", "cluster.py", ours,
+        cluster_store,
+        "async def follow(node):\n    return await node.execute_command('ASKING')\n",
+        "cluster.py",
+        ours,
         "a node the client does not know yet",
     )

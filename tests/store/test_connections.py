@@ -35,13 +35,16 @@ async def test_many_chats_at_once_wait_for_a_connection_instead_of_failing(open_
     store = await open_store_for(redis_max_connections=8)
     # one recall holds about five connections at once: 25 of them used to fail 21 of 25
     recalls = await asyncio.gather(
-        *(recall(store, f"u{i}", "s", "what do I like?", settings=store.settings) for i in range(25)), return_exceptions=True
+        *(recall(store, f"u{i}", "s", "what do I like?", settings=store.settings) for i in range(25)),
+        return_exceptions=True,
     )
     assert [r for r in recalls if isinstance(r, BaseException)] == []
 
     turns = [
-        [Message(id=f"m{i}-{role}", user_id=f"u{i}", session_id="s", role=role, content=f"{role} {i}")
-         for role in ("user", "assistant")]
+        [
+            Message(id=f"m{i}-{role}", user_id=f"u{i}", session_id="s", role=role, content=f"{role} {i}")
+            for role in ("user", "assistant")
+        ]
         for i in range(60)
     ]
     saved = await asyncio.gather(*(store.add_messages(turn) for turn in turns), return_exceptions=True)

@@ -25,7 +25,6 @@ from memlane.store.redis import open_store
 from memlane.store.redis_stack import LIBSSL_SHA256, LIBSSL_VERSION, ensure_libssl, find_redis_stack, unpack_libssl
 
 
-
 def test_redis_stack_binaries_and_libssl_are_found(tmp_path):
     binaries = find_redis_stack()
     libssl_dir = ensure_libssl(Settings().cache_dir)
@@ -221,7 +220,8 @@ def test_the_password_stays_off_the_command_line_and_the_data_is_private(tmp_pat
         found = modes(old)
         assert "redis/dump.rdb" in found and any(path.endswith(".base.rdb") for path in found), found
         assert {path: mode for path, mode in found.items() if (old.parent / path).is_dir()} == {
-            "redis": "0o700", "redis/appendonlydir": "0o700",
+            "redis": "0o700",
+            "redis/appendonlydir": "0o700",
         }
         assert {mode for path, mode in found.items() if not (old.parent / path).is_dir()} == {"0o600"}, found
         assert oct((tmp_path / "data").stat().st_mode & 0o777) == "0o755"  # a data dir someone chose is theirs
@@ -240,6 +240,7 @@ async def test_saves_that_fail_while_redis_is_dead_give_their_connections_back(t
     settings = Settings(redis_url=url, key_prefix="leak", redis_max_connections=3, redis_pool_timeout_seconds=2.0)
     store = await open_store(settings, embeddings=embeddings)
     try:
+
         def turn(number: int) -> list[Message]:
             return [Message(id=f"m{number}", user_id="u", session_id="s", role="user", content=f"turn {number}")]
 

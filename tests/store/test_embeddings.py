@@ -89,7 +89,9 @@ async def test_texts_queued_while_a_batch_runs_are_embedded_together_each_caller
     await asyncio.sleep(0.2)
     backlog = embeddings.passage_backlog()
     assert backlog.texts == 1 + 6 and backlog.oldest_seconds >= 0.2  # the running batch and the queued texts
-    assert passage_backlog(embeddings).texts == 7 and passage_backlog(FakeEmbeddings(size=4)) is None  # others keep no queue
+    assert (
+        passage_backlog(embeddings).texts == 7 and passage_backlog(FakeEmbeddings(size=4)) is None
+    )  # others keep no queue
     model.gate.set()
     results = await asyncio.gather(first, *queued)
 
@@ -113,8 +115,13 @@ async def test_a_batch_that_fails_gives_each_caller_its_own_answer():
     await first
     with pytest.raises(ValueError, match="cannot be embedded"):
         await bad
-    np.testing.assert_allclose(np.array(await good_before), vectors_alone(model, ["my sister lives in Lyon"]), atol=1e-5)
-    np.testing.assert_allclose(np.array(await good_after), vectors_alone(model, ["我周末去爬山", "black coffee"]), atol=1e-5)
+    np.testing.assert_allclose(
+        np.array(await good_before), vectors_alone(model, ["my sister lives in Lyon"]), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        np.array(await good_after), vectors_alone(model, ["我周末去爬山", "black coffee"]), atol=1e-5
+    )
+
     # the batch of three jobs failed (the part holding the poison); each job was then embedded alone
     def parts(texts: list[str]) -> list[tuple[str, ...]]:  # a part per core, at most
         size = -(-len(texts) // min(len(texts), len(embeddings._workers._helpers) + 1))
@@ -122,7 +129,9 @@ async def test_a_batch_that_fails_gives_each_caller_its_own_answer():
 
     batch = ["my sister lives in Lyon", "a poison text", "我周末去爬山", "black coffee"]
     alone = [["my sister lives in Lyon"], ["a poison text"], ["我周末去爬山", "black coffee"]]
-    assert sorted(map(tuple, model.passage_calls[1:])) == sorted([*parts(batch), *(part for job in alone for part in parts(job))])
+    assert sorted(map(tuple, model.passage_calls[1:])) == sorted(
+        [*parts(batch), *(part for job in alone for part in parts(job))]
+    )
 
 
 async def test_queries_waiting_together_are_embedded_together_with_the_vectors_of_one_at_a_time():
@@ -210,7 +219,9 @@ async def test_a_write_that_needs_its_vector_does_not_wait_behind_indexing():
     embeddings, model = spied()
     model.gate.clear()
     with in_background():  # a saved turn's indexing, stuck in a long call
-        flood = asyncio.ensure_future(embeddings.aembed_passages([f"line {i}" for i in range(300)], owner="acme/flooder"))
+        flood = asyncio.ensure_future(
+            embeddings.aembed_passages([f"line {i}" for i in range(300)], owner="acme/flooder")
+        )
     await asyncio.to_thread(model.passage_started.wait, 10)
     model.passage_started.clear()
     model.gate.set()  # the flood's calls go on; the write comes in the middle of them

@@ -31,7 +31,10 @@ ENGLISH = {
         ("user", "I also love hiking in the Alps with my sister Clara."),
         ("assistant", "The Alps are great for hiking in July."),
     ],
-    "entries": [("health", "allergy", "allergic to peanuts", [0]), ("interests", "sport", "loves hiking in the Alps", [2])],
+    "entries": [
+        ("health", "allergy", "allergic to peanuts", [0]),
+        ("interests", "sport", "loves hiking in the Alps", [2]),
+    ],
     "event": "The user is allergic to peanuts and avoids satay. The user loves hiking in the Alps with Clara.",
     "summary": "The user mentioned a peanut allergy and a love of hiking in the Alps.",
 }
@@ -56,16 +59,38 @@ async def seed(store: RedisMemoryStore, user_id: str, data: dict) -> list[Profil
     ]
     await store.add_messages(messages)
     entries = [
-        ProfileEntry(user_id=user_id, topic=topic, subtopic=subtopic, content=content, source_message_ids=[f"m{i}" for i in sources])
+        ProfileEntry(
+            user_id=user_id,
+            topic=topic,
+            subtopic=subtopic,
+            content=content,
+            source_message_ids=[f"m{i}" for i in sources],
+        )
         for topic, subtopic, content, sources in data["entries"]
     ]
-    event = Event(id="e1", user_id=user_id, summary=data["event"], session_ids=["s1"], source_message_ids=[m.id for m in messages])
+    event = Event(
+        id="e1", user_id=user_id, summary=data["event"], session_ids=["s1"], source_message_ids=[m.id for m in messages]
+    )
     memories = [
-        Memory(id=profile_memory_id(e.id), user_id=user_id, kind="profile", text=f"{e.topic} / {e.subtopic}: {e.content}", ref_id=e.id)
+        Memory(
+            id=profile_memory_id(e.id),
+            user_id=user_id,
+            kind="profile",
+            text=f"{e.topic} / {e.subtopic}: {e.content}",
+            ref_id=e.id,
+        )
         for e in entries
-    ] + [Memory(id=event_memory_id("e1"), user_id=user_id, kind="event", text=event.summary, session_id="s1", ref_id="e1")]
+    ] + [
+        Memory(
+            id=event_memory_id("e1"), user_id=user_id, kind="event", text=event.summary, session_id="s1", ref_id="e1"
+        )
+    ]
     await store.apply_update(MemoryUpdate(user_id=user_id, upsert_profile=entries, event=event, memories=memories))
-    await store.set_session_summary(SessionSummary(user_id=user_id, session_id="s1", summary=data["summary"], source_message_ids=["m0", "m1", "m2", "m3"]))
+    await store.set_session_summary(
+        SessionSummary(
+            user_id=user_id, session_id="s1", summary=data["summary"], source_message_ids=["m0", "m1", "m2", "m3"]
+        )
+    )
     return entries
 
 
@@ -82,10 +107,15 @@ async def everything_stored(store: RedisMemoryStore, user_id: str) -> str:
 
 async def test_delete_profile_entry_removes_its_memory(store: RedisMemoryStore):
     entry = ProfileEntry(user_id="alice", topic="work", subtopic="title", content="nurse")
-    await store.apply_update(MemoryUpdate(
-        user_id="alice", upsert_profile=[entry],
-        memories=[Memory(id=profile_memory_id(entry.id), user_id="alice", kind="profile", text="work/title: nurse")],
-    ))
+    await store.apply_update(
+        MemoryUpdate(
+            user_id="alice",
+            upsert_profile=[entry],
+            memories=[
+                Memory(id=profile_memory_id(entry.id), user_id="alice", kind="profile", text="work/title: nurse")
+            ],
+        )
+    )
     assert await store.delete_profile_entry("alice", entry.id) is True
     assert await store.delete_profile_entry("alice", entry.id) is False
     assert await store.search_memories("alice", "nurse") == []
@@ -94,10 +124,13 @@ async def test_delete_profile_entry_removes_its_memory(store: RedisMemoryStore):
 async def test_delete_event_removes_its_card_and_memory_for_that_user_only(store: RedisMemoryStore):
     for user in ("alice", "a|b"):
         event = Event(id="e1", user_id=user, summary="ran a marathon in Berlin", tags=["sport"])
-        await store.apply_update(MemoryUpdate(
-            user_id=user, event=event,
-            memories=[Memory(id=event_memory_id(event.id), user_id=user, kind="event", text=event.summary)],
-        ))
+        await store.apply_update(
+            MemoryUpdate(
+                user_id=user,
+                event=event,
+                memories=[Memory(id=event_memory_id(event.id), user_id=user, kind="event", text=event.summary)],
+            )
+        )
     assert await store.delete_event("alice", "e1") is True
     assert await store.delete_event("alice", "e1") is False
     assert await store.list_events("alice") == []
@@ -121,7 +154,9 @@ async def test_deleting_an_english_profile_entry_forgets_the_fact_everywhere(sto
     assert [e.id for e in await store.get_profile("u")] == [hiking.id]
     assert "Clara" in await recalled(store, settings, "u", "Where do I go hiking, and with whom?")
     event = (await store.list_events("u"))[0]
-    assert event.summary == "Avoids satay. The user loves hiking in the Alps with Clara."  # a bare "and" may list a fact of its own
+    assert (
+        event.summary == "Avoids satay. The user loves hiking in the Alps with Clara."
+    )  # a bare "and" may list a fact of its own
     summary = await store.get_session_summary("u", "s1")
     assert summary is not None and "hiking in the Alps" in summary.summary and "peanut" not in summary.summary
     # the source turn lost the clause stating it and "so no satay for me" carrying it on (nothing
@@ -149,12 +184,22 @@ async def test_deleting_a_chinese_profile_entry_forgets_the_fact_everywhere(stor
     assert summary is not None and summary.summary == "还说周末喜欢爬山。"
     # the turn kept what did not state the allergy; the assistant's echo went
     contents = {m.id: m.content for m in await store.recent_messages("zh", "s1")}
-    assert contents == {"m0": "顺便说一下，别给我推荐沙爹。", "m2": "我周末喜欢和姐姐去爬山。", "m3": "爬山很好，记得带水。"}
+    assert contents == {
+        "m0": "顺便说一下，别给我推荐沙爹。",
+        "m2": "我周末喜欢和姐姐去爬山。",
+        "m3": "爬山很好，记得带水。",
+    }
 
 
 async def test_forget_what_i_said_about_x_in_english(store, settings):
     await seed(store, "u", ENGLISH)
-    await store.add_messages([Message(id="n1", user_id="u", session_id="s3", role="user", content="My favourite snack is peanut butter toast.")])
+    await store.add_messages(
+        [
+            Message(
+                id="n1", user_id="u", session_id="s3", role="user", content="My favourite snack is peanut butter toast."
+            )
+        ]
+    )
     report = await store.forget("u", "forget what I said about peanuts")
     assert report.subject == "peanuts" and report.forgot_anything
     kinds = {(r.kind, r.action) for r in report.records}
@@ -211,7 +256,13 @@ async def test_deleting_a_message_drops_it_from_history_and_search_for_good(stor
     assert [m.id for m in await store.recent_messages("u", "s1")] == ["m0", "m1", "m3"]
     assert all(hit.memory.id != "message:m2" for hit in await store.search_memories("u", "hiking Alps Clara"))
     # a redelivered copy of the turn is not stored again
-    again = Message(id="m2", user_id="u", session_id="s1", role="user", content="I also love hiking in the Alps with my sister Clara.")
+    again = Message(
+        id="m2",
+        user_id="u",
+        session_id="s1",
+        role="user",
+        content="I also love hiking in the Alps with my sister Clara.",
+    )
     assert await store.add_messages([again]) == []
     assert "Clara" not in (await store.get_session_summary("u", "s1")).summary
     assert await store.delete_message("u", "m2") is False
@@ -219,8 +270,20 @@ async def test_deleting_a_message_drops_it_from_history_and_search_for_good(stor
 
 async def test_forget_deletes_langgraph_items_stating_it(store, settings):
     items = [
-        StoreItem(user_id="u", namespace=["memories", "u"], key="k1", value={"note": "peanut allergy"}, text="Severe peanut allergy, carries an EpiPen"),
-        StoreItem(user_id="u", namespace=["memories", "u"], key="k2", value={"note": "tea"}, text="Prefers green tea in the morning"),
+        StoreItem(
+            user_id="u",
+            namespace=["memories", "u"],
+            key="k1",
+            value={"note": "peanut allergy"},
+            text="Severe peanut allergy, carries an EpiPen",
+        ),
+        StoreItem(
+            user_id="u",
+            namespace=["memories", "u"],
+            key="k2",
+            value={"note": "tea"},
+            text="Prefers green tea in the morning",
+        ),
     ]
     await store.put_items(items)
     report = await store.forget("u", "peanut allergy")
@@ -233,7 +296,10 @@ def test_subjects_and_sentences():
     assert forget_subject("请忘记关于前男友的一切") == "前男友"
     assert forget_subject("peanuts") == "peanuts"
     peanuts = [Fact.of("peanuts", 0.6)]
-    assert strip_statements("The user is allergic to peanuts, likes black coffee and hikes.", peanuts) == "Likes black coffee and hikes."
+    assert (
+        strip_statements("The user is allergic to peanuts, likes black coffee and hikes.", peanuts)
+        == "Likes black coffee and hikes."
+    )
     assert strip_statements("Nothing to see here.", peanuts) == "Nothing to see here."
     assert strip_statements("用户对花生过敏，喜欢喝黑咖啡。", [Fact.of("花生", 0.6)]) == "喜欢喝黑咖啡。"
     # a word that merely begins the same is no match
@@ -243,10 +309,14 @@ def test_subjects_and_sentences():
 async def test_forgetting_while_the_embedder_is_down_leaves_nothing_stale(store, settings, embeddings):
     from scripted import FlakyEmbeddings
 
-    await store.add_messages([
-        Message(id="a", user_id="u", session_id="s", role="user", content="I'm allergic to peanuts, and I live in Lyon."),
-        Message(id="b", user_id="u", session_id="s", role="user", content="Peanuts again."),
-    ])
+    await store.add_messages(
+        [
+            Message(
+                id="a", user_id="u", session_id="s", role="user", content="I'm allergic to peanuts, and I live in Lyon."
+            ),
+            Message(id="b", user_id="u", session_id="s", role="user", content="Peanuts again."),
+        ]
+    )
     flaky = FlakyEmbeddings(embeddings)
     degraded = RedisMemoryStore(store.client, flaky, settings=settings)
     flaky.down = True
@@ -282,7 +352,11 @@ def test_forget_phrasings_remove_their_fact_and_nothing_else(request_text, fact,
 
 # issue 26: what only carries a forgotten clause on goes with it; an unrelated next sentence stays
 RESIDUAL_CLAUSES = [
-    ("forget what I said about peanuts", "I'm allergic to peanuts, so no satay for me. I run every morning.", "I run every morning."),
+    (
+        "forget what I said about peanuts",
+        "I'm allergic to peanuts, so no satay for me. I run every morning.",
+        "I run every morning.",
+    ),
     ("peanuts", "I'm allergic to peanuts. So I never order satay. I run every morning.", "I run every morning."),
     ("peanuts", "I'm allergic to peanuts, and it is severe, but I love cashews.", "I love cashews."),
     ("forget my dog", "I have a dog named Rex, which I walk daily. It rains a lot here.", "It rains a lot here."),
@@ -301,10 +375,24 @@ def test_what_only_carries_a_forgotten_clause_on_goes_with_it(request_text, text
 
 
 async def test_forgetting_leaves_no_residual_clause_searchable(store, settings):
-    await store.add_messages([
-        Message(id="r1", user_id="u", session_id="s", role="user", content="By the way, I'm allergic to peanuts, so no satay for me."),
-        Message(id="r2", user_id="u", session_id="s", role="user", content="我对花生过敏，所以不吃沙爹。我每天早上跑步。"),
-    ])
+    await store.add_messages(
+        [
+            Message(
+                id="r1",
+                user_id="u",
+                session_id="s",
+                role="user",
+                content="By the way, I'm allergic to peanuts, so no satay for me.",
+            ),
+            Message(
+                id="r2",
+                user_id="u",
+                session_id="s",
+                role="user",
+                content="我对花生过敏，所以不吃沙爹。我每天早上跑步。",
+            ),
+        ]
+    )
     await store.forget("u", "forget what I said about peanuts")
     await store.forget("u", "删掉我对花生过敏这件事")
     assert all("satay" not in hit.memory.text for hit in await store.search_memories("u", "satay"))
@@ -341,25 +429,45 @@ def test_each_forget_phrasing_removes_its_fact_and_nothing_else(case):
 
 async def said(store: RedisMemoryStore, user_id: str, *lines: str) -> None:
     """Each line a message of the user's, in session s, in order."""
-    await store.add_messages([
-        Message(id=f"l{index}", user_id=user_id, session_id="s", role="user", content=line, created_at=1000.0 + index)
-        for index, line in enumerate(lines)
-    ])
+    await store.add_messages(
+        [
+            Message(
+                id=f"l{index}", user_id=user_id, session_id="s", role="user", content=line, created_at=1000.0 + index
+            )
+            for index, line in enumerate(lines)
+        ]
+    )
 
 
 async def history(store: RedisMemoryStore, user_id: str) -> list[str]:
     return [message.content for message in await store.recent_messages(user_id, "s", limit=100)]
 
 
-EVERYDAY_CHAT = ["Can you recommend a good podcast?", "Thanks, that was helpful!", "我们来计划一下周末吧。", "东京现在几点？"]
+EVERYDAY_CHAT = [
+    "Can you recommend a good podcast?",
+    "Thanks, that was helpful!",
+    "我们来计划一下周末吧。",
+    "东京现在几点？",
+]
 
 
 async def test_a_request_sharing_no_word_with_the_fact_forgets_it_in_english(store):
-    await said(store, "u", "I drive a blue Subaru to work. I like jazz.", "I drive my kids to school on Mondays.",
-               "My brother sells used cars.", *EVERYDAY_CHAT)
+    await said(
+        store,
+        "u",
+        "I drive a blue Subaru to work. I like jazz.",
+        "I drive my kids to school on Mondays.",
+        "My brother sells used cars.",
+        *EVERYDAY_CHAT,
+    )
     report = await store.forget("u", "forget what car I drive")
     assert report.forgot_anything
-    assert await history(store, "u") == ["I like jazz.", "I drive my kids to school on Mondays.", "My brother sells used cars.", *EVERYDAY_CHAT]
+    assert await history(store, "u") == [
+        "I like jazz.",
+        "I drive my kids to school on Mondays.",
+        "My brother sells used cars.",
+        *EVERYDAY_CHAT,
+    ]
     assert all("Subaru" not in hit.memory.text for hit in await store.search_memories("u", "Subaru car"))
 
 
@@ -379,9 +487,15 @@ async def test_a_request_sharing_no_word_with_the_fact_forgets_it_in_chinese_wit
 @pytest.mark.parametrize(
     ("request_text", "near_misses"),
     [
-        ("forget what I'm afraid of", ["My son is scared of the dark.", "I play tennis on Sundays."]),  # someone else's fear
+        (
+            "forget what I'm afraid of",
+            ["My son is scared of the dark.", "I play tennis on Sundays."],
+        ),  # someone else's fear
         ("忘掉我吃什么药", ["我的猫每天要吃甲状腺药片。", "我喜欢爬山。"]),
-        ("forget which shellfish I'm allergic to", ["I'm allergic to peanuts.", "I like hiking."]),  # means not "shellfish"
+        (
+            "forget which shellfish I'm allergic to",
+            ["I'm allergic to peanuts.", "I like hiking."],
+        ),  # means not "shellfish"
         ("forget Kyoto", ["What time is it in Tokyo?", "I like hiking."]),  # a name no word matched was never said
         ("忘掉我害怕的东西", ["我儿子怕黑。", "我周日打网球。"]),
     ],
@@ -424,7 +538,11 @@ async def test_with_a_model_it_is_asked_after_the_words_too(store, settings):
     from memlane.nodes.confirm_forget import forget_confirmer
 
     await said(store, "u", "I'm allergic to peanuts.", "Satay makes me sick.", "I'm allergic to cats.", *EVERYDAY_CHAT)
-    model = confirming_model(lambda prompt: f'Sentence {numbered(prompt)["Satay makes me sick."]} states it: {{"sentences": [{numbered(prompt)["Satay makes me sick."]}]}}')
+    model = confirming_model(
+        lambda prompt: (
+            f'Sentence {numbered(prompt)["Satay makes me sick."]} states it: {{"sentences": [{numbered(prompt)["Satay makes me sick."]}]}}'
+        )
+    )
     await store.forget("u", "forget my peanut allergy", confirm=forget_confirmer(model, settings))
     assert await history(store, "u") == ["I'm allergic to cats.", *EVERYDAY_CHAT]
 
@@ -454,7 +572,13 @@ async def test_a_garbage_model_answer_removes_nothing_extra(store, settings, ans
 async def test_a_garbage_model_answer_falls_back_to_what_is_clear(store, settings):
     from memlane.nodes.confirm_forget import forget_confirmer
 
-    await said(store, "u", "I drive a blue Subaru to work. I like jazz.", "I drive my kids to school on Mondays.", *EVERYDAY_CHAT)
+    await said(
+        store,
+        "u",
+        "I drive a blue Subaru to work. I like jazz.",
+        "I drive my kids to school on Mondays.",
+        *EVERYDAY_CHAT,
+    )
     model = confirming_model("I cannot tell.")
     await store.forget("u", "forget what car I drive", confirm=forget_confirmer(model, settings))
     assert await history(store, "u") == ["I like jazz.", "I drive my kids to school on Mondays.", *EVERYDAY_CHAT]
@@ -464,32 +588,62 @@ async def test_a_garbage_model_answer_falls_back_to_what_is_clear(store, setting
 # another (Chinese "，、；", English commas and "and"/"but"); without a model, the words a
 # request names are found once its command words are stripped, in both languages
 TWO_FACT_TURNS = {
-    "chengdu": ("我住在成都，我周末喜欢打羽毛球。", [("基本信息", "居住地", "住在成都"), ("兴趣", "运动", "周末喜欢打羽毛球")],
-                "用户住在成都，周末喜欢打羽毛球。", "成都", "羽毛球"),
-    "doudou": ("我养了一只叫豆豆的狗，我在一家医院当护士。", [("宠物", "狗", "养了一只叫豆豆的狗"), ("工作", "职业", "在医院当护士")],
-               "用户养了一只叫豆豆的狗，在一家医院当护士。", "豆豆", "护士"),
-    "bakery": ("I work at the bakery on Main Street and I drive a red Honda Civic.",
-               [("work", "job", "works at the bakery on Main Street"), ("vehicle", "car", "drives a red Honda Civic")],
-               "The user works at a bakery on Main Street and drives a red Honda Civic.", "bakery", "Civic"),
-    "civic": ("I drive a red Honda Civic, but I walk to work at the bakery.",
-              [("vehicle", "car", "drives a red Honda Civic"), ("work", "job", "works at the bakery")],
-              "The user drives a red Honda Civic and works at the bakery.", "Civic", "bakery"),
+    "chengdu": (
+        "我住在成都，我周末喜欢打羽毛球。",
+        [("基本信息", "居住地", "住在成都"), ("兴趣", "运动", "周末喜欢打羽毛球")],
+        "用户住在成都，周末喜欢打羽毛球。",
+        "成都",
+        "羽毛球",
+    ),
+    "doudou": (
+        "我养了一只叫豆豆的狗，我在一家医院当护士。",
+        [("宠物", "狗", "养了一只叫豆豆的狗"), ("工作", "职业", "在医院当护士")],
+        "用户养了一只叫豆豆的狗，在一家医院当护士。",
+        "豆豆",
+        "护士",
+    ),
+    "bakery": (
+        "I work at the bakery on Main Street and I drive a red Honda Civic.",
+        [("work", "job", "works at the bakery on Main Street"), ("vehicle", "car", "drives a red Honda Civic")],
+        "The user works at a bakery on Main Street and drives a red Honda Civic.",
+        "bakery",
+        "Civic",
+    ),
+    "civic": (
+        "I drive a red Honda Civic, but I walk to work at the bakery.",
+        [("vehicle", "car", "drives a red Honda Civic"), ("work", "job", "works at the bakery")],
+        "The user drives a red Honda Civic and works at the bakery.",
+        "Civic",
+        "bakery",
+    ),
 }
 
 
 async def seed_two_facts(store: RedisMemoryStore, user_id: str, turn: str) -> None:
     """One user turn holding two facts, its profile entries, an event card and an unrelated turn."""
     text, entries, event_text, _, _ = TWO_FACT_TURNS[turn]
-    await store.add_messages([
-        Message(id="m0", user_id=user_id, session_id="s", role="user", content=text, created_at=1000.0),
-        Message(id="m1", user_id=user_id, session_id="s", role="user", content="今天天气不错。", created_at=1001.0),
-    ])
-    profile = [ProfileEntry(user_id=user_id, topic=t, subtopic=s, content=c, source_message_ids=["m0"]) for t, s, c in entries]
+    await store.add_messages(
+        [
+            Message(id="m0", user_id=user_id, session_id="s", role="user", content=text, created_at=1000.0),
+            Message(id="m1", user_id=user_id, session_id="s", role="user", content="今天天气不错。", created_at=1001.0),
+        ]
+    )
+    profile = [
+        ProfileEntry(user_id=user_id, topic=t, subtopic=s, content=c, source_message_ids=["m0"]) for t, s, c in entries
+    ]
     event = Event(id="e1", user_id=user_id, summary=event_text, session_ids=["s"], source_message_ids=["m0"])
     memories = [
-        Memory(id=profile_memory_id(e.id), user_id=user_id, kind="profile", text=f"{e.topic} / {e.subtopic}: {e.content}", ref_id=e.id)
+        Memory(
+            id=profile_memory_id(e.id),
+            user_id=user_id,
+            kind="profile",
+            text=f"{e.topic} / {e.subtopic}: {e.content}",
+            ref_id=e.id,
+        )
         for e in profile
-    ] + [Memory(id=event_memory_id("e1"), user_id=user_id, kind="event", text=event.summary, session_id="s", ref_id="e1")]
+    ] + [
+        Memory(id=event_memory_id("e1"), user_id=user_id, kind="event", text=event.summary, session_id="s", ref_id="e1")
+    ]
     await store.apply_update(MemoryUpdate(user_id=user_id, upsert_profile=profile, event=event, memories=memories))
 
 
@@ -530,7 +684,11 @@ async def test_with_a_model_the_confirmed_clause_goes_not_its_sentence(store, se
     from memlane.nodes.confirm_forget import forget_confirmer
 
     await seed_two_facts(store, "zh", "chengdu")
-    model = confirming_model(lambda prompt: json.dumps({"sentences": [numbered(prompt)[c] for c in ("我住在成都，", "用户住在成都，") if c in numbered(prompt)]}))
+    model = confirming_model(
+        lambda prompt: json.dumps(
+            {"sentences": [numbered(prompt)[c] for c in ("我住在成都，", "用户住在成都，") if c in numbered(prompt)]}
+        )
+    )
     await store.forget("zh", "忘掉我住在哪里", confirm=forget_confirmer(model, settings))
     assert "我周末喜欢打羽毛球。" in numbered(model.prompts[0])  # shown as a clause of its own, left
     texts = await stored_texts(store, "zh")
@@ -549,7 +707,9 @@ async def test_a_dry_run_changes_nothing_and_says_what_would_go(store, settings,
     from memlane.nodes.confirm_forget import forget_confirmer
 
     await seed_two_facts(store, "zh", "chengdu")
-    await store.set_session_summary(SessionSummary(user_id="zh", session_id="s", summary="用户住在成都，喜欢打羽毛球。", source_message_ids=["m0"]))
+    await store.set_session_summary(
+        SessionSummary(user_id="zh", session_id="s", summary="用户住在成都，喜欢打羽毛球。", source_message_ids=["m0"])
+    )
     confirm = forget_confirmer(confirming_model('{"sentences": []}'), settings) if with_model else None
     before = keys_of(settings, redis_contents(settings.redis_url))
     preview = await store.forget("zh", "请抹掉关于成都的记忆", confirm=confirm, dry_run=True)
@@ -562,7 +722,9 @@ async def test_a_dry_run_changes_nothing_and_says_what_would_go(store, settings,
     assert removed[("summary", "rewritten")] == ["用户住在成都，"]
     assert "- message m0, rewritten: 我住在成都，" in preview.details()
     done = await store.forget("zh", "请抹掉关于成都的记忆", confirm=confirm)
-    assert [(r.kind, r.id, r.action, r.removed) for r in done.records] == [(r.kind, r.id, r.action, r.removed) for r in preview.records]
+    assert [(r.kind, r.id, r.action, r.removed) for r in done.records] == [
+        (r.kind, r.id, r.action, r.removed) for r in preview.records
+    ]
     assert keys_of(settings, redis_contents(settings.redis_url)) != before
 
 

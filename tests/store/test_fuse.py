@@ -28,8 +28,12 @@ def test_each_ranking_votes_its_weight_over_k_plus_rank_and_ties_keep_their_orde
 
 
 def test_a_ranking_without_weight_votes_for_nothing_but_tells_its_scores():
-    fused = fuse([Ranking("text", 1.0, [doc("a", score="1.0")]), Ranking("vector", 0.0, [doc("b", vector_distance="0.1")])], k=20)
-    assert fused.ranked == ["a"] and fused.similarity == {"b": pytest.approx(0.9)} and fused.most == pytest.approx(1 / 21)  # weight 0: not counted
+    fused = fuse(
+        [Ranking("text", 1.0, [doc("a", score="1.0")]), Ranking("vector", 0.0, [doc("b", vector_distance="0.1")])], k=20
+    )
+    assert (
+        fused.ranked == ["a"] and fused.similarity == {"b": pytest.approx(0.9)} and fused.most == pytest.approx(1 / 21)
+    )  # weight 0: not counted
 
 
 def test_recency_factors_scale_each_vote():

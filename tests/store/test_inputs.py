@@ -33,7 +33,10 @@ async def test_the_middleware_drops_a_refused_message_and_keeps_the_turn(store: 
     store = store.with_settings(store.settings.model_copy(update={"max_message_chars": 1000}))
     persistence = MemoryPersistence(store, settings=store.settings)
     identity = MemoryAgentContext(user_id="u", session_id="s")
-    turn = [message("u", "x" * 5000, message_id="big"), Message(id="r", user_id="u", session_id="s", role="assistant", content="That is long!")]
+    turn = [
+        message("u", "x" * 5000, message_id="big"),
+        Message(id="r", user_id="u", session_id="s", role="assistant", content="That is long!"),
+    ]
     await persistence.save_turn(identity, turn)
     assert [m.id for m in await store.recent_messages("u", "s")] == ["r"]
     assert persistence.unsaved == {}
@@ -41,7 +44,9 @@ async def test_the_middleware_drops_a_refused_message_and_keeps_the_turn(store: 
 
 async def test_a_long_message_inside_the_limit_is_stored_whole_and_search_still_works(store: RedisMemoryStore):
     big = "I keep a log of everything. " * 20_000 + "The secret word is marzipan."  # ~560 KB
-    await store.add_messages([message("u", big, message_id="big"), message("u", "I drink black coffee", message_id="small")])
+    await store.add_messages(
+        [message("u", big, message_id="big"), message("u", "I drink black coffee", message_id="small")]
+    )
     assert (await store.recent_messages("u", "s"))[0].content == big
     assert (await store.search_memories("u", "black coffee"))[0].memory.id == "message:small"
     assert any(hit.memory.id == "message:big" for hit in await store.search_memories("u", "marzipan log"))
@@ -52,7 +57,9 @@ async def test_a_ten_kilobyte_id_is_refused_naming_the_setting(store: RedisMemor
     huge = "i" * 10_240
     ids = {"user": "u", "session": "s", "message": "m"} | {where: huge}
     with pytest.raises(InputTooLarge, match="MEMLANE_MAX_ID_CHARS"):
-        await store.add_messages([Message(id=ids["message"], user_id=ids["user"], session_id=ids["session"], role="user", content="hi")])
+        await store.add_messages(
+            [Message(id=ids["message"], user_id=ids["user"], session_id=ids["session"], role="user", content="hi")]
+        )
     assert await store.list_sessions("u") == []
 
 
@@ -100,14 +107,29 @@ async def test_nul_bytes_in_content_are_dropped_and_the_rest_is_searchable(store
 @pytest.mark.parametrize("hostile", HOSTILE_IDS)
 async def test_hostile_ids_edit_forget_and_keep_history_of_their_own_only(store: RedisMemoryStore, hostile: str):
     for user in ("victim", hostile):
-        entry = ProfileEntry(user_id=user, topic=hostile, subtopic="diet", content="allergic to peanuts", source_message_ids=[hostile])
+        entry = ProfileEntry(
+            user_id=user, topic=hostile, subtopic="diet", content="allergic to peanuts", source_message_ids=[hostile]
+        )
         await store.add_messages([message(user, "I'm allergic to peanuts", message_id=hostile, session_id=hostile)])
-        await store.apply_update(MemoryUpdate(
-            user_id=user, upsert_profile=[entry],
-            memories=[Memory(id=profile_memory_id(entry.id), user_id=user, kind="profile", text=f"diet: {entry.content}", ref_id=entry.id)],
-        ))
+        await store.apply_update(
+            MemoryUpdate(
+                user_id=user,
+                upsert_profile=[entry],
+                memories=[
+                    Memory(
+                        id=profile_memory_id(entry.id),
+                        user_id=user,
+                        kind="profile",
+                        text=f"diet: {entry.content}",
+                        ref_id=entry.id,
+                    )
+                ],
+            )
+        )
     [entry] = await store.get_profile(hostile)
-    assert (await store.edit_profile_entry(hostile, entry.id, content="allergic to peanuts and cashews")).content.endswith("cashews")
+    assert (
+        await store.edit_profile_entry(hostile, entry.id, content="allergic to peanuts and cashews")
+    ).content.endswith("cashews")
     report = await store.forget(hostile, "peanuts")
     assert report.forgot_anything and await store.get_profile(hostile) == []
     assert [r.action for r in await store.profile_history(hostile, entry.id)] == ["add", "update", "delete"]
@@ -128,5 +150,7 @@ def test_settings_the_store_was_built_on_cannot_change_under_it(store):
     for change in ({"timezone": "Asia/Shanghai"}, {"key_prefix": "other"}, {"circuit_reset_seconds": 1.0}):
         with pytest.raises(StoreError, match=next(iter(change))):
             store = store.with_settings(store.settings.model_copy(update=change))
-    store = store.with_settings(store.settings.model_copy(update={"recall_max_tokens": 900}))  # read on each call: taken
+    store = store.with_settings(
+        store.settings.model_copy(update={"recall_max_tokens": 900})
+    )  # read on each call: taken
     assert store.settings.recall_max_tokens == 900

@@ -4,22 +4,25 @@ index from an older memlane is rebuilt with its memories, a memory belongs to a 
 from __future__ import annotations
 
 import pytest
+from redis.commands.search.index_definition import IndexDefinition, IndexType
 
 from memlane.store.errors import StoreError
 from memlane.store.records import Memory, MemoryUpdate
-from redis.commands.search.index_definition import IndexDefinition, IndexType
-
 from memlane.store.redis import RedisMemoryStore
 from memlane.store.schema import MemoryField
 
 
 async def test_reindexing_unchanged_memories_keeps_text_scores(store: RedisMemoryStore):
-    memories = [Memory(id=str(i), user_id="alice", kind="event", text=f"note {i} about coffee beans") for i in range(20)]
+    memories = [
+        Memory(id=str(i), user_id="alice", kind="event", text=f"note {i} about coffee beans") for i in range(20)
+    ]
     memories.append(Memory(id="tea", user_id="alice", kind="event", text="green tea from Kyoto"))
     await store.add_memories(memories)
 
     async def scores() -> dict[str, float]:
-        docs = await store.index.query(store.search.text_query(["kyoto", "coffe"], store.search.user_filter("alice", None, None, None, None), 30))
+        docs = await store.index.query(
+            store.search.text_query(["kyoto", "coffe"], store.search.user_filter("alice", None, None, None, None), 30)
+        )
         return {doc["memory_id"]: round(float(doc["score"]), 6) for doc in docs}
 
     before = await scores()
@@ -31,7 +34,9 @@ async def test_reindexing_unchanged_memories_keeps_text_scores(store: RedisMemor
     assert int(info_after["max_doc_id"]) == int(info_before["max_doc_id"])  # nothing was rewritten
     changed = memories[0].model_copy(update={"text": "note 0 about tea"})
     await store.add_memories([changed])
-    assert {hit.memory.text for hit in await store.search_memories("alice", "note 0 about tea", limit=3)} >= {"note 0 about tea"}
+    assert {hit.memory.text for hit in await store.search_memories("alice", "note 0 about tea", limit=3)} >= {
+        "note 0 about tea"
+    }
 
 
 async def test_an_index_from_an_older_memlane_is_rebuilt_with_its_memories(store: RedisMemoryStore):
@@ -39,12 +44,17 @@ async def test_an_index_from_an_older_memlane_is_rebuilt_with_its_memories(store
     key = store.layout.memory("alice", "1")
     await store.client.hdel(key, "search_text", "month_day", "speaker_role", "content_digest")
     await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=False)
-    old_fields = [field for field in store.schema.redis_fields if field.name in ("user", "kind", "session", "created_at", "embedding")]
+    old_fields = [
+        field
+        for field in store.schema.redis_fields
+        if field.name in ("user", "kind", "session", "created_at", "embedding")
+    ]
     from redis.commands.search.field import TextField
     from redis.commands.search.index_definition import IndexDefinition
 
     await store.client.ft(store.layout.memory_index_name).create_index(
-        [*old_fields, TextField("text")], definition=IndexDefinition(prefix=[store.layout.memory_key_prefix], language="chinese")
+        [*old_fields, TextField("text")],
+        definition=IndexDefinition(prefix=[store.layout.memory_key_prefix], language="chinese"),
     )
     await store.ensure_indexes()
     for _ in range(50):  # the rebuilt index scans the existing hashes in the background
@@ -69,10 +79,16 @@ async def test_an_index_made_before_valid_until_gets_the_field_in_place(store: R
     name = store.layout.memory_index_name
     await store.client.ft(name).dropindex(delete_documents=False)
     fields = [field for field in store.core.schema.redis_fields if field.name != MemoryField.VALID_UNTIL]
-    await store.client.ft(name).create_index(fields, definition=IndexDefinition(prefix=[store.layout.memory_key_prefix], index_type=IndexType.HASH))
+    await store.client.ft(name).create_index(
+        fields, definition=IndexDefinition(prefix=[store.layout.memory_key_prefix], index_type=IndexType.HASH)
+    )
     await store.memories.ensure_indexes()
     info = await store.client.ft(name).info()
-    assert MemoryField.VALID_UNTIL in {str(item, "utf-8") if isinstance(item, bytes) else item for attribute in info["attributes"] for item in attribute}
+    assert MemoryField.VALID_UNTIL in {
+        str(item, "utf-8") if isinstance(item, bytes) else item
+        for attribute in info["attributes"]
+        for item in attribute
+    }
     [hit] = await store.search_memories("ann", "北京", limit=1)
     assert hit.memory.id == "m" and hit.memory.status == "current"  # kept, not rewritten
 
@@ -87,12 +103,15 @@ async def test_a_keyspace_of_the_layout_before_hash_tags_is_renamed_in_place(sto
 
     for user in ("alice", "a|b"):
         await store.add_messages(chat(user, "s1", "I moved to Lyon last spring", "我喜欢黑咖啡"))
-        await store.apply_update(MemoryUpdate(
-            user_id=user, advance_cursor_to=1,
-            upsert_profile=[ProfileEntry(user_id=user, topic="home", subtopic="city", content="Lyon")],
-            event=Event(id="e1", user_id=user, summary="moved to Lyon"),
-            memories=[Memory(id="fact", user_id=user, kind="profile", text="lives in Lyon")],
-        ))
+        await store.apply_update(
+            MemoryUpdate(
+                user_id=user,
+                advance_cursor_to=1,
+                upsert_profile=[ProfileEntry(user_id=user, topic="home", subtopic="city", content="Lyon")],
+                event=Event(id="e1", user_id=user, summary="moved to Lyon"),
+                memories=[Memory(id="fact", user_id=user, kind="profile", text="lives in Lyon")],
+            )
+        )
     before = {user: await store.export_user(user) for user in ("alice", "a|b")}
     # back to the older layout: the same names without the braces, and no layout marker
     new_keys = [key.decode() async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*")]
@@ -108,7 +127,9 @@ async def test_a_keyspace_of_the_layout_before_hash_tags_is_renamed_in_place(sto
         assert keys == sorted(new_keys)
     for user in ("alice", "a|b"):
         after = await store.export_user(user)
-        assert after.model_dump(exclude={"memories", "exported_at"}) == before[user].model_dump(exclude={"memories", "exported_at"})
+        assert after.model_dump(exclude={"memories", "exported_at"}) == before[user].model_dump(
+            exclude={"memories", "exported_at"}
+        )
         assert {m.id for m in after.memories} == {m.id for m in before[user].memories}
         hits = await store.search_memories(user, "Lyon", limit=10)
         assert {hit.memory.user_id for hit in hits} == {user}
@@ -121,16 +142,21 @@ async def test_the_same_text_added_twice_is_stored_once_whatever_its_ids(store: 
     """Issue 31, item 6: two add_memories calls with the same text (ids of their own) stored it
     twice. Now the second answers the first's id; a turn that says the same is its own turn; a
     deleted or rewritten memory frees its text."""
+
     def note(memory_id: str, text: str, kind: str = "event") -> Memory:
         return Memory(id=memory_id, user_id="u", kind=kind, text=text)
 
     assert await store.add_memories([note("n1", "Her sister lives in Porto")]) == ["n1"]
-    assert await store.add_memories([note("n2", "her sister  lives in porto"), note("n3", "Allergic to peanuts"), note("n4", "Allergic to peanuts")]) == ["n1", "n3", "n3"]
+    assert await store.add_memories(
+        [note("n2", "her sister  lives in porto"), note("n3", "Allergic to peanuts"), note("n4", "Allergic to peanuts")]
+    ) == ["n1", "n3", "n3"]
     assert await store.add_memories([note("n1", "Her sister lives in Porto")]) == ["n1"]  # its own id: an upsert
     hits = await store.search_memories("u", "sister Porto")
     assert [hit.memory.id for hit in hits if "Porto" in hit.memory.text] == ["n1"]
     assert await store.add_memories([note("m1", "ok", "message"), note("m2", "ok", "message")]) == ["m1", "m2"]
-    assert await store.add_memories([note("n1", "Her sister moved to Lisbon")]) == ["n1"]  # rewritten: Porto is free again
+    assert await store.add_memories([note("n1", "Her sister moved to Lisbon")]) == [
+        "n1"
+    ]  # rewritten: Porto is free again
     assert await store.add_memories([note("n5", "Her sister lives in Porto")]) == ["n5"]
     assert await store.delete_memory("u", "n3")
     assert await store.add_memories([note("n6", "Allergic to peanuts")]) == ["n6"]

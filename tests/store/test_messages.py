@@ -79,13 +79,19 @@ async def test_a_message_id_reused_in_another_session_is_skipped_loudly(store: R
 
 async def test_an_answer_is_found_through_the_question_before_it(store: RedisMemoryStore):
     turns = [
-        ("user", "Any good books about volcanoes?"), ("assistant", "Try 'Krakatoa' by Simon Winchester."),
-        ("user", "I repaired my bike today"), ("assistant", "Nice, a new chain?"),
-        ("user", "We rented a cabin in Norway"), ("assistant", "Enjoy the fjords!"),
+        ("user", "Any good books about volcanoes?"),
+        ("assistant", "Try 'Krakatoa' by Simon Winchester."),
+        ("user", "I repaired my bike today"),
+        ("assistant", "Nice, a new chain?"),
+        ("user", "We rented a cabin in Norway"),
+        ("assistant", "Enjoy the fjords!"),
     ]
-    await store.add_messages([
-        Message(id=f"t{i}", user_id="alice", session_id="s", role=role, content=text) for i, (role, text) in enumerate(turns)
-    ])
+    await store.add_messages(
+        [
+            Message(id=f"t{i}", user_id="alice", session_id="s", role=role, content=text)
+            for i, (role, text) in enumerate(turns)
+        ]
+    )
     answer_key = store.layout.memory("alice", "message:t1")
     assert await store.client.hget(answer_key, "search_context") == b"good book volcano"
     assert await store.client.hget(store.layout.memory("alice", "message:t0"), "search_context") == b""
@@ -103,13 +109,17 @@ def flaky_store(store: RedisMemoryStore, settings, embeddings, **overrides):
     return RedisMemoryStore(store.client, flaky, settings=settings.model_copy(update=overrides)), flaky
 
 
-async def test_a_turn_said_while_the_embedder_was_down_is_found_after_recovery(store: RedisMemoryStore, settings, embeddings):
+async def test_a_turn_said_while_the_embedder_was_down_is_found_after_recovery(
+    store: RedisMemoryStore, settings, embeddings
+):
     from memlane.store.ids import message_memory_id
     from memlane.store.schema import MemoryField
 
     degraded, flaky = flaky_store(store, settings, embeddings)
     flaky.down = True
-    question = Message(id="q", user_id="alice", session_id="s1", role="assistant", content="Which city do you call home?")
+    question = Message(
+        id="q", user_id="alice", session_id="s1", role="assistant", content="Which city do you call home?"
+    )
     answer = Message(id="a", user_id="alice", session_id="s1", role="user", content="Lyon, by the Rhône")
     stored = await degraded.add_messages([question, answer])  # stored, not raised
     assert [m.id for m in stored] == ["q", "a"]
@@ -126,7 +136,9 @@ async def test_a_turn_said_while_the_embedder_was_down_is_found_after_recovery(s
     assert await degraded.reindex_pending("alice") == 0  # nothing left pending
 
 
-async def test_reindex_pending_indexes_what_failed_and_keeps_what_fails_again(store: RedisMemoryStore, settings, embeddings):
+async def test_reindex_pending_indexes_what_failed_and_keeps_what_fails_again(
+    store: RedisMemoryStore, settings, embeddings
+):
     degraded, flaky = flaky_store(store, settings, embeddings)
     flaky.down = True
     await degraded.add_messages(chat("alice", "s1", "我下周去成都出差", "I left my keys at the office"))
@@ -156,5 +168,7 @@ async def test_index_later_stores_at_once_and_reindex_pending_makes_it_searchabl
     assert len(await store.recent_messages("alice", "s")) == 2  # history answers at once
     assert await store.search_memories("alice", "成都出差", kinds=["message"]) == []
     assert await store.reindex_pending("alice") == 2
-    assert [hit.memory.text for hit in await store.search_memories("alice", "成都出差", kinds=["message"])][:1] == ["我下周去成都出差"]
+    assert [hit.memory.text for hit in await store.search_memories("alice", "成都出差", kinds=["message"])][:1] == [
+        "我下周去成都出差"
+    ]
     assert await store.reindex_pending("alice") == 0

@@ -40,16 +40,20 @@ def note(memory_id: str, text: str, **metadata) -> Memory:
 
 
 async def found(store: RedisMemoryStore, metadata_filter, query: str = "launch notes", user: str = "alice") -> set[str]:
-    return {hit.memory.id for hit in await store.search_memories(user, query, limit=50, metadata_filter=metadata_filter)}
+    return {
+        hit.memory.id for hit in await store.search_memories(user, query, limit=50, metadata_filter=metadata_filter)
+    }
 
 
 async def test_filters_narrow_search_to_the_memories_whose_metadata_match(meta_store: RedisMemoryStore):
-    await meta_store.add_memories([
-        note("a", "launch notes for apollo", project="apollo", priority=1, flag=True),
-        note("b", "launch notes for gemini", project="gemini", priority=3, extra={"nested": [1, 2]}),
-        note("c", "launch notes for mercury", project=["mercury", "apollo"], priority=5),
-        note("d", "launch notes without metadata"),
-    ])
+    await meta_store.add_memories(
+        [
+            note("a", "launch notes for apollo", project="apollo", priority=1, flag=True),
+            note("b", "launch notes for gemini", project="gemini", priority=3, extra={"nested": [1, 2]}),
+            note("c", "launch notes for mercury", project=["mercury", "apollo"], priority=5),
+            note("d", "launch notes without metadata"),
+        ]
+    )
     assert await found(meta_store, None) == {"a", "b", "c", "d"}
     assert await found(meta_store, {"project": "apollo"}) == {"a", "c"}  # a list holds each of its values
     assert await found(meta_store, {"project": {"ne": "apollo"}}) == {"b", "d"}
@@ -65,7 +69,10 @@ async def test_filters_narrow_search_to_the_memories_whose_metadata_match(meta_s
     assert await found(meta_store, {"flag": True}) == {"a"}
     assert await found(meta_store, {"project": "apollo", "priority": {"lt": 3}}) == {"a"}
     assert await found(meta_store, {"OR": [{"project": "gemini"}, {"priority": {"gte": 5}}]}) == {"b", "c"}
-    assert await found(meta_store, {"AND": [{"project": "apollo"}, {"OR": [{"priority": 1}, {"priority": 5}]}]}) == {"a", "c"}
+    assert await found(meta_store, {"AND": [{"project": "apollo"}, {"OR": [{"priority": 1}, {"priority": 5}]}]}) == {
+        "a",
+        "c",
+    }
     assert await found(meta_store, {"project": "Apollo"}) == set()  # tags are exact: case counts
     assert await found(meta_store, Num(metadata_field("priority")) >= 5) == {"c"}  # a RedisVL expression as it is
     assert await found(meta_store, {}) == {"a", "b", "c", "d"}
@@ -73,19 +80,33 @@ async def test_filters_narrow_search_to_the_memories_whose_metadata_match(meta_s
     [hit] = await meta_store.search_memories("alice", "gemini", limit=1, metadata_filter={"project": "gemini"})
     assert hit.memory.metadata == {"project": "gemini", "priority": 3, "extra": {"nested": [1, 2]}}
     # the filter stays inside the user
-    await meta_store.add_memories([Memory(id="a", user_id="bob", kind="event", text="launch notes for apollo", metadata={"project": "apollo"})])
+    await meta_store.add_memories(
+        [Memory(id="a", user_id="bob", kind="event", text="launch notes for apollo", metadata={"project": "apollo"})]
+    )
     assert await found(meta_store, {"project": "apollo"}, user="bob") == {"a"}
     assert await found(meta_store, {"project": "apollo"}) == {"a", "c"}
 
 
 @pytest.mark.parametrize("value", [*HOSTILE_IDS, "a*b|c{d}", "x -@user:{*}", "\\", 'a"b'])
 async def test_a_value_with_query_syntax_matches_only_itself(meta_store: RedisMemoryStore, value: str):
-    await meta_store.add_memories([note("hostile", "launch notes hostile", project=value), note("other", "launch notes other", project="zzz")])
+    await meta_store.add_memories(
+        [note("hostile", "launch notes hostile", project=value), note("other", "launch notes other", project="zzz")]
+    )
     assert await found(meta_store, {"project": value}) == {"hostile"}
     assert await found(meta_store, {"project": {"ne": value}}) == {"other"}
     assert await found(meta_store, {"project": {"in": [value, "nothing"]}}) == {"hostile"}
     # the same text as a user id and a memory id: the filter and the user's tag both hold
-    await meta_store.add_memories([Memory(id=value, user_id=value, kind="event", text="launch notes of a hostile user", metadata={"project": value})])
+    await meta_store.add_memories(
+        [
+            Memory(
+                id=value,
+                user_id=value,
+                kind="event",
+                text="launch notes of a hostile user",
+                metadata={"project": value},
+            )
+        ]
+    )
     assert await found(meta_store, {"project": value}, user=value) == {value}
 
 
@@ -118,27 +139,68 @@ async def test_filters_on_undeclared_fields_and_wrong_operators_are_refused(meta
         metadata_expression({"OR": [{"priority": index} for index in range(70)]}, DECLARED)  # type: ignore[arg-type]
 
 
-async def test_metadata_a_declared_field_cannot_hold_is_refused_before_anything_is_written(meta_store: RedisMemoryStore):
+async def test_metadata_a_declared_field_cannot_hold_is_refused_before_anything_is_written(
+    meta_store: RedisMemoryStore,
+):
     with pytest.raises(InvalidInput, match=r"'priority' is declared numeric in MEMLANE_METADATA_FIELDS.*give a number"):
         await meta_store.add_memories([note("a", "launch notes", priority="high")])
     with pytest.raises(InvalidInput, match="'project' is declared tag"):
-        await meta_store.add_messages([Message(id="m1", user_id="alice", session_id="s", role="user", content="hi", metadata={"project": {"a": 1}})])
+        await meta_store.add_messages(
+            [
+                Message(
+                    id="m1", user_id="alice", session_id="s", role="user", content="hi", metadata={"project": {"a": 1}}
+                )
+            ]
+        )
     with pytest.raises(InputTooLarge, match="MEMLANE_MAX_METADATA_BYTES"):
         await meta_store.add_memories([note("a", "launch notes", blob="x" * 5000)])
     with pytest.raises(InvalidInput, match="is declared numeric"):
-        await meta_store.put_items([StoreItem(user_id="alice", namespace=["notes"], key="k", value={"a": 1}, text="launch notes", metadata={"priority": [1]})])
+        await meta_store.put_items(
+            [
+                StoreItem(
+                    user_id="alice",
+                    namespace=["notes"],
+                    key="k",
+                    value={"a": 1},
+                    text="launch notes",
+                    metadata={"priority": [1]},
+                )
+            ]
+        )
     assert await meta_store.recent_messages("alice", "s") == []
     assert await found(meta_store, None) == set()
 
 
 async def test_messages_notes_and_items_keep_their_metadata_through_search_and_export(meta_store: RedisMemoryStore):
-    await meta_store.add_messages([
-        Message(id="m1", user_id="alice", session_id="s", role="user", content="launch notes from the call", metadata={"project": "apollo", "source": "zoom"}),
-        Message(id="m2", user_id="alice", session_id="s", role="user", content="launch notes from lunch"),
-    ])
-    event = Event(id="n1", user_id="alice", summary="launch notes remembered", tags=["remembered"], metadata={"project": "apollo", "priority": 4})
+    await meta_store.add_messages(
+        [
+            Message(
+                id="m1",
+                user_id="alice",
+                session_id="s",
+                role="user",
+                content="launch notes from the call",
+                metadata={"project": "apollo", "source": "zoom"},
+            ),
+            Message(id="m2", user_id="alice", session_id="s", role="user", content="launch notes from lunch"),
+        ]
+    )
+    event = Event(
+        id="n1",
+        user_id="alice",
+        summary="launch notes remembered",
+        tags=["remembered"],
+        metadata={"project": "apollo", "priority": 4},
+    )
     await meta_store.apply_update(MemoryUpdate(user_id="alice", event=event, memories=[event.as_memory()]))
-    item = StoreItem(user_id="alice", namespace=["docs"], key="k1", value={"v": 1}, text="launch notes item", metadata={"project": "apollo"})
+    item = StoreItem(
+        user_id="alice",
+        namespace=["docs"],
+        key="k1",
+        value={"v": 1},
+        text="launch notes item",
+        metadata={"project": "apollo"},
+    )
     await meta_store.put_items([item])
     assert await found(meta_store, {"project": "apollo"}) == {"message:m1", "event:n1", item.memory_id}
     assert await found(meta_store, {"priority": {"gt": 3}}) == {"event:n1"}
@@ -155,14 +217,24 @@ async def test_declaring_a_field_later_indexes_the_memories_already_stored(setti
     plain = settings.model_copy(update={"metadata_fields": {}})
     embeddings = CharacterHashEmbeddings()
     async with memory_store_on(plain, embeddings) as before:
-        await before.add_memories([note("a", "launch notes a", project="apollo", priority="high"), note("b", "launch notes b", priority=7)])
+        await before.add_memories(
+            [note("a", "launch notes a", project="apollo", priority="high"), note("b", "launch notes b", priority=7)]
+        )
         with pytest.raises(InvalidInput, match="not a declared field"):
             await before.search_memories("alice", "launch", metadata_filter={"project": "apollo"})
-        after = RedisMemoryStore(before.client, embeddings, settings=settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "tag"}}))
+        after = RedisMemoryStore(
+            before.client,
+            embeddings,
+            settings=settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "tag"}}),
+        )
         await after.ensure_indexes()  # the new fields are added in place and the stored memories written to them
         assert await _eventually(lambda: found(after, {"project": "apollo"}), {"a"})
         assert await found(after, {"priority": "high"}) == {"a"}
-        retyped = RedisMemoryStore(before.client, embeddings, settings=settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "numeric"}}))
+        retyped = RedisMemoryStore(
+            before.client,
+            embeddings,
+            settings=settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "numeric"}}),
+        )
         await retyped.ensure_indexes()  # tag -> numeric rebuilds the index; "high" is no number and is left out
         assert await _eventually(lambda: found(retyped, {"priority": {"gte": 7}}), {"b"})
         assert await found(retyped, None) == {"a", "b"}  # the memory whose value is no number is still searchable
@@ -178,13 +250,20 @@ async def _eventually(probe, expected, tries: int = 50):
 
 
 async def test_recall_searches_only_the_memories_whose_metadata_match(store: RedisMemoryStore, settings: Settings):
-    await store.add_memories([
-        note("apollo", "the apollo launch moved to friday", project="apollo"),
-        note("gemini", "the gemini launch moved to monday", project="gemini"),
-    ])
+    await store.add_memories(
+        [
+            note("apollo", "the apollo launch moved to friday", project="apollo"),
+            note("gemini", "the gemini launch moved to monday", project="gemini"),
+        ]
+    )
     everything = await recall(store, "alice", None, "when is the launch?", settings=settings)
-    assert {item.text for item in everything.items} >= {"the apollo launch moved to friday", "the gemini launch moved to monday"}
-    narrowed = await recall(store, "alice", None, "when is the launch?", settings=settings, metadata_filter={"project": "gemini"})
+    assert {item.text for item in everything.items} >= {
+        "the apollo launch moved to friday",
+        "the gemini launch moved to monday",
+    }
+    narrowed = await recall(
+        store, "alice", None, "when is the launch?", settings=settings, metadata_filter={"project": "gemini"}
+    )
     assert [item.text for item in narrowed.items] == ["the gemini launch moved to monday"]
     with pytest.raises(InvalidInput, match="not a declared field"):
         await recall(store, "alice", None, "when is the launch?", settings=settings, metadata_filter={"team": "x"})
@@ -192,11 +271,19 @@ async def test_recall_searches_only_the_memories_whose_metadata_match(store: Red
 
 async def test_filters_work_on_a_cluster(cluster_store: RedisMemoryStore):
     users = ["alice", "bob", "carol", "dave"]  # spread over the primaries
-    await cluster_store.add_memories([
-        Memory(id=f"{user}-{index}", user_id=user, kind="event", text=f"launch notes {index}", metadata={"project": f"p{index % 2}", "priority": index})
-        for user in users
-        for index in range(4)
-    ])
+    await cluster_store.add_memories(
+        [
+            Memory(
+                id=f"{user}-{index}",
+                user_id=user,
+                kind="event",
+                text=f"launch notes {index}",
+                metadata={"project": f"p{index % 2}", "priority": index},
+            )
+            for user in users
+            for index in range(4)
+        ]
+    )
     for user in users:
         assert await found(cluster_store, {"project": "p1"}, user=user) == {f"{user}-1", f"{user}-3"}
         assert await found(cluster_store, {"priority": {"lt": 2}}, user=user) == {f"{user}-0", f"{user}-1"}

@@ -8,16 +8,22 @@ from memlane.store.records import Message, ParkedRun
 
 
 async def test_parking_the_same_run_again_adds_its_attempts_and_keeps_its_first_failure(store):
-    first = await store.park_run(ParkedRun(id="r1", user_id="u", error="E: one", attempts=3, first_failed_at=10, last_failed_at=12))
+    first = await store.park_run(
+        ParkedRun(id="r1", user_id="u", error="E: one", attempts=3, first_failed_at=10, last_failed_at=12)
+    )
     assert first.attempts == 3
-    again = await store.park_run(ParkedRun(id="r1", user_id="u", error="E: two", attempts=4, first_failed_at=20, last_failed_at=25))
+    again = await store.park_run(
+        ParkedRun(id="r1", user_id="u", error="E: two", attempts=4, first_failed_at=20, last_failed_at=25)
+    )
     assert (again.attempts, again.first_failed_at, again.last_failed_at, again.error) == (7, 10, 25, "E: two")
     assert await store.parked_runs("u") == [again]
 
 
 async def test_parked_runs_are_listed_per_user_or_all_oldest_first_and_dropped_by_id(store):
     for index, user in enumerate(HOSTILE_IDS[:4]):
-        await store.park_run(ParkedRun(id=f"r{index}", user_id=user, error="E", attempts=1, first_failed_at=100 - index))
+        await store.park_run(
+            ParkedRun(id=f"r{index}", user_id=user, error="E", attempts=1, first_failed_at=100 - index)
+        )
     assert [run.id for run in await store.parked_runs()] == ["r3", "r2", "r1", "r0"]
     assert [run.user_id for run in await store.parked_runs(HOSTILE_IDS[1])] == [HOSTILE_IDS[1]]
     assert await store.parked_runs("nobody") == []

@@ -113,37 +113,89 @@ def test_redaction_can_be_turned_off():
 
 
 async def test_the_store_masks_before_storing_and_indexing(store: RedisMemoryStore):
-    stored = await store.add_messages([
-        Message(id="m1", user_id="u", session_id="s", role="user", content=f"我的身份证号是{VALID_ID}，手机13812345678"),
-        Message(id="m2", user_id="u", session_id="s", role="user", content=f"My card is {VALID_CARD}, mail me at a.b@example.com"),
-        Message(id="m3", user_id="u", session_id="s", role="user", content=f"ticket {WRONG_CHECK_ID} stays as written"),
-    ])
+    stored = await store.add_messages(
+        [
+            Message(
+                id="m1", user_id="u", session_id="s", role="user", content=f"我的身份证号是{VALID_ID}，手机13812345678"
+            ),
+            Message(
+                id="m2",
+                user_id="u",
+                session_id="s",
+                role="user",
+                content=f"My card is {VALID_CARD}, mail me at a.b@example.com",
+            ),
+            Message(
+                id="m3", user_id="u", session_id="s", role="user", content=f"ticket {WRONG_CHECK_ID} stays as written"
+            ),
+        ]
+    )
     assert stored[0].content == f"我的身份证号是{ID_NUMBER_TAG}，手机{PHONE_TAG}"
     recent = [m.content for m in await store.recent_messages("u", "s")]
-    assert recent == [stored[0].content, f"My card is [card ••••1111], mail me at {EMAIL_TAG}", f"ticket {WRONG_CHECK_ID} stays as written"]
+    assert recent == [
+        stored[0].content,
+        f"My card is [card ••••1111], mail me at {EMAIL_TAG}",
+        f"ticket {WRONG_CHECK_ID} stays as written",
+    ]
     for raw in (VALID_ID, "13812345678", VALID_CARD, "a.b@example.com"):
         assert all(raw not in hit.memory.text for hit in await store.search_memories("u", raw))
     assert any(WRONG_CHECK_ID in hit.memory.text for hit in await store.search_memories("u", WRONG_CHECK_ID))
 
     entry = ProfileEntry(user_id="u", topic="contact", subtopic="phone", content="手机 13912345678")
     event = Event(
-        id="e", user_id="u", summary="The user gave the phone 139 1234 5678.",
-        profile_delta=[ProfileChange(action="add", entry_id=entry.id, topic="contact", subtopic="phone", content="手机 13912345678")],
+        id="e",
+        user_id="u",
+        summary="The user gave the phone 139 1234 5678.",
+        profile_delta=[
+            ProfileChange(
+                action="add", entry_id=entry.id, topic="contact", subtopic="phone", content="手机 13912345678"
+            )
+        ],
     )
-    await store.apply_update(MemoryUpdate(
-        user_id="u", upsert_profile=[entry], event=event,
-        memories=[Memory(id="n", user_id="u", kind="event", text="email: x@y.org", context="card 4111 1111 1111 1111")],
-    ))
+    await store.apply_update(
+        MemoryUpdate(
+            user_id="u",
+            upsert_profile=[entry],
+            event=event,
+            memories=[
+                Memory(id="n", user_id="u", kind="event", text="email: x@y.org", context="card 4111 1111 1111 1111")
+            ],
+        )
+    )
     assert (await store.get_profile("u"))[0].content == f"手机 {PHONE_TAG}"
     stored_event = (await store.list_events("u"))[0]
-    assert stored_event.summary == f"The user gave the phone {PHONE_TAG}." and stored_event.profile_delta[0].content == f"手机 {PHONE_TAG}"
+    assert (
+        stored_event.summary == f"The user gave the phone {PHONE_TAG}."
+        and stored_event.profile_delta[0].content == f"手机 {PHONE_TAG}"
+    )
     assert (await store.edit_profile_entry("u", entry.id, content="mail z@z.io")).content == f"mail {EMAIL_TAG}"
     await store.set_session_summary(SessionSummary(user_id="u", session_id="s", summary=f"ID {VALID_ID}"))
     assert (await store.get_session_summary("u", "s")).summary == f"ID {ID_NUMBER_TAG}"
-    [item] = await store.put_items([StoreItem(user_id="u", namespace=["notes", "u"], key="k", value={"phone": "+44 20 7946 0958", "n": [f"{VALID_ID}"]}, text="phone +44 20 7946 0958")])
+    [item] = await store.put_items(
+        [
+            StoreItem(
+                user_id="u",
+                namespace=["notes", "u"],
+                key="k",
+                value={"phone": "+44 20 7946 0958", "n": [f"{VALID_ID}"]},
+                text="phone +44 20 7946 0958",
+            )
+        ]
+    )
     assert item.value == {"phone": PHONE_TAG, "n": [ID_NUMBER_TAG]} and item.text == f"phone {PHONE_TAG}"
     exported = (await store.export_user("u")).model_dump_json()
-    for raw in (VALID_ID, "13812345678", "13912345678", "139 1234 5678", VALID_CARD, "4111 1111", "example.com", "x@y.org", "z@z.io", "7946"):
+    for raw in (
+        VALID_ID,
+        "13812345678",
+        "13912345678",
+        "139 1234 5678",
+        VALID_CARD,
+        "4111 1111",
+        "example.com",
+        "x@y.org",
+        "z@z.io",
+        "7946",
+    ):
         assert raw not in exported, raw
 
 
@@ -156,11 +208,15 @@ async def test_off_keeps_texts_as_written(store: RedisMemoryStore):
 
 async def test_the_memory_model_reads_masked_chat(store: RedisMemoryStore, make_context):
     model = scripted()
-    await add_chat(store, "alice", [
-        ("user", None, f"我的身份证号是{VALID_ID}，银行卡 {UNIONPAY_19}。"),
-        ("user", None, "有事打我电话 138-1234-5678，或者发邮件到 li.lei@example.cn。"),
-        ("user", None, f"My passport is elsewhere; the number {WRONG_CHECK_ID} is my library card."),
-    ])
+    await add_chat(
+        store,
+        "alice",
+        [
+            ("user", None, f"我的身份证号是{VALID_ID}，银行卡 {UNIONPAY_19}。"),
+            ("user", None, "有事打我电话 138-1234-5678，或者发邮件到 li.lei@example.cn。"),
+            ("user", None, f"My passport is elsewhere; the number {WRONG_CHECK_ID} is my library card."),
+        ],
+    )
     await run_memory_graph("alice", make_context(model))
     prompts = "\n".join(model.prompts)
     assert ID_NUMBER_TAG in prompts and "[card ••••0128]" in prompts and PHONE_TAG in prompts and EMAIL_TAG in prompts

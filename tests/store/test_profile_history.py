@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from memory_graph_helpers import said_then_changed
 
 from memlane.store.errors import InvalidInput
@@ -17,7 +16,13 @@ from memlane.store.redis import RedisMemoryStore
 
 def entry_update(user_id: str, content: str, *, confidence: float = 0.8, event_id: str | None = "e1") -> MemoryUpdate:
     entry = ProfileEntry(user_id=user_id, topic="work", subtopic="title", content=content, confidence=confidence)
-    memory = Memory(id=profile_memory_id(entry.id), user_id=user_id, kind="profile", text=f"work / title: {content}", ref_id=entry.id)
+    memory = Memory(
+        id=profile_memory_id(entry.id),
+        user_id=user_id,
+        kind="profile",
+        text=f"work / title: {content}",
+        ref_id=entry.id,
+    )
     event = Event(id=event_id, user_id=user_id, summary=f"learned: {content}") if event_id else None
     return MemoryUpdate(user_id=user_id, upsert_profile=[entry], memories=[memory], event=event)
 
@@ -35,7 +40,11 @@ async def test_edits_are_recorded_oldest_first_with_actor_and_before_after(store
 
     history = await store.profile_history("alice", entry_id)
     assert [(r.action, r.actor) for r in history] == [
-        ("add", "run:run-1"), ("update", "api:ops"), ("update", "user"), ("update", "run:run-2"), ("delete", "cli"),
+        ("add", "run:run-1"),
+        ("update", "api:ops"),
+        ("update", "user"),
+        ("update", "run:run-2"),
+        ("delete", "cli"),
     ]
     assert (history[0].before_content, history[0].after_content) == (None, "nurse")
     assert (history[1].before_content, history[1].after_content) == ("nurse", "head nurse")
@@ -66,7 +75,13 @@ async def test_editing_content_re_embeds_the_mirror_memory(store: RedisMemorySto
 async def test_edits_are_validated_and_a_missing_entry_is_none(store: RedisMemoryStore):
     await store.apply_update(entry_update("alice", "nurse"))
     entry_id = (await store.get_profile("alice"))[0].id
-    for bad in ({"content": "   "}, {"content": "\x00"}, {"confidence": 1.5}, {"confidence": -0.1}, {"confidence": math.nan}):
+    for bad in (
+        {"content": "   "},
+        {"content": "\x00"},
+        {"confidence": 1.5},
+        {"confidence": -0.1},
+        {"confidence": math.nan},
+    ):
         with pytest.raises(InvalidInput):
             await store.edit_profile_entry("alice", entry_id, **bad)
     assert (await store.get_profile("alice"))[0].content == "nurse"
@@ -99,10 +114,15 @@ async def test_history_keeps_the_newest_revisions(store: RedisMemoryStore):
     entry_id = (await store.get_profile("alice"))[0].id
     for version in range(1, 6):
         await store.edit_profile_entry("alice", entry_id, content=f"version {version}")
-    assert [r.after_content for r in await store.profile_history("alice", entry_id)] == ["version 3", "version 4", "version 5"]
+    assert [r.after_content for r in await store.profile_history("alice", entry_id)] == [
+        "version 3",
+        "version 4",
+        "version 5",
+    ]
 
 
 # --- facts that change (issue 22) --------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("old", "new", "topic", "subtopic", "question"),
@@ -116,7 +136,9 @@ async def test_an_update_keeps_the_replaced_content_as_a_dated_searchable_past_v
 ):
     changed_at = await said_then_changed(store, "ann", old, new, topic=topic, subtopic=subtopic)
     [entry] = await store.get_profile("ann")
-    assert entry.content == new and entry.valid_from == pytest.approx(changed_at)  # when it was said, not the run's clock
+    assert entry.content == new and entry.valid_from == pytest.approx(
+        changed_at
+    )  # when it was said, not the run's clock
     [past] = await store.past_values("ann")
     assert (past.content, past.valid_until) == (old, pytest.approx(changed_at))
     assert past.valid_from is not None and past.valid_from < changed_at
@@ -131,7 +153,9 @@ async def test_an_update_keeps_the_replaced_content_as_a_dated_searchable_past_v
     cards = sorted((event for event in await store.list_events("ann")), key=lambda event: event.created_at)
     assert [card.source_message_ids for card in cards] == [["ann-1"], ["ann-2"]]
     assert cards[0].created_at == pytest.approx(past.valid_from) and cards[1].created_at == pytest.approx(changed_at)
-    events = {hit.memory.ref_id: hit.memory for hit in await store.search_memories("ann", old, kinds=["event"], limit=5)}
+    events = {
+        hit.memory.ref_id: hit.memory for hit in await store.search_memories("ann", old, kinds=["event"], limit=5)
+    }
     assert events[cards[0].id].valid_until == pytest.approx(changed_at) and events[cards[1].id].valid_until is None
 
 
@@ -145,7 +169,10 @@ async def test_an_append_or_a_user_edit_keeps_no_past_value(store: RedisMemorySt
 
 @pytest.mark.parametrize(
     ("old", "new", "topic", "subtopic"),
-    [("我住在北京", "我上周搬到上海了", "居住", "城市"), ("I live in Boston", "I moved to Denver last week", "home", "city")],
+    [
+        ("我住在北京", "我上周搬到上海了", "居住", "城市"),
+        ("I live in Boston", "I moved to Denver last week", "home", "city"),
+    ],
 )
 @pytest.mark.parametrize("how", ["forget", "delete_profile_entry"])
 async def test_forgetting_a_fact_forgets_its_past_values(

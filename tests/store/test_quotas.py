@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from test_messages import chat
 from test_retention import SECONDS, event_update, profile_update
+
 from memlane.store.errors import QuotaExceeded
 from memlane.store.records import Memory, StoreItem
 from memlane.store.redis import RedisMemoryStore
@@ -26,14 +26,19 @@ async def test_a_write_past_the_records_quota_is_refused_whole_and_nothing_store
         await capped.add_messages(chat("u", "s", "three", "four", start=2))  # two more: one past
     assert refused.value.quota == "memories" and refused.value.setting == "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER"
     assert "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER (3)" in str(refused.value) and refused.value.used == 2
-    assert [m.content for m in await capped.recent_messages("u", "s")] == ["one", "two"]  # the refused write: none of it
+    assert [m.content for m in await capped.recent_messages("u", "s")] == [
+        "one",
+        "two",
+    ]  # the refused write: none of it
     await capped.add_messages(chat("u", "s", "three", start=2))
     assert await capped.add_messages(chat("u", "s", "three (sent again)", start=2)) == []  # a resend adds no record
     with pytest.raises(QuotaExceeded):
         await capped.apply_update(event_update("u", "e1", "went hiking"))
     assert await capped.list_events("u") == []
     assert await capped.messages.quotas.usage("u") == (3, len("onetwothree"))
-    await capped.delete_message("u", "m0")  # what was deleted no longer counts: the count is taken again before refusing
+    await capped.delete_message(
+        "u", "m0"
+    )  # what was deleted no longer counts: the count is taken again before refusing
     await capped.apply_update(event_update("u", "e1", "went hiking"))
     assert [event.id for event in await capped.list_events("u")] == ["e1"]
     assert (await capped.messages.quotas.usage("u"))[0] == 3
@@ -52,7 +57,9 @@ async def test_a_write_past_the_bytes_quota_is_refused_and_a_smaller_rewrite_pas
     with pytest.raises(QuotaExceeded):
         await capped.add_memories([Memory(id="n1", user_id="u", kind="summary", text="a memory added directly")])
     with pytest.raises(QuotaExceeded):
-        await capped.put_items([StoreItem(user_id="u", namespace=["notes"], key="k", value={"text": "a long item value"})])
+        await capped.put_items(
+            [StoreItem(user_id="u", namespace=["notes"], key="k", value={"text": "a long item value"})]
+        )
     shorter, _ = profile_update("u", "Lyon")
     await capped.apply_update(shorter)  # the slot rewritten smaller: fewer bytes, it passes
     assert await capped.messages.quotas.usage("u") == (1, 4)
@@ -76,7 +83,9 @@ async def test_expired_records_leave_the_count(store: RedisMemoryStore):
     await asyncio.sleep(1.3)
     await capped.add_messages(chat("u", "s", "three", "four", start=2))  # the first two expired: room again
     report = await capped.collect_garbage("u")
-    assert report.history_entries == 2 and report.quota_entries == 0  # the refused-then-recounted write already dropped them
+    assert (
+        report.history_entries == 2 and report.quota_entries == 0
+    )  # the refused-then-recounted write already dropped them
     assert await capped.messages.quotas.usage("u") == (2, len("threefour"))
 
 

@@ -10,8 +10,8 @@ import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-
 from test_messages import chat
+
 from memlane.store.errors import RedisUnavailable
 from memlane.store.protocols import MemoryStore
 from memlane.store.redis import RedisMemoryStore

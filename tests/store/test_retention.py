@@ -8,6 +8,7 @@ import asyncio
 import time
 
 from test_messages import chat
+
 from memlane.store.ids import event_memory_id, message_memory_id, profile_memory_id
 from memlane.store.records import REMEMBERED_TAG, Event, MemoryUpdate, ProfileEntry, SessionSummary
 from memlane.store.redis import RedisMemoryStore
@@ -18,7 +19,13 @@ SECONDS = 1 / 86_400  # a time to live of one second, in the settings' days
 def expiring(store: RedisMemoryStore, seconds: float = 1.5, **retention) -> RedisMemoryStore:
     """The store with messages, events, notes and profile entries living `seconds` (or as given)."""
     days = seconds * SECONDS
-    values = {"message_ttl_days": days, "event_ttl_days": days, "note_ttl_days": days, "profile_ttl_days": days, **retention}
+    values = {
+        "message_ttl_days": days,
+        "event_ttl_days": days,
+        "note_ttl_days": days,
+        "profile_ttl_days": days,
+        **retention,
+    }
     return store.with_settings(store.settings.model_copy(update={f"retention_{k}": v for k, v in values.items()}))
 
 
@@ -158,7 +165,10 @@ async def test_the_sweep_removes_what_expiry_cannot_and_says_what(store: RedisMe
     await kept.apply_update(event_update("u", "e2", "moved house"))
     report = await kept.collect_garbage()
     assert (report.history_entries, report.sessions, report.event_entries) == (2, 1, 1)
-    assert report.lines()[0].startswith("1 user swept") and "history entries of expired messages removed: 2" in report.lines()
+    assert (
+        report.lines()[0].startswith("1 user swept")
+        and "history entries of expired messages removed: 2" in report.lines()
+    )
     assert await kept.list_sessions("u") == ["new"]
     assert await kept.get_session_summary("u", "old") is None and await kept.session_titles("u") == {"new": "Moving"}
     assert await kept.client.zcard(kept.layout.timeline("u")) == 1
@@ -174,7 +184,9 @@ async def test_the_sweep_deletes_search_entries_whose_record_is_gone_and_retimes
     await short.apply_update(update)
     await short.add_messages(chat("u", "s", "I keep bees on the roof"))
     entry_memory = short.layout.memory("u", profile_memory_id(entry.id))
-    await short.client.hdel(short.layout.profile("u"), entry.id)  # a record gone, its entry left (a crash, an older memlane)
+    await short.client.hdel(
+        short.layout.profile("u"), entry.id
+    )  # a record gone, its entry left (a crash, an older memlane)
     message_memory = short.layout.memory("u", message_memory_id("m0"))
     await short.client.persist(message_memory)  # an entry that would outlive its record
     report = await short.collect_garbage()
@@ -198,10 +210,16 @@ async def test_on_a_cluster_records_expire_with_their_entries_and_the_sweep_find
     update, entry = profile_update("u")
     await short.apply_update(update)
     await short.apply_update(event_update("u", "e1", "went hiking in the Alps"))
-    assert await expiry_ms(short, short.layout.message("u", "m0")) == await expiry_ms(
-        short, short.layout.memory("u", message_memory_id("m0"))) > 0
-    assert await expiry_ms(short, short.layout.profile("u"), entry.id) == await expiry_ms(
-        short, short.layout.memory("u", profile_memory_id(entry.id))) > 0
+    assert (
+        await expiry_ms(short, short.layout.message("u", "m0"))
+        == await expiry_ms(short, short.layout.memory("u", message_memory_id("m0")))
+        > 0
+    )
+    assert (
+        await expiry_ms(short, short.layout.profile("u"), entry.id)
+        == await expiry_ms(short, short.layout.memory("u", profile_memory_id(entry.id)))
+        > 0
+    )
     await asyncio.sleep(1.8)
     report = await short.collect_garbage()
     assert (report.users, report.history_entries, report.sessions, report.event_entries) == (1, 1, 1, 1)

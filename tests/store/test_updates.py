@@ -4,8 +4,8 @@ transaction, idempotent, for one user only."""
 from __future__ import annotations
 
 import pytest
-
 from test_messages import chat
+
 from memlane.store.errors import StoreError
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileChange, ProfileEntry
@@ -22,7 +22,9 @@ async def test_apply_update_writes_profile_event_memories_and_cursor_idempotentl
         user_id="alice",
         summary="用户说喜欢黑咖啡",
         tags=["饮食偏好"],
-        profile_delta=[ProfileChange(action="add", entry_id=entry.id, topic="饮食", subtopic="咖啡", content=entry.content)],
+        profile_delta=[
+            ProfileChange(action="add", entry_id=entry.id, topic="饮食", subtopic="咖啡", content=entry.content)
+        ],
         source_message_ids=["m0", "m1"],
     )
     update = MemoryUpdate(
@@ -30,8 +32,14 @@ async def test_apply_update_writes_profile_event_memories_and_cursor_idempotentl
         upsert_profile=[entry],
         event=event,
         memories=[
-            Memory(id=profile_memory_id(entry.id), user_id="alice", kind="profile", text="饮食/咖啡: 喜欢黑咖啡，不加糖",
-                   source_message_ids=["m0"], ref_id=entry.id),
+            Memory(
+                id=profile_memory_id(entry.id),
+                user_id="alice",
+                kind="profile",
+                text="饮食/咖啡: 喜欢黑咖啡，不加糖",
+                source_message_ids=["m0"],
+                ref_id=entry.id,
+            ),
             Memory(id="event:e1", user_id="alice", kind="event", text=event.summary, source_message_ids=["m0", "m1"]),
         ],
         advance_cursor_to=2,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import HOSTILE_IDS
 from test_messages import chat
+
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry, SessionSummary
 from memlane.store.redis import RedisMemoryStore
 
@@ -17,16 +17,22 @@ from memlane.store.redis import RedisMemoryStore
 async def test_hostile_ids_work_and_never_see_other_users(store: RedisMemoryStore, hostile: str):
     await store.add_messages(chat("victim", "s", "victim secret coffee order"))
     await store.add_messages(chat(hostile, hostile, "my own coffee note"))
-    await store.add_memories([Memory(id=hostile, user_id=hostile, kind="profile", text="coffee lover", session_id=hostile)])
-    await store.apply_update(MemoryUpdate(
-        user_id=hostile,
-        upsert_profile=[ProfileEntry(user_id=hostile, topic=hostile, subtopic=hostile, content="x")],
-        event=Event(id=hostile, user_id=hostile, summary="coffee event"),
-    ))
+    await store.add_memories(
+        [Memory(id=hostile, user_id=hostile, kind="profile", text="coffee lover", session_id=hostile)]
+    )
+    await store.apply_update(
+        MemoryUpdate(
+            user_id=hostile,
+            upsert_profile=[ProfileEntry(user_id=hostile, topic=hostile, subtopic=hostile, content="x")],
+            event=Event(id=hostile, user_id=hostile, summary="coffee event"),
+        )
+    )
     hits = await store.search_memories(hostile, "coffee", session_id=None, limit=50)
     assert hits and all(hit.memory.user_id == hostile for hit in hits)
     assert {h.memory.id for h in await store.search_memories(hostile, "coffee", session_id=hostile)} == {
-        hostile, f"message:m0"}
+        hostile,
+        "message:m0",
+    }
     assert [m.content for m in await store.recent_messages(hostile, hostile)] == ["my own coffee note"]
     assert len(await store.get_profile(hostile)) == 1 and len(await store.list_events(hostile)) == 1
     assert await store.list_sessions(hostile) == [hostile]
@@ -42,10 +48,14 @@ async def test_delete_user_removes_everything_and_export_holds_everything(store:
     await store.add_messages(chat("alice", "s1", "I am a nurse in Lyon", "我喜欢黑咖啡"))
     await store.set_session_summary(SessionSummary(user_id="alice", session_id="s1", summary="nurse, coffee"))
     entry = ProfileEntry(user_id="alice", topic="work", subtopic="title", content="nurse", source_message_ids=["m0"])
-    await store.apply_update(MemoryUpdate(
-        user_id="alice", upsert_profile=[entry], event=Event(id="e", user_id="alice", summary="work"),
-        advance_cursor_to=1,
-    ))
+    await store.apply_update(
+        MemoryUpdate(
+            user_id="alice",
+            upsert_profile=[entry],
+            event=Event(id="e", user_id="alice", summary="work"),
+            advance_cursor_to=1,
+        )
+    )
     await store.add_messages(chat("bob", "s1", "bob's message"))
 
     exported = json.loads((await store.export_user("alice")).model_dump_json())

@@ -5,17 +5,29 @@ from __future__ import annotations
 
 import time
 
-from ui_browser import browser, clean_keys, launch_app, page, save_screenshot  # noqa: F401  (pytest fixtures)
 from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
+from test_service import name_from_the_conversation
+from ui_browser import browser, clean_keys, launch_app, page, save_screenshot  # noqa: F401  (pytest fixtures)
 
 from memlane.ui.app import build_app
-from test_service import name_from_the_conversation
 
 REPLY = "Noted: black coffee without sugar, and late nights around 2 am. I will keep that in mind."
 FACTS = [
-    {"topic": "lifestyle", "subtopic": "diet", "content": "drinks black coffee without sugar", "confidence": 0.95, "messages": [1]},
-    {"topic": "lifestyle", "subtopic": "sleep_schedule", "content": "goes to bed around 2 am", "confidence": 0.8, "messages": [1]},
+    {
+        "topic": "lifestyle",
+        "subtopic": "diet",
+        "content": "drinks black coffee without sugar",
+        "confidence": 0.95,
+        "messages": [1],
+    },
+    {
+        "topic": "lifestyle",
+        "subtopic": "sleep_schedule",
+        "content": "goes to bed around 2 am",
+        "confidence": 0.8,
+        "messages": [1],
+    },
 ]
 
 
@@ -23,7 +35,12 @@ def scripted_models():
     chat = ScriptedChatModel(default=REPLY, chunk_size=3, chunk_delay=0.04)
     rolling = ("session_summary", '{"summary": "The user talked about coffee and sleep."}')
     memory = ScriptedChatModel(
-        rules=[rolling, *memory_rules(summary="Drinks black coffee without sugar; sleeps around 2 am.", facts=FACTS, tags=["coffee", "sleep"])]
+        rules=[
+            rolling,
+            *memory_rules(
+                summary="Drinks black coffee without sugar; sleeps around 2 am.", facts=FACTS, tags=["coffee", "sleep"]
+            ),
+        ]
     )
     return chat, memory
 
@@ -36,7 +53,9 @@ def bot_text(page) -> str:
 
 
 def bot_texts(page) -> list[str]:
-    return page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].map(b => b.innerText.trim())")
+    return page.evaluate(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].map(b => b.innerText.trim())"
+    )
 
 
 def open_app(page, url: str, user: str) -> None:
@@ -189,7 +208,9 @@ def test_typing_and_sending_while_a_reply_streams(settings, clean_keys, launch_a
         timeout=30_000,
     )
     assert bot_texts(page) == [long_reply.strip(), "second answer (after 1 earlier)"]
-    users = page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())")
+    users = page.evaluate(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())"
+    )
     assert users == ["first question", "second question"]
     save_screenshot(page, "ui-send-while-streaming")
 
@@ -223,7 +244,9 @@ def test_a_failed_model_call_explains_itself_in_the_chat(settings, clean_keys, l
 
 
 def chat_users(page) -> list[str]:
-    return page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())")
+    return page.evaluate(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())"
+    )
 
 
 def session_value(page) -> str:
@@ -300,7 +323,9 @@ def test_a_follow_up_shows_only_the_reply_models_answer(settings, clean_keys, la
     # the memory model answers the follow-up rewrite as a real one would; none of it may show
     rewritten = "Why does the user drink black coffee without sugar?"
     memory = ScriptedChatModel(rules=[("rewrite", rewritten)], default="{}", chunk_size=4)
-    chat = ScriptedChatModel(script=["Noted: black coffee.", "Because you like it strong."], chunk_size=3, chunk_delay=0.01)
+    chat = ScriptedChatModel(
+        script=["Noted: black coffee.", "Because you like it strong."], chunk_size=3, chunk_delay=0.01
+    )
     url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))
     open_app(page, url, "follow-up-user")
     send_and_wait(page, "I drink black coffee without sugar.", 0, "Noted: black coffee.")
@@ -324,8 +349,9 @@ def test_a_group_line_keeps_its_speaker_and_remember_now_is_in_view(settings, cl
     page.get_by_text("Persona and switches").click()
     page.locator("#speaker textarea").fill("朋友A")
     send_and_wait(page, "我最喜欢的电影是《星际穿越》", 0, REPLY)
-    assert page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())") == [
-        "朋友A: 我最喜欢的电影是《星际穿越》"]
+    assert page.evaluate(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())"
+    ) == ["朋友A: 我最喜欢的电影是《星际穿越》"]
     page.locator("#speaker textarea").fill("")
     send_and_wait(page, "I drink black coffee, no sugar.", 1, REPLY)
     page.locator("#remember-now").click()
@@ -341,4 +367,6 @@ def test_a_group_line_keeps_its_speaker_and_remember_now_is_in_view(settings, cl
 
     with ThreadPoolExecutor(1) as pool:  # playwright's own loop runs in this thread
         assert pool.submit(asyncio.run, stored()).result() == [
-            ("朋友A", "我最喜欢的电影是《星际穿越》"), (None, "I drink black coffee, no sugar.")]
+            ("朋友A", "我最喜欢的电影是《星际穿越》"),
+            (None, "I drink black coffee, no sugar."),
+        ]

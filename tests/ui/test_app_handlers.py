@@ -10,7 +10,18 @@ import pytest
 from memlane import StoreError
 from memlane.testing import ScriptedChatModel
 from memlane.tools import remember_fact
-from memlane.ui.handlers import ChatApp, ask_forget, drain, enqueue, panel, search, select_id, short_id, switch_session, switch_user
+from memlane.ui.handlers import (
+    ChatApp,
+    ask_forget,
+    drain,
+    enqueue,
+    panel,
+    search,
+    select_id,
+    short_id,
+    switch_session,
+    switch_user,
+)
 from memlane.ui.service import ChatService
 
 
@@ -78,10 +89,14 @@ def texts(chat: list) -> list[str]:
     return [message["content"] for message in chat]
 
 
-async def test_a_message_sent_during_a_switch_is_drawn_by_its_reply_not_wiped_by_the_switch(store, settings, monkeypatch):
+async def test_a_message_sent_during_a_switch_is_drawn_by_its_reply_not_wiped_by_the_switch(
+    store, settings, monkeypatch
+):
     """The switch's answer may reach the browser after the reply's (here at once: the app has no
     model), so the switch leaves the chat to the reply, which draws it with the message."""
-    service = ChatService(settings, store=store)  # no model: each reply is at once the how-to-configure answer, never saved
+    service = ChatService(
+        settings, store=store
+    )  # no model: each reply is at once the how-to-configure answer, never saved
     app = ChatApp(service)
     history, gate = service.history, asyncio.Event()
 

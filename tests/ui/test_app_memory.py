@@ -8,12 +8,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-
 import pytest
-from scripted import ScriptedChatModel
-from ui_browser import browser, page, save_screenshot, served_app  # noqa: F401  (pytest fixtures)
 from memory_graph_helpers import memory_rules
+from scripted import ScriptedChatModel
 from test_app import bot_texts, open_app, send_and_wait, wait_for_text
+from ui_browser import browser, page, save_screenshot, served_app  # noqa: F401  (pytest fixtures)
 
 from memlane.ui.sample import SAMPLE_USER
 
@@ -39,7 +38,15 @@ def memory_model() -> ScriptedChatModel:
             ("session_summary", '{"summary": "running on Sundays"}'),
             *memory_rules(
                 summary="The user runs trails on Sundays, mostly hill repeats.",
-                facts=[{"topic": "interests", "subtopic": "sports", "content": "runs trails on Sundays", "confidence": 0.9, "messages": [1]}],
+                facts=[
+                    {
+                        "topic": "interests",
+                        "subtopic": "sports",
+                        "content": "runs trails on Sundays",
+                        "confidence": 0.9,
+                        "messages": [1],
+                    }
+                ],
                 tags=["running"],
             ),
         ]
@@ -64,7 +71,9 @@ def app_url(redis_url: str, tmp_path_factory):
 def load_the_sample(page, url: str) -> None:
     open_app(page, url, "someone")
     page.get_by_role("button", name="Load a sample conversation").click()
-    page.wait_for_function("(user) => document.querySelector('#user textarea').value === user", arg=SAMPLE_USER, timeout=5_000)
+    page.wait_for_function(
+        "(user) => document.querySelector('#user textarea').value === user", arg=SAMPLE_USER, timeout=5_000
+    )
     wait_for_text(page, "#profile", "Maya", 30_000)
     page.wait_for_function(
         "() => /sample loaded|already loaded/.test(document.querySelector('#memory-status').innerText)", timeout=30_000
@@ -92,7 +101,9 @@ def test_the_sample_fills_the_panel_and_shows_each_step(app_url, page):
     assert "上周领养了一只叫小米的橘猫" in page.locator("#profile").inner_text()
     # the latest sample chat is shown, its session listed by title
     page.wait_for_function("() => document.querySelector('#session input').value.startsWith('示例')", timeout=10_000)
-    users = page.evaluate("() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())")
+    users = page.evaluate(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())"
+    )
     assert users[0] == "最近我把咖啡戒了，改喝绿茶，睡得好多了。"
     page.locator("#session input").click()
     page.get_by_role("option", name="Sample: night shifts, coffee and a half marathon").wait_for(timeout=5_000)
@@ -153,7 +164,10 @@ def test_editing_a_profile_entry_shows_its_history(app_url, page):
     wait_for_text(page, "#profile", "adopted an orange cat called Xiaomi", 10_000)
     wait_for_text(page, "#entry-history", "edited in the app", 10_000)
     history = page.locator("#entry-history").inner_text()
-    assert "上周领养了一只叫小米的橘猫 (0.90)" in history and "adopted an orange cat called Xiaomi last week (0.70)" in history
+    assert (
+        "上周领养了一只叫小米的橘猫 (0.90)" in history
+        and "adopted an orange cat called Xiaomi last week (0.70)" in history
+    )
     wait_for_text(page, "#memory-status", "edited interests / pets", 5_000)
     save_screenshot(page, "ui-profile-edit-history")
 
@@ -163,17 +177,30 @@ def wait_for_new_session(page, gradio_calls: list[str]) -> None:
     instead and the app's last calls (it failed in 1 of 4 clean-clone CI runs while a user switch
     answering after "New session" put the old session back)."""
     try:
-        page.wait_for_function("() => document.querySelector('#session input').value.startsWith('session-')", timeout=30_000)
+        page.wait_for_function(
+            "() => document.querySelector('#session input').value.startsWith('session-')", timeout=30_000
+        )
     except Exception:
         shown = page.evaluate("() => document.querySelector('#session input').value")
         save_screenshot(page, "ui-new-session-not-shown")
-        raise AssertionError(f"after New session the field shows {shown!r}; the app's last calls:\n" + "\n".join(gradio_calls[-40:])) from None
+        raise AssertionError(
+            f"after New session the field shows {shown!r}; the app's last calls:\n" + "\n".join(gradio_calls[-40:])
+        ) from None
 
 
 def test_sessions_get_titles_and_a_topic_shift_closes_an_event(app_url, page):
     url, _ = app_url
     gradio_calls: list[str] = []  # when each of the app's calls answered, for a failure's report
-    page.on("response", lambda response: gradio_calls.append(f"{time.monotonic():.2f} {response.status} {response.url.split('/gradio_api/')[-1][:60]}") if "/gradio_api/" in response.url else None)
+    page.on(
+        "response",
+        lambda response: (
+            gradio_calls.append(
+                f"{time.monotonic():.2f} {response.status} {response.url.split('/gradio_api/')[-1][:60]}"
+            )
+            if "/gradio_api/" in response.url
+            else None
+        ),
+    )
     open_app(page, url, "runner")
     page.get_by_role("button", name="New session").click()
     wait_for_new_session(page, gradio_calls)
@@ -263,7 +290,8 @@ def test_a_message_sent_while_the_user_switch_is_on_its_way_is_the_new_users_alo
     page.locator("#message textarea").wait_for(timeout=20_000)
     page.wait_for_function("() => document.querySelector('#user textarea').value === 'late-bob'", timeout=20_000)
     page.wait_for_function(
-        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].some(u => u.innerText.includes('Bob here'))", timeout=10_000
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].some(u => u.innerText.includes('Bob here'))",
+        timeout=10_000,
     )
     assert "4321" not in page.locator("#chat").inner_text(), "Ann's chat was stored as Bob's"
     save_screenshot(page, "ui-switch-then-send-at-once")
@@ -278,12 +306,18 @@ def test_new_session_clicked_while_a_reply_streams_gets_an_empty_chat(app_url, p
     page.locator("#message textarea").fill("I am training for a marathon")
     page.locator("#message textarea").press("Enter")
     page.wait_for_function(
-        "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].some(b => b.innerText.trim() === 'Not')", timeout=20_000
+        "() => [...document.querySelectorAll('#chat [data-testid=\"bot\"]')].some(b => b.innerText.trim() === 'Not')",
+        timeout=20_000,
     )
     page.get_by_role("button", name="New session").click()
     wait_for_new_session(page, [])
     page.wait_for_timeout(2_000)  # the reply has ended meanwhile
-    assert page.evaluate("() => document.querySelectorAll('#chat [data-testid=\"user\"], #chat [data-testid=\"bot\"]').length") == 0
+    assert (
+        page.evaluate(
+            '() => document.querySelectorAll(\'#chat [data-testid="user"], #chat [data-testid="bot"]\').length'
+        )
+        == 0
+    )
     assert page.evaluate("() => document.querySelector('#session input').value").startswith("session-")
     save_screenshot(page, "ui-new-session-while-a-reply-streams")
     page.reload()  # the user's latest session with messages: the one the reply went to

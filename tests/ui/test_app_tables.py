@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from ui_browser import browser, page, save_screenshot, served_app  # noqa: F401  (pytest fixtures)
 from test_app import open_app, wait_for_text
+from ui_browser import browser, page, save_screenshot, served_app  # noqa: F401  (pytest fixtures)
 
 from memlane.ui.sample import SAMPLE_USER
 
@@ -37,7 +37,9 @@ def column(rows: list[list[dict]], headers: list[str], name: str) -> list[dict]:
 
 
 def headers_of(page, selector: str) -> list[str]:
-    return page.evaluate(f"() => [...document.querySelectorAll('{selector} thead th')].map(th => th.innerText.trim().toLowerCase())")
+    return page.evaluate(
+        f"() => [...document.querySelectorAll('{selector} thead th')].map(th => th.innerText.trim().toLowerCase())"
+    )
 
 
 def assert_on_one_line(cells: list[dict], what: str) -> None:
@@ -50,7 +52,9 @@ def assert_on_one_line(cells: list[dict], what: str) -> None:
 def test_the_tables_read_well(app_url, page):
     open_app(page, app_url, "someone")
     page.get_by_role("button", name="Load a sample conversation").click()
-    page.wait_for_function("(user) => document.querySelector('#user textarea').value === user", arg=SAMPLE_USER, timeout=10_000)
+    page.wait_for_function(
+        "(user) => document.querySelector('#user textarea').value === user", arg=SAMPLE_USER, timeout=10_000
+    )
     wait_for_text(page, "#memory-status", "sample loaded", 60_000)
     wait_for_text(page, "#profile", "Maya", 10_000)
 
@@ -70,7 +74,9 @@ def test_the_tables_read_well(app_url, page):
     page.get_by_role("tab", name="Search").click()
     page.locator("#search-query textarea, #search-query input").first.fill("咖啡 睡眠 跑步")
     page.get_by_role("button", name="Search", exact=True).click()
-    page.wait_for_function("() => document.querySelectorAll('#search-results .virtual-row').length >= 4", timeout=20_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('#search-results .virtual-row').length >= 4", timeout=20_000
+    )
     page.wait_for_timeout(300)
     save_screenshot(page, "ui-search-table")
     headers = headers_of(page, "#search-results")
@@ -79,7 +85,9 @@ def test_the_tables_read_well(app_url, page):
     scores = [float(text.split()[0]) for text in shown]
     assert all(text.endswith(" weak") == (score < 0.1) for text, score in zip(shown, scores)), shown  # weak says so
     assert scores[0] < 1.0  # never relative to the best hit
-    assert len(scores) >= 4 and scores == sorted(scores, reverse=True), f"the order and the shown scores disagree: {scores}"
+    assert len(scores) >= 4 and scores == sorted(scores, reverse=True), (
+        f"the order and the shown scores disagree: {scores}"
+    )
     assert_on_one_line(column(rows, headers, "id"), "id")
     said = column(rows, headers, "when")  # every hit shows when it was said, on one line
     assert_on_one_line(said, "when")

@@ -9,10 +9,30 @@ from memlane.ui.panel import actor_label, event_markdown, history_markdown
 
 def test_history_says_who_changed_what():
     revisions = [
-        ProfileRevision(entry_id="e", user_id="u", action="add", actor="run:0123456789abcdef", at=0, topic="diet", subtopic="coffee",
-                        after_content="black | no sugar", after_confidence=0.9),
-        ProfileRevision(entry_id="e", user_id="u", action="update", actor="user", at=60, topic="diet", subtopic="coffee",
-                        before_content="black | no sugar", before_confidence=0.9, after_content="green tea", after_confidence=0.6),
+        ProfileRevision(
+            entry_id="e",
+            user_id="u",
+            action="add",
+            actor="run:0123456789abcdef",
+            at=0,
+            topic="diet",
+            subtopic="coffee",
+            after_content="black | no sugar",
+            after_confidence=0.9,
+        ),
+        ProfileRevision(
+            entry_id="e",
+            user_id="u",
+            action="update",
+            actor="user",
+            at=60,
+            topic="diet",
+            subtopic="coffee",
+            before_content="black | no sugar",
+            before_confidence=0.9,
+            after_content="green tea",
+            after_confidence=0.6,
+        ),
     ]
     table = history_markdown(revisions).splitlines()
     assert table[0] == "| when | by | change | before | after |"
@@ -24,11 +44,23 @@ def test_history_says_who_changed_what():
 
 def test_an_event_card_lists_its_profile_delta():
     event = Event(
-        id="ev1", user_id="u", summary="Switched to tea.", tags=["diet"],
+        id="ev1",
+        user_id="u",
+        summary="Switched to tea.",
+        tags=["diet"],
         profile_delta=[
-            ProfileChange(action="update", entry_id="e", topic="lifestyle", subtopic="diet", content="green tea", previous_content="black coffee"),
+            ProfileChange(
+                action="update",
+                entry_id="e",
+                topic="lifestyle",
+                subtopic="diet",
+                content="green tea",
+                previous_content="black coffee",
+            ),
             ProfileChange(action="add", entry_id="f", topic="interests", subtopic="pets", content="a cat"),
-            ProfileChange(action="delete", entry_id="g", topic="work", subtopic="company", content="", previous_content="Acme"),
+            ProfileChange(
+                action="delete", entry_id="g", topic="work", subtopic="company", content="", previous_content="Acme"
+            ),
         ],
     )
     card = event_markdown(event)

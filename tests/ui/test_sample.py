@@ -18,7 +18,10 @@ async def test_the_sample_fills_profile_events_titles_and_history(store, setting
 
     assert [result.event_id is not None for result in loaded.results] == [True, True]
     events = await store.list_events("maya")
-    assert len(events) == 2 and {tuple(event.tags) for event in events} == {("night shifts", "sleep", "running"), ("饮食", "睡眠", "宠物")}
+    assert len(events) == 2 and {tuple(event.tags) for event in events} == {
+        ("night shifts", "sleep", "running"),
+        ("饮食", "睡眠", "宠物"),
+    }
     profile = {(entry.topic, entry.subtopic): entry for entry in await store.get_profile("maya")}
     assert profile[("basic_info", "name")].content == "Maya"
     assert profile[("lifestyle", "diet")].content == "戒了咖啡，改喝绿茶"  # the Chinese chat changed it
@@ -47,12 +50,15 @@ def test_the_scripted_model_answers_each_step():
     batch = model.answer(
         "merge_batch",
         "TASK: merge new facts into the user's profile.\nFact [1]\nSlot: a / b\nSlot holds: (empty)\nNew fact: x\n\n"
-        "Fact [2]\nSlot: c / d\nSlot holds: old\nNew fact: new\n\nFact [3]\nSlot: e / f\nSlot holds: same\nNew fact: same"
+        "Fact [2]\nSlot: c / d\nSlot holds: old\nNew fact: new\n\nFact [3]\nSlot: e / f\nSlot holds: same\nNew fact: same",
     )
     assert batch == (
         '{"decisions": [{"fact": 1, "action": "ADD", "content": "x"}, {"fact": 2, "action": "UPDATE", "content": "new"}, '
         '{"fact": 3, "action": "ABORT", "content": ""}]}'
     )
-    assert model.answer("merge", "TASK: merge a new fact into the user's profile.\nSlot holds: (empty)\nNew fact: y") == '{"action": "ADD", "content": "y"}'
+    assert (
+        model.answer("merge", "TASK: merge a new fact into the user's profile.\nSlot holds: (empty)\nNew fact: y")
+        == '{"action": "ADD", "content": "y"}'
+    )
     assert model.answer("tag") == '{"tags": ["night shifts", "sleep", "running"]}'
     assert model.answer("organize") == "{}"

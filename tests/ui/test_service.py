@@ -21,9 +21,17 @@ from memlane.ui.service import ChatService, ReplyFailed, describe_result, new_se
 
 async def seeded_service(store, settings) -> ChatService:
     entry = ProfileEntry(user_id="u", topic="diet", subtopic="coffee", content="black coffee, no sugar", confidence=0.9)
-    memory = Memory(id=profile_memory_id(entry.id), user_id="u", kind="profile", text="diet / coffee: black coffee, no sugar", ref_id=entry.id)
+    memory = Memory(
+        id=profile_memory_id(entry.id),
+        user_id="u",
+        kind="profile",
+        text="diet / coffee: black coffee, no sugar",
+        ref_id=entry.id,
+    )
     await store.apply_update(MemoryUpdate(user_id="u", upsert_profile=[entry], memories=[memory]))
-    await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="I run trails on Sundays")])
+    await store.add_messages(
+        [Message(id="m1", user_id="u", session_id="s", role="user", content="I run trails on Sundays")]
+    )
     return ChatService(settings, store=store)
 
 
@@ -43,7 +51,9 @@ async def test_panel_reads_search_delete_and_forget(store, settings):
     assert await service.history("u", "s") == [{"role": "user", "content": "I run trails on Sundays"}]
 
     results = await service.search_rows("u", "trail running")
-    assert results[0][1:3] == ["message", "I run trails on Sundays"] and results[0][4] == "m1" and 0 <= results[0][0] <= 1
+    assert (
+        results[0][1:3] == ["message", "I run trails on Sundays"] and results[0][4] == "m1" and 0 <= results[0][0] <= 1
+    )
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", results[0][3])  # when it was said
 
     assert await service.delete_entry("u", rows[0][-1]) == f"deleted {rows[0][-1]}"
@@ -79,7 +89,10 @@ async def test_the_stored_chat_shows_a_group_line_with_its_speaker_as_the_reply_
     service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="好的。"))
     [answer async for answer in service.stream_reply("u", "s", "我最喜欢的电影是《星际穿越》", [], speaker="朋友A")]
     await service.middleware.wait_idle()
-    assert [line["content"] for line in await service.history("u", "s")] == ["朋友A: 我最喜欢的电影是《星际穿越》", "好的。"]
+    assert [line["content"] for line in await service.history("u", "s")] == [
+        "朋友A: 我最喜欢的电影是《星际穿越》",
+        "好的。",
+    ]
     await service.aclose()
 
 
@@ -106,7 +119,9 @@ async def test_every_turn_of_the_session_reaches_the_model_whatever_its_shape(st
     assert answers[-1] == "Your name is Zed."
     sent = [(type(m).__name__, m.text) for m in chat.calls[-1] if not isinstance(m, SystemMessage)]
     assert sent[:2] == [("HumanMessage", "My name is Zed"), ("AIMessage", "Hello Zed.")]
-    assert sent[2][0] == "HumanMessage" and "cv.pdf" in sent[2][1] and "not" in sent[2][1]  # the file is noted, not sent
+    assert (
+        sent[2][0] == "HumanMessage" and "cv.pdf" in sent[2][1] and "not" in sent[2][1]
+    )  # the file is noted, not sent
     assert sent[3:] == [
         ("AIMessage", "Got your file."),
         ("HumanMessage", "And I like tea."),
@@ -123,7 +138,9 @@ def refusing_server():
 
     class Refuse(BaseHTTPRequestHandler):
         def do_POST(self):
-            body = json.dumps({"error": {"message": "Incorrect API key provided: sk-wrong", "code": "invalid_api_key"}}).encode()
+            body = json.dumps(
+                {"error": {"message": "Incorrect API key provided: sk-wrong", "code": "invalid_api_key"}}
+            ).encode()
             self.send_response(401)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -175,10 +192,17 @@ async def test_the_status_line_shows_paused_models_and_parked_runs(store, settin
 
     memory_model = ScriptedChatModel(default=ConnectionError("connection refused"))
     tuned = settings.model_copy(
-        update={"memory_run_retries": 1, "circuit_failure_threshold": 2, "circuit_reset_seconds": 0.3, "memory_run_retry_delay_seconds": 0.01}
+        update={
+            "memory_run_retries": 1,
+            "circuit_failure_threshold": 2,
+            "circuit_reset_seconds": 0.3,
+            "memory_run_retry_delay_seconds": 0.01,
+        }
     )
     service = ChatService(tuned, store=store, chat_model=ScriptedChatModel(default="ok"), memory_model=memory_model)
-    await store.add_messages([Message(id="m1", user_id="u", session_id="s", role="user", content="我喜欢黑咖啡，不加糖。")])
+    await store.add_messages(
+        [Message(id="m1", user_id="u", session_id="s", role="user", content="我喜欢黑咖啡，不加糖。")]
+    )
     assert await service.remember_now("u") == "remembering…"
     await service.scheduler.wait_idle(20)
 
@@ -198,13 +222,18 @@ async def test_the_status_line_shows_paused_models_and_parked_runs(store, settin
 
 # -- issue 15: the memories a reply used, profile edits, titled sessions, topic shifts ----------------
 
+
 def test_the_memories_used_block_and_a_failure_note_never_reach_the_model():
     from memlane.ui.chat import history_messages
 
     history = [
         {"role": "user", "content": "I like tea"},
         {"role": "assistant", "content": "Tea it is."},
-        {"role": "assistant", "content": "**Profile**\n- diet / tea", "metadata": {"title": "Memories used: 1 profile line", "id": "memlane-recall:7"}},
+        {
+            "role": "assistant",
+            "content": "**Profile**\n- diet / tea",
+            "metadata": {"title": "Memories used: 1 profile line", "id": "memlane-recall:7"},
+        },
         {"role": "assistant", "content": "⚠️ the model failed", "metadata": {"id": "memlane-reply-failed"}},
         {"role": "assistant", "content": "a thought of another app", "metadata": {"title": "Thinking"}},
     ]
@@ -244,7 +273,9 @@ async def test_editing_an_entry_keeps_its_history(store, settings):
     (row,) = await service.profile_rows("u")
     assert row[2:4] == ["green tea", 0.6] and service.status("u").version == 1
     history = await service.entry_history("u", memory_id)
-    assert "edited in the app" in history and "black coffee, no sugar (0.90)" in history and "green tea (0.60)" in history
+    assert (
+        "edited in the app" in history and "black coffee, no sugar (0.90)" in history and "green tea (0.60)" in history
+    )
     hits = await store.search_memories("u", "green tea", kinds=["profile"])
     assert hits and "green tea" in hits[0].memory.text  # the mirror memory follows the edit
 
@@ -268,7 +299,15 @@ def titling_model(**rules) -> ScriptedChatModel:
             ("session_summary", '{"summary": "running, then a cat"}'),
             *memory_rules(
                 summary="The user runs trails on Sundays.",
-                facts=[{"topic": "interests", "subtopic": "sports", "content": "runs trails on Sundays", "confidence": 0.9, "messages": [1]}],
+                facts=[
+                    {
+                        "topic": "interests",
+                        "subtopic": "sports",
+                        "content": "runs trails on Sundays",
+                        "confidence": 0.9,
+                        "messages": [1],
+                    }
+                ],
                 tags=["running"],
             ),
         ]
@@ -295,7 +334,17 @@ async def test_a_session_is_titled_once_after_its_first_exchange(store, settings
 
 async def test_without_a_memory_model_the_title_is_the_first_message(store, settings):
     service = ChatService(settings, store=store)
-    await store.add_messages([Message(id="t1", user_id="u", session_id="s9", role="user", content="Plans for a weekend in Hangzhou with my sister")])
+    await store.add_messages(
+        [
+            Message(
+                id="t1",
+                user_id="u",
+                session_id="s9",
+                role="user",
+                content="Plans for a weekend in Hangzhou with my sister",
+            )
+        ]
+    )
     title = await service.ensure_title("u", "s9")
     assert title.startswith("Plans for a weekend in Hangzhou") and title.endswith("…")
     assert await service.ensure_title("u", "s9") is None  # titled already
@@ -348,7 +397,10 @@ async def test_the_timeline_shows_what_each_event_changed(store, settings):
     assert (await service.load_sample()).startswith("sample loaded: ")
     timeline = await service.timeline_markdown(SAMPLE_USER)
     assert "- added **lifestyle / diet**: drinks a lot of black coffee without sugar" in timeline
-    assert "- updated **lifestyle / diet**: ~~drinks a lot of black coffee without sugar~~ → 戒了咖啡，改喝绿茶" in timeline
+    assert (
+        "- updated **lifestyle / diet**: ~~drinks a lot of black coffee without sugar~~ → 戒了咖啡，改喝绿茶"
+        in timeline
+    )
     assert await service.load_sample() == "the sample is already loaded"
 
 
@@ -357,10 +409,12 @@ async def test_the_rewrite_of_a_follow_up_never_shows_in_the_reply(store, settin
     memory = ScriptedChatModel(rules=[("rewrite", "Why does the user drink black coffee?")], default="{}")
     chat = ScriptedChatModel(default="Because you like it strong.")
     service = ChatService(settings, store=store, chat_model=chat, memory_model=memory)
-    await store.add_messages([
-        Message(id="c1", user_id="u", session_id="s", role="user", content="I drink black coffee"),
-        Message(id="c2", user_id="u", session_id="s", role="assistant", content="Noted."),
-    ])
+    await store.add_messages(
+        [
+            Message(id="c1", user_id="u", session_id="s", role="user", content="I drink black coffee"),
+            Message(id="c2", user_id="u", session_id="s", role="assistant", content="Noted."),
+        ]
+    )
     history = [{"role": "user", "content": "I drink black coffee"}, {"role": "assistant", "content": "Noted."}]
     answers = [answer async for answer in service.stream_reply("u", "s", "Why?", history)]
     assert any("Last question:" in prompt for prompt in memory.prompts), "the follow-up was rewritten"
@@ -371,8 +425,8 @@ async def test_the_rewrite_of_a_follow_up_never_shows_in_the_reply(store, settin
 
 
 def test_search_rows_show_the_one_relevance_sorted_never_relative_to_the_best():
-    from memlane.store.records import Memory as StoredMemory
     from memlane.store.hits import MemoryHit
+    from memlane.store.records import Memory as StoredMemory
     from memlane.ui.service import ranked_scores
 
     def hit(name: str, relevance: float, fused: float) -> MemoryHit:

@@ -66,11 +66,18 @@ def served_app(redis_url: str, data_dir, *, chat_model=None, memory_model=None, 
 
     prefix = f"t{uuid.uuid4().hex[:10]}"
     settings = Settings(
-        redis_url=redis_url, key_prefix=prefix, data_dir=data_dir, openai_api_key=None, openai_base_url=None, **settings_fields
+        redis_url=redis_url,
+        key_prefix=prefix,
+        data_dir=data_dir,
+        openai_api_key=None,
+        openai_base_url=None,
+        **settings_fields,
     )
     demo = build_app(settings, chat_model=chat_model, memory_model=memory_model)
     port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH_OPTIONS)
+    demo.queue().launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **LAUNCH_OPTIONS
+    )
     try:
         yield f"http://127.0.0.1:{port}/", demo
     finally:
