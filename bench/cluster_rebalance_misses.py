@@ -16,7 +16,7 @@ query form, `@search_text:(a | b | ...) (@user:{...})`, scored the turn as if it
 terms (2.2, where the union alone scores it 11.3, first): under the intersection the union missed
 its other children for that document, and the turn fell below the 40 text candidates. A forced GC
 did not change it; `(filter @search_text:a) | (filter @search_text:b) | ...` ranked it first.
-memlane asks that form since (store/search.py TermwiseTextQuery): 0 misses in 6 runs (26,409
+memlane asks that form since (store/redis/search.py TermwiseTextQuery): 0 misses in 6 runs (26,409
 searches), against 10 in 15 runs (59,486 searches) before. Writes that fail print their traceback: redis-py 8.1
 follows an ASK to a primary its node map does not hold yet and fails with an AttributeError,
 which the store now reports as RedisUnavailable (the save is tried again).
@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from hash_embeddings import CharacterHashEmbeddings
 
 from memlane.config import Settings
-from memlane.store.embedded_cluster import EmbeddedCluster
+from memlane.store.embedded.cluster import EmbeddedCluster
 from memlane.store.records import Message
-from memlane.store.redis import open_store
+from memlane.store.redis.store import open_store
 
 USERS = [f"u{i}" for i in range(40)]
 
@@ -97,7 +97,7 @@ async def main(cluster, url):
                 }
                 slot = store.client.keyslot(key)
                 same = await store.search_memories(u, text, limit=10)  # the same search again, at once
-                from memlane.store.text import query_terms
+                from memlane.store.text.terms import query_terms
 
                 search_text = await client.hget(key, "search_text")
                 digest = store.layout.user_tag(u).replace(".", "\\.")

@@ -51,8 +51,8 @@ from pathlib import Path
 import numpy as np
 
 from memlane import Settings
-from memlane.store.dedupe import adds_nothing
-from memlane.store.embeddings import get_embeddings
+from memlane.store.models.embeddings import get_embeddings
+from memlane.store.text.sameness import adds_nothing
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "datasets"
@@ -396,7 +396,7 @@ def cosine_alone(pair: Pair, score: float, threshold: float) -> bool:
 
 
 def memlane_rule(pair: Pair, score: float, threshold: float) -> bool:
-    """store/dedupe.py's `is_near_duplicate`: the second (newer) adds nothing to the first."""
+    """store/text/sameness.py's `is_near_duplicate`: the second (newer) adds nothing to the first."""
     return score >= threshold and adds_nothing(pair.second, pair.first)
 
 
@@ -498,7 +498,7 @@ def main() -> None:
     for half, is_tuning in (("tuning half", True), ("checking half", False)):
         for title, rule in (
             ("cosine alone", cosine_alone),
-            ("memlane's rule: cosine >= t and the newer adds nothing (store/dedupe.py)", memlane_rule),
+            ("memlane's rule: cosine >= t and the newer adds nothing (store/text/sameness.py)", memlane_rule),
         ):
             print(f"== {half}, {title}")
             groups: dict[str, Callable[[Pair], bool]] = {

@@ -54,8 +54,8 @@ from memlane import Settings, StoreError, open_store  # noqa: E402
 from memlane.graph import MemoryContext, MemoryScheduler  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
 from memlane.nodes.persist import MemoryRunResult  # noqa: E402
-from memlane.store.embedded import EmbeddedRedis, stop_running  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
+from memlane.store.embedded.server import EmbeddedRedis, stop_running  # noqa: E402
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 from store import HashEmbeddings  # noqa: E402  (bench/store.py)
 
 QUESTIONS = [

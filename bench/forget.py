@@ -47,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from memlane import Settings, open_store  # noqa: E402
 from memlane.nodes.confirm_forget import forget_confirmer  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
-from memlane.store.forget import Fact, forget_subject, split_clauses, strip_statements  # noqa: E402
-from memlane.store.privacy import mask_private_data  # noqa: E402
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 from memlane.store.records import Message  # noqa: E402
+from memlane.store.text.fact_sentences import Fact, forget_subject, split_clauses, strip_statements  # noqa: E402
+from memlane.store.text.private_data import mask_private_data  # noqa: E402
 from memlane.testing import ScriptedChatModel, answer_from  # noqa: E402
 from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  # noqa: E402  (bench/store.py)
 
@@ -83,7 +83,7 @@ def good_model(cases: list[dict]):
     return ScriptedChatModel(default=answer_from(answer))
 
 
-# the user's other messages, everyday chat (none of them a forget anchor of store/forget_meaning.py)
+# the user's other messages, everyday chat (none of them a forget anchor of store/text/forget_by_meaning.py)
 BACKGROUND = {
     "en": [
         "Can you recommend a good podcast?",

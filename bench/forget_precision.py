@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from memlane import Settings, open_store  # noqa: E402
 from memlane.nodes.confirm_forget import forget_confirmer  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
 from memlane.store.ids import event_memory_id, profile_memory_id
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 from memlane.store.records import Event, Memory, MemoryUpdate, Message, ProfileEntry, SessionSummary  # noqa: E402
 from memlane.testing import ScriptedChatModel, answer_from  # noqa: E402
 from store import tear_down  # noqa: E402  (bench/store.py)

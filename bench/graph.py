@@ -32,8 +32,8 @@ from scripted import ScriptedChatModel, prompt_text  # noqa: E402
 from memlane.config import Settings  # noqa: E402
 from memlane.graph import MemoryContext, decide_run, run_memory_graph  # noqa: E402
 from memlane.store.records import Message  # noqa: E402
-from memlane.store.redis import open_store  # noqa: E402
-from memlane.store.tokens import count_tokens_many  # noqa: E402
+from memlane.store.redis.store import open_store  # noqa: E402
+from memlane.store.text.tokens import count_tokens_many  # noqa: E402
 
 # (keyword in the message, topic, subtopic, English line, Chinese line)
 FACT_TEMPLATES = [

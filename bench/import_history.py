@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memlane.config import Settings  # noqa: E402
 from memlane.graph import MemoryContext  # noqa: E402
 from memlane.importing import import_messages, messages_of  # noqa: E402
-from memlane.store.redis import open_store  # noqa: E402
+from memlane.store.redis.store import open_store  # noqa: E402
 from memlane.testing import ScriptedChatModel, answer_from, as_json, memory_rules  # noqa: E402
 
 _LINE = re.compile(r"^\[(\d+)\] ([^:]+): (.*)$", re.MULTILINE)
@@ -94,7 +94,7 @@ async def main() -> None:
         await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
         await store.aclose()
         if not settings.redis_url:
-            from memlane.store.embedded import stop_running
+            from memlane.store.embedded.server import stop_running
 
             stop_running(settings)
 

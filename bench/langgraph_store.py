@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent))
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from memlane import MemlaneStore, Settings  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_store", HERE / "store.py")
 bench_store = importlib.util.module_from_spec(_spec)
@@ -126,7 +126,7 @@ def main() -> None:
             asyncio.run_coroutine_threadsafe(memlane.store.delete_user(user), memlane._loop).result()
         memlane.close()
         if not settings.redis_url:
-            from memlane.store.embedded import stop_running
+            from memlane.store.embedded.server import stop_running
 
             stop_running(settings)
 

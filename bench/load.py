@@ -62,7 +62,7 @@ from memlane import Settings, open_store  # noqa: E402
 from memlane.graph import MemoryContext, MemoryScheduler  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
 from memlane.recall import Recall  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 from memlane.store.schema import MemoryField, user_key  # noqa: E402
 from memlane.tenants import store_user_id  # noqa: E402
 from memlane.tools import remember_note  # noqa: E402

@@ -34,7 +34,7 @@ from scripted import ScriptedChatModel  # noqa: E402
 from memlane import Memory, Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
 from memlane.recall import recall  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 from memlane.store.records import MemoryUpdate, Message, ProfileEntry, SessionSummary  # noqa: E402
 from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  # noqa: E402  (bench/store.py)
 

@@ -58,10 +58,10 @@ from rank_bm25 import BM25Okapi
 
 from memlane import Settings, open_store
 from memlane.recall import recall
-from memlane.store.embeddings import get_embeddings
+from memlane.store.models.embeddings import get_embeddings
 from memlane.store.records import Message
-from memlane.store.search import SIGNALS
-from memlane.store.text import CJK_RANGES
+from memlane.store.redis.search import SIGNALS
+from memlane.store.text.terms import CJK_RANGES
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "datasets"

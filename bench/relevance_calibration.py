@@ -40,7 +40,7 @@ from model_sees import OFF_TOPIC, first_distinct
 from recall_quality import SHARED, CachedEmbeddings, ingest, load_locomo, load_memorybank
 
 from memlane import Settings, open_store
-from memlane.store.embeddings import get_embeddings
+from memlane.store.models.embeddings import get_embeddings
 
 FEATURES = ("similarity", "coverage", "rank share", "time")
 BINS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0001)

@@ -42,8 +42,8 @@ from langchain_core.embeddings import Embeddings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memlane import Memory, Message, Settings, open_store  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
-from memlane.store.text import query_terms  # noqa: E402
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
+from memlane.store.text.terms import query_terms  # noqa: E402
 
 FACTS_EN = [
     "likes {x} coffee in the morning",
@@ -452,7 +452,7 @@ async def tear_down(store, settings: Settings, data_dir: Path, users: list[str])
         print(f"could not drop the bench index: {error}", file=sys.stderr)
     await store.aclose()
     if not settings.redis_url:
-        from memlane.store.embedded import stop_running
+        from memlane.store.embedded.server import stop_running
 
         stop_running(settings)
     shutil.rmtree(data_dir, ignore_errors=True)

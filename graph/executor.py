@@ -26,8 +26,8 @@ from memlane.nodes.context import MemoryContext
 from memlane.nodes.llm import ModelCaller, ModelPaused
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.session_summary import update_session_summary as fold_session_summary
-from memlane.store.background import in_background
 from memlane.store.ids import stable_id
+from memlane.store.models.background import in_background
 from memlane.store.records import ParkedRun
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from memlane.store.records import Message
-from memlane.store.tokens import count_tokens_many
+from memlane.store.text.tokens import count_tokens_many
 
 Reason = Literal["threshold", "session_end", "flush", "below_threshold", "empty"]
 

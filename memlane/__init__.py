@@ -41,9 +41,9 @@ _LAZY = {
     "split_user_id": "memlane.store.scopes",
     "Recall": "memlane.recall",  # the function is memlane.recall.recall
     "RecallItem": "memlane.recall",
-    "RedisPoolExhausted": "memlane.store.connections",
-    "RedisMemoryStore": "memlane.store.redis",
-    "open_store": "memlane.store.redis",
+    "RedisPoolExhausted": "memlane.store.redis.connections",
+    "RedisMemoryStore": "memlane.store.redis.store",
+    "open_store": "memlane.store.redis.store",
     "MemlaneStore": "memlane.langgraph_store",
     "AsyncMemory": "memlane.memory",  # mem0's calls over memlane (memlane.memory.Memory: the sync one)
     "MemlaneClient": "memlane.client",  # memlane serve's memories API from Python
@@ -96,7 +96,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.nodes.confirm_forget import forget_confirmer
     from memlane.nodes.llm import MEMORY_MODEL_TAG
     from memlane.recall import Recall, RecallItem
-    from memlane.store.connections import RedisPoolExhausted
     from memlane.store.errors import InputTooLarge, InvalidInput, QuotaExceeded, RedisUnavailable, StoreError
     from memlane.store.ids import (
         check_id,
@@ -123,7 +122,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
         SessionSummary,
         StoreItem,
     )
-    from memlane.store.redis import RedisMemoryStore, open_store
+    from memlane.store.redis.connections import RedisPoolExhausted
+    from memlane.store.redis.store import RedisMemoryStore, open_store
     from memlane.store.scopes import SHARED_USER_ID, scoped_user_id, split_user_id
     from memlane.tools import memory_tools
 

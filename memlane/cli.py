@@ -258,7 +258,7 @@ AGENT_HELP = "an agent's own memory of the user (a persona's id in `memlane serv
 
 def stop_embedded_redis() -> None:
     """Stop the embedded Redis this process started, if it did (a reused one keeps running)."""
-    from memlane.store.embedded import stop_process_server
+    from memlane.store.embedded.server import stop_process_server
 
     stop_process_server()
 

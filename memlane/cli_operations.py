@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
     from memlane.masking import mask_secrets, mask_url
-    from memlane.store.embedded import EmbeddedRedis, stop_running
-    from memlane.store.embedded_cluster import EmbeddedCluster
+    from memlane.store.embedded.cluster import EmbeddedCluster
+    from memlane.store.embedded.server import EmbeddedRedis, stop_running
     from memlane.store.errors import StoreError
 
     if args.action == "start":
@@ -78,7 +78,7 @@ async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], 
     from memlane.graph import MemoryContext, MemoryScheduler
     from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
     from memlane.store.errors import StoreError
-    from memlane.store.redis import open_store
+    from memlane.store.redis.store import open_store
 
     model = model or memory_model_from_settings(settings)
     if model is None:

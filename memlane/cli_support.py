@@ -26,7 +26,7 @@ def run_async(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
 
 
 async def with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]]) -> Any:
-    from memlane.store.redis import open_store
+    from memlane.store.redis.store import open_store
 
     store = await open_store(settings)
     try:

@@ -109,7 +109,7 @@ class StoreSettings(Component):
 
 
 class SearchSettings(Component):
-    """How search ranks: the signals fused (store/search.py SIGNALS) and their weights, the candidates
+    """How search ranks: the signals fused (store/redis/search.py SIGNALS) and their weights, the candidates
     each asks for, the context a message is embedded with."""
 
     hybrid_alpha: float = Field(

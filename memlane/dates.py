@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, tzinfo
 
-from memlane.store.text import Language
+from memlane.store.text.terms import Language
 
 _DAY = 86_400.0
 _ZH_DIGITS = "零一二三四五六七八九"

@@ -191,7 +191,7 @@ class MemlaneStore(BaseStore):
         """The index config searches follow: the one given, or memlane's embedder over `fields`."""
         if self._index is not None:
             return self._index
-        from memlane.store.embeddings import embedding_dims
+        from memlane.store.models.embeddings import embedding_dims
 
         embeddings = self.embeddings
         return {
@@ -209,7 +209,7 @@ class MemlaneStore(BaseStore):
         kwargs: `user_of`, `index`, `fields`, `ttl`, `relevance`, and `open_store`'s `embeddings` / `key_prefix`.
         Call `close()` at the end.
         """
-        from memlane.store.redis import open_store
+        from memlane.store.redis.store import open_store
 
         options = {
             name: kwargs.pop(name) for name in ("user_of", "index", "fields", "ttl", "relevance") if name in kwargs

@@ -27,9 +27,9 @@ from memlane.importing import import_messages, messages_of
 from memlane.store.errors import InvalidInput
 from memlane.store.hits import MemoryHit
 from memlane.store.ids import event_memory_id, profile_memory_id
-from memlane.store.metadata import MetadataFilter
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import REMEMBERED_TAG, Event, MemoryUpdate, NoteRevision, ProfileEntry
+from memlane.store.redis.metadata import MetadataFilter
 from memlane.store.scopes import scoped_user_id
 from memlane.sync_twin import SyncTwin
 from memlane.tools import forget_memory
@@ -96,7 +96,7 @@ class AsyncMemory:
         cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any
     ) -> AsyncMemory:
         """Open the store (REDIS_URL, or the embedded Redis Stack) and wrap it; `aclose` closes it."""
-        from memlane.store.redis import open_store
+        from memlane.store.redis.store import open_store
 
         store = await open_store(settings, **store_options)
         memory = cls(store, model=model, settings=store.settings)
@@ -224,7 +224,7 @@ class AsyncMemory:
         """Hybrid search over the user's memories (an agent's own, with `agent_id`; one session's,
         with `run_id` or `session_id`), best first, each with its calibrated relevance. filters: on
         the memories' metadata, mem0's shape (`{"project": "apollo"}`, `{"priority": {"gte": 2}}`,
-        `in`, `nin`, `ne`, `AND`, `OR`; memlane.store.metadata), over the declared fields."""
+        `in`, `nin`, `ne`, `AND`, `OR`; memlane.store.redis.metadata), over the declared fields."""
         user_id = scoped_user_id(user_id, agent_id)
         session_id = run_id or session_id
         hits = await self.store.search_memories(

@@ -20,13 +20,13 @@ from langgraph.config import get_config
 
 from memlane.config import Settings
 from memlane.graph import MemoryScheduler
-from memlane.store.connections import redis_is_away
-from memlane.store.embeddings import EmbeddingBacklog
 from memlane.store.ids import clean_text, stable_id
-from memlane.store.privacy import PrivacyMode, redact
+from memlane.store.models.embeddings import EmbeddingBacklog
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import Message  # one cleaning rule, the store's
+from memlane.store.redis.connections import redis_is_away
 from memlane.store.scopes import scoped_user_id
+from memlane.store.text.private_data import PrivacyMode, redact
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

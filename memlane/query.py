@@ -26,9 +26,9 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, render_chat
-from memlane.store.breaker import CircuitBreaker
+from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.records import Message
-from memlane.store.text import query_terms
+from memlane.store.text.terms import query_terms
 
 logger = logging.getLogger(__name__)
 

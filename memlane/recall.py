@@ -6,7 +6,7 @@
 
 Search hits keep search's ranking (memlane/recall_select.py documents each stage): the
 relevance every surface shows (`MemoryHit.score`: the measured chance that the hit holds what
-was asked, store/search.py `calibrated_relevance`) times the layer's weight orders them; a hit
+was asked, store/redis/search.py `calibrated_relevance`) times the layer's weight orders them; a hit
 whose relevance is below `recall_min_relevance` leaves, unless a short entity query ("张伟",
 "Marco Morelli") names it verbatim; the first `recall_max_memories` items are shown.
 
@@ -19,7 +19,7 @@ profile entry: no model runs here) comes after the current ones, as "earlier: �
 on the entry's line, after its current value. The budget drops the earlier ones first.
 
 A memory longer than its share of the budget keeps the part that answers: a window around the
-passage that matches the query (store/passage.py), with "…" where it was cut.
+passage that matches the query (store/text/passage.py), with "…" where it was cut.
 
 Before searching, a follow-up question ("他哪天出发？") is rewritten with the session's
 previous turn (memlane/query.py). A recalled message brings its neighbours (the question it
@@ -62,15 +62,15 @@ from memlane.recall_select import (
     ranked_hits,
     unanswered,
 )
-from memlane.store.breaker import CircuitBreaker
 from memlane.store.hits import MemoryHit, MemoryHits
-from memlane.store.metadata import MetadataFilter
-from memlane.store.passage import answering_passage
+from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
 from memlane.store.records import Memory, Message, ProfileEntry, SessionSummary, past_value_text
-from memlane.store.text import MAX_QUERY_CHARS, Language, detect_language, is_short_entity_query
-from memlane.store.timeexpr import resolve_timezone
-from memlane.store.tokens import count_tokens
+from memlane.store.redis.metadata import MetadataFilter
+from memlane.store.text.passage import answering_passage
+from memlane.store.text.terms import MAX_QUERY_CHARS, Language, detect_language, is_short_entity_query
+from memlane.store.text.time_words import resolve_timezone
+from memlane.store.text.tokens import count_tokens
 
 __all__ = [
     "HEADINGS",
@@ -182,7 +182,7 @@ async def recall(
     model's circuit breaker (the scheduler's `context.model_breaker`). reference_time:
     when the message was said (default now), for "昨天" and "last week". shared_user_id: a shared
     scope (`store/scopes.py`) searched beside the user's memories, its hits ranked with theirs.
-    metadata_filter: only searched memories whose metadata match (`memlane.store.metadata`; the
+    metadata_filter: only searched memories whose metadata match (`memlane.store.redis.metadata`; the
     profile and the session's summary and recent messages are recalled as always).
     """
     budget = max_tokens or settings.recall.max_tokens

@@ -3,7 +3,7 @@ the token budget (what the model sees). `memlane/recall.py` decides what goes in
 
 Each section may take its share of the budget (`SECTION_SHARES`) before leftovers flow on, in
 priority order; one item takes at most `item_token_cap` tokens, cut around the part that
-answers the query (store/passage.py) when it is longer.
+answers the query (store/text/passage.py) when it is longer.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pydantic import BaseModel, Field
 
 from memlane import dates
 from memlane.config import Settings
-from memlane.store.passage import answering_passage
-from memlane.store.text import Language
-from memlane.store.tokens import count_tokens
+from memlane.store.text.passage import answering_passage
+from memlane.store.text.terms import Language
+from memlane.store.text.tokens import count_tokens
 
 Layer = Literal["profile", "summary", "recent", "event", "message"]
 

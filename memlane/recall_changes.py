@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from memlane.recall_select import is_asking
 from memlane.store.records import Memory
-from memlane.store.text import query_terms
+from memlane.store.text.terms import query_terms
 
 
 @dataclass(frozen=True)

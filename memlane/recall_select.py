@@ -5,7 +5,7 @@ Recall's second stage, after the store's `fuse()`; each stage is a setting with 
 row in bench/model_sees.py:
 
 1. **Order** (`recall_weight_*`): the relevance every surface shows (`MemoryHit.score`, the
-   measured chance that a hit holds what was asked: store/search.py `calibrated_relevance`,
+   measured chance that a hit holds what was asked: store/redis/search.py `calibrated_relevance`,
    which also orders search) times the layer's weight. The weights only order kinds against
    each other (a profile entry before the raw turn it came from).
 2. **Floor** (`recall_min_relevance`, 0.02): a hit less likely than that to hold the answer
@@ -55,8 +55,8 @@ from typing import Literal
 
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
-from memlane.store.text import query_terms
-from memlane.store.tokens import count_tokens
+from memlane.store.text.terms import query_terms
+from memlane.store.text.tokens import count_tokens
 
 NeighbourMode = Literal["pair", "around"]
 

@@ -20,12 +20,12 @@ from memlane.config import Settings, get_settings
 from memlane.dates import day
 from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
-from memlane.store.dedupe import RepeatedMemory
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import ITEM_MEMORY_PREFIX, check_slot, clean_text, profile_memory_id, stable_id
-from memlane.store.metadata import MetadataFilter
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
 from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, ProfileEntry
+from memlane.store.redis.metadata import MetadataFilter
+from memlane.store.text.sameness import RepeatedMemory
 
 if TYPE_CHECKING:
     from memlane.graph.scheduler import MemoryScheduler
@@ -111,7 +111,7 @@ async def answer_search(
     "earlier, until <day>" in the parentheses once a newer fact replaced what it says, "weak"
     after a relevance under 0.1, and the memory's metadata (JSON) after its text when it has some.
 
-    metadata_filter: only memories whose metadata match (`memlane.store.metadata`)."""
+    metadata_filter: only memories whose metadata match (`memlane.store.redis.metadata`)."""
     hits = await store.search_memories(user_id, query, limit=max(1, min(limit, 20)), metadata_filter=metadata_filter)
     if not hits:
         return "no memories found"

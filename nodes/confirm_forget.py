@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, Step, data_line
 from memlane.nodes.parsing import ParseFailed, extract_json, strip_fences
-from memlane.store.breaker import CircuitBreaker
+from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.protocols import ForgetConfirm
 
 logger = logging.getLogger(__name__)

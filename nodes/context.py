@@ -15,7 +15,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from memlane.config import Settings, get_settings
 from memlane.nodes.profile_config import ProfileConfig
 from memlane.nodes.profile_configs import ProfileConfigs, configured_profile_configs
-from memlane.store.breaker import CircuitBreaker
+from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.protocols import MemoryStore
 
 

@@ -20,7 +20,7 @@ from memlane.nodes.profile_config import PEOPLE_TOPIC, ProfileConfig
 from memlane.nodes.summarize import render_profile
 from memlane.store.ids import normalize_slot
 from memlane.store.records import Message, ProfileEntry
-from memlane.store.text import has_cjk
+from memlane.store.text.terms import has_cjk
 
 logger = logging.getLogger(__name__)
 

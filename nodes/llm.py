@@ -30,10 +30,10 @@ from pydantic import BaseModel
 
 from memlane.config import Settings
 from memlane.nodes.structured_output import STRUCTURED_OUTPUT
-from memlane.store.breaker import CircuitBreaker, CircuitOpen
+from memlane.store.models.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.records import Message
-from memlane.store.text import has_cjk
-from memlane.store.tokens import count_tokens
+from memlane.store.text.terms import has_cjk
+from memlane.store.text.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, data_line
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.store.ids import now
 from memlane.store.records import ProfileEntry
-from memlane.store.tokens import count_tokens, truncate_to_tokens
+from memlane.store.text.tokens import count_tokens, truncate_to_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, Step, rende
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.store.protocols import HistoryStore
 from memlane.store.records import Message, SessionSummary
-from memlane.store.tokens import count_tokens, count_tokens_many, get_encoding, truncate_to_tokens
+from memlane.store.text.tokens import count_tokens, count_tokens_many, get_encoding, truncate_to_tokens
 
 logger = logging.getLogger(__name__)
 

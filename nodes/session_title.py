@@ -18,7 +18,7 @@ from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, render_chat
 from memlane.nodes.parsing import ParseFailed, extract_json, strip_fences
 from memlane.store.records import Message
-from memlane.store.text import detect_language
+from memlane.store.text.terms import detect_language
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_chat
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.nodes.profile_config import ProfileConfig
 from memlane.store.records import Message, ProfileEntry
-from memlane.store.tokens import count_tokens, truncate_to_tokens
+from memlane.store.text.tokens import count_tokens, truncate_to_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from memlane.store.records import Message
-from memlane.store.tokens import count_tokens_many, truncate_to_tokens
+from memlane.store.text.tokens import count_tokens_many, truncate_to_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The pure half of search: the signals that vote, the queries that rank for them, reciprocal-rank
 fusion over their rankings (`fuse`), and the one relevance every surface shows
-(`calibrated_relevance`). Plain data in, plain data out: no Redis (store/search.py fetches)."""
+(`calibrated_relevance`). Plain data in, plain data out: no Redis (store/redis/search.py fetches)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ class MemoryHit(BaseModel):
     The fusion (`rank_score`: reciprocal-rank fusion of the vector and the text ranking, plus
     the time-scoped and speaker rankings) picks the candidates; hits come sorted by `score`, the
     relevance every surface shows: the measured chance that the hit holds what the query asks
-    (store/search.py `calibrated_relevance`), independent of the other hits.
+    (store/redis/search.py `calibrated_relevance`), independent of the other hits.
     """
 
     memory: Memory

@@ -1,6 +1,6 @@
 """The store protocols, by role: what each caller needs from storage.
 
-Nodes, graph, recall and the doors depend on these, never on Redis; `store/redis.py` implements
+Nodes, graph, recall and the doors depend on these, never on Redis; `store/redis/store.py` implements
 all of them (`MemoryStore`). A caller asks for the role it uses: the memory graph's persist step
 a `MemoryWriter`, recall a `SearchStore` and a `ProfileReader`, the history door a
 `HistoryStore`. Every method is scoped to one user: no call can read or write another user's
@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from memlane.store.breaker import BreakerStatus
-from memlane.store.dedupe import RepeatedMemory
 from memlane.store.gc_report import GcReport
 from memlane.store.hits import MemoryHits
+from memlane.store.models.breaker import BreakerStatus
 from memlane.store.records import (
     Event,
     ForgetReport,
@@ -32,13 +31,14 @@ from memlane.store.records import (
     StoreItem,
     UserExport,
 )
+from memlane.store.text.sameness import RepeatedMemory
 
 if TYPE_CHECKING:  # annotations only: the protocols load no embedder
     from langchain_core.embeddings import Embeddings
     from redisvl.query.filter import FilterExpression
 
-    from memlane.store.embeddings import EmbeddingBacklog
-    from memlane.store.metadata import MetadataFilter
+    from memlane.store.models.embeddings import EmbeddingBacklog
+    from memlane.store.redis.metadata import MetadataFilter
 
 ForgetConfirm = Callable[[str, Sequence[str]], Awaitable[Sequence[int] | None]]
 """Which of the user's sentences state what a forget request asks to forget: called with the
@@ -187,7 +187,7 @@ class SearchStore(Protocol):
         speaker / speaker_roles: only what that person (or those roles) said.
         understand_time: time expressions in the query ("昨天", "on April 27th") boost the
         memories of that time, relative to `reference_time` (default: now).
-        metadata_filter: only memories whose metadata match (`store/metadata.py`:
+        metadata_filter: only memories whose metadata match (`store/redis/metadata.py`:
         `{"project": "apollo", "priority": {"gte": 2}}` over the fields `metadata_fields`
         declares; another field is refused with `InvalidInput`), or a RedisVL filter expression.
         """
@@ -248,9 +248,9 @@ class ForgettingStore(Protocol):
         with nothing is deleted), session summaries, the history of the profile entries
         touched, and LangGraph store items (deleted).
 
-        Words first: a sentence holding the subject's words states it (`store/forget.py`),
+        Words first: a sentence holding the subject's words states it (`store/text/fact_sentences.py`),
         among memories of `forget_min_relevance` or more. Then meaning
-        (`store/forget_meaning.py`): with `confirm` (a memory model), the sentences nearest the
+        (`store/text/forget_by_meaning.py`): with `confirm` (a memory model), the sentences nearest the
         request that it confirms; without, when the words found nothing and the request asks a
         question ("what car I drive"), the one sentence clearly nearest it
         (`forget_meaning_margin`), never one about someone else for a request about the user.

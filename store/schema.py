@@ -30,7 +30,7 @@ from memlane.store.errors import InputTooLarge
 from memlane.store.ids import check_id
 from memlane.store.scopes import SCOPE_MARK, scoped_user_id, split_user_id
 
-# Full text is analyzed in Python (store/text.py: English stems, CJK bigrams) into its own
+# Full text is analyzed in Python (store/text/terms.py: English stems, CJK bigrams) into its own
 # field, indexed without server-side stemming; the index language only names the stop-word
 # and tokenizer defaults RediSearch applies to the already-analyzed terms.
 INDEX_LANGUAGE = "english"
@@ -257,7 +257,7 @@ class KeyLayout:
         """Hash: each record the user's quotas count (`usage_field`: the memory id, `message:<id>`,
         `event:<id>`, `profile:<entry id>`, an item's or a memory's own, after its agent's id for an
         agent's memory of the user) → the bytes of its text; kept while a quota is set
-        (store/quotas.py), and what was deleted or expired leaves it at the next count. One per user:
+        (store/redis/quotas.py), and what was deleted or expired leaves it at the next count. One per user:
         the quotas are the user's, whatever agents' memories of the user hold (store/scopes.py)."""
         return self.user_prefix(split_user_id(user_id)[0]) + "usage"
 

@@ -20,9 +20,9 @@ from redis.exceptions import ResponseError
 sys.path.insert(0, str(Path(__file__).parent))  # `from scripted import ScriptedChatModel`
 
 from memlane.config import Settings  # noqa: E402
-from memlane.store.embedded import EmbeddedRedis  # noqa: E402
-from memlane.store.embeddings import get_embeddings  # noqa: E402
-from memlane.store.redis import RedisMemoryStore  # noqa: E402
+from memlane.store.embedded.server import EmbeddedRedis  # noqa: E402
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
+from memlane.store.redis.store import RedisMemoryStore  # noqa: E402
 
 HOSTILE_IDS = ["a|b", "*", "}{", "@x:y", "-1", "😀" * 300, "a b", "user\\x", "{a}", "'\"", "a,b", "$x"]
 
@@ -129,9 +129,9 @@ async def drop_prefix(client: aioredis.Redis, prefix: str) -> None:
 
 @pytest.fixture(scope="session")
 def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
-    """A Redis Cluster of 3 primaries on loopback (store/embedded_cluster.py), started once for the
+    """A Redis Cluster of 3 primaries on loopback (store/embedded/cluster.py), started once for the
     session; yields (url, EmbeddedCluster)."""
-    from memlane.store.embedded_cluster import EmbeddedCluster
+    from memlane.store.embedded.cluster import EmbeddedCluster
 
     cluster = EmbeddedCluster(
         Settings(data_dir=tmp_path_factory.mktemp("memlane-cluster"), redis_url=None), primaries=3
@@ -144,7 +144,7 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
 @pytest_asyncio.fixture(loop_scope="session")
 async def cluster_store(redis_cluster, settings: Settings, embeddings):
     """A RedisMemoryStore on the test cluster (open_store with a `?cluster=true` URL), under a key prefix of its own."""
-    from memlane.store.redis import open_store
+    from memlane.store.redis.store import open_store
 
     memory_store = await open_store(settings.model_copy(update={"redis_url": redis_cluster[0]}), embeddings=embeddings)
     yield memory_store

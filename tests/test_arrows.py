@@ -6,8 +6,8 @@ too: a lazy import is still an arrow. The rules:
 - every room may import `memlane.config` and `memlane.masking` (the settings, their models kept in
   `memlane.config_store` and `memlane.config_agent`, and the masking of secrets, which import
   nothing else of memlane); `store/` imports no other room;
-- `nodes/` imports the store's records, protocols and text helpers, never its Redis
-  implementation, and never Redis;
+- `nodes/` imports the store's data modules (records, protocols, errors, ids, scopes), its text
+  wing and its breaker, never its Redis, cluster, embedded or embeddings wings, and never Redis;
 - `graph/` likewise, plus the queue's keys (`store.schema`); only `graph/queue.py` knows pydocket;
 - `memlane/` imports everything below it, never `ui/` or `serve/` (the doors add their commands
   to `memlane` through entry points), and never Redis itself;
@@ -25,20 +25,18 @@ ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("memlane", "store", "nodes", "graph", "ui", "serve")
 LEVEL = {"store": 0, "nodes": 1, "graph": 2, "memlane": 3, "ui": 4, "serve": 4}
 
-# what nodes and graph may use of the store: records, protocols and pure helpers, never Redis
+# what nodes and graph may use of the store: its data modules, the text wing (pure rules) and the
+# breaker, never a Redis, cluster, embedded or embeddings module (a name covers its submodules)
 STORE_FOR_NODES = {
     "records",
     "protocols",
     "errors",
     "ids",
-    "text",
-    "tokens",
-    "breaker",
-    "timeexpr",
-    "passage",
     "scopes",
+    "text",
+    "models.breaker",
 }
-STORE_FOR_GRAPH = STORE_FOR_NODES | {"schema", "background"}  # background: a context variable, no Redis
+STORE_FOR_GRAPH = STORE_FOR_NODES | {"schema", "models.background"}  # background: a context variable, no Redis
 # the settings and the masking of secrets: every room reads them (they import nothing of memlane)
 FOUNDATION = {"memlane.config", "memlane.masking"}
 REDIS_CLIENTS = ("redis", "redisvl")
@@ -88,8 +86,8 @@ def broken_arrows(room: str, module: str) -> str | None:
         return f"{room}/ may import only memlane's public API, not {module}"
     if room in ("nodes", "graph") and target == "store":
         allowed = STORE_FOR_NODES if room == "nodes" else STORE_FOR_GRAPH
-        part = module.split(".")[2] if module.count(".") >= 2 else ""
-        if part not in allowed:
+        part = module.split(".", 2)[2] if module.count(".") >= 2 else ""
+        if not any(part == name or part.startswith(name + ".") for name in allowed):
             return f"{room}/ may use the store's records and protocols, not its implementation ({module})"
     return None
 
@@ -125,14 +123,14 @@ def test_the_contract_catches_what_it_forbids():
     assert broken_arrows("serve", "memlane.store.records")
     assert broken_arrows("ui", "memlane.nodes.llm")
     assert broken_arrows("memlane", "memlane.serve.app")
-    assert broken_arrows("nodes", "memlane.store.redis")
-    assert broken_arrows("graph", "memlane.store.messages")
+    assert broken_arrows("nodes", "memlane.store.redis.store")
+    assert broken_arrows("graph", "memlane.store.redis.messages")
     assert broken_arrows("store", "memlane.recall")
     assert broken_arrows("memlane", "redis.exceptions")
     assert broken_arrows("graph", "memlane.store.base")
     assert broken_arrows("memlane", "docket")
     assert broken_arrows("serve", "memlane") is None
     assert broken_arrows("serve", "memlane.turns") is None
-    assert broken_arrows("memlane", "memlane.store.redis") is None
+    assert broken_arrows("memlane", "memlane.store.redis.store") is None
     assert broken_arrows("graph", "memlane.store.schema") is None
     assert broken_arrows("store", "memlane.config") is None

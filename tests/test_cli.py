@@ -244,7 +244,7 @@ def test_serve_stopped_with_sigterm_stops_its_embedded_redis(tmp_path):
 
 def test_config_redis_status_and_errors_mask_every_secret(tmp_path, monkeypatch, capsys, fresh_settings):
     from memlane.config import get_settings
-    from memlane.store.embedded import EmbeddedRedis
+    from memlane.store.embedded.server import EmbeddedRedis
 
     monkeypatch.setenv("MEMLANE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-print-me-1234")
@@ -284,7 +284,7 @@ def test_config_redis_status_and_errors_mask_every_secret(tmp_path, monkeypatch,
 def test_redis_start_cluster_starts_a_cluster_that_stop_stops(tmp_path, monkeypatch, capsys, fresh_settings):
     import redis
 
-    from memlane.store.embedded_cluster import EmbeddedCluster
+    from memlane.store.embedded.cluster import EmbeddedCluster
 
     monkeypatch.delenv("REDIS_URL", raising=False)
     monkeypatch.setenv("MEMLANE_DATA_DIR", str(tmp_path / "data"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memlane import dates
-from memlane.store.timeexpr import resolve_timezone
+from memlane.store.text.time_words import resolve_timezone
 
 ZONE = resolve_timezone("Asia/Shanghai")
 REFERENCE = 1_792_000_000.0  # 2026-10-15 in Shanghai

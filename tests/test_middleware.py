@@ -18,7 +18,7 @@ from memlane.middleware import IndexBacklog, MemoryAgentContext, MemoryMiddlewar
 from memlane.recall import HEADINGS
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 COFFEE = ProfileEntry(
     user_id="u", topic="diet", subtopic="coffee", content="drinks black coffee without sugar", confidence=0.9
@@ -314,8 +314,8 @@ async def test_a_turn_saved_while_redis_is_briefly_down_is_stored_once_when_it_i
     import signal
 
     from memlane.config import Settings
-    from memlane.store.embedded import EmbeddedRedis, stop_running
-    from memlane.store.redis import open_store
+    from memlane.store.embedded.server import EmbeddedRedis, stop_running
+    from memlane.store.redis.store import open_store
 
     # a private server: this test kills it (detached: nothing starts it again but the test)
     server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True)

@@ -112,7 +112,7 @@ async def test_a_rewrite_past_its_budget_does_not_open_the_memory_models_breaker
 
 
 async def test_a_rewrite_that_fails_still_counts_against_the_breaker(settings):
-    from memlane.store.breaker import CircuitBreaker
+    from memlane.store.models.breaker import CircuitBreaker
 
     breaker = CircuitBreaker("the memory model", failure_threshold=2, reset_seconds=60)
     down = ScriptedChatModel(default=ConnectionError("connection refused"))

@@ -12,7 +12,7 @@ from memlane.nodes.persist import build_update
 from memlane.recall import HEADINGS, detect_language, recall, recall_system_prompt
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry, SessionSummary
-from memlane.store.tokens import count_tokens
+from memlane.store.text.tokens import count_tokens
 
 DAY = 86_400.0
 
@@ -343,7 +343,7 @@ async def test_the_memory_model_rewrites_follow_ups_and_bad_answers_fall_back(st
         assert fallback.search_query == "When does he leave? Do you remember Zhang Wei?"
 
     # the memory model's breaker is open: no call, the cheap rewrite at once
-    from memlane.store.breaker import CircuitBreaker
+    from memlane.store.models.breaker import CircuitBreaker
 
     breaker = CircuitBreaker("the memory model", failure_threshold=1, reset_seconds=60)
     breaker.record_failure(RuntimeError("down"))

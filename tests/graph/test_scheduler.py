@@ -23,7 +23,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
 from memlane.nodes.llm import ModelCallFailed
 from memlane.nodes.parsing import ParseFailed
-from memlane.store.tokens import count_tokens
+from memlane.store.text.tokens import count_tokens
 
 
 @pytest.fixture
@@ -236,7 +236,7 @@ sys.path.insert(0, {tests!r})
 from scripted import ScriptedChatModel
 from memlane.config import Settings
 from memlane.graph import MemoryContext, MemoryScheduler
-from memlane.store.redis import open_store
+from memlane.store.redis.store import open_store
 
 
 class HangingModel(ScriptedChatModel):
@@ -406,7 +406,7 @@ async def test_no_idle_flush_when_it_is_switched_off(store, scheduler_for, outco
 
 
 async def test_runs_queue_in_the_stores_redis_by_default(settings, embeddings):
-    from memlane.store.redis import open_store
+    from memlane.store.redis.store import open_store
 
     store = await open_store(settings, embeddings=embeddings)
     try:

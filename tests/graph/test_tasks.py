@@ -7,7 +7,7 @@ from __future__ import annotations
 def test_retry_delays_double_up_to_ten_minutes_and_wait_for_an_open_breaker(settings):
     from memlane.graph.executor import retry_delay
     from memlane.nodes.llm import ModelPaused
-    from memlane.store.breaker import CircuitOpen
+    from memlane.store.models.breaker import CircuitOpen
 
     tuned = settings.model_copy(update={"memory_run_retry_delay_seconds": 30})
     assert [retry_delay(tuned, attempt, ValueError()) for attempt in (1, 2, 3, 10)] == [30, 60, 120, 600]

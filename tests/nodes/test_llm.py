@@ -124,7 +124,7 @@ async def test_the_memory_models_breaker_opens_after_consecutive_failures_then_h
     """One breaker per context: the failures of every step count together; open, a step fails
     at once without calling the model; after the reset time one trial call goes through."""
     from memlane.nodes.llm import ModelCaller, ModelPaused
-    from memlane.store.breaker import CircuitBreaker
+    from memlane.store.models.breaker import CircuitBreaker
 
     breaker = CircuitBreaker("the memory model", failure_threshold=3, reset_seconds=0.3)
     down = ScriptedChatModel(default=ConnectionError("connection refused"))
@@ -152,7 +152,7 @@ async def test_the_memory_models_breaker_opens_after_consecutive_failures_then_h
 
 async def test_a_timeout_counts_as_a_failure_of_the_model(settings):
     from memlane.nodes.llm import ModelCaller
-    from memlane.store.breaker import CircuitBreaker
+    from memlane.store.models.breaker import CircuitBreaker
 
     breaker = CircuitBreaker("the memory model", failure_threshold=1, reset_seconds=60)
     hanging = ScriptedChatModel(default=TIMEOUT)

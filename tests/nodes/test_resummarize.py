@@ -6,7 +6,7 @@ from memory_graph_helpers import add_chat, calls_for, make_context, profile_conf
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.profile_config import ProfileConfig, TopicConfig
-from memlane.store.tokens import count_tokens
+from memlane.store.text.tokens import count_tokens
 
 CONFIG = ProfileConfig(topics=[TopicConfig(name="work", validate_merge=False)], max_tokens_per_entry=20)
 LONG = "works as a nurse in the night shift at the children's hospital of Lyon, mostly in the emergency ward, four nights a week"

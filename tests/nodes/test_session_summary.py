@@ -9,7 +9,7 @@ from scripted import ScriptedChatModel, prompt_text
 
 from memlane.nodes.llm import ModelCaller
 from memlane.nodes.session_summary import condense, split_windows, update_session_summary
-from memlane.store.tokens import count_tokens, count_tokens_many
+from memlane.store.text.tokens import count_tokens, count_tokens_many
 
 WINDOW = 256
 

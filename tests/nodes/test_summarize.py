@@ -7,7 +7,7 @@ from memory_graph_helpers import CHINESE_CHAT, add_chat, calls_for, make_context
 
 from memlane.graph import run_memory_graph
 from memlane.nodes.parsing import ParseFailed
-from memlane.store.tokens import count_tokens
+from memlane.store.text.tokens import count_tokens
 
 
 async def test_empty_summary_stops_the_graph_and_consumes_the_buffer(store, make_context):

@@ -9,7 +9,7 @@ from scripted import prompt_text
 from memlane.graph import run_memory_graph
 from memlane.nodes.truncate import NothingToProcess, input_windows, truncate_chat
 from memlane.store.records import Message
-from memlane.store.tokens import count_tokens
+from memlane.store.text.tokens import count_tokens
 
 
 def message(index: int, content: str) -> Message:

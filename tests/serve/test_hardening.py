@@ -28,7 +28,7 @@ from memlane.masking import MaskingFormatter
 from memlane.serve.app import create_app
 from memlane.serve.config import ServeConfig
 from memlane.serve.errors import READY_TIMEOUT_SECONDS
-from memlane.store.embedded import EmbeddedRedis, stop_running
+from memlane.store.embedded.server import EmbeddedRedis, stop_running
 
 OPENAI_KEY = "sk-openai-" + uuid.uuid4().hex  # configured for OPENAI_BASE_URL only
 THIRD_KEY = "third-party-" + uuid.uuid4().hex  # a persona's own key, named by api_key_env
@@ -303,11 +303,11 @@ def test_a_long_message_is_recalled_without_holding_the_server(env, kind):
     looked for codes, dates and names in all of it with patterns that backtracked, and the
     answering passage looked for a sentence's end from each match to the text's end: one such
     message held the event loop for minutes, and the server with it. A search now reads the first
-    `MAX_QUERY_CHARS` of its query, all the embedder and the text ranking read (store/text.py).
+    `MAX_QUERY_CHARS` of its query, all the embedder and the text ranking read (store/text/terms.py).
     (Stored with POST /messages, which queues no memory run, for the same reason.)"""
     import threading
 
-    from memlane.store.text import MAX_QUERY_CHARS
+    from memlane.store.text.terms import MAX_QUERY_CHARS
 
     (message, question), done, slowest = LONG_MESSAGES[kind], threading.Event(), [0.0]
     user, session = user_path(f"long-{kind}"), f"long-{kind}"

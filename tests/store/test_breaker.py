@@ -1,4 +1,4 @@
-"""The circuit breaker (store/breaker.py), alone and around the store's embedder."""
+"""The circuit breaker (store/models/breaker.py), alone and around the store's embedder."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import logging
 import pytest
 from scripted import FlakyEmbeddings
 
-from memlane.store.breaker import CircuitBreaker, CircuitOpen
+from memlane.store.models.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.records import Message
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 async def test_the_breaker_opens_after_consecutive_failures_and_closes_after_a_good_trial(caplog):
@@ -25,7 +25,7 @@ async def test_the_breaker_opens_after_consecutive_failures_and_closes_after_a_g
         reached.append(True)
         return "ok"
 
-    caplog.set_level(logging.WARNING, logger="memlane.store.breaker")
+    caplog.set_level(logging.WARNING, logger="memlane.store.models.breaker")
     assert await breaker.call(working) == "ok"
     for _ in range(3):
         with pytest.raises(ConnectionError):

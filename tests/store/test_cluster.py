@@ -1,4 +1,4 @@
-"""The store on a real Redis Cluster of 3 primaries (store/cluster.py, store/embedded_cluster.py):
+"""The store on a real Redis Cluster of 3 primaries (store/cluster/client.py, store/embedded/cluster.py):
 every key of a user in one hash slot, the index on every primary, a user's search sent to the
 primary that owns the user, and the store's behaviour the same as on one Redis (a set of the
 standalone tests run again on the cluster)."""
@@ -25,7 +25,7 @@ from test_messages import chat
 from memlane import MemlaneStore
 from memlane.config import Settings
 from memlane.graph.queue import docket_spelling
-from memlane.store.cluster import first_node_url, wants_cluster
+from memlane.store.cluster.client import first_node_url, wants_cluster
 from memlane.store.errors import StoreError
 from memlane.store.records import (
     Event,
@@ -36,7 +36,7 @@ from memlane.store.records import (
     SessionSummary,
     StoreItem,
 )
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 from memlane.store.schema import KeyLayout
 
 USERS = ["alice", "bob", "carol", "dave", "erin", "frank", *HOSTILE_IDS[:4]]
@@ -228,7 +228,7 @@ async def test_a_primary_whose_index_name_moves_away_gets_a_new_index(cluster_st
 
 
 async def test_a_cluster_url_that_answers_nothing_says_what_to_do(settings: Settings):
-    from memlane.store.redis import open_store
+    from memlane.store.redis.store import open_store
 
     with pytest.raises(StoreError, match="memlane redis start --cluster 3"):
         await open_store(settings.model_copy(update={"redis_url": "redis://127.0.0.1:1/0?cluster=true"}))
@@ -311,7 +311,7 @@ def test_memlane_serve_behaves_the_same_on_a_cluster(name: str, served_on_the_cl
 
 
 async def test_the_setting_makes_a_plain_node_url_a_cluster(redis_cluster, settings: Settings, embeddings):
-    from memlane.store.redis import open_store
+    from memlane.store.redis.store import open_store
 
     plain = redis_cluster[0].replace("?cluster=true", "")
     store = await open_store(
@@ -332,7 +332,7 @@ async def assert_said_as_redis_unavailable(
     redis-py's `redis/asyncio/<module>`, that failure is a connection race, and a store call
     running it says `RedisUnavailable` (`said`); `ours`, the same fault in our own code, stays a
     bug. Both are called with None."""
-    from memlane.store.cluster import is_connection_race
+    from memlane.store.cluster.client import is_connection_race
     from memlane.store.errors import RedisUnavailable
 
     where: dict[str, Any] = {}

@@ -9,10 +9,10 @@ import pytest_asyncio
 from conftest import drop_prefix
 
 from memlane.recall import recall
-from memlane.store.connections import RedisPoolExhausted
 from memlane.store.errors import RedisUnavailable
 from memlane.store.records import Message
-from memlane.store.redis import open_store
+from memlane.store.redis.connections import RedisPoolExhausted
+from memlane.store.redis.store import open_store
 
 
 @pytest_asyncio.fixture(loop_scope="session")

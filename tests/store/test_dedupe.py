@@ -1,10 +1,10 @@
-"""The rules of store/dedupe.py, without Redis: when a newer text adds nothing to an older one."""
+"""The rules of store/text/sameness.py, without Redis: when a newer text adds nothing to an older one."""
 
 from __future__ import annotations
 
 import pytest
 
-from memlane.store.dedupe import adds_nothing, content_terms, is_near_duplicate, normalized, text_digest
+from memlane.store.text.sameness import adds_nothing, content_terms, is_near_duplicate, normalized, text_digest
 
 
 def test_identity_reads_text_without_case_and_spacing_and_keeps_the_kind():

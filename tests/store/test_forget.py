@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from memlane.recall import recall
-from memlane.store.forget import Fact, forget_subject, strip_statements
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.records import (
     Event,
@@ -22,7 +21,8 @@ from memlane.store.records import (
     SessionSummary,
     StoreItem,
 )
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.text.fact_sentences import Fact, forget_subject, strip_statements
 
 ENGLISH = {
     "chat": [
@@ -416,14 +416,14 @@ def test_the_phrasing_set_is_half_chinese():
 def test_each_forget_phrasing_removes_its_fact_and_nothing_else(case):
     chat = case["fact"] + ("" if case["lang"] == "zh" else " ") + case["kept"]
     left = strip_statements(chat, [Fact.of(forget_subject(case["request"]), 0.6)])
-    if case.get("needs_embedder"):  # no word in common: store/forget.py cannot tell (the embedder can)
+    if case.get("needs_embedder"):  # no word in common: store/text/fact_sentences.py cannot tell (the embedder can)
         assert case["fact"] in left
     else:
         assert left == case["kept"]
 
 
 # issue 26: a request that shares no word with what was said is found by meaning
-# (store/forget_meaning.py); without a model only the answer to a question ("what car I
+# (store/text/forget_by_meaning.py); without a model only the answer to a question ("what car I
 # drive") that is clearly about it goes, with a memory model what the model confirms
 
 

@@ -1,11 +1,11 @@
-"""The fusion, pure (store/search.py `fuse`, `SIGNALS`, `calibrated_relevance`): no Redis."""
+"""The fusion, pure (store/redis/search.py `fuse`, `SIGNALS`, `calibrated_relevance`): no Redis."""
 
 from __future__ import annotations
 
 import pytest
 
 from memlane.config import SearchSettings
-from memlane.store.search import QUERIES, SIGNALS, Ranking, calibrated_relevance, fuse
+from memlane.store.redis.search import QUERIES, SIGNALS, Ranking, calibrated_relevance, fuse
 
 
 def doc(memory_id: str, **fields: object) -> dict:

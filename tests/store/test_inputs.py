@@ -12,7 +12,7 @@ from memlane.recall import recall
 from memlane.store.errors import InputTooLarge, InvalidInput
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 def message(user_id: str, content: str, *, message_id: str = "m", session_id: str = "s") -> Message:

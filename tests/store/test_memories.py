@@ -1,4 +1,4 @@
-"""Search memories and their index (store/memories.py): an unchanged memory is not rewritten, an
+"""Search memories and their index (store/redis/memories.py): an unchanged memory is not rewritten, an
 index from an older memlane is rebuilt with its memories, a memory belongs to a user."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from redis.commands.search.index_definition import IndexDefinition, IndexType
 
 from memlane.store.errors import StoreError
 from memlane.store.records import Memory, MemoryUpdate
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 from memlane.store.schema import MemoryField
 
 

@@ -1,11 +1,11 @@
-"""History (store/messages.py): message ids, order per session, the cursor, session summaries,
+"""History (store/redis/messages.py): message ids, order per session, the cursor, session summaries,
 neighbours, and the search entries of messages (their context, and the ones stored while the
 embedder was down)."""
 
 from __future__ import annotations
 
 from memlane.store.records import Message, SessionSummary
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 def chat(user_id: str, session_id: str, *contents: str, start: int = 0) -> list[Message]:

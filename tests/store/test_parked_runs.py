@@ -1,4 +1,4 @@
-"""The dead-letter list of memory-graph runs (store/parked_runs.py): park, list, drop, forget."""
+"""The dead-letter list of memory-graph runs (store/redis/parked_runs.py): park, list, drop, forget."""
 
 from __future__ import annotations
 

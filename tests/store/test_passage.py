@@ -1,11 +1,11 @@
-"""The part of a long text that answers a query (store/passage.py), in both languages, no Redis."""
+"""The part of a long text that answers a query (store/text/passage.py), in both languages, no Redis."""
 
 from __future__ import annotations
 
 import pytest
 
-from memlane.store.passage import CUT_MARK, answering_passage
-from memlane.store.tokens import count_tokens
+from memlane.store.text.passage import CUT_MARK, answering_passage
+from memlane.store.text.tokens import count_tokens
 
 CHINESE_FILLER = "今天天气不错，我们聊了很多关于工作和生活的事情，包括项目进度、团队安排以及下个月的出差计划。"
 ENGLISH_FILLER = "We talked about the weather and the project schedule for a while. "

@@ -1,4 +1,4 @@
-"""Private data redaction (store/privacy.py) and where the store applies it: Chinese resident
+"""Private data redaction (store/text/private_data.py) and where the store applies it: Chinese resident
 IDs (check digit), bank cards (Luhn), phones, e-mails, in Chinese and English, with valid and
 invalid checksums; masked before it is stored, indexed or read by the memory model."""
 
@@ -8,16 +8,6 @@ import pytest
 from memory_graph_helpers import add_chat, make_context, profile_config, scripted  # noqa: F401  (fixtures)
 
 from memlane.graph import run_memory_graph
-from memlane.store.privacy import (
-    EMAIL_TAG,
-    ID_NUMBER_TAG,
-    PHONE_TAG,
-    find_private_data,
-    is_resident_id,
-    mask_private_data,
-    passes_luhn,
-    redact,
-)
 from memlane.store.records import (
     Event,
     Memory,
@@ -28,7 +18,17 @@ from memlane.store.records import (
     SessionSummary,
     StoreItem,
 )
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.text.private_data import (
+    EMAIL_TAG,
+    ID_NUMBER_TAG,
+    PHONE_TAG,
+    find_private_data,
+    is_resident_id,
+    mask_private_data,
+    passes_luhn,
+    redact,
+)
 
 VALID_ID = "11010519491231002X"  # check character X
 WRONG_CHECK_ID = "110105194912310021"  # same number, wrong check digit (and not a Luhn number)

@@ -11,7 +11,7 @@ from memory_graph_helpers import said_then_changed
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import message_memory_id, profile_memory_id
 from memlane.store.records import Event, Memory, MemoryUpdate, Message, ProfileEntry, UserExport
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 def entry_update(user_id: str, content: str, *, confidence: float = 0.8, event_id: str | None = "e1") -> MemoryUpdate:

@@ -1,4 +1,4 @@
-"""Per-user quotas (store/quotas.py): a write past a quota is refused whole with QuotaExceeded
+"""Per-user quotas (store/redis/quotas.py): a write past a quota is refused whole with QuotaExceeded
 naming the quota and its setting, nothing stored changes, and what was deleted or expired no
 longer counts."""
 
@@ -12,7 +12,7 @@ from test_retention import SECONDS, event_update, profile_update
 
 from memlane.store.errors import QuotaExceeded
 from memlane.store.records import Memory, StoreItem
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 def limited(store: RedisMemoryStore, **retention) -> RedisMemoryStore:

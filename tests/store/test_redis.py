@@ -1,5 +1,5 @@
-"""The facade (store/redis.py): `RedisMemoryStore` is the `MemoryStore` protocol, each method
-answered by the part its module names, and a Redis that goes away is a clear error (store/core.py).
+"""The facade (store/redis/store.py): `RedisMemoryStore` is the `MemoryStore` protocol, each method
+answered by the part its module names, and a Redis that goes away is a clear error (store/redis/core.py).
 What each part does is tested in the file named after its module (test_messages.py, test_search.py …)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from test_messages import chat
 
 from memlane.store.errors import RedisUnavailable
 from memlane.store.protocols import MemoryStore
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 def test_the_store_is_the_protocol_with_its_signatures(store: RedisMemoryStore):

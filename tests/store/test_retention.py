@@ -1,4 +1,4 @@
-"""Retention (store/retention.py, store/gc.py): each kind of record expires after its time to live
+"""Retention (store/redis/retention.py, store/redis/gc.py): each kind of record expires after its time to live
 with its search entry, to the millisecond; RediSearch drops the expired entry by itself; reading
 refreshes both where the settings say so; the sweep removes what expiry cannot and says what."""
 
@@ -11,7 +11,7 @@ from test_messages import chat
 
 from memlane.store.ids import event_memory_id, message_memory_id, profile_memory_id
 from memlane.store.records import REMEMBERED_TAG, Event, MemoryUpdate, ProfileEntry, SessionSummary
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 SECONDS = 1 / 86_400  # a time to live of one second, in the settings' days
 

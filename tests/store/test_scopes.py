@@ -13,7 +13,7 @@ from memlane import SHARED_USER_ID, scoped_user_id, split_user_id
 from memlane.recall import recall
 from memlane.store.errors import InvalidInput
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 async def fill(store: RedisMemoryStore, owner: str, fact: str) -> None:

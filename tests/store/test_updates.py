@@ -1,4 +1,4 @@
-"""The memory graph's one write (store/updates.py): profile, event, memories and cursor in one
+"""The memory graph's one write (store/redis/updates.py): profile, event, memories and cursor in one
 transaction, idempotent, for one user only."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from test_messages import chat
 from memlane.store.errors import StoreError
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileChange, ProfileEntry
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 async def test_apply_update_writes_profile_event_memories_and_cursor_idempotently(store: RedisMemoryStore):

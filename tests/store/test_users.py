@@ -1,4 +1,4 @@
-"""The whole user (store/users.py): export holds everything, delete removes everything, and
+"""The whole user (store/redis/users.py): export holds everything, delete removes everything, and
 hostile ids see nothing of other users."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from conftest import HOSTILE_IDS
 from test_messages import chat
 
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry, SessionSummary
-from memlane.store.redis import RedisMemoryStore
+from memlane.store.redis.store import RedisMemoryStore
 
 
 @pytest.mark.parametrize("hostile", HOSTILE_IDS)

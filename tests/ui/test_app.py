@@ -340,7 +340,7 @@ def test_a_group_line_keeps_its_speaker_and_remember_now_is_in_view(settings, cl
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from memlane.store.redis import open_store
+    from memlane.store.redis.store import open_store
 
     chat, memory = scripted_models()
     url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))

