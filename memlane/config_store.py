@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 def _default_data_dir() -> Path:
@@ -28,9 +28,34 @@ METADATA_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
 class Component(BaseModel):
-    """One component's settings: validated, and a name it does not know is refused."""
+    """One component's settings: validated, and a name it does not know is refused.
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    Each field also has a flat name, the one `Settings` and the environment use: the component's
+    `flat_prefix` and the field's name (`search_candidates` is `SearchSettings.candidates`), its
+    own name for a field in `flat_unprefixed`, or what `flat_renamed` spells. A component takes
+    either name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flat_prefix: ClassVar[str] = ""
+    flat_unprefixed: ClassVar[frozenset[str]] = frozenset()
+    flat_renamed: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def flat_name(cls, field_name: str) -> str:
+        """The flat name of one of this component's fields."""
+        if field_name in cls.flat_renamed:
+            return cls.flat_renamed[field_name]
+        return field_name if field_name in cls.flat_unprefixed else cls.flat_prefix + field_name
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_names_to_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        flat = {cls.flat_name(name): name for name in cls.model_fields if cls.flat_name(name) != name}
+        # the field's own name wins over its flat name, as the first of a field's alias choices did
+        return {flat.get(key, key): value for key, value in data.items() if flat.get(key) not in data}
 
 
 class StoreSettings(Component):
@@ -112,6 +137,9 @@ class SearchSettings(Component):
     """How search ranks: the signals fused (store/redis/search.py SIGNALS) and their weights, the candidates
     each asks for, the context a message is embedded with."""
 
+    flat_prefix = "search_"
+    flat_unprefixed = frozenset({"hybrid_alpha"})
+
     hybrid_alpha: float = Field(
         default=0.6,
         ge=0,
@@ -119,118 +147,98 @@ class SearchSettings(Component):
         description="Weight of vector similarity in a hit's text match (MemoryHit.match), the gate forget checks memories with; the relevance shown and recall's floor are the calibrated one (README: what the relevance means)",
     )
     candidates: int = Field(
-        validation_alias=AliasChoices("candidates", "search_candidates"),
         default=40,
         ge=1,
         description="Candidates each of vector and text search feed to fusion",
     )
     exact_max_memories: int = Field(
-        validation_alias=AliasChoices("exact_max_memories", "search_exact_max_memories"),
         default=20_000,
         ge=0,
         description="Up to this many memories per user vector search is exact; above it, HNSW (approximate, faster)",
     )
     rrf_k: int = Field(
-        validation_alias=AliasChoices("rrf_k", "search_rrf_k"),
         default=20,
         ge=1,
         description="Reciprocal-rank fusion constant: each ranking adds 1/(k + rank); larger k flattens the ranks",
     )
     vector_weight: float = Field(
-        validation_alias=AliasChoices("vector_weight", "search_vector_weight"),
         default=1.0,
         ge=0,
         description="Vote of the vector (KNN) ranking in the rank fusion; 0: the ranking does not vote",
     )
     text_weight: float = Field(
-        validation_alias=AliasChoices("text_weight", "search_text_weight"),
         default=1.0,
         ge=0,
         description="Vote of the full-text (BM25) ranking of memories' own text in the rank fusion",
     )
     time_weight: float = Field(
-        validation_alias=AliasChoices("time_weight", "search_time_weight"),
         default=1.0,
         ge=0,
         description='Vote of each of the vector and BM25 rankings again inside the time a query names ("yesterday", "on April 27th")',
     )
     speaker_weight: float = Field(
-        validation_alias=AliasChoices("speaker_weight", "search_speaker_weight"),
         default=1.0,
         ge=0,
         description='Vote of the vector ranking of what a person the query names said ("When did Caroline…", "朋友A喜欢…"), among that person\'s messages',
     )
     speaker_text_weight: float = Field(
-        validation_alias=AliasChoices("speaker_text_weight", "search_speaker_text_weight"),
         default=1.0,
         ge=0,
         description="Vote of the full-text (BM25) ranking of what a person the query names said, among that person's messages, beside the BM25 ranking over everything (a name the other speaker says to them no longer outvotes their own words)",
     )
     recency_weight: float = Field(
-        validation_alias=AliasChoices("recency_weight", "search_recency_weight"),
         default=0.0,
         ge=0,
         description="Vote of the recency ranking (the candidates newest first, each vote times its decay, search_recency_half_life_days) in the rank fusion; 0: recency does not vote",
     )
     recency_half_life_days: float = Field(
-        validation_alias=AliasChoices("recency_half_life_days", "search_recency_half_life_days"),
         default=30.0,
         gt=0,
         description="Days after which a memory's recency vote halves, counted back from the newest candidate (not the clock: a user away for months keeps the order)",
     )
     recency_kinds: list[Literal["profile", "event", "summary", "message"]] = Field(
-        validation_alias=AliasChoices("recency_kinds", "search_recency_kinds"),
         default_factory=lambda: ["message", "event"],
         description="Memory kinds whose recency votes (they fade); others never do: a profile entry holds until a newer fact replaces it",
     )
     speaker_replaces_vector: bool = Field(
-        validation_alias=AliasChoices("speaker_replaces_vector", "search_speaker_replaces_vector"),
         default=True,
         description="When the query names someone who spoke, the vector ranking among what they said takes the place of the vector ranking over everything (true) or votes beside it (false)",
     )
     embed_context: bool = Field(
-        validation_alias=AliasChoices("embed_context", "search_embed_context"),
         default=False,
         description="Embed a short dialogue message (search_embed_context_max_tokens) with the message before it (true) or alone (false, the default: on MemoryBank and locomo-dev it gained nothing that held on both, and a longer embedded text costs ingestion time); the context's words are indexed for full text either way",
     )
     embed_context_max_tokens: int = Field(
-        validation_alias=AliasChoices("embed_context_max_tokens", "search_embed_context_max_tokens"),
         default=16,
         ge=0,
         description='Only a message this short (cl100k tokens: "Yeah, I painted that lake sunrise last year!", "对，就是那家") is embedded with its context; a longer one carries its own meaning and a longer embedded text costs ingestion time; 0: any length',
     )
     embed_speaker: bool = Field(
-        validation_alias=AliasChoices("embed_speaker", "search_embed_speaker"),
         default=False,
         description='Embed a named speaker\'s message as "Name: text" ("朋友A：…"), so a question naming a person finds what that person said',
     )
     message_context: Literal["dialogue", "all", "none"] = Field(
-        validation_alias=AliasChoices("message_context", "search_message_context"),
         default="dialogue",
         description="Which messages are indexed with the message before them in their session (their context): dialogue (a message of the owner or the assistant, with the other's message it answers; a named speaker's, none), all, or none",
     )
     message_context_chars: int = Field(
-        validation_alias=AliasChoices("message_context_chars", "search_message_context_chars"),
         default=300,
         ge=0,
         description="Characters of the previous message of its session a message is indexed and embedded with (not shown); 0: none",
     )
     context_weight: float = Field(
-        validation_alias=AliasChoices("context_weight", "search_context_weight"),
         default=0.0,
         ge=0,
         le=1,
         description="Vote of the full-text ranking of memories' contexts (a message's previous message) in the rank fusion; 0: it does not vote (it cost R@1 on both MemoryBank languages, bench/recall_quality.py)",
     )
     time_match_bonus: float = Field(
-        validation_alias=AliasChoices("time_match_bonus", "search_time_match_bonus"),
         default=0.3,
         ge=0,
         le=1,
         description='Added to the text match (MemoryHit.match, forget\'s gate) of a memory from the time a query names ("yesterday", "5月2日"); the shown relevance weighs the time by its own fitted coefficient',
     )
     ef_runtime: int = Field(
-        validation_alias=AliasChoices("ef_runtime", "search_ef_runtime"),
         default=100,
         ge=1,
         description="HNSW candidate list size of approximate vector search (recall vs speed)",
@@ -241,8 +249,10 @@ class PrivacySettings(Component):
     """What the store masks before it keeps a text, and how forgetting matches what it is asked to
     forget."""
 
+    flat_prefix = "privacy_"
+    flat_unprefixed = frozenset({"forget_min_relevance", "forget_min_term_coverage", "forget_meaning_margin"})
+
     redaction: Literal["mask", "off"] = Field(
-        validation_alias=AliasChoices("redaction", "privacy_redaction"),
         default="mask",
         description='mask: Chinese and Hong Kong ID numbers (check character verified), bank cards (Luhn; full-width digits too), phone numbers and e-mail addresses are replaced by a tag ("[phone]") before anything is stored or sent to the memory model; off: kept as written',
     )
@@ -291,49 +301,43 @@ class RetentionSettings(Component):
     (Redis expiry; their search entries expire with them), the per-user quotas, and the sweep
     (`memlane gc`) of what expiry cannot remove by itself."""
 
+    flat_prefix = "retention_"
+
     message_ttl_days: float | None = Field(
-        validation_alias=AliasChoices("message_ttl_days", "retention_message_ttl_days"),
         default=None,
         gt=0,
         description="Days a stored message (a turn) is kept after it was stored (or last read, with retention_refresh_on_read); its search entry goes with it, and a session none of whose messages is left loses its summary and title at the next sweep. Unset: kept until deleted",
     )
     event_ttl_days: float | None = Field(
-        validation_alias=AliasChoices("event_ttl_days", "retention_event_ttl_days"),
         default=None,
         gt=0,
         description="Days an event card the memory graph wrote is kept after it was last written (or read, with retention_refresh_on_read), with its search entry. Unset: kept until deleted",
     )
     note_ttl_days: float | None = Field(
-        validation_alias=AliasChoices("note_ttl_days", "retention_note_ttl_days"),
         default=None,
         gt=0,
         description="Days a note (remembered through the tools, the API or MCP without a topic) is kept after it was last written (or read, with retention_refresh_on_read), with its search entry. Unset: kept until deleted",
     )
     profile_ttl_days: float | None = Field(
-        validation_alias=AliasChoices("profile_ttl_days", "retention_profile_ttl_days"),
         default=None,
         gt=0,
         description="Days a profile entry is kept after it was last written (or read, with retention_refresh_on_read), with its search entry and its past values; its revision history stays, as for a deleted entry. Unset: kept until deleted",
     )
     refresh_on_read: bool = Field(
-        validation_alias=AliasChoices("refresh_on_read", "retention_refresh_on_read"),
         default=False,
         description="Reading a record starts its time to live again: a search hit, the profile, events and a session's recent messages as recall and the API read them (false: a record lives its time from its last write)",
     )
     max_memories_per_user: int | None = Field(
-        validation_alias=AliasChoices("max_memories_per_user", "retention_max_memories_per_user"),
         default=None,
         ge=1,
         description="Most records one user may keep: stored messages, event cards and notes, profile entries, memories added directly and LangGraph items; a write past it is refused with QuotaExceeded (HTTP 429) and nothing stored is touched. Unset: no limit",
     )
     max_bytes_per_user: int | None = Field(
-        validation_alias=AliasChoices("max_bytes_per_user", "retention_max_bytes_per_user"),
         default=None,
         ge=1,
         description="Most bytes (UTF-8) of text one user may keep in those records (a message's content, a card's summary, an entry's content, an item's JSON; vectors and indexes not counted); a write past it is refused with QuotaExceeded (HTTP 413). Unset: no limit",
     )
     gc_sweep_seconds: float = Field(
-        validation_alias=AliasChoices("gc_sweep_seconds", "retention_gc_sweep_seconds"),
         default=3600.0,
         ge=0,
         description="How often a worker runs `memlane gc` over every user: history, session, event and dedupe entries naming expired records, sessions with no message left, search entries whose record is gone, quota usage of what was deleted or expired; 0 never",
