@@ -51,12 +51,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from memlane import MemoryStore, Message, Settings, StoreError, stable_id
+from memlane import MemoryStore, Message, Settings, StoreError
 from memlane.masking import mask_secrets
 from memlane.middleware import MemoryAgentContext, clean_text, turn_messages
 from memlane.recall import Recall, recall_system_prompt
 from memlane.serve.config import Persona
 from memlane.serve.metrics import ServeMetrics
+from memlane.store.ids import stable_id
 from memlane.turns import TurnService
 
 logger = logging.getLogger(__name__)

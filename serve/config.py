@@ -27,8 +27,9 @@ from pydantic import (
     model_validator,
 )
 
-from memlane import ProfileConfig, ProfileConfigs, Settings, with_serve_sections
+from memlane import ProfileConfig, Settings
 from memlane.config import RecallSettings
+from memlane.doors import ProfileConfigs, with_serve_sections
 from memlane.masking import register_secret
 from memlane.tenants import TENANT_PATTERN, USER_ID_MAX_CHARS, check_user_id, store_user_id  # noqa: F401  (serve's names)
 

@@ -16,10 +16,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from memlane import InputTooLarge, InvalidInput, MemoryStore, QuotaExceeded, StoreError
+from memlane import MemoryStore, QuotaExceeded, StoreError
 from memlane.masking import mask_secrets
 from memlane.serve.chat import UpstreamFailed
 from memlane.serve.service import service_of
+from memlane.store.errors import InputTooLarge, InvalidInput
 
 logger = logging.getLogger(__name__)
 

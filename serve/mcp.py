@@ -32,26 +32,18 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from memlane import (
-    ForgetConfirm,
-    InvalidInput,
-    MemoryStore,
-    Recall,
-    Settings,
-    StoreError,
-    forget_confirmer,
-    open_store,
-    profile_memory_id,
-    queue_memory_run,
-    scoped_user_id,
-)
+from memlane import MemoryStore, Recall, Settings, StoreError, open_store, scoped_user_id
 from memlane.dates import day
 from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
+from memlane.doors import forget_confirmer, queue_memory_run
 from memlane.middleware import MemoryAgentContext
 from memlane.models import memory_model_from_settings
 from memlane.serve.auth import valid_agent_id
 from memlane.serve.config import store_user_id
 from memlane.serve.errors import ApiError
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import profile_memory_id
+from memlane.store.protocols import ForgetConfirm
 from memlane.tools import answer_forget, answer_remember, answer_search
 from memlane.turns import TurnService
 

@@ -18,16 +18,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from memlane import (
-    MEMORY_KINDS,
-    InvalidInput,
-    MemoryStore,
-    ProfileEntry,
-    forget_confirmer,
-    profile_entry_id,
-    scoped_user_id,
-    split_user_id,
-)
+from memlane import MemoryStore, ProfileEntry, scoped_user_id
+from memlane.doors import forget_confirmer
 from memlane.importing import messages_of, store_messages
 from memlane.middleware import MemoryAgentContext
 from memlane.serve.auth import authorized, tenant_user, valid_agent_id, valid_session_id
@@ -53,6 +45,10 @@ from memlane.serve.memory_schemas import (
     SearchRequest,
 )
 from memlane.serve.service import Service, Store
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import profile_entry_id
+from memlane.store.records import MEMORY_KINDS
+from memlane.store.scopes import split_user_id
 from memlane.tenants import shared_store_user_id
 from memlane.tools import forget_memory, remember_fact, write_note
 

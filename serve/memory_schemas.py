@@ -10,22 +10,12 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from memlane import (
-    Event,
-    Memory,
-    MemoryHit,
-    MemoryKind,
-    PastValue,
-    ProfileEntry,
-    check_id,
-    check_slot,
-    clean_text,
-    event_memory_id,
-    profile_memory_id,
-)
+from memlane import Event, Memory, MemoryHit, ProfileEntry
 from memlane.middleware import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
+from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, profile_memory_id
+from memlane.store.records import MemoryKind, PastValue
 from memlane.tools import NoteWritten
 
 

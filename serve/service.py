@@ -15,12 +15,12 @@ from memlane import (
     MemoryRunResult,
     MemoryScheduler,
     MemoryStore,
-    ProfileConfigs,
     Settings,
     StoreError,
     load_profile_configs,
     open_store,
 )
+from memlane.doors import ProfileConfigs
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
 from memlane.models import memory_model_from_settings
 from memlane.serve.config import ServeConfig, ServeConfigError

@@ -11,8 +11,10 @@ too: a lazy import is still an arrow. The rules:
 - `graph/` likewise, plus the queue's keys (`store.schema`); only `graph/queue.py` knows pydocket;
 - `memlane/` imports everything below it, never `ui/` or `serve/` (the doors add their commands
   to `memlane` through entry points), and never Redis itself;
-- `ui/` and `serve/` import only memlane's public API: `memlane` and the modules of the memlane
-  room, never `memlane.store`, `memlane.graph` or `memlane.nodes`, and never Redis;
+- `ui/` and `serve/` import memlane's public API (`memlane`), the modules of the memlane room
+  (`memlane.doors` is their way to the graph and the nodes) and the store's data modules
+  (`DOOR_STORE_MODULES`: records, errors, ids, hits, scopes, protocols), never the rest of
+  `memlane.store`, `memlane.graph` or `memlane.nodes`, and never Redis;
 - nothing imports the deprecated `memlane.store.base` (kept for users' code).
 """
 
@@ -37,6 +39,8 @@ STORE_FOR_NODES = {
     "models.breaker",
 }
 STORE_FOR_GRAPH = STORE_FOR_NODES | {"schema", "models.background"}  # background: a context variable, no Redis
+# the store's data modules the doors (ui/, serve/) may import: what records hold and how they are named
+DOOR_STORE_MODULES = {f"memlane.store.{name}" for name in ("records", "errors", "ids", "hits", "scopes", "protocols")}
 # the settings and the masking of secrets: every room reads them (they import nothing of memlane)
 FOUNDATION = {"memlane.config", "memlane.masking"}
 REDIS_CLIENTS = ("redis", "redisvl")
@@ -82,7 +86,7 @@ def broken_arrows(room: str, module: str) -> str | None:
         return f"store/ may import only {sorted(FOUNDATION)} above it"
     if LEVEL[target] > LEVEL[room]:
         return f"{room}/ may not import {target}/ (arrows point down: ui, serve → memlane → graph → nodes → store)"
-    if room in ("ui", "serve") and target != "memlane":
+    if room in ("ui", "serve") and target != "memlane" and module not in DOOR_STORE_MODULES:
         return f"{room}/ may import only memlane's public API, not {module}"
     if room in ("nodes", "graph") and target == "store":
         allowed = STORE_FOR_NODES if room == "nodes" else STORE_FOR_GRAPH
@@ -120,7 +124,10 @@ def test_only_the_queue_adapter_knows_pydocket():
 
 def test_the_contract_catches_what_it_forbids():
     """The rules bite: each forbidden arrow is named (a contract that passes everything proves nothing)."""
-    assert broken_arrows("serve", "memlane.store.records")
+    assert broken_arrows("serve", "memlane.store.redis.store")
+    assert broken_arrows("serve", "memlane.store.text.terms")
+    assert broken_arrows("ui", "memlane.graph")
+    assert broken_arrows("serve", "memlane.store.records") is None
     assert broken_arrows("ui", "memlane.nodes.llm")
     assert broken_arrows("memlane", "memlane.serve.app")
     assert broken_arrows("nodes", "memlane.store.redis.store")
@@ -134,3 +141,24 @@ def test_the_contract_catches_what_it_forbids():
     assert broken_arrows("memlane", "memlane.store.redis.store") is None
     assert broken_arrows("graph", "memlane.store.schema") is None
     assert broken_arrows("store", "memlane.config") is None
+
+
+def test_the_public_api_is_what_the_manual_teaches():
+    """`memlane.__all__` stays small (issue 47: at most 35 names), and every name in it imports."""
+    import memlane
+
+    assert len(memlane.__all__) <= 35, sorted(memlane.__all__)
+    assert len(set(memlane.__all__)) == len(memlane.__all__)
+    for name in memlane.__all__:
+        assert getattr(memlane, name) is not None, name
+
+
+def test_a_name_taken_out_of_the_public_api_says_where_it_lives():
+    import pytest
+
+    import memlane
+
+    with pytest.raises(AttributeError, match=r"import it from memlane\.store\.ids"):
+        memlane.check_id  # noqa: B018
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        memlane.no_such_name  # noqa: B018

@@ -19,8 +19,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from memlane import WEAK_RELEVANCE, render_svg
+from memlane.doors import render_svg
 from memlane.middleware import DEFAULT_SESSION
+from memlane.store.hits import WEAK_RELEVANCE
 from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID, shown_line
 from memlane.ui.panel import recall_markdown, recall_title
 from memlane.ui.sample import SAMPLE_USER

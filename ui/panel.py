@@ -7,7 +7,9 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from memlane import Event, ProfileChange, ProfileRevision, Recall, RecallItem, StoreItem
+from memlane import Event, Recall
+from memlane.recall import RecallItem
+from memlane.store.records import ProfileChange, ProfileRevision, StoreItem
 
 # how many sources a searched memory lists before "and N more"
 MAX_SOURCES = 3

@@ -25,16 +25,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from memlane import (
-    MemoryContext,
-    MemoryRunResult,
-    MemoryStore,
-    Message,
-    SessionSummary,
-    Settings,
-    StepCallback,
-    run_memory_graph,
-)
+from memlane import MemoryContext, MemoryRunResult, MemoryStore, Message, SessionSummary, Settings, run_memory_graph
+from memlane.doors import StepCallback
 from memlane.testing import call_step, prompt_text
 
 SAMPLE_USER = "sample-user"

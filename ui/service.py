@@ -22,8 +22,6 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from memlane import (
-    MEMORY_MODEL_TAG,
-    InvalidInput,
     MemoryHit,
     MemoryRunResult,
     MemoryScheduler,
@@ -35,10 +33,12 @@ from memlane import (
     Settings,
     StoreError,
     open_store,
-    profile_memory_id,
 )
+from memlane.doors import MEMORY_MODEL_TAG
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
+from memlane.store.errors import InvalidInput
+from memlane.store.ids import profile_memory_id
 from memlane.tools import forget_memory
 from memlane.turns import TurnService
 from memlane.ui.chat import history_messages, shown_line

@@ -9,11 +9,12 @@ from conftest import HOSTILE_IDS
 from redis.cluster import key_slot
 from test_messages import chat
 
-from memlane import SHARED_USER_ID, scoped_user_id, split_user_id
+from memlane import SHARED_USER_ID, scoped_user_id
 from memlane.recall import recall
 from memlane.store.errors import InvalidInput
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry
 from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.scopes import split_user_id
 
 
 async def fill(store: RedisMemoryStore, owner: str, fact: str) -> None:

@@ -1,0 +1,45 @@
+"""What the doors (the app, ui/, and the service, serve/) use of the memory graph beyond
+memlane's public API: a run's progress callback, the diagram, a queued run for a deployment's
+workers, the per-tenant profile configurations, the memory model's tag and its check of what
+forgetting by meaning found.
+
+The doors may import only the memlane room and the store's data modules (records, errors, ids,
+hits, scopes, protocols); this module is their one way to the graph and the nodes, so that the
+public API (`memlane.__all__`) stays what the manual teaches. Not part of that API.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+# loaded on first use, as memlane's public names are: a door's command-line start-up pays for none
+_LAZY = {
+    "ProfileConfigs": "memlane.graph",
+    "StepCallback": "memlane.graph",
+    "with_serve_sections": "memlane.graph",
+    "render_svg": "memlane.graph.diagram",
+    "queue_memory_run": "memlane.graph.tasks",
+    "forget_confirmer": "memlane.nodes.confirm_forget",
+    "MEMORY_MODEL_TAG": "memlane.nodes.llm",
+}
+
+if TYPE_CHECKING:
+    from memlane.graph import ProfileConfigs as ProfileConfigs
+    from memlane.graph import StepCallback as StepCallback
+    from memlane.graph import with_serve_sections as with_serve_sections
+    from memlane.graph.diagram import render_svg as render_svg
+    from memlane.graph.tasks import queue_memory_run as queue_memory_run
+    from memlane.nodes.confirm_forget import forget_confirmer as forget_confirmer
+    from memlane.nodes.llm import MEMORY_MODEL_TAG as MEMORY_MODEL_TAG
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memlane.doors' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted(_LAZY)
