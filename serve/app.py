@@ -34,7 +34,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane import MemoryStore, Settings, StoreError, get_settings, scoped_user_id
 from memlane.masking import mask_secrets
-from memlane.middleware import MemoryAgentContext
+from memlane.persistence import MemoryAgentContext
 from memlane.serve import memories
 from memlane.serve.auth import SESSION_HEADER, USER_HEADER, authorized, header_text, tenant_user, valid_session_id
 from memlane.serve.chat import (
@@ -235,9 +235,9 @@ async def chat_completions(
         headers["X-Memlane-Follow-Up-Rewrite"] = turn.recalled.rewrite.replace(" ", "-")
     try:
         if body.stream:
-            response = await open_stream(service.upstream, turn)
+            response = await open_stream(service.started_upstream, turn)
         else:
-            completion, reply = await complete(service.upstream, turn)
+            completion, reply = await complete(service.started_upstream, turn)
     except UpstreamFailed:
         service.metrics.upstream_errors.labels(body.model).inc()
         raise

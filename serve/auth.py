@@ -7,11 +7,11 @@ no id a caller sends can reach another tenant's data.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import Header, Request
 
-from memlane.middleware import DEFAULT_SESSION
+from memlane.persistence import DEFAULT_SESSION
 from memlane.serve.config import ApiKey, Scope, ServeConfig, store_user_id
 from memlane.serve.errors import ApiError
 from memlane.serve.service import service_of
@@ -51,7 +51,7 @@ def tenant_user(key: ApiKey, user_id: str) -> str:
         raise ApiError(422, f"user id: {error}", "invalid_user_id") from None
 
 
-def authorized(scope: Scope) -> Callable[..., ApiKey]:
+def authorized(scope: Scope) -> Callable[..., Awaitable[ApiKey]]:
     """A dependency: the request's key, which must have `scope`."""
 
     async def dependency(request: Request, authorization: str | None = Header(default=None)) -> ApiKey:

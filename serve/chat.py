@@ -53,11 +53,11 @@ from starlette.types import Receive, Scope, Send
 
 from memlane import MemoryStore, Message, Settings, StoreError
 from memlane.masking import mask_secrets
-from memlane.middleware import MemoryAgentContext, clean_text, turn_messages
+from memlane.persistence import MemoryAgentContext, turn_messages
 from memlane.recall import Recall, recall_system_prompt
 from memlane.serve.config import Persona
 from memlane.serve.metrics import ServeMetrics
-from memlane.store.ids import stable_id
+from memlane.store.ids import clean_text, stable_id
 from memlane.turns import TurnService
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,10 @@ def json_problem(value: Any, where: str = "") -> str | None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            return f"{where or 'the body'}: the text holds a lone surrogate (an unpaired \\ud800-\\udfff escape); send valid UTF-8"
+            return (
+                f"{where or 'the body'}: the text holds a lone surrogate (an unpaired \\ud800-\\udfff escape); "
+                "send valid UTF-8"
+            )
         return None
     if isinstance(value, dict):
         for key, item in value.items():

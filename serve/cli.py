@@ -40,9 +40,9 @@ def add_commands(commands: Any) -> None:
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from memlane.serve.mcp import run_stdio
 
-    run_async(
-        lambda: run_stdio(settings, args.user)
-    )  # main() made it the tenant's user, and the agent's scope of it  # stdout carries the protocol: nothing else is printed there
+    # main() made it the tenant's user, and the agent's scope of it; stdout carries the protocol: nothing else is
+    # printed there
+    run_async(lambda: run_stdio(settings, args.user))
     return 0
 
 

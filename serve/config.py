@@ -14,7 +14,7 @@ import re
 import secrets
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -118,14 +118,17 @@ PERSONA_RECALL_SETTINGS = (
 
 def _recall_overrides_model() -> type[BaseModel]:
     """The persona's `[recall]` table: `PERSONA_RECALL_SETTINGS`, with the settings' own types and bounds."""
-    fields = {
+    fields: dict[str, Any] = {
         name: (RecallSettings.model_fields[name].annotation, RecallSettings.model_fields[name])
         for name in PERSONA_RECALL_SETTINGS
     }
     return create_model("RecallOverrides", __config__=ConfigDict(extra="forbid"), **fields)
 
 
-RecallOverrides = _recall_overrides_model()
+if TYPE_CHECKING:  # a model made at run time: checkers see its base
+    RecallOverrides = BaseModel
+else:
+    RecallOverrides = _recall_overrides_model()
 
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -200,7 +203,7 @@ class Persona(Upstream):
     profile: ProfileConfig | None = Field(
         default=None, description="the memory runs of this persona's own memory: the keys it names over the default's"
     )
-    recall: RecallOverrides = Field(default_factory=RecallOverrides)  # type: ignore[valid-type]
+    recall: RecallOverrides = Field(default_factory=RecallOverrides)
 
     def agent_id(self, persona_id: str) -> str | None:
         """The agent whose memory of the user this persona's chats read and write (None: the user's)."""
@@ -271,7 +274,9 @@ class ServeConfig(BaseModel):
 
     def key_notes(self, settings: Settings) -> list[str]:
         """What the configuration check says about upstream keys: the upstreams that get none."""
-        upstreams = [(f"persona {persona_id!r}", persona) for persona_id, persona in self.personas.items()]
+        upstreams: list[tuple[str, Upstream]] = [
+            (f"persona {persona_id!r}", persona) for persona_id, persona in self.personas.items()
+        ]
         if self.memory is not None:
             upstreams.append(("the [memory] model", self.memory))
         return [note for name, upstream in upstreams if (note := upstream.key_note(name, settings))]

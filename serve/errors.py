@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.responses import Response
 
 from memlane import MemoryStore, QuotaExceeded, StoreError
 from memlane.masking import mask_secrets
@@ -213,12 +214,14 @@ class BodyLimitMiddleware:
 
 def add_error_handlers(app: FastAPI) -> None:
     """Every failure the app can meet answers JSON: HTTP errors, invalid requests, the store, the upstream, a bug."""
-    app.add_exception_handler(HTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StoreError, _store_error)
-    app.add_exception_handler(
-        QuotaExceeded, _quota_exceeded
-    )  # a StoreError: Starlette answers the most specific handler
-    app.add_exception_handler(InvalidInput, _invalid_input)
-    app.add_exception_handler(UpstreamFailed, _upstream_error)
-    app.add_exception_handler(Exception, _unexpected_error)
+    handlers: list[tuple[type[Exception], Callable[[Request, Any], Awaitable[Response]]]] = [
+        (HTTPException, _http_error),
+        (RequestValidationError, _validation_error),
+        (StoreError, _store_error),
+        (QuotaExceeded, _quota_exceeded),  # a StoreError: Starlette answers the most specific handler
+        (InvalidInput, _invalid_input),
+        (UpstreamFailed, _upstream_error),
+        (Exception, _unexpected_error),
+    ]
+    for error_type, handler in handlers:
+        app.add_exception_handler(error_type, handler)

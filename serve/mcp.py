@@ -36,8 +36,8 @@ from memlane import MemoryStore, Recall, Settings, StoreError, open_store, scope
 from memlane.dates import day
 from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
 from memlane.doors import forget_confirmer, queue_memory_run
-from memlane.middleware import MemoryAgentContext
 from memlane.models import memory_model_from_settings
+from memlane.persistence import MemoryAgentContext
 from memlane.serve.auth import valid_agent_id
 from memlane.serve.config import store_user_id
 from memlane.serve.errors import ApiError

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from memlane import MemoryStore, ProfileEntry, scoped_user_id
 from memlane.doors import forget_confirmer
 from memlane.importing import messages_of, store_messages
-from memlane.middleware import MemoryAgentContext
+from memlane.persistence import MemoryAgentContext
 from memlane.serve.auth import authorized, tenant_user, valid_agent_id, valid_session_id
 from memlane.serve.config import ApiKey, Scope
 from memlane.serve.errors import ApiError, watched
@@ -176,8 +176,8 @@ async def add_entry(body: ProfileEntryIn, caller: Writer, store: Store) -> Profi
     if any(e.id == entry_id for e in await store.get_profile(caller.store_user)):
         raise ApiError(
             409,
-            f"the user already has an entry {body.topic} / {body.subtopic} ({entry_id}); PUT /profile/{{topic}}/{{subtopic}} "
-            "replaces it, PATCH /profile/{entry_id} edits it",
+            f"the user already has an entry {body.topic} / {body.subtopic} ({entry_id}); "
+            "PUT /profile/{topic}/{subtopic} replaces it, PATCH /profile/{entry_id} edits it",
             "entry_exists",
         )
     return await write_slot(store, caller, body.topic, body.subtopic, body)

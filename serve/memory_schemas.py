@@ -11,7 +11,7 @@ from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memlane import Event, Memory, MemoryHit, ProfileEntry
-from memlane.middleware import DEFAULT_SESSION
+from memlane.persistence import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
 from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, profile_memory_id
@@ -274,7 +274,9 @@ class MessagesIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     messages: list[dict[str, Any]] | None = Field(
         default=None,
-        description="each {role, content, id?, session_id?, name?, created_at?, metadata?}; an OpenAI messages list reads as is",
+        description=(
+            "each {role, content, id?, session_id?, name?, created_at?, metadata?}; an OpenAI messages list reads as is"
+        ),
     )
     sessions: list[dict[str, Any]] | None = Field(
         default=None, description="LoCoMo-style sessions: {session, date_time, turns}"

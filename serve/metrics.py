@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 if TYPE_CHECKING:
-    from memlane.middleware import IndexBacklog
+    from memlane.persistence import IndexBacklog
 
 # ASGI types, spelled out so this module needs nothing but the standard library and prometheus
 Scope = dict[str, Any]
@@ -57,12 +57,14 @@ class ServeMetrics:
         )
         self.recall_timeouts = Counter(
             "memlane_recall_timeouts",
-            "Recalls given up at MEMLANE_RECALL_TIMEOUT_SECONDS while Redis did not answer (the reply went out without memory; counted in recall failures too)",
+            "Recalls given up at MEMLANE_RECALL_TIMEOUT_SECONDS while Redis did not answer "
+            "(the reply went out without memory; counted in recall failures too)",
             registry=registry,
         )
         self.recall_incomplete = Counter(
             "memlane_recall_incomplete_searches",
-            "Recalls whose search answered from part of the memories (on a cluster: a primary's new index still reading, or the user's slot still moving, past MEMLANE_REDIS_CLUSTER_INDEX_WAIT_SECONDS)",
+            "Recalls whose search answered from part of the memories (on a cluster: a primary's new index still "
+            "reading, or the user's slot still moving, past MEMLANE_REDIS_CLUSTER_INDEX_WAIT_SECONDS)",
             registry=registry,
         )
         self.first_token_seconds = Histogram(

@@ -21,8 +21,8 @@ from memlane import (
     open_store,
 )
 from memlane.doors import ProfileConfigs
-from memlane.middleware import MemoryAgentContext, MemoryPersistence
 from memlane.models import memory_model_from_settings
+from memlane.persistence import MemoryAgentContext, MemoryPersistence
 from memlane.serve.config import ServeConfig, ServeConfigError
 from memlane.serve.metrics import ServeMetrics
 from memlane.turns import RecallTimedOut, TurnService
@@ -87,6 +87,13 @@ class ServeService:
             ),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
         )
+
+    @property
+    def started_upstream(self) -> httpx.AsyncClient:
+        """The upstream HTTP client, once the service has started."""
+        if self.upstream is None:
+            raise RuntimeError("memlane serve's service is not started: its lifespan starts it")
+        return self.upstream
 
     async def aclose(self) -> None:
         try:

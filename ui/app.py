@@ -29,8 +29,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane import MemoryStore
 from memlane.config import Settings, get_settings
-from memlane.middleware import DEFAULT_SESSION
 from memlane.models import HOW_TO_CONFIGURE
+from memlane.persistence import DEFAULT_SESSION
 from memlane.ui.handlers import (
     CSS,
     DEFAULT_USER,
@@ -223,10 +223,18 @@ def build_app(
         )
         remember.click(on(remember_now), [user], [status])
         demo.unload(on(close_tab))
-    demo.memlane_service = service  # type: ignore[attr-defined]  # for tests and embedding apps
+    setattr(demo, SERVICE_ATTRIBUTE, service)  # for tests and embedding apps: service_of(demo)
     return demo
 
 
+def service_of(demo: gr.Blocks) -> ChatService:
+    """The chat service behind an app `build_app` made."""
+    service: ChatService = getattr(demo, SERVICE_ATTRIBUTE)
+    return service
+
+
+# the attribute of the Blocks that holds its ChatService (read it with service_of)
+SERVICE_ATTRIBUTE = "memlane_service"
 LAUNCH_OPTIONS: dict[str, Any] = {"share": False, "ssr_mode": False, "css": CSS}
 
 
@@ -243,7 +251,7 @@ def launch(
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # the Blocks say so too; this covers the rest of Gradio
     demo = build_app(settings)
     # run by Gradio on the server's event loop before launch() returns, where the service's clients must live
-    demo.extra_startup_events.append(demo.memlane_service.warm_up)
+    demo.extra_startup_events.append(service_of(demo).warm_up)
     options = {**LAUNCH_OPTIONS, **launch_options}
     demo.queue(default_concurrency_limit=8).launch(
         server_name=host, server_port=port, prevent_thread_lock=not block, **options

@@ -39,7 +39,7 @@ def content_text(content: Any) -> str:
         if isinstance(content.get("text"), str):
             return content["text"]
         if content.get("type") == "file" or "file" in content or "path" in content:
-            file = content.get("file") if isinstance(content.get("file"), dict) else content
+            file = content["file"] if isinstance(content.get("file"), dict) else content
             name = file.get("orig_name") or os.path.basename(str(file.get("path") or "")) or "a file"
             return f"[{name} was attached here; its contents are not sent to the model]"
         if content.get("type") == "component":

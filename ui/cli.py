@@ -28,13 +28,16 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from memlane.masking import mask_secrets
 
     try:
-        from memlane.ui.app import launch  # the chat app, once it exists
+        from memlane.ui.app import launch, service_of  # the chat app, once it exists
     except ImportError:
         run_async(lambda: with_store(settings, store_demo))
         return 0
     from memlane.cli import stop_embedded_redis as stop_process_server
 
-    taken = f"memlane demo: port {args.port} on {args.host} is taken (another memlane demo?); choose another with --port {args.port + 1}"
+    taken = (
+        f"memlane demo: port {args.port} on {args.host} is taken (another memlane demo?); "
+        f"choose another with --port {args.port + 1}"
+    )
     if port_taken(args.host, args.port):
         print(taken, file=sys.stderr)
         return 2
@@ -45,9 +48,10 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     demo = None
     try:
         demo = launch(settings, host=args.host, port=args.port, block=False, quiet=True)
-        if demo.memlane_service.start_error is not None:
-            raise demo.memlane_service.start_error
-        store = demo.memlane_service.store
+        service = service_of(demo)
+        if service.start_error is not None:
+            raise service.start_error
+        store = service.started_store
         print(demo_banner(settings, store.url, f"http://{args.host}:{args.port}/"), flush=True)
         stop.wait()
         print("memlane demo: stopping", file=sys.stderr, flush=True)

@@ -20,7 +20,7 @@ import gradio as gr
 import pandas as pd
 
 from memlane.doors import render_svg
-from memlane.middleware import DEFAULT_SESSION
+from memlane.persistence import DEFAULT_SESSION
 from memlane.store.hits import WEAK_RELEVANCE
 from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID, shown_line
 from memlane.ui.panel import recall_markdown, recall_title
@@ -37,8 +37,8 @@ DEFAULT_USER = "demo-user"
 PROFILE_COLUMNS = ["entry", "content", "conf", "since", "id"]
 SEARCH_COLUMNS = ["score", "kind", "text", "when", "id"]
 # fixed widths for the short columns (dates and ids on one line); the text column takes the rest
-PROFILE_WIDTHS = ["20%", "40%", "9%", "17%", "14%"]
-SEARCH_WIDTHS = ["14%", "12%", "41%", "18%", "15%"]  # the score column holds "0.02 weak"
+PROFILE_WIDTHS: list[str | int] = ["20%", "40%", "9%", "17%", "14%"]
+SEARCH_WIDTHS: list[str | int] = ["14%", "12%", "41%", "18%", "15%"]  # the score column holds "0.02 weak"
 TABLE_HEIGHT = 560  # pixels: about ten one-line rows before the table scrolls
 POLL_SECONDS = 0.5
 
@@ -225,6 +225,7 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
     tab.draining = True
     browser_chat = history
     drawn: int | None = None  # the switch whose chat this drain drew last
+    view: int  # the switch the reply draws under, set before each reply streams
 
     def screen(item: PendingMessage, chat: list[dict[str, Any]]) -> Any:
         """The chat to draw, kept as the tab's, or nothing once a switch took the screen to

@@ -35,8 +35,9 @@ from memlane import (
     open_store,
 )
 from memlane.doors import MEMORY_MODEL_TAG
-from memlane.middleware import MemoryAgentContext, MemoryMiddleware
+from memlane.middleware import MemoryMiddleware
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
+from memlane.persistence import MemoryAgentContext
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import profile_memory_id
 from memlane.tools import forget_memory
@@ -124,6 +125,27 @@ class ChatService:
         self.sample_delay = 0.15  # seconds per scripted answer of the sample's memory runs: the steps show
 
     @property
+    def started_store(self) -> MemoryStore:
+        """The store, once `ensure_started` has opened it."""
+        if self.store is None:
+            raise RuntimeError("the chat service is not started: await ensure_started() first")
+        return self.store
+
+    @property
+    def started_turns(self) -> TurnService:
+        """The turn service, once `ensure_started` has built it."""
+        if self.turns is None:
+            raise RuntimeError("the chat service is not started: await ensure_started() first")
+        return self.turns
+
+    @property
+    def started_middleware(self) -> MemoryMiddleware:
+        """The agent middleware, once `ensure_started` has built it."""
+        if self.middleware is None:
+            raise RuntimeError("the chat service is not started: await ensure_started() first")
+        return self.middleware
+
+    @property
     def has_chat_model(self) -> bool:
         return self.chat_model is not None
 
@@ -148,8 +170,8 @@ class ChatService:
                 on_topic_shift=self._on_topic_shift,
                 on_title=self._on_title,
             )
-            self.scheduler = self.turns.scheduler
-            self.middleware = MemoryMiddleware(self.store, turns=self.turns)
+            self.scheduler = self.started_turns.scheduler
+            self.middleware = MemoryMiddleware(self.started_store, turns=self.turns)
             self._ready = True
 
     async def warm_up(self) -> None:
@@ -157,7 +179,7 @@ class ChatService:
         the first message does not wait for them."""
         try:
             await self.ensure_started()
-            await self.store.search_memories("memlane-warm-up", "warm up", limit=1)  # loads the embedding model
+            await self.started_store.search_memories("memlane-warm-up", "warm up", limit=1)  # loads the embedding model
         except StoreError as error:  # kept for the caller: raised here, Gradio would only say "startup failed"
             self.start_error = error
 
@@ -191,7 +213,7 @@ class ChatService:
         self._bump(identity.user_id, text, busy=False)
 
     async def _on_failed(self, identity: MemoryAgentContext, error: BaseException) -> None:
-        kept = len(self.middleware.persistence.unsaved.get(identity.user_id, [])) if self.middleware else 0
+        kept = len(self.started_middleware.persistence.unsaved.get(identity.user_id, [])) if self.middleware else 0
         text = f"memory unavailable: {error}"
         if kept:
             text += f" ({kept} messages kept; they are saved with the next turn)"
@@ -208,7 +230,8 @@ class ChatService:
     def health_line(self) -> str:
         """The dependencies a circuit breaker pauses now ("the memory model paused after 5
         failures, retry in 42s"), or "" when every one answers."""
-        statuses = [self.scheduler.context.model_breaker.status()] if self.scheduler is not None else []
+        breaker = self.scheduler.context.model_breaker if self.scheduler is not None else None
+        statuses = [breaker.status()] if breaker is not None else []
         statuses += self.store.health() if self.store is not None else []
         return " · ".join(text for text in (status.describe() for status in statuses) if text)
 
@@ -232,9 +255,11 @@ class ChatService:
         if persona not in self._agents:
             if len(self._agents) >= 16:  # personas edited over and over: keep the newest few
                 self._agents.clear()
+            if self.chat_model is None:
+                raise RuntimeError("no chat model is configured: the app answers how to configure one instead")
             self._agents[persona] = create_agent(
                 self.chat_model,
-                middleware=[self.middleware],
+                middleware=[self.started_middleware],
                 context_schema=MemoryAgentContext,
                 system_prompt=persona or None,
             )
@@ -270,7 +295,7 @@ class ChatService:
         )
         answer = ""
         version_before = self.status(user_id).version
-        self.middleware.last_recall.pop(user_id, None)  # `used_memories` reads this turn's, not an older one
+        self.started_middleware.last_recall.pop(user_id, None)  # `used_memories` reads this turn's, not an older one
         try:
             async for chunk, metadata in self._agent(persona).astream(
                 {"messages": messages}, context=context, stream_mode="messages"
@@ -287,7 +312,7 @@ class ChatService:
 
     async def remember_now(self, user_id: str) -> str:
         await self.ensure_started()
-        queued = await self.turns.remember_now(user_id)
+        queued = await self.started_turns.remember_now(user_id)
         if queued is None:
             return "no memory model configured"
         if queued:
@@ -299,11 +324,11 @@ class ChatService:
         """The session ended ("New session"): its run and its summary are asked for in the
         background, once its turns are saved, so the new session opens at once."""
         await self.ensure_started()
-        self.turns.in_background(self._end_session(user_id, session_id))
+        self.started_turns.in_background(self._end_session(user_id, session_id))
 
     async def _end_session(self, user_id: str, session_id: str) -> None:
         try:
-            if await self.turns.end_session(user_id, session_id):
+            if await self.started_turns.end_session(user_id, session_id):
                 self._bump(user_id, "remembering…", busy=True)
         except Exception:  # the session's turns stay in the buffer: the next run takes them
             logger.exception("ending session %s of %s failed", session_id, user_id)
@@ -311,11 +336,11 @@ class ChatService:
     # -- memory panel -------------------------------------------------------------------------
     async def sessions(self, user_id: str) -> list[str]:
         await self.ensure_started()
-        return await self.store.list_sessions(user_id)
+        return await self.started_store.list_sessions(user_id)
 
     async def history(self, user_id: str, session_id: str) -> list[dict[str, str]]:
         await self.ensure_started()
-        messages = await self.store.recent_messages(user_id, session_id, limit=100)
+        messages = await self.started_store.recent_messages(user_id, session_id, limit=100)
         return [
             {"role": m.role, "content": shown_line(m.content, m.name if m.role == "user" else None)}
             for m in messages
@@ -324,7 +349,9 @@ class ChatService:
 
     async def profile_rows(self, user_id: str) -> list[list[Any]]:
         await self.ensure_started()
-        entries, past_values = await asyncio.gather(self.store.get_profile(user_id), self.store.past_values(user_id))
+        entries, past_values = await asyncio.gather(
+            self.started_store.get_profile(user_id), self.started_store.past_values(user_id)
+        )
         earlier: dict[str, list[str]] = {}
         for value in reversed(past_values):  # newest first
             earlier.setdefault(value.entry_id, []).append(f"earlier: {value.content}, until {_when(value.valid_until)}")
@@ -342,8 +369,8 @@ class ChatService:
 
     async def timeline_markdown(self, user_id: str) -> str:
         await self.ensure_started()
-        events = await self.store.list_events(user_id, limit=30)
-        items = sorted(await self.store.list_items(user_id), key=lambda item: item.updated_at, reverse=True)
+        events = await self.started_store.list_events(user_id, limit=30)
+        items = sorted(await self.started_store.list_items(user_id), key=lambda item: item.updated_at, reverse=True)
         cards = [event_markdown(event) for event in events] or [
             "_No events yet: they appear after the first memory run._"
         ]
@@ -355,7 +382,7 @@ class ChatService:
 
     async def search_rows(self, user_id: str, query: str) -> list[list[Any]]:
         await self.ensure_started()
-        hits = await self.store.search_memories(user_id, query, limit=10) if query.strip() else []
+        hits = await self.started_store.search_memories(user_id, query, limit=10) if query.strip() else []
         return [
             [
                 round(score, 3),
@@ -374,21 +401,21 @@ class ChatService:
         memory_id = memory_id.strip()
         if not memory_id:
             return "type the id of an entry (last column of the tables)"
-        removed = await forget_memory(self.store, user_id, memory_id)
+        removed = await forget_memory(self.started_store, user_id, memory_id)
         self._bump(user_id, f"deleted {memory_id}" if removed else f"no entry {memory_id}", busy=False)
         return self.status(user_id).text
 
     async def forget_user(self, user_id: str) -> str:
         await self.ensure_started()
         if self.middleware is not None:
-            await self.middleware.wait_idle()
+            await self.started_middleware.wait_idle()
         await self.wait_background()  # a title written after the delete would bring the user back
         if self.scheduler is not None:
             try:
                 await self.scheduler.wait_idle(30)
             except TimeoutError:
                 return "a memory run is still working; try again in a moment"
-        removed = await self.store.delete_user(user_id)
+        removed = await self.started_store.delete_user(user_id)
         self._bump(user_id, f"forgot everything of {user_id} ({removed} keys)", busy=False)
         return self.status(user_id).text
 
@@ -406,7 +433,7 @@ class ChatService:
         """The entry with this id (or the id of its search memory, `profile:<id>`)."""
         await self.ensure_started()
         wanted = entry_id_of(entry_id)
-        return next((entry for entry in await self.store.get_profile(user_id) if entry.id == wanted), None)
+        return next((entry for entry in await self.started_store.get_profile(user_id) if entry.id == wanted), None)
 
     async def edit_entry(self, user_id: str, entry_id: str, content: str, confidence: float | None) -> str:
         """Change an entry's content and confidence as the user ("user" in its history).
@@ -426,7 +453,7 @@ class ChatService:
         if confidence is not None and not 0.0 <= float(confidence) <= 1.0:
             return "confidence is a number between 0 and 1"
         try:
-            edited = await self.store.edit_profile_entry(
+            edited = await self.started_store.edit_profile_entry(
                 user_id,
                 entry.id,
                 content=content if content != entry.content else None,
@@ -444,32 +471,32 @@ class ChatService:
         await self.ensure_started()
         if not entry_id_of(entry_id):
             return ""
-        return history_markdown(await self.store.profile_history(user_id, entry_id_of(entry_id)))
+        return history_markdown(await self.started_store.profile_history(user_id, entry_id_of(entry_id)))
 
     # -- sessions with titles ----------------------------------------------------------------------
     async def session_choices(self, user_id: str) -> list[tuple[str, str]]:
         """(title, session id) of the user's sessions, most recently active first; a session
         without a title yet is listed by its id."""
         await self.ensure_started()
-        sessions = await self.store.list_sessions(user_id)
-        titles = await self.store.session_titles(user_id) if sessions else {}
+        sessions = await self.started_store.list_sessions(user_id)
+        titles = await self.started_store.session_titles(user_id) if sessions else {}
         return [(titles.get(session_id, session_id), session_id) for session_id in sessions]
 
     # -- after a reply (the turn service's hooks): the session's title, the topic check -----------
     async def wait_background(self, timeout: float | None = 30.0) -> None:
         """Wait for the saves, titles and topic checks started so far (tests, forget me, shutdown)."""
         if self.turns is not None:
-            await self.turns.wait_idle(timeout)
+            await self.started_turns.wait_idle(timeout)
 
     async def ensure_title(self, user_id: str, session_id: str) -> str | None:
         """`TurnService.ensure_title`: the session's title, once."""
         await self.ensure_started()
-        return await self.turns.ensure_title(user_id, session_id)
+        return await self.started_turns.ensure_title(user_id, session_id)
 
     async def check_topic(self, user_id: str, message_id: str) -> bool:
         """`TurnService.check_topic`: a message that moves on remembers the turns before it."""
         await self.ensure_started()
-        return await self.turns.check_topic(user_id, message_id)
+        return await self.started_turns.check_topic(user_id, message_id)
 
     async def _on_topic_shift(self, user_id: str) -> None:
         self._bump(user_id, "new topic: remembering the conversation before it…", busy=True)
@@ -492,7 +519,7 @@ class ChatService:
         self._bump(SAMPLE_USER, "loading the sample conversation…", busy=True)
         try:
             loaded = await load_sample(
-                self.store, self.settings, SAMPLE_USER, on_step=self._on_step, delay=self.sample_delay
+                self.started_store, self.settings, SAMPLE_USER, on_step=self._on_step, delay=self.sample_delay
             )
         except Exception as error:  # shown in the status line, like a failed memory run
             logger.exception("loading the sample conversation failed")
