@@ -26,6 +26,7 @@ from redisvl.query import TextQuery, VectorQuery
 from memlane.store.cluster.indexes import owner_probe
 from memlane.store.models.embeddings import cosine_similarities
 from memlane.store.redis.core import as_text
+from memlane.store.redis.redisvl_private import parse_resp2_reply, reply_shape, search_arguments
 from memlane.store.schema import MemoryField
 
 VECTOR_DISTANCE = VectorQuery.DISTANCE_ID
@@ -82,18 +83,16 @@ async def search_then_read(
     client = index.client
     search = client.ft(index.name)
     argv: list[Any] = [len(queries), len(fields), *fields, MemoryField.EMBEDDING]
-    built = []
     for query in queries:
-        arguments, made = search._mk_query_args(query.query, query_params=query.params)  # as RedisVL's batch_search
-        stride = 1 + bool(made._with_scores) + bool(made._with_payloads) + (0 if made._no_content else 1)
-        argv += [stride, int(isinstance(query, VectorQuery) and vector is not None), len(arguments), *arguments]
-        built.append(made)
+        arguments = search_arguments(search, query)
+        argv += [reply_shape(query).stride, int(isinstance(query, VectorQuery) and vector is not None)]
+        argv += [len(arguments), *arguments]
     probe = owner_probe()
     reply = await _script(client)(keys=[probe] if probe is not None else [], args=argv, client=client)
     answers = []
-    for query, made, raw, rows in zip(queries, built, reply[0::2], reply[1::2]):
+    for query, raw, rows in zip(queries, reply[0::2], reply[1::2]):
         # a script's FT.SEARCH answers in RESP2 whatever the connection speaks: redis-py's RESP2 parser
-        docs = process_results(search._parse_search(raw, query=made, duration=0.0), query=query, schema=index.schema)
+        docs = process_results(parse_resp2_reply(raw, query), query=query, schema=index.schema)
         answers.append(_filled(docs, rows, fields, vector if isinstance(query, VectorQuery) else None))
     return answers
 

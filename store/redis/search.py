@@ -44,6 +44,7 @@ from memlane.store.records import Memory, MemoryKind, SpeakerRole
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import MetadataFilter, metadata_expression
+from memlane.store.redis.redisvl_private import TermwiseTextQuery
 from memlane.store.redis.search_replies import search_in_one_trip
 from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.text.terms import MAX_QUERY_CHARS, name_candidates, query_terms, term_coverage_of
@@ -59,30 +60,6 @@ logger = logging.getLogger(__name__)
 # share of its own CPU per search (issue 34, item 15). On a cluster the script reads each
 # candidate's fields from its hash anyway (store/cluster/search.py).
 CANDIDATE_FIELDS = [MemoryField.KIND, MemoryField.CREATED_AT]
-
-
-class TermwiseTextQuery(TextQuery):
-    """BM25 over any of the terms, asked as one intersection with the filter per term, OR-ed:
-    `(filter @f:a) | (filter @f:b)`, not RedisVL's `@f:(a | b) filter`.
-
-    RediSearch 2.10 scores a union under an intersection wrongly for some documents: driven by
-    the filter's (smaller) tag iterator, the union skips to each document, and now and then
-    only one of its children counts the document. On a primary that has just taken slots, a
-    freshly written memory holding every query term scored 2.2 (one term counted) where it
-    scores 11.3 alone, and fell below the 40 candidates of a search for its own text (one
-    search in about 4,000 during a rebalance, bench/cluster_rebalance_misses.py). Each
-    per-term intersection reads its term and the filter side by side and counts the term for
-    every document that holds it. Every matched term also adds the filter's own score, so a
-    memory that holds more of the terms ranks higher (a coordination factor); recall quality
-    with it is in docs/benchmarks.md."""
-
-    def _build_query_string(self) -> str:
-        terms = [term.strip() for term in self._tokenize_and_escape_query(self._text).split(" | ") if term.strip()]
-        [field] = self._field_weights
-        narrowing = str(self._filter_expression) if self._filter_expression is not None else ""
-        if narrowing in ("", "*"):
-            return "(" + " | ".join(f"@{field}:{term}" for term in terms) + ")"
-        return " | ".join(f"({narrowing} @{field}:{term})" for term in terms)
 
 
 _COUNT_TTL_SECONDS = 60.0

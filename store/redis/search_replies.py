@@ -19,6 +19,8 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.query import TextQuery, VectorQuery
 from redisvl.utils.redis_protocol import get_protocol_version
 
+from memlane.store.redis.redisvl_private import rescales_distances, returned_fields, search_arguments
+
 try:
     from redis.utils import DEFAULT_RESP_VERSION  # what a client given no protocol speaks (3 in redis-py 8)
 except ImportError:  # an older redis-py: RESP2 unless asked
@@ -45,7 +47,7 @@ def docs_of(reply: dict[Any, Any], query: TextQuery | VectorQuery) -> list[dict[
     came back without its distance (a memory expired while the search ran) is left out, as
     RedisVL leaves it out."""
     docs = []
-    wants_distance = isinstance(query, VectorQuery) and VectorQuery.DISTANCE_ID in getattr(query, "_return_fields", ())
+    wants_distance = isinstance(query, VectorQuery) and VectorQuery.DISTANCE_ID in returned_fields(query)
     decoded = "results" in reply  # a client that decodes its replies (decode_responses=True)
     results, key, score, attributes = (
         ("results", "id", "score", "extra_attributes") if decoded else (_RESULTS, _ID, _SCORE, _FIELDS)
@@ -77,12 +79,11 @@ async def search_in_one_trip(
 ) -> list[list[dict[str, Any]]]:
     """The documents of `queries` on `index`, sent in one pipeline (as `batch_query` sends them)."""
     client = index.client
-    if not speaks_resp3(client) or any(getattr(query, "_normalize_vector_distance", False) for query in queries):
+    if not speaks_resp3(client) or any(rescales_distances(query) for query in queries):
         return await index.batch_query(list(queries))  # RESP2 replies, or distances RedisVL rescales: its own reading
     search = client.ft(index.name)
     pipe = client.pipeline(transaction=False)
     for query in queries:
-        arguments, _ = search._mk_query_args(query.query, query_params=query.params)  # as RedisVL's batch_search
-        pipe.execute_command("FT.SEARCH", *arguments)
+        pipe.execute_command("FT.SEARCH", *search_arguments(search, query))
     replies = await pipe.execute()
     return [docs_of(reply, query) for reply, query in zip(replies, queries)]
