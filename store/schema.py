@@ -132,6 +132,10 @@ def glob_escaped(text: str) -> str:
     return "".join("\\" + char if char in "*?[]\\" else char for char in text)
 
 
+# the part of a message's key after its user's prefix, before the message's own part
+_MESSAGE_PART = "msg:"
+
+
 @dataclass(frozen=True)
 class KeyLayout:
     """Key names under one prefix (tests use a fresh prefix each)."""
@@ -182,6 +186,15 @@ class KeyLayout:
 
     def _user_digest_prefix(self, user_digest: str) -> str:
         return f"{self.prefix}:u:{hash_tag(user_digest)}:"
+
+    def message_prefix(self, user_id: str) -> str:
+        """What every message key of the user starts with: a timeline's or a session's member is the rest."""
+        return self.user_prefix(user_id) + _MESSAGE_PART
+
+    @staticmethod
+    def message_under(user_prefix: str, message_id: str) -> str:
+        """The key of a message, from its user's prefix (as a scan finds it) and its id."""
+        return user_prefix + _MESSAGE_PART + item_key(message_id)
 
     def memory_user_prefix(self, user_id: str) -> str:
         return self._memory_digest_prefix(self.user_tag(user_id))
@@ -235,7 +248,7 @@ class KeyLayout:
         return self._memory_digest_prefix(user_digest) + item_key(check_id(memory_id, "a memory id"))
 
     def message(self, user_id: str, message_id: str) -> str:
-        return self.user_prefix(user_id) + "msg:" + item_key(self.checked_id(message_id, "a message id"))
+        return self.message_under(self.user_prefix(user_id), self.checked_id(message_id, "a message id"))
 
     def timeline(self, user_id: str) -> str:
         """Sorted set: message key suffix → per-user seq."""

@@ -129,7 +129,7 @@ class GarbageCollector(StorePart):
 
     async def _sweep_history(self, user_id: str, report: GcReport) -> None:
         """The timeline's and each session's entries of expired messages; the sessions left empty."""
-        prefix = self.layout.user_prefix(user_id) + "msg:"  # a listing's member is its message key's last part
+        prefix = self.layout.message_prefix(user_id)  # a listing's member is its message key's last part
 
         async def prune(listing: str) -> int:
             members = [as_text(member) for member in await self._run(self.client.zrange(listing, 0, -1))]

@@ -190,7 +190,8 @@ class Messages(StorePart):
             if member is None:
                 continue
             prefix = key.removesuffix("unindexed")
-            user = await self._run(self.client.hget(prefix + "msg:" + item_key(as_text(member)), MessageField.USER))
+            message_key = self.layout.message_under(prefix, as_text(member))
+            user = await self._run(self.client.hget(message_key, MessageField.USER))
             if user is not None:
                 users.append(as_text(user))
             else:  # its message is gone (a deleted user's leftovers): nothing to index
@@ -278,7 +279,7 @@ class Messages(StorePart):
         followers = [(message, members[0]) for message, members in zip(messages, previous) if members]
         pipe = self.client.pipeline(transaction=False)
         for message, member in followers:
-            prefix = self.layout.user_prefix(message.user_id) + "msg:"
+            prefix = self.layout.message_prefix(message.user_id)
             pipe.hmget(prefix + as_text(member), [MessageField.CONTENT, MessageField.SPEAKER_ROLE])
         contexts = {}
         rows = await self._run(pipe.execute()) if followers else []
@@ -293,7 +294,7 @@ class Messages(StorePart):
     async def load_messages(self, user_id: str, members: Sequence[bytes | str]) -> list[Message]:
         if not members:
             return []
-        prefix = self.layout.user_prefix(user_id) + "msg:"
+        prefix = self.layout.message_prefix(user_id)
         pipe = self.client.pipeline(transaction=False)
         for member in members:
             pipe.hgetall(prefix + as_text(member))

@@ -196,7 +196,7 @@ class Quotas(StorePart):
         are not found here (they are counted from their next write)."""
         sizes: dict[str, int] = {}
         members = await self._run(self.client.zrange(self.layout.timeline(user_id), 0, -1))
-        prefix = self.layout.user_prefix(user_id) + "msg:"
+        prefix = self.layout.message_prefix(user_id)
         pipe = self.client.pipeline(transaction=False)
         for member in members:
             pipe.hget(prefix + as_text(member), MessageField.ID)
