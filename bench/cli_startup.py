@@ -69,7 +69,7 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-cli-bench-"))
-    server = EmbeddedRedis(Settings(data_dir=data_dir / "redis-data", redis_url=None))
+    server = EmbeddedRedis(Settings(data_dir=data_dir / "redis-data", redis_url=None).store)
     url = server.start()
     prefix = f"bench{uuid.uuid4().hex[:8]}"
     try:

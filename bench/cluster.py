@@ -149,7 +149,7 @@ async def search_cost(
     the same load."""
     from memlane.store.embedded.server import EmbeddedRedis
 
-    standalone_server = EmbeddedRedis(Settings(data_dir=data_dir / "standalone", redis_url=None))
+    standalone_server = EmbeddedRedis(Settings(data_dir=data_dir / "standalone", redis_url=None).store)
     url = standalone_server.start()
     standalone = await open_store(
         Settings(redis_url=url, key_prefix="bench-standalone", data_dir=data_dir), embeddings=embeddings
@@ -200,7 +200,7 @@ async def main() -> None:
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-cluster-"))
     cluster = EmbeddedCluster(
-        Settings(data_dir=data_dir, redis_url=None), primaries=3, replicas=1, first_port=args.port
+        Settings(data_dir=data_dir, redis_url=None).store, primaries=3, replicas=1, first_port=args.port
     )
     url = cluster.start()
     try:
@@ -238,7 +238,7 @@ def print_cost(cost: dict[str, list[float]], load_at_start: Any, load_at_end: An
 
 async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, data_dir: Path) -> None:
     settings = Settings(redis_url=url, key_prefix=f"bench-cluster-{uuid.uuid4().hex[:6]}", data_dir=data_dir)
-    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(**settings.parts("store", "models"))
     stores = [await open_store(settings, embeddings=embeddings) for _ in range(max(1, args.writers))]
     store = stores[0]
     users = [f"drill-user-{i}" for i in range(args.users)]

@@ -295,7 +295,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1)
     for _ in range(parser.parse_args().runs):
-        cluster = EmbeddedCluster(Settings(data_dir=Path(tempfile.mkdtemp()), redis_url=None), primaries=3)
+        cluster = EmbeddedCluster(Settings(data_dir=Path(tempfile.mkdtemp()), redis_url=None).store, primaries=3)
         url = cluster.start()
         try:
             asyncio.run(main(cluster, url))

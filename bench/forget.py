@@ -263,7 +263,7 @@ async def main() -> None:
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-forget-"))
     settings = Settings(data_dir=data_dir)
-    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(**settings.parts("store", "models"))
     store = await open_store(settings, embeddings=embeddings, key_prefix=f"bench{uuid.uuid4().hex[:8]}")
     rng = random.Random(11)
     if args.phrasings:

@@ -677,7 +677,11 @@ async def main() -> None:
 
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-forget-precision-"))
     settings = Settings(data_dir=data_dir)
-    store = await open_store(settings, embeddings=get_embeddings(settings), key_prefix=f"bench{uuid.uuid4().hex[:8]}")
+    store = await open_store(
+        settings,
+        embeddings=get_embeddings(**settings.parts("store", "models")),
+        key_prefix=f"bench{uuid.uuid4().hex[:8]}",
+    )
     confirm = forget_confirmer(oracle_model({case.request: case for case in chosen}), settings)
     load = os.getloadavg()[0]
     print(

@@ -96,7 +96,7 @@ async def main() -> None:
         if not settings.redis_url:
             from memlane.store.embedded.server import stop_running
 
-            stop_running(settings)
+            stop_running(settings.store)
 
 
 if __name__ == "__main__":

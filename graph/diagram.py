@@ -2,9 +2,11 @@
 
 LangGraph's `draw_mermaid_png()` asks a web service to render; this lays the graph out
 with grandalf (the Sugiyama layout behind LangGraph's `draw_ascii`) and writes the SVG
-itself, so the README and the notebooks show the diagram with no network.
+itself, so the manual, the notebooks and the app show the diagram with no network. Nothing of
+the graph is written here: the nodes and edges are the compiled graph's, and the manual's copy is
+drawn when the site is built (mkdocs_hooks.py), so a new node needs no picture edited by hand.
 
-    python -m memlane.graph.diagram > notebooks/memory_graph.svg
+    python -m memlane.graph.diagram > memory_graph.svg
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ MARGIN = 24
 LEGEND_HEIGHT = 28
 ENDPOINT_LABELS = {"__start__": "start", "__end__": "end"}
 LABEL_CHAR_WIDTH = 7.2  # 12px edge labels
-# what the memory graph's router decides, written beside its edges
+# what the memory graph's router decides, written beside its edges (a test checks each edge exists)
 MEMORY_GRAPH_EDGE_LABELS = {("summarize", "persist"): "nothing to remember"}
 
 _STYLE = """
-text { font-family: ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; font-size: 14px; fill: #1e1b4b; }
+text { font-family: ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif;
+  font-size: 14px; fill: #1e1b4b; }
 .node rect { fill: #eef2ff; stroke: #4f46e5; stroke-width: 1.5; }
 .endpoint rect { fill: #f3f4f6; stroke: #6b7280; stroke-width: 1.2; }
 .endpoint text { fill: #374151; font-style: italic; }

@@ -44,7 +44,7 @@ def retry_delay(settings: Settings, attempt: int, error: BaseException) -> float
     `memory_run_retry_delay_seconds`, doubled with each attempt, at most 10 minutes; a run the
     memory model's open breaker refused waits at least until the breaker lets a trial through.
     """
-    delay = min(settings.scheduler.run_retry_delay_seconds * 2 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
+    delay = min(settings.scheduler.run_retry_delay_seconds * 2.0 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
     if isinstance(error, ModelPaused):
         delay = max(delay, error.retry_in)
     return delay

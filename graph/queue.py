@@ -273,10 +273,11 @@ class RunQueue:
     # putting tasks on the queue ---------------------------------------------------------------
     async def add_run(self, user_id: str, key: str, through_seq: int | None = None) -> bool:
         """Queue a memory run under `key`; False when a task of that key is already queued."""
-        bound = {"through_seq": through_seq} if through_seq is not None else {}
-        execution = await self._require_docket().add(memory_run_task, key=key)(
-            user_id=user_id, scheduler_name=self.name, **bound
-        )
+        schedule = self._require_docket().add(memory_run_task, key=key)
+        if through_seq is None:
+            execution = await schedule(user_id=user_id, scheduler_name=self.name)
+        else:
+            execution = await schedule(user_id=user_id, scheduler_name=self.name, through_seq=through_seq)
         return execution.disposition == Disposition.SCHEDULED
 
     async def add_session_summary(self, user_id: str, session_id: str, key: str) -> bool:
@@ -334,7 +335,8 @@ class RunQueue:
     # the follow-ups noted per user ------------------------------------------------------------
     async def note_follow_up(self, user_id: str, fields: dict[str, str]) -> None:
         async with self._require_docket().redis() as redis:
-            await redis.hset(self._keys().follow_up(user_id), mapping=fields)
+            # a dict built from the items: redis-py's mapping type has other keys than str (and is invariant in them)
+            await redis.hset(self._keys().follow_up(user_id), mapping=dict(fields.items()))
 
     async def follow_up_noted(self, user_id: str) -> bool:
         async with self._require_docket().redis() as redis:

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from langgraph.graph.state import CompiledStateGraph
+
 from memlane.graph.build import compile_memory_graph
+from memlane.graph.state import MemoryInput, MemoryOutput, MemoryState
 from memlane.nodes.context import MemoryContext
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.truncate import input_windows
@@ -32,7 +35,7 @@ StepCallback = Callable[[MemoryStep], Awaitable[None]]
 
 
 @lru_cache(maxsize=1)
-def _compiled_graph():
+def _compiled_graph() -> CompiledStateGraph[MemoryState, MemoryContext, MemoryInput, MemoryOutput]:
     return compile_memory_graph()
 
 

@@ -1,4 +1,10 @@
-"""The memory graph's typed state."""
+"""The memory graph's typed state: the keys several steps share.
+
+A step that writes a key no other step reads yet declares it in its own module, in the TypedDict
+its graph function takes as `state` (with the keys it reads): LangGraph adds the channels of each
+node's input schema to the graph, so such a key needs no line here. A key another step reads
+goes here, where that step's `MemoryState` shows it.
+"""
 
 from __future__ import annotations
 

@@ -24,9 +24,9 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "start":
         try:
             if args.cluster:
-                url = EmbeddedCluster(settings, primaries=args.cluster, replicas=args.replicas).start()
+                url = EmbeddedCluster(settings.store, primaries=args.cluster, replicas=args.replicas).start()
             else:
-                url = EmbeddedRedis(settings, detach=True).start()
+                url = EmbeddedRedis(settings.store, detach=True).start()
         except (StoreError, ValueError) as error:
             print(f"memlane: {mask_secrets(str(error), settings)}", file=sys.stderr)
             return 2
@@ -46,10 +46,10 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "cluster-check":
         return check_cluster(args, settings)
     if args.action == "stop":  # the server and the cluster of this data dir, whichever runs
-        stopped = [stop_running(settings), EmbeddedCluster(settings).stop()]
+        stopped = [stop_running(settings.store), EmbeddedCluster(settings.store).stop()]
         print("stopped" if any(stopped) else "no embedded Redis Stack is running")
         return 0
-    url = EmbeddedCluster(settings).running_url() if args.cluster else EmbeddedRedis(settings).running_url()
+    url = EmbeddedCluster(settings.store).running_url() if args.cluster else EmbeddedRedis(settings.store).running_url()
     print((url if args.show_password else mask_url(url)) if url else "not running")
     return 0 if url else 1
 

@@ -161,13 +161,13 @@ class AsyncMemlaneClient:
         body: dict[str, Any] = {"messages": listed, "session_id": session_id}
         if remember:
             body["remember"] = "now"
-        return await self._call("POST", self._user(user_id, "/messages"), json=body)
+        return await self._object("POST", self._user(user_id, "/messages"), json=body)
 
     async def note(self, text: str, *, user_id: str, session_id: str = "api") -> dict[str, Any]:
         """Keep a note about the user (an event card and its search memory). A note the user has already
         (the same text, or a near duplicate) is not stored again: the answer is the stored one, with
         `repeat_of` naming it."""
-        return await self._call("POST", self._user(user_id, "/memories"), json={"text": text, "session_id": session_id})
+        return await self._object("POST", self._user(user_id, "/memories"), json={"text": text, "session_id": session_id})
 
     async def search(
         self,
@@ -190,17 +190,17 @@ class AsyncMemlaneClient:
         ):
             if value is not None:
                 body[name] = value
-        return (await self._call("POST", self._user(user_id, "/search"), json=body))["data"]
+        return await self._data("POST", self._user(user_id, "/search"), json=body)
 
     async def get_all(self, *, user_id: str, events_limit: int = 1000) -> dict[str, list[dict[str, Any]]]:
         """The user's profile entries and event cards (newest first): {"profile": [...], "events": [...]}."""
-        profile = await self._call("GET", self._user(user_id, "/profile"))
-        events = await self._call("GET", self._user(user_id, "/events"), params={"limit": events_limit})
+        profile = await self._object("GET", self._user(user_id, "/profile"))
+        events = await self._object("GET", self._user(user_id, "/events"), params={"limit": events_limit})
         return {"profile": profile["data"], "events": events["data"]}
 
     async def get(self, entry_id: str, *, user_id: str) -> dict[str, Any]:
         """One profile entry, with what it held before."""
-        return await self._call("GET", self._user(user_id, f"/profile/{_path(entry_id)}"))
+        return await self._object("GET", self._user(user_id, f"/profile/{_path(entry_id)}"))
 
     async def put_profile(
         self,
@@ -219,7 +219,7 @@ class AsyncMemlaneClient:
             body["source_message_id"] = source_message_id
         if meta is not None:
             body["meta"] = meta
-        return await self._call("PUT", self._user(user_id, f"/profile/{_path(topic)}/{_path(subtopic)}"), json=body)
+        return await self._object("PUT", self._user(user_id, f"/profile/{_path(topic)}/{_path(subtopic)}"), json=body)
 
     async def add_profile(
         self,
@@ -235,18 +235,18 @@ class AsyncMemlaneClient:
         body: dict[str, Any] = {"topic": topic, "subtopic": subtopic, "content": content, "confidence": confidence}
         if meta is not None:
             body["meta"] = meta
-        return await self._call("POST", self._user(user_id, "/profile"), json=body)
+        return await self._object("POST", self._user(user_id, "/profile"), json=body)
 
     async def update(
         self, entry_id: str, *, user_id: str, content: str | None = None, confidence: float | None = None
     ) -> dict[str, Any]:
         """Change a profile entry's content and / or confidence (kept in its history)."""
         body = {name: value for name, value in (("content", content), ("confidence", confidence)) if value is not None}
-        return await self._call("PATCH", self._user(user_id, f"/profile/{_path(entry_id)}"), json=body)
+        return await self._object("PATCH", self._user(user_id, f"/profile/{_path(entry_id)}"), json=body)
 
     async def history(self, entry_id: str, *, user_id: str) -> list[dict[str, Any]]:
         """Every change of a profile entry, oldest first: who made it, before and after, when."""
-        return (await self._call("GET", self._user(user_id, f"/profile/{_path(entry_id)}/history")))["data"]
+        return await self._data("GET", self._user(user_id, f"/profile/{_path(entry_id)}/history"))
 
     async def delete(self, memory_id: str, *, user_id: str) -> bool:
         """Delete any memory by its id (a profile entry's, an event's, a note's, a message's); False
@@ -259,30 +259,30 @@ class AsyncMemlaneClient:
 
     async def forget(self, what: str, *, user_id: str, dry_run: bool = False) -> dict[str, Any]:
         """Forget what the user said about something, everywhere recall reads (`dry_run`: what would go)."""
-        return await self._call("POST", self._user(user_id, "/forget"), json={"query": what, "dry_run": dry_run})
+        return await self._object("POST", self._user(user_id, "/forget"), json={"query": what, "dry_run": dry_run})
 
     async def recall(self, message: str, *, user_id: str, session_id: str | None = None) -> dict[str, Any]:
         """The memory block for `message`, for a client that calls its own model: {"text", "items", ...}."""
         body: dict[str, Any] = {"message": message}
         if session_id is not None:
             body["session_id"] = session_id
-        return await self._call("POST", self._user(user_id, "/recall"), json=body)
+        return await self._object("POST", self._user(user_id, "/recall"), json=body)
 
     async def remember_now(self, *, user_id: str) -> dict[str, Any]:
         """Queue a memory run over what the user said and was not remembered yet."""
-        return await self._call("POST", self._user(user_id, "/remember-now"))
+        return await self._object("POST", self._user(user_id, "/remember-now"))
 
     async def end_session(self, session_id: str, *, user_id: str) -> dict[str, Any]:
         """The session is over: its turns are remembered now."""
-        return await self._call("POST", self._user(user_id, f"/sessions/{_path(session_id)}/end"))
+        return await self._object("POST", self._user(user_id, f"/sessions/{_path(session_id)}/end"))
 
     async def export(self, *, user_id: str) -> dict[str, Any]:
         """Everything the service holds of the user, as JSON."""
-        return await self._call("GET", self._user(user_id, "/export"))
+        return await self._object("GET", self._user(user_id, "/export"))
 
     async def reset(self, *, user_id: str) -> dict[str, Any]:
         """Delete everything of the user."""
-        return await self._call("DELETE", self._user(user_id, ""))
+        return await self._object("DELETE", self._user(user_id, ""))
 
     def openai(self, **options: Any) -> Any:
         """An `openai.AsyncOpenAI` on the service's OpenAI-compatible chat (`model` is a persona,
@@ -295,7 +295,18 @@ class AsyncMemlaneClient:
     def _user(self, user_id: str, tail: str) -> str:
         return f"/v1/users/{_path(user_id)}{tail}"
 
+    async def _object(self, method: str, path: str, **request: Any) -> dict[str, Any]:
+        """The service's answer, a JSON object."""
+        answer: dict[str, Any] = await self._call(method, path, **request)
+        return answer
+
+    async def _data(self, method: str, path: str, **request: Any) -> list[dict[str, Any]]:
+        """The `data` list of the service's answer to a listing."""
+        data: list[dict[str, Any]] = (await self._object(method, path, **request))["data"]
+        return data
+
     async def _call(self, method: str, path: str, **request: Any) -> Any:
+        """The service's answer as JSON (None when it has no body), retried while it says "try again"."""
         headers = {"Idempotency-Key": uuid.uuid4().hex} if method != "GET" else {}
         if self.agent_id is not None and path.startswith("/v1/users/"):
             request["params"] = {**request.get("params", {}), "agent_id": self.agent_id}
@@ -321,7 +332,7 @@ class AsyncMemlaneClient:
             asked = float(retry_after) if retry_after is not None else 0.0
         except ValueError:
             asked = 0.0
-        return max(asked, self.backoff_seconds * 2**attempt)
+        return max(asked, self.backoff_seconds * 2.0**attempt)
 
 
 class MemlaneClient(SyncTwin):

@@ -70,6 +70,7 @@ __all__ = [
     "env_names",
     "get_settings",
     "settings_markdown_table",
+    "similarity_floor",
 ]
 
 # Cosine similarity that unrelated texts reach with each provider's model: multilingual-e5
@@ -199,6 +200,10 @@ class Settings(BaseSettings):
             return super().__getattr__(name)  # type: ignore[misc]
         return getattr(getattr(self, where[0]), where[1])
 
+    def parts(self, *names: str) -> dict[str, Component]:
+        """The components named, by name: `RedisMemoryStore(..., **settings.parts("store", "search"))`."""
+        return {name: getattr(self, name) for name in names}
+
     def flat_items(self) -> list[tuple[str, Any]]:
         """(flat name, value) of every setting, component by component."""
         return [(flat, getattr(getattr(self, part), name)) for flat, (part, name) in FLAT_NAMES.items()]
@@ -206,9 +211,14 @@ class Settings(BaseSettings):
     @property
     def similarity_floor(self) -> float:
         """Cosine similarity of unrelated texts for the configured embeddings (see recall_similarity_floor)."""
-        if self.recall.similarity_floor is not None:
-            return self.recall.similarity_floor
-        return SIMILARITY_FLOORS[self.store.embedding_provider]
+        return similarity_floor(recall=self.recall, store=self.store)
+
+
+def similarity_floor(*, recall: RecallSettings, store: StoreSettings) -> float:
+    """Cosine similarity of unrelated texts: recall's setting, or the floor of the store's embeddings."""
+    if recall.similarity_floor is not None:
+        return recall.similarity_floor
+    return SIMILARITY_FLOORS[store.embedding_provider]
 
 
 @lru_cache(maxsize=1)

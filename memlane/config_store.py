@@ -25,6 +25,8 @@ def _default_cache_dir() -> Path:
 
 # a metadata field's name (`StoreSettings.metadata_fields`): it becomes part of a hash field's name
 METADATA_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+# the memory kinds whose recency votes by default (`SearchSettings.recency_kinds`): what was said, and events
+_RECENCY_KINDS: list[Literal["profile", "event", "summary", "message"]] = ["message", "event"]
 
 
 class Component(BaseModel):
@@ -197,7 +199,7 @@ class SearchSettings(Component):
         description="Days after which a memory's recency vote halves, counted back from the newest candidate (not the clock: a user away for months keeps the order)",
     )
     recency_kinds: list[Literal["profile", "event", "summary", "message"]] = Field(
-        default_factory=lambda: ["message", "event"],
+        default_factory=lambda: _RECENCY_KINDS.copy(),
         description="Memory kinds whose recency votes (they fade); others never do: a profile entry holds until a newer fact replaces it",
     )
     speaker_replaces_vector: bool = Field(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +22,7 @@ from langgraph.store.base import SearchItem, SearchOp
 from memlane.langgraph_rules import Namespace, matches
 from memlane.store.errors import StoreError
 from memlane.store.protocols import MemoryStore
-from memlane.store.records import Event, ProfileEntry
+from memlane.store.records import Event, MemoryKind, ProfileEntry
 
 PROFILE_COLLECTION = "memlane_profile"
 EVENTS_COLLECTION = "memlane_events"
@@ -104,24 +105,25 @@ class MemlaneCollections:
         if len(prefix) > 2:
             return []
         user_id = prefix[1]
+        # each record as (its search item at a score, its value)
+        records: dict[str, tuple[partial[SearchItem], dict[str, Any]]]
         if prefix[0] == PROFILE_COLLECTION:
-            records = {e.id: (e, _profile_value(e)) for e in await self.store.get_profile(user_id)}
-            as_item = _profile_item
+            entries = await self.store.get_profile(user_id)
+            records = {e.id: (partial(_profile_item, e), _profile_value(e)) for e in entries}
         else:
             events = await self.store.list_events(user_id, limit=1_000_000)
-            records = {e.id: (e, _event_value(e)) for e in events}
-            as_item = _event_item
-        kept = {key: record for key, (record, value) in records.items() if matches(value, op.filter)}
+            records = {e.id: (partial(_event_item, e), _event_value(e)) for e in events}
+        kept = {key: as_item for key, (as_item, value) in records.items() if matches(value, op.filter)}
         if not op.query:
-            return [as_item(record, None) for record in list(kept.values())[op.offset : op.offset + op.limit]]
-        kind = "profile" if prefix[0] == PROFILE_COLLECTION else "event"
+            return [as_item(None) for as_item in list(kept.values())[op.offset : op.offset + op.limit]]
+        kind: MemoryKind = "profile" if prefix[0] == PROFILE_COLLECTION else "event"
         hits = await self.store.search_memories(user_id, op.query, kinds=[kind], limit=max(len(kept), 1))
         found, seen = [], set()
         for hit in hits:
             ref = hit.memory.ref_id or ""
             if ref in kept and ref not in seen and not hit.memory.id.startswith("item:"):
                 seen.add(ref)
-                found.append(as_item(kept[ref], hit.score))
+                found.append(kept[ref](hit.score))
         return found[op.offset : op.offset + op.limit]
 
     async def namespaces(self, conditions: Sequence[Any]) -> set[Namespace]:

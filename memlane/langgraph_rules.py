@@ -90,8 +90,10 @@ class UserMapping:
             user = context_user
         elif isinstance(user_of, int):
             user = namespace[user_of] if len(namespace) > user_of else None
-        else:
+        elif callable(user_of):
             user = user_of(namespace)
+        else:  # "config", which __post_init__ turned into FromConfig()
+            user = context_user
         if user is None or user == "":
             return NO_USER
         if not isinstance(user, str):
@@ -152,14 +154,14 @@ def matches_filter(value: Any, condition: Any) -> bool:
             and len(value) == len(condition)
             and all(matches_filter(v, c) for v, c in zip(value, condition))
         )
-    return value == condition
+    return bool(value == condition)
 
 
 def _compare(value: Any, operator: str, operand: Any) -> bool:
     if operator == "$eq":
-        return value == operand
+        return bool(value == operand)
     if operator == "$ne":
-        return value != operand
+        return bool(value != operand)
     if operator not in ("$gt", "$gte", "$lt", "$lte"):
         raise ValueError(f"unsupported filter operator {operator!r}: use $eq, $ne, $gt, $gte, $lt or $lte")
     try:
@@ -235,12 +237,15 @@ def path_texts(value: dict[str, Any], paths: Sequence[str]) -> list[str]:
 def similarities(query: np.ndarray, vectors: np.ndarray, distance: Distance = "cosine") -> np.ndarray:
     """Each row's similarity to the query as LangGraph's stores report it (higher is closer):
     cosine similarity, the inner product, or the negated Euclidean distance."""
+    scores: np.ndarray  # numpy's stubs type these operations' results as Any
     if distance == "inner_product":
-        return vectors @ query
-    if distance == "l2":
-        return -np.linalg.norm(vectors - query, axis=1)
-    norms = np.linalg.norm(vectors, axis=1) * float(np.linalg.norm(query))
-    return np.divide(vectors @ query, norms, out=np.zeros(len(vectors)), where=norms != 0)
+        scores = vectors @ query
+    elif distance == "l2":
+        scores = -np.linalg.norm(vectors - query, axis=1)
+    else:
+        norms = np.linalg.norm(vectors, axis=1) * float(np.linalg.norm(query))
+        scores = np.divide(vectors @ query, norms, out=np.zeros(len(vectors)), where=norms != 0)
+    return scores
 
 
 def rank_page(

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -88,7 +88,7 @@ _LIVENESS_SECONDS = 0.25
 Value = TypeVar("Value")
 
 
-class _Answered(concurrent.futures.Future, Generic[Value]):
+class _Answered(concurrent.futures.Future[Value], Generic[Value]):
     """A finished future that `await` accepts too, for the TTL sweeper methods that sync and async
     LangGraph stores spell alike (`store.stop_ttl_sweeper()`, `await store.stop_ttl_sweeper()`)."""
 
@@ -96,7 +96,7 @@ class _Answered(concurrent.futures.Future, Generic[Value]):
         super().__init__()
         self.set_result(value)
 
-    def __await__(self):  # type: ignore[override]
+    def __await__(self) -> Generator[None, None, Value]:
         return self.result()
         yield  # a generator: `await` gets the result without suspending
 
@@ -115,7 +115,7 @@ class MemlaneSearchItem(SearchItem):
         super().__init__(*args, **kwargs)
         self.relevance = relevance
 
-    def dict(self) -> dict:
+    def dict(self) -> dict[str, Any]:
         return {**super().dict(), "relevance": self.relevance}
 
 
@@ -165,7 +165,7 @@ class MemlaneStore(BaseStore):
         self.users = UserMapping(user_of)
         self.relevance = relevance
         self.ttl_config = ttl
-        self._index = dict(index) if index else None
+        self._index: dict[str, Any] | None = dict(index) if index else None
         if self._index is not None:
             distance = self._index.get("distance_type", "cosine")
             if distance not in _DISTANCES:
@@ -177,6 +177,7 @@ class MemlaneStore(BaseStore):
         else:
             self.embeddings = store.embeddings  # memlane's own embedder
         self.fields = fields if self._index is None else self._index["fields"]
+        self._loop: asyncio.AbstractEventLoop | None
         try:
             self._loop = loop or asyncio.get_running_loop()
         except RuntimeError:
@@ -365,8 +366,8 @@ class MemlaneStore(BaseStore):
                 self.embeddings.aembed_query(op.query) if own else self.store.embed_query(op.query),
             )
         else:
-            listed = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
-            listed = [[(item, None) for item in items] for items in listed]
+            plain = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
+            listed = [[(item, None) for item in items] for items in plain]
         candidates = [
             (item, vectors)
             for items in listed
@@ -375,10 +376,11 @@ class MemlaneStore(BaseStore):
         ]
         # newest first, as the SQL stores list them; a query ranks them (ties keep this order)
         candidates.sort(key=lambda candidate: (-candidate[0].updated_at, candidate[0].namespace, candidate[0].key))
+        page: list[tuple[StoreItem, float | None]]
         if not op.query:
             page = [(item, None) for item, _ in candidates[op.offset : op.offset + op.limit]]
         else:
-            dims = int(self._index.get("dims") or 0) if own else 0
+            dims = int(self._index.get("dims") or 0) if self._index is not None else 0
             page = rank_page(
                 [(item, vector_rows(raw, dims)) for item, raw in candidates],
                 np.asarray(query_vector, dtype=np.float32),

@@ -22,7 +22,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane.config import Settings
+from memlane.config import Settings, get_settings
 from memlane.importing import import_messages, messages_of
 from memlane.store.errors import InvalidInput
 from memlane.store.hits import MemoryHit
@@ -98,8 +98,9 @@ class AsyncMemory:
         """Open the store (REDIS_URL, or the embedded Redis Stack) and wrap it; `aclose` closes it."""
         from memlane.store.redis.store import open_store
 
+        settings = settings or get_settings()
         store = await open_store(settings, **store_options)
-        memory = cls(store, model=model, settings=store.settings)
+        memory = cls(store, model=model, settings=settings)
         memory._owns_store = True
         return memory
 

@@ -21,9 +21,8 @@ What it answers:
   reply, which memlane does not tag). memlane tags every memory-model call with its step
   (`memlane:step:summarize`; LangChain hands a call's tags to the model as `run_manager.tags`),
   so one model serves every node of the memory graph, in any order, whatever the prompts say.
-  The steps (`STEPS`): summarize, extract, merge (one fact), merge_batch (several facts),
-  organize, resummarize, tag; session_summary and window_summary (a session's rolling summary);
-  session_title, topic_shift, confirm_forget, rewrite.
+  The steps (`STEPS`) are the names of `memlane.nodes.llm.Step`, where each step that asks the
+  memory model is declared once.
 - `calls` (the messages of each call), `prompts` (their text) and `steps` (the step each was
   made for, None for an untagged call) record what it was asked; `bind_tools` is accepted and
   changes nothing (it never calls tools).
@@ -34,7 +33,9 @@ What it answers:
 merge, organize, resummarize, tag) with fixed JSON. They do not read the conversation: by
 default a run learns three facts of a Chinese chat (sleeps at 2 a.m., two weeks of overtime,
 black coffee without sugar) with the tags 作息异常 / 工作压力 / 饮食偏好, whatever was said.
-Pass your own `summary`, `facts`, `tags`, ... to learn something else.
+Pass your own `summary`, `facts`, `tags`, ... to learn something else, and an answer for any
+other step by its name (`memory_rules(session_title={"title": "Trails"})`); a step with no rule
+is answered with the model's `default`.
 """
 
 from __future__ import annotations
@@ -292,11 +293,16 @@ def memory_rules(
     tags: Any = CHINESE_TAGS,
     organize: Any = '{"subtopics": []}',
     resummarize: Any = '{"content": ""}',
+    **other_steps: Any,
 ) -> list[tuple[str, Any]]:
     """Rules answering every step of the memory graph, summarize first; a dict/list value is
     sent as JSON, anything else as is. `merge` answers the one-fact merge step; `merge_batch`
     the batched one (default: `merge` applied to each fact, see `batched`); `resummarize` the
-    step that shortens an entry."""
+    step that shortens an entry; `other_steps` any other `Step` by its name (a step added to
+    the graph is answered so with no change here)."""
+    unknown = [name for name in other_steps if name not in STEPS]
+    if unknown:
+        raise ValueError(f"memory_rules answers steps, one of {', '.join(STEPS)}; not {', '.join(unknown)}")
 
     def wrap(key: str, value: Any) -> Any:
         if isinstance(value, (dict, list)) and key:
@@ -311,6 +317,10 @@ def memory_rules(
         (Step.ORGANIZE, organize),
         (Step.RESUMMARIZE, resummarize),
         (Step.TAG, wrap("tags", tags)),
+        *(
+            (Step(name), as_json(answer) if isinstance(answer, (dict, list)) else answer)
+            for name, answer in other_steps.items()
+        ),
     ]
 
 

@@ -43,7 +43,7 @@ class MemoryContext:
         else:  # given: the default of every run
             self.profile_configs = self.profile_configs.model_copy(update={"default": self.profile_config})
         if self.model_breaker is None:
-            self.model_breaker = CircuitBreaker.from_settings("the memory model", self.settings)
+            self.model_breaker = CircuitBreaker.from_settings("the memory model", models=self.settings.models)
 
     def profile_config_of(self, user_id: str) -> ProfileConfig:
         """The slots and prompt rules of a run for the store user `user_id` (its agent's, its

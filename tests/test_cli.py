@@ -265,7 +265,7 @@ def test_config_redis_status_and_errors_mask_every_secret(tmp_path, monkeypatch,
 
     monkeypatch.delenv("REDIS_URL")
     get_settings.cache_clear()
-    server = EmbeddedRedis(get_settings())
+    server = EmbeddedRedis(get_settings().store)
     url = server.start()
     try:
         password = json.loads(server.state_file.read_text())["password"]
@@ -293,7 +293,7 @@ def test_redis_start_cluster_starts_a_cluster_that_stop_stops(tmp_path, monkeypa
     assert printed.out.strip().endswith("?cluster=true") and "****" in printed.out and "REDIS_URL" in printed.err
     assert cli.main(["redis", "status", "--cluster", "3", "--show-password"]) == 0
     url = capsys.readouterr().out.strip()
-    cluster = EmbeddedCluster(get_settings())
+    cluster = EmbeddedCluster(get_settings().store)
     assert len(cluster.nodes()) == 6 and oct(cluster.state_file.stat().st_mode)[-3:] == "600"
     roles = []
     for node in cluster.nodes():
@@ -449,7 +449,7 @@ async def test_gc_sweeps_what_expiry_left_and_says_what(store, settings, monkeyp
     }
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    short = store.with_settings(store.settings.model_copy(update={"retention_message_ttl_days": 1 / 86_400}))
+    short = store.with_settings(retention_message_ttl_days=1 / 86_400)
     await short.add_messages([Message(id="m1", user_id="u|1", session_id="s", role="user", content="I keep bees")])
     await asyncio.sleep(1.3)
 

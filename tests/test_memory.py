@@ -166,8 +166,8 @@ async def test_reset_deletes_every_users_memories(store, settings):
     assert (await memory.search("collect coins", user_id="r1"))[0]["memory"] == "I collect coins."
 
 
-async def test_reset_on_a_cluster(cluster_store):
-    memory = AsyncMemory(cluster_store, settings=cluster_store.settings)
+async def test_reset_on_a_cluster(cluster_store, settings):
+    memory = AsyncMemory(cluster_store, settings=settings)
     for user in ("c1", "c2", "c3", "c4"):
         await memory.add("I collect vinyl records.", user_id=user, infer=False)
     assert await memory.reset() > 0

@@ -18,7 +18,7 @@ from memlane.middleware import IndexBacklog, MemoryAgentContext, MemoryMiddlewar
 from memlane.recall import HEADINGS
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
-from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore
 
 COFFEE = ProfileEntry(
     user_id="u", topic="diet", subtopic="coffee", content="drinks black coffee without sugar", confidence=0.9
@@ -192,7 +192,7 @@ async def test_a_redis_that_goes_away_costs_the_memory_not_the_reply_nor_the_tur
     from memlane.store.errors import RedisUnavailable
 
     client = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
-    dead = RedisMemoryStore(client, embeddings, settings=settings)
+    dead = RedisMemoryStore(client, embeddings, **settings.parts(*STORE_PARTS))
     failures: list[BaseException] = []
 
     async def on_failed(identity, error):
@@ -282,7 +282,7 @@ async def test_an_embedder_that_is_down_costs_the_vector_recall_not_the_reply(st
 
     await seed_coffee(store)
     flaky = FlakyEmbeddings(embeddings, down=True)
-    degraded = RedisMemoryStore(store.client, flaky, settings=settings)
+    degraded = RedisMemoryStore(store.client, flaky, **settings.parts(*STORE_PARTS))
     model = ScriptedChatModel(script=["Black, no sugar.", "In Lyon."])
     middleware = MemoryMiddleware(degraded, settings=settings)
     agent = agent_for(model, middleware, system_prompt="Base.")
@@ -318,7 +318,7 @@ async def test_a_turn_saved_while_redis_is_briefly_down_is_stored_once_when_it_i
     from memlane.store.redis.store import open_store
 
     # a private server: this test kills it (detached: nothing starts it again but the test)
-    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True)
+    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None).store, detach=True)
     url = server.start()
     settings = Settings(redis_url=url, key_prefix="briefly-down", save_retry_seconds=60.0, openai_api_key=None)
     store = await open_store(settings, embeddings=embeddings)
@@ -348,7 +348,7 @@ async def test_a_turn_saved_while_redis_is_briefly_down_is_stored_once_when_it_i
         result = await agent.ainvoke({"messages": [HumanMessage("third question")]}, context=context)
         assert result["messages"][-1].content == "third answer"
 
-        EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True).start()  # back, same URL
+        EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None).store, detach=True).start()  # back, same URL
         await middleware.wait_idle(60)
         stored = [m.content for m in await store.recent_messages("u", "s")]
         assert stored == [
@@ -364,7 +364,7 @@ async def test_a_turn_saved_while_redis_is_briefly_down_is_stored_once_when_it_i
         assert hits and hits[0].memory.text == "my sister lives in Lyon"  # indexed for search as well
     finally:
         await store.aclose()
-        stop_running(Settings(data_dir=tmp_path, redis_url=None))
+        stop_running(Settings(data_dir=tmp_path, redis_url=None).store)
 
 
 class GatedEmbeddings:
@@ -383,7 +383,7 @@ class GatedEmbeddings:
 
 async def test_the_next_turn_waits_for_the_previous_one_in_history_not_for_its_embedding(store, settings, embeddings):
     gated = GatedEmbeddings(embeddings)
-    slow = RedisMemoryStore(store.client, gated, settings=settings)
+    slow = RedisMemoryStore(store.client, gated, **settings.parts(*STORE_PARTS))
     model = ScriptedChatModel(script=["Noted: Lyon.", "You said your sister lives in Lyon."])
     middleware = MemoryMiddleware(slow, settings=settings)
     agent = agent_for(model, middleware, system_prompt="Base.")
@@ -404,7 +404,7 @@ async def test_the_next_turn_waits_for_the_previous_one_in_history_not_for_its_e
 
 async def test_a_turn_waiting_for_its_embedding_is_in_the_index_backlog_until_searchable(store, settings, embeddings):
     gated = GatedEmbeddings(embeddings)
-    slow = RedisMemoryStore(store.client, gated, settings=settings)
+    slow = RedisMemoryStore(store.client, gated, **settings.parts(*STORE_PARTS))
     middleware = MemoryMiddleware(slow, settings=settings)
     agent = agent_for(ScriptedChatModel(script=["Noted: Lyon."]), middleware)
     assert middleware.index_backlog() == IndexBacklog(turns=0, messages=0, oldest_seconds=0.0, embedding=None)

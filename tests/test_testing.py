@@ -82,3 +82,14 @@ async def test_a_call_streamed_inside_a_streaming_run_is_answered_by_its_step(se
     assert chunks[-1] == ("values", {"answer": '{"title": "Trails"}'})
     assert model.steps == ["session_title"]
     assert not [chunk for mode, chunk in chunks if mode == "messages"]  # a memory-model call is never streamed out
+
+
+async def test_memory_rules_answer_any_other_step_by_its_name(settings):
+    """A step added to the graph is scripted through memory_rules with no change to memlane.testing."""
+    model = ScriptedChatModel(rules=memory_rules(session_title={"title": "Trails"}, topic_shift="yes"))
+    assert await ModelCaller(model, settings, Step.SESSION_TITLE).ask("Title this.", "<chat></chat>") == (
+        '{"title": "Trails"}'
+    )
+    assert await ModelCaller(model, settings, Step.TOPIC_SHIFT).ask("Related?", "<chat></chat>") == "yes"
+    with pytest.raises(ValueError, match="not no_such_step"):
+        memory_rules(no_such_step="{}")

@@ -32,7 +32,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redisvl.exceptions import RedisSearchError
 
-from memlane.config import Settings
+from memlane.config import StoreSettings
 
 CLUSTER_HELP = "set REDIS_URL to a node of a running Redis Cluster, or run `memlane redis start --cluster 3`"
 # a search that met a moved slot or a node that went away is tried this many times more
@@ -41,11 +41,11 @@ SEARCH_RETRIES = 2
 _RETRYABLE_REPLIES = ("CLUSTERDOWN", "TRYAGAIN", "LOADING", "READONLY")
 
 
-def wants_cluster(url: str, settings: Settings) -> bool:
+def wants_cluster(url: str, *, store: StoreSettings) -> bool:
     """Whether `url` names a Redis Cluster: `?cluster=true` or several hosts (RedisVL's rule), or the setting."""
     from redisvl.redis.utils import is_cluster_url
 
-    return settings.store.redis_cluster or is_cluster_url(url)
+    return store.redis_cluster or is_cluster_url(url)
 
 
 def first_node_url(url: str) -> str:
@@ -57,11 +57,11 @@ def first_node_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=credentials + at + hosts.split(",")[0], query=urlencode(query)))
 
 
-def cluster_client(url: str, settings: Settings) -> RedisCluster:
-    """redis-py's asyncio cluster client for `url`, sized by the settings."""
+def cluster_client(url: str, *, store: StoreSettings) -> RedisCluster:
+    """redis-py's asyncio cluster client for `url`, sized by the store's settings."""
     return RedisCluster.from_url(
         first_node_url(url),
-        max_connections=settings.store.redis_max_connections,
+        max_connections=store.redis_max_connections,
         socket_timeout=30,
         socket_connect_timeout=5,
         # a MOVED patches the slot map (redis-py's default closes every connection each 5th MOVED,

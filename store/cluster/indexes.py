@@ -69,7 +69,7 @@ def owner_probe() -> str | None:
     return _OWNER_PROBE.get()
 
 
-class SearchNotes(list):
+class SearchNotes(list[str]):
     """What a search could not do in full, one line each (empty: the answer is whole). Recall
     shows a non-empty one as a degraded search."""
 
@@ -117,6 +117,13 @@ class IndexReport:
         reading = "" if self.percent_indexed >= 1 else f", {self.percent_indexed:.0%} read"
         action = f": {self.action}" if self.action else ""
         return f"{self.node:<22} {self.name:<40} {self.state:<9} {self.docs:>9} docs{reading}{action}"
+
+
+async def _command(client: aioredis.Redis, *args: Any) -> Any:
+    """One command sent to one node, its reply as redis-py parses it (redis-py leaves
+    `Redis.execute_command` untyped: what it answers depends on the command)."""
+    execute: Callable[..., Awaitable[Any]] = client.execute_command
+    return await execute(*args)
 
 
 def _text(value: Any) -> str:
@@ -168,7 +175,8 @@ class ShardIndexes:
 
     @property
     def base_name(self) -> str:
-        return self.schema.index.name
+        name: str = self.schema.index.name
+        return name
 
     def node_client(self, node: ClusterNode) -> aioredis.Redis:
         """A plain client of `node` (same credentials and timeouts as the cluster client)."""
@@ -177,7 +185,7 @@ class ShardIndexes:
             kwargs = node.connection_kwargs
             client = self._clients[node.name] = _NodeClient(
                 host=node.host,
-                port=node.port,
+                port=int(node.port),
                 username=kwargs.get("username"),
                 password=kwargs.get("password"),
                 socket_timeout=kwargs.get("socket_timeout", 30),
@@ -189,7 +197,7 @@ class ShardIndexes:
     # what a primary holds, asked of the primary ------------------------------------------------
     async def _myself(self, client: aioredis.Redis) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the node's own line of CLUSTER NODES, the whole table) as the node sees it now."""
-        table = await client.execute_command("CLUSTER NODES")
+        table = await _command(client, "CLUSTER NODES")
         for node in table.values():
             if "myself" in node["flags"]:
                 return node, table
@@ -210,14 +218,14 @@ class ShardIndexes:
         client = self.node_client(node)
         names = sorted(
             name
-            for name in (_text(found) for found in await client.execute_command("FT._LIST"))
+            for name in (_text(found) for found in await _command(client, "FT._LIST"))
             if name.startswith(self.base_name + "{")
         )
         usable: list[IndexReport] = []
         stale: list[IndexReport] = []
         for name in names:
             try:
-                info = await client.execute_command("FT.INFO", name)
+                info = await _command(client, "FT.INFO", name)
             except MovedError:
                 info = await self._on_stale_name(node, name, "FT.INFO", name) if deep else None
                 stale.append(IndexReport(node.name, name, "stale", int(_info_number(info or {}, "num_docs", 0))))
@@ -256,21 +264,21 @@ class ShardIndexes:
         )
         if owner is None:
             raise RedisUnavailable(f"no primary owns slot {slot} of the index {name}; {CLUSTER_HELP}")
-        await client.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", owner)
+        await _command(client, "CLUSTER SETSLOT", slot, "IMPORTING", owner)
         try:
             pipe = client.pipeline(transaction=False)
             pipe.execute_command("ASKING")
             pipe.execute_command(*command)
             return (await pipe.execute())[1]
         finally:
-            await client.execute_command("CLUSTER SETSLOT", slot, "STABLE")
+            await _command(client, "CLUSTER SETSLOT", slot, "STABLE")
 
     async def drop(self, node: ClusterNode, report: IndexReport) -> None:
         """Drop a duplicate or stale index (its documents stay: they are the primary's memories)."""
         if report.state == "stale":
             await self._on_stale_name(node, report.name, "FT.DROPINDEX", report.name)
         else:
-            await self.node_client(node).execute_command("FT.DROPINDEX", report.name)
+            await _command(self.node_client(node), "FT.DROPINDEX", report.name)
         logger.warning(
             "dropped the %s memory index %s on %s (%d documents)", report.state, report.name, node.name, report.docs
         )
@@ -360,7 +368,7 @@ class ShardIndexes:
             return None
         client = self.node_client(node)
         while True:
-            info = await client.execute_command("FT.INFO", index.name)
+            info = await _command(client, "FT.INFO", index.name)
             percent = 1.0 if not _info_number(info, "indexing", 0) else _info_number(info, "percent_indexed", 0.0)
             if percent >= 1:
                 await self._mark_ready(node)
@@ -381,6 +389,8 @@ class ShardIndexes:
         failures = 0
         while True:
             node = self.cluster.get_node_from_key(key)
+            if node is None:  # redis-py answers None only when asked for a replica
+                raise RedisUnavailable(f"no primary owns the slot of {key}; {CLUSTER_HELP}")
             try:
                 index = await self.index_of(node)
                 missing = await self._caught_up(node, index, deadline)
@@ -506,7 +516,7 @@ class _IndexLock:
         self.key = ""
 
     async def __aenter__(self) -> None:
-        node_id = _text(await self.client.execute_command("CLUSTER MYID"))
+        node_id = _text(await _command(self.client, "CLUSTER MYID"))
         self.key = self.shards.layout.index_lock(node_id)
         deadline = time.monotonic() + _LOCK_MS / 1000 + 5
         while not await self.shards.cluster.set(self.key, self.token, nx=True, px=_LOCK_MS):

@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 import redis
 
-from memlane.config import Settings
+from memlane.config import StoreSettings
 from memlane.store.embedded.binaries import HELP, ensure_libssl, find_redis_stack
 from memlane.store.embedded.processes import (
     config_text,
@@ -71,14 +71,14 @@ def _node_url(port: int, password: str) -> str:
 class EmbeddedCluster:
     """Start (or reuse) a loopback Redis Cluster of `primaries` primaries, each with `replicas` replicas."""
 
-    def __init__(self, settings: Settings, *, primaries: int = 3, replicas: int = 0, first_port: int = 0) -> None:
+    def __init__(self, store: StoreSettings, *, primaries: int = 3, replicas: int = 0, first_port: int = 0) -> None:
         if primaries < 3:
             raise ValueError("a Redis Cluster needs at least 3 primaries (`--cluster 3`)")
-        self.settings = settings
+        self.store = store
         self.primaries = primaries
         self.replicas = replicas
         self.first_port = first_port  # 0: free ports picked at random; else first_port, first_port + 1, ...
-        self.dir = Path(settings.store.data_dir) / "redis-cluster"
+        self.dir = Path(store.data_dir) / "redis-cluster"
         self.state_file = self.dir / "cluster.json"
         self.url: str | None = None
         self._processes: dict[int, subprocess.Popen[bytes]] = {}  # the nodes this object started, by pid
@@ -161,7 +161,7 @@ class EmbeddedCluster:
 
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
-        libssl_dir = ensure_libssl(Path(self.settings.store.cache_dir))
+        libssl_dir = ensure_libssl(Path(self.store.cache_dir))
         if libssl_dir is not None:
             env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libssl_dir), env.get("LD_LIBRARY_PATH")]))
         return env

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import redis
 
-from memlane.config import Settings, StoreSettings
+from memlane.config import StoreSettings
 from memlane.store.embedded.binaries import HELP, ensure_libssl, find_redis_stack
 from memlane.store.embedded.processes import (
     config_text,
@@ -57,17 +57,17 @@ MAX_RESTARTS_PER_MINUTE = 5
 
 
 class EmbeddedRedis:
-    """Start (or reuse) the embedded Redis Stack under `settings.data_dir`.
+    """Start (or reuse) the embedded Redis Stack under `store.data_dir`.
 
     Its port and password are kept in the data dir's state file and reused by every
     start, so a server that crashed comes back on the URL its clients already hold. The
     process that started it (unless detached) restarts it when it dies unasked.
     """
 
-    def __init__(self, settings: Settings, *, detach: bool = False) -> None:
-        self.settings = settings
+    def __init__(self, store: StoreSettings, *, detach: bool = False) -> None:
+        self.store = store
         self.detach = detach
-        self.dir = Path(settings.store.data_dir) / "redis"
+        self.dir = Path(store.data_dir) / "redis"
         self.state_file = self.dir / "server.json"
         self.config_file = self.dir / "redis.conf"
         self.log_file = self.dir / "redis.log"
@@ -155,8 +155,8 @@ class EmbeddedRedis:
         """The port and password of this data dir: the kept ones, new ones the first time."""
         state = self._read_state()
         password = str(state.get("password") or secrets.token_urlsafe(24))
-        if self.settings.store.redis_port:
-            return self.settings.store.redis_port, password
+        if self.store.redis_port:
+            return self.store.redis_port, password
         port = int(state.get("port") or 0)
         if port and not port_free(port):
             logger.warning(
@@ -170,7 +170,7 @@ class EmbeddedRedis:
     def _launch(self, timeout: float) -> str:
         binaries = find_redis_stack()
         env = dict(os.environ)
-        libssl_dir = ensure_libssl(Path(self.settings.store.cache_dir))
+        libssl_dir = ensure_libssl(Path(self.store.cache_dir))
         if libssl_dir is not None:
             env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libssl_dir), env.get("LD_LIBRARY_PATH")]))
         port, password = self._address()
@@ -277,9 +277,9 @@ class EmbeddedRedis:
             process.wait(timeout=5)
 
 
-def stop_running(settings: Settings) -> bool:
+def stop_running(store: StoreSettings) -> bool:
     """Stop a server started earlier from this data dir (by any process). False when none runs."""
-    embedded = EmbeddedRedis(settings)
+    embedded = EmbeddedRedis(store)
     url = embedded.running_url()
     if url is None:
         return False
@@ -292,13 +292,13 @@ def stop_running(settings: Settings) -> bool:
 _process_server: EmbeddedRedis | None = None
 
 
-def resolve_redis_url(settings: Settings) -> str:
+def resolve_redis_url(store: StoreSettings) -> str:
     """REDIS_URL when set; otherwise the embedded Redis Stack, started once per process."""
     global _process_server
-    if settings.store.redis_url:
-        return settings.store.redis_url
+    if store.redis_url:
+        return store.redis_url
     if _process_server is None or _process_server.url is None:
-        _process_server = EmbeddedRedis(settings)
+        _process_server = EmbeddedRedis(store)
         _process_server.start()
     elif probe(_process_server.url) == "down":
         # it crashed: start it again (same port and password) rather than hand out a dead URL

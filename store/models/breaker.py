@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-from memlane.config import Settings
+from memlane.config import ModelSettings
 
 logger = logging.getLogger(__name__)
 
@@ -70,11 +70,11 @@ class CircuitBreaker:
         self._trial_running = False
 
     @classmethod
-    def from_settings(cls, name: str, settings: Settings) -> CircuitBreaker:
+    def from_settings(cls, name: str, *, models: ModelSettings) -> CircuitBreaker:
         return cls(
             name,
-            failure_threshold=settings.models.circuit_failure_threshold,
-            reset_seconds=settings.models.circuit_reset_seconds,
+            failure_threshold=models.circuit_failure_threshold,
+            reset_seconds=models.circuit_reset_seconds,
         )
 
     def status(self) -> BreakerStatus:

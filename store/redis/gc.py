@@ -95,7 +95,7 @@ class GarbageCollector(StorePart):
         return sorted(set(users))
 
     async def _sweep_user(self, user_id: str, *, recount: bool) -> GcReport:
-        retention = self.settings.retention
+        retention = self.core.retention
         report = GcReport(users=1)
         if retention.message_ttl_days is not None:
             await self._sweep_history(user_id, report)
@@ -154,7 +154,7 @@ class GarbageCollector(StorePart):
 
     # search entries against their records -------------------------------------------------
     def _expiring_kinds(self) -> set[str]:
-        retention = self.settings.retention
+        retention = self.core.retention
         kinds = {kind for kind in ("message", "profile") if retention.ttl_seconds(kind) is not None}
         if retention.event_ttl_days is not None or retention.note_ttl_days is not None:
             kinds.add("event")

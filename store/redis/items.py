@@ -32,7 +32,7 @@ class Items(StorePart):
 
     def _redacted(self, item: StoreItem) -> StoreItem:
         """The item with its text and every string inside its value masked."""
-        if self.settings.privacy.redaction == "off":
+        if self.core.privacy.redaction == "off":
             return item
 
         def masked(value: Any) -> Any:
@@ -61,8 +61,8 @@ class Items(StorePart):
         own_vectors = [vector for _, vector in latest.values()]
         for item in items:  # refused before anything is written
             metadata_row(
-                checked_metadata(item.metadata, self.settings.limits.max_metadata_bytes, f"item {item.key!r}"),
-                self.settings.store.metadata_fields,
+                checked_metadata(item.metadata, self.core.limits.max_metadata_bytes, f"item {item.key!r}"),
+                self.core.store.metadata_fields,
             )
         for user_id in dict.fromkeys(
             item.user_id for item in items

@@ -195,7 +195,7 @@ class Memories(StorePart):
         place (FT.ALTER), one declared with another type than indexed rebuilds the index; then the
         stored memories' hashes get those fields from their metadata."""
         indexed = self._field_types(info)
-        declared = self.settings.store.metadata_fields
+        declared = self.core.store.metadata_fields
         changed = {field: kind for field, kind in declared.items() if indexed.get(metadata_field(field)) != kind}
         if not changed:
             return
@@ -303,7 +303,7 @@ class Memories(StorePart):
     def redacted(self, memory: Memory) -> Memory:
         """The memory as it is stored: its size and metadata checked, its text and context masked."""
         self.core.check_text_size(memory.text, f"memory {memory.id!r}")
-        checked_metadata(memory.metadata, self.settings.limits.max_metadata_bytes, f"memory {memory.id!r}")
+        checked_metadata(memory.metadata, self.core.limits.max_metadata_bytes, f"memory {memory.id!r}")
         text = self.core.redact(memory.text)
         context = self.core.redact(memory.context) if memory.context else memory.context
         if text == memory.text and context == memory.context:
@@ -336,7 +336,7 @@ class Memories(StorePart):
             MemoryField.SESSION: self.layout.session_tag(memory.session_id) if memory.session_id else "",
             MemoryField.SESSION_ID: memory.session_id or "",
             MemoryField.METADATA: json.dumps(memory.metadata, ensure_ascii=False) if memory.metadata else "",
-            **metadata_row(memory.metadata, self.settings.store.metadata_fields, strict=strict),
+            **metadata_row(memory.metadata, self.core.store.metadata_fields, strict=strict),
         }
         # what the embedding read counts too: a change of it re-embeds. An unset valid_until does
         # not: a memory marked superseded in place (`queue_valid_until`) stays marked when
@@ -357,15 +357,15 @@ class Memories(StorePart):
         context when `search_embed_context` is on and the turn is short (its words are indexed
         either way)."""
         text = memory.text
-        if memory.speaker and self.settings.search.embed_speaker:
+        if memory.speaker and self.core.search.embed_speaker:
             text = f"{memory.speaker}{'：' if detect_language(memory.text) == 'zh' else ': '}{text}"
-        if memory.context and self.settings.search.embed_context and self._is_short_turn(memory.text):
+        if memory.context and self.core.search.embed_context and self._is_short_turn(memory.text):
             text = f"{memory.context}\n{text}"
         return text[:_EMBED_MAX_CHARS]
 
     def _is_short_turn(self, text: str) -> bool:
         """A turn whose meaning sits in the one before ("Yeah, that one!"), so its vector reads both."""
-        limit = self.settings.search.embed_context_max_tokens
+        limit = self.core.search.embed_context_max_tokens
         return not limit or count_tokens(text) <= limit
 
     async def memory_rows(self, memories: Sequence[Memory]) -> list[tuple[str, dict[str, Any]]]:

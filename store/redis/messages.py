@@ -78,8 +78,8 @@ class Messages(StorePart):
         """`InvalidInput` for metadata that is not JSON, is too large, or holds what a declared field cannot."""
         what = f"message {message.id!r}"
         metadata_row(
-            checked_metadata(message.metadata, self.settings.limits.max_metadata_bytes, what),
-            self.settings.store.metadata_fields,
+            checked_metadata(message.metadata, self.core.limits.max_metadata_bytes, what),
+            self.core.store.metadata_fields,
         )
 
     def _redacted(self, message: Message) -> Message:
@@ -260,8 +260,8 @@ class Messages(StorePart):
         question, and "Lyon, by the Rhône" is found as the answer to "which city is home?". A
         named speaker's message (a friend, either side of a chat between two people) gets none:
         its vector and words are its own, so a question finds the turn that says it."""
-        limit = self.settings.search.message_context_chars
-        scope = self.settings.search.message_context
+        limit = self.core.search.message_context_chars
+        scope = self.core.search.message_context
         if scope == "none" or not limit or not messages:
             return {}
         pipe = self.client.pipeline(transaction=False)

@@ -183,7 +183,7 @@ class Profile(StorePart):
 
     def record_revisions(self, pipe: Any, revisions: Sequence[ProfileRevision]) -> None:
         """Queue the revisions on `pipe` (inside the transaction that makes the change)."""
-        keep = self.settings.store.profile_history_max_revisions
+        keep = self.core.store.profile_history_max_revisions
         for revision in revisions:
             key = self.layout.profile_history(revision.user_id, revision.entry_id)
             pipe.rpush(key, revision.model_dump_json())

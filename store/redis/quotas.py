@@ -87,7 +87,7 @@ class Quotas(StorePart):
         saying which quota, and change nothing, when that takes the user past one. `rewrites`: a
         record already counted is written again with this size (False for messages: a message sent
         again is not rewritten). A reservation whose write then fails is dropped at the next recount."""
-        retention = self.settings.retention
+        retention = self.core.retention
         if not retention.has_quota or not sizes:
             return
         if not await self._run(self.client.exists(self.layout.usage_bytes(user_id))):
@@ -122,7 +122,7 @@ class Quotas(StorePart):
         )
 
     async def _reserve(self, user_id: str, sizes: dict[str, int], rewrites: bool) -> list[int]:
-        retention = self.settings.retention
+        retention = self.core.retention
         args: list[Any] = [
             retention.max_memories_per_user or 0,
             retention.max_bytes_per_user or 0,

@@ -46,7 +46,7 @@ class Duplicates(StorePart):
 
     @property
     def _threshold(self) -> float | None:
-        return self.settings.store.near_duplicate_similarity or None
+        return self.core.store.near_duplicate_similarity or None
 
     async def add_memories(self, memories: Sequence[Memory]) -> list[str]:
         """Embed and store memories (upsert by id). A memory that repeats one the user has under

@@ -68,7 +68,7 @@ class Retention(StorePart):
 
     def ttl_ms(self, kind: str) -> int | None:
         """The time to live of a kind of record ("message", "event", "note", "profile"), in ms."""
-        seconds = self.settings.retention.ttl_seconds(kind)
+        seconds = self.core.retention.ttl_seconds(kind)
         return None if seconds is None else max(1, int(seconds * 1000))
 
     def record_of(self, user_id: str, memory_id: str) -> tuple[str, str] | None:
@@ -85,7 +85,7 @@ class Retention(StorePart):
     # on the writers' pipelines ---------------------------------------------------------------
     def queue_owner(self, pipe: Any, user_id: str) -> None:
         """Note whose keys these are, for `memlane gc` (only while retention or a quota is set)."""
-        retention = self.settings.retention
+        retention = self.core.retention
         if retention.expires or retention.has_quota:
             pipe.set(self.layout.owner(user_id), user_id)
 
@@ -124,7 +124,7 @@ class Retention(StorePart):
         """Start the time to live of these records again (`retention_refresh_on_read`), each search
         entry with its record. `events`: the cards among them already read (a note's time differs
         from a card's); the others are read here."""
-        if not self.settings.retention.refresh_on_read or not memory_ids:
+        if not self.core.retention.refresh_on_read or not memory_ids:
             return
         by_kind: dict[str, list[str]] = {}
         for memory_id in dict.fromkeys(memory_ids):

@@ -133,7 +133,7 @@ class Search(StorePart):
             # spelled out: left to RediSearch, a filter holding a few percent of the index may be
             # answered from the HNSW graph in batches, approximate and different per index build
             hybrid_policy="BATCHES" if approximate else "ADHOC_BF",
-            ef_runtime=self.settings.search.ef_runtime if approximate else None,
+            ef_runtime=self.core.search.ef_runtime if approximate else None,
         )
 
     async def _search_user(
@@ -178,7 +178,7 @@ class Search(StorePart):
         """The user's memories (of `kinds`) nearest `vector` by cosine similarity alone (no keywords,
         no fusion), nearest first, each with that similarity: what `forget` weighs by meaning, and
         what a new memory may repeat (store/redis/repeats.py)."""
-        approximate = await self.memory_count(user_id) > self.settings.search.exact_max_memories
+        approximate = await self.memory_count(user_id) > self.core.search.exact_max_memories
         query = self.vector_query(
             vector, self.user_filter(user_id, kinds, None, None, None), limit, approximate=approximate
         )
@@ -222,27 +222,23 @@ class Search(StorePart):
         metadata_filter: MetadataFilter | FilterExpression | None = None,
     ) -> MemoryHits:
         # a bad filter is refused (InvalidInput) before anything is asked
-        narrowing = metadata_expression(metadata_filter, self.settings.store.metadata_fields)
+        narrowing = metadata_expression(metadata_filter, self.core.store.metadata_fields)
         if limit <= 0 or not query.strip():
             return MemoryHits()
         query = query[:MAX_QUERY_CHARS]
-        settings = self.settings
+        search = self.core.search
         notes = SearchNotes()  # what the search could not read (a cluster mid-move), said on the hits
         expression = self.user_filter(user_id, kinds, session_id, since, until, speaker, speaker_roles)
         if narrowing is not None:
             expression = expression & narrowing
-        candidates = max(settings.search.candidates, limit)
+        candidates = max(search.candidates, limit)
         scope = (
             parse_time_scope(query, time.time() if reference_time is None else reference_time, self.core.zone)
             if understand_time
             else TimeScope()
         )
         terms = query_terms(without_time_expressions(query, scope))
-        named = (
-            name_candidates(query)
-            if (settings.search.speaker_weight or settings.search.speaker_text_weight) and not speaker
-            else []
-        )
+        named = name_candidates(query) if (search.speaker_weight or search.speaker_text_weight) and not speaker else []
         # what a query may be narrowed to: everything, the time the query names, what a person it names said
         narrowed = {"": expression}
         if scope:
@@ -251,7 +247,7 @@ class Search(StorePart):
             narrowed["speakers"] = expression & (Tag(MemoryField.SPEAKER_KEY) == [speaker_key(name) for name in named])
 
         def weight(signal: str) -> float:
-            return float(getattr(settings.search, SIGNALS[signal][0]))
+            return float(getattr(search, SIGNALS[signal][0]))
 
         def asked(ranks: str) -> list[SignalQuery]:
             return [
@@ -287,7 +283,7 @@ class Search(StorePart):
         overlap = bool(text_queries) and not embeds_on_these_cores(self.core.embeddings)
         text_search = asyncio.ensure_future(run_text_queries()) if overlap else None
         try:
-            approximate = await self.memory_count(user_id) > settings.search.exact_max_memories
+            approximate = await self.memory_count(user_id) > search.exact_max_memories
             try:
                 query_vector: list[float] | None = await self.core.embed_query(query)
             except EmbeddingsUnavailable as error:  # degrade, never break: the BM25 rankings still answer
@@ -328,7 +324,7 @@ class Search(StorePart):
             Ranking(signal, weight, docs)
             for (signal, weight, _), docs in [*zip(vector_queries, vector_lists), *zip(text_queries, text_lists)]
         ]
-        if settings.search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
+        if search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
         hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
@@ -340,7 +336,7 @@ class Search(StorePart):
     def rescaled(self, vector_similarity: float) -> float:
         """Cosine similarity rescaled from the provider's floor of unrelated texts
         (`Settings.similarity_floor`) to 1, clipped to 0..1."""
-        floor = self.settings.similarity_floor
+        floor = self.core.similarity_floor
         return min(1.0, max(0.0, (vector_similarity - floor) / (1.0 - floor)))
 
     def match(self, vector_similarity: float | None, text_score: float, time_match: bool = False) -> float:
@@ -351,19 +347,19 @@ class Search(StorePart):
         if vector_similarity is None:
             fused = text_score
         else:
-            alpha = self.settings.search.hybrid_alpha
+            alpha = self.core.search.hybrid_alpha
             fused = alpha * self.rescaled(vector_similarity) + (1 - alpha) * text_score
-        return min(1.0, fused + (self.settings.search.time_match_bonus if time_match else 0.0))
+        return min(1.0, fused + (self.core.search.time_match_bonus if time_match else 0.0))
 
     def recency_ranking(self, rankings: Sequence[Ranking]) -> Ranking | None:
         """The candidates the other rankings found, newest first, each vote times its decay: 1 for
         the newest candidate, halving every `search_recency_half_life_days` before it (relative to
         the newest, not the clock). Only kinds in `search_recency_kinds` are in it: a stable
         preference does not fade like "this week I'm busy". None when its weight is 0."""
-        settings = self.settings
-        if not settings.search.recency_weight:
+        search = self.core.search
+        if not search.recency_weight:
             return None
-        fading = set(settings.search.recency_kinds)
+        fading = set(search.recency_kinds)
         found: dict[str, dict[str, Any]] = {}
         for ranking in rankings:
             if ranking.weight > 0:
@@ -374,9 +370,9 @@ class Search(StorePart):
             return None
         docs = sorted(found.values(), key=lambda doc: float(doc[MemoryField.CREATED_AT]), reverse=True)
         newest = float(docs[0][MemoryField.CREATED_AT])
-        half_life = settings.search.recency_half_life_days * 86_400.0
+        half_life = search.recency_half_life_days * 86_400.0
         factors = [0.5 ** ((newest - float(doc[MemoryField.CREATED_AT])) / half_life) for doc in docs]
-        return Ranking("recency", settings.search.recency_weight, docs, factors)
+        return Ranking("recency", search.recency_weight, docs, factors)
 
     async def _fuse(
         self,
@@ -401,7 +397,7 @@ class Search(StorePart):
         hits come sorted by the relevance shown everywhere (`calibrated_relevance`).
         """
         recency = self.recency_ranking(rankings)
-        fused = fuse([*rankings, *([recency] if recency else [])], self.settings.search.rrf_k)
+        fused = fuse([*rankings, *([recency] if recency else [])], self.core.search.rrf_k)
         docs, rank_score, similarity, text_raw, most = (
             fused.docs,
             fused.rank_score,

@@ -6,7 +6,7 @@ Hybrid search runs a KNN query and a BM25 query (both filtered on the user with 
 `Tag` filters) and fuses them; it works on Redis Stack 7.4 and Redis 8 alike.
 
 The store is a facade: each concern is a part in a module of its own, every part shares one
-`StoreCore` (core.py: connection, key layout, settings, embedder), and the table in the class
+`StoreCore` (core.py: connection, key layout, the settings' parts, embedder), and the table in the class
 says which part answers each method of the protocols (protocols.py, by role; records.py):
 
     messages.py     history, cursor, sessions          memories.py  search memories, their index
@@ -30,7 +30,18 @@ import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
 from redis.exceptions import RedisClusterException, RedisError
 
-from memlane.config import Settings, get_settings
+from memlane.config import (
+    FLAT_NAMES,
+    LimitsSettings,
+    ModelSettings,
+    PrivacySettings,
+    RecallSettings,
+    RetentionSettings,
+    SearchSettings,
+    Settings,
+    StoreSettings,
+    get_settings,
+)
 from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.models.breaker import BreakerStatus
 from memlane.store.models.embeddings import EmbeddingBacklog, get_embeddings, passage_backlog
@@ -74,6 +85,9 @@ def _answered_by(
     return cast("Callable[Concatenate[RedisMemoryStore, Arguments], Answer]", answer)
 
 
+# the parts of the settings a store reads (`RedisMemoryStore(..., **settings.parts(*STORE_PARTS))`)
+STORE_PARTS = ("store", "search", "privacy", "limits", "retention", "models", "recall")
+
 # settings a store is built on: changing them on an open store would do nothing, so it is refused
 BUILT_ON = (
     "key_prefix",
@@ -95,10 +109,18 @@ class RedisMemoryStore:
         client: aioredis.Redis,
         embeddings: Embeddings,
         *,
-        settings: Settings,
+        store: StoreSettings,
+        search: SearchSettings,
+        privacy: PrivacySettings,
+        limits: LimitsSettings,
+        retention: RetentionSettings,
+        models: ModelSettings,
+        recall: RecallSettings,
         key_prefix: str | None = None,
     ) -> None:
-        core = self.core = StoreCore(client, embeddings, settings, key_prefix)
+        core = self.core = StoreCore(
+            client, embeddings, store, search, privacy, limits, retention, models, recall, key_prefix
+        )
         self.client, self.embeddings, self.embedder_breaker = core.client, core.embeddings, core.embedder_breaker
         self.layout, self.dims, self.schema, self.index, self.zone = (
             core.layout,
@@ -123,23 +145,39 @@ class RedisMemoryStore:
         self.gc = GarbageCollector(core)  # what expiry cannot remove (retention)
 
     @property
-    def settings(self) -> Settings:
-        """The settings the store was built with (fixed: `with_settings` gives a store with others)."""
-        return self.core.settings
+    def parts(self) -> dict[str, Any]:
+        """The settings' parts the store was built with (`STORE_PARTS`; fixed: `with_settings` gives a
+        store with others)."""
+        return {part: getattr(self.core, part) for part in STORE_PARTS}
 
-    def with_settings(self, settings: Settings) -> RedisMemoryStore:
+    def with_settings(self, **changes: Any) -> RedisMemoryStore:
         """This store's Redis and embedder under other settings (search weights, limits, privacy: what
-        the parts read on each call), for a caller that needs another setting than the deployment's.
+        the parts read on each call), for a caller that needs another setting than the deployment's:
+        whole parts (`search=SearchSettings(...)`) or single settings by flat name (`search_rrf_k=40`).
         A store's own settings are fixed once it is built. Those it is built on (`BUILT_ON`: its key
         layout, time zone, circuit breaker, embeddings) cannot differ, and naming them is refused:
         open a new store for those."""
-        changed = [name for name in BUILT_ON if getattr(settings, name) != getattr(self.core.settings, name)]
+        parts = self.parts
+        for key, value in changes.items():
+            if key in STORE_PARTS:
+                parts[key] = value
+            elif key in FLAT_NAMES and FLAT_NAMES[key][0] in STORE_PARTS:
+                part, name = FLAT_NAMES[key]
+                parts[part] = parts[part].model_copy(update={name: value})
+            else:
+                raise TypeError(f"{key!r} is no setting the store reads (its parts: {', '.join(STORE_PARTS)})")
+        changed = [
+            name
+            for name in BUILT_ON
+            if getattr(parts[FLAT_NAMES[name][0]], FLAT_NAMES[name][1])
+            != getattr(getattr(self.core, FLAT_NAMES[name][0]), FLAT_NAMES[name][1])
+        ]
         if changed:
             raise StoreError(
                 f"{', '.join(changed)} cannot change on an open store (its key layout, time zone, breaker and "
                 "embeddings were made from them): open a new store with these settings"
             )
-        other = RedisMemoryStore(self.client, self.embeddings, settings=settings, key_prefix=self.core.layout.prefix)
+        other = RedisMemoryStore(self.client, self.embeddings, **parts, key_prefix=self.core.layout.prefix)
         other.url = self.url
         other.core.shards = self.core.shards  # one set of connections to the primaries (closing either closes them)
         return other
@@ -254,9 +292,9 @@ async def open_store(
     from memlane.store.redis.connections import connection_pool
 
     settings = settings or get_settings()
-    url = await asyncio.to_thread(resolve_redis_url, settings)
-    if wants_cluster(url, settings):
-        client: Any = cluster_client(url, settings)
+    url = await asyncio.to_thread(resolve_redis_url, settings.store)
+    if wants_cluster(url, store=settings.store):
+        client: Any = cluster_client(url, store=settings.store)
         try:
             await client.initialize()  # reads the slot map: fails here when no node answers
             await client.ping()
@@ -267,7 +305,7 @@ async def open_store(
             ) from error
     else:
         # a blocking pool: a burst of chats waits for a free connection instead of failing at once
-        client = aioredis.Redis.from_pool(connection_pool(url, settings))
+        client = aioredis.Redis.from_pool(connection_pool(url, store=settings.store))
         try:
             await client.ping()
         except (RedisError, OSError) as error:
@@ -276,7 +314,8 @@ async def open_store(
                 f"Redis at {url.split('@')[-1]} did not answer ({error}); set REDIS_URL to a running Redis 8 "
                 "or Redis Stack, or unset it to use the embedded Redis Stack (`memlane redis start`)"
             ) from error
-    store = RedisMemoryStore(client, embeddings or get_embeddings(settings), settings=settings, key_prefix=key_prefix)
+    embeddings = embeddings or get_embeddings(store=settings.store, models=settings.models)
+    store = RedisMemoryStore(client, embeddings, **settings.parts(*STORE_PARTS), key_prefix=key_prefix)
     store.url = url
     await store.ensure_indexes()
     return store

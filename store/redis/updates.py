@@ -77,7 +77,7 @@ class Updates(StorePart):
         ]
         self.retention.queue_follow(pipe, user_id, list(dict.fromkeys(written)))
         self.retention.queue_owner(pipe, user_id)
-        if update.delete_profile_ids and self.settings.retention.has_quota:
+        if update.delete_profile_ids and self.core.retention.has_quota:
             pipe.hdel(
                 self.layout.usage(user_id),
                 *(

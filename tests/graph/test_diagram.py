@@ -1,4 +1,5 @@
-"""The offline diagram: the committed SVG is a fresh render, and it names every node."""
+"""The offline diagram: drawn from the compiled graph (every node, the router's edges dashed), and
+the manual's copy drawn when the site is built, so no picture is kept by hand."""
 
 from __future__ import annotations
 
@@ -6,26 +7,28 @@ from pathlib import Path
 from typing import TypedDict
 from xml.etree import ElementTree
 
-import pytest
 from langgraph.graph import END, START, StateGraph
 
-from memlane.graph import compile_memory_graph
-from memlane.graph.diagram import render_svg
+from memlane.graph import build_memory_graph, compile_memory_graph
+from memlane.graph.diagram import MEMORY_GRAPH_EDGE_LABELS, render_svg
 
 ROOT = Path(__file__).parents[2]
-COMMITTED_SVGS = [
-    ROOT / "notebooks" / "memory_graph.svg",
-    ROOT / "docs" / "assets" / "memory_graph.svg",
-]  # the notebooks', the manual's
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-@pytest.mark.parametrize("committed", COMMITTED_SVGS, ids=lambda path: str(path.relative_to(ROOT)))
-def test_the_committed_diagram_is_up_to_date(committed: Path):
-    where = committed.relative_to(ROOT)
-    assert committed.read_text(encoding="utf-8") == render_svg(), (
-        f"{where} is stale; run `python -m memlane.graph.diagram > {where}`"
-    )
+def test_the_manual_draws_the_diagram_when_the_site_is_built():
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import Files
+
+    config = load_config(str(ROOT / "mkdocs.yml"))
+    hook = config.plugins["mkdocs_hooks.py"]  # mkdocs.yml names the hook that draws it
+    [diagram] = hook.on_files(Files([]), config=config)
+    assert diagram.src_uri == hook.MEMORY_GRAPH_DIAGRAM == "assets/memory_graph.svg"
+    assert diagram.content_string == render_svg()
+    page = (ROOT / "docs" / "concepts" / "memory-graph.md").read_text(encoding="utf-8")
+    assert f"](../{hook.MEMORY_GRAPH_DIAGRAM})" in page
+    stale = [path for path in (ROOT / "docs", ROOT / "notebooks") if list(path.rglob("memory_graph.svg"))]
+    assert not stale, f"a committed copy of the diagram goes stale with the next node: remove it from {stale}"
 
 
 def test_every_node_is_drawn_and_the_router_edges_are_dashed():
@@ -34,7 +37,10 @@ def test_every_node_is_drawn_and_the_router_edges_are_dashed():
     labels = {text.text for text in root.iter(f"{SVG}text")}
     for node_id in compile_memory_graph().get_graph().nodes:
         assert f"node-{node_id}" in groups
-    assert {"truncate", "summarize", "extract", "merge", "organize", "resummarize", "tag", "persist"} <= labels
+    assert set(build_memory_graph().nodes) <= labels
+    edges = {(edge.source, edge.target) for edge in compile_memory_graph().get_graph().edges}
+    assert set(MEMORY_GRAPH_EDGE_LABELS) <= edges, "a label names an edge the graph no longer has"
+    assert set(MEMORY_GRAPH_EDGE_LABELS.values()) <= labels
     for target in ("extract", "tag", "persist"):
         line = groups[f"edge-summarize-{target}"].find(f"{SVG}polyline")
         assert "conditional" in line.get("class")

@@ -23,6 +23,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
 from memlane.nodes.llm import ModelCallFailed
 from memlane.nodes.parsing import ParseFailed
+from memlane.store.redis.store import STORE_PARTS
 from memlane.store.text.tokens import count_tokens
 
 
@@ -505,7 +506,7 @@ async def test_a_worker_sweeps_what_expiry_left_every_gc_sweep_seconds(store, se
             "memory_idle_flush_seconds": 0,
         }
     )
-    short = store.with_settings(swept)
+    short = store.with_settings(**swept.parts(*STORE_PARTS))
     await short.add_messages([Message(id="m1", user_id="gone", session_id="s", role="user", content="I keep bees")])
     await asyncio.sleep(1.2)  # expired: its timeline entry and session are left for the sweep
     assert await short.list_sessions("gone") == ["s"]

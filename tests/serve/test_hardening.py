@@ -520,7 +520,7 @@ def test_memory_runs_queued_counts_only_runs_put_on_the_queue(redis_url, tmp_pat
 
 # --- 13: a frozen Redis answers 503 within the health bound ----------------------------------------------
 def test_a_frozen_redis_answers_503_within_two_seconds(tmp_path, embeddings):
-    server = EmbeddedRedis(Settings(data_dir=tmp_path / "redis-data", redis_url=None))
+    server = EmbeddedRedis(Settings(data_dir=tmp_path / "redis-data", redis_url=None).store)
     url = server.start()
     settings = Settings(
         redis_url=url,
@@ -567,7 +567,7 @@ def served_on_a_private_redis(tmp_path):
     """(an HTTP client of an app with a chat persona, the app's own embedded Redis): the test may kill
     or freeze that Redis (detached: nothing but the test starts it again)."""
     redis_settings = Settings(data_dir=tmp_path / "redis-data", redis_url=None)
-    server = EmbeddedRedis(redis_settings, detach=True)
+    server = EmbeddedRedis(redis_settings.store, detach=True)
     url = server.start()
     settings = Settings(
         redis_url=url,
@@ -588,7 +588,7 @@ def served_on_a_private_redis(tmp_path):
             ):
                 yield http, server
     finally:
-        stop_running(redis_settings)
+        stop_running(redis_settings.store)
 
 
 def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings):
@@ -611,7 +611,7 @@ def test_the_first_requests_after_redis_restarts_answer_200(tmp_path, embeddings
         time.sleep(1.0)  # the turns' saves are done
         os.kill(server.process.pid, signal.SIGKILL)
         server.process.wait()
-        EmbeddedRedis(server.settings, detach=True).start()  # back on the same port and password
+        EmbeddedRedis(server.store, detach=True).start()  # back on the same port and password
         assert [requests(number) for number in range(8, 11)] == [[200, 201, 200, 200]] * 3
         with ThreadPoolExecutor(8) as workers:
             assert list(workers.map(requests, range(11, 19))) == [[200, 201, 200, 200]] * 8

@@ -15,11 +15,12 @@ from test_mcp import SERVE_CONFIG, bracketed_id, http_client, serving, text
 from memlane.client import AsyncMemlaneClient, OverQuota
 from memlane.serve.app import create_app
 from memlane.serve.config import store_user_id
+from memlane.store.redis.store import STORE_PARTS
 
 
 def capped(store, settings, **retention):
     settings = settings.model_copy(update={f"retention_{k}": v for k, v in retention.items()})
-    return store.with_settings(settings), settings
+    return store.with_settings(**settings.parts(*STORE_PARTS)), settings
 
 
 async def test_http_answers_429_and_413_past_a_quota_and_keeps_what_was_stored(store, settings):

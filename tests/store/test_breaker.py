@@ -10,7 +10,7 @@ from scripted import FlakyEmbeddings
 
 from memlane.store.models.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.records import Message
-from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore
 
 
 async def test_the_breaker_opens_after_consecutive_failures_and_closes_after_a_good_trial(caplog):
@@ -70,7 +70,9 @@ async def test_the_store_stops_calling_a_down_embedder_and_resumes_after_it_reco
     degraded = RedisMemoryStore(
         store.client,
         flaky,
-        settings=settings.model_copy(update={"circuit_failure_threshold": 2, "circuit_reset_seconds": 0.3}),
+        **settings.model_copy(update={"circuit_failure_threshold": 2, "circuit_reset_seconds": 0.3}).parts(
+            *STORE_PARTS
+        ),
     )
     for _ in range(4):  # every search answers by keyword; after 2 failures the embedder is not called
         hits = await degraded.search_memories("alice", "Lyon")

@@ -81,10 +81,10 @@ def test_a_key_prefix_is_matched_literally_in_scans():
 
 
 def test_a_cluster_is_asked_for_as_redisvl_spells_it_or_by_the_setting():
-    assert wants_cluster("redis://:pw@127.0.0.1:7000/0?cluster=true", Settings())
-    assert wants_cluster("redis://127.0.0.1:7000,127.0.0.1:7001", Settings())
-    assert wants_cluster("redis://127.0.0.1:7000", Settings(redis_cluster=True))
-    assert not wants_cluster("redis://127.0.0.1:7000/0", Settings())
+    assert wants_cluster("redis://:pw@127.0.0.1:7000/0?cluster=true", store=Settings().store)
+    assert wants_cluster("redis://127.0.0.1:7000,127.0.0.1:7001", store=Settings().store)
+    assert wants_cluster("redis://127.0.0.1:7000", store=Settings(redis_cluster=True).store)
+    assert not wants_cluster("redis://127.0.0.1:7000/0", store=Settings().store)
     assert first_node_url("redis://:p%40w@h1:7000,h2:7001/0?cluster=true&x=1") == "redis://:p%40w@h1:7000/0?x=1"
 
 

@@ -31,11 +31,11 @@ async def open_store_for(settings, embeddings):
         await store.aclose()
 
 
-async def test_many_chats_at_once_wait_for_a_connection_instead_of_failing(open_store_for):
+async def test_many_chats_at_once_wait_for_a_connection_instead_of_failing(open_store_for, settings):
     store = await open_store_for(redis_max_connections=8)
     # one recall holds about five connections at once: 25 of them used to fail 21 of 25
     recalls = await asyncio.gather(
-        *(recall(store, f"u{i}", "s", "what do I like?", settings=store.settings) for i in range(25)),
+        *(recall(store, f"u{i}", "s", "what do I like?", settings=settings) for i in range(25)),
         return_exceptions=True,
     )
     assert [r for r in recalls if isinstance(r, BaseException)] == []

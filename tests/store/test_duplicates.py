@@ -79,7 +79,7 @@ async def test_a_call_merges_its_own_near_duplicates_and_a_superseded_memory_is_
 
 
 async def test_with_the_threshold_off_only_identical_texts_are_stored_once(store: RedisMemoryStore):
-    off = store.with_settings(store.settings.model_copy(update={"near_duplicate_similarity": 0}))
+    off = store.with_settings(near_duplicate_similarity=0)
     assert await off.add_memories([note("o1", "I live in Lyon")]) == ["o1"]
     assert await off.add_memories([note("o2", "The user lives in Lyon"), note("o3", "i live in  LYON")]) == ["o2", "o1"]
     assert (await off.repeated_memory(note("o4", "I LIVE IN LYON"))).identical  # type: ignore[union-attr]

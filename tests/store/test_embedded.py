@@ -45,7 +45,7 @@ def test_redis_stack_binaries_and_libssl_are_found(tmp_path):
 
 async def test_data_survives_a_restart_and_a_second_process_reuses_the_server(tmp_path, embeddings):
     settings = Settings(data_dir=tmp_path, redis_url=None)
-    first = EmbeddedRedis(settings)
+    first = EmbeddedRedis(settings.store)
     url = first.start()
     assert url.startswith("redis://:") and "@127.0.0.1:" in url
     state = json.loads((tmp_path / "redis" / "server.json").read_text())
@@ -55,7 +55,7 @@ async def test_data_survives_a_restart_and_a_second_process_reuses_the_server(tm
     probe = textwrap.dedent(f"""
         from memlane.config import Settings
         from memlane.store.embedded.server import EmbeddedRedis
-        server = EmbeddedRedis(Settings(data_dir={str(tmp_path)!r}, redis_url=None))
+        server = EmbeddedRedis(Settings(data_dir={str(tmp_path)!r}, redis_url=None).store)
         print(server.start(), server.owner)
     """)
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
@@ -69,7 +69,7 @@ async def test_data_survives_a_restart_and_a_second_process_reuses_the_server(tm
         redis.Redis(port=state["port"], password=state["password"], socket_connect_timeout=1).ping()
     assert first.running_url() is None  # stopped: the state keeps the port and password, not a pid
 
-    second = EmbeddedRedis(settings)
+    second = EmbeddedRedis(settings.store)
     url2 = second.start()
     assert url2 == url  # the same port and password: clients that kept the URL reconnect
     try:
@@ -86,7 +86,7 @@ def test_a_server_that_cannot_start_says_what_to_do(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None, redis_port=port))
+        server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None, redis_port=port).store)
         with pytest.raises(RedisUnavailable, match="REDIS_URL"):
             server.start(timeout=10)
 
@@ -137,7 +137,7 @@ async def read_when_back(store, timeout: float = 60.0) -> list[str]:
 
 
 async def test_a_crashed_server_comes_back_on_its_url_and_old_clients_reconnect(tmp_path, embeddings):
-    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None))
+    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None).store)
     url = server.start()
     store = await open_store(Settings(redis_url=url, key_prefix="crash"), embeddings=embeddings)
     try:
@@ -159,7 +159,7 @@ async def test_a_crashed_server_comes_back_on_its_url_and_old_clients_reconnect(
 async def test_a_new_open_store_starts_a_crashed_server_again_on_its_url(tmp_path, embeddings, monkeypatch):
     settings = Settings(data_dir=tmp_path, redis_url=None, key_prefix="crash")
     # started by `memlane redis start` (detached: no process watches over it)
-    detached = EmbeddedRedis(settings, detach=True)
+    detached = EmbeddedRedis(settings.store, detach=True)
     url = detached.start()
     monkeypatch.setattr(embedded, "_process_server", None)
     store = await open_store(settings, embeddings=embeddings)
@@ -200,7 +200,7 @@ def test_the_password_stays_off_the_command_line_and_the_data_is_private(tmp_pat
     for path in (old / "appendonlydir" / "appendonly.aof.1.incr.aof", old / "server.json.partial"):
         path.chmod(0o644)
 
-    server = EmbeddedRedis(Settings(data_dir=tmp_path / "data", redis_url=None))
+    server = EmbeddedRedis(Settings(data_dir=tmp_path / "data", redis_url=None).store)
     url = server.start()
     try:
         password = json.loads(server.state_file.read_text())["password"]
@@ -234,14 +234,14 @@ def test_the_password_stays_off_the_command_line_and_the_data_is_private(tmp_pat
     finally:
         server.stop()
 
-    fresh = EmbeddedRedis(Settings(data_dir=tmp_path / "new" / "data", redis_url=None))
+    fresh = EmbeddedRedis(Settings(data_dir=tmp_path / "new" / "data", redis_url=None).store)
     fresh.start()
     fresh.stop()
     assert oct((tmp_path / "new" / "data").stat().st_mode & 0o777) == "0o700"  # one memlane creates is private
 
 
 async def test_saves_that_fail_while_redis_is_dead_give_their_connections_back(tmp_path, embeddings):
-    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True)
+    server = EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None).store, detach=True)
     url = server.start()
     settings = Settings(redis_url=url, key_prefix="leak", redis_max_connections=3, redis_pool_timeout_seconds=2.0)
     store = await open_store(settings, embeddings=embeddings)
@@ -256,9 +256,9 @@ async def test_saves_that_fail_while_redis_is_dead_give_their_connections_back(t
         for number in range(3, 9):  # each fails on a connection Redis closed
             with pytest.raises(RedisUnavailable):
                 await store.add_messages(turn(number))
-        EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None), detach=True).start()
+        EmbeddedRedis(Settings(data_dir=tmp_path, redis_url=None).store, detach=True).start()
         await store.add_messages(turn(9))  # a free connection: none was kept by a failed save
         assert [m.content for m in await store.recent_messages("u", "s")][-1] == "turn 9"
     finally:
         await store.aclose()
-        embedded.stop_running(Settings(data_dir=tmp_path, redis_url=None))
+        embedded.stop_running(Settings(data_dir=tmp_path, redis_url=None).store)

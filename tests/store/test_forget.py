@@ -21,7 +21,7 @@ from memlane.store.records import (
     SessionSummary,
     StoreItem,
 )
-from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore
 from memlane.store.text.fact_sentences import Fact, forget_subject, strip_statements
 
 ENGLISH = {
@@ -318,7 +318,7 @@ async def test_forgetting_while_the_embedder_is_down_leaves_nothing_stale(store,
         ]
     )
     flaky = FlakyEmbeddings(embeddings)
-    degraded = RedisMemoryStore(store.client, flaky, settings=settings)
+    degraded = RedisMemoryStore(store.client, flaky, **settings.parts(*STORE_PARTS))
     flaky.down = True
     report = await degraded.forget("u", "peanuts")  # keyword search still finds them
     assert {(r.id, r.action) for r in report.records} == {("a", "rewritten"), ("b", "deleted")}

@@ -20,7 +20,7 @@ def message(user_id: str, content: str, *, message_id: str = "m", session_id: st
 
 
 async def test_a_message_over_the_limit_is_refused_naming_the_setting(store: RedisMemoryStore):
-    limit = store.settings.max_message_chars
+    limit = store.parts["limits"].max_message_chars
     with pytest.raises(InputTooLarge, match="MEMLANE_MAX_MESSAGE_CHARS"):
         await store.add_messages([message("u", "ok", message_id="a"), message("u", "x" * (limit + 1), message_id="b")])
     assert await store.recent_messages("u", "s") == []  # refused before anything was written
@@ -29,9 +29,9 @@ async def test_a_message_over_the_limit_is_refused_naming_the_setting(store: Red
     assert isinstance(InputTooLarge("x"), ValueError)
 
 
-async def test_the_middleware_drops_a_refused_message_and_keeps_the_turn(store: RedisMemoryStore):
-    store = store.with_settings(store.settings.model_copy(update={"max_message_chars": 1000}))
-    persistence = MemoryPersistence(store, settings=store.settings)
+async def test_the_middleware_drops_a_refused_message_and_keeps_the_turn(store: RedisMemoryStore, settings):
+    store = store.with_settings(max_message_chars=1000)
+    persistence = MemoryPersistence(store, settings=settings)
     identity = MemoryAgentContext(user_id="u", session_id="s")
     turn = [
         message("u", "x" * 5000, message_id="big"),
@@ -63,7 +63,7 @@ async def test_a_ten_kilobyte_id_is_refused_naming_the_setting(store: RedisMemor
     assert await store.list_sessions("u") == []
 
 
-async def test_reads_with_a_huge_or_broken_user_id_are_refused_not_answered(store: RedisMemoryStore):
+async def test_reads_with_a_huge_or_broken_user_id_are_refused_not_answered(store: RedisMemoryStore, settings):
     await store.add_messages([message("a", "alice's coffee order")])
     for bad, error in [("a" * 10_240, InputTooLarge), ("a\x00", InvalidInput), ("a\ud800", InvalidInput)]:
         for call in (
@@ -73,7 +73,7 @@ async def test_reads_with_a_huge_or_broken_user_id_are_refused_not_answered(stor
             store.export_user(bad),
             store.delete_user(bad),
             store.forget(bad, "coffee"),
-            recall(store, bad, "s", "coffee", settings=store.settings),
+            recall(store, bad, "s", "coffee", settings=settings),
         ):
             with pytest.raises(error):
                 await call
@@ -149,8 +149,6 @@ def test_settings_the_store_was_built_on_cannot_change_under_it(store):
 
     for change in ({"timezone": "Asia/Shanghai"}, {"key_prefix": "other"}, {"circuit_reset_seconds": 1.0}):
         with pytest.raises(StoreError, match=next(iter(change))):
-            store = store.with_settings(store.settings.model_copy(update=change))
-    store = store.with_settings(
-        store.settings.model_copy(update={"recall_max_tokens": 900})
-    )  # read on each call: taken
-    assert store.settings.recall_max_tokens == 900
+            store = store.with_settings(**change)
+    store = store.with_settings(recall_max_tokens=900)  # read on each call: taken
+    assert store.parts["recall"].max_tokens == 900

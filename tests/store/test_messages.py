@@ -5,7 +5,7 @@ embedder was down)."""
 from __future__ import annotations
 
 from memlane.store.records import Message, SessionSummary
-from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore
 
 
 def chat(user_id: str, session_id: str, *contents: str, start: int = 0) -> list[Message]:
@@ -106,7 +106,7 @@ def flaky_store(store: RedisMemoryStore, settings, embeddings, **overrides):
     from scripted import FlakyEmbeddings
 
     flaky = FlakyEmbeddings(embeddings)
-    return RedisMemoryStore(store.client, flaky, settings=settings.model_copy(update=overrides)), flaky
+    return RedisMemoryStore(store.client, flaky, **settings.model_copy(update=overrides).parts(*STORE_PARTS)), flaky
 
 
 async def test_a_turn_said_while_the_embedder_was_down_is_found_after_recovery(

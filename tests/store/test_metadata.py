@@ -17,7 +17,7 @@ from memlane.recall import recall
 from memlane.store.errors import InputTooLarge, InvalidInput
 from memlane.store.records import Event, Memory, MemoryUpdate, Message, StoreItem
 from memlane.store.redis.metadata import metadata_expression
-from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore
 from memlane.store.schema import metadata_field
 
 DECLARED = {"project": "tag", "priority": "numeric", "flag": "tag"}
@@ -225,7 +225,9 @@ async def test_declaring_a_field_later_indexes_the_memories_already_stored(setti
         after = RedisMemoryStore(
             before.client,
             embeddings,
-            settings=settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "tag"}}),
+            **settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "tag"}}).parts(
+                *STORE_PARTS
+            ),
         )
         await after.ensure_indexes()  # the new fields are added in place and the stored memories written to them
         assert await _eventually(lambda: found(after, {"project": "apollo"}), {"a"})
@@ -233,7 +235,9 @@ async def test_declaring_a_field_later_indexes_the_memories_already_stored(setti
         retyped = RedisMemoryStore(
             before.client,
             embeddings,
-            settings=settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "numeric"}}),
+            **settings.model_copy(update={"metadata_fields": {"project": "tag", "priority": "numeric"}}).parts(
+                *STORE_PARTS
+            ),
         )
         await retyped.ensure_indexes()  # tag -> numeric rebuilds the index; "high" is no number and is left out
         assert await _eventually(lambda: found(retyped, {"priority": {"gte": 7}}), {"b"})

@@ -200,7 +200,7 @@ async def test_the_store_masks_before_storing_and_indexing(store: RedisMemorySto
 
 
 async def test_off_keeps_texts_as_written(store: RedisMemoryStore):
-    store = store.with_settings(store.settings.model_copy(update={"privacy_redaction": "off"}))
+    store = store.with_settings(privacy_redaction="off")
     text = f"身份证 {VALID_ID}，电话 13812345678"
     await store.add_messages([Message(id="m", user_id="u", session_id="s", role="user", content=text)])
     assert [m.content for m in await store.recent_messages("u", "s")] == [text]

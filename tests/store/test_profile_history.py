@@ -109,7 +109,7 @@ async def test_history_is_exported_and_goes_with_the_user(store: RedisMemoryStor
 
 
 async def test_history_keeps_the_newest_revisions(store: RedisMemoryStore):
-    store = store.with_settings(store.settings.model_copy(update={"profile_history_max_revisions": 3}))
+    store = store.with_settings(profile_history_max_revisions=3)
     await store.apply_update(entry_update("alice", "v0"))
     entry_id = (await store.get_profile("alice"))[0].id
     for version in range(1, 6):

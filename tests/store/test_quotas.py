@@ -16,7 +16,7 @@ from memlane.store.redis.store import RedisMemoryStore
 
 
 def limited(store: RedisMemoryStore, **retention) -> RedisMemoryStore:
-    return store.with_settings(store.settings.model_copy(update={f"retention_{k}": v for k, v in retention.items()}))
+    return store.with_settings(**{f"retention_{k}": v for k, v in retention.items()})
 
 
 async def test_a_write_past_the_records_quota_is_refused_whole_and_nothing_stored_is_lost(store: RedisMemoryStore):

@@ -14,7 +14,7 @@ from test_messages import chat
 
 from memlane.store.errors import RedisUnavailable
 from memlane.store.protocols import MemoryStore
-from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore
 
 
 def test_the_store_is_the_protocol_with_its_signatures(store: RedisMemoryStore):
@@ -29,7 +29,7 @@ def test_the_store_is_the_protocol_with_its_signatures(store: RedisMemoryStore):
 
 async def test_a_redis_that_goes_away_gives_a_clear_error(settings, embeddings):
     client = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
-    dead = RedisMemoryStore(client, embeddings, settings=settings)
+    dead = RedisMemoryStore(client, embeddings, **settings.parts(*STORE_PARTS))
     with pytest.raises(RedisUnavailable, match="REDIS_URL"):
         await dead.add_messages(chat("alice", "s1", "hello"))
     with pytest.raises(RedisUnavailable, match="REDIS_URL"):

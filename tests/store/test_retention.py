@@ -26,7 +26,7 @@ def expiring(store: RedisMemoryStore, seconds: float = 1.5, **retention) -> Redi
         "profile_ttl_days": days,
         **retention,
     }
-    return store.with_settings(store.settings.model_copy(update={f"retention_{k}": v for k, v in values.items()}))
+    return store.with_settings(**{f"retention_{k}": v for k, v in values.items()})
 
 
 async def indexed_count(store: RedisMemoryStore, user_id: str) -> int:

@@ -87,22 +87,22 @@ async def test_the_user_export_holds_each_agent_and_the_delete_takes_them(store:
     assert [key async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*") if bob in key] == []
 
 
-async def test_recall_reads_the_shared_scope_only_when_asked(store: RedisMemoryStore):
+async def test_recall_reads_the_shared_scope_only_when_asked(store: RedisMemoryStore, settings):
     await fill(store, "carol", "I prefer window seats")
     await store.add_memories(
         [Memory(id="policy", user_id=SHARED_USER_ID, kind="event", text="Refunds for flights take 14 days")]
     )
-    alone = await recall(store, "carol", "s", "how long do flight refunds take?", settings=store.settings)
+    alone = await recall(store, "carol", "s", "how long do flight refunds take?", settings=settings)
     assert "14 days" not in alone.text
     with_shared = await recall(
-        store, "carol", "s", "how long do flight refunds take?", settings=store.settings, shared_user_id=SHARED_USER_ID
+        store, "carol", "s", "how long do flight refunds take?", settings=settings, shared_user_id=SHARED_USER_ID
     )
     assert "Refunds for flights take 14 days" in with_shared.text
     # the shared scope never shows one user's memories to another
     assert (
         "window seats"
         not in (
-            await recall(store, "dave", "s", "window seats?", settings=store.settings, shared_user_id=SHARED_USER_ID)
+            await recall(store, "dave", "s", "window seats?", settings=settings, shared_user_id=SHARED_USER_ID)
         ).text
     )
 
@@ -125,7 +125,7 @@ def test_every_key_of_an_agents_scope_is_in_the_users_slot(store: RedisMemorySto
     assert key_slot(layout.slot_key(SHARED_USER_ID).encode()) != key_slot(layout.slot_key("alice").encode())
 
 
-async def test_scopes_on_a_cluster(cluster_store: RedisMemoryStore):
+async def test_scopes_on_a_cluster(cluster_store: RedisMemoryStore, settings):
     """On a cluster: an agent's memory beside its user's on one primary, the shared scope read from another shard."""
     await fill(cluster_store, "erin", "I live in Porto")
     await fill(cluster_store, scoped_user_id("erin", "coach"), "I swim on Fridays")
@@ -143,7 +143,7 @@ async def test_scopes_on_a_cluster(cluster_store: RedisMemoryStore):
         scoped_user_id("erin", "coach"),
         "s",
         "when does the pool open?",
-        settings=cluster_store.settings,
+        settings=settings,
         shared_user_id=SHARED_USER_ID,
     )
     assert "7 am" in recalled.text and not recalled.search_incomplete

@@ -34,12 +34,7 @@ def chat(user: str, lines: list[tuple[str, str]], session: str = "s", start: flo
 
 def variant(store: RedisMemoryStore, **settings) -> RedisMemoryStore:
     """The same index searched with other settings."""
-    return RedisMemoryStore(
-        store.client,
-        store.embeddings,
-        key_prefix=store.layout.prefix,
-        settings=store.settings.model_copy(update=settings),
-    )
+    return store.with_settings(**settings)
 
 
 def first(hits) -> str:
@@ -96,7 +91,7 @@ async def test_with_search_embed_speaker_the_vector_reads_who_spoke(store: Redis
         store.client,
         store.embeddings,
         key_prefix=store.layout.prefix + ":named",
-        settings=store.settings.model_copy(update={"search_embed_speaker": True}),
+        **store.with_settings(search_embed_speaker=True).parts,
     )  # under the test's prefix: dropped with it
     await named.ensure_indexes()
     try:
@@ -296,7 +291,7 @@ async def test_search_filters_on_kind_session_and_time(store: RedisMemoryStore):
 
 
 async def test_approximate_vector_search_for_users_with_many_memories_stays_per_user(store: RedisMemoryStore):
-    store = store.with_settings(store.settings.model_copy(update={"search_exact_max_memories": 3}))
+    store = store.with_settings(search_exact_max_memories=3)
     texts = ["drinks black coffee", "runs marathons", "lives in Lyon", "plays chess", "learns Japanese"]
     await store.add_memories([Memory(id=f"a{i}", user_id="a|b", kind="profile", text=t) for i, t in enumerate(texts)])
     await store.add_memories([Memory(id="v", user_id="a", kind="profile", text="drinks black coffee")])
@@ -511,7 +506,7 @@ async def test_recency_ranking_puts_the_newer_of_two_alike_memories_first_when_i
             ),  # profile entries do not fade
         ]
     )
-    store = store.with_settings(store.settings.model_copy(update={"search_recency_weight": 3.0}))
+    store = store.with_settings(search_recency_weight=3.0)
     ranked = [hit.memory.id for hit in await store.search_memories("ann", query, limit=3)]
     assert ranked.index("new") < ranked.index("old")
     docs = [
