@@ -22,8 +22,9 @@ def test_the_manual_draws_the_diagram_when_the_site_is_built():
 
     config = load_config(str(ROOT / "mkdocs.yml"))
     hook = config.plugins["mkdocs_hooks.py"]  # mkdocs.yml names the hook that draws it
-    [diagram] = hook.on_files(Files([]), config=config)
-    assert diagram.src_uri == hook.MEMORY_GRAPH_DIAGRAM == "assets/memory_graph.svg"
+    files = config.plugins.on_files(Files([]), config=config)  # as `mkdocs build` calls it
+    diagram = files.get_file_from_path(hook.MEMORY_GRAPH_DIAGRAM)
+    assert diagram is not None and diagram.src_uri == "assets/memory_graph.svg"
     assert diagram.content_string == render_svg()
     page = (ROOT / "docs" / "concepts" / "memory-graph.md").read_text(encoding="utf-8")
     assert f"](../{hook.MEMORY_GRAPH_DIAGRAM})" in page
