@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from memlane.config import Settings
+from memlane.config import SchedulerSettings, Settings
 from memlane.graph.queue import RetryLater
 from memlane.graph.run import StepCallback, run_memory_graph
 from memlane.masking import mask_secrets
@@ -38,13 +38,13 @@ _MAX_RETRY_DELAY_SECONDS = 600.0
 _MAX_ERROR_CHARS = 2000
 
 
-def retry_delay(settings: Settings, attempt: int, error: BaseException) -> float:
+def retry_delay(attempt: int, error: BaseException, *, scheduler: SchedulerSettings) -> float:
     """Seconds before retrying a run whose attempt number `attempt` failed with `error`.
 
     `memory_run_retry_delay_seconds`, doubled with each attempt, at most 10 minutes; a run the
     memory model's open breaker refused waits at least until the breaker lets a trial through.
     """
-    delay = min(settings.scheduler.run_retry_delay_seconds * 2.0 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
+    delay = min(scheduler.run_retry_delay_seconds * 2.0 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
     if isinstance(error, ModelPaused):
         delay = max(delay, error.retry_in)
     return delay
@@ -107,7 +107,7 @@ class RunExecutor:
         except Exception as error:  # the buffer stays: the cursor moves only when a run persists
             outcome = error
             if attempt < attempts:
-                delay = retry_delay(settings, attempt, error)
+                delay = retry_delay(attempt, error, scheduler=settings.scheduler)
                 logger.warning(
                     "memory run for %s failed (attempt %d of %d): %s; retrying in %.1fs",
                     user_id,

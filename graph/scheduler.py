@@ -114,8 +114,10 @@ class MemoryScheduler:
         self.context = context
         register_model_secrets(context.llm)  # its key is masked in what a failed run leaves, whatever its shape
         # one name per deployment, so `memlane worker` processes on the same Redis share the queue
-        self.name = name or scheduler_name(settings)
-        self.docket_url = docket_url or default_docket_url(context.store, settings, self.name)
+        self.name = name or scheduler_name(store=settings.store)
+        self.docket_url = docket_url or default_docket_url(
+            context.store, self.name, store=settings.store, scheduler=settings.scheduler
+        )
         self.on_queued = on_queued
         self.run_worker = run_worker
         self.queue = RunQueue(self.name, self.docket_url)
@@ -134,7 +136,8 @@ class MemoryScheduler:
             if self.run_worker:
                 settings = self.context.settings
                 await self.queue.start_worker(
-                    concurrency=settings.scheduler.worker_concurrency, redelivery_timeout=redelivery_timeout(settings)
+                    concurrency=settings.scheduler.worker_concurrency,
+                    redelivery_timeout=redelivery_timeout(scheduler=settings.scheduler),
                 )
                 await self._schedule_reindex_sweep()
                 await self._schedule_gc_sweep()

@@ -13,34 +13,34 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
-from memlane.config import Settings
+from memlane.config import SchedulerSettings, StoreSettings
 from memlane.graph.queue import RunQueue, docket_spelling
 from memlane.store.protocols import AdminStore
 from memlane.store.records import ParkedRun
 from memlane.store.schema import QueueKeys
 
 
-def scheduler_name(settings: Settings) -> str:
+def scheduler_name(*, store: StoreSettings) -> str:
     """The queue's name of a deployment: every process on the same Redis and key prefix shares it."""
-    return f"{settings.store.key_prefix}-memory-graph"
+    return f"{store.key_prefix}-memory-graph"
 
 
-def default_docket_url(store: AdminStore, settings: Settings, name: str) -> str:
+def default_docket_url(admin: AdminStore, name: str, *, store: StoreSettings, scheduler: SchedulerSettings) -> str:
     """Where runs queue: `memory_docket_url`, else the Redis the store is connected to (so runs
     survive a crash and `memlane worker` sees them), else an in-process `memory://` queue."""
-    if settings.scheduler.docket_url:
-        return docket_spelling(settings.scheduler.docket_url, cluster=False)
-    url = store.url or settings.store.redis_url
-    return docket_spelling(url, cluster=settings.store.redis_cluster) if url else f"memory://{name}"
+    if scheduler.docket_url:
+        return docket_spelling(scheduler.docket_url, cluster=False)
+    url = admin.url or store.redis_url
+    return docket_spelling(url, cluster=store.redis_cluster) if url else f"memory://{name}"
 
 
-def redelivery_timeout(settings: Settings) -> timedelta:
+def redelivery_timeout(*, scheduler: SchedulerSettings) -> timedelta:
     """How long a run taken by a worker that died waits before another worker gets it.
 
     pydocket's default is 5 minutes. A live worker renews the lease of the runs it holds
     every quarter of this, so a run longer than it is not taken away while its worker lives.
     """
-    return timedelta(seconds=settings.scheduler.run_expected_seconds)
+    return timedelta(seconds=scheduler.run_expected_seconds)
 
 
 def retry_key(user_id: str) -> str:
@@ -55,7 +55,12 @@ async def parked_to_retry(store: AdminStore, run_ids: Sequence[str] | None) -> l
 
 
 async def retry_parked_runs(
-    store: AdminStore, settings: Settings, run_ids: Sequence[str] | None = None, *, docket_url: str | None = None
+    admin: AdminStore,
+    run_ids: Sequence[str] | None = None,
+    *,
+    store: StoreSettings,
+    scheduler: SchedulerSettings,
+    docket_url: str | None = None,
 ) -> list[ParkedRun]:
     """Queue a fresh run for the users of these parked runs (all when `run_ids` is None) on the
     deployment's queue, and drop them from the list. Returns the runs retried.
@@ -63,33 +68,40 @@ async def retry_parked_runs(
     For a process without a scheduler (`memlane runs retry`): an app or `memlane worker` on
     the same Redis takes the runs. A run that fails again is parked again.
     """
-    name, url = _shared_queue(store, settings, docket_url, "retry from the app, or ")
-    runs = await parked_to_retry(store, run_ids)
+    name, url = _shared_queue(admin, docket_url, "retry from the app, or ", store=store, scheduler=scheduler)
+    runs = await parked_to_retry(admin, run_ids)
     if runs:
         async with RunQueue(name, url) as queue:
             for user_id in dict.fromkeys(run.user_id for run in runs):  # one run per user does it
                 await queue.add_run(user_id, retry_key(user_id))
     for run in runs:
-        await store.drop_parked_run(run.id)
+        await admin.drop_parked_run(run.id)
     return runs
 
 
 async def queue_memory_run(
-    store: AdminStore, settings: Settings, user_id: str, *, docket_url: str | None = None
+    admin: AdminStore,
+    user_id: str,
+    *,
+    store: StoreSettings,
+    scheduler: SchedulerSettings,
+    docket_url: str | None = None,
 ) -> None:
     """Queue a run for `user_id` now on the deployment's queue, from a process without a scheduler
     (`memlane mcp`'s remember_now): an app or `memlane worker` on the same Redis runs it. An
     empty buffer makes a run that stops at once."""
-    name, url = _shared_queue(store, settings, docket_url)
+    name, url = _shared_queue(admin, docket_url, store=store, scheduler=scheduler)
     async with RunQueue(name, url) as queue:
         await queue.add_run(user_id, QueueKeys.run_task(user_id, f"asked-{uuid.uuid4().hex}"))
 
 
-def _shared_queue(store: AdminStore, settings: Settings, docket_url: str | None, hint: str = "") -> tuple[str, str]:
+def _shared_queue(
+    admin: AdminStore, docket_url: str | None, hint: str = "", *, store: StoreSettings, scheduler: SchedulerSettings
+) -> tuple[str, str]:
     """The deployment's queue (name, URL) for a process without a scheduler; one in this
     process's memory is refused, as no worker could see what is put on it."""
-    name = scheduler_name(settings)
-    url = docket_url or default_docket_url(store, settings, name)
+    name = scheduler_name(store=store)
+    url = docket_url or default_docket_url(admin, name, store=store, scheduler=scheduler)
     if url.startswith("memory://"):
         raise RuntimeError(
             "runs queue in this process's memory (memory://), where no worker can see them; "

@@ -153,7 +153,9 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
             from memlane.graph.tasks import retry_parked_runs  # the queue, only to retry
 
             try:
-                retried = await retry_parked_runs(store, settings, [run.id for run in chosen])
+                retried = await retry_parked_runs(
+                    store, [run.id for run in chosen], store=settings.store, scheduler=settings.scheduler
+                )
             except RuntimeError as error:
                 print(f"memlane runs: {error}", file=sys.stderr)
                 return 2

@@ -450,7 +450,7 @@ async def run_stdio(settings: Settings, user_id: str, *, agent_id: str | None = 
 
         async def remember_now(run_user: str) -> str:  # no scheduler here: queued for the deployment's workers
             try:
-                await queue_memory_run(opened, settings, run_user)
+                await queue_memory_run(opened, run_user, store=settings.store, scheduler=settings.scheduler)
             except RuntimeError as error:
                 return str(error)
             return "remembering… (queued: a memlane app, `memlane serve` or `memlane worker` on this Redis runs it)"

@@ -10,8 +10,15 @@ def test_retry_delays_double_up_to_ten_minutes_and_wait_for_an_open_breaker(sett
     from memlane.store.models.breaker import CircuitOpen
 
     tuned = settings.model_copy(update={"memory_run_retry_delay_seconds": 30})
-    assert [retry_delay(tuned, attempt, ValueError()) for attempt in (1, 2, 3, 10)] == [30, 60, 120, 600]
-    assert retry_delay(tuned, 1, ModelPaused("summarize", CircuitOpen("the memory model", 45))) == 45
+    assert [retry_delay(attempt, ValueError(), scheduler=tuned.scheduler) for attempt in (1, 2, 3, 10)] == [
+        30,
+        60,
+        120,
+        600,
+    ]
+    assert (
+        retry_delay(1, ModelPaused("summarize", CircuitOpen("the memory model", 45)), scheduler=tuned.scheduler) == 45
+    )
 
 
 def test_parked_errors_keep_no_secrets(settings):
