@@ -88,7 +88,7 @@ def rescales_distances(query: BaseQuery) -> bool:
     return isinstance(query, BaseVectorQuery) and bool(query._normalize_vector_distance)
 
 
-class TermwiseTextQuery(TextQuery):
+class TermwiseTextQuery(TextQuery):  # type: ignore[misc]  # redisvl ships no type information
     """BM25 over any of the terms, asked as one intersection with the filter per term, OR-ed:
     `(filter @f:a) | (filter @f:b)`, not RedisVL's `@f:(a | b) filter`.
 
