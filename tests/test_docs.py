@@ -298,7 +298,8 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
         + "\n[gone](concepts/no-such-page.md) and [lost](concepts/recall.md#no-such-anchor)\n"
     )
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
-    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({**config, "docs_dir": str(docs)}))
+    hooks = [str(ROOT / hook) for hook in config.get("hooks", [])]  # named relative to the config's folder
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({**config, "docs_dir": str(docs), "hooks": hooks}))
     done = build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0
     assert "no-such-page.md" in done.stderr and "no-such-anchor" in done.stderr
