@@ -8,12 +8,11 @@ an embedding call through the breaker, and the masking and size check of what en
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import InitVar, dataclass, field
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
@@ -43,10 +42,6 @@ from memlane.store.schema import KeyLayout, memory_schema
 from memlane.store.scopes import split_user_id
 from memlane.store.text.private_data import redact
 from memlane.store.text.time_words import resolve_timezone
-
-if TYPE_CHECKING:
-    from memlane.store.redis.quotas import Quotas
-    from memlane.store.redis.retention import Retention
 
 
 def as_text(value: Any) -> str:
@@ -248,17 +243,3 @@ class StorePart:
 
     async def _run(self, coro: Any) -> Any:
         return await self.core.run(coro)
-
-    @functools.cached_property
-    def retention(self) -> Retention:
-        """Records' expiry and their search entries' (store/redis/retention.py), for the parts that write or read them."""
-        from memlane.store.redis.retention import Retention
-
-        return Retention(self.core)
-
-    @functools.cached_property
-    def quotas(self) -> Quotas:
-        """The user's quotas (store/redis/quotas.py), for the parts that add records."""
-        from memlane.store.redis.quotas import Quotas
-
-        return Quotas(self.core)

@@ -8,13 +8,14 @@ Deleting a card here only deletes it; forgetting what its summary states elsewhe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.store.ids import event_memory_id
 from memlane.store.records import Event
 from memlane.store.redis.core import StorePart
 from memlane.store.redis.memories import Memories
+from memlane.store.redis.retention import Retention
 
 
 @dataclass(eq=False, repr=False)
@@ -22,6 +23,7 @@ class Events(StorePart):
     """Event cards and their times."""
 
     memories: Memories  # where an event's summary is made searchable
+    retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
 
     def redacted(self, event: Event) -> Event:
         """The event with its summary and its profile delta masked (its size checked first)."""

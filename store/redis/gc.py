@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.store.gc_report import GcReport
 from memlane.store.redis.core import StorePart, as_text
-from memlane.store.redis.retention import _FOLLOW_LUA, record_kind
+from memlane.store.redis.quotas import Quotas
+from memlane.store.redis.retention import _FOLLOW_LUA, Retention, record_kind
 from memlane.store.schema import MemoryField, MessageField, glob_escaped
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,9 @@ return 1
 @dataclass(eq=False, repr=False)
 class GarbageCollector(StorePart):
     """`collect_garbage`: one sweep over one user or every user."""
+
+    quotas: Quotas = field(kw_only=True)  # the user's quotas, checked before a record is added
+    retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
 
     async def collect_garbage(self, user_id: str | None = None, *, recount: bool = False) -> GcReport:
         report = GcReport()
@@ -197,17 +201,17 @@ class GarbageCollector(StorePart):
         if not checked:
             return
         pipe = self.client.pipeline(transaction=False)
-        for _, _, _, _, record_key, field in checked:
-            if field:
-                pipe.hpexpiretime(record_key, field)
+        for _, _, _, _, record_key, hash_field in checked:
+            if hash_field:
+                pipe.hpexpiretime(record_key, hash_field)
             else:
                 pipe.pexpiretime(record_key)
                 pipe.hget(record_key, MessageField.FORGOTTEN)
         answers = list(await self._run(pipe.execute()))
         pipe = self.client.pipeline(transaction=False)
         actions = []
-        for key, _, _, entry_at, record_key, field in checked:
-            if field:
+        for key, _, _, entry_at, record_key, hash_field in checked:
+            if hash_field:
                 record_at, forgotten = int(answers.pop(0)[0]), None
             else:
                 record_at, forgotten = int(answers.pop(0)), answers.pop(0)
@@ -215,7 +219,7 @@ class GarbageCollector(StorePart):
                 pipe.delete(key)
                 actions.append("deleted")
             elif record_at != entry_at:  # gone (-2), or another expiry: the script checks again and acts
-                pipe.eval(_FOLLOW_LUA, 2, key, record_key, field, "1")
+                pipe.eval(_FOLLOW_LUA, 2, key, record_key, hash_field, "1")
                 actions.append("followed")
         results = await self._run(pipe.execute()) if actions else []
         for action, result in zip(actions, results):

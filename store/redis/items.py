@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.store.records import StoreItem
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
 from memlane.store.redis.metadata import checked_metadata, metadata_row
-from memlane.store.redis.quotas import text_bytes
+from memlane.store.redis.quotas import Quotas, text_bytes
+from memlane.store.redis.retention import Retention
 from memlane.store.schema import MemoryField
 
 
@@ -29,6 +30,8 @@ class Items(StorePart):
     """Items: their memories, their registry, their expiry."""
 
     memories: Memories  # an item is kept in its search memory's hash
+    quotas: Quotas = field(kw_only=True)  # the user's quotas, checked before a record is added
+    retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
 
     def _redacted(self, item: StoreItem) -> StoreItem:
         """The item with its text and every string inside its value masked."""

@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from memlane.store.ids import stable_id
 from memlane.store.records import Memory
 from memlane.store.redis.core import StorePart, as_text, unavailable
 from memlane.store.redis.metadata import checked_metadata, metadata_row
+from memlane.store.redis.retention import Retention
 from memlane.store.schema import (
     INDEX_LANGUAGE,
     KEY_LAYOUT_VERSION,
@@ -85,6 +86,8 @@ def _vector_bytes(vector: Sequence[float]) -> bytes:
 @dataclass(eq=False, repr=False)
 class Memories(StorePart):
     """Writes, deletes and lists search memories; creates and checks their index."""
+
+    retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
 
     # the index -----------------------------------------------------------------------------
     async def ensure_indexes(self) -> None:

@@ -24,7 +24,8 @@ from memlane.store.records import Memory, Message, SessionSummary
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
 from memlane.store.redis.metadata import checked_metadata, metadata_row
-from memlane.store.redis.quotas import text_bytes
+from memlane.store.redis.quotas import Quotas, text_bytes
+from memlane.store.redis.retention import Retention
 from memlane.store.schema import MessageField, item_key
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class Messages(StorePart):
     memories: Memories  # where a message's search entry is written
     _add_message: AsyncScript = field(init=False)
     _advance_cursor: AsyncScript = field(init=False)
+    quotas: Quotas = field(kw_only=True)  # the user's quotas, checked before a record is added
+    retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
 
     def __post_init__(self) -> None:
         self._add_message = self.client.register_script(_ADD_MESSAGE_LUA)
@@ -125,8 +128,8 @@ class Messages(StorePart):
             searchable = message.content.strip() and message.role in ("user", "assistant")  # as `index_messages` keeps
             record = "1" if (index_later or index_for_search) and searchable else "0"
             args: list[Any] = [key.rsplit(":", 1)[1], message.session_id, repr(message.created_at), record, message.id]
-            for field, value in fields.items():
-                args += [field, value]
+            for name, value in fields.items():
+                args += [name, value]
             keys = [
                 key,
                 self.layout.seq(message.user_id),
@@ -143,7 +146,6 @@ class Messages(StorePart):
             self.retention.queue_owner(pipe, user_id)
         results = [int(seq) for seq in (await self.core.execute_with_scripts(pipe))[: len(messages)]]
         stored = [message.model_copy(update={"seq": seq}) for message, seq in zip(messages, results) if seq >= 0]
-        resent = [message for message, seq in zip(messages, results) if seq == -1]
         elsewhere = [message.id for message, seq in zip(messages, results) if seq == -2]
         if elsewhere:  # ids are unique per user, across sessions: a reused id is not a new message
             logger.warning(

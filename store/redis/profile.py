@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import WatchError
@@ -20,6 +20,7 @@ from memlane.store.ids import clean_text, past_value_memory_id, profile_memory_i
 from memlane.store.records import MemoryUpdate, PastValue, ProfileEntry, ProfileRevision
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
+from memlane.store.redis.retention import Retention
 
 _EDIT_ATTEMPTS = 5  # optimistic transactions of one profile edit before it gives up
 
@@ -29,6 +30,7 @@ class Profile(StorePart):
     """Profile entries and their revisions."""
 
     memories: Memories  # where an entry's mirror memory is written
+    retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
 
     def redacted(self, entry: ProfileEntry) -> ProfileEntry:
         """The entry with its content masked (its size checked first)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from memlane.store.ids import ITEM_MEMORY_PREFIX
 from memlane.store.records import Memory
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
-from memlane.store.redis.quotas import text_bytes
+from memlane.store.redis.quotas import Quotas, text_bytes
 from memlane.store.redis.retention import record_kind
 from memlane.store.redis.search import Search
 from memlane.store.schema import MemoryField
@@ -43,6 +43,7 @@ class Duplicates(StorePart):
 
     memories: Memories
     search: Search
+    quotas: Quotas = field(kw_only=True)  # the user's quotas, checked before a record is added
 
     @property
     def _threshold(self) -> float | None:

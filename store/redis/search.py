@@ -45,6 +45,7 @@ from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import MetadataFilter, metadata_expression
 from memlane.store.redis.redisvl_private import TermwiseTextQuery
+from memlane.store.redis.retention import Retention
 from memlane.store.redis.search_replies import search_in_one_trip
 from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.text.terms import MAX_QUERY_CHARS, name_candidates, query_terms, term_coverage_of
@@ -72,6 +73,7 @@ class Search(StorePart):
     _counts: dict[str, tuple[int, float]] = field(
         default_factory=dict, init=False
     )  # user → (memory count, when counted)
+    retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
 
     def user_filter(
         self,

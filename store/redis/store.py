@@ -54,8 +54,10 @@ from memlane.store.redis.memories import Memories
 from memlane.store.redis.messages import Messages
 from memlane.store.redis.parked_runs import ParkedRuns
 from memlane.store.redis.profile import Profile
+from memlane.store.redis.quotas import Quotas
 from memlane.store.redis.repeats import Duplicates
 from memlane.store.redis.requests import Requests
+from memlane.store.redis.retention import Retention
 from memlane.store.redis.search import Search
 from memlane.store.redis.updates import Updates
 from memlane.store.redis.users import Users
@@ -130,19 +132,24 @@ class RedisMemoryStore:
             core.zone,
         )
         self.url: str | None = None  # set by open_store: where background tasks can share this Redis
-        self.memories = Memories(core)
-        self.search = Search(core)
-        self.duplicates = Duplicates(core, self.memories, self.search)
-        self.messages = Messages(core, self.memories)
-        self.profile = Profile(core, self.memories)
-        self.events = Events(core, self.memories)
-        self.items = Items(core, self.memories)
-        self.updates = Updates(core, self.memories, self.messages, self.profile, self.events)
+        # one of each, handed to the parts that write records (no part makes its own)
+        self.quotas, self.retention = Quotas(core), Retention(core)
+        kept = {"retention": self.retention}
+        self.memories = Memories(core, **kept)
+        self.search = Search(core, **kept)
+        self.duplicates = Duplicates(core, self.memories, self.search, quotas=self.quotas)
+        self.messages = Messages(core, self.memories, quotas=self.quotas, **kept)
+        self.profile = Profile(core, self.memories, **kept)
+        self.events = Events(core, self.memories, **kept)
+        self.items = Items(core, self.memories, quotas=self.quotas, **kept)
+        self.updates = Updates(
+            core, self.memories, self.messages, self.profile, self.events, quotas=self.quotas, **kept
+        )
         self.forgetting = Forgetting(core, self.search, self.messages, self.profile, self.events, self.items)
         self.runs = ParkedRuns(core)  # the dead-letter list
         self.requests = Requests(core)  # Idempotency-Keys seen
         self.users = Users(core, self.memories, self.messages, self.profile, self.events, self.items)
-        self.gc = GarbageCollector(core)  # what expiry cannot remove (retention)
+        self.gc = GarbageCollector(core, quotas=self.quotas, **kept)  # what expiry cannot remove (retention)
 
     @property
     def parts(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ entries the revisions compare with) happens before it opens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memlane.store.errors import StoreError
 from memlane.store.ids import event_memory_id, message_memory_id, past_value_memory_id, profile_memory_id
@@ -17,7 +17,8 @@ from memlane.store.redis.events import Events
 from memlane.store.redis.memories import Memories
 from memlane.store.redis.messages import Messages
 from memlane.store.redis.profile import Profile
-from memlane.store.redis.quotas import event_sizes, profile_sizes
+from memlane.store.redis.quotas import Quotas, event_sizes, profile_sizes
+from memlane.store.redis.retention import Retention
 from memlane.store.text.sameness import text_digest
 
 
@@ -29,6 +30,8 @@ class Updates(StorePart):
     messages: Messages  # the cursor
     profile: Profile
     events: Events
+    quotas: Quotas = field(kw_only=True)  # the user's quotas, checked before a record is added
+    retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
 
     async def apply_update(self, update: MemoryUpdate) -> None:
         user_id = update.user_id
