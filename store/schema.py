@@ -72,20 +72,6 @@ class MemoryField:
     METADATA = "metadata"  # the caller's JSON object; returned, not indexed (its declared keys are: `metadata_field`)
 
 
-class MessageField:
-    ID = "id"
-    USER = "user"
-    SESSION = "session"
-    ROLE = "role"
-    NAME = "name"
-    SPEAKER_ROLE = "speaker_role"  # owner / assistant / other, fixed when stored
-    CONTENT = "content"
-    CREATED_AT = "created_at"
-    SEQ = "seq"
-    FORGOTTEN = "forgotten"  # "1": the message was forgotten; its hash is a tombstone that keeps the id taken
-    METADATA = "metadata"  # the caller's JSON object ("" or absent: none)
-
-
 # a declared metadata field's values in its hash field (`metadata_field`) are split on this character
 METADATA_TAG_SEPARATOR = "\x1f"
 

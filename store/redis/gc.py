@@ -22,11 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlane.store.codecs import MessageField
 from memlane.store.gc_report import GcReport
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.quotas import Quotas
 from memlane.store.redis.retention import _FOLLOW_LUA, Retention, record_kind
-from memlane.store.schema import MemoryField, MessageField, glob_escaped
+from memlane.store.schema import MemoryField, glob_escaped
 
 logger = logging.getLogger(__name__)
 

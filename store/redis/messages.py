@@ -9,7 +9,6 @@ stays as a tombstone that keeps its id taken.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 from redis.commands.core import AsyncScript
 
+from memlane.store.codecs import MessageField, message_from_hash, message_hash
 from memlane.store.errors import EmbeddingsUnavailable, InvalidInput
 from memlane.store.ids import message_memory_id
 from memlane.store.models.background import in_background
@@ -26,7 +26,7 @@ from memlane.store.redis.memories import Memories
 from memlane.store.redis.metadata import checked_metadata, metadata_row
 from memlane.store.redis.quotas import Quotas, text_bytes
 from memlane.store.redis.retention import Retention
-from memlane.store.schema import MessageField, item_key
+from memlane.store.schema import item_key
 
 logger = logging.getLogger(__name__)
 
@@ -114,17 +114,7 @@ class Messages(StorePart):
         pipe = self.client.pipeline(transaction=False)
         for message in messages:
             key = self.layout.message(message.user_id, message.id)
-            fields = {
-                MessageField.ID: message.id,
-                MessageField.USER: message.user_id,
-                MessageField.SESSION: message.session_id,
-                MessageField.ROLE: message.role,
-                MessageField.NAME: message.name or "",
-                MessageField.SPEAKER_ROLE: message.speaker_role,
-                MessageField.CONTENT: message.content,
-                MessageField.CREATED_AT: repr(message.created_at),
-                MessageField.METADATA: json.dumps(message.metadata, ensure_ascii=False) if message.metadata else "",
-            }
+            fields = message_hash(message)
             searchable = message.content.strip() and message.role in ("user", "assistant")  # as `index_messages` keeps
             record = "1" if (index_later or index_for_search) and searchable else "0"
             args: list[Any] = [key.rsplit(":", 1)[1], message.session_id, repr(message.created_at), record, message.id]
@@ -305,25 +295,9 @@ class Messages(StorePart):
         for row in rows:
             if not row:
                 continue
-            data = {as_text(k): as_text(v) for k, v in row.items()}
-            if data.get(MessageField.FORGOTTEN):  # a tombstone (see `_drop_messages`)
-                continue
-            messages.append(
-                Message(
-                    id=data[MessageField.ID],
-                    user_id=data[MessageField.USER],
-                    session_id=data[MessageField.SESSION],
-                    role=data[MessageField.ROLE],  # type: ignore[arg-type]
-                    name=data.get(MessageField.NAME) or None,
-                    speaker_is_owner=data[MessageField.SPEAKER_ROLE] == "owner"
-                    if data.get(MessageField.SPEAKER_ROLE)
-                    else None,
-                    content=data[MessageField.CONTENT],
-                    created_at=float(data[MessageField.CREATED_AT]),
-                    seq=int(data[MessageField.SEQ]),
-                    metadata=json.loads(data.get(MessageField.METADATA) or "{}"),
-                )
-            )
+            message = message_from_hash({as_text(k): as_text(v) for k, v in row.items()})
+            if message is not None:
+                messages.append(message)
         return messages
 
     async def recent_messages(self, user_id: str, session_id: str, limit: int = 20) -> list[Message]:

@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memlane.store.codecs import MessageField
 from memlane.store.errors import QuotaExceeded
 from memlane.store.ids import event_memory_id, message_memory_id, profile_memory_id
 from memlane.store.records import Event, ProfileEntry
 from memlane.store.redis.core import StorePart, as_text
-from memlane.store.schema import MemoryField, MessageField
+from memlane.store.schema import MemoryField
 from memlane.store.scopes import scoped_user_id, split_user_id
 
 # Adds the records of one write to the user's usage, unless that takes the user past a quota.
