@@ -49,8 +49,12 @@ for i = 4, #ARGV, 2 do
   end
 end
 local max_count, max_bytes = tonumber(ARGV[1]), tonumber(ARGV[2])
-if max_count > 0 and count > max_count and count > count_before then return {1, count, total, count_before, total_before} end
-if max_bytes > 0 and total > max_bytes and total > total_before then return {2, count, total, count_before, total_before} end
+if max_count > 0 and count > max_count and count > count_before then
+  return {1, count, total, count_before, total_before}
+end
+if max_bytes > 0 and total > max_bytes and total > total_before then
+  return {2, count, total, count_before, total_before}
+end
 if #changed > 0 then redis.call('HSET', KEYS[1], unpack(changed)) end
 redis.call('SET', KEYS[2], total)
 return {0, count, total, count_before, total_before}

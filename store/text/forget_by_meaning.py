@@ -12,14 +12,14 @@ The candidates are clauses (`store/text/fact_sentences.py` `split_clauses`), so 
 holding the fact, never the sentence it shares with another ("我住在成都，我周末喜欢打羽毛球。").
 With a memory model, the model is shown the sentences of the nearest clauses, clause by clause,
 and says which clauses state what the request asks to forget (`ForgetConfirm`). Without one,
-`clearly_meant` takes at most one clause, the
-nearest, and only when it is clearly about the request: the request asks a question ("what car
-I drive", "我开什么车"; one naming its subject, "Kyoto", "宠物", that matched no word is left to
-a model), the sentence is `forget_meaning_margin` nearer it than everyday sentences, and, for a
-request about the user ("what I'm afraid of", "我吃什么药"), not about someone else ("My son is
-scared of the dark", "我的猫每天要吃药"): the embedder cannot tell whose fact a sentence states. A sentence sharing some of the request's words must
-mean the rest too (`store/redis/forgetting.py`): "I'm allergic to peanuts" shares "allergy" with "my
-allergy to shellfish" and does not mean "shellfish".
+`clearly_meant` takes at most one clause, the nearest, and only when it is clearly about the
+request: the request asks a question ("what car I drive", "我开什么车"; one naming its subject,
+"Kyoto", "宠物", that matched no word is left to a model), the sentence is `forget_meaning_margin`
+nearer it than everyday sentences, and, for a request about the user ("what I'm afraid of",
+"我吃什么药"), not about someone else ("My son is scared of the dark", "我的猫每天要吃药"): the
+embedder cannot tell whose fact a sentence states. A sentence sharing some of the request's words
+must mean the rest too (`store/redis/forgetting.py`): "I'm allergic to peanuts" shares "allergy"
+with "my allergy to shellfish" and does not mean "shellfish".
 """
 
 from __future__ import annotations
