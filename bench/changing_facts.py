@@ -48,7 +48,7 @@ from question_echo import ECHO_CASES, FRESH_ECHO_CASES, print_echo_rows, run_ech
 from raw_changes import FRESH_CASES, RAW_CASES, print_raw_rows, run_raw_case
 
 from memlane import Settings, open_store
-from memlane.graph import MemoryContext, run_memory_graph
+from memlane.graph import CONTEXT_PARTS, MemoryContext, run_memory_graph
 from memlane.nodes.persist import build_update
 from memlane.nodes.profile_config import default_profile_config
 from memlane.recall import recall
@@ -294,7 +294,7 @@ async def run_case_through_graph(store, settings: Settings, case: Case, user_id:
         context = MemoryContext(
             store=store,
             llm=said_by_the_user(case, turn, action),
-            settings=settings,
+            **settings.parts(*CONTEXT_PARTS),
             profile_config=default_profile_config(),
         )
         await run_memory_graph(user_id, context)

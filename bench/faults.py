@@ -51,7 +51,7 @@ from memory_graph_helpers import memory_rules  # noqa: E402
 from scripted import ScriptedChatModel  # noqa: E402
 
 from memlane import Settings, StoreError, open_store  # noqa: E402
-from memlane.graph import MemoryContext, MemoryScheduler  # noqa: E402
+from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryScheduler  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
 from memlane.nodes.persist import MemoryRunResult  # noqa: E402
 from memlane.store.embedded.server import EmbeddedRedis, stop_running  # noqa: E402
@@ -232,7 +232,7 @@ async def main() -> None:
 
     chat_model = ScriptedChatModel(default=lambda messages: f"Noted: {last_human(messages)}")
     memory_model = ScriptedChatModel(rules=[ROLLING, *memory_rules()])
-    context = MemoryContext(store=store, llm=memory_model, settings=settings)
+    context = MemoryContext(store=store, llm=memory_model, **settings.parts(*CONTEXT_PARTS))
     bursts: list[Burst] = []
     try:
         async with MemoryScheduler(context, on_result=on_result) as scheduler:

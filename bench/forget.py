@@ -159,7 +159,7 @@ async def phrasing_figure(store, settings) -> list[str]:
     """Forget each phrasing of the set for a user of its own, without a model and with the
     scripted good one; print the figure; the users made."""
     cases = json.loads(PHRASINGS.read_text(encoding="utf-8"))["cases"]
-    confirmers = {"no model": None, "scripted good model": forget_confirmer(good_model(cases), settings)}
+    confirmers = {"no model": None, "scripted good model": forget_confirmer(good_model(cases), settings.models)}
     users: list[str] = []
     # (setup, language, kind, half) -> [cases, removed everywhere, with collateral loss]
     tally: dict[tuple[str, str, str, str], list[int]] = {}

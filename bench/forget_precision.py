@@ -682,7 +682,7 @@ async def main() -> None:
         embeddings=get_embeddings(**settings.parts("store", "models")),
         key_prefix=f"bench{uuid.uuid4().hex[:8]}",
     )
-    confirm = forget_confirmer(oracle_model({case.request: case for case in chosen}), settings)
+    confirm = forget_confirmer(oracle_model({case.request: case for case in chosen}), settings.models)
     load = os.getloadavg()[0]
     print(
         f"forget precision, {args.half} half: {len(chosen)} requests "

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from memlane.graph import MemoryContext, run_memory_graph
+from memlane.graph import CONTEXT_PARTS, MemoryContext, run_memory_graph
 from memlane.nodes.profile_config import PEOPLE_TOPIC, default_profile_config
 from memlane.store.records import Message
 from memlane.testing import ScriptedChatModel, answer_from, memory_rules
@@ -198,7 +198,9 @@ def _model(case: FriendCase, model: Model, fact: str) -> ScriptedChatModel:
 
 
 def _context(store, model: ScriptedChatModel, settings) -> MemoryContext:
-    return MemoryContext(store=store, llm=model, settings=settings, profile_config=default_profile_config())
+    return MemoryContext(
+        store=store, llm=model, **settings.parts(*CONTEXT_PARTS), profile_config=default_profile_config()
+    )
 
 
 async def _chat(store, user_id: str, case: FriendCase, said: str, at: float, session: str) -> list[Message]:

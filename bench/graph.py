@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from scripted import ScriptedChatModel, prompt_text  # noqa: E402
 
 from memlane.config import Settings  # noqa: E402
-from memlane.graph import MemoryContext, decide_run, run_memory_graph  # noqa: E402
+from memlane.graph import CONTEXT_PARTS, MemoryContext, decide_run, run_memory_graph  # noqa: E402
 from memlane.store.records import Message  # noqa: E402
 from memlane.store.redis.store import open_store  # noqa: E402
 from memlane.store.text.tokens import count_tokens_many  # noqa: E402
@@ -192,7 +192,7 @@ async def measure(settings: Settings, chat_length: int, session_length: int) -> 
             ("tag", '{"tags": ["作息", "work", "饮食"]}'),
         ]
     )
-    context = MemoryContext(store=store, llm=model, settings=settings)  # type: ignore[arg-type]
+    context = MemoryContext(store=store, llm=model, **settings.parts(*CONTEXT_PARTS))  # type: ignore[arg-type]
     user_id = f"bench-{uuid.uuid4().hex[:6]}"
     chat = synthetic_chat(user_id, chat_length, session_length)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memlane.config import Settings  # noqa: E402
-from memlane.graph import MemoryContext  # noqa: E402
+from memlane.graph import CONTEXT_PARTS, MemoryContext  # noqa: E402
 from memlane.importing import import_messages, messages_of  # noqa: E402
 from memlane.store.redis.store import open_store  # noqa: E402
 from memlane.testing import ScriptedChatModel, answer_from, as_json, memory_rules  # noqa: E402
@@ -77,7 +77,7 @@ async def main() -> None:
         messages = messages_of(document, user)
         first_session = {m.content[:200] for m in messages if m.session_id == messages[0].session_id}
         model = ScriptedChatModel(rules=memory_rules(facts=answer_from(first_turn_as_fact), tags=["history"]))
-        context = MemoryContext(store=store, llm=model, settings=settings)
+        context = MemoryContext(store=store, llm=model, **settings.parts(*CONTEXT_PARTS))
         print(f"load average before: {os.getloadavg()[0]:.1f}")
         started = time.perf_counter()
         added, result = await import_messages(store, user, messages, context=context)

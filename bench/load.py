@@ -59,7 +59,7 @@ from redis.commands.search.aggregation import AggregateRequest  # noqa: E402
 from scripted import ScriptedChatModel  # noqa: E402
 
 from memlane import Settings, open_store  # noqa: E402
-from memlane.graph import MemoryContext, MemoryScheduler  # noqa: E402
+from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryScheduler  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
 from memlane.recall import Recall  # noqa: E402
 from memlane.store.models.embeddings import get_embeddings  # noqa: E402
@@ -315,7 +315,7 @@ async def main() -> None:
     if args.memory_runs:
         memory_model = ScriptedChatModel(rules=[ROLLING, *memory_rules()])
         scheduler = await runs.enter_async_context(
-            MemoryScheduler(MemoryContext(store=store, llm=memory_model, settings=settings))
+            MemoryScheduler(MemoryContext(store=store, llm=memory_model, **settings.parts(*CONTEXT_PARTS)))
         )
     middleware = MemoryMiddleware(
         store, scheduler=scheduler, settings=settings, on_failed=on_failed, on_recall=on_recall

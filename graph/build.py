@@ -34,13 +34,12 @@ Update = dict[str, Any]
 
 
 def _caller(runtime: Runtime[MemoryContext], step: Step) -> ModelCaller:
-    context = runtime.context
-    return ModelCaller(context.llm, context.settings, step, breaker=context.model_breaker)
+    return runtime.context.caller(step)
 
 
 async def truncate(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
-    settings = runtime.context.settings
-    chat = truncate_chat(state["messages"], settings.graph.max_input_tokens, settings.store.token_encoding)
+    context = runtime.context
+    chat = truncate_chat(state["messages"], context.graph.max_input_tokens, context.store_part.token_encoding)
     return {"chat": chat}
 
 
@@ -92,15 +91,15 @@ async def resummarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Up
         state["working_profile"],
         runtime.context.profile_config_of(state["user_id"]).max_tokens_per_entry,
         caller,
-        runtime.context.settings.store.token_encoding,
+        runtime.context.store_part.token_encoding,
     )
     return {"working_profile": shortened, "notes": notes, **caller.usage.as_update()}
 
 
 async def tag(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
-    settings = runtime.context.settings
+    graph = runtime.context.graph
     caller = _caller(runtime, Step.TAG)
-    tags, notes = await tag_event(state["summary"], settings.graph.max_tags, settings.graph.tag_max_chars, caller)
+    tags, notes = await tag_event(state["summary"], graph.max_tags, graph.tag_max_chars, caller)
     return {"tags": tags, "notes": notes, **caller.usage.as_update()}
 
 

@@ -9,21 +9,21 @@ persists, so a retry, the user's next run or an idle flush processes it. A run t
 drops the user's parked runs: their messages are processed now.
 
 What a failed run waits before its retry (`retry_delay`) and what it shows once parked
-(`describe_error`, `parked_run_id`) are functions of the settings, so that every process on the
+(`describe_error`, `parked_run_id`) are functions of the settings' parts, so that every process on the
 queue agrees on them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
-from memlane.config import SchedulerSettings, Settings
+from memlane.config import Component, SchedulerSettings
 from memlane.graph.queue import RetryLater
 from memlane.graph.run import StepCallback, run_memory_graph
 from memlane.masking import mask_secrets
 from memlane.nodes.context import MemoryContext
-from memlane.nodes.llm import ModelCaller, ModelPaused
+from memlane.nodes.llm import ModelPaused
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.session_summary import update_session_summary as fold_session_summary
 from memlane.store.ids import stable_id
@@ -50,9 +50,10 @@ def retry_delay(attempt: int, error: BaseException, *, scheduler: SchedulerSetti
     return delay
 
 
-def describe_error(error: BaseException, settings: Settings) -> str:
-    """What a parked run shows of its error: type and message, secrets removed, bounded."""
-    text = mask_secrets(f"{type(error).__name__}: {error}", settings)
+def describe_error(error: BaseException, parts: Iterable[Component]) -> str:
+    """What a parked run shows of its error: type and message, secrets removed (those of the
+    settings' `parts` among them), bounded."""
+    text = mask_secrets(f"{type(error).__name__}: {error}", parts)
     return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
 
 
@@ -95,8 +96,9 @@ class RunExecutor:
     async def _run(
         self, user_id: str, key: str, attempt: int, through_seq: int | None
     ) -> MemoryRunResult | BaseException:
-        settings = self.context.settings
-        attempts = settings.scheduler.run_retries + 1
+        context = self.context
+        secrets = context.secret_parts
+        attempts = context.scheduler.run_retries + 1
         try:  # the worker's repair pass: turns stored while the embedder was down get indexed
             await self.context.store.reindex_pending(user_id)
         except Exception:
@@ -107,16 +109,16 @@ class RunExecutor:
         except Exception as error:  # the buffer stays: the cursor moves only when a run persists
             outcome = error
             if attempt < attempts:
-                delay = retry_delay(attempt, error, scheduler=settings.scheduler)
+                delay = retry_delay(attempt, error, scheduler=context.scheduler)
                 logger.warning(
                     "memory run for %s failed (attempt %d of %d): %s; retrying in %.1fs",
                     user_id,
                     attempt,
                     attempts,
-                    describe_error(error, settings),
+                    describe_error(error, secrets),
                     delay,
                 )
-                raise RetryLater(delay, describe_error(error, settings)) from None
+                raise RetryLater(delay, describe_error(error, secrets)) from None
             await self._park(user_id, key, error, attempt)
         else:
             await self._drop_resolved(user_id)
@@ -151,22 +153,19 @@ class RunExecutor:
     async def summarize_session(self, user_id: str, session_id: str) -> None:
         """Fold the session's new messages into its rolling summary; a failure waits for the next update."""
         try:
-            caller = ModelCaller(
-                self.context.llm, self.context.settings, "session summary", breaker=self.context.model_breaker
-            )
+            caller = self.context.caller("session summary")
             await fold_session_summary(self.context.store, caller, user_id, session_id)
         except Exception:
             logger.exception("session summary of %s/%s failed; the next update retries", user_id, session_id)
 
     async def _park(self, user_id: str, key: str, error: BaseException, attempts: int) -> None:
-        settings = self.context.settings
         self._parked_keys.setdefault(user_id, set()).add(key)
         try:
             cursor = await self.context.store.get_cursor(user_id)
             run = ParkedRun(
                 id=parked_run_id(user_id, cursor),
                 user_id=user_id,
-                error=describe_error(error, settings),
+                error=describe_error(error, self.context.secret_parts),
                 attempts=attempts,
             )
             run = await self.context.store.park_run(run)

@@ -7,7 +7,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -78,11 +77,10 @@ async def run_memory_graph(
             message_count=len(messages),
             skipped_reason="only blank messages",
         )
-    settings = context.settings
-    windows = input_windows(messages, settings.graph.max_input_tokens, settings.store.token_encoding)
+    windows = input_windows(messages, context.graph.max_input_tokens, context.store_part.token_encoding)
     results = []
     for window in windows:
-        graph_input = {"user_id": user_id, "messages": window}
+        graph_input: MemoryInput = {"user_id": user_id, "messages": window}
         if on_step is None:
             output = await _compiled_graph().ainvoke(graph_input, context=context)
         else:
@@ -127,13 +125,13 @@ def combined(results: list[MemoryRunResult]) -> MemoryRunResult:
     )
 
 
-async def _stream_steps(graph_input: dict[str, Any], context: MemoryContext, on_step: StepCallback) -> dict[str, Any]:
+async def _stream_steps(graph_input: MemoryInput, context: MemoryContext, on_step: StepCallback) -> MemoryOutput:
     """Run the graph with LangGraph's "tasks" stream (an event as each node starts and
     finishes), reporting each to `on_step`; the output is the persist step's update."""
     user_id = graph_input["user_id"]
     running: dict[str, str] = {}  # task id → step
     done: list[str] = []
-    output: dict[str, Any] = {}
+    output: MemoryOutput = {}
     async for event in _compiled_graph().astream(graph_input, context=context, stream_mode="tasks"):
         step = event["name"]
         finished = "result" in event or "error" in event

@@ -110,13 +110,12 @@ class MemoryScheduler:
     ) -> None:
         """on_step: awaited as each step of a run this process works on starts and finishes.
         on_queued: awaited with the user id each time this scheduler puts a run on the queue."""
-        settings = context.settings
         self.context = context
         register_model_secrets(context.llm)  # its key is masked in what a failed run leaves, whatever its shape
         # one name per deployment, so `memlane worker` processes on the same Redis share the queue
-        self.name = name or scheduler_name(store=settings.store)
+        self.name = name or scheduler_name(store=context.store_part)
         self.docket_url = docket_url or default_docket_url(
-            context.store, self.name, store=settings.store, scheduler=settings.scheduler
+            context.store, self.name, store=context.store_part, scheduler=context.scheduler
         )
         self.on_queued = on_queued
         self.run_worker = run_worker
@@ -134,10 +133,9 @@ class MemoryScheduler:
         try:
             await self.queue.__aenter__()
             if self.run_worker:
-                settings = self.context.settings
                 await self.queue.start_worker(
-                    concurrency=settings.scheduler.worker_concurrency,
-                    redelivery_timeout=redelivery_timeout(scheduler=settings.scheduler),
+                    concurrency=self.context.scheduler.worker_concurrency,
+                    redelivery_timeout=redelivery_timeout(scheduler=self.context.scheduler),
                 )
                 await self._schedule_reindex_sweep()
                 await self._schedule_gc_sweep()
@@ -171,16 +169,14 @@ class MemoryScheduler:
         messages = await self.context.store.unprocessed_messages(user_id)
         if through_seq is not None:
             messages = [message for message in messages if (message.seq or 0) <= through_seq]
-        settings = self.context.settings
+        graph = self.context.graph
         first_run = not await self.context.store.get_cursor(user_id)  # nothing of the user remembered yet
         decision = decide_run(
             messages,
-            threshold_tokens=min(settings.graph.first_run_tokens, settings.graph.buffer_tokens)
-            if first_run
-            else settings.graph.buffer_tokens,
+            threshold_tokens=min(graph.first_run_tokens, graph.buffer_tokens) if first_run else graph.buffer_tokens,
             session_ended=session_ended,
             flush=flush,
-            encoding=self.context.settings.store.token_encoding,
+            encoding=self.context.store_part.token_encoding,
         )
         self._decisions[user_id] = decision
         if messages and not flush:  # a new message: the idle clock starts again
@@ -235,19 +231,19 @@ class MemoryScheduler:
         return runs
 
     async def _schedule_idle_flush(self, user_id: str) -> None:
-        seconds = self.context.settings.scheduler.idle_flush_seconds
+        seconds = self.context.scheduler.idle_flush_seconds
         if seconds <= 0:
             return
         # one pending flush per user: the newest message's replaces the one before
         await self.queue.replace_idle_flush(user_id, datetime.now(UTC) + timedelta(seconds=seconds))
 
     async def _schedule_reindex_sweep(self) -> None:
-        seconds = self.context.settings.scheduler.reindex_sweep_seconds
+        seconds = self.context.scheduler.reindex_sweep_seconds
         if seconds > 0:  # one sweep per queue, whichever worker takes it; the next one schedules the one after
             await self.queue.replace_reindex_sweep(datetime.now(UTC) + timedelta(seconds=seconds))
 
     async def _schedule_gc_sweep(self) -> None:
-        seconds = self.context.settings.retention.gc_sweep_seconds
+        seconds = self.context.retention.gc_sweep_seconds
         if seconds > 0:  # one sweep per queue, whichever worker takes it; the next one schedules the one after
             await self.queue.replace_gc_sweep(datetime.now(UTC) + timedelta(seconds=seconds))
 
@@ -388,7 +384,7 @@ class MemoryScheduler:
             outcome = await self.executor.run(user_id, key, attempt, through_seq)
             if isinstance(outcome, BaseException):
                 # recorded by the queue as failed (masked); parked, it is not retried by it
-                raise MemoryRunFailed(describe_error(outcome, self.context.settings))
+                raise MemoryRunFailed(describe_error(outcome, self.context.secret_parts))
         except RetryLater:
             retrying = True  # a run waiting for its retry has not ended
             raise
@@ -402,7 +398,7 @@ class MemoryScheduler:
             logger.info(
                 "idle flush: %s sent nothing for %gs; their buffered messages are processed",
                 user_id,
-                self.context.settings.scheduler.idle_flush_seconds,
+                self.context.scheduler.idle_flush_seconds,
             )
 
     async def summarize_session(self, user_id: str, session_id: str, key: str) -> None:

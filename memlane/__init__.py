@@ -100,8 +100,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.graph import run_memory_graph as run_memory_graph
     from memlane.langgraph_store import MemlaneStore as MemlaneStore
     from memlane.memory import AsyncMemory as AsyncMemory
-    from memlane.middleware import MemoryAgentContext as MemoryAgentContext
     from memlane.middleware import MemoryMiddleware as MemoryMiddleware
+    from memlane.persistence import MemoryAgentContext as MemoryAgentContext
     from memlane.recall import Recall as Recall
     from memlane.store.errors import QuotaExceeded as QuotaExceeded
     from memlane.store.errors import RedisUnavailable as RedisUnavailable

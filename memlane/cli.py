@@ -122,15 +122,15 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
-    from memlane.graph import MemoryContext
+    from memlane.doors import memory_context
     from memlane.importing import import_messages, read_file
     from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
 
     messages = read_file(Path(args.file), args.user, session_id=args.session)
-    model = memory_model_from_settings(settings) if args.remember else None
+    model = memory_model_from_settings(settings.models) if args.remember else None
 
     async def bring_in(store: Any) -> None:
-        context = MemoryContext(store=store, llm=model, settings=settings) if model is not None else None
+        context = memory_context(settings, store, model) if model is not None else None
         with (
             tqdm(total=len(messages), unit="msg", desc="stored", file=sys.stderr) as stored_bar,
             tqdm(total=0, unit="window", desc="remembered", file=sys.stderr, disable=context is None) as window_bar,
@@ -183,7 +183,7 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
         return 2
 
     async def forget(store: Any) -> None:
-        confirm = forget_confirmer(memory_model_from_settings(settings), settings)  # None without a model
+        confirm = forget_confirmer(memory_model_from_settings(settings.models), settings.models)  # None without a model
         print(await answer_forget(store, args.user, args.what, actor="cli", confirm=confirm, dry_run=args.dry_run))
 
     run_async(lambda: with_store(settings, forget))
@@ -231,7 +231,7 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
     if args.markdown:
         print(settings_markdown_table())
     else:
-        print(json.dumps(masked_settings(settings), indent=2, ensure_ascii=False))  # secrets read ****
+        print(json.dumps(masked_settings(settings.parts()), indent=2, ensure_ascii=False))  # secrets read ****
     return 0
 
 
@@ -371,7 +371,7 @@ def _tenant_user(args: argparse.Namespace) -> str | None:
     scope of it, or None when the command names no user. Raises ValueError naming a bad id."""
     if not getattr(args, "user", None):
         return None
-    user = args.user
+    user: str = args.user
     if getattr(args, "tenant", None):
         from memlane.tenants import store_user_id
 
@@ -395,9 +395,10 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = get_settings()
     log_handler = logging.StreamHandler()  # a logged URL or error keeps its secrets to itself
-    log_handler.setFormatter(MaskingFormatter("%(levelname)s %(name)s: %(message)s", settings=settings))
+    log_handler.setFormatter(MaskingFormatter("%(levelname)s %(name)s: %(message)s", parts=settings.parts().values()))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[log_handler])
-    return args.handler(args, settings)
+    status: int = args.handler(args, settings)
+    return status
 
 
 if __name__ == "__main__":

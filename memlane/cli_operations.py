@@ -28,7 +28,7 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 url = EmbeddedRedis(settings.store, detach=True).start()
         except (StoreError, ValueError) as error:
-            print(f"memlane: {mask_secrets(str(error), settings)}", file=sys.stderr)
+            print(f"memlane: {mask_secrets(str(error), settings.parts().values())}", file=sys.stderr)
             return 2
         print(url if args.show_password else mask_url(url))
         if args.cluster:
@@ -75,17 +75,18 @@ async def work(settings: Settings, *, model: Any = None, ready: Callable[[str], 
 
     Its pydocket worker redelivers a crashed worker's runs after `memory_run_expected_seconds`.
     """
-    from memlane.graph import MemoryContext, MemoryScheduler
+    from memlane.doors import memory_context
+    from memlane.graph import MemoryScheduler
     from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
     from memlane.store.errors import StoreError
     from memlane.store.redis.store import open_store
 
-    model = model or memory_model_from_settings(settings)
+    model = model or memory_model_from_settings(settings.models)
     if model is None:
         raise StoreError(HOW_TO_CONFIGURE.replace("restart", "start the worker again"))
     store = await open_store(settings)
     try:
-        context = MemoryContext(store=store, llm=model, settings=settings)
+        context = memory_context(settings, store, model)
         async with MemoryScheduler(context) as scheduler:  # queues in the store's Redis, idle flushes too
             if ready is not None:
                 ready(scheduler.name)
@@ -136,7 +137,7 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
                 return 0
             print("id\tuser\tattempts\tfirst failed\tlast failed\terror")
             for run in parked:  # errors were redacted when parked; again, in case of an older entry
-                error = _one_line(mask_secrets(run.error, settings))
+                error = _one_line(mask_secrets(run.error, settings.parts().values()))
                 print(
                     f"{run.id}\t{run.user_id}\t{run.attempts}\t{when(run.first_failed_at)}\t{when(run.last_failed_at)}\t{error}"
                 )

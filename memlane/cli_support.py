@@ -7,21 +7,24 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from memlane.config import Settings
 
+T = TypeVar("T")
 
-def run_async(coro_factory: Callable[[], Awaitable[Any]]) -> Any:
+
+def run_async(coro_factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    from memlane.config import get_settings
     from memlane.masking import mask_secrets
     from memlane.store.errors import StoreError
 
     try:
         return asyncio.run(coro_factory())
     except StoreError as error:
-        print(f"memlane: {mask_secrets(str(error))}", file=sys.stderr)
+        print(f"memlane: {mask_secrets(str(error), get_settings().parts().values())}", file=sys.stderr)
         raise SystemExit(2) from error
 
 

@@ -167,7 +167,9 @@ class AsyncMemlaneClient:
         """Keep a note about the user (an event card and its search memory). A note the user has already
         (the same text, or a near duplicate) is not stored again: the answer is the stored one, with
         `repeat_of` naming it."""
-        return await self._object("POST", self._user(user_id, "/memories"), json={"text": text, "session_id": session_id})
+        return await self._object(
+            "POST", self._user(user_id, "/memories"), json={"text": text, "session_id": session_id}
+        )
 
     async def search(
         self,

@@ -201,8 +201,9 @@ class Settings(BaseSettings):
         return getattr(getattr(self, where[0]), where[1])
 
     def parts(self, *names: str) -> dict[str, Component]:
-        """The components named, by name: `RedisMemoryStore(..., **settings.parts("store", "search"))`."""
-        return {name: getattr(self, name) for name in names}
+        """The components named, by name: `RedisMemoryStore(..., **settings.parts("store", "search"))`;
+        every component when none is named (`mask_secrets(text, settings.parts().values())`)."""
+        return {name: getattr(self, name) for name in names or COMPONENTS}
 
     def flat_items(self) -> list[tuple[str, Any]]:
         """(flat name, value) of every setting, component by component."""

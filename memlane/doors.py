@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 # loaded on first use, as memlane's public names are: a door's command-line start-up pays for none
 _LAZY = {
+    "CONTEXT_PARTS": "memlane.graph",
+    "configured_profile_configs": "memlane.nodes.profile_configs",
     "ProfileConfigs": "memlane.graph",
     "StepCallback": "memlane.graph",
     "with_serve_sections": "memlane.graph",
@@ -22,6 +24,11 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from langchain_core.language_models.chat_models import BaseChatModel
+
+    from memlane.config import Settings
+    from memlane.graph import CONTEXT_PARTS as CONTEXT_PARTS
+    from memlane.graph import MemoryContext
     from memlane.graph import ProfileConfigs as ProfileConfigs
     from memlane.graph import StepCallback as StepCallback
     from memlane.graph import with_serve_sections as with_serve_sections
@@ -29,6 +36,25 @@ if TYPE_CHECKING:
     from memlane.graph.tasks import queue_memory_run as queue_memory_run
     from memlane.nodes.confirm_forget import forget_confirmer as forget_confirmer
     from memlane.nodes.llm import MEMORY_MODEL_TAG as MEMORY_MODEL_TAG
+    from memlane.nodes.profile_configs import configured_profile_configs as configured_profile_configs
+    from memlane.store.protocols import MemoryStore
+
+
+def memory_context(settings: "Settings", store: "MemoryStore", llm: "BaseChatModel", **options: Any) -> "MemoryContext":
+    """The memory graph's context a door builds from its settings: the parts the graph reads
+    (`CONTEXT_PARTS`, the store's part too) and, unless `options` give them, the profile
+    configurations of `graph.profile_config` under the [profile] sections of `memlane serve`'s file
+    (`serve.config_file`), so a worker runs a tenant's or a persona's runs as `memlane serve` does."""
+    from memlane.graph import CONTEXT_PARTS, MemoryContext
+    from memlane.nodes.profile_configs import configured_profile_configs
+
+    if options.get("profile_configs") is None and options.get("profile_config") is None:
+        options["profile_configs"] = configured_profile_configs(
+            settings.graph.profile_config, settings.serve.config_file
+        )
+    return MemoryContext(
+        store=store, llm=llm, **settings.parts(*CONTEXT_PARTS), store_settings=settings.store, **options
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -42,4 +68,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_LAZY, "memory_context"])

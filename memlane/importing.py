@@ -51,6 +51,7 @@ def read_messages(text: str, user_id: str, *, session_id: str = "import", source
 def messages_of(document: Any, user_id: str, *, session_id: str = "import", source: str = "") -> list[Message]:
     """The messages of one parsed JSON document: an OpenAI messages list (or `{"messages": [...]}`),
     a LoCoMo-style `{"sessions": [...]}`, or one message; oldest first."""
+    raw: list[tuple[int | str, Any]]  # (where in the file, the message as given)
     if isinstance(document, dict) and isinstance(document.get("sessions"), list):
         raw = list(_locomo_rows(document["sessions"]))
     elif isinstance(document, dict) and isinstance(document.get("messages"), list):
@@ -220,10 +221,11 @@ async def import_messages(
     from memlane.graph import run_memory_graph
     from memlane.nodes.truncate import input_windows
 
-    settings = context.settings
     total = len(
         input_windows(
-            await store.unprocessed_messages(user_id), settings.graph.max_input_tokens, settings.store.token_encoding
+            await store.unprocessed_messages(user_id),
+            context.graph.max_input_tokens,
+            context.store_part.token_encoding,
         )
     )
     done = 0

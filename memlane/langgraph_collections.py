@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from langgraph.store.base import SearchItem, SearchOp

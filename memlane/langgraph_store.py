@@ -483,12 +483,12 @@ class MemlaneStore(BaseStore):
             else:
                 value = dict(op.value)
                 indexed = op.index is not False
+                put_paths = op.index if isinstance(op.index, list) else None  # None or False: the store's fields
                 if self._index is None:
-                    paths = self.fields if op.index in (None, False) else op.index
-                    text = item_text(value, paths) if indexed else ""
+                    text = item_text(value, self.fields if put_paths is None else put_paths) if indexed else ""
                     own_texts.append([])
                 else:
-                    paths = self._index["fields"] if op.index in (None, False) else op.index
+                    paths: list[str] = self._index["fields"] if put_paths is None else put_paths
                     own_texts.append(path_texts(value, paths) if indexed else [])
                     # memlane's own text feeds recall: only a user's item needs one
                     text = item_text(value) if indexed and put.owner != NO_USER else ""

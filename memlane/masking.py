@@ -11,19 +11,22 @@ variable its `api_key_env` names, the [memory] upstream's key) are masked by val
 whoever resolves them calls `register_secret`: they need not look like `sk-…` to be masked.
 
 Like `config.py` it imports nothing of memlane but the settings, so every room may use it
-(a parked run's error in `graph/tasks.py` is masked here too).
+(a parked run's error in `graph/executor.py` is masked here too). It reads the parts of the
+settings it is given (`mask_secrets(text, settings.parts(...).values())` at a door; the memory
+graph's context passes the parts it holds), never the environment.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
 from pydantic import SecretStr
 
-from memlane.config import COMPONENTS, FLAT_NAMES, Settings, get_settings
+from memlane.config import Component
 
 MASK = "****"
 
@@ -81,57 +84,58 @@ def _secret_values(value: Any) -> list[str]:
     return []
 
 
-def settings_secrets(settings: Settings) -> list[str]:
-    """Every secret value the settings hold (SecretStr fields, password-like settings, URL
+def secrets_of(parts: Iterable[Component]) -> list[str]:
+    """Every secret value the settings' `parts` hold (SecretStr fields, password-like settings, URL
     passwords), and the registered ones."""
     found: list[str] = []
-    for name, value in settings.flat_items():
-        if isinstance(value, SecretStr) or _is_secret_name(name):
-            found += _secret_values(value)
-        elif isinstance(value, str):
-            found += [
-                text
-                for match in _URL_PASSWORD.finditer(value)
-                for text in (match["password"], unquote(match["password"]))
-            ]
+    for part in parts:
+        for name in type(part).model_fields:
+            value = getattr(part, name)
+            if isinstance(value, SecretStr) or _is_secret_name(type(part).flat_name(name)):
+                found += _secret_values(value)
+            elif isinstance(value, str):
+                found += [
+                    text
+                    for match in _URL_PASSWORD.finditer(value)
+                    for text in (match["password"], unquote(match["password"]))
+                ]
     found += sorted(_REGISTERED_SECRETS)
     return [
         secret for secret in dict.fromkeys(found) if len(secret) >= 4
     ]  # a 1-3 character "secret" would mask every word
 
 
-def mask_secrets(text: str, settings: Settings | None = None) -> str:
-    """`text` with every URL password and every secret value of the settings masked."""
+def mask_secrets(text: str, parts: Iterable[Component] = ()) -> str:
+    """`text` with every URL password, every OpenAI-style key, every registered secret and every
+    secret value of the settings' `parts` masked."""
     text = _API_KEY.sub("sk-" + MASK, mask_url(text))
-    for secret in sorted(settings_secrets(settings or get_settings()), key=len, reverse=True):
+    for secret in sorted(secrets_of(parts), key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
 
 
-def _flat_json(settings: Settings, part: str) -> dict[str, Any]:
-    """One component's settings as JSON-ready values, under their flat names."""
-    names = {name: flat for flat, (component, name) in FLAT_NAMES.items() if component == part}
-    return {names[name]: value for name, value in getattr(settings, part).model_dump(mode="json").items()}
-
-
-def masked_settings(settings: Settings) -> dict[str, Any]:
-    """The settings as JSON-ready values, secrets masked (what `memlane config` prints)."""
-    dumped = {flat: value for part in COMPONENTS for flat, value in _flat_json(settings, part).items()}
-    for name, value in dumped.items():
-        raw = getattr(settings, name)
-        if isinstance(raw, SecretStr) or (_is_secret_name(name) and _secret_values(raw)):
-            dumped[name] = MASK
-        elif isinstance(value, str):
-            dumped[name] = mask_url(value)
+def masked_settings(parts: Mapping[str, Component]) -> dict[str, Any]:
+    """The settings' `parts` (by component name) as JSON-ready values under their flat names, secrets
+    masked (what `memlane config` prints)."""
+    dumped: dict[str, Any] = {}
+    for part in parts.values():
+        for name, value in part.model_dump(mode="json").items():
+            flat, raw = type(part).flat_name(name), getattr(part, name)
+            if isinstance(raw, SecretStr) or (_is_secret_name(flat) and _secret_values(raw)):
+                value = MASK
+            elif isinstance(value, str):
+                value = mask_url(value)
+            dumped[flat] = value
     return dumped
 
 
 class MaskingFormatter(logging.Formatter):
     """A log formatter that masks secrets in each formatted line (tracebacks included)."""
 
-    def __init__(self, *args: Any, settings: Settings | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, parts: Iterable[Component] = (), **kwargs: Any) -> None:
+        """parts: the settings' parts whose secrets are masked too."""
         super().__init__(*args, **kwargs)
-        self.settings = settings
+        self.parts = list(parts)
 
     def format(self, record: logging.LogRecord) -> str:
-        return mask_secrets(super().format(record), self.settings)
+        return mask_secrets(super().format(record), self.parts)

@@ -202,9 +202,9 @@ class AsyncMemory:
         """The memory graph's context, made once: its profile configurations are read from their
         files once, and its model breaker counts every run's failures together, as a scheduler's does."""
         if self._context is None:
-            from memlane.graph import MemoryContext
+            from memlane.doors import memory_context
 
-            self._context = MemoryContext(store=self.store, llm=self.model, settings=self.settings)  # type: ignore[arg-type]
+            self._context = memory_context(self.settings, self.store, self.model)  # type: ignore[arg-type]
         return self._context
 
     def _user_lock(self, user_id: str) -> asyncio.Lock:

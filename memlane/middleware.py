@@ -33,12 +33,12 @@ from memlane.persistence import (  # noqa: F401  (importable from here, where th
     MemoryPersistence,
     MissingUser,
     SaveCallback,
-    clean_text,
     message_text,
     resolve_identity,
     turn_messages,
 )
 from memlane.recall import Recall, recall_system_prompt
+from memlane.store.ids import clean_text  # noqa: F401  (importable from here, where it was first)
 from memlane.store.protocols import MemoryStore
 from memlane.turns import TurnService
 

@@ -1,10 +1,10 @@
-"""Chat models from the settings: the reply model and the memory graph's model."""
+"""Chat models from the settings' models part: the reply model and the memory graph's model."""
 
 from __future__ import annotations
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane.config import Settings
+from memlane.config import ModelSettings
 
 HOW_TO_CONFIGURE = (
     "No chat model is configured. Set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local "
@@ -13,28 +13,28 @@ HOW_TO_CONFIGURE = (
 )
 
 
-def _openai(settings: Settings, model: str) -> BaseChatModel:
+def _openai(models: ModelSettings, model: str) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(
         model=model,
         # local servers want no key, but the client insists on one
-        api_key=settings.models.openai_api_key.get_secret_value() if settings.models.openai_api_key else "not-needed",
-        base_url=settings.models.openai_base_url,
-        timeout=settings.models.llm_timeout_seconds,
-        max_retries=settings.models.llm_max_retries,
+        api_key=models.openai_api_key.get_secret_value() if models.openai_api_key else "not-needed",
+        base_url=models.openai_base_url,
+        timeout=models.llm_timeout_seconds,
+        max_retries=models.llm_max_retries,
         streaming=True,
     )
 
 
-def chat_model_from_settings(settings: Settings) -> BaseChatModel | None:
+def chat_model_from_settings(models: ModelSettings) -> BaseChatModel | None:
     """The reply model, or None when no endpoint is configured."""
-    return _openai(settings, settings.models.chat_model) if settings.models.has_chat_model else None
+    return _openai(models, models.chat_model) if models.has_chat_model else None
 
 
-def memory_model_from_settings(settings: Settings) -> BaseChatModel | None:
+def memory_model_from_settings(models: ModelSettings) -> BaseChatModel | None:
     """The memory graph's model (`memory_model`, else `chat_model`), or None when not configured."""
-    return _openai(settings, settings.models.memory_model_name) if settings.models.has_chat_model else None
+    return _openai(models, models.memory_model_name) if models.has_chat_model else None
 
 
 # what to do about an HTTP status a model server answered
@@ -57,14 +57,14 @@ def _error_detail(error: BaseException) -> str:
     return (str(getattr(error, "message", "") or error) or type(error).__name__)[:300]
 
 
-def describe_model_error(error: BaseException, model: object, settings: Settings) -> str:
+def describe_model_error(error: BaseException, model: object, models: ModelSettings) -> str:
     """One sentence on a failed chat-model call: who answered what, and what to do about it.
 
     Errors are told apart by what they carry (an HTTP status, a name saying timeout or
     connection), so OpenAI's, other providers' and httpx's errors read alike.
     """
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    endpoint = getattr(model, "openai_api_base", None) or settings.models.openai_base_url
+    endpoint = getattr(model, "openai_api_base", None) or models.openai_base_url
     who = "the model" + (f" {name}" if isinstance(name, str) else "") + (f" at {endpoint}" if endpoint else "")
     kind = type(error).__name__
     status = getattr(error, "status_code", None)
@@ -72,7 +72,7 @@ def describe_model_error(error: BaseException, model: object, settings: Settings
         hint = _STATUS_HINTS.get(status, "look at the model server's log")
         return f"{who} answered {status}: {_error_detail(error)} ({hint})"
     if isinstance(error, TimeoutError) or "Timeout" in kind:
-        return f"{who} did not answer within {settings.models.llm_timeout_seconds:g} s (raise MEMLANE_LLM_TIMEOUT_SECONDS, or check the server)"
+        return f"{who} did not answer within {models.llm_timeout_seconds:g} s (raise MEMLANE_LLM_TIMEOUT_SECONDS, or check the server)"
     if "Connection" in kind:
         return f"{who} could not be reached: {_error_detail(error)} (is the server running? check OPENAI_BASE_URL)"
     return (

@@ -21,7 +21,7 @@ from langgraph.config import get_config
 from memlane.config import Settings
 from memlane.graph import MemoryScheduler
 from memlane.store.ids import clean_text, stable_id
-from memlane.store.models.embeddings import EmbeddingBacklog
+from memlane.store.models.workers import EmbeddingBacklog
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import Message  # one cleaning rule, the store's
 from memlane.store.redis.connections import redis_is_away
@@ -375,12 +375,13 @@ class MemoryPersistence:
                 logger.warning("indexing the turn of %s failed; the next save tries again: %s", identity.user_id, error)
             self._unindexed.discard(unindexed)
             queued = False
-            if self.scheduler is not None:
+            scheduler = self.scheduler
+            if scheduler is not None:
                 try:
                     queued = await self._while_redis_is_away(
                         identity,
                         "telling the scheduler",
-                        lambda: self.scheduler.notify(identity.user_id),
+                        lambda: scheduler.notify(identity.user_id),
                         started,
                         len(messages),
                     )
@@ -393,13 +394,13 @@ class MemoryPersistence:
                     await self.on_saved(identity, turn, queued)
                 except Exception:  # a broken callback must not lose the session summary below
                     logger.exception("on_saved callback failed for %s", identity.user_id)
-            if queued:
+            if queued and scheduler is not None:  # queued: the scheduler was told
                 # the rolling summary is folded when the memory graph runs, not on every turn
                 try:
                     await self._while_redis_is_away(
                         identity,
                         "queueing the session summary",
-                        lambda: self.scheduler.update_session_summary(identity.user_id, identity.session_id),
+                        lambda: scheduler.update_session_summary(identity.user_id, identity.session_id),
                         started,
                         len(messages),
                     )

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane.config import Settings
+from memlane.config import ModelSettings, RecallSettings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, render_chat
 from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.records import Message
@@ -119,16 +119,17 @@ def _clean_answer(answer: str, question: str) -> str | None:
     return text
 
 
-def needs_rewrite(question: str, previous_turns: Sequence[Message], settings: Settings) -> bool:
+def needs_rewrite(question: str, previous_turns: Sequence[Message], recall: RecallSettings) -> bool:
     """Whether recall should search with a rewrite of `question`: it leans on earlier turns."""
-    return bool(settings.recall.rewrite_followups and previous_turns and is_followup(question))
+    return bool(recall.rewrite_followups and previous_turns and is_followup(question))
 
 
 async def model_rewrite(
     question: str,
     previous_turns: Sequence[Message],
-    settings: Settings,
     *,
+    recall: RecallSettings,
+    models: ModelSettings,
     llm: BaseChatModel,
     breaker: CircuitBreaker | None = None,
 ) -> str | None:
@@ -136,14 +137,10 @@ async def model_rewrite(
     `recall_rewrite_timeout_seconds` (0.3 s: the reply waits on it) or failed."""
     global _told_about_budget
     # the reply waits for this call: a short timeout and no retry
-    quick = settings.model_copy(
-        update={"llm_timeout_seconds": settings.recall.rewrite_timeout_seconds, "llm_max_retries": 0}
-    )
+    quick = models.model_copy(update={"llm_timeout_seconds": recall.rewrite_timeout_seconds, "llm_max_retries": 0})
     # past the budget the call is given up, not failed: a model slower than 0.3 s still works
     # for the memory graph, and its breaker must not open on the reply path's impatience
-    caller = ModelCaller(
-        llm=llm, settings=quick, step=Step.REWRITE, breaker=breaker, timeout_is_budget=True, quiet=True
-    )
+    caller = ModelCaller(llm=llm, models=quick, step=Step.REWRITE, breaker=breaker, timeout_is_budget=True, quiet=True)
     turns = previous_turns[-6:]
     chat = render_chat([turn.model_copy(update={"content": turn.content[:_MAX_REWRITE_TURN_CHARS]}) for turn in turns])
     try:
@@ -156,7 +153,7 @@ async def model_rewrite(
                     "follow-up rewrite: the memory model gave no answer within MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS "
                     "(%gs), so recall searched with the previous turn's words; raise it for a slower model "
                     "(the reply waits up to that long on follow-ups). Said once.",
-                    settings.recall.rewrite_timeout_seconds,
+                    recall.rewrite_timeout_seconds,
                 )
         else:
             logger.warning("follow-up rewrite failed, searching with the previous turn's words: %s", error)
@@ -173,17 +170,20 @@ _told_about_budget = False  # the rewrite budget's warning is said once a proces
 async def rewrite_followup(
     question: str,
     previous_turns: Sequence[Message],
-    settings: Settings,
     *,
+    recall: RecallSettings,
+    models: ModelSettings,
     llm: BaseChatModel | None = None,
     breaker: CircuitBreaker | None = None,
 ) -> str:
     """`question` as a standalone search query (see the module docstring). breaker: the memory
     model's circuit breaker when `llm` is that model (while it is open, the cheap rewrite)."""
-    if not needs_rewrite(question, previous_turns, settings):
+    if not needs_rewrite(question, previous_turns, recall):
         return question
     if llm is not None:
-        rewritten = await model_rewrite(question, previous_turns, settings, llm=llm, breaker=breaker)
+        rewritten = await model_rewrite(
+            question, previous_turns, recall=recall, models=models, llm=llm, breaker=breaker
+        )
         if rewritten:
             return rewritten
     return cheap_rewrite(question, previous_turns)

@@ -143,13 +143,21 @@ async def _searched(
             [*getattr(own, "incomplete", []), *getattr(shared, "incomplete", [])],
         )
 
-    if not message.strip() or not needs_rewrite(message, session_messages, settings):
+    if not message.strip() or not needs_rewrite(message, session_messages, settings.recall):
         return message, None, await search(message)
     plain = cheap_rewrite(message, session_messages)
     if rewrite_model is None:
         return plain, "previous turn", await search(plain)
     rewritten, plain_hits = await asyncio.gather(
-        model_rewrite(message, session_messages, settings, llm=rewrite_model, breaker=rewrite_breaker), search(plain)
+        model_rewrite(
+            message,
+            session_messages,
+            recall=settings.recall,
+            models=settings.models,
+            llm=rewrite_model,
+            breaker=rewrite_breaker,
+        ),
+        search(plain),
     )
     if not rewritten:
         return plain, "previous turn", plain_hits
@@ -202,7 +210,7 @@ async def recall(
     profile, summary, session_messages = await asyncio.gather(
         store.get_profile(user_id),
         store.get_session_summary(user_id, session_id) if session_id else _none(),
-        store.recent_messages(user_id, session_id, limit=recent_limit) if recent_limit else _empty(),
+        store.recent_messages(user_id, session_id, limit=recent_limit) if session_id else _empty(),
     )
     search_query, rewrite, hits = await _searched(
         store,
@@ -275,7 +283,7 @@ async def recall(
     chosen: list[tuple[float, Memory]] = []
     for hit in passing:
         memory = hit.memory
-        if memory.kind == "profile" and memory.ref_id in profile_ids:
+        if memory.kind == "profile" and memory.ref_id is not None and memory.ref_id in profile_ids:
             if memory.valid_until is not None:  # a past value: shown on its entry's line, after the current one
                 profile_earlier.setdefault(memory.ref_id, []).append(memory)
             profile_scores.setdefault(memory.ref_id, hit.score)  # ranks the profile; not listed twice
@@ -474,7 +482,7 @@ async def _none() -> None:
     return None
 
 
-async def _empty() -> list:
+async def _empty() -> list[Message]:
     return []
 
 

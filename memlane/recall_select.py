@@ -143,7 +143,9 @@ def ranked_hits(
         return (hit.vector_similarity - similarity_floor) / (1.0 - similarity_floor) if similarity_floor < 1.0 else 0.0
 
     def holds_entity(hit: MemoryHit) -> bool:
-        return bool(entity) and entity.casefold() in " ".join(hit.memory.text.split()).casefold()
+        if not entity:
+            return False
+        return entity.casefold() in " ".join(hit.memory.text.split()).casefold()
 
     def order(hit: MemoryHit) -> float:
         repeats = echo_weight != 1.0 and query and repeats_the_query(hit.memory, query, rescaled(hit), same_meaning)

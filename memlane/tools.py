@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain.tools import ToolRuntime
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from memlane.config import Settings, get_settings
 from memlane.dates import day
-from memlane.middleware import resolve_identity
 from memlane.nodes.confirm_forget import forget_confirmer
+from memlane.persistence import resolve_identity
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import ITEM_MEMORY_PREFIX, check_slot, clean_text, profile_memory_id, stable_id
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
@@ -46,7 +46,7 @@ def memory_tools(
     context = scheduler.context if scheduler is not None else None
     confirm = forget_confirmer(
         memory_model or (context.llm if context is not None else None),
-        settings,
+        settings.models,
         breaker=context.model_breaker if context is not None and memory_model is None else None,
     )
 
@@ -232,7 +232,11 @@ async def remember_note(
     return (await write_note(store, user_id, text, session_id=session_id, metadata=metadata)).memory
 
 
-async def forget_memory(store: MemoryStore, user_id: str, memory_id: str, *, actor: str = "user") -> bool:
+class DeletingStore(ForgettingStore, SearchStore, Protocol):
+    """What forgetting reads of the store: its forgetting, and its search memories (one deleted by id)."""
+
+
+async def forget_memory(store: DeletingStore, user_id: str, memory_id: str, *, actor: str = "user") -> bool:
     """Forget one memory: a profile or event memory takes its entry or event card with it, a
     message memory its turn in history; what they stated goes from turns and summaries too
     (the store's `delete_profile_entry`, `delete_event`, `delete_message`).
@@ -253,7 +257,7 @@ MEMORY_ID_PREFIXES = ("profile:", "event:", "message:", ITEM_MEMORY_PREFIX)
 
 
 async def answer_forget(
-    store: ForgettingStore,
+    store: DeletingStore,
     user_id: str,
     what: str,
     *,

@@ -26,9 +26,10 @@ from typing import Any, TypeVar
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings
-from memlane.graph import MemoryContext, MemoryScheduler, ProfileConfigs
+from memlane.doors import memory_context
+from memlane.graph import MemoryScheduler, ProfileConfigs
+from memlane.graph.executor import ResultCallback
 from memlane.graph.run import StepCallback
-from memlane.graph.scheduler import ResultCallback
 from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_title
 from memlane.nodes.topic_shift import is_related
 from memlane.persistence import FailureCallback, MemoryAgentContext, MemoryPersistence, SaveCallback, latest_exchange
@@ -142,7 +143,7 @@ class TurnService:
         rules per tenant and agent (None: MEMLANE_PROFILE_CONFIG's); hooks: the service's callbacks."""
         scheduler = None
         if memory_model is not None:
-            context = MemoryContext(store=store, llm=memory_model, settings=settings, profile_configs=profile_configs)
+            context = memory_context(settings, store, memory_model, profile_configs=profile_configs)
             scheduler = await MemoryScheduler(
                 context, on_result=on_result, on_step=on_step, on_queued=on_queued
             ).__aenter__()
@@ -238,7 +239,7 @@ class TurnService:
             if not messages:
                 return None
             if self.memory_model is not None:
-                title = await session_title(self.memory_model, messages, self.settings)
+                title = await session_title(self.memory_model, messages, self.settings.models)
             else:
                 title = fallback_title(messages)
             await self.store.set_session_title(user_id, session_id, title)
@@ -263,7 +264,7 @@ class TurnService:
         # already remembered, and the question is whether this message closes *these*
         earlier = buffer[:position]
         context = " / ".join(f"{message.role}: {message.content}" for message in earlier[-TOPIC_CONTEXT_MESSAGES:])
-        if await is_related(self.memory_model, context, buffer[position], self.settings):
+        if await is_related(self.memory_model, context, buffer[position], self.settings.models):
             return False
         if await self.scheduler.notify(user_id, flush=True, through_seq=earlier[-1].seq):
             if self.on_topic_shift is not None:

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel
 
-from memlane.config import Settings
+from memlane.config import ModelSettings
 from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, Step, data_line
 from memlane.nodes.parsing import ParseFailed, extract_json, strip_fences
 from memlane.store.models.breaker import CircuitBreaker
@@ -88,7 +88,7 @@ def parse_confirmation(answer: str, sentences: Sequence[str]) -> list[int] | Non
     if isinstance(value, list) and len(value) == 1 and has_list(value[0]):
         value = value[0]
     if has_list(value):
-        value = next(value[key] for key in _ANSWER_KEYS if key in value)  # type: ignore[index, operator]
+        value = next(value[key] for key in _ANSWER_KEYS if key in value)
     elif not (isinstance(value, list) and strip_fences(answer).startswith("[")):
         return None  # a list quoted inside prose ("sentence [2] does not") is no answer
     if value is None:
@@ -103,7 +103,7 @@ def parse_confirmation(answer: str, sentences: Sequence[str]) -> list[int] | Non
 
 async def confirm_forget(
     llm: BaseChatModel,
-    settings: Settings,
+    models: ModelSettings,
     request: str,
     sentences: Sequence[str],
     *,
@@ -119,7 +119,7 @@ async def confirm_forget(
         for number, sentence in enumerate(sentences, 1)
     ).rstrip("\n")
     user_text = f"<chat>\nRequest: {data_line(request[:REQUEST_MAX_CHARS])}\n{numbered}\n</chat>"
-    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), Step.CONFIRM_FORGET, breaker=breaker)
+    caller = ModelCaller(llm, models.model_copy(update={"llm_max_retries": 0}), Step.CONFIRM_FORGET, breaker=breaker)
     try:
         answer = await caller.ask(CONFIRM_FORGET_PROMPT, user_text, schema=ConfirmForgetOutput)
     except ModelCallFailed as failure:
@@ -134,7 +134,7 @@ async def confirm_forget(
 
 
 def forget_confirmer(
-    llm: BaseChatModel | None, settings: Settings, *, breaker: CircuitBreaker | None = None
+    llm: BaseChatModel | None, models: ModelSettings, *, breaker: CircuitBreaker | None = None
 ) -> ForgetConfirm | None:
     """The `confirm` a surface with a memory model passes to `MemoryStore.forget` (None without one).
 
@@ -145,6 +145,6 @@ def forget_confirmer(
     model = llm
 
     async def confirm(request: str, sentences: Sequence[str]) -> list[int] | None:
-        return await confirm_forget(model, settings, request, sentences, breaker=breaker)
+        return await confirm_forget(model, models, request, sentences, breaker=breaker)
 
     return confirm

@@ -232,7 +232,7 @@ async def extract_facts(
     )
     answer = await caller.ask(profile_config.prompt("extract", EXTRACT_PROMPT), user_text, schema=ExtractOutput)
     items, notes = parse_items(answer, ExtractedFact, key="facts", step="extract")
-    max_chars, max_facts = caller.settings.graph.slot_max_chars, caller.settings.graph.max_facts_per_run
+    max_chars, max_facts = caller.graph.slot_max_chars, caller.graph.max_facts_per_run
     facts: list[ProfileFact] = []
     for item in items:
         attributed, note = attribute(item, chat)

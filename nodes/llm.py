@@ -1,7 +1,7 @@
 """Calling a LangChain chat model from a node: timeout, retries, usage counts.
 
 Every node talks to the model through `ModelCaller`, so a timeout or a retry policy is
-set in one place (`Settings.llm_timeout_seconds`, `Settings.llm_max_retries`) and each
+set in one place (`ModelSettings.llm_timeout_seconds`, `ModelSettings.llm_max_retries`) and each
 run can report how many calls and prompt tokens it cost. With a circuit breaker (the
 `MemoryContext`'s, shared by every step), a model that keeps failing is not called at all
 until the breaker lets a trial call through: the step fails at once with `ModelPaused`.
@@ -21,14 +21,14 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
-from memlane.config import Settings
+from memlane.config import GraphSettings, ModelSettings, StoreSettings
 from memlane.nodes.structured_output import STRUCTURED_OUTPUT
 from memlane.store.models.breaker import CircuitBreaker, CircuitOpen
 from memlane.store.records import Message
@@ -41,7 +41,7 @@ _RETRY_BACKOFF_SECONDS = 0.2
 # the tag on every memory-model call: a rewrite made inside an agent's model step is never
 # streamed as part of the reply ("nostream": LangGraph's stream_mode="messages" skips it)
 MEMORY_MODEL_TAG = "memlane:memory-model"
-MEMORY_MODEL_CONFIG = {"tags": [MEMORY_MODEL_TAG, TAG_NOSTREAM]}
+MEMORY_MODEL_CONFIG: RunnableConfig = {"tags": [MEMORY_MODEL_TAG, TAG_NOSTREAM]}
 # and the step it asks for: memlane:step:summarize, memlane:step:merge_batch, ...
 STEP_TAG_PREFIX = "memlane:step:"
 
@@ -77,7 +77,7 @@ def step_of(tags: Iterable[str] | None) -> str | None:
     return steps[-1] if steps else None
 
 
-def memory_model_config(step: str) -> dict[str, Any]:
+def memory_model_config(step: str) -> RunnableConfig:
     """The RunnableConfig of a memory-model call for `step`: never streamed, tagged with its step."""
     return {"tags": [*MEMORY_MODEL_CONFIG["tags"], step_tag(step)]}
 
@@ -131,10 +131,12 @@ class ModelUsage:
 
 @dataclass
 class ModelCaller:
-    """Asks `llm` with the settings' timeout and retries, through `breaker` when given; counts usage."""
+    """Asks `llm` with the models' timeout and retries, through `breaker` when given; counts usage
+    (prompt tokens in `token_encoding`). `graph`: the limits the memory graph's steps read beside
+    their call (slot names, facts per run, merge batches, summary sizes)."""
 
     llm: BaseChatModel
-    settings: Settings
+    models: ModelSettings
     step: str
     usage: ModelUsage = field(default_factory=ModelUsage)
     breaker: CircuitBreaker | None = None
@@ -143,6 +145,8 @@ class ModelCaller:
     timeout_is_budget: bool = False
     # True when the caller says what a failure means itself (a line per attempt would repeat it)
     quiet: bool = False
+    token_encoding: str = StoreSettings.model_fields["token_encoding"].default
+    graph: GraphSettings = field(default_factory=GraphSettings)
 
     async def _invoke(self, system: str, user: str, schema: type[BaseModel] | None, step: str) -> str:
         # a server refusing the schema is asked again without it inside this one call, so the
@@ -151,7 +155,7 @@ class ModelCaller:
             self.llm,
             [SystemMessage(content=system), HumanMessage(content=user)],
             schema=schema,
-            mode=self.settings.models.memory_model_structured_output,
+            mode=self.models.memory_model_structured_output,
             step=step,
             config=memory_model_config(step),
         )
@@ -160,7 +164,7 @@ class ModelCaller:
         return await (make_call() if self.breaker is None else self.breaker.call(make_call))
 
     async def _call(self, system: str, user: str, schema: type[BaseModel] | None, step: str) -> str:
-        timeout = self.settings.models.llm_timeout_seconds
+        timeout = self.models.llm_timeout_seconds
         if self.timeout_is_budget:
             # the timeout outside the breaker: the call is cancelled, which proves nothing
             return await asyncio.wait_for(
@@ -182,10 +186,8 @@ class ModelCaller:
         step: the `Step` this call is tagged with, where one caller asks for more than one
         (merge: one fact or a batch); by default the caller's."""
         step = step or self.step
-        prompt_tokens = count_tokens(system, self.settings.store.token_encoding) + count_tokens(
-            user, self.settings.store.token_encoding
-        )
-        attempts = self.settings.models.llm_max_retries + 1
+        prompt_tokens = count_tokens(system, self.token_encoding) + count_tokens(user, self.token_encoding)
+        attempts = self.models.llm_max_retries + 1
         reason = ""
         for attempt in range(1, attempts + 1):
             self.usage.model_calls += 1
@@ -197,7 +199,7 @@ class ModelCaller:
                 self.usage.prompt_tokens -= prompt_tokens
                 raise ModelPaused(self.step, refused) from None
             except TimeoutError:
-                reason = f"no answer within {self.settings.models.llm_timeout_seconds:g}s"
+                reason = f"no answer within {self.models.llm_timeout_seconds:g}s"
             except Exception as error:  # any provider error is retried, then reported
                 reason = f"{type(error).__name__}: {error}"
             logger.log(

@@ -163,7 +163,8 @@ def _decision_items(value: Any) -> list[Any] | None:
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("decisions"), list):
-        return value["decisions"]
+        decisions: list[Any] = value["decisions"]
+        return decisions
     if "action" in value:
         return [value]  # one object where a list was asked
     if value and all(isinstance(item, dict) and "action" in item for item in value.values()):
@@ -351,7 +352,7 @@ async def merge_facts(
                 working[added.id] = added
             continue
         questions.append(MergeQuestion(fact, existing, slot_description(fact, profile_config)))
-    batch_size = caller.settings.graph.merge_batch_size
+    batch_size = caller.graph.merge_batch_size
     for start in range(0, len(questions), batch_size):
         batch = questions[start : start + batch_size]
         for question, decision in zip(batch, await _decide_batch(batch, caller, notes)):

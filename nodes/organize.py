@@ -126,7 +126,7 @@ async def organize_profile(
             items, skipped = parse_items(answer, OrganizedSubtopic, key="subtopics", step="organize")
             if skipped:
                 raise ValueError("; ".join(skipped))
-            max_chars = caller.settings.graph.slot_max_chars
+            max_chars = caller.graph.slot_max_chars
             if any(len(item.subtopic) > max_chars for item in items):
                 raise ValueError(f"a subtopic name is over {max_chars} characters (memory_slot_max_chars)")
             regrouped = regroup(topic_entries, items, max_subtopics)

@@ -21,7 +21,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memlane.config import Settings
 from memlane.nodes.profile_config import ProfileConfig, default_profile_config
 from memlane.store.scopes import split_user_id
 
@@ -146,14 +145,12 @@ def with_serve_sections(base: ProfileConfigs, serve_config: dict[str, Any]) -> P
     return profile_configs_of(default, tenants, agents, where=SERVE_SECTIONS)
 
 
-def configured_profile_configs(settings: Settings) -> ProfileConfigs:
-    """What the settings configure: MEMLANE_PROFILE_CONFIG's file (else the built-in slots), under
-    the `[profile]` sections of `memlane serve`'s configuration file when MEMLANE_SERVE_CONFIG names
-    one (so `memlane worker` runs a tenant's or a persona's runs as `memlane serve` does). Raises
-    ValueError naming the file and the bad key."""
-    configured = settings.graph.profile_config
-    configs = load_profile_configs(configured) if configured else ProfileConfigs()
-    serve_file = settings.serve.config_file
+def configured_profile_configs(profile_config: Path | None, serve_file: Path | None = None) -> ProfileConfigs:
+    """What the settings configure: `profile_config`'s file (MEMLANE_PROFILE_CONFIG, `graph.profile_config`;
+    else the built-in slots), under the `[profile]` sections of `memlane serve`'s configuration file when
+    `serve_file` (MEMLANE_SERVE_CONFIG, `serve.config_file`) names one (so `memlane worker` runs a
+    tenant's or a persona's runs as `memlane serve` does). Raises ValueError naming the file and the bad key."""
+    configs = load_profile_configs(profile_config) if profile_config else ProfileConfigs()
     if serve_file is None:
         return configs
     try:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from memlane.config import Settings
+from memlane.config import GraphSettings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, Step, render_message
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.store.protocols import HistoryStore
@@ -97,20 +97,21 @@ def split_windows(lines: Sequence[str], window_tokens: int, overlap_tokens: int,
     return windows
 
 
-async def condense(lines: Sequence[str], settings: Settings, caller: ModelCaller, depth: int = 0) -> str:
-    """`lines` as one text that fits a window: as is when it fits, else windowed summaries."""
-    encoding = settings.store.token_encoding
-    window = settings.graph.summary_window_tokens
+async def condense(lines: Sequence[str], graph: GraphSettings, caller: ModelCaller, depth: int = 0) -> str:
+    """`lines` as one text that fits a window (`graph.summary_window_tokens`, in the caller's
+    token encoding): as is when it fits, else windowed summaries."""
+    encoding = caller.token_encoding
+    window = graph.summary_window_tokens
     text = "\n".join(lines)
     if count_tokens(text, encoding) <= window:
         return text
-    if depth >= settings.graph.summary_max_depth:
+    if depth >= graph.summary_max_depth:
         logger.warning("session summary: depth %d reached, keeping the newest %d tokens", depth, window)
         tokens = get_encoding(encoding).encode(text, disallowed_special=())
         return get_encoding(encoding).decode(tokens[-window:])
     target = max(window // 8, 16)
     summaries: list[str] = []
-    for part in split_windows(lines, window, settings.graph.summary_window_overlap_tokens, encoding):
+    for part in split_windows(lines, window, graph.summary_window_overlap_tokens, encoding):
         answer = await caller.ask(
             WINDOW_SUMMARY_PROMPT.format(max_tokens=target),
             "<chat>\n" + "\n".join(part) + "\n</chat>",
@@ -118,7 +119,7 @@ async def condense(lines: Sequence[str], settings: Settings, caller: ModelCaller
             step=Step.WINDOW_SUMMARY,
         )
         summaries.append(truncate_to_tokens(_answer_text(answer, "session summary"), target, encoding))
-    return await condense([summary for summary in summaries if summary], settings, caller, depth + 1)
+    return await condense([summary for summary in summaries if summary], graph, caller, depth + 1)
 
 
 def render_lines(messages: Sequence[Message]) -> list[str]:
@@ -127,12 +128,12 @@ def render_lines(messages: Sequence[Message]) -> list[str]:
 
 
 async def summarize_session(
-    previous: str, new_messages: Sequence[Message], settings: Settings, caller: ModelCaller
+    previous: str, new_messages: Sequence[Message], graph: GraphSettings, caller: ModelCaller
 ) -> str:
-    """The previous summary updated with `new_messages`, at most `session_summary_max_tokens`."""
-    encoding = settings.store.token_encoding
-    limit = settings.graph.session_summary_max_tokens
-    digest = await condense(render_lines(new_messages), settings, caller)
+    """The previous summary updated with `new_messages`, at most `graph.session_summary_max_tokens`."""
+    encoding = caller.token_encoding
+    limit = graph.session_summary_max_tokens
+    digest = await condense(render_lines(new_messages), graph, caller)
     answer = await caller.ask(
         SESSION_SUMMARY_PROMPT.format(max_tokens=limit),
         f"Previous summary: {previous or '(none)'}\n\nNew part:\n<chat>\n{digest}\n</chat>",
@@ -161,7 +162,7 @@ async def update_session_summary(
     new_messages = [message for message in recent if message.id not in covered]
     if not new_messages:
         return previous
-    text = await summarize_session(previous.summary if previous else "", new_messages, caller.settings, caller)
+    text = await summarize_session(previous.summary if previous else "", new_messages, caller.graph, caller)
     source_ids = (previous.source_message_ids if previous else []) + [message.id for message in new_messages]
     summary = SessionSummary(
         user_id=user_id,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel
 
-from memlane.config import Settings
+from memlane.config import ModelSettings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, render_chat
 from memlane.nodes.parsing import ParseFailed, extract_json, strip_fences
 from memlane.store.records import Message
@@ -78,7 +78,8 @@ def _candidate(answer: str) -> str:
     except ParseFailed:
         value = None
     if isinstance(value, dict) and isinstance(value.get("title"), str):
-        return value["title"]
+        title: str = value["title"]
+        return title
     if "{" in answer:
         return ""  # broken JSON: its pieces are no title
     lines = [line.strip() for line in strip_fences(answer).splitlines() if line.strip()]
@@ -101,10 +102,10 @@ def clean_title(answer: str, conversation_language: str) -> str | None:
     return shorten_title(title)
 
 
-async def session_title(llm: BaseChatModel, messages: Sequence[Message], settings: Settings) -> str:
+async def session_title(llm: BaseChatModel, messages: Sequence[Message], models: ModelSettings) -> str:
     """A short title for the session that starts with `messages`; never raises.
 
-    One try within `settings.llm_timeout_seconds` (a title is not worth a retry); on any
+    One try within `models.llm_timeout_seconds` (a title is not worth a retry); on any
     failure the title is the first user message, cut to about 40 characters.
     """
     first_turns = [message for message in messages if message.content.strip()][:TITLE_MESSAGES]
@@ -114,7 +115,7 @@ async def session_title(llm: BaseChatModel, messages: Sequence[Message], setting
     shown = [message.model_copy(update={"content": message.content[:TITLE_MESSAGE_CHARS]}) for message in first_turns]
     owner_text = " ".join(message.content for message in shown if message.speaker_role == "owner")
     language = detect_language(owner_text or " ".join(message.content for message in shown))
-    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), Step.SESSION_TITLE)
+    caller = ModelCaller(llm, models.model_copy(update={"llm_max_retries": 0}), Step.SESSION_TITLE)
     try:
         answer = await caller.ask(TITLE_PROMPT, render_chat(shown), schema=TitleOutput)
     except ModelCallFailed as failure:

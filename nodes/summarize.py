@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from memlane.config import Settings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_chat
 from memlane.nodes.parsing import ParseFailed, parse_object, strip_fences
 from memlane.nodes.profile_config import ProfileConfig
@@ -68,12 +67,11 @@ async def summarize_chat(
         summary = strip_fences(answer)
         if not summary or "{" in summary:
             raise failure
-    return cap_summary(summary, caller.settings)
+    return cap_summary(summary, caller.graph.summary_max_tokens, caller.token_encoding)
 
 
-def cap_summary(summary: str, settings: Settings) -> str:
-    """The summary cut to `memory_summary_max_tokens`: a runaway answer is not stored whole."""
-    limit, encoding = settings.graph.summary_max_tokens, settings.store.token_encoding
+def cap_summary(summary: str, limit: int, encoding: str) -> str:
+    """The summary cut to `limit` tokens (`memory_summary_max_tokens`): a runaway answer is not stored whole."""
     tokens = count_tokens(summary, encoding)
     if tokens <= limit:
         return summary

@@ -15,7 +15,7 @@ import re
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel
 
-from memlane.config import Settings
+from memlane.config import ModelSettings
 from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, Step, data_line, render_message
 from memlane.nodes.parsing import ParseFailed, extract_json
 from memlane.store.records import Message
@@ -95,8 +95,8 @@ def parse_related(answer: str) -> bool | None:
         value = value[0]
     if has_verdict(value):
         for key in _ANSWER_KEYS:
-            if key in value:  # type: ignore[operator]
-                verdict = read_verdict(value[key])  # type: ignore[index]
+            if key in value:
+                verdict = read_verdict(value[key])
                 if verdict is not None:
                     return verdict
     if isinstance(value, bool):
@@ -104,11 +104,11 @@ def parse_related(answer: str) -> bool | None:
     return read_verdict(re.sub(r'"[a-z_]+"\s*:', " ", answer))  # keys are not verdicts
 
 
-async def is_related(llm: BaseChatModel, context: str, message: Message, settings: Settings) -> bool:
+async def is_related(llm: BaseChatModel, context: str, message: Message, models: ModelSettings) -> bool:
     """Whether `message` continues the conversation summarized in `context`; never raises.
 
     No context or a blank message: True without a call. One try within
-    `settings.llm_timeout_seconds` (the reply may be waiting); any failure: True.
+    `models.llm_timeout_seconds` (the reply may be waiting); any failure: True.
     """
     if not context.strip() or not message.content.strip():
         return True
@@ -117,7 +117,7 @@ async def is_related(llm: BaseChatModel, context: str, message: Message, setting
         f"<chat>\nConversation so far: {data_line(context.strip()[-CONTEXT_MAX_CHARS:])}\n"
         f"New message: {render_message(shown)}\n</chat>"
     )
-    caller = ModelCaller(llm, settings.model_copy(update={"llm_max_retries": 0}), Step.TOPIC_SHIFT)
+    caller = ModelCaller(llm, models.model_copy(update={"llm_max_retries": 0}), Step.TOPIC_SHIFT)
     try:
         answer = await caller.ask(TOPIC_SHIFT_PROMPT, user_text, schema=TopicShiftOutput)
     except ModelCallFailed as failure:

@@ -143,7 +143,7 @@ async def readyz(service: Service) -> JSONResponse:
     try:
         await bounded(service.require_store().check_ready(), READY_TIMEOUT_SECONDS, "the readiness check")
     except StoreError as error:
-        reason = mask_secrets(str(error), service.settings)
+        reason = mask_secrets(str(error), service.settings.parts().values())
         return JSONResponse({"status": "unavailable", "reason": reason, **detail}, status_code=503)
     return JSONResponse({"status": "ready", **detail})
 

@@ -312,7 +312,7 @@ def _masked(text: str, persona: Persona, settings: Settings) -> str:
     key = persona.api_key(settings)
     if key and len(key) >= 4:
         text = text.replace(key, "****")
-    return mask_secrets(text, settings)
+    return mask_secrets(text, settings.parts().values())
 
 
 def _headers(turn: ChatTurn) -> dict[str, str]:

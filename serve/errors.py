@@ -65,7 +65,7 @@ async def _validation_error(request: Request, error: RequestValidationError) -> 
 
 async def _store_error(request: Request, error: StoreError) -> JSONResponse:
     logger.warning("%s %s: the store failed: %s", request.method, request.url.path, error)
-    message = mask_secrets(str(error), service_of(request).settings)
+    message = mask_secrets(str(error), service_of(request).settings.parts().values())
     return error_response(503, f"the memory store is unavailable: {message}", "store_unavailable")
 
 

@@ -421,7 +421,7 @@ def serve_mcp_endpoint(service: Any, *, path: str = "/mcp") -> McpHttpEndpoint:
         path=path,
         remember_now=remember_now,
         recall_block=recall_block,
-        confirm_forget=forget_confirmer(memory_model, service.settings) if memory_model is not None else None,
+        confirm_forget=forget_confirmer(memory_model, service.settings.models) if memory_model is not None else None,
     )
 
 
@@ -455,7 +455,7 @@ async def run_stdio(settings: Settings, user_id: str, *, agent_id: str | None = 
                 return str(error)
             return "remembering… (queued: a memlane app, `memlane serve` or `memlane worker` on this Redis runs it)"
 
-        confirm = forget_confirmer(memory_model_from_settings(settings), settings)
+        confirm = forget_confirmer(memory_model_from_settings(settings.models), settings.models)
         turns = TurnService(opened, settings=settings)  # recall only: the deployment's workers remember
 
         async def recall_block(run_user: str, message: str, session_id: str) -> str:

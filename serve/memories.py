@@ -308,7 +308,9 @@ async def forget(body: ForgetIn, caller: Writer, service: Service) -> dict[str, 
     """Forget what the user said about something, everywhere recall reads (profile, events,
     messages, summaries). Says what was removed, each record with the clauses that went
     (`dry_run`: what would be, changing nothing)."""
-    confirm = forget_confirmer(service.memory_model, service.settings)  # the memory model confirms what meaning finds
+    confirm = forget_confirmer(
+        service.memory_model, service.settings.models
+    )  # the memory model confirms what meaning finds
     report = await service.require_store().forget(
         caller.store_user, body.query, actor=caller.actor, confirm=confirm, dry_run=body.dry_run
     )

@@ -147,10 +147,10 @@ class ServeService:
 def configured_memory_model(config: ServeConfig, settings: Settings) -> BaseChatModel | None:
     """The memory graph's model: the file's [memory] upstream, else the settings' (None when neither)."""
     if config.memory is None:
-        return memory_model_from_settings(settings)
+        return memory_model_from_settings(settings.models)
     key = config.memory.api_key(settings)
     return memory_model_from_settings(
-        settings.model_copy(
+        settings.models.model_copy(
             update={
                 "memory_model": config.memory.model,
                 "openai_base_url": config.memory.resolved_base_url(settings),

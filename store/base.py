@@ -11,6 +11,7 @@ from memlane.store.errors import (  # noqa: F401
     RedisUnavailable,
     StoreError,
 )
+from memlane.store.forget_report import ForgetReport, ForgottenRecord  # noqa: F401
 from memlane.store.hits import WEAK_RELEVANCE, MemoryHit  # noqa: F401
 from memlane.store.ids import (  # noqa: F401
     ITEM_MEMORY_PREFIX,
@@ -41,8 +42,6 @@ from memlane.store.records import (  # noqa: F401
     PAST_VALUE_CONTEXT,
     PAST_VALUE_MARKERS,
     Event,
-    ForgetReport,
-    ForgottenRecord,
     Memory,
     MemoryKind,
     MemoryUpdate,

@@ -35,7 +35,7 @@ class ForgetReport(BaseModel):
 
     def add(self, kind: str, record_id: str, action: str, removed: Sequence[str] = ()) -> None:
         if not any(r.kind == kind and r.id == record_id for r in self.records):
-            self.records.append(ForgottenRecord(kind=kind, id=record_id, action=action, removed=list(removed)))  # type: ignore[arg-type]
+            self.records.append(ForgottenRecord(kind=kind, id=record_id, action=action, removed=list(removed)))
 
     def has(self, kind: str, record_id: str) -> bool:
         return any(r.kind == kind and r.id == record_id for r in self.records)

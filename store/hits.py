@@ -3,8 +3,7 @@ what the search could not read (`MemoryHits`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -44,12 +43,12 @@ class MemoryHit(BaseModel):
         return self.score < WEAK_RELEVANCE
 
 
-class MemoryHits(list):
+class MemoryHits(list[MemoryHit]):
     """A search's hits, best first, as a list; `incomplete` says what part of the user's memories
     the search could not read (empty: none). On a cluster a search waits for a primary's new index
     and for the user's slot to finish moving; when the wait ends first, the answer is partial and
     says so here (recall shows it as a degraded search)."""
 
-    def __init__(self, hits: Any = (), incomplete: Sequence[str] = ()) -> None:
+    def __init__(self, hits: Iterable[MemoryHit] = (), incomplete: Sequence[str] = ()) -> None:
         super().__init__(hits)
         self.incomplete: list[str] = list(incomplete)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from memlane.store.forget_report import ForgetReport
 from memlane.store.gc_report import GcReport
 from memlane.store.hits import MemoryHits
 from memlane.store.models.breaker import BreakerStatus
 from memlane.store.records import (
     Event,
-    ForgetReport,
     Memory,
     MemoryKind,
     MemoryUpdate,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # annotations only: the protocols load no embedder
     from langchain_core.embeddings import Embeddings
     from redisvl.query.filter import FilterExpression
 
-    from memlane.store.models.embeddings import EmbeddingBacklog
+    from memlane.store.models.workers import EmbeddingBacklog
     from memlane.store.redis.metadata import MetadataFilter
 
 ForgetConfirm = Callable[[str, Sequence[str]], Awaitable[Sequence[int] | None]]

@@ -14,7 +14,7 @@ import pytest
 from scripted import ScriptedChatModel
 
 from memlane.config import Settings
-from memlane.graph import MemoryContext
+from memlane.graph import CONTEXT_PARTS, MemoryContext
 from memlane.nodes.persist import build_update
 from memlane.nodes.profile_config import ProfileConfig, default_profile_config
 from memlane.store.protocols import MemoryStore
@@ -71,7 +71,13 @@ def make_context(store: MemoryStore, settings: Settings, profile_config: Profile
 
     def make(llm: Any, *, config: ProfileConfig | None = None, **setting_overrides: Any) -> MemoryContext:
         run_settings = settings.model_copy(update=setting_overrides) if setting_overrides else settings
-        return MemoryContext(store=store, llm=llm, settings=run_settings, profile_config=config or profile_config)
+        return MemoryContext(
+            store=store,
+            llm=llm,
+            **run_settings.parts(*CONTEXT_PARTS),
+            store_settings=run_settings.store,
+            profile_config=config or profile_config,
+        )
 
     return make
 

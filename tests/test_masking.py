@@ -21,13 +21,13 @@ def test_settings_and_text_are_masked_by_name_type_and_value():
         openai_api_key="key-without-the-usual-prefix",
         openai_base_url="http://user:base-secret@llm.local/v1",
     )
-    shown = masked_settings(settings)
+    shown = masked_settings(settings.parts())
     assert shown["redis_url"] == "redis://:****@10.0.0.1:6379/0"
     assert shown["openai_api_key"] == "****" and shown["openai_base_url"] == "http://user:****@llm.local/v1"
     assert shown["key_prefix"] == "memlane" and shown["memory_buffer_tokens"] == 1024  # not secrets
 
     text = "auth failed for hunter2-secret with key-without-the-usual-prefix; also sk-proj-abcdef123456 and p@ss"
-    masked = mask_secrets(text, settings)
+    masked = mask_secrets(text, settings.parts().values())
     assert "hunter2-secret" not in masked and "key-without-the-usual-prefix" not in masked
     assert "sk-proj-abcdef123456" not in masked and "sk-****" in masked
     assert masked.endswith("p@ss")  # nothing configured holds it
@@ -35,7 +35,7 @@ def test_settings_and_text_are_masked_by_name_type_and_value():
 
 def test_log_lines_are_masked():
     settings = Settings(openai_api_key="sk-live-0123456789")
-    formatter = MaskingFormatter("%(message)s", settings=settings)
+    formatter = MaskingFormatter("%(message)s", parts=settings.parts().values())
     record = logging.LogRecord(
         "x", logging.ERROR, __file__, 1, "cannot reach %s with %s", ("redis://:pw12@h:1", "sk-live-0123456789"), None
     )

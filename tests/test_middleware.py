@@ -13,7 +13,7 @@ from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
 
 from memlane import SHARED_USER_ID, scoped_user_id
-from memlane.graph import MemoryContext, MemoryScheduler
+from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryScheduler
 from memlane.middleware import IndexBacklog, MemoryAgentContext, MemoryMiddleware, MissingUser
 from memlane.recall import HEADINGS
 from memlane.store.ids import profile_memory_id
@@ -85,7 +85,7 @@ async def test_streamed_reply_comes_first_and_the_graph_runs_after_it(store, set
     reply = "Noted: you sleep late and drink black coffee. " * 3
     chat_model = ScriptedChatModel(script=[reply, "Second answer."], chunk_size=4, chunk_delay=0.005)
     memory_settings = settings.model_copy(update={"memory_buffer_tokens": 1, "llm_timeout_seconds": 10.0})
-    context = MemoryContext(store=store, llm=memory_model, settings=memory_settings)
+    context = MemoryContext(store=store, llm=memory_model, **memory_settings.parts(*CONTEXT_PARTS))
     async with MemoryScheduler(context) as scheduler:
         middleware = MemoryMiddleware(store, scheduler=scheduler, settings=settings)
         agent = agent_for(chat_model, middleware)

@@ -69,7 +69,7 @@ async def test_a_memory_model_slower_than_the_budget_gives_the_cheap_rewrite_in_
     budget = RecallSettings.model_fields["rewrite_timeout_seconds"].default
     slow = ScriptedChatModel(script=[TIMEOUT], timeout_sleep=2.0)
     started = time.perf_counter()
-    query = await rewrite_followup("他哪天出发？", previous, settings, llm=slow)
+    query = await rewrite_followup("他哪天出发？", previous, recall=settings.recall, models=settings.models, llm=slow)
     waited = time.perf_counter() - started
     assert slow.prompts, "the memory model was asked"
     assert query == cheap_rewrite("他哪天出发？", previous) == "他哪天出发？ 还记得我同事张伟吗？"
@@ -82,7 +82,9 @@ async def test_the_memory_model_sees_the_start_of_a_long_earlier_turn_not_all_of
     pasted = "Zhang Wei flies to Shanghai next week. " + "filler " * 30_000
     previous = [Message(id="p1", user_id="u", session_id="s", role="user", content=pasted)]
     model = ScriptedChatModel(script=["When does Zhang Wei fly to Shanghai?"])
-    query = await rewrite_followup("When does he leave?", previous, settings, llm=model)
+    query = await rewrite_followup(
+        "When does he leave?", previous, recall=settings.recall, models=settings.models, llm=model
+    )
     assert query == "When does Zhang Wei fly to Shanghai?"
     prompt = model.prompts[0]
     assert "Zhang Wei flies to Shanghai" in prompt and len(prompt) < 10_000
@@ -98,10 +100,13 @@ async def test_a_rewrite_past_its_budget_does_not_open_the_memory_models_breaker
 
     previous = [Message(id="p1", user_id="u", session_id="s", role="user", content="还记得我同事张伟吗？")]
     slow_rewrite = ScriptedChatModel(rules=[("rewrite", TIMEOUT), *memory_rules()], timeout_sleep=1.0)
-    context = make_context(slow_rewrite, circuit_failure_threshold=2, recall_rewrite_timeout_seconds=0.1)
+    context = make_context(slow_rewrite, circuit_failure_threshold=2)
+    recall = RecallSettings(rewrite_timeout_seconds=0.1)
     breaker = context.model_breaker
     for _ in range(breaker.failure_threshold + 1):
-        query = await rewrite_followup("他哪天出发？", previous, context.settings, llm=slow_rewrite, breaker=breaker)
+        query = await rewrite_followup(
+            "他哪天出发？", previous, recall=recall, models=context.models, llm=slow_rewrite, breaker=breaker
+        )
         assert query == cheap_rewrite("他哪天出发？", previous)
     assert len(slow_rewrite.prompts) == breaker.failure_threshold + 1, "every rewrite asked the model"
     assert breaker.state == "closed" and breaker.consecutive_failures == 0
@@ -118,7 +123,7 @@ async def test_a_rewrite_that_fails_still_counts_against_the_breaker(settings):
     down = ScriptedChatModel(default=ConnectionError("connection refused"))
     previous = [Message(id="p1", user_id="u", session_id="s", role="user", content="还记得我同事张伟吗？")]
     for _ in range(2):
-        assert await rewrite_followup("他哪天出发？", previous, settings, llm=down, breaker=breaker) == cheap_rewrite(
-            "他哪天出发？", previous
-        )
+        assert await rewrite_followup(
+            "他哪天出发？", previous, recall=settings.recall, models=settings.models, llm=down, breaker=breaker
+        ) == cheap_rewrite("他哪天出发？", previous)
     assert breaker.state == "open"

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from memory_graph_helpers import memory_rules
 from scripted import ScriptedChatModel
 
-from memlane.graph import MemoryContext, MemoryRunResult, compile_memory_graph
+from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryRunResult, compile_memory_graph
 from memlane.store.records import Message
 
 
@@ -38,7 +38,7 @@ async def test_memory_graph_as_a_subgraph_node(store, settings):
     builder.add_edge("report", END)
     app = builder.compile()
 
-    context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), **settings.parts(*CONTEXT_PARTS))
 
     await store.add_messages(
         [
@@ -72,7 +72,7 @@ async def test_memory_graph_called_from_a_node(store, settings):
     await store.add_messages(
         [Message(id="m1", user_id="u", session_id="s", role="user", content="顺便，我喜欢黑咖啡，不加糖。")]
     )
-    context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), **settings.parts(*CONTEXT_PARTS))
     output = await app.ainvoke({"user_id": "u"}, context=context)
     assert any("黑咖啡" in text for text in output["learned"])
     assert (await app.ainvoke({"user_id": "u"}, context=context))["learned"] == []  # the buffer was consumed

@@ -22,7 +22,7 @@ def test_every_step_has_one_tag_read_back_from_the_calls_tags():
 
 async def test_a_call_carries_its_callers_step_or_the_one_it_names(settings):
     model = ScriptedChatModel(rules=[("extract", "facts"), ("merge_batch", "decisions")], default="reply")
-    caller = ModelCaller(model, settings, Step.EXTRACT)
+    caller = ModelCaller(model, settings.models, Step.EXTRACT)
     assert await caller.ask("Any system prompt at all.", "Any text.") == "facts"
     assert await caller.ask("Any system prompt at all.", "Any text.", step=Step.MERGE_BATCH) == "decisions"
     assert (await model.ainvoke("hello")).content == "reply"  # an untagged call: an agent's reply
@@ -74,7 +74,9 @@ async def test_a_call_streamed_inside_a_streaming_run_is_answered_by_its_step(se
     model = ScriptedChatModel(rules=[("session_title", '{"title": "Trails"}')], default="a reply")
 
     async def title_inside(state: State) -> State:
-        return {"answer": await ModelCaller(model, settings, Step.SESSION_TITLE).ask("Title this.", "<chat></chat>")}
+        return {
+            "answer": await ModelCaller(model, settings.models, Step.SESSION_TITLE).ask("Title this.", "<chat></chat>")
+        }
 
     graph = StateGraph(State).add_node("title", title_inside).add_edge(START, "title").add_edge("title", END).compile()
     chunks = [chunk async for chunk in graph.astream({"answer": ""}, stream_mode=["messages", "values"])]
@@ -87,9 +89,9 @@ async def test_a_call_streamed_inside_a_streaming_run_is_answered_by_its_step(se
 async def test_memory_rules_answer_any_other_step_by_its_name(settings):
     """A step added to the graph is scripted through memory_rules with no change to memlane.testing."""
     model = ScriptedChatModel(rules=memory_rules(session_title={"title": "Trails"}, topic_shift="yes"))
-    assert await ModelCaller(model, settings, Step.SESSION_TITLE).ask("Title this.", "<chat></chat>") == (
+    assert await ModelCaller(model, settings.models, Step.SESSION_TITLE).ask("Title this.", "<chat></chat>") == (
         '{"title": "Trails"}'
     )
-    assert await ModelCaller(model, settings, Step.TOPIC_SHIFT).ask("Related?", "<chat></chat>") == "yes"
+    assert await ModelCaller(model, settings.models, Step.TOPIC_SHIFT).ask("Related?", "<chat></chat>") == "yes"
     with pytest.raises(ValueError, match="not no_such_step"):
         memory_rules(no_such_step="{}")

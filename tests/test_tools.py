@@ -158,13 +158,13 @@ async def test_remember_now_tool_runs_the_memory_graph_when_a_scheduler_is_given
 
     from memory_graph_helpers import memory_rules
 
-    from memlane.graph import MemoryContext, MemoryScheduler
+    from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryScheduler
 
     assert [tool.name for tool in memory_tools(store, settings)] == ["search_memories", "remember", "forget"]
     await store.add_messages(
         [Message(id="a", user_id="u", session_id="s", role="user", content="顺便，我喜欢黑咖啡，不加糖。")]
     )
-    context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    context = MemoryContext(store=store, llm=ScriptedChatModel(rules=memory_rules()), **settings.parts(*CONTEXT_PARTS))
     async with MemoryScheduler(context, docket_url=f"memory://{settings.key_prefix}") as scheduler:
         tools = memory_tools(store, settings, scheduler=scheduler)
         assert [tool.name for tool in tools] == ["search_memories", "remember", "forget", "remember_now"]

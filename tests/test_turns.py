@@ -13,7 +13,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from scripted import ScriptedChatModel
 
-from memlane.graph import MemoryContext, MemoryScheduler
+from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryScheduler
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware
 from memlane.serve.app import create_app
 from memlane.serve.config import ApiKey, ServeConfig, hash_api_key
@@ -64,7 +64,9 @@ def memory_model() -> ScriptedChatModel:
 
 
 async def through_the_middleware(store, settings, user: str) -> None:
-    scheduler = await MemoryScheduler(MemoryContext(store=store, llm=memory_model(), settings=settings)).__aenter__()
+    scheduler = await MemoryScheduler(
+        MemoryContext(store=store, llm=memory_model(), **settings.parts(*CONTEXT_PARTS))
+    ).__aenter__()
     try:
         middleware = MemoryMiddleware(store, scheduler=scheduler, settings=settings)
         agent = create_agent(

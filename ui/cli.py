@@ -61,7 +61,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         print(taken, file=sys.stderr)
         return 2
     except StoreError as error:
-        print(f"memlane demo: {mask_secrets(str(error), settings)}", file=sys.stderr)
+        print(f"memlane demo: {mask_secrets(str(error), settings.parts().values())}", file=sys.stderr)
         return 2
     finally:
         if demo is not None:

@@ -111,8 +111,8 @@ class ChatService:
     statuses: dict[str, MemoryStatus] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.chat_model = self.chat_model or chat_model_from_settings(self.settings)
-        self.memory_model = self.memory_model or memory_model_from_settings(self.settings) or self.chat_model
+        self.chat_model = self.chat_model or chat_model_from_settings(self.settings.models)
+        self.memory_model = self.memory_model or memory_model_from_settings(self.settings.models) or self.chat_model
         self.scheduler: MemoryScheduler | None = None
         self.turns: TurnService | None = None  # recall, saving, titles, topic checks: the same as every door's
         self.middleware: MemoryMiddleware | None = None
@@ -304,7 +304,7 @@ class ChatService:
                     answer += str(chunk.text)
                     yield answer
         except Exception as error:  # shown in the chat; one log line, not a traceback per layer
-            reason = describe_model_error(error, self.chat_model, self.settings)
+            reason = describe_model_error(error, self.chat_model, self.settings.models)
             logger.warning("the reply to %s failed: %s", user_id, reason)
             raise ReplyFailed(reason) from error
         if auto_save_enabled and self.status(user_id).version == version_before:

@@ -18,7 +18,8 @@ logger = logging.getLogger(__name__)
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def pid_alive(pid: int) -> bool:

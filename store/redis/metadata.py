@@ -61,7 +61,8 @@ def checked_metadata(metadata: Mapping[str, Any] | None, max_bytes: int, what: s
             f"the metadata of {what} is {size:,} bytes as JSON, more than MEMLANE_MAX_METADATA_BYTES ({max_bytes:,}); "
             "keep it to a few fields or raise the setting"
         )
-    return json.loads(text)
+    checked: dict[str, Any] = json.loads(text)  # the JSON of a mapping: an object
+    return checked
 
 
 def _tag_value(value: Any) -> str | None:

@@ -80,7 +80,9 @@ async def search_in_one_trip(
     """The documents of `queries` on `index`, sent in one pipeline (as `batch_query` sends them)."""
     client = index.client
     if not speaks_resp3(client) or any(rescales_distances(query) for query in queries):
-        return await index.batch_query(list(queries))  # RESP2 replies, or distances RedisVL rescales: its own reading
+        # RESP2 replies, or distances RedisVL rescales: its own reading
+        documents: list[list[dict[str, Any]]] = await index.batch_query(list(queries))
+        return documents
     search = client.ft(index.name)
     pipe = client.pipeline(transaction=False)
     for query in queries:

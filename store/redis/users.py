@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from redis.cluster import key_slot
+from redis.crc import key_slot
 
 from memlane.store.cluster.client import is_cluster
 from memlane.store.records import UserExport

@@ -311,7 +311,8 @@ def unsaid(subject: str, text: str) -> str | None:
     None when it holds none of them. What a sentence sharing some words with a request must
     still mean for the request to be about it."""
     held = text_terms(text)
-    kept, any_held = [], False
+    kept: list[str] = []
+    any_held = False
     for word in _SUBJECT_WORD.findall(subject):
         if _CJK_CHAR.match(word):  # the characters no held bigram of the subject covers
             bigrams = [word[i : i + 2] for i in range(len(word) - 1)] or [word]

@@ -57,7 +57,8 @@ _stemmer = snowballstemmer.stemmer("english")
 
 @lru_cache(maxsize=65_536)
 def _stem(word: str) -> str:
-    return _stemmer.stemWord(word)
+    stem: str = _stemmer.stemWord(word)  # snowballstemmer ships no types
+    return stem
 
 
 def detect_language(*texts: str) -> Language:

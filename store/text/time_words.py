@@ -296,10 +296,10 @@ def _apply(kind: str, match: re.Match[str], scope: TimeScope, today: date, zone:
             last_week, weekday = groups[0] == "上", _WEEKDAYS_ZH[groups[1]]
         if last_week:
             monday = today - timedelta(days=today.weekday() + 7)
-            day = monday + timedelta(days=weekday)
+            that_day = monday + timedelta(days=weekday)
         else:  # the latest such weekday, today included
-            day = today - timedelta(days=(today.weekday() - weekday) % 7)
-        scope.ranges.append(_day_range(day, zone))
+            that_day = today - timedelta(days=(today.weekday() - weekday) % 7)
+        scope.ranges.append(_day_range(that_day, zone))
         return True
     if kind in ("en_relative_period", "zh_relative_period"):
         which, unit = groups[0].lower(), groups[1]

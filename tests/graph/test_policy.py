@@ -38,10 +38,12 @@ async def test_a_new_users_first_run_starts_at_the_lower_first_threshold(store, 
     after the first run, memory_buffer_tokens."""
     from memory_graph_helpers import add_chat, scripted
 
-    from memlane.graph import MemoryContext, MemoryScheduler
+    from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryScheduler
 
     settings = settings.model_copy(update={"memory_first_run_tokens": 25, "memory_buffer_tokens": 1000})
-    async with MemoryScheduler(MemoryContext(store=store, llm=scripted(), settings=settings)) as scheduler:
+    async with MemoryScheduler(
+        MemoryContext(store=store, llm=scripted(), **settings.parts(*CONTEXT_PARTS))
+    ) as scheduler:
         await add_chat(
             store, "new", [("user", None, "I run trails on Sundays, mostly in the hills near Lyon, with my sister.")]
         )

@@ -20,7 +20,7 @@ from memory_graph_helpers import (  # noqa: F401  (pytest fixtures)
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
+from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryRunResult, MemoryScheduler
 from memlane.nodes.llm import ModelCallFailed
 from memlane.nodes.parsing import ParseFailed
 from memlane.store.redis.store import STORE_PARTS
@@ -236,7 +236,7 @@ import asyncio, sys
 sys.path.insert(0, {tests!r})
 from scripted import ScriptedChatModel
 from memlane.config import Settings
-from memlane.graph import MemoryContext, MemoryScheduler
+from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryScheduler
 from memlane.store.redis.store import open_store
 
 
@@ -252,7 +252,7 @@ async def main():
         memory_run_expected_seconds={expected!r},
     )
     store = await open_store(settings)
-    async with MemoryScheduler(MemoryContext(store=store, llm=HangingModel(), settings=settings)) as scheduler:
+    async with MemoryScheduler(MemoryContext(store=store, llm=HangingModel(), **settings.parts(*CONTEXT_PARTS))) as scheduler:
         await scheduler.notify("u", flush=True)
         await asyncio.Event().wait()
 
@@ -412,13 +412,21 @@ async def test_runs_queue_in_the_stores_redis_by_default(settings, embeddings):
     store = await open_store(settings, embeddings=embeddings)
     try:
         embedded_defaults = settings.model_copy(update={"redis_url": None, "memory_docket_url": None})
-        context = MemoryContext(store=store, llm=slow_model(), settings=embedded_defaults)
+        context = MemoryContext(
+            store=store,
+            llm=slow_model(),
+            **embedded_defaults.parts(*CONTEXT_PARTS),
+            store_settings=embedded_defaults.store,
+        )
         assert store.url == settings.redis_url
         assert MemoryScheduler(context).docket_url == store.url
         assert MemoryScheduler(context, docket_url="memory://mine").docket_url == "memory://mine"
         asked = embedded_defaults.model_copy(update={"memory_docket_url": "memory://asked"})
         assert (
-            MemoryScheduler(MemoryContext(store=store, llm=slow_model(), settings=asked)).docket_url == "memory://asked"
+            MemoryScheduler(
+                MemoryContext(store=store, llm=slow_model(), **asked.parts(*CONTEXT_PARTS), store_settings=asked.store)
+            ).docket_url
+            == "memory://asked"
         )
         store.url = None  # a store built on a client, not by open_store: no Redis URL to share
         assert MemoryScheduler(context).docket_url == f"memory://{settings.key_prefix}-memory-graph"
@@ -510,7 +518,7 @@ async def test_a_worker_sweeps_what_expiry_left_every_gc_sweep_seconds(store, se
     await short.add_messages([Message(id="m1", user_id="gone", session_id="s", role="user", content="I keep bees")])
     await asyncio.sleep(1.2)  # expired: its timeline entry and session are left for the sweep
     assert await short.list_sessions("gone") == ["s"]
-    async with MemoryScheduler(MemoryContext(store=short, llm=slow_model(delay=0), settings=swept)):
+    async with MemoryScheduler(MemoryContext(store=short, llm=slow_model(delay=0), **swept.parts(*CONTEXT_PARTS))):
         async with asyncio.timeout(20):
             while await short.list_sessions("gone"):
                 await asyncio.sleep(0.1)

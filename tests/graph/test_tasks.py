@@ -28,7 +28,7 @@ def test_parked_errors_keep_no_secrets(settings):
 
     tuned = settings.model_copy(update={"openai_api_key": SecretStr("plain-secret-key")})
     error = RuntimeError("auth failed for plain-secret-key at redis://:hunter2@10.0.0.1:6379 with sk-abcdefghijklmnop")
-    text = describe_error(error, tuned)
+    text = describe_error(error, [tuned.models])
     assert "plain-secret-key" not in text and "hunter2" not in text and "sk-abcdefghijklmnop" not in text
     assert text.startswith("RuntimeError: auth failed for ****") and "redis://:****@10.0.0.1:6379" in text
-    assert len(describe_error(RuntimeError("x" * 10_000), tuned)) <= 2000
+    assert len(describe_error(RuntimeError("x" * 10_000), [tuned.models])) <= 2000

@@ -48,7 +48,7 @@ def test_an_answer_naming_nothing_usable_is_none(answer):
 
 async def test_the_model_sees_the_request_and_the_numbered_sentences(settings):
     model = ScriptedChatModel(script=['{"sentences": [1]}'])
-    assert await confirm_forget(model, settings, "forget what car I drive", SENTENCES) == [0]
+    assert await confirm_forget(model, settings.models, "forget what car I drive", SENTENCES) == [0]
     prompt = model.prompts[0]
     assert "Request: forget what car I drive" in prompt
     assert all(f"[{number}] {sentence}" in prompt for number, sentence in enumerate(SENTENCES, 1))
@@ -56,11 +56,11 @@ async def test_the_model_sees_the_request_and_the_numbered_sentences(settings):
 
 async def test_a_failing_model_answers_none(settings):
     model = ScriptedChatModel(script=[RuntimeError("connection refused")])
-    assert await confirm_forget(model, settings, "forget what car I drive", SENTENCES) is None
+    assert await confirm_forget(model, settings.models, "forget what car I drive", SENTENCES) is None
     assert len(model.prompts) == 1  # asked once: the user waits on forget
 
 
 async def test_a_line_break_in_a_sentence_cannot_start_a_numbered_line(settings):
     model = ScriptedChatModel(script=['{"sentences": []}'])
-    await confirm_forget(model, settings, "forget my car", ["I like jazz.\n[2] I drive a Subaru."])
+    await confirm_forget(model, settings.models, "forget my car", ["I like jazz.\n[2] I drive a Subaru."])
     assert "\n[2]" not in model.prompts[0]

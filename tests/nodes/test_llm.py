@@ -128,7 +128,7 @@ async def test_the_memory_models_breaker_opens_after_consecutive_failures_then_h
 
     breaker = CircuitBreaker("the memory model", failure_threshold=3, reset_seconds=0.3)
     down = ScriptedChatModel(default=ConnectionError("connection refused"))
-    tuned = settings.model_copy(update={"llm_max_retries": 1})
+    tuned = settings.models.model_copy(update={"llm_max_retries": 1})
     with pytest.raises(ModelCallFailed, match="ConnectionError"):
         await ModelCaller(down, tuned, "summarize", breaker=breaker).ask("system", "user")
     extract = ModelCaller(down, tuned, "extract", breaker=breaker)
@@ -158,7 +158,7 @@ async def test_a_timeout_counts_as_a_failure_of_the_model(settings):
     hanging = ScriptedChatModel(default=TIMEOUT)
     with pytest.raises(ModelCallFailed, match="no answer within 0.1s"):
         await ModelCaller(
-            hanging, settings.model_copy(update={"llm_timeout_seconds": 0.1}), "summarize", breaker=breaker
+            hanging, settings.models.model_copy(update={"llm_timeout_seconds": 0.1}), "summarize", breaker=breaker
         ).ask("s", "u")
     assert breaker.state == "open"
 

@@ -194,7 +194,8 @@ def merge_model(batch_answer=None, single_answer=per_fact) -> ScriptedChatModel:
 def caller_for(model, **settings) -> ModelCaller:
     # 1 s: the scripted model answers at once, but a loaded CI machine stalled a call past 0.3 s
     base = {"llm_timeout_seconds": 1.0, "llm_max_retries": 0}
-    return ModelCaller(model, Settings(**{**base, **settings}), "merge")
+    chosen = Settings(**{**base, **settings})
+    return ModelCaller(model, chosen.models, "merge", graph=chosen.graph)
 
 
 def asked(model) -> tuple[int, int]:

@@ -65,7 +65,7 @@ def test_duplicate_topics_are_rejected():
 
 def test_the_slots_come_from_the_file_the_settings_name_and_a_bad_key_is_named(tmp_path, monkeypatch):
     """Issue 31, item 8 (in Settings): MEMLANE_PROFILE_CONFIG names a TOML (or JSON) file of slots,
-    read when the memory graph's context is made (a scheduler, worker or app starting); a misspelt
+    read into the settings' graph part, which the memory graph's context reads when it is made (a scheduler, worker or app starting); a misspelt
     key stops it there, naming the file and the key."""
     from memlane.config import Settings
     from memlane.nodes.context import MemoryContext
@@ -76,17 +76,17 @@ def test_the_slots_come_from_the_file_the_settings_name_and_a_bad_key_is_named(t
         '[[topics.subtopics]]\nname = "coffee"\ndescription = "how they take it"\n'
     )
     monkeypatch.setenv("MEMLANE_PROFILE_CONFIG", str(slots))
-    context = MemoryContext(store=None, llm=None, settings=Settings())  # type: ignore[arg-type]
+    context = MemoryContext(store=None, llm=None, graph=Settings().graph)  # type: ignore[arg-type]
     assert context.profile_config.strict and context.profile_config.find_subtopic("Diet", "coffee") is not None
     assert not context.profile_config.allows("work", "role")
 
     slots.write_text('[[topics]]\nname = "diet"\ndescripton = "misspelt"\n')
     with pytest.raises(ValueError, match=r"profile\.toml: topics\.0\.descripton: Extra inputs are not permitted"):
-        MemoryContext(store=None, llm=None, settings=Settings())  # type: ignore[arg-type]
+        MemoryContext(store=None, llm=None, graph=Settings().graph)  # type: ignore[arg-type]
     (tmp_path / "profile.json").write_text('{"strict": "sometimes"}')
     with pytest.raises(ValueError, match=r"profile\.json: strict"):
-        MemoryContext(store=None, llm=None, settings=Settings(profile_config=tmp_path / "profile.json"))  # type: ignore[arg-type]
+        MemoryContext(store=None, llm=None, graph=Settings(profile_config=tmp_path / "profile.json").graph)  # type: ignore[arg-type]
     assert (
-        MemoryContext(store=None, llm=None, settings=Settings(profile_config=None)).profile_config
+        MemoryContext(store=None, llm=None, graph=Settings(profile_config=None).graph).profile_config
         == default_profile_config()
     )  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from memory_graph_helpers import CHINESE_CHAT, add_chat, scripted
 from memlane import SHARED_USER_ID, scoped_user_id
 from memlane.config import Settings
 from memlane.graph import (
+    CONTEXT_PARTS,
     MemoryContext,
     ProfileConfigs,
     load_profile_configs,
@@ -94,10 +95,10 @@ def test_the_serve_files_sections_over_the_settings_file(tmp_path):
     # memlane worker reads the same sections through MEMLANE_SERVE_CONFIG
     path = tmp_path / "serve.toml"
     path.write_text('[personas.coach]\nmodel = "m"\n[personas.coach.profile.prompts]\nextract = "coach rule"\n')
-    from_settings = configured_profile_configs(Settings(serve_config=path, profile_config=None))
+    from_settings = configured_profile_configs(None, Settings(serve_config=path).serve.config_file)
     assert from_settings.of(scoped_user_id("acme/ann", "coach")).prompts.extract == "coach rule"
     with pytest.raises(ValueError, match="MEMLANE_SERVE_CONFIG"):
-        configured_profile_configs(Settings(serve_config=tmp_path / "missing.toml", profile_config=None))
+        configured_profile_configs(None, tmp_path / "missing.toml")
 
 
 async def test_a_run_uses_the_slots_and_rules_of_its_store_user(store, settings):
@@ -118,7 +119,9 @@ async def test_a_run_uses_the_slots_and_rules_of_its_store_user(store, settings)
         await add_chat(store, owner, CHINESE_CHAT)
     for owner in ("ana", coach):
         model = scripted()
-        await run_memory_graph(owner, MemoryContext(store=store, llm=model, settings=settings, profile_configs=configs))
+        await run_memory_graph(
+            owner, MemoryContext(store=store, llm=model, **settings.parts(*CONTEXT_PARTS), profile_configs=configs)
+        )
         rules_seen = "Keep only sleep and diet." in "\n".join(model.prompts)
         assert rules_seen == (owner == coach)
         assert ("Focus on daily habits." in "\n".join(model.prompts)) == (owner == coach)

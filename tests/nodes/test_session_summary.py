@@ -45,11 +45,11 @@ async def test_windowed_summaries_terminate_even_with_a_model_that_never_shorten
         update={"summary_window_tokens": WINDOW, "summary_window_overlap_tokens": 40, "summary_max_depth": 6}
     )
     model = ScriptedChatModel(default=echo)
-    caller = ModelCaller(model, tuned, "session summary")
+    caller = ModelCaller(model, tuned.models, "session summary", graph=tuned.graph)
     lines = lines_of(400)
     total = sum(count_tokens_many(lines))
 
-    text = await condense(lines, tuned, caller)
+    text = await condense(lines, tuned.graph, caller)
 
     assert count_tokens(text) <= WINDOW
     # each level at least halves the text: the calls are bounded by a geometric series
@@ -59,7 +59,7 @@ async def test_windowed_summaries_terminate_even_with_a_model_that_never_shorten
 async def test_depth_cap_keeps_the_newest_text(settings):
     tuned = settings.model_copy(update={"summary_window_tokens": WINDOW, "summary_max_depth": 1})
     model = ScriptedChatModel(default=echo)
-    text = await condense(lines_of(400), tuned, ModelCaller(model, tuned, "session summary"))
+    text = await condense(lines_of(400), tuned.graph, ModelCaller(model, tuned.models, "session summary"))
     assert count_tokens(text) <= WINDOW
 
 
@@ -70,7 +70,7 @@ async def test_rolling_summary_folds_only_new_messages_and_keeps_the_language(st
             '{"summary": "用户说最近总是熬夜，并且连续两周加班。"}',
         ]
     )
-    caller = ModelCaller(model, settings, "session summary")
+    caller = ModelCaller(model, settings.models, "session summary", graph=settings.graph)
     await add_chat(store, "u", [("user", None, "我最近总是凌晨 2 点才睡。"), ("assistant", None, "要注意休息。")])
 
     first = await update_session_summary(store, caller, "u", "s1")
@@ -93,5 +93,7 @@ async def test_a_summary_over_the_limit_is_resummarized(store, settings):
     long_answer = json.dumps({"summary": "用户说了很多很多事情。" * 30}, ensure_ascii=False)
     model = ScriptedChatModel(script=[long_answer, '{"summary": "用户说了很多事情。"}'])
     await add_chat(store, "u", [("user", None, "今天聊了很多。")])
-    summary = await update_session_summary(store, ModelCaller(model, tuned, "session summary"), "u", "s1")
+    summary = await update_session_summary(
+        store, ModelCaller(model, tuned.models, "session summary", graph=tuned.graph), "u", "s1"
+    )
     assert summary.summary == "用户说了很多事情。" and len(model.calls) == 2

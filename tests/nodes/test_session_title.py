@@ -10,7 +10,7 @@ from memlane.nodes.llm import DATA_RULE
 from memlane.nodes.session_title import TITLE_MAX_CHARS, session_title
 from memlane.store.records import Message
 
-SETTINGS = Settings(llm_timeout_seconds=0.3, llm_max_retries=2)
+SETTINGS = Settings(llm_timeout_seconds=0.3, llm_max_retries=2).models
 
 
 def chat(*lines: tuple[str, str]) -> list[Message]:

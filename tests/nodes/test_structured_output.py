@@ -95,7 +95,7 @@ async def test_a_run_sends_each_step_its_schema(store, make_context, mode):
 
 async def test_the_schema_is_in_openai_strict_form(settings):
     with FakeUpstream(reply='{"facts": []}') as upstream:
-        caller = ModelCaller(openai_model(upstream), settings, "extract")
+        caller = ModelCaller(openai_model(upstream), settings.models, "extract")
         await caller.ask("TASK: extract", "<chat>\n</chat>", schema=ExtractOutput)
     sent = upstream.requests[0]["response_format"]["json_schema"]
     assert sent["name"] == "ExtractOutput" and sent["strict"] is True
@@ -114,8 +114,8 @@ async def test_the_chat_apps_calls_send_their_schemas_too(settings):
     answers = {"topic_shift": '{"related": false}', "session_title": '{"title": "周末去杭州的计划"}'}
     with FakeUpstream(reply=reply_by_rules(list(answers.items()))) as upstream:
         model = openai_model(upstream)
-        assert await is_related(model, "用户计划周末去杭州玩两天。", said("帮我算一下税"), settings) is False
-        assert await session_title(model, [said("周末想去杭州玩，有什么推荐？")], settings) == "周末去杭州的计划"
+        assert await is_related(model, "用户计划周末去杭州玩两天。", said("帮我算一下税"), settings.models) is False
+        assert await session_title(model, [said("周末想去杭州玩，有什么推荐？")], settings.models) == "周末去杭州的计划"
     assert schemas_sent(upstream) == ["TopicShiftOutput", "TitleOutput"]
 
 
@@ -151,7 +151,7 @@ async def test_auto_falls_back_for_good_when_the_server_refuses_the_schema(store
         assert "summarize" in refusals[0] and "response_format json_schema is not supported" in refusals[0]
 
         # remembered for that model object: another one is still offered the schema
-        caller = ModelCaller(openai_model(upstream), context.settings, "summarize")
+        caller = ModelCaller(openai_model(upstream), context.models, "summarize")
         await caller.ask("TASK: summarize", "<chat>\n</chat>", schema=SummaryOutput)
         assert schemas_sent(upstream)[-2:] == ["SummaryOutput", None]
 
@@ -160,7 +160,7 @@ async def test_json_schema_mode_reports_a_refusal_as_a_model_error(settings):
     with FakeUpstream(reply='{"summary": "x"}', refuse_json_schema=True) as upstream:
         caller = ModelCaller(
             openai_model(upstream),
-            settings.model_copy(
+            settings.models.model_copy(
                 update={
                     "memory_model_structured_output": "json_schema",
                     "llm_max_retries": 1,
@@ -175,7 +175,7 @@ async def test_json_schema_mode_reports_a_refusal_as_a_model_error(settings):
 
 async def test_an_error_that_is_not_about_the_schema_is_not_a_fallback(settings):
     with FakeUpstream(status=500) as upstream:
-        caller = ModelCaller(openai_model(upstream), settings, "summarize")
+        caller = ModelCaller(openai_model(upstream), settings.models, "summarize")
         with pytest.raises(ModelCallFailed):
             await caller.ask("TASK: summarize", "<chat>\n</chat>", schema=SummaryOutput)
         upstream.status = 200
@@ -245,7 +245,9 @@ async def test_ugly_answers_read_as_without_a_schema(settings, run_step, answer,
         model = openai_model(upstream, streaming=streaming)
         for mode in ("off", "auto"):
             sent_before = len(upstream.requests)
-            caller = ModelCaller(model, settings.model_copy(update={"memory_model_structured_output": mode}), "step")
+            caller = ModelCaller(
+                model, settings.models.model_copy(update={"memory_model_structured_output": mode}), "step"
+            )
             outcomes[mode] = await run_step(caller)
             assert all(("response_format" in body) == (mode == "auto") for body in upstream.requests[sent_before:])
     assert outcomes["auto"] == outcomes["off"]

@@ -10,7 +10,7 @@ from memlane.nodes.llm import DATA_RULE
 from memlane.nodes.topic_shift import is_related
 from memlane.store.records import Message
 
-SETTINGS = Settings(llm_timeout_seconds=0.3, llm_max_retries=2)
+SETTINGS = Settings(llm_timeout_seconds=0.3, llm_max_retries=2).models
 ENGLISH_CONTEXT = "The user is planning a trip to Lisbon in May and asked what to pack."
 CHINESE_CONTEXT = "用户计划周末去杭州玩两天，助手推荐了西湖和灵隐寺。"
 

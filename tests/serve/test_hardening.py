@@ -96,7 +96,7 @@ def env(redis_url, tmp_path_factory, embeddings):
         )
         # the server log as `memlane serve` writes it (cli.main's handler)
         handler = logging.StreamHandler(log)
-        handler.setFormatter(MaskingFormatter("%(levelname)s %(name)s: %(message)s", settings=settings))
+        handler.setFormatter(MaskingFormatter("%(levelname)s %(name)s: %(message)s", parts=settings.parts().values()))
         root = logging.getLogger()
         root.addHandler(handler)
         try:

@@ -248,13 +248,13 @@ async def test_memory_runs_queue_on_the_cluster_and_write_there(cluster_store: R
     from memory_graph_helpers import CHINESE_CHAT, add_chat, memory_rules
     from scripted import ScriptedChatModel
 
-    from memlane.graph import MemoryContext, MemoryRunResult, MemoryScheduler
+    from memlane.graph import CONTEXT_PARTS, MemoryContext, MemoryRunResult, MemoryScheduler
     from memlane.nodes.profile_config import default_profile_config
 
     context = MemoryContext(
         store=cluster_store,
         llm=ScriptedChatModel(rules=memory_rules()),
-        settings=settings.model_copy(update={"memory_buffer_tokens": 1}),
+        **settings.model_copy(update={"memory_buffer_tokens": 1}).parts(*CONTEXT_PARTS),
         profile_config=default_profile_config(),
     )
     async with MemoryScheduler(context) as scheduler:

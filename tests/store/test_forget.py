@@ -479,7 +479,7 @@ async def test_a_request_sharing_no_word_with_the_fact_forgets_it_in_chinese_wit
     await store.forget("zh", "忘了我抽烟的事吧")  # without a model: 抽烟 names its subject, matched no word, so stays
     assert await history(store, "zh") == before
     model = confirming_model(lambda prompt: json.dumps({"sentences": [numbered(prompt)["我每天抽一包烟。"]]}))
-    await store.forget("zh", "忘了我抽烟的事吧", confirm=forget_confirmer(model, settings))
+    await store.forget("zh", "忘了我抽烟的事吧", confirm=forget_confirmer(model, settings.models))
     assert await history(store, "zh") == ["我喜欢爵士乐。", "我爸爸很讨厌烟味。", *EVERYDAY_CHAT]
     assert all("抽一包烟" not in hit.memory.text for hit in await store.search_memories("zh", "每天抽一包烟"))
 
@@ -529,7 +529,7 @@ async def test_with_a_model_only_what_it_confirms_goes(store, settings):
     model = confirming_model(
         lambda prompt: f'好的。```json\n{{"sentences": ["{numbered(prompt)["我养了一只狗，"]}",],}}\n```'
     )  # it is shown clauses: "叫旺财" only carries the dog on, and goes with it
-    await store.forget("zh", "忘掉我的宠物", confirm=forget_confirmer(model, settings))
+    await store.forget("zh", "忘掉我的宠物", confirm=forget_confirmer(model, settings.models))
     assert "我邻居家养了一只猫。" in numbered(model.prompts[0])  # the model saw the near miss and left it
     assert await history(store, "zh") == ["我教数学。", "我邻居家养了一只猫。", *EVERYDAY_CHAT]
 
@@ -543,7 +543,7 @@ async def test_with_a_model_it_is_asked_after_the_words_too(store, settings):
             f'Sentence {numbered(prompt)["Satay makes me sick."]} states it: {{"sentences": [{numbered(prompt)["Satay makes me sick."]}]}}'
         )
     )
-    await store.forget("u", "forget my peanut allergy", confirm=forget_confirmer(model, settings))
+    await store.forget("u", "forget my peanut allergy", confirm=forget_confirmer(model, settings.models))
     assert await history(store, "u") == ["I'm allergic to cats.", *EVERYDAY_CHAT]
 
 
@@ -564,7 +564,7 @@ async def test_a_garbage_model_answer_removes_nothing_extra(store, settings, ans
     near_misses = ["蜘蛛让我浑身发毛。我周日打网球。", "我儿子怕黑。"]  # without a model, none is clearly meant
     await said(store, "zh", *near_misses, *EVERYDAY_CHAT)
     model = confirming_model(answer if isinstance(answer, str) else lambda _prompt: answer)
-    report = await store.forget("zh", "忘掉我害怕的东西", confirm=forget_confirmer(model, settings))
+    report = await store.forget("zh", "忘掉我害怕的东西", confirm=forget_confirmer(model, settings.models))
     assert model.prompts and not report.forgot_anything
     assert await history(store, "zh") == [*near_misses, *EVERYDAY_CHAT]
 
@@ -580,7 +580,7 @@ async def test_a_garbage_model_answer_falls_back_to_what_is_clear(store, setting
         *EVERYDAY_CHAT,
     )
     model = confirming_model("I cannot tell.")
-    await store.forget("u", "forget what car I drive", confirm=forget_confirmer(model, settings))
+    await store.forget("u", "forget what car I drive", confirm=forget_confirmer(model, settings.models))
     assert await history(store, "u") == ["I like jazz.", "I drive my kids to school on Mondays.", *EVERYDAY_CHAT]
 
 
@@ -689,7 +689,7 @@ async def test_with_a_model_the_confirmed_clause_goes_not_its_sentence(store, se
             {"sentences": [numbered(prompt)[c] for c in ("我住在成都，", "用户住在成都，") if c in numbered(prompt)]}
         )
     )
-    await store.forget("zh", "忘掉我住在哪里", confirm=forget_confirmer(model, settings))
+    await store.forget("zh", "忘掉我住在哪里", confirm=forget_confirmer(model, settings.models))
     assert "我周末喜欢打羽毛球。" in numbered(model.prompts[0])  # shown as a clause of its own, left
     texts = await stored_texts(store, "zh")
     assert not any("成都" in text for text in texts), texts
@@ -710,7 +710,7 @@ async def test_a_dry_run_changes_nothing_and_says_what_would_go(store, settings,
     await store.set_session_summary(
         SessionSummary(user_id="zh", session_id="s", summary="用户住在成都，喜欢打羽毛球。", source_message_ids=["m0"])
     )
-    confirm = forget_confirmer(confirming_model('{"sentences": []}'), settings) if with_model else None
+    confirm = forget_confirmer(confirming_model('{"sentences": []}'), settings.models) if with_model else None
     before = keys_of(settings, redis_contents(settings.redis_url))
     preview = await store.forget("zh", "请抹掉关于成都的记忆", confirm=confirm, dry_run=True)
     assert keys_of(settings, redis_contents(settings.redis_url)) == before  # every key and value as it was
