@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from memlane.config import SchedulerSettings, StoreSettings
 from memlane.graph.queue import RunQueue, docket_spelling
-from memlane.store.protocols import AdminStore
+from memlane.store.protocols import AdminStore, LocatedStore, RunStore
 from memlane.store.records import ParkedRun
 from memlane.store.schema import QueueKeys
 
@@ -25,7 +25,7 @@ def scheduler_name(*, store: StoreSettings) -> str:
     return f"{store.key_prefix}-memory-graph"
 
 
-def default_docket_url(admin: AdminStore, name: str, *, store: StoreSettings, scheduler: SchedulerSettings) -> str:
+def default_docket_url(admin: LocatedStore, name: str, *, store: StoreSettings, scheduler: SchedulerSettings) -> str:
     """Where runs queue: `memory_docket_url`, else the Redis the store is connected to (so runs
     survive a crash and `memlane worker` sees them), else an in-process `memory://` queue."""
     if scheduler.docket_url:
@@ -48,7 +48,7 @@ def retry_key(user_id: str) -> str:
     return QueueKeys.run_task(user_id, f"retry-{uuid.uuid4().hex}")
 
 
-async def parked_to_retry(store: AdminStore, run_ids: Sequence[str] | None) -> list[ParkedRun]:
+async def parked_to_retry(store: RunStore, run_ids: Sequence[str] | None) -> list[ParkedRun]:
     """The parked runs named (every one when `run_ids` is None), oldest first."""
     runs = await store.parked_runs()
     return runs if run_ids is None else [run for run in runs if run.id in set(run_ids)]
@@ -80,7 +80,7 @@ async def retry_parked_runs(
 
 
 async def queue_memory_run(
-    admin: AdminStore,
+    admin: LocatedStore,
     user_id: str,
     *,
     store: StoreSettings,
@@ -96,7 +96,7 @@ async def queue_memory_run(
 
 
 def _shared_queue(
-    admin: AdminStore, docket_url: str | None, hint: str = "", *, store: StoreSettings, scheduler: SchedulerSettings
+    admin: LocatedStore, docket_url: str | None, hint: str = "", *, store: StoreSettings, scheduler: SchedulerSettings
 ) -> tuple[str, str]:
     """The deployment's queue (name, URL) for a process without a scheduler; one in this
     process's memory is refused, as no worker could see what is put on it."""

@@ -35,7 +35,7 @@ from memlane.nodes.topic_shift import is_related
 from memlane.persistence import FailureCallback, MemoryAgentContext, MemoryPersistence, SaveCallback, latest_exchange
 from memlane.recall import Recall, recall
 from memlane.store.errors import StoreError
-from memlane.store.protocols import AdminStore, MemoryStore
+from memlane.store.protocols import MemoryStore, ServiceStore
 from memlane.store.records import Message
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class RecallTimedOut(StoreError):
     either (frozen, or every connection stuck): the reply goes out without memory."""
 
 
-async def within_recall_budget(work: Awaitable[T], store: AdminStore, seconds: float) -> T:
+async def within_recall_budget(work: Awaitable[T], store: ServiceStore, seconds: float) -> T:
     """`await work`, or `RecallTimedOut` once `seconds` have passed while Redis has said nothing for
     the last half of them: neither a probe sent then nor any other call of the store got a reply.
     A frozen Redis holds each call for the socket timeout (30 s); a loaded machine still hears

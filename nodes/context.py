@@ -22,7 +22,7 @@ from memlane.nodes.llm import ModelCaller
 from memlane.nodes.profile_config import ProfileConfig
 from memlane.nodes.profile_configs import ProfileConfigs, configured_profile_configs
 from memlane.store.models.breaker import CircuitBreaker
-from memlane.store.protocols import MemoryStore
+from memlane.store.protocols import GraphStore
 
 # the settings' parts a context takes by name (`**settings.parts(*CONTEXT_PARTS)`); the store's
 # own part is `store_settings` (the name `store` is the store itself)
@@ -33,7 +33,7 @@ CONTEXT_PARTS = ("models", "graph", "scheduler", "retention")
 class MemoryContext:
     """Runtime context of the memory graph."""
 
-    store: MemoryStore
+    store: GraphStore
     llm: BaseChatModel
     models: ModelSettings = field(default_factory=ModelSettings)  # the memory model's timeout, retries, breaker
     graph: GraphSettings = field(default_factory=GraphSettings)  # the steps' limits

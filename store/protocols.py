@@ -1,10 +1,20 @@
 """The store protocols, by role: what each caller needs from storage.
 
 Nodes, graph, recall and the doors depend on these, never on Redis; `store/redis/store.py` implements
-all of them (`MemoryStore`). A caller asks for the role it uses: the memory graph's persist step
-a `MemoryWriter`, recall a `SearchStore` and a `ProfileReader`, the history door a
-`HistoryStore`. Every method is scoped to one user: no call can read or write another user's
-data.
+all of them (`MemoryStore`). A caller asks for the role it uses:
+
+- the memory graph and its worker a `GraphStore` (`MemoryContext.store`): history, the profile,
+  parked runs, the sweeps; its persist step a `ProfileStore` (`apply_update`), the session
+  summary's fold a `HistoryStore`;
+- recall a `RecallStore` (history, profile, search), the search tool a `SearchStore`;
+- the queue helpers a `LocatedStore` (where Redis is) or a `RunStore` (parked runs), the recall
+  budget a `ServiceStore` (did Redis answer lately);
+- the administrative roles are split by what they administer: `RunStore`, `SweepStore`,
+  `RequestStore`, `UserStore`, `ServiceStore`; `AdminStore` is all five, for the CLI's operator
+  commands;
+- the doors (the app, the service, the CLI, the facades) hold a `MemoryStore`, every role at once.
+
+Every method is scoped to one user: no call can read or write another user's data.
 """
 
 from __future__ import annotations
@@ -274,12 +284,17 @@ class ForgettingStore(Protocol):
 
 
 @runtime_checkable
-class AdminStore(Protocol):
-    """What operators and the service need: parked runs, Idempotency-Keys, whole users, readiness."""
+class LocatedStore(Protocol):
+    """A store that says where its Redis is: the memory graph's queue defaults to the same Redis."""
 
     url: str | None
     """Where this Redis is (`redis://…`): background workers started for this store share it; None for a
     store built on a client without `open_store`."""
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """The memory graph's dead-letter list: runs that failed every retry, kept for a retry or an operator."""
 
     async def park_run(self, run: ParkedRun) -> ParkedRun:
         """Add a failed run to the dead-letter list. A run already parked under the same id keeps
@@ -292,17 +307,29 @@ class AdminStore(Protocol):
     async def drop_parked_run(self, run_id: str) -> ParkedRun | None:
         """Remove a run from the dead-letter list. Returns it, or None when no run has the id."""
 
-    def health(self) -> list[BreakerStatus]:
-        """The state of the store's circuit breakers (the embedder's), without changing it."""
 
-    async def claim_request_key(self, user_id: str, key: str, fingerprint: str, *, ttl_seconds: int) -> str | None:
-        """Note that the user's request keyed `key` has `fingerprint`, unless the key was seen within
-        `ttl_seconds`: then nothing changes and the fingerprint first noted is returned (None: first)."""
+@runtime_checkable
+class SweepStore(Protocol):
+    """The retention sweep: what expiry cannot remove (`memlane gc`, the worker's scheduled sweep)."""
 
     async def collect_garbage(self, user_id: str | None = None, *, recount: bool = False) -> GcReport:
         """One retention sweep (`memlane gc`) over the user, or every user: the listings of expired
         records, sessions with no message left, search entries whose record is gone, the quota usage
         of what was deleted or expired (with `recount`, counted again from the records); what it did."""
+
+
+@runtime_checkable
+class RequestStore(Protocol):
+    """Requests the service has seen under an Idempotency-Key."""
+
+    async def claim_request_key(self, user_id: str, key: str, fingerprint: str, *, ttl_seconds: int) -> str | None:
+        """Note that the user's request keyed `key` has `fingerprint`, unless the key was seen within
+        `ttl_seconds`: then nothing changes and the fingerprint first noted is returned (None: first)."""
+
+
+@runtime_checkable
+class UserStore(Protocol):
+    """A user's data as a whole (export, delete, the agents' scopes of it), and the whole store's (reset)."""
 
     async def delete_user(self, user_id: str) -> int:
         """Delete everything of the user, its agents' scopes included (`store/scopes.py`; of one
@@ -317,6 +344,15 @@ class AdminStore(Protocol):
     async def reset(self) -> int:
         """Delete everything the store holds (every user, every scope; the index stays, empty).
         Returns the number of keys removed."""
+
+
+@runtime_checkable
+class ServiceStore(LocatedStore, Protocol):
+    """The store as a running service: where its Redis is, whether it answers, its breakers, what the
+    embedder has still to do, and closing it."""
+
+    def health(self) -> list[BreakerStatus]:
+        """The state of the store's circuit breakers (the embedder's), without changing it."""
 
     async def check_ready(self) -> None:
         """Raise StoreError saying what is wrong unless the store can serve (Redis answers, its index exists)."""
@@ -333,7 +369,20 @@ class AdminStore(Protocol):
 
 
 @runtime_checkable
-class MemoryStore(HistoryStore, ProfileStore, SearchStore, ItemStore, ForgettingStore, AdminStore, Protocol):
+class AdminStore(RunStore, SweepStore, RequestStore, UserStore, ServiceStore, Protocol):
+    """Every administrative role at once, for a caller that administers all of them (the CLI's operator
+    commands)."""
+
+
+@runtime_checkable
+class GraphStore(HistoryStore, ProfileStore, RunStore, SweepStore, LocatedStore, Protocol):
+    """What the memory graph and its worker use: history and its cursor, session summaries, the profile
+    and a run's one write (`apply_update`), parked runs, the reindex and retention sweeps, and where
+    the store's Redis is (the queue's default)."""
+
+
+@runtime_checkable
+class MemoryStore(GraphStore, SearchStore, ItemStore, ForgettingStore, AdminStore, Protocol):
     """Every role at once: what `RedisMemoryStore` implements and `open_store` returns. Callers that
     need one role ask for it (a scripted store in a test then only implements that role)."""
 
