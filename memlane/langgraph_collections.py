@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.store.base import SearchItem, SearchOp
 
 from memlane.langgraph_rules import Namespace, matches
 from memlane.store.errors import StoreError
-from memlane.store.protocols import MemoryStore
+from memlane.store.protocols import ForgettingStore, ProfileStore, SearchStore
 from memlane.store.records import Event, MemoryKind, ProfileEntry
 
 PROFILE_COLLECTION = "memlane_profile"
@@ -85,11 +85,16 @@ def _event_item(event: Event, score: float | None) -> SearchItem:
     )
 
 
+class CollectionsStore(ProfileStore, SearchStore, ForgettingStore, Protocol):
+    """What the two collections read and change: the profile and the event cards, their search, and
+    deleting an entry or a card (with what it stated)."""
+
+
 @dataclass(frozen=True)
 class MemlaneCollections:
     """Get, search, list and delete over a user's profile and events collections."""
 
-    store: MemoryStore
+    store: CollectionsStore
 
     async def get(self, namespace: Namespace, key: str) -> SearchItem | None:
         user_id = namespace[1]

@@ -124,8 +124,13 @@ async def answer_search(
     )
 
 
+class NoteStore(SearchStore, ProfileStore, Protocol):
+    """What keeping a note or a fact reads and writes: whether the user has it already (search), and the
+    one write of an event card or a profile entry (`apply_update`)."""
+
+
 async def answer_remember(
-    store: MemoryStore,
+    store: NoteStore,
     user_id: str,
     text: str,
     *,
@@ -197,7 +202,7 @@ class NoteWritten(BaseModel):
 
 
 async def write_note(
-    store: MemoryStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
+    store: NoteStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
 ) -> NoteWritten:
     """Keep a note about the user: an event card tagged "remembered" and its search memory,
     unless the user has that note already (`MemoryStore.repeated_memory`: the same text, case and
@@ -226,7 +231,7 @@ async def write_note(
 
 
 async def remember_note(
-    store: MemoryStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
+    store: NoteStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
 ) -> Memory:
     """`write_note`, answering the memory that holds the note (the stored one for a repeat)."""
     return (await write_note(store, user_id, text, session_id=session_id, metadata=metadata)).memory
