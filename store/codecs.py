@@ -49,7 +49,7 @@ def message_from_hash(data: Mapping[str, str]) -> Message | None:
         id=data[MessageField.ID],
         user_id=data[MessageField.USER],
         session_id=data[MessageField.SESSION],
-        role=data[MessageField.ROLE],  # type: ignore[arg-type]  # validated by the model
+        role=data[MessageField.ROLE],  # validated by the model
         name=data.get(MessageField.NAME) or None,
         speaker_is_owner=data[MessageField.SPEAKER_ROLE] == "owner" if data.get(MessageField.SPEAKER_ROLE) else None,
         content=data[MessageField.CONTENT],

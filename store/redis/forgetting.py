@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from memlane.store.errors import EmbeddingsUnavailable
+from memlane.store.forget_report import ForgetReport
 from memlane.store.ids import ITEM_MEMORY_PREFIX, clean_text, past_value_memory_id
 from memlane.store.models.embeddings import cosine_similarities
 from memlane.store.protocols import ForgetConfirm
 from memlane.store.records import (
     PAST_VALUE_MARKERS,
-    ForgetReport,
     Memory,
     Message,
     ProfileEntry,

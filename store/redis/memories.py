@@ -66,14 +66,14 @@ def memory_from_doc(doc: dict[str, Any]) -> Memory:
     return Memory(
         id=as_text(doc[MemoryField.ID]),
         user_id=as_text(doc[MemoryField.USER_ID]),
-        kind=as_text(doc[MemoryField.KIND]),  # type: ignore[arg-type]
+        kind=as_text(doc[MemoryField.KIND]),
         text=as_text(doc[MemoryField.TEXT]),
         session_id=as_text(doc.get(MemoryField.SESSION_ID)) or None,
         created_at=float(doc[MemoryField.CREATED_AT]),
         source_message_ids=json.loads(as_text(doc.get(MemoryField.SOURCES)) or "[]"),
         ref_id=as_text(doc.get(MemoryField.REF_ID)) or None,
         speaker=as_text(doc.get(MemoryField.SPEAKER)) or None,
-        speaker_role=as_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",  # type: ignore[arg-type]
+        speaker_role=as_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",
         valid_until=float(as_text(doc.get(MemoryField.VALID_UNTIL)) or 0) or None,
         metadata=json.loads(as_text(doc.get(MemoryField.METADATA)) or "{}"),
     )

@@ -167,7 +167,7 @@ class Profile(StorePart):
         return ProfileRevision(
             entry_id=entry_id,
             user_id=slot.user_id,
-            action=action,  # type: ignore[arg-type]
+            action=action,
             actor=actor,
             at=time.time(),
             topic=slot.topic,

@@ -44,7 +44,8 @@ from memlane.config import (
 )
 from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.models.breaker import BreakerStatus
-from memlane.store.models.embeddings import EmbeddingBacklog, get_embeddings, passage_backlog
+from memlane.store.models.embeddings import get_embeddings, passage_backlog
+from memlane.store.models.workers import EmbeddingBacklog
 from memlane.store.redis.core import StoreCore
 from memlane.store.redis.events import Events
 from memlane.store.redis.forgetting import Forgetting

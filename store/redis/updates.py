@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from memlane.store.errors import StoreError
 from memlane.store.ids import event_memory_id, message_memory_id, past_value_memory_id, profile_memory_id
-from memlane.store.records import MemoryUpdate, ProfileRevision
+from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry, ProfileRevision
 from memlane.store.redis.core import StorePart
 from memlane.store.redis.events import Events
 from memlane.store.redis.memories import Memories
@@ -37,9 +37,12 @@ class Updates(StorePart):
         user_id = update.user_id
         if not user_id:
             raise StoreError("a MemoryUpdate has an empty user_id: every update belongs to a user")
-        foreign = [item for item in [*update.upsert_profile, *update.memories] if item.user_id != user_id]
+        foreign: list[ProfileEntry | Memory | Event] = [
+            entry for entry in update.upsert_profile if entry.user_id != user_id
+        ]
+        foreign += [memory for memory in update.memories if memory.user_id != user_id]
         if update.event is not None and update.event.user_id != user_id:
-            foreign.append(update.event)  # type: ignore[arg-type]
+            foreign.append(update.event)
         if foreign:
             raise StoreError(f"a MemoryUpdate for user {user_id!r} holds records of another user")
         update = update.model_copy(
