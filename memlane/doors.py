@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 # loaded on first use, as memlane's public names are: a door's command-line start-up pays for none
 _LAZY = {
-    "CONTEXT_PARTS": "memlane.graph",
     "configured_profile_configs": "memlane.nodes.profile_configs",
     "ProfileConfigs": "memlane.graph",
     "StepCallback": "memlane.graph",
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
 
     from memlane.config import Settings
-    from memlane.graph import CONTEXT_PARTS as CONTEXT_PARTS
     from memlane.graph import MemoryContext
     from memlane.graph import ProfileConfigs as ProfileConfigs
     from memlane.graph import StepCallback as StepCallback
@@ -42,10 +40,10 @@ if TYPE_CHECKING:
 
 def memory_context(settings: "Settings", store: "MemoryStore", llm: "BaseChatModel", **options: Any) -> "MemoryContext":
     """The memory graph's context a door builds from its settings: the parts the graph reads
-    (`CONTEXT_PARTS`, the store's part too) and, unless `options` give them, the profile
+    (its models, graph, scheduler and retention parts, and the store's) and, unless `options` give them, the profile
     configurations of `graph.profile_config` under the [profile] sections of `memlane serve`'s file
     (`serve.config_file`), so a worker runs a tenant's or a persona's runs as `memlane serve` does."""
-    from memlane.graph import CONTEXT_PARTS, MemoryContext
+    from memlane.graph import MemoryContext
     from memlane.nodes.profile_configs import configured_profile_configs
 
     if options.get("profile_configs") is None and options.get("profile_config") is None:
@@ -53,7 +51,14 @@ def memory_context(settings: "Settings", store: "MemoryStore", llm: "BaseChatMod
             settings.graph.profile_config, settings.serve.config_file
         )
     return MemoryContext(
-        store=store, llm=llm, **settings.parts(*CONTEXT_PARTS), store_settings=settings.store, **options
+        store=store,
+        llm=llm,
+        models=settings.models,
+        graph=settings.graph,
+        scheduler=settings.scheduler,
+        retention=settings.retention,
+        store_settings=settings.store,
+        **options,
     )
 
 

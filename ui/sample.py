@@ -26,7 +26,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from memlane import MemoryContext, MemoryRunResult, MemoryStore, Message, SessionSummary, Settings, run_memory_graph
-from memlane.doors import CONTEXT_PARTS, StepCallback
+from memlane.doors import StepCallback
 from memlane.testing import call_step, prompt_text
 
 SAMPLE_USER = "sample-user"
@@ -282,7 +282,12 @@ async def load_sample(
             loaded.already_loaded.append(chat.session_id)
             continue
         context = MemoryContext(
-            store=store, llm=SampleMemoryModel(chat=chat, delay=delay), **settings.parts(*CONTEXT_PARTS)
+            store=store,
+            llm=SampleMemoryModel(chat=chat, delay=delay),
+            models=settings.models,
+            graph=settings.graph,
+            scheduler=settings.scheduler,
+            retention=settings.retention,
         )
         through = max(message.seq or 0 for message in buffered)
         loaded.results.append(await run_memory_graph(user_id, context, through_seq=through, on_step=on_step))

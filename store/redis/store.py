@@ -88,7 +88,7 @@ def _answered_by(
     return cast("Callable[Concatenate[RedisMemoryStore, Arguments], Answer]", answer)
 
 
-# the parts of the settings a store reads (`RedisMemoryStore(..., **settings.parts(*STORE_PARTS))`)
+# the parts of the settings a store reads, each a keyword of `RedisMemoryStore` (`store.parts` gives them back)
 STORE_PARTS = ("store", "search", "privacy", "limits", "retention", "models", "recall")
 
 # settings a store is built on: changing them on an open store would do nothing, so it is refused
@@ -323,7 +323,18 @@ async def open_store(
                 "or Redis Stack, or unset it to use the embedded Redis Stack (`memlane redis start`)"
             ) from error
     embeddings = embeddings or get_embeddings(store=settings.store, models=settings.models)
-    store = RedisMemoryStore(client, embeddings, **settings.parts(*STORE_PARTS), key_prefix=key_prefix)
+    store = RedisMemoryStore(
+        client,
+        embeddings,
+        store=settings.store,
+        search=settings.search,
+        privacy=settings.privacy,
+        limits=settings.limits,
+        retention=settings.retention,
+        models=settings.models,
+        recall=settings.recall,
+        key_prefix=key_prefix,
+    )
     store.url = url
     await store.ensure_indexes()
     return store
