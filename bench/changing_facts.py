@@ -51,7 +51,7 @@ from memlane import Settings, open_store
 from memlane.graph import CONTEXT_PARTS, MemoryContext, run_memory_graph
 from memlane.nodes.persist import build_update
 from memlane.nodes.profile_config import default_profile_config
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.records import Message, ProfileEntry
 from memlane.testing import ScriptedChatModel, as_json, memory_rules
 
@@ -259,8 +259,8 @@ async def run_case(store, settings: Settings, case: Case, user_id: str) -> tuple
 
 async def ask(store, settings: Settings, case: Case, user_id: str) -> tuple[bool, bool]:
     """(the current fact comes first for the now question, the old value is found for the before one)"""
-    now = await recall(store, user_id, None, case.ask_now, settings=settings)
-    past = await recall(store, user_id, None, case.ask_before, settings=settings)
+    now = await recall(store, user_id, None, case.ask_now, parts=RecallParts.of(settings))
+    past = await recall(store, user_id, None, case.ask_before, parts=RecallParts.of(settings))
     return ordered(now.text, case.new_value, case.old_value), case.old_value in past.text
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from memlane import Settings
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 
 COLUMNS = ("R@10 turns", "R@items", "precision", "empty", "items")
 OFF_TOPIC = {
@@ -166,7 +166,7 @@ class ModelSees:
         )
         sections: dict[str, list[list[str]]] = {}
         for name, settings in {"recall memory section": self.settings, **self.variants}.items():
-            recalled = await recall(store, user_id, None, question, settings=settings)
+            recalled = await recall(store, user_id, None, question, parts=RecallParts.of(settings))
             sections[name] = [
                 list(dict.fromkeys(turn_of(mid) for mid in item.source_message_ids)) for item in recalled.memories
             ]
@@ -177,7 +177,7 @@ class ModelSees:
         """The items recall shows for each of OFF_TOPIC's requests, under each variant."""
         for name, settings in {"recall memory section": self.settings, **self.variants}.items():
             for question in OFF_TOPIC[language]:
-                recalled = await recall(store, user_id, None, question, settings=settings)
+                recalled = await recall(store, user_id, None, question, parts=RecallParts.of(settings))
                 self.off_topic.setdefault(name, []).append(len(recalled.memories))
 
     def print_table(self, dataset_name: str) -> dict[str, list[float]]:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from memlane import Settings
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.records import Message
 
 DAY = 86_400.0
@@ -179,7 +179,7 @@ async def run_echo_case(store, settings: Settings, case: EchoCase, user_id: str)
             for key, role, text, at in turns
         ]
     )
-    recalled = await recall(store, user_id, None, case.ask, settings=settings)
+    recalled = await recall(store, user_id, None, case.ask, parts=RecallParts.of(settings))
     statement = f"{user_id}-s"
     holds = [statement in item.source_message_ids for item in recalled.memories]
     return bool(holds) and holds[0], any(holds)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from memlane import Settings
 from memlane.nodes.persist import build_update
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.records import Message, ProfileEntry
 
 DAY = 86_400.0
@@ -416,7 +416,7 @@ async def run_raw_case(
         update, _ = build_update(user_id, [old], [old], case.old_turn, [], [], [entry])
         await store.apply_update(update)
     await store.add_messages([new])
-    recalled = await recall(store, user_id, None, case.ask_now, settings=settings)
+    recalled = await recall(store, user_id, None, case.ask_now, parts=RecallParts.of(settings))
     return judged(recalled.text, case)
 
 

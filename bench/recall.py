@@ -33,7 +33,7 @@ from scripted import ScriptedChatModel  # noqa: E402
 
 from memlane import Memory, Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
-from memlane.recall import recall  # noqa: E402
+from memlane.recall import RecallParts, recall  # noqa: E402
 from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 from memlane.store.records import MemoryUpdate, Message, ProfileEntry, SessionSummary  # noqa: E402
 from store import FACTS_EN, FACTS_ZH, WORDS, HashEmbeddings, settle, tear_down  # noqa: E402  (bench/store.py)
@@ -136,7 +136,7 @@ async def measure_recall(store, settings: Settings, runs: int) -> None:
         await store.search_memories(USER, query, kinds=["profile", "event", "message"], limit=10)
         bare.append(time.perf_counter() - started)
         started = time.perf_counter()
-        await recall(store, USER, SESSION, query, settings=settings)
+        await recall(store, USER, SESSION, query, parts=RecallParts.of(settings))
         recalled.append(time.perf_counter() - started)
     print(f"bare store query  {figures(bare)}")
     print(f"recall            {figures(recalled)}")

@@ -57,7 +57,7 @@ from model_sees import ModelSees  # beside this script: python bench/recall_qual
 from rank_bm25 import BM25Okapi
 
 from memlane import Settings, open_store
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.models.embeddings import get_embeddings
 from memlane.store.records import Message
 from memlane.store.redis.search import SIGNALS
@@ -374,7 +374,7 @@ async def evaluate(
                     store, user_id, probe.question, probe.evidence, searched, dataset.turn_of, tuning
                 )
             else:
-                recalled = await recall(store, user_id, None, probe.question, settings=settings)
+                recalled = await recall(store, user_id, None, probe.question, parts=RecallParts.of(settings))
                 items = [[dataset.turn_of(mid) for mid in item.source_message_ids] for item in recalled.memories]
             # recall's section is a set of items, not a ranking of messages: its first k items
             add(

@@ -88,7 +88,11 @@ class MemoryMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> Any:
-        identity = resolve_identity(request.runtime.context if request.runtime else None, self.settings)
+        identity = resolve_identity(
+            request.runtime.context if request.runtime else None,
+            recall=self.settings.recall,
+            turns=self.settings.turns,
+        )
         if not identity.recall_enabled:
             return await handler(request)
         humans = [m for m in request.messages if isinstance(m, HumanMessage)]
@@ -104,7 +108,7 @@ class MemoryMiddleware(AgentMiddleware):
         return await handler(request.override(system_message=SystemMessage(content=prompt)))
 
     async def aafter_agent(self, state: Any, runtime: Runtime) -> dict[str, Any] | None:
-        identity = resolve_identity(runtime.context, self.settings)
+        identity = resolve_identity(runtime.context, recall=self.settings.recall, turns=self.settings.turns)
         self.turns.save(identity, turn_messages(state["messages"], identity))
         return None
 

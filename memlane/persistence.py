@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.config import get_config
 
-from memlane.config import Settings
+from memlane.config import PrivacySettings, RecallSettings, TurnSettings
 from memlane.graph import MemoryScheduler
 from memlane.store.ids import clean_text, stable_id
 from memlane.store.models.workers import EmbeddingBacklog
@@ -67,8 +67,9 @@ def _field(source: Any, name: str) -> Any:
     return getattr(source, name, None)
 
 
-def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
-    """The user, session and toggles of this run, from the runtime context or `configurable`."""
+def resolve_identity(context: Any, *, recall: RecallSettings, turns: TurnSettings) -> MemoryAgentContext:
+    """The user, session and toggles of this run, from the runtime context or `configurable`; a
+    toggle neither gives is `recall.enabled` / `turns.auto_save_enabled`."""
     try:
         configurable = get_config().get("configurable", {})
     except RuntimeError:  # called outside a runnable
@@ -87,8 +88,8 @@ def resolve_identity(context: Any, settings: Settings) -> MemoryAgentContext:
         user_id=scoped_user_id(str(values["user_id"]), str(values["agent_id"]) if values["agent_id"] else None),
         session_id=str(values["session_id"] or DEFAULT_SESSION),
         shared_user_id=str(values["shared_user_id"]) if values["shared_user_id"] else None,
-        recall_enabled=settings.recall.enabled if values["recall_enabled"] is None else bool(values["recall_enabled"]),
-        auto_save_enabled=settings.turns.auto_save_enabled
+        recall_enabled=recall.enabled if values["recall_enabled"] is None else bool(values["recall_enabled"]),
+        auto_save_enabled=turns.auto_save_enabled
         if values["auto_save_enabled"] is None
         else bool(values["auto_save_enabled"]),
     )
@@ -140,7 +141,8 @@ def unstored_messages(
 
     Stored is a candidate whose id is stored, or a run of candidates that reads as the stored
     tail (same role and text, the text as the store keeps it under `privacy`; a named line also
-    as a chat shows it, "朋友A: …"): re-sent history without ids. The last candidate (the reply just made) is never taken for re-sent history.
+    as a chat shows it, "朋友A: …"): re-sent history without ids. The last candidate (the reply
+    just made) is never taken for re-sent history.
     """
     if not stored or not candidates:
         return candidates
@@ -219,7 +221,8 @@ class MemoryPersistence:
         store: MemoryStore,
         scheduler: MemoryScheduler | None = None,
         *,
-        settings: Settings,
+        turns: TurnSettings,
+        privacy: PrivacySettings,
         on_saved: SaveCallback | None = None,
         on_failed: FailureCallback | None = None,
     ) -> None:
@@ -227,8 +230,8 @@ class MemoryPersistence:
         self.scheduler = scheduler
         self.on_saved = on_saved
         self.on_failed = on_failed
-        self.retry_seconds = settings.turns.save_retry_seconds  # the settings given, never the environment's
-        self.privacy = settings.privacy.redaction  # stored texts are compared as the store keeps them
+        self.retry_seconds = turns.save_retry_seconds  # the settings given, never the environment's
+        self.privacy = privacy.redaction  # stored texts are compared as the store keeps them
         # per (user, session): the last messages of a turn not saved on purpose (saving off)
         self.skipped: dict[tuple[str, str], list[Message]] = {}
         self._tails: dict[str, asyncio.Task[None]] = {}  # per user: the newest save task

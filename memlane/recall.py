@@ -34,13 +34,13 @@ import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import tzinfo
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane import dates
-from memlane.config import Settings
+from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings, similarity_floor
 from memlane.query import cheap_rewrite, model_rewrite, needs_rewrite
 from memlane.recall_block import (
     HEADINGS,
@@ -78,6 +78,7 @@ __all__ = [
     "Layer",
     "Recall",
     "RecallItem",
+    "RecallParts",
     "detect_language",
     "recall",
     "recall_system_prompt",
@@ -87,12 +88,28 @@ _SPACES = re.compile(r"\s+")
 logger = logging.getLogger(__name__)
 
 
-def layer_weights(settings: Settings) -> dict[str, float]:
+@dataclass(frozen=True)
+class RecallParts:
+    """The parts of the settings recall reads, each defaulting to its component's defaults (never
+    the environment); a door that has `Settings` passes `RecallParts.of(settings)`."""
+
+    recall: RecallSettings = field(default_factory=RecallSettings)  # budget, weights, floors, neighbours, rewrites
+    models: ModelSettings = field(default_factory=ModelSettings)  # the rewrite model's calls
+    store: StoreSettings = field(default_factory=StoreSettings)  # token encoding, time zone, embeddings' floor
+    search: SearchSettings = field(default_factory=SearchSettings)  # a recalled message's context window
+
+    @classmethod
+    def of(cls, settings: Settings) -> RecallParts:
+        """The parts recall reads of `settings` (at a door)."""
+        return cls(recall=settings.recall, models=settings.models, store=settings.store, search=settings.search)
+
+
+def layer_weights(recall: RecallSettings) -> dict[str, float]:
     """Recall's order weight of each kind of memory (see memlane/recall_select.py)."""
     return {
-        "profile": settings.recall.weight_profile,
-        "event": settings.recall.weight_event,
-        "message": settings.recall.weight_message,
+        "profile": recall.weight_profile,
+        "event": recall.weight_event,
+        "message": recall.weight_message,
     }
 
 
@@ -105,7 +122,8 @@ async def _searched(
     user_id: str,
     message: str,
     session_messages: Sequence[Message],
-    settings: Settings,
+    recall: RecallSettings,
+    models: ModelSettings,
     candidates: int,
     reference_time: float | None,
     rewrite_model: BaseChatModel | None,
@@ -113,8 +131,9 @@ async def _searched(
     shared_user_id: str | None = None,
     metadata_filter: MetadataFilter | None = None,
 ) -> tuple[str, RewriteKind | None, list[MemoryHit]]:
-    """The query recall searched with, how a follow-up was rewritten (None: it was not), and its hits. A follow-up is searched with the previous
-    turn's words at once (the cheap rewrite), while the memory model rewrites it beside that
+    """The query recall searched with, how a follow-up was rewritten (None: it was not), and its
+    hits. A follow-up is searched with the previous turn's words at once (the cheap rewrite),
+    while the memory model rewrites it beside that
     search; a rewrite that lands within its budget is searched too and wins. A long message is
     searched by its first `MAX_QUERY_CHARS` characters, all a search reads of it: what recall
     looks for in the query (changes asked about, exact terms) is looked for there too."""
@@ -143,7 +162,7 @@ async def _searched(
             [*getattr(own, "incomplete", []), *getattr(shared, "incomplete", [])],
         )
 
-    if not message.strip() or not needs_rewrite(message, session_messages, settings.recall):
+    if not message.strip() or not needs_rewrite(message, session_messages, recall):
         return message, None, await search(message)
     plain = cheap_rewrite(message, session_messages)
     if rewrite_model is None:
@@ -152,8 +171,8 @@ async def _searched(
         model_rewrite(
             message,
             session_messages,
-            recall=settings.recall,
-            models=settings.models,
+            recall=recall,
+            models=models,
             llm=rewrite_model,
             breaker=rewrite_breaker,
         ),
@@ -170,7 +189,7 @@ async def recall(
     session_id: str | None,
     message: str,
     *,
-    settings: Settings,
+    parts: RecallParts,
     max_tokens: int | None = None,
     enabled: bool | None = None,
     exclude_texts: Iterable[str] = (),
@@ -183,6 +202,7 @@ async def recall(
 ) -> Recall:
     """The memory context for `message` from `user_id` in `session_id`, inside the token budget.
 
+    parts: the settings' parts recall reads (`RecallParts.of(settings)`).
     exclude_texts: texts the model already sees (the conversation in its prompt); recent
     messages and memories repeating them are left out. include_recent: False when the
     caller's prompt already holds the session's recent messages. rewrite_model: the model
@@ -193,8 +213,8 @@ async def recall(
     metadata_filter: only searched memories whose metadata match (`memlane.store.redis.metadata`; the
     profile and the session's summary and recent messages are recalled as always).
     """
-    budget = max_tokens or settings.recall.max_tokens
-    enabled = settings.recall.enabled if enabled is None else enabled
+    budget = max_tokens or parts.recall.max_tokens
+    enabled = parts.recall.enabled if enabled is None else enabled
     if not enabled:
         return Recall(
             user_id=user_id,
@@ -205,8 +225,8 @@ async def recall(
             budget=budget,
         )
 
-    candidates = max(20, 3 * settings.recall.max_memories)
-    recent_limit = max(settings.recall.recent_messages, 4) if session_id else 0
+    candidates = max(20, 3 * parts.recall.max_memories)
+    recent_limit = max(parts.recall.recent_messages, 4) if session_id else 0
     profile, summary, session_messages = await asyncio.gather(
         store.get_profile(user_id),
         store.get_session_summary(user_id, session_id) if session_id else _none(),
@@ -217,7 +237,8 @@ async def recall(
         user_id,
         message,
         session_messages,
-        settings,
+        parts.recall,
+        parts.models,
         candidates,
         reference_time,
         rewrite_model,
@@ -226,9 +247,7 @@ async def recall(
         metadata_filter,
     )
     recent = (
-        session_messages[-settings.recall.recent_messages :]
-        if include_recent and settings.recall.recent_messages
-        else []
+        session_messages[-parts.recall.recent_messages :] if include_recent and parts.recall.recent_messages else []
     )
     language = detect_language(message, *(m.content for m in reversed(recent)))
     seen = {_normalized(text) for text in [message, *exclude_texts] if text.strip()}
@@ -248,27 +267,29 @@ async def recall(
             fresh.append(hit)
     entity = _normalized(message).strip(" ?？!！。.") if is_short_entity_query(message) else None
     # the questions' neighbours, read now: a question whose reply only asks back holds nothing
-    asking = [hit.memory for hit in fresh[: 2 * settings.recall.max_memories] if is_question(hit.memory)]
-    neighbours = await _neighbours(store, user_id, asking, settings) if settings.recall.unanswered_weight != 1.0 else {}
+    asking = [hit.memory for hit in fresh[: 2 * parts.recall.max_memories] if is_question(hit.memory)]
+    neighbours = (
+        await _neighbours(store, user_id, asking, parts.recall) if parts.recall.unanswered_weight != 1.0 else {}
+    )
     no_answer = frozenset(
         hit.memory.id for hit in fresh if unanswered(hit.memory, _reply(neighbours.get(hit.memory.id, []), hit.memory))
     )
     passing = ranked_hits(
         fresh,
-        layer_weights(settings),
-        settings.recall.min_relevance,
+        layer_weights(parts.recall),
+        parts.recall.min_relevance,
         entity,
         search_query,
-        settings.recall.echo_weight,
-        settings.similarity_floor,
-        settings.recall.echo_similarity,
+        parts.recall.echo_weight,
+        similarity_floor(recall=parts.recall, store=parts.store),
+        parts.recall.echo_similarity,
         no_answer,
-        settings.recall.unanswered_weight,
+        parts.recall.unanswered_weight,
     )
-    if not passing and settings.recall.exact_fallback:  # one more chance before nothing: exact terms
+    if not passing and parts.recall.exact_fallback:  # one more chance before nothing: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query))
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
-    if settings.recall.newer_first:
+    if parts.recall.newer_first:
         found_entries = {hit.memory.ref_id for hit in fresh if hit.memory.kind == "profile"}
         changes = newest_changes(
             search_query,
@@ -292,16 +313,16 @@ async def recall(
         if key in seen:
             continue
         seen.add(key)
-        if len(chosen) < 2 * settings.recall.max_memories:  # room for those merged into a neighbour's item
+        if len(chosen) < 2 * parts.recall.max_memories:  # room for those merged into a neighbour's item
             if memory.id in stale:
                 memory = memory.model_copy(update={"valid_until": stale[memory.id]})
             chosen.append((hit.score, memory))
     neighbours |= await _neighbours(
-        store, user_id, [memory for _, memory in chosen if memory.id not in neighbours], settings
+        store, user_id, [memory for _, memory in chosen if memory.id not in neighbours], parts.recall
     )
-    memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, settings, search_query)
+    memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, parts, search_query)
     clock = Clock(
-        resolve_timezone(settings.store.timezone), language, time.time() if reference_time is None else reference_time
+        resolve_timezone(parts.store.timezone), language, time.time() if reference_time is None else reference_time
     )
     for item in memory_items:
         clock.date(item)
@@ -319,13 +340,20 @@ async def recall(
         search_query=search_query,
         rewrite=rewrite,
         language=language,
-        threshold=settings.recall.min_relevance,
+        threshold=parts.recall.min_relevance,
         budget=budget,
         search_incomplete=list(getattr(hits, "incomplete", [])),
     )
     if result.search_incomplete:
         logger.warning("recall for %r searched part of the memories: %s", user_id, "; ".join(result.search_incomplete))
-    fill_block(result, profile_items, _summary_item(summary), memory_items, _recent_items(recent, language), settings)
+    fill_block(
+        result,
+        profile_items,
+        _summary_item(summary),
+        memory_items,
+        _recent_items(recent, language),
+        parts.store.token_encoding,
+    )
     return result
 
 
@@ -360,21 +388,17 @@ class Clock:
 
 
 async def _neighbours(
-    store: HistoryStore, user_id: str, memories: Sequence[Memory], settings: Settings
+    store: HistoryStore, user_id: str, memories: Sequence[Memory], recall: RecallSettings
 ) -> dict[str, list[Message]]:
     """Per recalled message memory: the messages around it (the hit included), in order."""
-    wanted = (
-        [m for m in memories if m.kind == "message" and m.source_message_ids]
-        if settings.recall.neighbour_messages
-        else []
-    )
+    wanted = [m for m in memories if m.kind == "message" and m.source_message_ids] if recall.neighbour_messages else []
     found = await asyncio.gather(
         *(
             store.message_neighbours(
                 user_id,
                 memory.source_message_ids[0],
-                before=settings.recall.neighbour_messages,
-                after=settings.recall.neighbour_messages,
+                before=recall.neighbour_messages,
+                after=recall.neighbour_messages,
             )
             for memory in wanted
         )
@@ -401,11 +425,11 @@ def speaker_label(role: str, speaker: str | None, language: Language) -> str:
 
 
 def _message_parts(
-    around: Sequence[Message], hit_ids: Sequence[str], query: str, language: Language, budget: int, settings: Settings
+    around: Sequence[Message], hit_ids: Sequence[str], query: str, language: Language, budget: int, encoding: str
 ) -> list[str]:
     """A recalled message and its neighbours as "speaker: words", each cut around what answers
-    `query`: a neighbour to a small share, the hit itself to what the item's cap leaves it."""
-    encoding = settings.store.token_encoding
+    `query`: a neighbour to a small share, the hit itself to what the item's cap leaves it
+    (tokens counted in `encoding`)."""
     neighbour_cap = max(16, budget // 20)
     labels = [f"{speaker_label(m.speaker_role, m.name, language)}: " for m in around]
     parts = [
@@ -425,7 +449,7 @@ def _memory_items(
     recent_ids: set[str],
     language: Language,
     budget: int,
-    settings: Settings,
+    parts: RecallParts,
     query: str = "",
 ) -> list[RecallItem]:
     """One item per recalled memory, the first `recall_max_memories`; a message comes with its
@@ -433,7 +457,7 @@ def _memory_items(
     covered: set[str] = set()
     items: list[RecallItem] = []
     for score, memory in chosen:
-        if len(items) == settings.recall.max_memories:
+        if len(items) == parts.recall.max_memories:
             break
         if memory.kind != "message":
             text = (
@@ -447,22 +471,24 @@ def _memory_items(
                 neighbours_shown(
                     neighbours.get(memory.id, []),
                     memory.source_message_ids[0],
-                    settings.recall.neighbour_mode,
-                    settings.search.embed_context_max_tokens,
-                    settings.store.token_encoding,
+                    parts.recall.neighbour_mode,
+                    parts.search.embed_context_max_tokens,
+                    parts.store.token_encoding,
                 )
                 if memory.source_message_ids
                 else []
             )
             around = [m for m in shown if m.id not in recent_ids and m.content.strip()]
             if any(m.id in memory.source_message_ids for m in around):
-                parts = _message_parts(around, memory.source_message_ids, query, language, budget, settings)
+                lines = _message_parts(
+                    around, memory.source_message_ids, query, language, budget, parts.store.token_encoding
+                )
                 source_ids = [m.id for m in around]
             else:  # no neighbours asked for, or the turn is gone from history: the memory alone
-                parts = [f"{speaker_label(memory.speaker_role, memory.speaker, language)}: {memory.text}"]
+                lines = [f"{speaker_label(memory.speaker_role, memory.speaker, language)}: {memory.text}"]
                 source_ids = memory.source_message_ids
             covered.update(source_ids)
-            text = " / ".join(parts)
+            text = " / ".join(lines)
         items.append(
             RecallItem(
                 layer="event" if memory.kind != "message" else "message",

@@ -14,7 +14,6 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memlane import dates
-from memlane.config import Settings
 from memlane.store.text.passage import answering_passage
 from memlane.store.text.terms import Language
 from memlane.store.text.tokens import count_tokens
@@ -84,7 +83,8 @@ class Recall(BaseModel):
     search_query: str = Field(default="", description="what was searched: the query, rewritten when it was a follow-up")
     rewrite: RewriteKind | None = Field(
         default=None,
-        description="how a follow-up was made searchable: the memory model's rewrite in time, or the previous turn's words",
+        description="how a follow-up was made searchable: the memory model's rewrite in time, "
+        "or the previous turn's words",
     )
     language: Language
     enabled: bool = True
@@ -98,7 +98,8 @@ class Recall(BaseModel):
     dropped: int = Field(default=0, description="items left out for the budget")
     search_incomplete: list[str] = Field(
         default_factory=list,
-        description="a degraded search: what part of the user's memories it could not read (a cluster primary still indexing, a slot moving); empty when whole",
+        description="a degraded search: what part of the user's memories it could not read "
+        "(a cluster primary still indexing, a slot moving); empty when whole",
     )
     budget: int
     tokens: int = 0
@@ -142,10 +143,10 @@ def fill_block(
     summary: list[RecallItem],
     memories: list[RecallItem],
     recent: list[RecallItem],
-    settings: Settings,
+    encoding: str,
 ) -> None:
-    """Choose items section by section inside the budget, then render the block."""
-    encoding = settings.store.token_encoding
+    """Choose items section by section inside the budget, then render the block (tokens counted
+    in `encoding`, the store's)."""
     headings = HEADINGS[result.language]
     candidates = {"profile": profile, "summary": summary, "memories": memories, "recent": recent}
     available = result.budget - count_tokens(headings["intro"] + "\n", encoding)

@@ -58,7 +58,7 @@ def memory_tools(
         favour what was said then. Returns one memory per line: its id, kind, date,
         relevance and text, with the speaker when it was not the user ("朋友A: ...").
         """
-        identity = resolve_identity(runtime.context, settings)
+        identity = resolve_identity(runtime.context, recall=settings.recall, turns=settings.turns)
         return await answer_search(store, identity.user_id, query, limit=limit)
 
     @tool
@@ -68,7 +68,7 @@ def memory_tools(
         With a topic and subtopic (e.g. "diet", "coffee") it becomes a profile fact,
         replacing what that slot held; without them it is kept as a note.
         """
-        identity = resolve_identity(runtime.context, settings)
+        identity = resolve_identity(runtime.context, recall=settings.recall, turns=settings.turns)
         return await answer_remember(
             store, identity.user_id, text, topic=topic, subtopic=subtopic, session_id=identity.session_id
         )
@@ -79,7 +79,7 @@ def memory_tools(
         past messages): either one memory by the id `search_memories` showed in brackets
         ("[profile:…]"), or in words what to forget ("what I said about peanuts", "关于花生的事").
         Says what was removed."""
-        identity = resolve_identity(runtime.context, settings)
+        identity = resolve_identity(runtime.context, recall=settings.recall, turns=settings.turns)
         return await answer_forget(store, identity.user_id, what, actor="tool", confirm=confirm)
 
     if scheduler is None:
@@ -90,7 +90,7 @@ def memory_tools(
         """Remember the conversation stored so far now (profile facts, an event card), instead of
         when enough was said, the session ends or the user goes idle. It runs in the background;
         this turn itself is stored after your reply."""
-        identity = resolve_identity(runtime.context, settings)
+        identity = resolve_identity(runtime.context, recall=settings.recall, turns=settings.turns)
         queued = await scheduler.notify(identity.user_id, flush=True)
         return (
             "remembering… (the profile and events show what was learned shortly)"

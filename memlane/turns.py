@@ -33,7 +33,7 @@ from memlane.graph.run import StepCallback
 from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_title
 from memlane.nodes.topic_shift import is_related
 from memlane.persistence import FailureCallback, MemoryAgentContext, MemoryPersistence, SaveCallback, latest_exchange
-from memlane.recall import Recall, recall
+from memlane.recall import Recall, RecallParts, recall
 from memlane.store.errors import StoreError
 from memlane.store.protocols import MemoryStore, ServiceStore
 from memlane.store.records import Message
@@ -69,7 +69,8 @@ async def within_recall_budget(work: Awaitable[T], store: ServiceStore, seconds:
             probe_answered = probe.done() and not probe.cancelled() and probe.exception() is None
             if not done and not probe_answered and not store.answered_within(seconds / 2):
                 raise RecallTimedOut(
-                    f"recall took over {seconds:g} s and Redis answered nothing in its last {seconds / 2:g} s (MEMLANE_RECALL_TIMEOUT_SECONDS)"
+                    f"recall took over {seconds:g} s and Redis answered nothing in its last {seconds / 2:g} s "
+                    "(MEMLANE_RECALL_TIMEOUT_SECONDS)"
                 )
         return await task
     finally:
@@ -115,7 +116,7 @@ class TurnService:
             scheduler.context.model_breaker if rewrite_model is None and scheduler is not None else None
         )
         self.persistence = MemoryPersistence(
-            store, scheduler, settings=settings, on_saved=on_saved, on_failed=on_failed
+            store, scheduler, turns=settings.turns, privacy=settings.privacy, on_saved=on_saved, on_failed=on_failed
         )
         self.on_topic_shift = on_topic_shift
         self.on_title = on_title
@@ -177,7 +178,7 @@ class TurnService:
                 identity.user_id,
                 identity.session_id,
                 query,
-                settings=settings,
+                parts=RecallParts.of(settings),
                 enabled=True,
                 exclude_texts=list(exclude_texts),
                 rewrite_model=self.rewrite_model,

@@ -21,7 +21,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 from scripted import ScriptedChatModel
 
 from memlane import MemlaneStore
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.errors import StoreError
 from memlane.store.ids import event_memory_id, item_memory_id, profile_memory_id
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry, StoreItem
@@ -196,7 +196,7 @@ async def test_items_are_memories_in_recall_and_the_panel(lg, store, settings):
     memory_id = item_memory_id(("memories", "alice"), "k")
     hits = await store.search_memories("alice", "花生过敏")
     assert [(h.memory.id, h.memory.kind, h.memory.text) for h in hits] == [(memory_id, "event", "我对花生过敏")]
-    found = await recall(store, "alice", None, "我对什么过敏？", settings=settings)
+    found = await recall(store, "alice", None, "我对什么过敏？", parts=RecallParts.of(settings))
     assert any(item.memory_id == memory_id for item in found.memories)
 
     # the app's panel and the forget tool delete by memory id: the item goes with it

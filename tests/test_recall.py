@@ -9,7 +9,7 @@ from conftest import HOSTILE_IDS
 from memory_graph_helpers import said_then_changed
 
 from memlane.nodes.persist import build_update
-from memlane.recall import HEADINGS, detect_language, recall, recall_system_prompt
+from memlane.recall import HEADINGS, RecallParts, detect_language, recall, recall_system_prompt
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry, SessionSummary
 from memlane.store.text.tokens import count_tokens
@@ -71,7 +71,7 @@ async def test_recall_assembles_profile_summary_memories_and_recent(store, setti
             ),
         ]
     )
-    result = await recall(store, "u", "s", "Where does Alice live?", settings=settings)
+    result = await recall(store, "u", "s", "Where does Alice live?", parts=RecallParts.of(settings))
 
     assert result.language == "en" and result.text.startswith(HEADINGS["en"]["intro"])
     assert {item.ref_id for item in result.profile} == {entry.id for entry in await store.get_profile("u")}
@@ -88,7 +88,9 @@ async def test_recall_assembles_profile_summary_memories_and_recent(store, setti
 async def test_relevant_profile_entries_come_first_when_the_budget_is_tight(store, settings):
     many = [("misc", f"fact {i}", f"unrelated detail number {i} about gardening tools", 0.99) for i in range(30)]
     await add_profile(store, "u", PROFILE + many)
-    result = await recall(store, "u", "s", "do I take sugar in my coffee?", settings=settings, max_tokens=120)
+    result = await recall(
+        store, "u", "s", "do I take sugar in my coffee?", parts=RecallParts.of(settings), max_tokens=120
+    )
     assert result.tokens <= 120 and result.dropped > 0
     assert result.profile and "coffee" in result.profile[0].text  # relevance beats confidence 0.99
 
@@ -103,7 +105,7 @@ async def test_budget_is_respected_whatever_the_sizes(store, settings, budget):
             for i in range(8)
         ]
     )
-    result = await recall(store, "u", "s", "内容", settings=settings, max_tokens=budget)
+    result = await recall(store, "u", "s", "内容", parts=RecallParts.of(settings), max_tokens=budget)
     assert count_tokens(result.text) <= budget
     assert result.items, "something fits in every budget"
 
@@ -111,15 +113,15 @@ async def test_budget_is_respected_whatever_the_sizes(store, settings, budget):
 async def test_the_relevance_floor_keeps_unrelated_hits_out_and_never_relaxes(store, settings):
     await store.add_memories([Memory(id="e1", user_id="u", kind="event", text="Talked about the weather in Lyon")])
     strict = settings.model_copy(update={"recall_min_relevance": 0.99, "recall_exact_fallback": False})
-    result = await recall(store, "u", None, "weather in Lyon", settings=strict)
+    result = await recall(store, "u", None, "weather in Lyon", parts=RecallParts.of(strict))
     assert result.memories == [] and result.threshold == 0.99  # nothing passes: nothing, not the best of the rest
     with_fallback = settings.model_copy(update={"recall_min_relevance": 0.99})
-    result = await recall(store, "u", None, "weather in Lyon", settings=with_fallback)
+    result = await recall(store, "u", None, "weather in Lyon", parts=RecallParts.of(with_fallback))
     assert [item.memory_id for item in result.memories] == ["e1"]  # except a memory naming the query's exact term
 
-    result = await recall(store, "u", None, "weather in Lyon", settings=settings)
+    result = await recall(store, "u", None, "weather in Lyon", parts=RecallParts.of(settings))
     assert result.threshold == settings.recall_min_relevance and [item.memory_id for item in result.memories] == ["e1"]
-    assert not (await recall(store, "u", None, "quantum chromodynamics", settings=settings)).memories
+    assert not (await recall(store, "u", None, "quantum chromodynamics", parts=RecallParts.of(settings))).memories
 
 
 @pytest.mark.parametrize(
@@ -166,7 +168,7 @@ async def test_the_memory_section_keeps_what_search_ranks(store, settings, said,
     )
     hits = await store.search_memories("u", question, kinds=["profile", "event", "message"], limit=24)
     searched = [hit.memory.source_message_ids[0] for hit in hits if hit.score >= settings.recall_min_relevance]
-    result = await recall(store, "u", None, question, settings=settings)
+    result = await recall(store, "u", None, question, parts=RecallParts.of(settings))
     recalled = [item.source_message_ids[0] for item in result.memories]
     assert (
         recalled == searched[: settings.recall_max_memories] and len(recalled) >= 3
@@ -185,7 +187,9 @@ async def test_duplicates_are_left_out(store, settings):
         [Message(id="m1", user_id="u", session_id="s", role="user", content="I love black coffee")]
     )
     settings = settings.model_copy(update={"recall_min_relevance": 0.0})
-    result = await recall(store, "u", "s", "black coffee", settings=settings, exclude_texts=["What about tea?"])
+    result = await recall(
+        store, "u", "s", "black coffee", parts=RecallParts.of(settings), exclude_texts=["What about tea?"]
+    )
 
     texts = [item.text.lower() for item in result.memories]
     assert len(texts) == len(set(" ".join(t.split()) for t in texts))
@@ -194,13 +198,15 @@ async def test_duplicates_are_left_out(store, settings):
     assert all(item.source_message_ids != ["m1"] for item in result.memories)  # already a recent message
     assert [item.source_message_ids for item in result.recent] == [["m1"]]
 
-    excluded = await recall(store, "u", "s", "black coffee", settings=settings, exclude_texts=["I love black coffee"])
+    excluded = await recall(
+        store, "u", "s", "black coffee", parts=RecallParts.of(settings), exclude_texts=["I love black coffee"]
+    )
     assert excluded.recent == [] and all("I love" not in item.text for item in excluded.memories)
 
 
 async def test_chinese_conversation_gets_chinese_headings(store, settings):
     await add_profile(store, "u", [("饮食偏好", "咖啡", "喜欢黑咖啡，不加糖", 0.9)])
-    result = await recall(store, "u", "s", "我喜欢喝什么咖啡？", settings=settings)
+    result = await recall(store, "u", "s", "我喜欢喝什么咖啡？", parts=RecallParts.of(settings))
     assert result.language == "zh"
     assert result.text.startswith(HEADINGS["zh"]["intro"]) and HEADINGS["zh"]["profile"] in result.text
     assert "黑咖啡" in result.text
@@ -216,12 +222,12 @@ def test_language_detection():
 
 async def test_disabled_recall_reads_nothing(store, settings):
     await add_profile(store, "u", PROFILE)
-    result = await recall(store, "u", "s", "coffee", settings=settings, enabled=False)
+    result = await recall(store, "u", "s", "coffee", parts=RecallParts.of(settings), enabled=False)
     assert result.enabled is False and result.items == [] and result.text == ""
 
 
 async def test_empty_user_gets_an_empty_block(store, settings):
-    result = await recall(store, "nobody", "s", "hello", settings=settings)
+    result = await recall(store, "nobody", "s", "hello", parts=RecallParts.of(settings))
     assert result.items == [] and result.text == "" and result.tokens == 0
 
 
@@ -232,7 +238,7 @@ async def test_hostile_ids_stay_in_their_own_user(store, settings, hostile):
         [Message(id=hostile, user_id=hostile, session_id=hostile, role="user", content="coffee please")]
     )
     await add_profile(store, "other", [("diet", "coffee", "the other user's coffee", 0.9)])
-    result = await recall(store, hostile, hostile, "coffee", settings=settings)
+    result = await recall(store, hostile, hostile, "coffee", parts=RecallParts.of(settings))
     assert result.profile and all("other user" not in item.text for item in result.items)
     assert [item.source_message_ids for item in result.recent] == [[hostile]]
 
@@ -254,7 +260,7 @@ async def test_a_friends_statement_is_recalled_with_its_speaker_never_as_the_use
             Message(id="g2", user_id="u", session_id="group", role="user", content="我更喜欢看纪录片"),
         ]
     )
-    result = await recall(store, "u", "new", "谁最喜欢《星际穿越》？", settings=settings)
+    result = await recall(store, "u", "new", "谁最喜欢《星际穿越》？", parts=RecallParts.of(settings))
     lines = [item.text for item in result.memories]
     assert any(line.startswith("朋友A: 我最喜欢的电影是《星际穿越》") for line in lines), lines
     assert not any(line.startswith("用户: 我最喜欢的电影是《星际穿越》") for line in lines)
@@ -302,12 +308,12 @@ async def test_a_follow_up_question_recalls_the_turn_it_refers_to(store, setting
             ),
         ]
     )
-    result = await recall(store, "u", "new", "他哪天出发？", settings=settings)
+    result = await recall(store, "u", "new", "他哪天出发？", parts=RecallParts.of(settings))
     assert "张伟" in result.search_query
     assert result.memories and result.memories[0].memory_id == "message:o1"
     assert "张伟下周三要去上海出差" in result.memories[0].text
     plain = settings.model_copy(update={"recall_rewrite_followups": False})
-    unaided = await recall(store, "u", "new", "他哪天出发？", settings=plain)
+    unaided = await recall(store, "u", "new", "他哪天出发？", parts=RecallParts.of(plain))
     assert unaided.search_query == "他哪天出发？"
     assert not unaided.memories or unaided.memories[0].memory_id != "message:o1"  # "出发" alone finds the trips
 
@@ -331,14 +337,19 @@ async def test_the_memory_model_rewrites_follow_ups_and_bad_answers_fall_back(st
         ]
     )
     model = ScriptedChatModel(script=["Sure! Rewritten question: When does Zhang Wei leave for Shanghai?"])
-    result = await recall(store, "u", "new", "When does he leave?", settings=settings, rewrite_model=model)
+    result = await recall(store, "u", "new", "When does he leave?", parts=RecallParts.of(settings), rewrite_model=model)
     assert result.search_query == "When does Zhang Wei leave for Shanghai?"
     assert "Zhang Wei flies to Shanghai" in result.memories[0].text
     assert "Do you remember Zhang Wei?" in model.prompts[0]
     quick = settings.model_copy(update={"recall_rewrite_timeout_seconds": 0.2})
     for answer in ["", TIMEOUT, RuntimeError("503")]:
         fallback = await recall(
-            store, "u", "new", "When does he leave?", settings=quick, rewrite_model=ScriptedChatModel(script=[answer])
+            store,
+            "u",
+            "new",
+            "When does he leave?",
+            parts=RecallParts.of(quick),
+            rewrite_model=ScriptedChatModel(script=[answer]),
         )
         assert fallback.search_query == "When does he leave? Do you remember Zhang Wei?"
 
@@ -349,7 +360,13 @@ async def test_the_memory_model_rewrites_follow_ups_and_bad_answers_fall_back(st
     breaker.record_failure(RuntimeError("down"))
     untouched = ScriptedChatModel(script=["When does Zhang Wei leave?"])
     paused = await recall(
-        store, "u", "new", "When does he leave?", settings=settings, rewrite_model=untouched, rewrite_breaker=breaker
+        store,
+        "u",
+        "new",
+        "When does he leave?",
+        parts=RecallParts.of(settings),
+        rewrite_model=untouched,
+        rewrite_breaker=breaker,
     )
     assert paused.search_query == "When does he leave? Do you remember Zhang Wei?" and not untouched.prompts
 
@@ -388,7 +405,7 @@ async def test_a_time_expression_in_the_message_recalls_what_was_said_then(store
         ]
     )
     for question in ["What did I cook yesterday?", "我昨天做了什么菜？"]:
-        result = await recall(store, "u", "s4", question, settings=settings, reference_time=now)
+        result = await recall(store, "u", "s4", question, parts=RecallParts.of(settings), reference_time=now)
         assert "lentil curry" in result.memories[0].text, question
 
 
@@ -400,9 +417,9 @@ async def test_a_short_entity_query_recalls_the_memory_that_names_it(store, sett
         ]
     )
     strict = settings.model_copy(update={"recall_min_relevance": 0.95})
-    result = await recall(store, "u", None, "张伟", settings=strict)
+    result = await recall(store, "u", None, "张伟", parts=RecallParts.of(strict))
     assert [item.memory_id for item in result.memories] == ["e1"]  # it names him: it stays whatever its relevance
-    assert not (await recall(store, "u", None, "我们周末去哪里玩比较好呢", settings=strict)).memories
+    assert not (await recall(store, "u", None, "我们周末去哪里玩比较好呢", parts=RecallParts.of(strict))).memories
 
 
 async def test_a_recalled_message_brings_its_question_and_answer_within_the_budget(store, settings):
@@ -421,17 +438,26 @@ async def test_a_recalled_message_brings_its_question_and_answer_within_the_budg
             Message(id="x", user_id="u", session_id="old", role="user", content="Thanks, bye. " + "filler " * 400),
         ]
     )
-    result = await recall(store, "u", "new", "Which film by Christopher Nolan did you recommend?", settings=settings)
+    result = await recall(
+        store, "u", "new", "Which film by Christopher Nolan did you recommend?", parts=RecallParts.of(settings)
+    )
     item = next(item for item in result.memories if "Interstellar" in item.text)
     assert item.text.startswith("user: Can you recommend a science fiction film? / assistant: Try Interstellar")
     assert item.source_message_ids[:2] == ["q", "a"]
     assert sum("Interstellar" in i.text for i in result.memories) == 1  # the question is not listed again
     small = await recall(
-        store, "u", "new", "Which film by Christopher Nolan did you recommend?", settings=settings, max_tokens=150
+        store,
+        "u",
+        "new",
+        "Which film by Christopher Nolan did you recommend?",
+        parts=RecallParts.of(settings),
+        max_tokens=150,
     )
     assert count_tokens(small.text) <= 150
     off = settings.model_copy(update={"recall_neighbour_messages": 0})
-    alone = await recall(store, "u", "new", "Which film by Christopher Nolan did you recommend?", settings=off)
+    alone = await recall(
+        store, "u", "new", "Which film by Christopher Nolan did you recommend?", parts=RecallParts.of(off)
+    )
     assert any(i.text == "assistant: Try Interstellar by Christopher Nolan." for i in alone.memories)
 
 
@@ -448,7 +474,7 @@ async def test_recall_dates_every_memory_and_puts_the_current_fact_first(
     await said_then_changed(
         store, "ann", old, new, topic="home" if old.isascii() else "居住", subtopic="city" if old.isascii() else "城市"
     )
-    recalled = await recall(store, "ann", None, question, settings=settings)
+    recalled = await recall(store, "ann", None, question, parts=RecallParts.of(settings))
     lines = recalled.text.splitlines()
     current = next(n for n, line in enumerate(lines) if new in line)
     assert since in lines[current]  # since when it holds, in the reader's language
@@ -498,7 +524,7 @@ async def test_a_newer_statement_comes_first_and_the_older_is_earlier_with_no_ru
         )
         await store.apply_update(build_update("ann", [first], [first], old, [], [], [entry])[0])
     await store.add_messages([second])
-    recalled = await recall(store, "ann", None, question, settings=settings)
+    recalled = await recall(store, "ann", None, question, parts=RecallParts.of(settings))
     lines = recalled.text.splitlines()
     shown = [line for line in lines if new in line or old in line]
     assert new in shown[[earlier not in line for line in shown].index(True)], recalled.text  # the first current line
@@ -508,13 +534,13 @@ async def test_a_newer_statement_comes_first_and_the_older_is_earlier_with_no_ru
     assert recalled.memories[0].source_message_ids[0] == "ann-2" and recalled.memories[0].status == "current"
 
     settings = settings.model_copy(update={"recall_newer_first": False})
-    without = await recall(store, "ann", None, question, settings=settings)
+    without = await recall(store, "ann", None, question, parts=RecallParts.of(settings))
     assert any(old in line and not line.startswith("- " + earlier) for line in without.text.splitlines())
 
 
 async def test_recall_answers_the_past_question_with_the_old_value(store, settings):
     await said_then_changed(store, "ann", "我住在北京", "我上周搬到上海了", topic="居住", subtopic="城市")
-    recalled = await recall(store, "ann", None, "我以前住哪？", settings=settings)
+    recalled = await recall(store, "ann", None, "我以前住哪？", parts=RecallParts.of(settings))
     assert "之前：我住在北京，直到" in recalled.text
 
 
@@ -544,7 +570,7 @@ async def test_a_long_memory_is_trimmed_around_the_part_that_answers(
     long_text = (opening * 40)[: length - len(ending)] + ending  # the answer is the message's last words
     assert len(long_text) == length and count_tokens(long_text) > 400  # longer than one item's share of the budget
     await store.add_messages([Message(id="long", user_id="u", session_id="old", role="user", content=long_text)])
-    result = await recall(store, "u", "new", question, settings=settings)
+    result = await recall(store, "u", "new", question, parts=RecallParts.of(settings))
     item = next(item for item in result.memories if item.source_message_ids == ["long"])
     assert answer in item.text and item.text.startswith("用户: …" if length == 510 else "user: …")  # cut before, marked
     assert result.tokens <= result.budget
@@ -588,7 +614,7 @@ async def test_the_statement_comes_before_the_question_and_its_echo(store, setti
             for index, (role, text) in enumerate(turns)
         ]
     )
-    result = await recall(store, "u", "new", question, settings=settings)
+    result = await recall(store, "u", "new", question, parts=RecallParts.of(settings))
     assert "t0" in result.memories[0].source_message_ids  # the statement's item first
     assert any("t2" in item.source_message_ids for item in result.memories[1:])  # the question is still there, after it
 
@@ -610,7 +636,7 @@ async def test_a_follow_up_is_searched_beside_its_rewrite_which_wins_when_it_lan
         ]
     )
     quick = ScriptedChatModel(default="张伟哪天出发去成都？")
-    found = await recall(store, "u", "s2", "他哪天出发？", settings=settings, rewrite_model=quick)
+    found = await recall(store, "u", "s2", "他哪天出发？", parts=RecallParts.of(settings), rewrite_model=quick)
     assert found.search_query == "张伟哪天出发去成都？" and any("成都" in item.text for item in found.memories)
     assert found.rewrite == "model"
 
@@ -618,7 +644,7 @@ async def test_a_follow_up_is_searched_beside_its_rewrite_which_wins_when_it_lan
     slow = ScriptedChatModel(default=TIMEOUT, timeout_sleep=2.0)
     caplog.set_level(logging.DEBUG, logger="memlane")
     for _ in range(3):
-        found = await recall(store, "u", "s2", "他哪天出发？", settings=settings, rewrite_model=slow)
+        found = await recall(store, "u", "s2", "他哪天出发？", parts=RecallParts.of(settings), rewrite_model=slow)
         assert found.search_query == "他哪天出发？ 还记得我同事张伟吗？"  # the previous turn's words
         assert found.rewrite == "previous turn"
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "rewrite" in r.getMessage()]
@@ -644,8 +670,10 @@ async def test_an_exact_term_gets_one_more_chance_before_nothing(store, settings
         ]
     )
     strict = settings.model_copy(update={"recall_min_relevance": 0.99})
-    recalled = await recall(store, "u", None, asked, settings=strict)
+    recalled = await recall(store, "u", None, asked, parts=RecallParts.of(strict))
     assert [item.source_message_ids for item in recalled.memories] == [["m1"]] and exact in recalled.text
-    assert (await recall(store, "u", None, "Write a haiku about autumn leaves.", settings=strict)).memories == []
+    assert (
+        await recall(store, "u", None, "Write a haiku about autumn leaves.", parts=RecallParts.of(strict))
+    ).memories == []
     without = strict.model_copy(update={"recall_exact_fallback": False})
-    assert (await recall(store, "u", None, asked, settings=without)).memories == []
+    assert (await recall(store, "u", None, asked, parts=RecallParts.of(without))).memories == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from test_recall import PROFILE, add_profile
 
-from memlane.recall import Recall, recall
+from memlane.recall import Recall, RecallParts, recall
 from memlane.serve.config import PERSONA_RECALL_SETTINGS, Persona
 from memlane.store.records import Event, MemoryUpdate, Message
 
@@ -47,7 +47,7 @@ async def remembered(store) -> None:
 async def recalled(store, settings, question: str, **overrides) -> Recall:
     """What recall hands the model for `question` in a turn of a persona with these recall overrides."""
     persona = Persona.model_validate({"model": "m", "recall": overrides})
-    return await recall(store, "u", "s", question, settings=persona.settings(settings))
+    return await recall(store, "u", "s", question, parts=RecallParts.of(persona.settings(settings)))
 
 
 def layers(result: Recall) -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 import pytest_asyncio
 from conftest import drop_prefix
 
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.errors import RedisUnavailable
 from memlane.store.records import Message
 from memlane.store.redis.connections import RedisPoolExhausted
@@ -35,7 +35,7 @@ async def test_many_chats_at_once_wait_for_a_connection_instead_of_failing(open_
     store = await open_store_for(redis_max_connections=8)
     # one recall holds about five connections at once: 25 of them used to fail 21 of 25
     recalls = await asyncio.gather(
-        *(recall(store, f"u{i}", "s", "what do I like?", settings=settings) for i in range(25)),
+        *(recall(store, f"u{i}", "s", "what do I like?", parts=RecallParts.of(settings)) for i in range(25)),
         return_exceptions=True,
     )
     assert [r for r in recalls if isinstance(r, BaseException)] == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.records import (
     Event,
@@ -97,7 +97,7 @@ async def seed(store: RedisMemoryStore, user_id: str, data: dict) -> list[Profil
 async def recalled(store, settings, user_id: str, question: str, session_id: str = "s1") -> str:
     """What the model would be shown for `question` in the session, the middleware's way
     (profile, session summary, recent messages and search hits)."""
-    return (await recall(store, user_id, session_id, question, settings=settings)).text
+    return (await recall(store, user_id, session_id, question, parts=RecallParts.of(settings))).text
 
 
 async def everything_stored(store: RedisMemoryStore, user_id: str) -> str:

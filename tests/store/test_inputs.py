@@ -8,7 +8,7 @@ import pytest
 from conftest import HOSTILE_IDS
 
 from memlane.middleware import MemoryAgentContext, MemoryPersistence
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.errors import InputTooLarge, InvalidInput
 from memlane.store.ids import profile_memory_id
 from memlane.store.records import Memory, MemoryUpdate, Message, ProfileEntry
@@ -31,7 +31,7 @@ async def test_a_message_over_the_limit_is_refused_naming_the_setting(store: Red
 
 async def test_the_middleware_drops_a_refused_message_and_keeps_the_turn(store: RedisMemoryStore, settings):
     store = store.with_settings(max_message_chars=1000)
-    persistence = MemoryPersistence(store, settings=settings)
+    persistence = MemoryPersistence(store, turns=settings.turns, privacy=settings.privacy)
     identity = MemoryAgentContext(user_id="u", session_id="s")
     turn = [
         message("u", "x" * 5000, message_id="big"),
@@ -73,7 +73,7 @@ async def test_reads_with_a_huge_or_broken_user_id_are_refused_not_answered(stor
             store.export_user(bad),
             store.delete_user(bad),
             store.forget(bad, "coffee"),
-            recall(store, bad, "s", "coffee", settings=settings),
+            recall(store, bad, "s", "coffee", parts=RecallParts.of(settings)),
         ):
             with pytest.raises(error):
                 await call

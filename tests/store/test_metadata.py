@@ -13,7 +13,7 @@ from hash_embeddings import CharacterHashEmbeddings
 from redisvl.query.filter import Num
 
 from memlane.config import Settings
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.errors import InputTooLarge, InvalidInput
 from memlane.store.records import Event, Memory, MemoryUpdate, Message, StoreItem
 from memlane.store.redis.metadata import metadata_expression
@@ -260,17 +260,24 @@ async def test_recall_searches_only_the_memories_whose_metadata_match(store: Red
             note("gemini", "the gemini launch moved to monday", project="gemini"),
         ]
     )
-    everything = await recall(store, "alice", None, "when is the launch?", settings=settings)
+    everything = await recall(store, "alice", None, "when is the launch?", parts=RecallParts.of(settings))
     assert {item.text for item in everything.items} >= {
         "the apollo launch moved to friday",
         "the gemini launch moved to monday",
     }
     narrowed = await recall(
-        store, "alice", None, "when is the launch?", settings=settings, metadata_filter={"project": "gemini"}
+        store,
+        "alice",
+        None,
+        "when is the launch?",
+        parts=RecallParts.of(settings),
+        metadata_filter={"project": "gemini"},
     )
     assert [item.text for item in narrowed.items] == ["the gemini launch moved to monday"]
     with pytest.raises(InvalidInput, match="not a declared field"):
-        await recall(store, "alice", None, "when is the launch?", settings=settings, metadata_filter={"team": "x"})
+        await recall(
+            store, "alice", None, "when is the launch?", parts=RecallParts.of(settings), metadata_filter={"team": "x"}
+        )
 
 
 async def test_filters_work_on_a_cluster(cluster_store: RedisMemoryStore):

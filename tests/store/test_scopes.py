@@ -10,7 +10,7 @@ from redis.cluster import key_slot
 from test_messages import chat
 
 from memlane import SHARED_USER_ID, scoped_user_id
-from memlane.recall import recall
+from memlane.recall import RecallParts, recall
 from memlane.store.errors import InvalidInput
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry
 from memlane.store.redis.store import RedisMemoryStore
@@ -92,17 +92,24 @@ async def test_recall_reads_the_shared_scope_only_when_asked(store: RedisMemoryS
     await store.add_memories(
         [Memory(id="policy", user_id=SHARED_USER_ID, kind="event", text="Refunds for flights take 14 days")]
     )
-    alone = await recall(store, "carol", "s", "how long do flight refunds take?", settings=settings)
+    alone = await recall(store, "carol", "s", "how long do flight refunds take?", parts=RecallParts.of(settings))
     assert "14 days" not in alone.text
     with_shared = await recall(
-        store, "carol", "s", "how long do flight refunds take?", settings=settings, shared_user_id=SHARED_USER_ID
+        store,
+        "carol",
+        "s",
+        "how long do flight refunds take?",
+        parts=RecallParts.of(settings),
+        shared_user_id=SHARED_USER_ID,
     )
     assert "Refunds for flights take 14 days" in with_shared.text
     # the shared scope never shows one user's memories to another
     assert (
         "window seats"
         not in (
-            await recall(store, "dave", "s", "window seats?", settings=settings, shared_user_id=SHARED_USER_ID)
+            await recall(
+                store, "dave", "s", "window seats?", parts=RecallParts.of(settings), shared_user_id=SHARED_USER_ID
+            )
         ).text
     )
 
@@ -143,7 +150,7 @@ async def test_scopes_on_a_cluster(cluster_store: RedisMemoryStore, settings):
         scoped_user_id("erin", "coach"),
         "s",
         "when does the pool open?",
-        settings=settings,
+        parts=RecallParts.of(settings),
         shared_user_id=SHARED_USER_ID,
     )
     assert "7 am" in recalled.text and not recalled.search_incomplete
