@@ -49,9 +49,10 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
         stopped = [stop_running(settings.store), EmbeddedCluster(settings.store).stop()]
         print("stopped" if any(stopped) else "no embedded Redis Stack is running")
         return 0
-    url = EmbeddedCluster(settings.store).running_url() if args.cluster else EmbeddedRedis(settings.store).running_url()
-    print((url if args.show_password else mask_url(url)) if url else "not running")
-    return 0 if url else 1
+    server = EmbeddedCluster(settings.store) if args.cluster else EmbeddedRedis(settings.store)
+    running = server.running_url()
+    print((running if args.show_password else mask_url(running)) if running else "not running")
+    return 0 if running else 1
 
 
 def check_cluster(args: argparse.Namespace, settings: Settings) -> int:
@@ -59,7 +60,8 @@ def check_cluster(args: argparse.Namespace, settings: Settings) -> int:
     duplicate, stale or missing index is left (without --fix)."""
 
     async def check(store: Any) -> list[Any]:
-        return await store.check_cluster_indexes(fix=args.fix)
+        reports: list[Any] = await store.check_cluster_indexes(fix=args.fix)
+        return reports
 
     reports = run_async(lambda: with_store(settings, check))
     for report in reports:

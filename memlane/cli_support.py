@@ -28,7 +28,7 @@ def run_async(coro_factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
         raise SystemExit(2) from error
 
 
-async def with_store(settings: Settings, action: Callable[[Any], Awaitable[Any]]) -> Any:
+async def with_store(settings: Settings, action: Callable[[Any], Awaitable[T]]) -> T:
     from memlane.store.redis.store import open_store
 
     store = await open_store(settings)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, get_origin
 
@@ -180,11 +181,11 @@ class Settings(BaseSettings):
     def _flat_names_into_components(cls, data: Any) -> Any:
         return _routed(data) if isinstance(data, dict) else data
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Settings:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Settings:
         """A copy with `update` applied; flat names (`recall_max_memories`) land in their component."""
         if not update:
             return super().model_copy(deep=deep)
-        routed = _routed(update)
+        routed = _routed(dict(update))
         parts = {
             part: routed.pop(part) for part in list(routed) if part in COMPONENTS and isinstance(routed[part], dict)
         }

@@ -28,7 +28,7 @@ from memlane.store.errors import InvalidInput
 from memlane.store.hits import MemoryHit
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
-from memlane.store.records import REMEMBERED_TAG, Event, MemoryUpdate, NoteRevision, ProfileEntry
+from memlane.store.records import REMEMBERED_TAG, Event, MemoryKind, MemoryUpdate, NoteRevision, ProfileEntry
 from memlane.store.redis.metadata import MetadataFilter
 from memlane.store.scopes import scoped_user_id
 from memlane.sync_twin import SyncTwin
@@ -218,7 +218,7 @@ class AsyncMemory:
         agent_id: str | None = None,
         run_id: str | None = None,
         limit: int = 10,
-        kinds: Sequence[str] | None = None,
+        kinds: Sequence[MemoryKind] | None = None,
         session_id: str | None = None,
         filters: MetadataFilter | None = None,
     ) -> list[dict[str, Any]]:
@@ -234,7 +234,7 @@ class AsyncMemory:
             limit=limit,
             kinds=kinds,
             session_id=session_id,
-            metadata_filter=filters,  # type: ignore[arg-type]
+            metadata_filter=filters,
         )
         return [_hit(hit) for hit in hits]
 

@@ -14,7 +14,7 @@ a failover or a reshard the slot map is refreshed and the search tried again.
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from redis.asyncio.cluster import RedisCluster
@@ -105,7 +105,7 @@ def cluster_is_away(error: BaseException) -> bool:
     return isinstance(error, ResponseError) and str(error).split(" ", 1)[0].upper() in _RETRYABLE_REPLIES
 
 
-def is_cluster(client: Any) -> bool:
+def is_cluster(client: Any) -> TypeGuard[RedisCluster]:
     return isinstance(client, RedisCluster)
 
 

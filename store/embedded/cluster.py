@@ -26,7 +26,9 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import redis
@@ -48,6 +50,13 @@ logger = logging.getLogger(__name__)
 
 # a primary that stops answering for this long is failed over to its replica
 NODE_TIMEOUT_MS = 3000
+
+
+def _command(client: redis.Redis, *args: Any) -> Any:
+    """One command to one node, its reply as redis-py parses it (redis-py leaves `execute_command`
+    untyped: what it answers depends on the command)."""
+    execute: Callable[..., Any] = client.execute_command
+    return execute(*args)
 
 
 def _free_node_port(taken: set[int]) -> int:
@@ -96,18 +105,18 @@ class EmbeddedCluster:
         return pid_alive(pid)
 
     # state -------------------------------------------------------------------------------
-    def _read_state(self) -> dict:
+    def _read_state(self) -> dict[str, Any]:
         with contextlib.suppress(OSError, ValueError):
             state = json.loads(self.state_file.read_text())
             if isinstance(state, dict):
                 return state
         return {}
 
-    def _write_state(self, state: dict) -> None:
+    def _write_state(self, state: dict[str, Any]) -> None:
         private_dir(self.dir)
         write_private(self.state_file, json.dumps(state))  # it holds the password
 
-    def nodes(self) -> list[dict]:
+    def nodes(self) -> list[dict[str, Any]]:
         """[{"port", "pid"}] of the nodes started from this data dir (the first ones are the primaries at creation)."""
         return list(self._read_state().get("nodes", []))
 
@@ -334,18 +343,14 @@ class EmbeddedCluster:
         target = redis.Redis.from_url(_node_url(target_port, password), socket_timeout=30)
         try:
             source_id, target_id = source.cluster("myid"), target.cluster("myid")
-            target.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", source_id)
-            source.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", target_id)
+            _command(target, "CLUSTER SETSLOT", slot, "IMPORTING", source_id)
+            _command(source, "CLUSTER SETSLOT", slot, "MIGRATING", target_id)
             moved = 0
-            while keys := source.execute_command("CLUSTER GETKEYSINSLOT", slot, 100):
-                source.execute_command(
-                    "MIGRATE", "127.0.0.1", target_port, "", 0, 10_000, "AUTH", password, "KEYS", *keys
-                )
+            while keys := _command(source, "CLUSTER GETKEYSINSLOT", slot, 100):
+                _command(source, "MIGRATE", "127.0.0.1", target_port, "", 0, 10_000, "AUTH", password, "KEYS", *keys)
                 moved += len(keys)
             for port in (target_port, source_port):  # the new owner first, as redis-cli does
-                redis.Redis.from_url(_node_url(port, password)).execute_command(
-                    "CLUSTER SETSLOT", slot, "NODE", target_id
-                )
+                _command(redis.Redis.from_url(_node_url(port, password)), "CLUSTER SETSLOT", slot, "NODE", target_id)
             return moved
         finally:
             source.close()

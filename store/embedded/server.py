@@ -30,6 +30,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -81,7 +82,7 @@ class EmbeddedRedis:
     def owner(self) -> bool:
         return self.process is not None
 
-    def _read_state(self) -> dict:
+    def _read_state(self) -> dict[str, Any]:
         """{"port", "password"} kept across starts, and "pid" while a server should run."""
         try:
             state = json.loads(self.state_file.read_text())
@@ -89,7 +90,7 @@ class EmbeddedRedis:
             return {}
         return state if isinstance(state, dict) else {}
 
-    def _write_state(self, state: dict) -> None:
+    def _write_state(self, state: dict[str, Any]) -> None:
         private_dir(self.dir)
         write_private(self.state_file, json.dumps(state))  # it holds the password
 
@@ -100,7 +101,7 @@ class EmbeddedRedis:
         one (memlane's own); a data dir someone chose is left as it is, as it may be shared.
         """
         data_dir = self.dir.parent
-        if not data_dir.exists() or data_dir == StoreSettings.model_fields["data_dir"].default_factory():
+        if not data_dir.exists() or data_dir == StoreSettings().data_dir:  # the default one
             private_dir(data_dir)
         private_dir(self.dir)
         tighten_tree(self.dir)

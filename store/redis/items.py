@@ -177,12 +177,12 @@ class Items(StorePart):
         ]
 
     async def refresh_items(self, items: Sequence[StoreItem]) -> None:
-        expiring = [item for item in items if item.ttl_minutes is not None]
+        expiring = [(item, item.ttl_minutes) for item in items if item.ttl_minutes is not None]
         if not expiring:
             return
         pipe = self.client.pipeline(transaction=False)
-        for item in expiring:
-            pipe.pexpire(self.layout.memory(item.user_id, item.memory_id), max(1, int(item.ttl_minutes * 60_000)))
+        for item, minutes in expiring:
+            pipe.pexpire(self.layout.memory(item.user_id, item.memory_id), max(1, int(minutes * 60_000)))
         await self._run(pipe.execute())
 
     async def delete_items(self, user_id: str, memory_ids: Sequence[str]) -> int:

@@ -163,7 +163,7 @@ class Memories(StorePart):
         await self._run(self.client.set(self.layout.key_layout_marker, KEY_LAYOUT_VERSION))
 
     async def _create_index(self, client: Any, name: str) -> None:
-        definition = IndexDefinition(
+        definition = IndexDefinition(  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
             prefix=[self.layout.memory_key_prefix], index_type=IndexType.HASH, language=INDEX_LANGUAGE
         )
         try:
@@ -288,7 +288,8 @@ class Memories(StorePart):
             if self.core.shards is not None:  # each primary's index, made where one is missing
                 await self._run(self.core.shards.every_index())
             else:
-                await self._run(self.client.ft(self.layout.memory_index_name).info())
+                index = self.client.ft(self.layout.memory_index_name)
+                await self._run(index.info())  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
         except ResponseError as error:
             raise StoreError(
                 f"the index {self.layout.memory_index_name} does not exist ({error}); the store creates it on "

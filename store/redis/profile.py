@@ -95,7 +95,7 @@ class Profile(StorePart):
                         return before
                     after = before.model_copy(update={**changes, "updated_at": time.time()})
                     rows = await self.memories.memory_rows([after.as_memory()]) if "content" in changes else []
-                    pipe.multi()
+                    pipe.multi()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
                     pipe.hset(profile_key, entry_id, after.model_dump_json())
                     self.retention.queue_field_expiry(
                         pipe, profile_key, [entry_id], "profile"

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from redis.typing import EncodableT
+
 from memlane.store.codecs import MessageField
 from memlane.store.errors import QuotaExceeded
 from memlane.store.ids import event_memory_id, message_memory_id, profile_memory_id
@@ -167,7 +169,8 @@ class Quotas(StorePart):
             pipe = self.client.pipeline(transaction=True)
             pipe.delete(usage)
             if sizes:
-                pipe.hset(usage, mapping=sizes)
+                mapping: dict[EncodableT, EncodableT] = {key: size for key, size in sizes.items()}  # noqa: C416
+                pipe.hset(usage, mapping=mapping)
             pipe.set(self.layout.usage_bytes(user_id), sum(sizes.values()))
             await self._run(pipe.execute())
             return max(0, int(before) - len(sizes))

@@ -15,6 +15,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class Duplicates(StorePart):
         return repeats
 
     async def _near_duplicates(
-        self, new: Sequence[Memory], rows: Sequence[tuple[str, dict]]
+        self, new: Sequence[Memory], rows: Sequence[tuple[str, dict[str, Any]]]
     ) -> dict[str, RepeatedMemory]:
         """Memory id → the stored memory (or an earlier one of this call) it nearly duplicates, for
         the embedded `rows` of memories the store does not hold yet (a stored id rewritten stays)."""
@@ -188,7 +189,9 @@ class Duplicates(StorePart):
 
     async def _repeat_of(self, memory: Memory, vector: np.ndarray) -> RepeatedMemory | None:
         """The nearest stored memory of the user and kind that `memory` repeats, if any."""
-        nearest = await self.search.nearest_memories(memory.user_id, vector, limit=_CANDIDATES, kinds=[memory.kind])
+        nearest = await self.search.nearest_memories(
+            memory.user_id, vector.tolist(), limit=_CANDIDATES, kinds=[memory.kind]
+        )
         for other, similarity in nearest:
             if other.id == memory.id or other.id.startswith(ITEM_MEMORY_PREFIX) or other.valid_until is not None:
                 continue

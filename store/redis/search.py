@@ -175,7 +175,12 @@ class Search(StorePart):
             self._counts.pop(user_id, None)
 
     async def nearest_memories(
-        self, user_id: str, vector: Sequence[float], *, limit: int, kinds: Sequence[MemoryKind] | None = None
+        self,
+        user_id: str,
+        vector: Sequence[float],
+        *,
+        limit: int,
+        kinds: Sequence[MemoryKind] | None = None,
     ) -> list[tuple[Memory, float]]:
         """The user's memories (of `kinds`) nearest `vector` by cosine similarity alone (no keywords,
         no fusion), nearest first, each with that similarity: what `forget` weighs by meaning, and
@@ -296,20 +301,22 @@ class Search(StorePart):
                     error,
                 )
                 query_vector = None
-            vector_queries: list[tuple[str, float, VectorQuery]] = [
-                (
-                    query.signal,
-                    weight(query.signal),
-                    self.vector_query(
-                        query_vector,
-                        narrowed[query.narrowed_by],
-                        candidates,
-                        approximate=approximate,
-                        fields=CANDIDATE_FIELDS,
-                    ),
-                )
-                for query in (asked("vector") if query_vector is not None else [])
-            ]
+            vector_queries: list[tuple[str, float, VectorQuery]] = []
+            if query_vector is not None:  # none while the embedder is away
+                vector_queries = [
+                    (
+                        query.signal,
+                        weight(query.signal),
+                        self.vector_query(
+                            query_vector,
+                            narrowed[query.narrowed_by],
+                            candidates,
+                            approximate=approximate,
+                            fields=CANDIDATE_FIELDS,
+                        ),
+                    )
+                    for query in asked("vector")
+                ]
             trip = [vector_query for _, _, vector_query in vector_queries]
             if not overlap:
                 trip += [text_query for _, _, text_query in text_queries]
@@ -471,7 +478,8 @@ class Search(StorePart):
             pipe = client.pipeline(transaction=False)
             for doc, wanted in reads:
                 pipe.hmget(doc["id"], wanted)
-            return await pipe.execute()
+            replies: list[Any] = await pipe.execute()
+            return replies
 
         if self.core.shards is None:
             rows = await self._run(read(self.client))

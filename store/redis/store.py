@@ -199,7 +199,8 @@ class RedisMemoryStore:
                 "this store is on one Redis, not a Redis Cluster: `cluster-check` is for a REDIS_URL "
                 "ending in ?cluster=true (or MEMLANE_REDIS_CLUSTER=true)"
             )
-        return await self.core.run(self.core.shards.check(fix=fix))
+        reports: list[Any] = await self.core.run(self.core.shards.check(fix=fix))
+        return reports
 
     async def aclose(self) -> None:
         if self.core.shards is not None:
