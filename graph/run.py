@@ -88,7 +88,8 @@ async def run_memory_graph(
         results.append(output["result"])
     result = combined(results)
     logger.info(
-        "memory run user=%s messages=%d windows=%d duration=%.3fs model_calls=%d added=%d updated=%d deleted=%d event=%s",
+        "memory run user=%s messages=%d windows=%d duration=%.3fs model_calls=%d "
+        "added=%d updated=%d deleted=%d event=%s",
         user_id,
         result.message_count,
         len(windows),

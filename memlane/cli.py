@@ -106,9 +106,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         hits = await store.search_memories(args.user, args.query, limit=args.limit)
         for hit in hits:
             sources = ",".join(hit.memory.source_message_ids)
-            print(
-                f"{hit.score:.3f}{' weak' if hit.weak else ''}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}"
-            )
+            weak = " weak" if hit.weak else ""
+            print(f"{hit.score:.3f}{weak}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
         if not hits:
             print(
                 f"no memory of {args.user!r} matches (a user of `memlane serve` is named with --tenant)",
@@ -148,7 +147,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         if result is not None:
             print(
                 f"remembered in {result.windows} window(s): {result.message_count} messages, "
-                f"{len(result.added)} profile entries added, {len(result.updated)} updated, {len(result.event_ids)} events"
+                f"{len(result.added)} profile entries added, {len(result.updated)} updated, "
+                f"{len(result.event_ids)} events"
             )
         elif args.remember:
             print(
@@ -177,7 +177,8 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     if not (args.what or "").strip():
         print(
             f'memlane forget: say what to forget, e.g. `memlane forget {args.user} "what I said about peanuts"` '
-            f"(or a memory id from `memlane search`); to delete everything of the user: `memlane delete-user {args.user}`",
+            "(or a memory id from `memlane search`); to delete everything of the user: "
+            f"`memlane delete-user {args.user}`",
             file=sys.stderr,
         )
         return 2
@@ -209,7 +210,8 @@ def cmd_delete_user(args: argparse.Namespace, settings: Settings) -> int:
         confirmed = _confirmed(args.user)
         if confirmed is None:
             print(
-                f"memlane delete-user: stdin is not a terminal, so nobody can confirm; add --yes to delete {args.user!r}",
+                "memlane delete-user: stdin is not a terminal, so nobody can confirm; "
+                f"add --yes to delete {args.user!r}",
                 file=sys.stderr,
             )
             return 2
@@ -311,7 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     gc = commands.add_parser(
         "gc",
-        help="remove what Redis expiry cannot (MEMLANE_RETENTION_*): listings of expired records, orphaned search entries",
+        help=(
+            "remove what Redis expiry cannot (MEMLANE_RETENTION_*): listings of expired records, "
+            "orphaned search entries"
+        ),
     )
     gc.add_argument("--user", help="only this user (default: every user with records that expire or count)")
     gc.add_argument("--recount", action="store_true", help="count the quota usage again from the records")

@@ -1,5 +1,6 @@
 """The operator's commands of `memlane`: the embedded Redis (and `cluster-check`), the worker, the
-parked runs and the retention sweep (`gc`). The parser (memlane/cli.py) wires them; each imports what it uses when it runs."""
+parked runs and the retention sweep (`gc`). The parser (memlane/cli.py) wires them; each imports
+what it uses when it runs."""
 
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ def cmd_redis(args: argparse.Namespace, settings: Settings) -> int:
             )
         else:
             hint = (
-                f"memlane commands and apps with MEMLANE_DATA_DIR={settings.store.data_dir} use it as it is; other clients "
-                "need its password: `memlane redis status --show-password` prints the whole URL"
+                f"memlane commands and apps with MEMLANE_DATA_DIR={settings.store.data_dir} use it as it is; "
+                "other clients need its password: `memlane redis status --show-password` prints the whole URL"
             )
         print(hint, file=sys.stderr)
         return 0

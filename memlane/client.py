@@ -233,7 +233,8 @@ class AsyncMemlaneClient:
         confidence: float = 0.9,
         meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Add the user's entry of this topic / subtopic; `Conflict` when the slot is taken (`put_profile` replaces it)."""
+        """Add the user's entry of this topic / subtopic; `Conflict` when the slot is taken (`put_profile`
+        replaces it)."""
         body: dict[str, Any] = {"topic": topic, "subtopic": subtopic, "content": content, "confidence": confidence}
         if meta is not None:
             body["meta"] = meta

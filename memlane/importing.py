@@ -62,7 +62,8 @@ def messages_of(document: Any, user_id: str, *, session_id: str = "import", sour
         raw = [(0, document)]
     else:
         raise InvalidInput(
-            "no messages found: give JSONL (one message a line), an OpenAI messages list, or a LoCoMo-style sessions file"
+            "no messages found: give JSONL (one message a line), an OpenAI messages list, "
+            "or a LoCoMo-style sessions file"
         )
     return _ordered([_message(row, place, user_id, session_id, source) for place, row in raw])
 

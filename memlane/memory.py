@@ -79,8 +79,9 @@ def _hit(hit: MemoryHit) -> dict[str, Any]:
 
 class AsyncMemory:
     """mem0's calls over a memlane store: `add`, `search`, `get_all`, `get`, `update`, `delete`,
-    `delete_all`, `history`, `reset`, and `get_run` for an `add(wait=False)`. `model`: the memory model `add(infer=True)` runs the graph with.
-    Every call takes `agent_id`: that agent's own memory of the user (store/scopes.py)."""
+    `delete_all`, `history`, `reset`, and `get_run` for an `add(wait=False)`. `model`: the memory
+    model `add(infer=True)` runs the graph with. Every call takes `agent_id`: that agent's own memory
+    of the user (store/scopes.py)."""
 
     def __init__(self, store: MemoryStore, *, settings: Settings, model: BaseChatModel | None = None) -> None:
         self.store = store
@@ -294,7 +295,8 @@ class AsyncMemory:
             return await self._update_note(user_id, ref, data, actor)
         if kind != "profile":
             raise InvalidInput(
-                f"only profile entries and notes change in place; {memory_id!r} is a record of what happened: delete it and add anew"
+                f"only profile entries and notes change in place; {memory_id!r} is a record of what happened: "
+                "delete it and add anew"
             )
         entry = await self.store.edit_profile_entry(user_id, ref, content=data, actor=actor)
         if entry is None:

@@ -72,10 +72,14 @@ def describe_model_error(error: BaseException, model: object, models: ModelSetti
         hint = _STATUS_HINTS.get(status, "look at the model server's log")
         return f"{who} answered {status}: {_error_detail(error)} ({hint})"
     if isinstance(error, TimeoutError) or "Timeout" in kind:
-        return f"{who} did not answer within {models.llm_timeout_seconds:g} s (raise MEMLANE_LLM_TIMEOUT_SECONDS, or check the server)"
+        return (
+            f"{who} did not answer within {models.llm_timeout_seconds:g} s "
+            "(raise MEMLANE_LLM_TIMEOUT_SECONDS, or check the server)"
+        )
     if "Connection" in kind:
         return f"{who} could not be reached: {_error_detail(error)} (is the server running? check OPENAI_BASE_URL)"
     return (
         f"the reply failed with {kind}: {_error_detail(error)} "
-        "(send again; if it keeps failing, look at the model server's log and check MEMLANE_CHAT_MODEL / OPENAI_BASE_URL)"
+        "(send again; if it keeps failing, look at the model server's log and check "
+        "MEMLANE_CHAT_MODEL / OPENAI_BASE_URL)"
     )

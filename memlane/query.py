@@ -44,7 +44,8 @@ _NOT_REFERENCES = re.compile(
     r"|这个?(月|星期|礼拜|周末|周)",
     re.I,
 )
-# an opening that carries the last question over to something new: "And the second one?", "What about Paris?", "还有呢？"
+# an opening that carries the last question over to something new: "And the second one?", "What about Paris?",
+# "还有呢？"
 _CARRY_OVER = re.compile(r"^\s*(and|or|but|also|what about|how about)\b|^\s*(还有|然后|而且)", re.I)
 # the user naming themselves: "my job", "I drink", "我住在哪"
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|mine|myself)\b|我", re.I)

@@ -334,7 +334,7 @@ def newest_changes(
             set(query_terms(change.text)) - _TIME_TERMS - set(query_terms(" ".join(slot.changes)))
         )  # the subject's words
 
-        def about_the_slot(text: str) -> bool:
+        def about_the_slot(text: str, slot: Slot = slot, change_terms: set[str] = change_terms) -> bool:
             return states_the_slot(text, slot) or bool(change_terms & set(query_terms(text)))
 
         stale = tuple(

@@ -18,9 +18,9 @@ row in bench/model_sees.py:
 3. **Statement before echo** (`recall_echo_weight`, `recall_echo_similarity`): a question, the
    user's or the assistant's, that asks what the query asks, in its words (at most half of its
    terms new) or in others (its rescaled similarity to the query at least 0.6: "我在哪家公司上班？"
-   for "我在哪里工作？"), is ordered at that weight: "what coffee does she drink again?" asked last week, or the assistant's "你是说
-   你对什么过敏吗？", come after "I only drink black coffee." / "我对花生过敏。" A question that
-   brings its own words ("I'm going to Kyoto, what should I pack?") keeps its place: on
+   for "我在哪里工作？"), is ordered at that weight: "what coffee does she drink again?" asked last
+   week, or the assistant's "你是说你对什么过敏吗？", come after "I only drink black coffee." /
+   "我对花生过敏。" A question that brings its own words ("I'm going to Kyoto, what should I pack?") keeps its place: on
    MemoryBank such questions are the evidence, and demoting every question cost its first item
    0.62 -> 0.57. An assistant's statement keeps its place too: "She drinks black coffee" and
    "I'm not sure what coffee she drinks" bring as many new words, and the pair of neighbours

@@ -51,7 +51,7 @@ confirms it; cite that message.
 {DATA_RULE}
 Answer with JSON only:
 {{"facts": [{{"about": "user", "topic": "...", "subtopic": "...", "content": "...", "confidence": 0.9, "messages": [1]}}]}}
-With no facts, answer {{"facts": []}}."""
+With no facts, answer {{"facts": []}}."""  # noqa: E501  (the prompt's JSON example stays on one line)
 
 
 class ExtractedFact(BaseModel):

@@ -75,9 +75,10 @@ def profile_configs_of(
     where: dict[str, str],
 ) -> ProfileConfigs:
     """The configurations of plain data: the default's keys over the built-in configuration's, and
-    each tenant's and agent's over the default's (a key a section does not name is the default's). `where` names, for an error, where the default,
-    a tenant's and an agent's sections are written ({"default": "profile", "tenant": "tenants.{}",
-    "agent": "personas.{}.profile"}). Raises ValueError naming each bad key there."""
+    each tenant's and agent's over the default's (a key a section does not name is the default's).
+    `where` names, for an error, where the default, a tenant's and an agent's sections are written
+    ({"default": "profile", "tenant": "tenants.{}", "agent": "personas.{}.profile"}). Raises
+    ValueError naming each bad key there."""
     try:
         if isinstance(default, ProfileConfig):
             base = default

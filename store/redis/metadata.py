@@ -108,7 +108,8 @@ def metadata_row(
                 indexed = TAG_SEPARATOR.join(usable) or None
             if problem and strict:
                 raise InvalidInput(
-                    f"metadata {name!r} is declared {kind} in {SETTING} but holds {json.dumps(value, ensure_ascii=False)[:80]}; "
+                    f"metadata {name!r} is declared {kind} in {SETTING} but holds "
+                    f"{json.dumps(value, ensure_ascii=False)[:80]}; "
                     f"give {problem}"
                 )
         row[metadata_field(name)] = indexed
@@ -171,7 +172,8 @@ def _field_expression(
     )
     if not operations:
         raise InvalidInput(
-            f"the filter on metadata {name!r} is an empty object; give a value or an operator ({', '.join(_NUMERIC_OPERATORS)})"
+            f"the filter on metadata {name!r} is an empty object; "
+            f"give a value or an operator ({', '.join(_NUMERIC_OPERATORS)})"
         )
     allowed = _NUMERIC_OPERATORS if kind == "numeric" else _TAG_OPERATORS
     clauses = []
@@ -198,7 +200,8 @@ def _condition(name: str, kind: MetadataType, operator: str, value: Any) -> Filt
         numbers = [_number(item) for item in values]
         if any(number is None for number in numbers):
             raise InvalidInput(
-                f"metadata {name!r} is a numeric field: compare it with numbers, not {json.dumps(value, ensure_ascii=False)[:80]}"
+                f"metadata {name!r} is a numeric field: compare it with numbers, "
+                f"not {json.dumps(value, ensure_ascii=False)[:80]}"
             )
         field_num = Num(field)
         if operator == "gt":

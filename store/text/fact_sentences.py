@@ -27,17 +27,18 @@ then the sentence goes. Removing only what states
 the fact keeps the rest of a summary ("likes black coffee" survives forgetting the peanuts).
 
 What only makes sense with a removed clause goes with it (`continues_removed`): the clause right
-after it, and the next sentence when the removed clause ended its sentence, when it begins
-with a word that carries the forgotten fact on ("so", "which", "that's why", "therefore",
-"and so", "and it"; "it"/"its" inside the sentence only: "It rains a lot here." is no dog's;
-"所以", "因此", "于是", "它", "叫"/"名叫", and "很"/"非常" saying how much: "而且很严重"), or, in the
-same sentence, when it has fewer than two words of its own ("and badly"; in Chinese, fewer
-than three content characters: "住在杭州" after "用户…，" is a predicate of its own). Each clause so removed carries the rule on to the one after it. A clause or
-sentence with words of its own and no such tie stays: a bare "and" lists another fact as often
-as it continues this one ("The user mentioned a peanut allergy and a love of hiking", "…对花生
-过敏，喜欢爬山"), and "我对花生过敏，别给我推荐沙爹" keeps "别给我推荐沙爹"; without a model, a
-word that ties it back is the evidence. So forgetting the peanut allergy takes "so no satay for
-me" with it, and forgetting the dog takes "叫旺财" from "我养了一只狗，叫旺财。".
+after it, and the next sentence when the removed clause ended its sentence, when it begins with a
+word that carries the forgotten fact on ("so", "which", "that's why", "therefore", "and so", "and
+it"; "it"/"its" inside the sentence only: "It rains a lot here." is no dog's; "所以", "因此",
+"于是", "它", "叫"/"名叫", and "很"/"非常" saying how much: "而且很严重"), or, in the same
+sentence, when it has fewer than two words of its own ("and badly"; in Chinese, fewer than three
+content characters: "住在杭州" after "用户…，" is a predicate of its own). Each clause so removed
+carries the rule on to the one after it. A clause or sentence with words of its own and no such
+tie stays: a bare "and" lists another fact as often as it continues this one ("The user mentioned
+a peanut allergy and a love of hiking", "…对花生过敏，喜欢爬山"), and
+"我对花生过敏，别给我推荐沙爹" keeps "别给我推荐沙爹"; without a model, a word that ties it back
+is the evidence. So forgetting the peanut allergy takes "so no satay for me" with it, and
+forgetting the dog takes "叫旺财" from "我养了一只狗，叫旺财。".
 """
 
 from __future__ import annotations
