@@ -37,7 +37,7 @@ from memlane.persistence import (  # noqa: F401  (importable from here, where th
     resolve_identity,
     turn_messages,
 )
-from memlane.recall import Recall, recall_system_prompt
+from memlane.recall import Recall, RecallParts, recall_system_prompt
 from memlane.store.ids import clean_text  # noqa: F401  (importable from here, where it was first)
 from memlane.store.protocols import MemoryStore
 from memlane.turns import TurnService
@@ -60,19 +60,28 @@ class MemoryMiddleware(AgentMiddleware):
     ) -> None:
         """rewrite_model: rewrites follow-up questions before recall; default: the scheduler's
         memory model (without either, the cheap rewrite: memlane/query.py). turns: the turn
-        service to adapt (the app shares its own); by default one of its own over the store."""
+        service to adapt (the app shares its own), whose parts the toggles default to; by default
+        one of its own over the store, with the parts of `settings` (default: the environment's)."""
         super().__init__()
         self.store = store
-        self.settings = settings or (turns.settings if turns is not None else get_settings())
-        self.turns = turns or TurnService(
-            store,
-            settings=self.settings,
-            scheduler=scheduler,
-            rewrite_model=rewrite_model,
-            on_saved=on_saved,
-            on_failed=on_failed,
-        )
+        if turns is None:
+            settings = settings or get_settings()
+            turns = TurnService(
+                store,
+                recall_parts=RecallParts.of(settings),
+                turns=settings.turns,
+                privacy=settings.privacy,
+                scheduler=scheduler,
+                rewrite_model=rewrite_model,
+                on_saved=on_saved,
+                on_failed=on_failed,
+            )
+        self.turns = turns
         self.on_recall = on_recall
+
+    def _identity(self, context: Any) -> MemoryAgentContext:
+        """Who the run is for (`resolve_identity`); toggles it leaves unset are the turn service's."""
+        return resolve_identity(context, recall=self.turns.recall_parts.recall, turns=self.turns.turn_settings)
 
     @property
     def persistence(self) -> MemoryPersistence:
@@ -88,11 +97,7 @@ class MemoryMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> Any:
-        identity = resolve_identity(
-            request.runtime.context if request.runtime else None,
-            recall=self.settings.recall,
-            turns=self.settings.turns,
-        )
+        identity = self._identity(request.runtime.context if request.runtime else None)
         if not identity.recall_enabled:
             return await handler(request)
         humans = [m for m in request.messages if isinstance(m, HumanMessage)]
@@ -108,7 +113,7 @@ class MemoryMiddleware(AgentMiddleware):
         return await handler(request.override(system_message=SystemMessage(content=prompt)))
 
     async def aafter_agent(self, state: Any, runtime: Runtime) -> dict[str, Any] | None:
-        identity = resolve_identity(runtime.context, recall=self.settings.recall, turns=self.settings.turns)
+        identity = self._identity(runtime.context)
         self.turns.save(identity, turn_messages(state["messages"], identity))
         return None
 

@@ -13,7 +13,8 @@ For a turn, in order:
    remembers the turns before it as their own event) and the session's title.
 And on request: `remember_now`, `end_session`.
 
-It takes its settings explicitly: nothing falls back to the environment.
+It takes the settings' parts it reads explicitly (recall's `RecallParts`, the turns' and the
+privacy settings): nothing falls back to the environment.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane.config import Settings
-from memlane.doors import memory_context
-from memlane.graph import MemoryScheduler, ProfileConfigs
+from memlane.config import PrivacySettings, TurnSettings
+from memlane.graph import MemoryContext, MemoryScheduler
 from memlane.graph.executor import ResultCallback
 from memlane.graph.run import StepCallback
 from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_title
@@ -90,14 +90,18 @@ class TurnService:
     recall (default: the memory model, through the scheduler's breaker).
     on_saved / on_failed: after each save, and when memory is unavailable (the app's status).
     on_topic_shift(user): a topic shift queued a run. on_title(user, session, title): a
-    session got its title.
+    session got its title. recall_parts: what recall reads (`RecallParts.of(settings)`; its
+    `models` also times titles and topic checks); turns: saving and the topic check; privacy: how
+    stored texts are redacted.
     """
 
     def __init__(
         self,
         store: MemoryStore,
         *,
-        settings: Settings,
+        recall_parts: RecallParts,
+        turns: TurnSettings,
+        privacy: PrivacySettings,
         scheduler: MemoryScheduler | None = None,
         memory_model: BaseChatModel | None = None,
         rewrite_model: BaseChatModel | None = None,
@@ -107,7 +111,8 @@ class TurnService:
         on_title: TitleCallback | None = None,
     ) -> None:
         self.store = store
-        self.settings = settings
+        self.recall_parts = recall_parts
+        self.turn_settings = turns
         self.scheduler = scheduler
         self.memory_model = memory_model or (scheduler.context.llm if scheduler is not None else None)
         self.rewrite_model = rewrite_model or self.memory_model
@@ -116,7 +121,7 @@ class TurnService:
             scheduler.context.model_breaker if rewrite_model is None and scheduler is not None else None
         )
         self.persistence = MemoryPersistence(
-            store, scheduler, turns=settings.turns, privacy=settings.privacy, on_saved=on_saved, on_failed=on_failed
+            store, scheduler, turns=turns, privacy=privacy, on_saved=on_saved, on_failed=on_failed
         )
         self.on_topic_shift = on_topic_shift
         self.on_title = on_title
@@ -129,26 +134,35 @@ class TurnService:
         cls,
         store: MemoryStore,
         *,
-        settings: Settings,
-        memory_model: BaseChatModel | None = None,
+        recall_parts: RecallParts,
+        turns: TurnSettings,
+        privacy: PrivacySettings,
+        context: MemoryContext | None = None,
         on_result: ResultCallback | None = None,
         on_step: StepCallback | None = None,
         on_queued: UserCallback | None = None,
-        profile_configs: ProfileConfigs | None = None,
         **hooks: Any,
     ) -> TurnService:
-        """What a door runs on: the service with its memory scheduler started (runs queue in the
-        store's Redis, `memory_docket_url` else the store's, so a run cut off by a restart is picked
-        up again), or without one when there is no memory model. `aclose()` stops it.
-        on_result / on_step / on_queued: the scheduler's; profile_configs: the runs' slots and prompt
-        rules per tenant and agent (None: MEMLANE_PROFILE_CONFIG's); hooks: the service's callbacks."""
+        """What a door runs on: the service with a memory scheduler started on `context` (runs queue
+        in the store's Redis, `memory_docket_url` else the store's, so a run cut off by a restart is
+        picked up again), or without one when there is no memory model (context None). `aclose()`
+        stops it. context: the memory graph's, its model the memory model (a door builds it with
+        `memlane.doors.memory_context(settings, store, model)`); on_result / on_step / on_queued: the
+        scheduler's; hooks: the service's callbacks."""
         scheduler = None
-        if memory_model is not None:
-            context = memory_context(settings, store, memory_model, profile_configs=profile_configs)
+        if context is not None:
             scheduler = await MemoryScheduler(
                 context, on_result=on_result, on_step=on_step, on_queued=on_queued
             ).__aenter__()
-        return cls(store, settings=settings, scheduler=scheduler, memory_model=memory_model, **hooks)
+        return cls(
+            store,
+            recall_parts=recall_parts,
+            turns=turns,
+            privacy=privacy,
+            scheduler=scheduler,
+            memory_model=context.llm if context is not None else None,
+            **hooks,
+        )
 
     async def aclose(self, timeout: float | None = 10.0) -> None:
         """Wait for the turns handed over (up to `timeout`), then stop the scheduler."""
@@ -163,13 +177,13 @@ class TurnService:
         query: str,
         *,
         exclude_texts: Sequence[str] = (),
-        settings: Settings | None = None,
+        parts: RecallParts | None = None,
     ) -> Recall | None:
         """What to put before the model for the turn's last user message, after the user's
         previous turn is saved (the caller checked `identity.recall_enabled`). None when the
-        store cannot answer: the reply goes out without memory. settings: this turn's, where a
-        door has its own per persona (`memlane serve`); by default the service's."""
-        settings = settings or self.settings
+        store cannot answer: the reply goes out without memory. parts: this turn's recall parts,
+        where a door has its own per persona (`memlane serve`); by default the service's."""
+        parts = parts or self.recall_parts
 
         async def wait_then_recall() -> Recall:
             await self.persistence.wait_user(identity.user_id)  # inside the budget: a frozen Redis holds the save too
@@ -178,7 +192,7 @@ class TurnService:
                 identity.user_id,
                 identity.session_id,
                 query,
-                parts=RecallParts.of(settings),
+                parts=parts,
                 enabled=True,
                 exclude_texts=list(exclude_texts),
                 rewrite_model=self.rewrite_model,
@@ -187,7 +201,7 @@ class TurnService:
             )
 
         try:
-            recalled = await within_recall_budget(wait_then_recall(), self.store, settings.recall.timeout_seconds)
+            recalled = await within_recall_budget(wait_then_recall(), self.store, parts.recall.timeout_seconds)
         except StoreError as error:  # Redis away or frozen: answer without memory rather than not at all
             logger.warning("recall for %s failed, answering without memory: %s", identity.user_id, error)
             await self.persistence.report_failure(identity, error)
@@ -240,7 +254,7 @@ class TurnService:
             if not messages:
                 return None
             if self.memory_model is not None:
-                title = await session_title(self.memory_model, messages, self.settings.models)
+                title = await session_title(self.memory_model, messages, self.recall_parts.models)
             else:
                 title = fallback_title(messages)
             await self.store.set_session_title(user_id, session_id, title)
@@ -255,7 +269,7 @@ class TurnService:
         it moves on from them, remember those turns now as their own event. True when a run was
         queued for them: with `through_seq` = the last earlier message, so the cursor stops
         there and this turn opens the next buffer."""
-        if self.scheduler is None or self.memory_model is None or not self.settings.turns.topic_shift_check:
+        if self.scheduler is None or self.memory_model is None or not self.turn_settings.topic_shift_check:
             return False
         buffer = await self.store.unprocessed_messages(user_id)
         position = next((index for index, message in enumerate(buffer) if message.id == message_id), None)
@@ -265,7 +279,7 @@ class TurnService:
         # already remembered, and the question is whether this message closes *these*
         earlier = buffer[:position]
         context = " / ".join(f"{message.role}: {message.content}" for message in earlier[-TOPIC_CONTEXT_MESSAGES:])
-        if await is_related(self.memory_model, context, buffer[position], self.settings.models):
+        if await is_related(self.memory_model, context, buffer[position], self.recall_parts.models):
             return False
         if await self.scheduler.notify(user_id, flush=True, through_seq=earlier[-1].seq):
             if self.on_topic_shift is not None:

@@ -54,7 +54,7 @@ from starlette.types import Receive, Scope, Send
 from memlane import MemoryStore, Message, Settings, StoreError
 from memlane.masking import mask_secrets
 from memlane.persistence import MemoryAgentContext, turn_messages
-from memlane.recall import Recall, recall_system_prompt
+from memlane.recall import Recall, RecallParts, recall_system_prompt
 from memlane.serve.config import Persona
 from memlane.serve.metrics import ServeMetrics
 from memlane.store.ids import clean_text, stable_id
@@ -271,7 +271,7 @@ async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) 
         turn.identity,
         last_user_text(turn.request),
         exclude_texts=[m.text for m in turn.request.messages],
-        settings=turn.settings,
+        parts=RecallParts.of(turn.settings),
     )
     if turn.recalled is None:  # Redis away: answered without memory
         metrics.recall_failures.inc()

@@ -38,6 +38,7 @@ from memlane.dates import earlier as earlier_value  # the profile's own `earlier
 from memlane.doors import forget_confirmer, queue_memory_run
 from memlane.models import memory_model_from_settings
 from memlane.persistence import MemoryAgentContext
+from memlane.recall import RecallParts
 from memlane.serve.auth import valid_agent_id
 from memlane.serve.config import store_user_id
 from memlane.serve.errors import ApiError
@@ -456,7 +457,9 @@ async def run_stdio(settings: Settings, user_id: str, *, agent_id: str | None = 
             return "remembering… (queued: a memlane app, `memlane serve` or `memlane worker` on this Redis runs it)"
 
         confirm = forget_confirmer(memory_model_from_settings(settings.models), settings.models)
-        turns = TurnService(opened, settings=settings)  # recall only: the deployment's workers remember
+        turns = TurnService(  # recall only: the deployment's workers remember
+            opened, recall_parts=RecallParts.of(settings), turns=settings.turns, privacy=settings.privacy
+        )
 
         async def recall_block(run_user: str, message: str, session_id: str) -> str:
             return recall_answer(await turns.recall(MemoryAgentContext(run_user, session_id), message))

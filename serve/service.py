@@ -20,9 +20,10 @@ from memlane import (
     load_profile_configs,
     open_store,
 )
-from memlane.doors import ProfileConfigs
+from memlane.doors import ProfileConfigs, memory_context
 from memlane.models import memory_model_from_settings
 from memlane.persistence import MemoryAgentContext, MemoryPersistence
+from memlane.recall import RecallParts
 from memlane.serve.config import ServeConfig, ServeConfigError
 from memlane.serve.metrics import ServeMetrics
 from memlane.turns import RecallTimedOut, TurnService
@@ -72,13 +73,16 @@ class ServeService:
             self.store = await open_store(self.settings)
         self.turns = await TurnService.started(
             self.store,
-            settings=self.settings,
-            memory_model=self.memory_model,
+            recall_parts=RecallParts.of(self.settings),
+            turns=self.settings.turns,
+            privacy=self.settings.privacy,
+            context=memory_context(self.settings, self.store, self.memory_model, profile_configs=self.profile_configs)
+            if self.memory_model is not None
+            else None,
             on_result=self._on_result,
             on_queued=self._on_queued,
             on_saved=self._on_saved,
             on_failed=self._on_failed,
-            profile_configs=self.profile_configs,
         )
         self.scheduler = self.turns.scheduler
         self.upstream = httpx.AsyncClient(

@@ -34,10 +34,11 @@ from memlane import (
     StoreError,
     open_store,
 )
-from memlane.doors import MEMORY_MODEL_TAG
+from memlane.doors import MEMORY_MODEL_TAG, memory_context
 from memlane.middleware import MemoryMiddleware
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
 from memlane.persistence import MemoryAgentContext
+from memlane.recall import RecallParts
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import profile_memory_id
 from memlane.tools import forget_memory
@@ -161,8 +162,12 @@ class ChatService:
                 self.store = await open_store(self.settings)
             self.turns = await TurnService.started(
                 self.store,
-                settings=self.settings,
-                memory_model=self.memory_model,
+                recall_parts=RecallParts.of(self.settings),
+                turns=self.settings.turns,
+                privacy=self.settings.privacy,
+                context=memory_context(self.settings, self.store, self.memory_model)
+                if self.memory_model is not None
+                else None,
                 on_result=self._on_result,
                 on_step=self._on_step,
                 on_saved=self._on_saved,
