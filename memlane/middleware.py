@@ -70,7 +70,6 @@ class MemoryMiddleware(AgentMiddleware):
                 store,
                 recall_parts=RecallParts.of(settings),
                 turns=settings.turns,
-                privacy=settings.privacy,
                 scheduler=scheduler,
                 rewrite_model=rewrite_model,
                 on_saved=on_saved,

@@ -18,15 +18,15 @@ from typing import Any, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.config import get_config
 
-from memlane.config import PrivacySettings, RecallSettings, TurnSettings
+from memlane.config import RecallSettings, TurnSettings
 from memlane.graph import MemoryScheduler
 from memlane.store.ids import clean_text, stable_id
 from memlane.store.models.workers import EmbeddingBacklog
+from memlane.store.new_messages import ALIGNED_MESSAGES
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import Message  # one cleaning rule, the store's
 from memlane.store.redis.connections import redis_is_away
 from memlane.store.scopes import scoped_user_id
-from memlane.store.text.private_data import PrivacyMode, redact
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -105,7 +105,7 @@ def turn_messages(messages: Sequence[BaseMessage], identity: MemoryAgentContext)
 
     Tool calls and tool results are left out; a message without an id gets one from its
     content and position, so saving the same turn twice stores it once. What of these is
-    new is for the save to tell (`unstored_messages`): every message after the last one
+    new is for the store to tell (`HistoryStore.add_new_messages`): every message after the last one
     already stored, so several user lines sent in one request are all kept.
     """
     turn: list[Message] = []
@@ -126,45 +126,6 @@ def turn_messages(messages: Sequence[BaseMessage], identity: MemoryAgentContext)
             )
         )
     return turn
-
-
-# how many of the session's last stored messages must line up with the request's to count
-# it as re-sent history (a client that sends the history again gives its messages new ids)
-ALIGNED_MESSAGES = 3
-
-
-def unstored_messages(
-    candidates: list[Message], stored: Sequence[Message], privacy: PrivacyMode = "off"
-) -> list[Message]:
-    """The candidates after the last one already among `stored` (the session's newest stored
-    messages, oldest first).
-
-    Stored is a candidate whose id is stored, or a run of candidates that reads as the stored
-    tail (same role and text, the text as the store keeps it under `privacy`; a named line also
-    as a chat shows it, "朋友A: …"): re-sent history without ids. The last candidate (the reply
-    just made) is never taken for re-sent history.
-    """
-    if not stored or not candidates:
-        return candidates
-    stored_ids = {message.id for message in stored}
-    cut = max((index for index, message in enumerate(candidates) if message.id in stored_ids), default=-1)
-
-    def same(candidate: Message, kept: Message) -> bool:
-        if candidate.role != kept.role:
-            return False
-        text = " ".join(redact(candidate.content, privacy).split())
-        # a group line comes back as the chat showed it, "朋友A: …", or as it was sent
-        shown = [" ".join(kept.content.split())]
-        if kept.name:
-            shown.append(" ".join(f"{kept.name}: {kept.content}".split()))
-        return text in shown
-
-    for end in range(len(candidates) - 2, cut, -1):
-        span = min(ALIGNED_MESSAGES, len(stored), end + 1)
-        if all(same(candidates[end - back], stored[-1 - back]) for back in range(span)):
-            cut = end
-            break
-    return candidates[cut + 1 :]
 
 
 def latest_exchange(conversation: list[Message]) -> list[Message]:
@@ -222,7 +183,6 @@ class MemoryPersistence:
         scheduler: MemoryScheduler | None = None,
         *,
         turns: TurnSettings,
-        privacy: PrivacySettings,
         on_saved: SaveCallback | None = None,
         on_failed: FailureCallback | None = None,
     ) -> None:
@@ -231,7 +191,6 @@ class MemoryPersistence:
         self.on_saved = on_saved
         self.on_failed = on_failed
         self.retry_seconds = turns.save_retry_seconds  # the settings given, never the environment's
-        self.privacy = privacy.redaction  # stored texts are compared as the store keeps them
         # per (user, session): the last messages of a turn not saved on purpose (saving off)
         self.skipped: dict[tuple[str, str], list[Message]] = {}
         self._tails: dict[str, asyncio.Task[None]] = {}  # per user: the newest save task
@@ -285,40 +244,12 @@ class MemoryPersistence:
             embedding=self.store.embedding_backlog(),
         )
 
-    async def _new_messages(
-        self, identity: MemoryAgentContext, conversation: list[Message], pending: list[Message]
-    ) -> list[Message]:
-        """The conversation's messages after the last one stored, unsaved (`pending`) or skipped."""
-        stored = await self.store.recent_messages(
-            identity.user_id, identity.session_id, limit=max(ALIGNED_MESSAGES, min(len(conversation), 100))
-        )
-        known = [*stored, *[m for m in pending if m.session_id == identity.session_id]]
-        known += self.skipped.get((identity.user_id, identity.session_id), [])
-        return unstored_messages(conversation, known, self.privacy)
-
     def _forget(self, user_id: str, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         if self._tails.get(user_id) is task:  # the user's last pending save
             del self._tails[user_id]
             self._away.pop(user_id, None)
             self._stored.pop(user_id, None)
-
-    async def _store(self, identity: MemoryAgentContext, messages: list[Message]) -> None:
-        """Store `messages` in order (idempotent on message id).
-
-        A message that cannot be stored for what it holds (a ValueError or TypeError, such
-        as a text Redis cannot encode) is dropped with a log line, so it never holds back
-        the messages after it. Anything else (Redis away) is raised: the caller tries
-        again, or keeps them all for the next save.
-        """
-        try:
-            await self.store.add_messages(messages, index_later=True)  # indexed by _save right after
-        except (ValueError, TypeError):
-            if len(messages) == 1:
-                logger.exception("dropping message %s of %s: it cannot be stored", messages[0].id, identity.user_id)
-                return
-            for message in messages:  # find the one that cannot be stored; store the others
-                await self._store(identity, [message])
 
     async def _save(
         self,
@@ -348,9 +279,16 @@ class MemoryPersistence:
 
         async def store_messages() -> None:
             nonlocal messages
-            if only_new:
-                messages = [*pending, *await self._new_messages(identity, turn, pending)]
-            await self._store(identity, messages)
+            saved = await self.store.add_new_messages(  # one call: the store tells what is new, and keeps it
+                turn,
+                before=pending,
+                known=self.skipped.get((identity.user_id, identity.session_id), []),
+                resent=only_new,
+                index_later=True,  # indexed by _save right after
+            )
+            messages = [*pending, *saved.new]
+            for message, why in saved.refused:  # never held back the messages after it
+                logger.error("dropping message %s of %s: it cannot be stored (%s)", message.id, identity.user_id, why)
 
         started = time.monotonic()
         try:

@@ -13,8 +13,9 @@ For a turn, in order:
    remembers the turns before it as their own event) and the session's title.
 And on request: `remember_now`, `end_session`.
 
-It takes the settings' parts it reads explicitly (recall's `RecallParts`, the turns' and the
-privacy settings): nothing falls back to the environment.
+It takes the settings' parts it reads explicitly (recall's `RecallParts`, the turns' settings):
+nothing falls back to the environment. Which messages of a conversation are new, and how their
+texts are kept (redacted), is the store's to tell (`HistoryStore.add_new_messages`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane.config import PrivacySettings, TurnSettings
+from memlane.config import TurnSettings
 from memlane.graph import MemoryContext, MemoryScheduler
 from memlane.graph.executor import ResultCallback
 from memlane.graph.run import StepCallback
@@ -91,8 +92,7 @@ class TurnService:
     on_saved / on_failed: after each save, and when memory is unavailable (the app's status).
     on_topic_shift(user): a topic shift queued a run. on_title(user, session, title): a
     session got its title. recall_parts: what recall reads (`RecallParts.of(settings)`; its
-    `models` also times titles and topic checks); turns: saving and the topic check; privacy: how
-    stored texts are redacted.
+    `models` also times titles and topic checks); turns: saving and the topic check.
     """
 
     def __init__(
@@ -101,7 +101,6 @@ class TurnService:
         *,
         recall_parts: RecallParts,
         turns: TurnSettings,
-        privacy: PrivacySettings,
         scheduler: MemoryScheduler | None = None,
         memory_model: BaseChatModel | None = None,
         rewrite_model: BaseChatModel | None = None,
@@ -120,9 +119,7 @@ class TurnService:
         self.rewrite_breaker = (
             scheduler.context.model_breaker if rewrite_model is None and scheduler is not None else None
         )
-        self.persistence = MemoryPersistence(
-            store, scheduler, turns=turns, privacy=privacy, on_saved=on_saved, on_failed=on_failed
-        )
+        self.persistence = MemoryPersistence(store, scheduler, turns=turns, on_saved=on_saved, on_failed=on_failed)
         self.on_topic_shift = on_topic_shift
         self.on_title = on_title
         self.last_recall: dict[str, Recall] = {}  # per user: the latest recall, for inspection
@@ -136,7 +133,6 @@ class TurnService:
         *,
         recall_parts: RecallParts,
         turns: TurnSettings,
-        privacy: PrivacySettings,
         context: MemoryContext | None = None,
         on_result: ResultCallback | None = None,
         on_step: StepCallback | None = None,
@@ -158,7 +154,6 @@ class TurnService:
             store,
             recall_parts=recall_parts,
             turns=turns,
-            privacy=privacy,
             scheduler=scheduler,
             memory_model=context.llm if context is not None else None,
             **hooks,

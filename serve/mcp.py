@@ -458,7 +458,7 @@ async def run_stdio(settings: Settings, user_id: str, *, agent_id: str | None = 
 
         confirm = forget_confirmer(memory_model_from_settings(settings.models), settings.models)
         turns = TurnService(  # recall only: the deployment's workers remember
-            opened, recall_parts=RecallParts.of(settings), turns=settings.turns, privacy=settings.privacy
+            opened, recall_parts=RecallParts.of(settings), turns=settings.turns
         )
 
         async def recall_block(run_user: str, message: str, session_id: str) -> str:

@@ -75,7 +75,6 @@ class ServeService:
             self.store,
             recall_parts=RecallParts.of(self.settings),
             turns=self.settings.turns,
-            privacy=self.settings.privacy,
             context=memory_context(self.settings, self.store, self.memory_model, profile_configs=self.profile_configs)
             if self.memory_model is not None
             else None,

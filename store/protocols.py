@@ -26,6 +26,7 @@ from memlane.store.forget_report import ForgetReport
 from memlane.store.gc_report import GcReport
 from memlane.store.hits import MemoryHits
 from memlane.store.models.breaker import BreakerStatus
+from memlane.store.new_messages import NewMessages
 from memlane.store.records import (
     Event,
     Memory,
@@ -73,6 +74,25 @@ class HistoryStore(Protocol):
         With `index_later`, the messages are stored and recorded for `reindex_pending` without
         embedding them now (history answers at once; search finds them once indexed).
         """
+
+    async def add_new_messages(
+        self,
+        messages: Sequence[Message],
+        *,
+        before: Sequence[Message] = (),
+        known: Sequence[Message] = (),
+        resent: bool = True,
+        index_later: bool = False,
+    ) -> NewMessages:
+        """Save a turn in one call: store `before` (an earlier save's messages) and then the
+        messages that are new, in order; ids already stored are skipped, as `add_messages` does.
+
+        With `resent` (the messages are a whole conversation a client sent again), only those
+        after the last one its session already holds are new: by id, or a run that reads as the
+        session's stored tail, its text compared as the store keeps it (`known`: the session's
+        messages not in history on purpose count as held). A message that cannot be stored for what
+        it holds (too large, its metadata refused) is refused alone, and said so in the answer;
+        Redis being away is raised."""
 
     async def reindex_pending(self, user_id: str) -> int:
         """Index the user's stored messages whose indexing failed. Returns how many were indexed;

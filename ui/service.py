@@ -164,7 +164,6 @@ class ChatService:
                 self.store,
                 recall_parts=RecallParts.of(self.settings),
                 turns=self.settings.turns,
-                privacy=self.settings.privacy,
                 context=memory_context(self.settings, self.store, self.memory_model)
                 if self.memory_model is not None
                 else None,

@@ -20,6 +20,7 @@ from memlane.store.codecs import MessageField, message_from_hash, message_hash
 from memlane.store.errors import EmbeddingsUnavailable, InvalidInput
 from memlane.store.ids import message_memory_id
 from memlane.store.models.background import in_background
+from memlane.store.new_messages import ALIGNED_MESSAGES, NewMessages, unstored_messages
 from memlane.store.records import Memory, Message, SessionSummary
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
@@ -155,6 +156,41 @@ class Messages(StorePart):
                     user_id, sorted([*recorded, *new], key=lambda m: m.seq or 0), clear_pending=True
                 )
         return stored
+
+    async def add_new_messages(
+        self,
+        messages: Sequence[Message],
+        *,
+        before: Sequence[Message] = (),
+        known: Sequence[Message] = (),
+        resent: bool = True,
+        index_later: bool = False,
+    ) -> NewMessages:
+        new = list(messages)
+        if resent and messages:
+            last = messages[-1]
+            tail = await self.recent_messages(
+                last.user_id, last.session_id, limit=max(ALIGNED_MESSAGES, min(len(messages), 100))
+            )
+            held = [m for m in [*before, *known] if (m.user_id, m.session_id) == (last.user_id, last.session_id)]
+            new = unstored_messages(messages, [*tail, *held], self.core.redact)
+        refused: list[tuple[Message, str]] = []
+        await self._add_each([*before, *new], refused, index_later=index_later)  # one at a time past a refusal
+        return NewMessages(new=new, refused=refused)
+
+    async def _add_each(
+        self, messages: list[Message], refused: list[tuple[Message, str]], *, index_later: bool
+    ) -> None:
+        """`add_messages`, where a message refused for what it holds (ValueError, TypeError) is put in
+        `refused` and the others are stored still."""
+        try:
+            await self.add_messages(messages, index_later=index_later)
+        except (ValueError, TypeError) as error:
+            if len(messages) == 1:
+                refused.append((messages[0], f"{type(error).__name__}: {error}"))
+                return
+            for message in messages:  # find the one that cannot be stored; store the others
+                await self._add_each([message], refused, index_later=index_later)
 
     async def _pending_messages(self, user_id: str, known: Sequence[Message] = ()) -> list[Message]:
         """The user's stored messages recorded as waiting for indexing, but those `known` (in

@@ -227,6 +227,7 @@ class RedisMemoryStore:
     check_ready = _answered_by("memories", Memories.check_ready)
 
     add_messages = _answered_by("messages", Messages.add_messages)
+    add_new_messages = _answered_by("messages", Messages.add_new_messages)
     reindex_pending = _answered_by("messages", Messages.reindex_pending)
     users_with_unindexed_messages = _answered_by("messages", Messages.users_with_unindexed_messages)
     recent_messages = _answered_by("messages", Messages.recent_messages)

@@ -31,7 +31,7 @@ async def test_a_message_over_the_limit_is_refused_naming_the_setting(store: Red
 
 async def test_the_middleware_drops_a_refused_message_and_keeps_the_turn(store: RedisMemoryStore, settings):
     store = store.with_settings(max_message_chars=1000)
-    persistence = MemoryPersistence(store, turns=settings.turns, privacy=settings.privacy)
+    persistence = MemoryPersistence(store, turns=settings.turns)
     identity = MemoryAgentContext(user_id="u", session_id="s")
     turn = [
         message("u", "x" * 5000, message_id="big"),

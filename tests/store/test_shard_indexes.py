@@ -199,7 +199,6 @@ async def test_a_cluster_saying_try_again_is_redis_away_for_the_store_and_the_sa
         persistence = MemoryPersistence(
             cluster_store,
             turns=settings.turns.model_copy(update={"save_retry_seconds": 30.0}),
-            privacy=settings.privacy,
         )
         turn = [
             Message(id="q1", user_id="u", session_id="s", role="user", content="my cat is called Miso"),
