@@ -162,3 +162,53 @@ def test_a_name_taken_out_of_the_public_api_says_where_it_lives():
         memlane.check_id  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         memlane.no_such_name  # noqa: B018
+
+
+# the doors that build the settings' parts from the whole `Settings` (issue 47): the CLI, the public
+# entry points, and the builders the doors call; every other function takes the parts it reads
+SETTINGS_DOORS = {
+    "memlane/cli.py": None,  # every command
+    "memlane/cli_operations.py": None,
+    "memlane/cli_support.py": None,
+    "memlane/doors.py": {"memory_context"},
+    "memlane/memory.py": {"__init__", "open"},
+    "memlane/middleware.py": {"__init__"},
+    "memlane/tools.py": {"memory_tools"},
+    "memlane/langgraph_store.py": {"open"},
+    "memlane/recall.py": {"of"},  # RecallParts.of
+    "store/redis/store.py": {"open_store"},
+}
+
+
+def functions_taking_settings(path: Path) -> list[tuple[int, str]]:
+    """(line, name) of every function with a parameter annotated with the whole `Settings`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            params = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            for param in params:
+                text = ast.unparse(param.annotation) if param.annotation is not None else ""
+                if "Settings" in {part.strip(" '\"") for part in text.replace("|", " ").split()}:
+                    found.append((node.lineno, node.name))
+    return found
+
+
+def test_below_the_doors_no_function_takes_the_whole_settings():
+    taking = []
+    for room, path in package_files():
+        name = str(path.relative_to(ROOT))
+        if room in ("ui", "serve") or name.startswith("memlane/config"):
+            continue
+        allowed = SETTINGS_DOORS.get(name, set())
+        taking += [
+            f"{name}:{line}: {function}"
+            for line, function in functions_taking_settings(path)
+            if allowed is not None and function not in allowed
+        ]
+    assert taking == [], "take the settings' parts the function reads, not the whole Settings:\n" + "\n".join(taking)
+
+
+def test_the_settings_check_bites(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("def a(settings: Settings) -> None: ...\ndef b(recall: RecallSettings) -> None: ...\n")
+    assert functions_taking_settings(sample) == [(1, "a")]
