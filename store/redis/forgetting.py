@@ -6,28 +6,23 @@ profile entries and their history, messages, LangGraph items, event summaries an
 deltas, and session summaries, and have each part rewrite or delete its own records. What
 "states a fact" means (words, clauses, coverage) is the text logic of `store/text/fact_sentences.py`;
 which sentences a request means when it shares no word with them, `store/text/forget_by_meaning.py`:
-`forget` weighs the user's sentences nearest the request by the embedder, and what it takes
-is then forgotten by its own words, like a deleted record's statement.
+`forget` weighs the user's sentences nearest the request by the embedder (their margins are
+`store/redis/sentence_margins.py`'s), and what it takes is then forgotten by its own words,
+like a deleted record's statement.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.forget_report import ForgetReport
 from memlane.store.ids import ITEM_MEMORY_PREFIX, clean_text, past_value_memory_id
-from memlane.store.models.embeddings import cosine_similarities
 from memlane.store.protocols import ForgetConfirm
 from memlane.store.records import (
-    PAST_VALUE_MARKERS,
-    Memory,
     Message,
     ProfileEntry,
     SessionSummary,
@@ -38,41 +33,32 @@ from memlane.store.redis.items import Items
 from memlane.store.redis.messages import Messages
 from memlane.store.redis.profile import Profile
 from memlane.store.redis.search import Search
+from memlane.store.redis.sentence_margins import SentenceMargins
 from memlane.store.schema import item_key
 from memlane.store.text.fact_sentences import (
     Fact,
     facts_of,
     forget_subject,
     removed_clauses,
-    split_clauses,
     split_sentences,
     states_any,
     strip_statements,
     text_terms,
-    unsaid,
 )
 from memlane.store.text.forget_by_meaning import (
-    EVERYDAY_NEAREST,
-    EVERYDAY_SENTENCES,
     MeaningCandidate,
     asks_a_question,
     clearly_meant,
     meaning_query,
     shown_clauses,
 )
-from memlane.store.text.terms import has_cjk, is_short_entity_query
+from memlane.store.text.terms import is_short_entity_query
 
 logger = logging.getLogger(__name__)
 
 _FORGET_SEARCH_LIMIT = 1000  # memories one round of forgetting checks
 _ANY_WORD = 1e-9  # a coverage any shared word reaches
 _FORGET_QUERY_CHARS = 2000  # of a long fact (an event summary), what its search reads
-_MEANING_MEMORIES = 20  # memories nearest a request whose sentences forget weighs by meaning
-_MEANING_SENTENCES = 80  # of their clauses, those embedded (the first ones of the nearest memories)
-# a word or two ("car") carry less of a meaning than a whole request: the words a sentence lacks
-# must be meant by it at this share of forget_meaning_margin
-_LACKING_SHARE = 0.5
-_PROFILE_SLOT = re.compile(r"^[^:：\n]{1,200}[:：]\s*")  # "topic / subtopic: " before a profile memory's content
 
 
 @dataclass(eq=False, repr=False)
@@ -85,8 +71,11 @@ class Forgetting(StorePart):
     profile: Profile
     events: Events
     items: Items
-    # the vectors of EVERYDAY_SENTENCES per language, embedded once
-    _everyday: dict[str, np.ndarray] = field(default_factory=dict, init=False)
+    # weighs a request by meaning: the user's clauses nearest it (store/redis/sentence_margins.py)
+    meaning: SentenceMargins = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.meaning = SentenceMargins(self.core, self.search)
 
     async def forget(
         self,
@@ -135,7 +124,7 @@ class Forgetting(StorePart):
         if not request or (confirm is None and not asks_a_question(request)):  # see clearly_meant
             return
         try:
-            candidates, sources = await self._meaning_candidates(user_id, request)
+            candidates, sources = await self.meaning.nearest_clauses(user_id, request)
             chosen = await self._meant(query, request, report, candidates, confirm)
         except EmbeddingsUnavailable as error:  # the words were all this forget could weigh
             logger.warning("forget %r for %r by words only: %s", request, user_id, error)
@@ -178,89 +167,9 @@ class Forgetting(StorePart):
         if report.forgot_anything:
             return []
         chosen = clearly_meant(request, candidates, min_margin=self.core.privacy.forget_meaning_margin)
-        if chosen and not await self._means_what_it_lacks(report.subject, candidates[chosen[0]].text):
+        if chosen and not await self.meaning.means_what_it_lacks(report.subject, candidates[chosen[0]].text):
             return []
         return chosen
-
-    async def _means_what_it_lacks(self, subject: str, sentence: str) -> bool:
-        """Whether a sentence sharing some of the subject's words means the rest too: "I drive a
-        blue Subaru" means "car" of "what car I drive", "I'm allergic to peanuts" does not mean
-        "shellfish" of "my allergy to shellfish". True for a sentence sharing none of them."""
-        lacking = unsaid(subject, sentence)
-        if not lacking:
-            return True
-        (margin,) = await self._margins(lacking, [sentence])
-        return margin >= _LACKING_SHARE * self.core.privacy.forget_meaning_margin
-
-    async def _meaning_candidates(self, user_id: str, request: str) -> tuple[list[MeaningCandidate], list[list[str]]]:
-        """The sentences of the memories nearest `request`, nearest first by margin (see
-        `store/text/forget_by_meaning.py`), and for each the messages it was read from."""
-        request_vector = await self.core.embed_query(request)
-        sources: dict[str, list[str]] = {}
-        sentence_of: dict[str, str] = {}
-        for memory, _ in await self.search.nearest_memories(user_id, request_vector, limit=_MEANING_MEMORIES):
-            for clause, sentence in self._clauses(memory):
-                if clause not in sources and len(sources) < _MEANING_SENTENCES:
-                    sources[clause] = []
-                    sentence_of[clause] = sentence
-                if clause in sources and memory.kind == "message":
-                    sources[clause].extend(memory.source_message_ids[:1])
-        if not sources:
-            return [], []
-        sentences = list(sources)
-        margins = await self._margins(request, sentences, request_vector)
-        order = sorted(range(len(sentences)), key=lambda index: margins[index], reverse=True)
-        return (
-            [MeaningCandidate(sentences[index], margins[index], sentence_of[sentences[index]]) for index in order],
-            [list(dict.fromkeys(sources[sentences[index]])) for index in order],
-        )
-
-    async def _margins(
-        self, request: str, sentences: list[str], request_vector: Sequence[float] | None = None
-    ) -> list[float]:
-        """How much nearer `request` each sentence is than everyday sentences of its language
-        are, in relevance units (cosine similarity over what separates unrelated texts, 1 -
-        `similarity_floor`)."""
-        query = np.asarray(
-            request_vector if request_vector is not None else await self.core.embed_query(request), dtype=np.float32
-        )
-        similarity = cosine_similarities(
-            query, np.asarray(await self.core.embed_documents(sentences), dtype=np.float32)
-        )
-        everyday = {
-            language: float(np.sort(cosine_similarities(query, vectors))[-EVERYDAY_NEAREST:].mean())
-            for language, vectors in (await self._everyday_vectors()).items()
-        }
-        scale = max(1e-6, 1.0 - self.core.similarity_floor)
-        return [
-            (float(value) - everyday["zh" if has_cjk(sentence) else "en"]) / scale
-            for sentence, value in zip(sentences, similarity)
-        ]
-
-    @staticmethod
-    def _clauses(memory: Memory) -> list[tuple[str, str]]:
-        """A memory's clauses, each with its sentence, as forget weighs them (a profile memory
-        without its slot): what a forget cuts is the clause holding the fact, never the
-        sentence it shares with another fact."""
-        text = memory.text
-        if memory.kind == "profile":  # "topic / subtopic: [earlier: ]content"
-            text = _PROFILE_SLOT.sub("", text, count=1)
-            text = next((text[len(marker) :] for marker in PAST_VALUE_MARKERS if text.startswith(marker)), text)
-        return [
-            (clause, sentence.strip())
-            for sentence in split_sentences(text)
-            for clause in split_clauses(sentence)
-            if any(char.isalnum() for char in clause)
-        ]
-
-    async def _everyday_vectors(self) -> dict[str, np.ndarray]:
-        if not self._everyday:
-            embedded = {
-                language: np.asarray(await self.core.embed_documents(list(sentences)), dtype=np.float32)
-                for language, sentences in EVERYDAY_SENTENCES.items()
-            }
-            self._everyday.update(embedded)  # all languages or none
-        return self._everyday
 
     async def delete_profile_entry(self, user_id: str, entry_id: str, *, actor: str = "user") -> bool:
         entry = await self.profile.delete_entry(user_id, entry_id, actor=actor)
