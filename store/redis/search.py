@@ -19,7 +19,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
@@ -39,29 +38,20 @@ from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery
 )
 from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.models.breaker import CircuitOpen
-from memlane.store.models.embeddings import cosine_similarities, embeds_on_these_cores
+from memlane.store.models.embeddings import embeds_on_these_cores
 from memlane.store.records import Memory, MemoryKind, SpeakerRole
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import MetadataFilter, metadata_expression
 from memlane.store.redis.redisvl_private import TermwiseTextQuery
 from memlane.store.redis.retention import Retention
+from memlane.store.redis.search_candidates import CANDIDATE_FIELDS, fill_in_returned
 from memlane.store.redis.search_replies import search_in_one_trip
 from memlane.store.schema import MemoryField, speaker_key
 from memlane.store.text.terms import MAX_QUERY_CHARS, name_candidates, query_terms, term_coverage_of
 from memlane.store.text.time_words import TimeScope, month_day, parse_time_scope, without_time_expressions
 
 logger = logging.getLogger(__name__)
-
-# what a ranking's candidate is found with (Redis' own key, "id", and the vector ranking's distance
-# come with each): what the fusion reads (the recency ranking's kind and time). A hundred
-# candidates' every field cost more to parse than reading the few that are returned from their
-# hashes (`Search._hydrate`, one round trip, which also reads a text-only hit's vector): in
-# `memlane serve` at 10 clients, parsing every field of the vector candidates too was the largest
-# share of its own CPU per search (issue 34, item 15). On a cluster the script reads each
-# candidate's fields from its hash anyway (store/cluster/search.py).
-CANDIDATE_FIELDS = [MemoryField.KIND, MemoryField.CREATED_AT]
-
 
 _COUNT_TTL_SECONDS = 60.0
 
@@ -416,7 +406,9 @@ class Search(StorePart):
         )
         best_text = max(text_raw.values(), default=0.0)
         ranked = fused.ranked[:limit]
-        similarity.update(await self._hydrate(user_id, [docs[doc_id] for doc_id in ranked], similarity, query_vector))
+        similarity.update(
+            await fill_in_returned(self.core, user_id, [docs[doc_id] for doc_id in ranked], similarity, query_vector)
+        )
         hits = []
         for doc_id in ranked:  # records only for what is returned
             if MemoryField.ID not in docs[doc_id]:  # deleted since it was found
@@ -450,53 +442,3 @@ class Search(StorePart):
         return any(start <= created_at <= end for start, end in scope.ranges) or (
             month_day(created_at, self.core.zone) in scope.month_days
         )
-
-    async def _hydrate(
-        self,
-        user_id: str,
-        docs: list[dict[str, Any]],
-        similarity: dict[str, float],
-        query_vector: Sequence[float] | None,
-    ) -> dict[str, float]:
-        """Fill the returned memories in from their hashes: the fields the candidates were found
-        without (`CANDIDATE_FIELDS`: the fusion needs none of the rest, and parsing every field of a
-        hundred candidates cost more than reading ten hashes), and, for a text-only hit, its stored
-        vector. One round trip (on a cluster, to the primary that holds the user, through its plain
-        client); nothing at all when nothing is missing. Returns the similarities read."""
-        vectors_wanted = query_vector is not None
-        reads = []  # (doc, fields to read)
-        for doc in docs:
-            wanted = [] if MemoryField.ID in doc else list(RETURN_FIELDS)
-            if vectors_wanted and doc["id"] not in similarity:
-                wanted.append(MemoryField.EMBEDDING)
-            if wanted:
-                reads.append((doc, wanted))
-        if not reads:
-            return {}
-
-        async def read(client: Any) -> list[Any]:
-            pipe = client.pipeline(transaction=False)
-            for doc, wanted in reads:
-                pipe.hmget(doc["id"], wanted)
-            replies: list[Any] = await pipe.execute()
-            return replies
-
-        if self.core.shards is None:
-            rows = await self._run(read(self.client))
-        else:
-            rows = await self.core.on_user_index(user_id, lambda index: read(index.client))
-        found: list[tuple[str, Any]] = []
-        for (doc, wanted), row in zip(reads, rows):
-            values = dict(zip(wanted, row))
-            blob = values.pop(MemoryField.EMBEDDING, None)
-            if MemoryField.ID in values and values[MemoryField.ID] is None:
-                continue  # the memory was deleted since it was found: left out (no MemoryField.ID)
-            doc.update({name: as_text(value) for name, value in values.items() if value is not None})
-            if blob:
-                found.append((doc["id"], np.frombuffer(blob, dtype=np.float32)))
-        if not found:
-            return {}
-        similarities = cosine_similarities(
-            np.asarray(query_vector, dtype=np.float32), np.stack([vector for _, vector in found])
-        )
-        return {doc_id: max(0.0, float(similarity)) for (doc_id, _), similarity in zip(found, similarities)}

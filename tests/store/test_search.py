@@ -523,7 +523,7 @@ async def test_the_text_ranking_counts_every_term_a_memory_holds(store: RedisMem
     RediSearch 2.10 under-counted a union's terms under the filter on a primary that had just taken
     slots. Here: the memory holding every term ranks first by keywords alone, other users' memories
     holding the same words are not read, and the query says each term beside the filter."""
-    from memlane.store.redis.search import CANDIDATE_FIELDS
+    from memlane.store.redis.search_candidates import CANDIDATE_FIELDS
     from memlane.store.text.terms import query_terms
 
     await store.add_messages(

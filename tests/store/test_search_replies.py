@@ -7,7 +7,7 @@ import pytest
 
 from memlane.store.models.embeddings import embeds_on_these_cores
 from memlane.store.records import Memory, Message
-from memlane.store.redis.search import CANDIDATE_FIELDS
+from memlane.store.redis.search_candidates import CANDIDATE_FIELDS
 from memlane.store.redis.search_replies import search_in_one_trip, speaks_resp3
 from memlane.store.redis.store import RedisMemoryStore
 from memlane.store.text.terms import query_terms
