@@ -17,7 +17,7 @@ not own. Each primary's index is therefore named with a hash tag of one of its s
   marking its slot as importing on its node for the one command (`_on_stale_name`), and the
   mark taken off again at once; never while that slot really migrates.
 - **Never a silent partial answer.** A search goes to the primary that owns the user's slot, with
-  an `EXISTS` of a key in that slot first *in the same pipeline* (`_ProbingPipeline`: no round
+  an `EXISTS` of a key in that slot first *in the same pipeline* (owner_probe.py: no round
   trip of its own): MOVED there means the user moved (the slot map is patched, the search tried
   again), ASK means the user's slot is migrating and that primary holds only part of the user's
   memories (the search waits for the move to end). A search on an index still reading its
@@ -33,12 +33,10 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import redis.asyncio as aioredis
-from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError, ResponseError
@@ -47,6 +45,7 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.schema import IndexSchema
 
 from memlane.store.cluster.client import CLUSTER_HELP, SEARCH_RETRIES, retryable, tag_of_slot
+from memlane.store.cluster.owner_probe import NodeClient, checking_owner
 from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.schema import KeyLayout
 
@@ -55,51 +54,14 @@ logger = logging.getLogger(__name__)
 Answer = TypeVar("Answer")
 IndexState = Literal["in use", "duplicate", "stale", "missing"]
 
-# the key whose slot a search's pipeline checks first (set by `ShardIndexes.on_owner` around the call)
-_OWNER_PROBE: ContextVar[str | None] = ContextVar("memlane_owner_probe", default=None)
 # how long the index lock is held at most (a process that died holding it is waited out)
 _LOCK_MS = 30_000
 _POLL_SECONDS = 0.05
 
 
-def owner_probe() -> str | None:
-    """The key whose slot the search under way checks first (`on_owner` sets it; None when the search
-    is answered from what a migrating slot's node holds). A search sent outside a pipeline (a
-    script, store/cluster/search.py) names it as its key, which checks the same."""
-    return _OWNER_PROBE.get()
-
-
 class SearchNotes(list[str]):
     """What a search could not do in full, one line each (empty: the answer is whole). Recall
     shows a non-empty one as a degraded search."""
-
-
-class _ProbingPipeline(Pipeline):
-    """A pipeline that, while `_OWNER_PROBE` is set, sends `EXISTS <probe>` before its commands and
-    raises what the node said about it (MOVED: the probe's slot is another node's; ASK: it is
-    migrating), so a search learns in its own round trip whether its node still holds the user."""
-
-    async def execute(self, raise_on_error: bool = True) -> list[Any]:
-        probe = _OWNER_PROBE.get()
-        if probe is None or self.is_transaction or not self.command_stack:
-            return await super().execute(raise_on_error)
-        self.command_stack.insert(0, (("EXISTS", probe), {}))
-        replies = await super().execute(raise_on_error=False)
-        if isinstance(replies[0], Exception):
-            raise replies[0]
-        answers = replies[1:]
-        if raise_on_error:
-            for answer in answers:
-                if isinstance(answer, Exception):
-                    raise answer
-        return answers
-
-
-class _NodeClient(aioredis.Redis):
-    """A plain client of one cluster node whose pipelines check the search's owner (`_ProbingPipeline`)."""
-
-    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Pipeline:
-        return _ProbingPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
 
 
 @dataclass(frozen=True)
@@ -183,7 +145,7 @@ class ShardIndexes:
         client = self._clients.get(node.name)
         if client is None:
             kwargs = node.connection_kwargs
-            client = self._clients[node.name] = _NodeClient(
+            client = self._clients[node.name] = NodeClient(
                 host=node.host,
                 port=int(node.port),
                 username=kwargs.get("username"),
@@ -382,9 +344,9 @@ class ShardIndexes:
         self, key: str, call: Callable[[AsyncSearchIndex], Awaitable[Answer]], notes: SearchNotes | None = None
     ) -> Answer:
         """`call` on the index of the primary that owns `key`'s slot, its pipeline checking first
-        that the primary still owns the slot (`_ProbingPipeline`). A moved slot patches the slot map
-        and the call is tried again; a migrating one, or an index still reading its memories, is
-        waited for up to `wait_seconds`, then the answer is noted as incomplete in `notes`."""
+        that the primary still owns the slot (`checking_owner`, owner_probe.py). A moved slot patches
+        the slot map and the call is tried again; a migrating one, or an index still reading its
+        memories, is waited for up to `wait_seconds`, then the answer is noted as incomplete in `notes`."""
         deadline = time.monotonic() + self.wait_seconds
         failures = 0
         while True:
@@ -394,11 +356,8 @@ class ShardIndexes:
             try:
                 index = await self.index_of(node)
                 missing = await self._caught_up(node, index, deadline)
-                probe = _OWNER_PROBE.set(key)
-                try:
+                with checking_owner(key):
                     answer = await call(index)
-                finally:
-                    _OWNER_PROBE.reset(probe)
                 if missing is not None:
                     self._note(notes, missing)
                 return answer
@@ -433,11 +392,8 @@ class ShardIndexes:
                 await self.refresh()
 
     async def _unprobed(self, node: ClusterNode, call: Callable[[AsyncSearchIndex], Awaitable[Answer]]) -> Answer:
-        probe = _OWNER_PROBE.set(None)
-        try:
+        with checking_owner(None):
             return await call(await self.index_of(node))
-        finally:
-            _OWNER_PROBE.reset(probe)
 
     def _note(self, notes: SearchNotes | None, line: str) -> None:
         self.incomplete_searches += 1

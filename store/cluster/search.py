@@ -23,7 +23,7 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.index.index import process_results
 from redisvl.query import TextQuery, VectorQuery
 
-from memlane.store.cluster.indexes import owner_probe
+from memlane.store.cluster.owner_probe import owner_probe
 from memlane.store.models.embeddings import cosine_similarities
 from memlane.store.redis.core import as_text
 from memlane.store.redis.redisvl_private import parse_resp2_reply, reply_shape, search_arguments
