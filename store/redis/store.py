@@ -15,7 +15,12 @@ says which part answers each method of the protocols (protocols.py, by role; rec
     forgetting.py   forget, deletes that forget        items.py     LangGraph store items
     parked_runs.py  runs that failed every retry       users.py     export or delete a user
     requests.py     Idempotency-Keys seen              gc.py        the retention sweep
-    duplicates.py   a repeat stored once (add_memories)
+    repeats.py      a repeat stored once (add_memories)
+
+and, shared by the parts: quotas.py (a user's quotas) and retention.py (expiry), one of each built
+here; metadata.py (metadata and its filters), search_replies.py and search_candidates.py (reading
+a search's replies), sentence_margins.py (forgetting by meaning's nearness), redisvl_private.py
+(the private RedisVL and redis-py parts search relies on, tested).
 """
 
 from __future__ import annotations
