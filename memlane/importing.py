@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.store.errors import InvalidInput
-from memlane.store.ids import now, stable_id
+from memlane.store.ids import check_id, now, stable_id
 from memlane.store.protocols import HistoryStore, MemoryStore
 from memlane.store.records import Message
 
@@ -124,11 +124,12 @@ def _message(row: Any, place: Any, user_id: str, session_id: str, source: str) -
     session = str(row.get("session_id") or session_id)
     name = row.get("name") or row.get("speaker")
     created = row.get("created_at", row.get("timestamp"))
+    check_id(session, f"{where}'s session_id")  # a bad id is the caller's to fix: InvalidInput, never a 500
     message_id = row.get("id")
     if not message_id:
         message_id = stable_id("import", source, session, str(place), role, str(name or ""), content)
     return Message(
-        id=str(message_id),
+        id=check_id(str(message_id), f"{where}'s id"),
         user_id=user_id,
         session_id=session,
         role=role,

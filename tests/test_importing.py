@@ -98,6 +98,8 @@ def test_the_three_shapes_are_read_with_times_speakers_and_stable_ids():
         ('[{"role": "robot", "content": "beep"}]', "robot"),
         ('[{"role": "user", "content": "x", "created_at": "yesterday-ish"}]', "yesterday-ish"),
         ('{"sessions": [{"turns": "none"}]}', "session 1"),
+        ('[{"role": "user", "content": "x", "id": "a\\u0000b"}]', "message 0's id holds a NUL byte"),
+        ('[{"role": "user", "content": "x", "session_id": "s\\u0000"}]', "message 0's session_id holds a NUL"),
     ],
 )
 def test_what_cannot_be_read_is_named(text, named):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -65,15 +66,20 @@ def checked_metadata(metadata: Mapping[str, Any] | None, max_bytes: int, what: s
     return checked
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # C0 control characters and DEL
+
+
 def _tag_value(value: Any) -> str | None:
     """One tag value as indexed and as filtered: strings as they are, numbers as JSON writes them,
-    booleans as true / false; None for a value a tag cannot hold (an object, null, a nested list)."""
+    booleans as true / false; None for a value a tag cannot hold (an object, null, a nested list, a
+    string with a control character: RediSearch answers a NUL in a query with a syntax error, and a
+    filter on a tag holding any other never finds it)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)) and not (isinstance(value, float) and not math.isfinite(value)):
         return json.dumps(value)
     if isinstance(value, str):
-        return value
+        return None if _CONTROL.search(value) else value
     return None
 
 
@@ -103,7 +109,7 @@ def metadata_row(
                 usable = [item for item in values if item]
                 problem = None
                 if any(item is None for item in values) or any(TAG_SEPARATOR in item for item in usable):
-                    problem = "a string, number or boolean, or a list of them"
+                    problem = "a string (no control characters), number or boolean, or a list of them"
                     usable = [item for item in usable if item is not None and TAG_SEPARATOR not in item]
                 indexed = TAG_SEPARATOR.join(usable) or None
             if problem and strict:
@@ -220,8 +226,8 @@ def _condition(name: str, kind: MetadataType, operator: str, value: Any) -> Filt
     tags = [_tag_value(item) for item in values]
     if any(not tag or TAG_SEPARATOR in tag for tag in tags):  # RedisVL reads an empty tag as "anything"
         raise InvalidInput(
-            f"metadata {name!r} is a tag field: compare it with non-empty strings, numbers or booleans, "
-            f"not {json.dumps(value, ensure_ascii=False)[:80]}"
+            f"metadata {name!r} is a tag field: compare it with non-empty strings (no control characters), "
+            f"numbers or booleans, not {json.dumps(value, ensure_ascii=False)[:80]}"
         )
     if operator == "ne":
         return Tag(field) != tags[0]

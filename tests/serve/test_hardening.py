@@ -249,6 +249,13 @@ def test_a_nul_in_an_id_names_the_field_and_a_nul_in_a_text_is_dropped(env):
         too_long = http.delete(user_path("nul") + "/messages/" + "m" * 1025)
         assert too_long.status_code == 422 and too_long.json()["error"]["code"] == "input_too_large"
         assert "a message id of 1025 characters" in too_long.json()["error"]["message"]
+        for field in ("id", "session_id"):  # an imported message's ids: a pydantic error was a 500
+            nul_message = http.post(
+                user_path("nul") + "/messages",
+                content='{"messages": [{"role": "user", "content": "x", "%s": "m\\u0000"}]}' % field,
+                headers={"Content-Type": "application/json"},
+            )
+            assert nul_message.status_code == 422 and f"{field} holds a NUL byte" in nul_message.text, nul_message.text
         path_id = http.delete(user_path("nul") + "/events/a%00b")
         message = path_id.json()["error"]["message"]
         assert path_id.status_code == 422 and "event_id" in message and "NUL byte" in message, path_id.text

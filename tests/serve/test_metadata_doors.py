@@ -91,6 +91,8 @@ async def test_the_memories_api_keeps_metadata_and_filters_search_by_it(store, s
             await http.post("/search", json={"query": "launch", "filter": {"priority": {"like": 1}}})
         ).status_code == 422
         assert (await http.post("/search", json={"query": "launch", "filter": ["project"]})).status_code == 422
+        nul_filter = await http.post("/search", json={"query": "launch", "filter": {"project": "a\u0000"}})
+        assert nul_filter.status_code == 422 and "no control characters" in nul_filter.json()["error"]["message"]
         bad_note = await http.post("/memories", json={"text": "another note", "metadata": {"priority": "urgent"}})
         assert bad_note.status_code == 422 and "'priority' is declared numeric" in bad_note.json()["error"]["message"]
         bad_message = await http.post(

@@ -110,6 +110,22 @@ async def test_a_value_with_query_syntax_matches_only_itself(meta_store: RedisMe
     assert await found(meta_store, {"project": value}, user=value) == {value}
 
 
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\t", "\n", "\x1b", "\x7f"], ids=repr)
+async def test_a_filter_value_with_a_control_character_is_refused(meta_store: RedisMemoryStore, char: str):
+    """A NUL made RediSearch answer a syntax error (a 500 at the doors); any other control character
+    never matched: both are refused with what to give instead (a 422 at the doors)."""
+    for condition in (f"a{char}b", {"ne": f"a{char}b"}, {"in": ["x", f"a{char}b"]}):
+        with pytest.raises(InvalidInput, match="no control characters"):
+            await meta_store.search_memories("alice", "x", metadata_filter={"project": condition})
+
+
+async def test_a_declared_tag_holding_a_control_character_is_refused_when_written(meta_store: RedisMemoryStore):
+    """It could never be found by a filter: refused, saying so, rather than kept unfindable."""
+    with pytest.raises(InvalidInput, match="no control characters"):
+        await meta_store.add_memories([note("ctl", "a note", project="a\x01b")])
+    await meta_store.add_memories([note("undeclared", "a note", colour="a\x01b")])  # not a tag: kept as given
+
+
 async def test_rewriting_a_memory_without_a_key_takes_it_out_of_the_filter(meta_store: RedisMemoryStore):
     await meta_store.add_memories([note("a", "launch notes", project="apollo", priority=2)])
     assert await found(meta_store, {"priority": 2}) == {"a"}
