@@ -252,7 +252,7 @@ def test_a_nul_in_an_id_names_the_field_and_a_nul_in_a_text_is_dropped(env):
         for field in ("id", "session_id"):  # an imported message's ids: a pydantic error was a 500
             nul_message = http.post(
                 user_path("nul") + "/messages",
-                content='{"messages": [{"role": "user", "content": "x", "%s": "m\\u0000"}]}' % field,
+                content=json.dumps({"messages": [{"role": "user", "content": "x", field: "m\x00"}]}),
                 headers={"Content-Type": "application/json"},
             )
             assert nul_message.status_code == 422 and f"{field} holds a NUL byte" in nul_message.text, nul_message.text
