@@ -35,11 +35,9 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import tzinfo
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane import dates
 from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings, similarity_floor
 from memlane.query import cheap_rewrite, model_rewrite, needs_rewrite
 from memlane.recall_block import (
@@ -50,27 +48,32 @@ from memlane.recall_block import (
     RecallItem,
     RewriteKind,
     fill_block,
-    item_token_cap,
 )
 from memlane.recall_changes import newest_changes
+from memlane.recall_items import (
+    Clock,
+    memory_items_of,
+    profile_items_of,
+    recalled_neighbours,
+    recent_items_of,
+    reply_to,
+    summary_items_of,
+)
 from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
     is_question,
-    neighbours_shown,
     newer_first,
     ranked_hits,
     unanswered,
 )
 from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.models.breaker import CircuitBreaker
-from memlane.store.protocols import HistoryStore, RecallStore, SearchStore
-from memlane.store.records import Memory, Message, ProfileEntry, SessionSummary, past_value_text
+from memlane.store.protocols import RecallStore, SearchStore
+from memlane.store.records import Memory, Message
 from memlane.store.redis.metadata import MetadataFilter
-from memlane.store.text.passage import answering_passage
-from memlane.store.text.terms import MAX_QUERY_CHARS, Language, detect_language, is_short_entity_query
+from memlane.store.text.terms import MAX_QUERY_CHARS, detect_language, is_short_entity_query
 from memlane.store.text.time_words import resolve_timezone
-from memlane.store.text.tokens import count_tokens
 
 __all__ = [
     "HEADINGS",
@@ -269,10 +272,12 @@ async def recall(
     # the questions' neighbours, read now: a question whose reply only asks back holds nothing
     asking = [hit.memory for hit in fresh[: 2 * parts.recall.max_memories] if is_question(hit.memory)]
     neighbours = (
-        await _neighbours(store, user_id, asking, parts.recall) if parts.recall.unanswered_weight != 1.0 else {}
+        await recalled_neighbours(store, user_id, asking, parts.recall) if parts.recall.unanswered_weight != 1.0 else {}
     )
     no_answer = frozenset(
-        hit.memory.id for hit in fresh if unanswered(hit.memory, _reply(neighbours.get(hit.memory.id, []), hit.memory))
+        hit.memory.id
+        for hit in fresh
+        if unanswered(hit.memory, reply_to(neighbours.get(hit.memory.id, []), hit.memory))
     )
     passing = ranked_hits(
         fresh,
@@ -317,17 +322,28 @@ async def recall(
             if memory.id in stale:
                 memory = memory.model_copy(update={"valid_until": stale[memory.id]})
             chosen.append((hit.score, memory))
-    neighbours |= await _neighbours(
+    neighbours |= await recalled_neighbours(
         store, user_id, [memory for _, memory in chosen if memory.id not in neighbours], parts.recall
     )
-    memory_items = _memory_items(chosen, neighbours, recent_ids, language, budget, parts, search_query)
+    memory_items = memory_items_of(
+        chosen,
+        neighbours,
+        recent_ids,
+        language,
+        budget,
+        search_query,
+        max_memories=parts.recall.max_memories,
+        neighbour_mode=parts.recall.neighbour_mode,
+        context_tokens=parts.search.embed_context_max_tokens,
+        encoding=parts.store.token_encoding,
+    )
     clock = Clock(
         resolve_timezone(parts.store.timezone), language, time.time() if reference_time is None else reference_time
     )
     for item in memory_items:
         clock.date(item)
     memory_items.sort(key=lambda item: item.status == "earlier")  # stable: the current ones first, in rank order
-    profile_items = _profile_items(profile, profile_scores)
+    profile_items = profile_items_of(profile, profile_scores)
     for item in profile_items:
         item.valid_until = stale.get(item.ref_id or "")
         clock.date(item, profile_earlier.get(item.ref_id or "", []))
@@ -349,159 +365,12 @@ async def recall(
     fill_block(
         result,
         profile_items,
-        _summary_item(summary),
+        summary_items_of(summary),
         memory_items,
-        _recent_items(recent, language),
+        recent_items_of(recent, language),
         parts.store.token_encoding,
     )
     return result
-
-
-@dataclass(frozen=True)
-class Clock:
-    """Dates recall's items in the reader's zone and language, relative to the message's time."""
-
-    zone: tzinfo
-    language: Language
-    reference: float
-
-    def date(self, item: RecallItem, past_values: Sequence[Memory] = ()) -> None:
-        """Set the item's `when` (a profile entry: since when it holds), its status and its
-        end when a newer fact replaced it, and a profile entry's past values found by search."""
-        if item.created_at is None:
-            return
-        if item.layer == "profile":
-            item.when = dates.since(item.created_at, self.zone, self.language, self.reference)
-            item.earlier = [
-                dates.earlier(past_value_text(memory), memory.valid_until, self.zone, self.language)
-                for memory in sorted(past_values, key=lambda memory: memory.valid_until or 0.0, reverse=True)
-                if memory.valid_until is not None
-            ]
-            if item.valid_until is not None:  # a newer statement changed it since (memlane/recall_changes.py)
-                item.status = "earlier"
-                item.until = dates.day(item.valid_until, self.zone, self.language)
-            return
-        item.when = dates.when(item.created_at, self.zone, self.language, self.reference)
-        if item.valid_until is not None:
-            item.status = "earlier"
-            item.until = dates.day(item.valid_until, self.zone, self.language)
-
-
-async def _neighbours(
-    store: HistoryStore, user_id: str, memories: Sequence[Memory], recall: RecallSettings
-) -> dict[str, list[Message]]:
-    """Per recalled message memory: the messages around it (the hit included), in order."""
-    wanted = [m for m in memories if m.kind == "message" and m.source_message_ids] if recall.neighbour_messages else []
-    found = await asyncio.gather(
-        *(
-            store.message_neighbours(
-                user_id,
-                memory.source_message_ids[0],
-                before=recall.neighbour_messages,
-                after=recall.neighbour_messages,
-            )
-            for memory in wanted
-        )
-    )
-    return {memory.id: messages for memory, messages in zip(wanted, found)}
-
-
-def _reply(around: Sequence[Message], memory: Memory) -> Message | None:
-    """The message after `memory`'s own among `around` (its neighbours), if any."""
-    ids = [message.id for message in around]
-    if not memory.source_message_ids or memory.source_message_ids[0] not in ids:
-        return None
-    index = ids.index(memory.source_message_ids[0])
-    return around[index + 1] if index + 1 < len(around) else None
-
-
-def speaker_label(role: str, speaker: str | None, language: Language) -> str:
-    """Who said it, as recall shows it: the owner is "user"/"用户", a friend by name."""
-    if role == "owner":
-        return HEADINGS[language]["user"]
-    if role == "assistant":
-        return speaker or HEADINGS[language]["assistant"]
-    return speaker or ("其他人" if language == "zh" else "someone else")
-
-
-def _message_parts(
-    around: Sequence[Message], hit_ids: Sequence[str], query: str, language: Language, budget: int, encoding: str
-) -> list[str]:
-    """A recalled message and its neighbours as "speaker: words", each cut around what answers
-    `query`: a neighbour to a small share, the hit itself to what the item's cap leaves it
-    (tokens counted in `encoding`)."""
-    neighbour_cap = max(16, budget // 20)
-    labels = [f"{speaker_label(m.speaker_role, m.name, language)}: " for m in around]
-    parts = [
-        label + ("" if m.id in hit_ids else answering_passage(m.content, query, neighbour_cap, encoding))
-        for label, m in zip(labels, around)
-    ]
-    hit_cap = max(neighbour_cap, item_token_cap(budget, language, encoding) - count_tokens(" / ".join(parts), encoding))
-    return [
-        label + answering_passage(m.content, query, hit_cap, encoding) if m.id in hit_ids else part
-        for label, part, m in zip(labels, parts, around)
-    ]
-
-
-def _memory_items(
-    chosen: Sequence[tuple[float, Memory]],
-    neighbours: dict[str, list[Message]],
-    recent_ids: set[str],
-    language: Language,
-    budget: int,
-    parts: RecallParts,
-    query: str = "",
-) -> list[RecallItem]:
-    """One item per recalled memory, the first `recall_max_memories`; a message comes with its
-    neighbours (`neighbours_shown`) and its speakers."""
-    covered: set[str] = set()
-    items: list[RecallItem] = []
-    for score, memory in chosen:
-        if len(items) == parts.recall.max_memories:
-            break
-        if memory.kind != "message":
-            text = (
-                past_value_text(memory) if memory.kind == "profile" and memory.valid_until is not None else memory.text
-            )
-            source_ids = memory.source_message_ids
-        else:
-            if set(memory.source_message_ids) <= covered:
-                continue  # already shown as the neighbour of an earlier hit
-            shown = (
-                neighbours_shown(
-                    neighbours.get(memory.id, []),
-                    memory.source_message_ids[0],
-                    parts.recall.neighbour_mode,
-                    parts.search.embed_context_max_tokens,
-                    parts.store.token_encoding,
-                )
-                if memory.source_message_ids
-                else []
-            )
-            around = [m for m in shown if m.id not in recent_ids and m.content.strip()]
-            if any(m.id in memory.source_message_ids for m in around):
-                lines = _message_parts(
-                    around, memory.source_message_ids, query, language, budget, parts.store.token_encoding
-                )
-                source_ids = [m.id for m in around]
-            else:  # no neighbours asked for, or the turn is gone from history: the memory alone
-                lines = [f"{speaker_label(memory.speaker_role, memory.speaker, language)}: {memory.text}"]
-                source_ids = memory.source_message_ids
-            covered.update(source_ids)
-            text = " / ".join(lines)
-        items.append(
-            RecallItem(
-                layer="event" if memory.kind != "message" else "message",
-                text=text,
-                score=round(score, 4),
-                memory_id=memory.id,
-                ref_id=memory.ref_id,
-                source_message_ids=source_ids,
-                created_at=memory.created_at,
-                valid_until=memory.valid_until,
-            )
-        )
-    return items
 
 
 async def _none() -> None:
@@ -510,51 +379,6 @@ async def _none() -> None:
 
 async def _empty() -> list[Message]:
     return []
-
-
-def _profile_items(profile: Sequence[ProfileEntry], scores: dict[str, float]) -> list[RecallItem]:
-    ranked = sorted(profile, key=lambda e: (scores.get(e.id, 0.0), e.confidence, e.since), reverse=True)
-    return [
-        RecallItem(
-            layer="profile",
-            text=entry.line,
-            score=round(scores[entry.id], 4) if entry.id in scores else None,
-            ref_id=entry.id,
-            source_message_ids=entry.source_message_ids,
-            created_at=entry.since,
-            confidence=entry.confidence,
-        )
-        for entry in ranked
-    ]
-
-
-def _summary_item(summary: SessionSummary | None) -> list[RecallItem]:
-    if summary is None or not summary.summary.strip():
-        return []
-    return [
-        RecallItem(
-            layer="summary",
-            text=summary.summary.strip(),
-            source_message_ids=summary.source_message_ids[-20:],
-            created_at=summary.updated_at,
-        )
-    ]
-
-
-def _recent_items(recent: Sequence[Message], language: Language) -> list[RecallItem]:
-    """Newest first: the budget keeps the newest; rendering restores the order."""
-    items = []
-    for message in reversed(recent):
-        speaker = message.name or HEADINGS[language].get(message.role, message.role)
-        items.append(
-            RecallItem(
-                layer="recent",
-                text=f"{speaker}: {message.content}",
-                source_message_ids=[message.id],
-                created_at=message.created_at,
-            )
-        )
-    return items
 
 
 def recall_system_prompt(base_prompt: str | None, recalled: Recall) -> str:
