@@ -30,7 +30,6 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Generator, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -60,28 +59,22 @@ from memlane.langgraph_collections import (
     search_item_at,
 )
 from memlane.langgraph_rules import (
-    NO_USER,
     Namespace,
     UserMapping,
     UserOf,
-    item_text,
     matches,
-    path_texts,
     rank_page,
     select_namespaces,
     under,
-    vector_bytes,
     vector_rows,
 )
+from memlane.langgraph_writes import ItemWriter, ResolvedPut
 from memlane.store.errors import StoreError
 from memlane.store.ids import item_memory_id
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import StoreItem
 
 _DISTANCES = ("cosine", "inner_product", "l2")
-# passes writing waiting puts at once: one embeds while the other writes to Redis. Puts of one
-# pass are one embedding call; concurrent passes hold concurrent calls, so either order is theirs
-_WRITERS = 2
 # how long a synchronous caller waits between checks that the store's loop still runs
 _LIVENESS_SECONDS = 0.25
 
@@ -117,14 +110,6 @@ class MemlaneSearchItem(SearchItem):
 
     def dict(self) -> dict[str, Any]:
         return {**super().dict(), "relevance": self.relevance}
-
-
-@dataclass(frozen=True)
-class _Put:
-    """A put or delete with the owner it was resolved to (in the caller's context)."""
-
-    op: PutOp
-    owner: str
 
 
 def _when(timestamp: float) -> datetime:
@@ -183,9 +168,10 @@ class MemlaneStore(BaseStore):
         except RuntimeError:
             self._loop = None  # bound by the first async call
         self._loop_thread: threading.Thread | None = None
-        self._waiting_puts: list[tuple[list[_Put], asyncio.Future[None]]] = []
-        self._writers: set[asyncio.Task[None]] = set()
         self._collections = MemlaneCollections(store)
+        self._writer = ItemWriter(
+            store, self._collections, index=self._index, fields=self.fields, embeddings=self.embeddings
+        )
 
     @property
     def index_config(self) -> dict[str, Any]:
@@ -304,7 +290,7 @@ class MemlaneStore(BaseStore):
         """Reads first (concurrently), then the writes, last one per (namespace, key) winning:
         a read in a batch sees the store as it was before the batch, like LangGraph's stores.
         Every op is checked before anything is written."""
-        puts: list[_Put] = []
+        puts: list[ResolvedPut] = []
         for op in ops:
             if not isinstance(op, (GetOp, SearchOp, ListNamespacesOp, PutOp)):
                 raise ValueError(f"unknown store operation {type(op).__name__}")
@@ -328,7 +314,7 @@ class MemlaneStore(BaseStore):
         for (position, _), value in zip(reads, values):
             results[position] = value
         if puts:
-            await self._write(puts)
+            await self._writer.write(puts)
         return results
 
     # get ------------------------------------------------------------------------------------
@@ -431,89 +417,16 @@ class MemlaneStore(BaseStore):
         namespaces |= await self._collections.namespaces(conditions)
         return select_namespaces(namespaces, conditions, op.max_depth, op.offset, op.limit)
 
-    # put and delete ---------------------------------------------------------------------------
-    def _resolved_put(self, op: PutOp, context_user: str | None) -> _Put:
+    # put and delete (written by memlane/langgraph_writes.py) ----------------------------
+    def _resolved_put(self, op: PutOp, context_user: str | None) -> ResolvedPut:
         """The put with its owner, refused here (before anything is written) when it cannot be done."""
         namespace = tuple(op.namespace)
         if not namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
         if is_collection(namespace):
-            return _Put(op, check_collection_put(namespace, op.value))
+            return ResolvedPut(op, check_collection_put(namespace, op.value))
         owner = self.users.owner(namespace, context_user)
-        return _Put(op, owner)
-
-    async def _write(self, puts: list[_Put]) -> None:
-        """Apply `puts` together with those of every caller waiting now: concurrent callers'
-        puts are embedded in one call and written in one pass per user (`_WRITERS` passes at once)."""
-        assert self._loop is not None
-        done: asyncio.Future[None] = self._loop.create_future()
-        self._waiting_puts.append((puts, done))
-        self._writers = {writer for writer in self._writers if not writer.done()}
-        if len(self._writers) < _WRITERS:
-            self._writers.add(self._loop.create_task(self._write_waiting()))
-        await asyncio.shield(done)  # a cancelled caller's put is still written, as it was accepted
-
-    async def _write_waiting(self) -> None:
-        while self._waiting_puts:
-            taken, self._waiting_puts = self._waiting_puts, []
-            latest = {(put.owner, tuple(put.op.namespace), str(put.op.key)): put for puts, _ in taken for put in puts}
-            try:
-                await self._apply_puts(list(latest.values()))
-            except BaseException as error:  # every caller of this pass hears of it
-                for _, done in taken:
-                    if not done.done():
-                        done.set_exception(error)
-                if not isinstance(error, Exception):
-                    raise
-            else:
-                for _, done in taken:
-                    if not done.done():
-                        done.set_result(None)
-
-    async def _apply_puts(self, puts: list[_Put]) -> None:
-        upserts: list[StoreItem] = []
-        own_texts: list[list[str]] = []
-        deletions: dict[str, list[str]] = {}
-        for put in puts:
-            op, namespace, key = put.op, tuple(put.op.namespace), str(put.op.key)
-            if is_collection(namespace):
-                await self._collections.delete(namespace, key)
-            elif op.value is None:
-                deletions.setdefault(put.owner, []).append(item_memory_id(namespace, key))
-            else:
-                value = dict(op.value)
-                indexed = op.index is not False
-                put_paths = op.index if isinstance(op.index, list) else None  # None or False: the store's fields
-                if self._index is None:
-                    text = item_text(value, self.fields if put_paths is None else put_paths) if indexed else ""
-                    own_texts.append([])
-                else:
-                    paths: list[str] = self._index["fields"] if put_paths is None else put_paths
-                    own_texts.append(path_texts(value, paths) if indexed else [])
-                    # memlane's own text feeds recall: only a user's item needs one
-                    text = item_text(value) if indexed and put.owner != NO_USER else ""
-                upserts.append(
-                    StoreItem(
-                        user_id=put.owner,
-                        namespace=list(namespace),
-                        key=key,
-                        value=value,
-                        text=text,
-                        ttl_minutes=op.ttl,
-                    )
-                )
-        for owner, memory_ids in deletions.items():
-            await self.store.delete_items(owner, memory_ids)
-        if upserts:
-            await self.store.put_items(upserts, vectors=await self._own_vectors(own_texts))
-
-    async def _own_vectors(self, texts_per_item: list[list[str]]) -> list[bytes | None] | None:
-        """Each item's vectors from the index config's embedder, in one call for every item."""
-        if self._index is None:
-            return None
-        unique = list(dict.fromkeys(text for texts in texts_per_item for text in texts))
-        embedded = dict(zip(unique, await self.embeddings.aembed_documents(unique))) if unique else {}
-        return [vector_bytes([embedded[text] for text in texts]) if texts else None for texts in texts_per_item]
+        return ResolvedPut(op, owner)
 
     # TTL: Redis expires items itself ---------------------------------------------------------
     def sweep_ttl(self) -> _Answered[int]:
