@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from langchain.agents import create_agent
@@ -22,7 +21,6 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from memlane import (
-    MemoryHit,
     MemoryRunResult,
     MemoryScheduler,
     MemoryStep,
@@ -39,12 +37,10 @@ from memlane.middleware import MemoryMiddleware
 from memlane.models import HOW_TO_CONFIGURE, chat_model_from_settings, describe_model_error, memory_model_from_settings
 from memlane.persistence import MemoryAgentContext
 from memlane.recall import RecallParts
-from memlane.store.errors import InvalidInput
-from memlane.store.ids import profile_memory_id
 from memlane.tools import forget_memory
 from memlane.turns import TurnService
-from memlane.ui.chat import history_messages, shown_line
-from memlane.ui.panel import event_markdown, history_markdown, item_markdown
+from memlane.ui import panel_store
+from memlane.ui.chat import history_messages
 from memlane.ui.sample import SAMPLE_USER, load_sample
 
 logger = logging.getLogger(__name__)
@@ -84,21 +80,10 @@ def describe_result(outcome: MemoryRunResult | BaseException) -> str:
     return "remembered: " + (", ".join(parts) if parts else "no profile change")
 
 
-def ranked_scores(hits: list[MemoryHit]) -> list[tuple[MemoryHit, float]]:
-    """The hits best first, each with the relevance every surface shows (the measured chance it
-    holds what was asked; never relative to the best hit), so a shown score never rises down
-    the list."""
-    return sorted(((hit, hit.score) for hit in hits), key=lambda pair: -pair[1])
-
-
 def is_reply_token(metadata: dict[str, Any]) -> bool:
     """Whether a streamed piece comes from the reply model: the agent's model step, and not a
     memory-model call made inside it (the follow-up rewrite is tagged, and not streamed at all)."""
     return metadata.get("langgraph_node") == REPLY_NODE and MEMORY_MODEL_TAG not in (metadata.get("tags") or ())
-
-
-def _when(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
 @dataclass
@@ -344,61 +329,19 @@ class ChatService:
 
     async def history(self, user_id: str, session_id: str) -> list[dict[str, str]]:
         await self.ensure_started()
-        messages = await self.started_store.recent_messages(user_id, session_id, limit=100)
-        return [
-            {"role": m.role, "content": shown_line(m.content, m.name if m.role == "user" else None)}
-            for m in messages
-            if m.role in ("user", "assistant")
-        ]
+        return await panel_store.history_lines(self.started_store, user_id, session_id)
 
     async def profile_rows(self, user_id: str) -> list[list[Any]]:
         await self.ensure_started()
-        entries, past_values = await asyncio.gather(
-            self.started_store.get_profile(user_id), self.started_store.past_values(user_id)
-        )
-        earlier: dict[str, list[str]] = {}
-        for value in reversed(past_values):  # newest first
-            earlier.setdefault(value.entry_id, []).append(f"earlier: {value.content}, until {_when(value.valid_until)}")
-        return [
-            [
-                e.topic,
-                e.subtopic,
-                "; ".join([e.content, *earlier.get(e.id, [])]),
-                round(e.confidence, 2),
-                _when(e.since),
-                profile_memory_id(e.id),
-            ]
-            for e in entries
-        ]
+        return await panel_store.profile_rows(self.started_store, user_id)
 
     async def timeline_markdown(self, user_id: str) -> str:
         await self.ensure_started()
-        events = await self.started_store.list_events(user_id, limit=30)
-        items = sorted(await self.started_store.list_items(user_id), key=lambda item: item.updated_at, reverse=True)
-        cards = [event_markdown(event) for event in events] or [
-            "_No events yet: they appear after the first memory run._"
-        ]
-        if items:  # what the user's own agents saved through MemlaneStore
-            cards.append(
-                "**Saved by your agent** (LangGraph store)\n\n" + "\n".join(item_markdown(item) for item in items[:30])
-            )
-        return "\n\n".join(cards)
+        return await panel_store.timeline_markdown(self.started_store, user_id)
 
     async def search_rows(self, user_id: str, query: str) -> list[list[Any]]:
         await self.ensure_started()
-        hits = await self.started_store.search_memories(user_id, query, limit=10) if query.strip() else []
-        return [
-            [
-                round(score, 3),
-                h.memory.kind
-                + (f" · earlier, until {_when(h.memory.valid_until)}" if h.memory.valid_until is not None else ""),
-                h.memory.attributed_text,
-                _when(h.memory.created_at),
-                ", ".join(h.memory.source_message_ids),
-                h.memory.id,
-            ]
-            for h, score in ranked_scores(hits)
-        ]
+        return await panel_store.search_rows(self.started_store, user_id, query)
 
     async def delete_entry(self, user_id: str, memory_id: str) -> str:
         await self.ensure_started()
@@ -436,55 +379,27 @@ class ChatService:
     async def profile_entry(self, user_id: str, entry_id: str) -> ProfileEntry | None:
         """The entry with this id (or the id of its search memory, `profile:<id>`)."""
         await self.ensure_started()
-        wanted = entry_id_of(entry_id)
-        return next((entry for entry in await self.started_store.get_profile(user_id) if entry.id == wanted), None)
+        return await panel_store.profile_entry(self.started_store, user_id, entry_id)
 
     async def edit_entry(self, user_id: str, entry_id: str, content: str, confidence: float | None) -> str:
         """Change an entry's content and confidence as the user ("user" in its history).
         Returns what the status line shows: what was edited, or why nothing was."""
         await self.ensure_started()
-        text = await self._edit_entry(user_id, entry_id, content, confidence)
+        text = await panel_store.edit_profile_entry(self.started_store, user_id, entry_id, content, confidence)
         self._bump(user_id, text, busy=False)
         return text
-
-    async def _edit_entry(self, user_id: str, entry_id: str, content: str, confidence: float | None) -> str:
-        entry = await self.profile_entry(user_id, entry_id)
-        if entry is None:
-            return "click a profile row to choose the entry to edit"
-        content = " ".join((content or "").split())
-        if not content:
-            return "an entry needs some content; to remove it, use Delete entry"
-        if confidence is not None and not 0.0 <= float(confidence) <= 1.0:
-            return "confidence is a number between 0 and 1"
-        try:
-            edited = await self.started_store.edit_profile_entry(
-                user_id,
-                entry.id,
-                content=content if content != entry.content else None,
-                confidence=float(confidence)
-                if confidence is not None and float(confidence) != entry.confidence
-                else None,
-                actor="user",
-            )
-        except InvalidInput as refused:  # too long, say: the store says what to change
-            return str(refused)
-        return f"edited {entry.topic} / {entry.subtopic}" if edited is not None else f"no entry {entry_id}"
 
     async def entry_history(self, user_id: str, entry_id: str) -> str:
         """The entry's revisions as a Markdown table (when, by whom, before and after)."""
         await self.ensure_started()
-        if not entry_id_of(entry_id):
-            return ""
-        return history_markdown(await self.started_store.profile_history(user_id, entry_id_of(entry_id)))
+        return await panel_store.entry_history(self.started_store, user_id, entry_id)
 
     # -- sessions with titles ----------------------------------------------------------------------
     async def session_choices(self, user_id: str) -> list[tuple[str, str]]:
         """(title, session id) of the user's sessions, most recently active first; a session
         without a title yet is listed by its id."""
         await self.ensure_started()
-        sessions = await self.started_store.list_sessions(user_id)
-        titles = await self.started_store.session_titles(user_id) if sessions else {}
-        return [(titles.get(session_id, session_id), session_id) for session_id in sessions]
+        return await panel_store.session_choices(self.started_store, user_id)
 
     # -- after a reply (the turn service's hooks): the session's title, the topic check -----------
     async def wait_background(self, timeout: float | None = 30.0) -> None:
@@ -536,13 +451,6 @@ class ChatService:
         self.status(SAMPLE_USER).titles += 1
         self._bump(SAMPLE_USER, text, busy=False)
         return text
-
-
-def entry_id_of(entry_or_memory_id: str) -> str:
-    """A profile entry's id from itself or from its search memory's id (`profile:<id>`)."""
-    entry_or_memory_id = (entry_or_memory_id or "").strip()
-    prefix = profile_memory_id("")
-    return entry_or_memory_id[len(prefix) :] if entry_or_memory_id.startswith(prefix) else entry_or_memory_id
 
 
 def new_session_id() -> str:

@@ -427,7 +427,7 @@ async def test_the_rewrite_of_a_follow_up_never_shows_in_the_reply(store, settin
 def test_search_rows_show_the_one_relevance_sorted_never_relative_to_the_best():
     from memlane.store.hits import MemoryHit
     from memlane.store.records import Memory as StoredMemory
-    from memlane.ui.service import ranked_scores
+    from memlane.ui.panel_store import ranked_scores
 
     def hit(name: str, relevance: float, fused: float) -> MemoryHit:
         memory = StoredMemory(id=name, user_id="u", kind="message", text=name)
