@@ -207,11 +207,13 @@ async def write_note(
     """Keep a note about the user: an event card tagged "remembered" and its search memory,
     unless the user has that note already (`MemoryStore.repeated_memory`: the same text, case and
     spacing aside, or a near duplicate above `near_duplicate_similarity`); then the stored one is
-    answered and kept as it is.
+    answered, with `repeat_of` naming it.
 
     metadata: a JSON object kept with the note; search filters on its declared fields
-    (`StoreSettings.metadata_fields`). The same text noted again replaces it (its metadata too).
-    A text with nothing left to store (only spaces and NUL bytes): `InvalidInput`."""
+    (`StoreSettings.metadata_fields`). The same text noted again is a repeat of the stored note, and
+    its metadata is merged into the stored one's: the keys it gives take their new values, the
+    others keep theirs (nothing given or stored is dropped). A text with nothing left to store (only
+    spaces and NUL bytes): `InvalidInput`."""
     if not clean_text(text).strip():
         raise InvalidInput("a note must hold some text; this one holds only spaces or NUL bytes")
     event = Event(
@@ -222,6 +224,14 @@ async def write_note(
         session_ids=[session_id],
         metadata=dict(metadata or {}),
     )
+    [noted] = await store.get_events(user_id, [event.id])
+    if noted is not None and noted.summary == event.summary:  # the same text again: its metadata merged
+        merged = {**noted.metadata, **event.metadata}
+        if merged != noted.metadata:
+            noted = noted.model_copy(update={"metadata": merged})
+            await store.apply_update(MemoryUpdate(user_id=user_id, event=noted, memories=[noted.as_memory()]))
+        kept = noted.as_memory()
+        return NoteWritten(memory=kept, repeat_of=RepeatedMemory(memory=kept, similarity=1.0, identical=True))
     memory = event.as_memory()
     repeat = await store.repeated_memory(memory)
     if repeat is not None:

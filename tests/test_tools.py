@@ -250,7 +250,7 @@ async def test_a_note_the_user_has_already_is_not_remembered_twice(store, settin
     assert outputs[1] == f"not stored again: already remembered [{stored}] I live in Lyon with my sister"
     assert outputs[2].startswith("not stored again: a near duplicate (similarity 0.") and f"of [{stored}]" in outputs[2]
     assert outputs[3].startswith("remembered [") and stored not in outputs[3]
-    assert outputs[4] == outputs[0]  # the very same note again: its own card, rewritten
+    assert outputs[4] == outputs[1]  # the very same note again is a repeat too, said so (issue 50, item 1)
     assert sorted(event.summary for event in await store.list_events("u")) == [
         "I live in Lyon with my sister",
         "I moved to Paris",
@@ -258,6 +258,24 @@ async def test_a_note_the_user_has_already_is_not_remembered_twice(store, settin
     assert (
         await write_note(store, "other", "The user lives in Lyon with the sister.", session_id="s")
     ).repeat_of is None
+
+
+async def test_the_same_note_again_is_a_repeat_and_its_metadata_is_merged_never_dropped(store):
+    """Issue 50, item 1: the same text noted again answered as new, and the stored metadata was
+    replaced by the repeat's (none: {}); now it is a repeat, and the keys it gives are merged in."""
+    first = await write_note(store, "meta", "Parking spot is B12", session_id="s", metadata={"project": "apollo"})
+    assert first.repeat_of is None
+    again = await write_note(store, "meta", "Parking spot is B12", session_id="s")
+    assert again.repeat_of is not None and again.repeat_of.identical and again.repeat_of.memory.id == first.memory.id
+    assert again.memory.metadata == {"project": "apollo"}
+    merged = await write_note(
+        store, "meta", "Parking spot is B12", session_id="t", metadata={"owner": "kim", "project": "gemini"}
+    )
+    assert merged.repeat_of is not None and merged.memory.metadata == {"project": "gemini", "owner": "kim"}
+    [event] = await store.list_events("meta")
+    assert event.metadata == {"project": "gemini", "owner": "kim"}
+    [hit] = await store.search_memories("meta", "parking spot", limit=1)
+    assert hit.memory.id == first.memory.id and hit.memory.metadata == {"project": "gemini", "owner": "kim"}
 
 
 async def test_a_slot_or_note_no_door_would_store_is_refused_with_what_to_change(store):

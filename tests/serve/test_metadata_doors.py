@@ -41,6 +41,13 @@ async def test_the_memories_api_keeps_metadata_and_filters_search_by_it(store, s
         for note, metadata in notes:
             created = await http.post("/memories", json={"text": note, "metadata": metadata})
             assert created.status_code == 201 and created.json()["metadata"] == metadata
+        # the same note again (issue 50, item 1): 200 with repeat_of, the stored metadata kept and merged
+        again = await http.post("/memories", json={"text": notes[0][0]})
+        assert again.status_code == 200 and again.json()["repeat_of"]["identical"] is True, again.text
+        assert again.json()["metadata"] == notes[0][1]
+        merged = await http.post("/memories", json={"text": notes[0][0], "metadata": {"owner": "kim"}})
+        assert merged.status_code == 200 and merged.json()["metadata"] == {**notes[0][1], "owner": "kim"}
+        notes[0] = (notes[0][0], {**notes[0][1], "owner": "kim"})  # as exported below
         stored = await http.post(
             "/messages",
             json={
