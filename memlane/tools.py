@@ -225,7 +225,9 @@ async def write_note(
         metadata=dict(metadata or {}),
     )
     [noted] = await store.get_events(user_id, [event.id])
-    if noted is not None and noted.summary == event.summary:  # the same text again: its metadata merged
+    # the same text again (a note's id is made from its text; the stored summary may be masked, or
+    # edited in place since): a repeat, its metadata merged
+    if noted is not None:
         merged = {**noted.metadata, **event.metadata}
         if merged != noted.metadata:
             noted = noted.model_copy(update={"metadata": merged})

@@ -222,6 +222,19 @@ class StoreCore:
         """`text` with private data masked (`privacy_redaction`; see store/text/private_data.py)."""
         return redact(text, self.privacy.redaction)
 
+    def redact_value(self, value: Any) -> Any:
+        """A JSON value with every string inside it masked as a text is (metadata, an item's value):
+        private data is kept out of whatever is stored, not only out of a record's text."""
+        if self.privacy.redaction == "off":
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {key: self.redact_value(inner) for key, inner in value.items()}
+        if isinstance(value, list):
+            return [self.redact_value(inner) for inner in value]
+        return value
+
     def check_text_size(self, text: str, what: str) -> None:
         limit = self.limits.max_message_chars
         if len(text) > limit:

@@ -39,7 +39,13 @@ class Events(StorePart):
             )
             for change in event.profile_delta
         ]
-        return event.model_copy(update={"summary": self.core.redact(event.summary), "profile_delta": delta})
+        return event.model_copy(
+            update={
+                "summary": self.core.redact(event.summary),
+                "profile_delta": delta,
+                "metadata": self.core.redact_value(event.metadata),
+            }
+        )
 
     async def list_events(
         self, user_id: str, *, limit: int = 50, since: float | None = None, until: float | None = None

@@ -37,17 +37,9 @@ class Items(StorePart):
         """The item with its text and every string inside its value masked."""
         if self.core.privacy.redaction == "off":
             return item
-
-        def masked(value: Any) -> Any:
-            if isinstance(value, str):
-                return self.core.redact(value)
-            if isinstance(value, dict):
-                return {key: masked(inner) for key, inner in value.items()}
-            if isinstance(value, list):
-                return [masked(inner) for inner in value]
-            return value
-
-        return item.model_copy(update={"text": self.core.redact(item.text), "value": masked(item.value)})
+        return item.model_copy(
+            update={"text": self.core.redact(item.text), "value": self.core.redact_value(item.value)}
+        )
 
     async def put_items(
         self, items: Sequence[StoreItem], *, vectors: Sequence[bytes | None] | None = None

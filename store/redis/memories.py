@@ -310,9 +310,10 @@ class Memories(StorePart):
         checked_metadata(memory.metadata, self.core.limits.max_metadata_bytes, f"memory {memory.id!r}")
         text = self.core.redact(memory.text)
         context = self.core.redact(memory.context) if memory.context else memory.context
-        if text == memory.text and context == memory.context:
+        metadata = self.core.redact_value(memory.metadata)
+        if text == memory.text and context == memory.context and metadata == memory.metadata:
             return memory
-        return memory.model_copy(update={"text": text, "context": context})
+        return memory.model_copy(update={"text": text, "context": context, "metadata": metadata})
 
     def memory_row(self, memory: Memory, *, strict: bool = True) -> dict[str, Any]:
         """Every field of a memory's hash but the embedding. All fields are always written

@@ -87,13 +87,14 @@ class Messages(StorePart):
         )
 
     def _redacted(self, message: Message) -> Message:
-        content, name = (
+        content, name, metadata = (
             self.core.redact(message.content),
             self.core.redact(message.name) if message.name else message.name,
+            self.core.redact_value(message.metadata),
         )
-        if content == message.content and name == message.name:
+        if content == message.content and name == message.name and metadata == message.metadata:
             return message
-        return message.model_copy(update={"content": content, "name": name})
+        return message.model_copy(update={"content": content, "name": name, "metadata": metadata})
 
     # history -------------------------------------------------------------------------------
     async def add_messages(

@@ -35,8 +35,10 @@ class Profile(StorePart):
     def redacted(self, entry: ProfileEntry) -> ProfileEntry:
         """The entry with its content masked (its size checked first)."""
         self.core.check_text_size(entry.content, f"profile entry {entry.topic} / {entry.subtopic}")
-        content = self.core.redact(entry.content)
-        return entry if content == entry.content else entry.model_copy(update={"content": content})
+        content, metadata = self.core.redact(entry.content), self.core.redact_value(entry.metadata)
+        if content == entry.content and metadata == entry.metadata:
+            return entry
+        return entry.model_copy(update={"content": content, "metadata": metadata})
 
     async def get_profile(self, user_id: str) -> list[ProfileEntry]:
         raw = await self._run(self.client.hvals(self.layout.profile(user_id)))

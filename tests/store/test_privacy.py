@@ -29,6 +29,7 @@ from memlane.store.text.private_data import (
     passes_luhn,
     redact,
 )
+from memlane.tools import remember_fact, write_note
 
 VALID_ID = "11010519491231002X"  # check character X
 WRONG_CHECK_ID = "110105194912310021"  # same number, wrong check digit (and not a Luhn number)
@@ -197,6 +198,27 @@ async def test_the_store_masks_before_storing_and_indexing(store: RedisMemorySto
         "7946",
     ):
         assert raw not in exported, raw
+
+
+async def test_metadata_is_masked_as_texts_are_on_messages_notes_and_profile_entries(store: RedisMemoryStore):
+    """Issue 50, item 6: metadata holding a phone number or an e-mail was stored raw on every route."""
+    private = {"contact": {"phone": "13812345678", "mails": ["a.b@example.com"]}, "n": 3, "ok": True}
+    masked = {"contact": {"phone": PHONE_TAG, "mails": [EMAIL_TAG]}, "n": 3, "ok": True}
+    await store.add_messages(
+        [Message(id="m", user_id="u", session_id="s", role="user", content="hi", metadata=private)]
+    )
+    assert (await store.recent_messages("u", "s"))[0].metadata == masked
+    await write_note(store, "u", "a note with metadata", session_id="s", metadata=private)
+    assert [event.metadata for event in await store.list_events("u")] == [masked]
+    again = await write_note(store, "u", "a note with metadata", session_id="s", metadata={"extra": 1})
+    assert again.repeat_of is not None and again.memory.metadata == {**masked, "extra": 1}
+    private_text = await write_note(store, "u", "call me on 13812345678", session_id="s")
+    assert (await write_note(store, "u", "call me on 13812345678", session_id="s")).repeat_of is not None
+    assert private_text.repeat_of is None
+    await remember_fact(store, "u", "contact", "phone", "call after six", metadata=private)
+    assert [e.metadata for e in await store.get_profile("u")] == [masked]
+    exported = (await store.export_user("u")).model_dump_json()
+    assert "13812345678" not in exported and "a.b@example.com" not in exported
 
 
 async def test_off_keeps_texts_as_written(store: RedisMemoryStore):
