@@ -394,6 +394,13 @@ class ServeSettings(Component):
         default=None,
         description="TOML file of `memlane serve`: API keys (hashed), tenants, personas (see serve.example.toml)",
     )
+    allow_example_keys: bool = Field(
+        default=False,
+        description=(
+            "Serve with the API keys of serve.example.toml, whose tokens are published: for trying memlane serve "
+            "out only; unset, serve refuses to start while one is configured"
+        ),
+    )
     host: str = Field(
         default="127.0.0.1",
         description="Address `memlane serve` listens on",

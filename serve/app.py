@@ -84,6 +84,12 @@ def create_app(
         if settings.serve.config_file is None:
             raise ServeConfigError("no configuration file: set MEMLANE_SERVE_CONFIG (see serve.example.toml)")
         config = load_serve_config(settings.serve.config_file)
+    if (published := config.example_keys()) and not settings.serve.allow_example_keys:
+        raise ServeConfigError(
+            f"the key(s) {', '.join(map(repr, published))} are serve.example.toml's, whose tokens anyone can read: "
+            "make your own with `memlane serve hash-key` and paste its hash, or, only to try memlane serve out, "
+            "set MEMLANE_SERVE_ALLOW_EXAMPLE_KEYS=true"
+        )
     service = ServeService(config, settings, store=store, memory_model=memory_model)
     mcp_endpoint = _mcp_endpoint(service) if mount_mcp else None
 

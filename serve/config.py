@@ -50,6 +50,10 @@ def hash_api_key(api_key: str) -> str:
     return HASH_SCHEME + hashlib.sha256(api_key.encode("utf-8")).hexdigest()
 
 
+# the tokens whose hashes serve.example.toml ships: anyone who read the file holds them
+EXAMPLE_TOKENS = ("example-acme-backend-key", "example-acme-dashboard-key")
+
+
 def new_api_key() -> str:
     """A fresh random API key ("ml-" and 43 URL-safe characters)."""
     return "ml-" + secrets.token_urlsafe(32)
@@ -280,6 +284,11 @@ class ServeConfig(BaseModel):
         if self.memory is not None:
             upstreams.append(("the [memory] model", self.memory))
         return [note for name, upstream in upstreams if (note := upstream.key_note(name, settings))]
+
+    def example_keys(self) -> list[str]:
+        """The configured keys whose token is one of serve.example.toml's published ones."""
+        published = {hash_api_key(token) for token in EXAMPLE_TOKENS}
+        return [key.name for key in self.keys if key.hash in published]
 
     def key_for_token(self, token: str) -> ApiKey | None:
         """The key a bearer token is, or None when it is no configured key."""

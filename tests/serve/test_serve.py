@@ -908,6 +908,20 @@ def test_the_example_configuration_loads():
     assert config.personas["coach"].settings(Settings()).recall_max_tokens == 600
 
 
+def test_the_example_keys_refuse_to_serve_unless_said_to(settings):
+    """Issue 55, item 5: serve.example.toml copied unchanged started and took its published key
+    with chat, read and write scopes; now serve refuses it, saying what to do, unless the
+    development flag says otherwise."""
+    config = load_serve_config(ROOT / "serve.example.toml")
+    assert config.example_keys() == ["acme-backend", "acme-dashboard"]
+    with pytest.raises(ServeConfigError, match=r"'acme-backend', 'acme-dashboard'.*hash-key.*ALLOW_EXAMPLE_KEYS"):
+        create_app(config, settings, mount_mcp=False)
+    allowed = settings.model_copy(update={"serve_allow_example_keys": True})
+    assert create_app(config, allowed, mount_mcp=False) is not None
+    own = ServeConfig(keys=[ApiKey(name="own", tenant="acme", hash=hash_api_key("a-token-of-my-own"))])
+    assert own.example_keys() == []
+
+
 @pytest.mark.parametrize(
     ("text", "words"),
     [
