@@ -20,6 +20,7 @@ class RunDecision(BaseModel):
     reason: Reason
     buffer_tokens: int
     buffer_messages: int
+    threshold_tokens: int  # what the buffer must pass (a new user's first run starts at a lower one)
 
 
 def decide_run(
@@ -37,7 +38,9 @@ def decide_run(
     tokens = sum(count_tokens_many([message.content for message in unprocessed_messages], encoding))
     count = len(unprocessed_messages)
     if count == 0:
-        return RunDecision(due=False, reason="empty", buffer_tokens=0, buffer_messages=0)
+        return RunDecision(
+            due=False, reason="empty", buffer_tokens=0, buffer_messages=0, threshold_tokens=threshold_tokens
+        )
     if flush:
         reason: Reason = "flush"
     elif session_ended:
@@ -45,5 +48,13 @@ def decide_run(
     elif tokens >= threshold_tokens:
         reason = "threshold"
     else:
-        return RunDecision(due=False, reason="below_threshold", buffer_tokens=tokens, buffer_messages=count)
-    return RunDecision(due=True, reason=reason, buffer_tokens=tokens, buffer_messages=count)
+        return RunDecision(
+            due=False,
+            reason="below_threshold",
+            buffer_tokens=tokens,
+            buffer_messages=count,
+            threshold_tokens=threshold_tokens,
+        )
+    return RunDecision(
+        due=True, reason=reason, buffer_tokens=tokens, buffer_messages=count, threshold_tokens=threshold_tokens
+    )

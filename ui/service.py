@@ -194,9 +194,7 @@ class ChatService:
             return  # the run already finished and reported
         decision = self.scheduler.last_decision(identity.user_id) if self.scheduler else None
         if decision is not None:
-            text = (
-                f"saved · {decision.buffer_tokens}/{self.settings.graph.buffer_tokens} tokens until the next memory run"
-            )
+            text = f"saved · {decision.buffer_tokens}/{decision.threshold_tokens} tokens until the next memory run"
         else:
             text = "saved (no memory model: the profile is not updated)"
         self._bump(identity.user_id, text, busy=False)

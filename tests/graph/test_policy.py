@@ -16,6 +16,7 @@ def buffer(*contents: str) -> list[Message]:
 def test_below_threshold_waits():
     decision = decide_run(buffer("hi", "how are you"), threshold_tokens=100)
     assert not decision.due and decision.reason == "below_threshold" and decision.buffer_messages == 2
+    assert decision.threshold_tokens == 100  # what the status line shows the buffer against
 
 
 def test_threshold_passed_runs():

@@ -79,6 +79,10 @@ async def test_reply_streams_and_reports_the_save(store, settings):
     await service.scheduler.wait_idle(10)
     assert [m.content for m in await store.recent_messages("u", "s")] == ["how are you?", "All good here."]
     assert service.status("u").text.startswith("saved · ")  # below the buffer threshold: no run yet
+    # a new user's first run starts at first_run_tokens, and the status line says that one (issue 55,
+    # item 2: it showed memory_buffer_tokens, 1024, while the run came at 256)
+    first = min(settings.graph.first_run_tokens, settings.graph.buffer_tokens)
+    assert service.status("u").text.endswith(f"/{first} tokens until the next memory run"), service.status("u").text
     await service.aclose()
 
 
