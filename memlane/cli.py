@@ -107,7 +107,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         for hit in hits:
             sources = ",".join(hit.memory.source_message_ids)
             weak = " weak" if hit.weak else ""
-            print(f"{hit.score:.3f}{weak}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
+            # the memory id first: what `memlane forget USER ID` takes (the sources are messages' ids)
+            print(f"{hit.memory.id}\t{hit.score:.3f}{weak}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
         if not hits:
             print(
                 f"no memory of {args.user!r} matches (a user of `memlane serve` is named with --tenant)",

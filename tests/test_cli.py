@@ -27,6 +27,7 @@ from memlane.config import get_settings
 from memlane.graph.queue import memory_run_task
 from memlane.store.errors import StoreError
 from memlane.store.records import Memory
+from memlane.tools import write_note
 
 
 async def test_a_worker_takes_runs_queued_by_another_process(store, settings):
@@ -53,6 +54,20 @@ async def test_a_worker_takes_runs_queued_by_another_process(store, settings):
 async def test_the_worker_without_a_model_says_how_to_configure_one(settings):
     with pytest.raises(StoreError, match="OPENAI_BASE_URL"):
         await cli.work(settings)
+
+
+async def test_search_shows_the_id_forget_takes(store, settings, monkeypatch, capsys):
+    """Issue 49, item 4: `memlane search` printed the source message id last, which `memlane forget`
+    could not use; its first column is now the memory id, and forget takes it."""
+    for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
+        monkeypatch.setenv(name, value)
+    await write_note(store, "cli-ids", "The parking spot is B12", session_id="s")
+    assert await asyncio.to_thread(cli.main, ["search", "cli-ids", "parking spot"]) == 0
+    memory_id = capsys.readouterr().out.splitlines()[0].split("\t")[0]
+    assert memory_id.startswith("event:")
+    assert await asyncio.to_thread(cli.main, ["forget", "cli-ids", memory_id]) == 0
+    assert capsys.readouterr().out.strip() == f"forgot [{memory_id}]"
+    assert await store.search_memories("cli-ids", "parking spot") == []
 
 
 def test_export_search_and_config_from_the_command_line(settings, monkeypatch, capsys):
