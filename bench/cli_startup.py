@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memlane import Memory, Settings, open_store  # noqa: E402
+from memlane import SearchMemory, Settings, open_store  # noqa: E402
 from memlane.store.embedded.server import EmbeddedRedis  # noqa: E402
 
 USER = "bench-cli"
@@ -52,8 +52,8 @@ async def seed(settings: Settings) -> None:
     try:
         await store.add_memories(
             [
-                Memory(id="coffee", user_id=USER, kind="profile", text="diet / coffee: black coffee, no sugar"),
-                Memory(id="city", user_id=USER, kind="profile", text="home / city: lives in Lyon"),
+                SearchMemory(id="coffee", user_id=USER, kind="profile", text="diet / coffee: black coffee, no sugar"),
+                SearchMemory(id="city", user_id=USER, kind="profile", text="home / city: lives in Lyon"),
             ]
         )
     finally:

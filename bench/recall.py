@@ -31,7 +31,7 @@ from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import AIMessageChunk, HumanMessage  # noqa: E402
 from scripted import ScriptedChatModel  # noqa: E402
 
-from memlane import Memory, Settings, open_store  # noqa: E402
+from memlane import SearchMemory, Settings, open_store  # noqa: E402
 from memlane.middleware import MemoryAgentContext, MemoryMiddleware  # noqa: E402
 from memlane.recall import RecallParts, recall  # noqa: E402
 from memlane.store.models.embeddings import get_embeddings  # noqa: E402
@@ -94,7 +94,7 @@ async def load(store, count: int, rng: random.Random) -> None:
     for start in range(0, count, batch):
         await store.add_memories(
             [
-                Memory(
+                SearchMemory(
                     id=f"bench-{i}",
                     user_id=USER,
                     kind=rng.choice(kinds),

@@ -54,7 +54,7 @@ import httpx  # noqa: E402
 from fake_upstream import REAL_MODEL_LATENCY, FakeUpstream  # noqa: E402  (tests/fake_upstream.py)
 from recall import synthetic_text  # noqa: E402  (bench/recall.py)
 
-from memlane import Memory, Settings, open_store  # noqa: E402
+from memlane import SearchMemory, Settings, open_store  # noqa: E402
 from memlane.serve.config import hash_api_key, store_user_id  # noqa: E402
 from memlane.store.records import MemoryUpdate, Message, ProfileEntry  # noqa: E402
 from store import settle, tear_down  # noqa: E402  (bench/store.py)
@@ -179,7 +179,7 @@ async def load(store, user_id: str, count: int, rng: random.Random) -> None:
     for start in range(0, count, 256):
         await store.add_memories(
             [
-                Memory(
+                SearchMemory(
                     id=f"bench-{i}",
                     user_id=user_id,
                     kind="event" if i % 3 == 0 else "message",

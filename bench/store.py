@@ -41,7 +41,7 @@ from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memlane import Memory, Message, Settings, open_store  # noqa: E402
+from memlane import Message, SearchMemory, Settings, open_store  # noqa: E402
 from memlane.store.models.embeddings import get_embeddings  # noqa: E402
 from memlane.store.text.terms import query_terms  # noqa: E402
 
@@ -199,7 +199,7 @@ async def main() -> None:
     try:
         # a second user's memories share the index: search must filter them out
         await store.add_memories(
-            [Memory(id=f"o{i}", user_id="other", kind="profile", text=fact(rng, i)) for i in range(200)]
+            [SearchMemory(id=f"o{i}", user_id="other", kind="profile", text=fact(rng, i)) for i in range(200)]
         )
         memory_before = (await store.client.info("memory"))["used_memory"]
         started = time.perf_counter()
@@ -207,7 +207,7 @@ async def main() -> None:
             count = min(args.batch, args.memories - start)
             await store.add_memories(
                 [
-                    Memory(
+                    SearchMemory(
                         id=f"m{start + i}",
                         user_id=user,
                         kind=rng.choice(["profile", "event", "message"]),

@@ -21,7 +21,7 @@ _LAZY = {
     "Message": "memlane.store.records",
     "ProfileEntry": "memlane.store.records",
     "Event": "memlane.store.records",
-    "Memory": "memlane.store.records",
+    "SearchMemory": "memlane.store.records",  # a searchable memory record (store.add_memories)
     "SessionSummary": "memlane.store.records",
     "MemoryHit": "memlane.store.hits",
     "StoreError": "memlane.store.errors",
@@ -36,8 +36,10 @@ _LAZY = {
     "MemoryMiddleware": "memlane.middleware",
     "memory_tools": "memlane.tools",
     "MemlaneStore": "memlane.langgraph_store",  # LangGraph's BaseStore over memlane
-    "AsyncMemory": "memlane.memory",  # mem0's calls over memlane (memlane.memory.Memory: the sync one)
+    "Memory": "memlane.memory",  # mem0's `Memory` (where mem0 users wrote `from mem0 import Memory`)
+    "AsyncMemory": "memlane.memory",  # mem0's `AsyncMemory`
     "MemlaneClient": "memlane.client",  # memlane serve's memories API from Python
+    "MemoryClient": "memlane.client",  # mem0's name for it: the same class
     "AsyncMemlaneClient": "memlane.client",
     # the memory graph
     "MemoryContext": "memlane.graph",
@@ -87,6 +89,7 @@ _MOVED = {
 if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr__` below
     from memlane.client import AsyncMemlaneClient as AsyncMemlaneClient
     from memlane.client import MemlaneClient as MemlaneClient
+    from memlane.client import MemoryClient as MemoryClient
     from memlane.config import Settings as Settings
     from memlane.config import get_settings as get_settings
     from memlane.graph import MemoryContext as MemoryContext
@@ -100,6 +103,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.graph import run_memory_graph as run_memory_graph
     from memlane.langgraph_store import MemlaneStore as MemlaneStore
     from memlane.memory import AsyncMemory as AsyncMemory
+    from memlane.memory import Memory as Memory
     from memlane.middleware import MemoryMiddleware as MemoryMiddleware
     from memlane.persistence import MemoryAgentContext as MemoryAgentContext
     from memlane.recall import Recall as Recall
@@ -109,9 +113,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time, `__getattr
     from memlane.store.hits import MemoryHit as MemoryHit
     from memlane.store.protocols import MemoryStore as MemoryStore
     from memlane.store.records import Event as Event
-    from memlane.store.records import Memory as Memory
     from memlane.store.records import Message as Message
     from memlane.store.records import ProfileEntry as ProfileEntry
+    from memlane.store.records import SearchMemory as SearchMemory
     from memlane.store.records import SessionSummary as SessionSummary
     from memlane.store.redis.store import open_store as open_store
     from memlane.store.scopes import SHARED_USER_ID as SHARED_USER_ID
@@ -142,6 +146,7 @@ __all__ = [
     "MemlaneClient",
     "MemlaneStore",
     "Memory",
+    "MemoryClient",
     "MemoryAgentContext",
     "MemoryContext",
     "MemoryHit",
@@ -156,6 +161,7 @@ __all__ = [
     "QuotaExceeded",
     "Recall",
     "RedisUnavailable",
+    "SearchMemory",
     "SessionSummary",
     "Settings",
     "StoreError",

@@ -359,6 +359,8 @@ class MemlaneClient(SyncTwin):
         return OpenAI(base_url=self.base_url + "/v1", api_key=self.api_key, **options)
 
 
+MemoryClient = MemlaneClient  # mem0's name for its client: `from memlane import MemoryClient`
+
 __all__ = [
     "AsyncMemlaneClient",
     "AuthenticationError",
@@ -366,6 +368,7 @@ __all__ = [
     "InvalidRequest",
     "MemlaneClient",
     "MemlaneError",
+    "MemoryClient",
     "NotFound",
     "PermissionDenied",
     "RateLimited",

@@ -1,80 +1,70 @@
-"""`AsyncMemory` and `Memory`: memlane in mem0's shape, in your process, over the same store and
-memory graph as every other door (no second implementation).
+"""`Memory` and `AsyncMemory`: mem0's calls over memlane, in your process, over the same store and
+memory graph as every other door (no second implementation). mem0's documented code runs with
+only its import changed:
 
-    memory = await AsyncMemory.open(model=ChatOpenAI(model="gpt-4o-mini"))
-    added = await memory.add([{"role": "user", "content": "I moved to Lyon"}], user_id="alice")
-    added["results"]   # [{"id": "profile:…", "memory": "home / city: Lyon", "event": "ADD"}, …]
-    await memory.search("where does she live?", user_id="alice")
+    from memlane import Memory          # was: from mem0 import Memory
 
-`add` stores the messages (idempotent on their ids) and, with `infer=True` (a memory model is
-needed), runs the memory graph over the user's unremembered turns at once, answering what it
-added, updated and deleted; `infer=False` stores them only (searchable at once, remembered by the
-next run). Memory ids are the store's search-memory ids: `profile:<entry>`, `event:<card>`,
-`message:<turn>`. `Memory` has the same methods without `await`.
+    m = Memory()                        # the model from OPENAI_API_KEY / OPENAI_BASE_URL / MEMLANE_MEMORY_MODEL
+    m.add([{"role": "user", "content": "I moved to Lyon"}], user_id="alice")
+    m.search("where does she live?", filters={"user_id": "alice"})   # {"results": [...]}
+
+`add` stores the messages (idempotent on their ids) and, with `infer=True`, runs the memory graph
+over the user's unremembered turns at once, answering what it added, updated and deleted
+(`{"results": [{"id", "memory", "event": "ADD" | "UPDATE" | "DELETE"}]}`); `infer=False` stores
+them only (searchable at once, remembered by the next run). Memory ids are the store's
+search-memory ids: `profile:<entry>`, `event:<card>`, `message:<turn>`. A call that takes only a
+memory id (`get`, `update`, `delete`, `history`) finds its user among those this object has acted
+for; `user_id=` names it where it has not. `Memory` has `AsyncMemory`'s methods without `await`.
+What differs from mem0 on purpose is listed in docs/coming-from.md.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Settings, get_settings
+from memlane.config_mem0 import settings_from_mem0_config
 from memlane.importing import import_messages, messages_of
+from memlane.memory_ops import (
+    get_memory,
+    list_memories,
+    memory_history,
+    run_results,
+    split_memory_id,
+    stored_results,
+    update_memory,
+)
+from memlane.memory_shapes import call_scope, hit_memory, require_user
 from memlane.store.errors import InvalidInput
-from memlane.store.hits import MemoryHit
-from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
-from memlane.store.records import REMEMBERED_TAG, Event, MemoryKind, MemoryUpdate, NoteRevision, ProfileEntry
-from memlane.store.redis.metadata import MetadataFilter
-from memlane.store.scopes import scoped_user_id
+from memlane.store.records import MemoryKind
+from memlane.store.scopes import scoped_user_id, split_user_id
 from memlane.sync_twin import SyncTwin
 from memlane.tools import forget_memory
 
-_ACTIONS = {"added": "ADD", "updated": "UPDATE", "deleted": "DELETE"}
+NO_MODEL = (
+    "add(infer=True) runs the memory graph, which needs a model: set OPENAI_API_KEY (OpenAI) or "
+    "OPENAI_BASE_URL (an OpenAI-compatible server) and MEMLANE_MEMORY_MODEL, or pass model=... "
+    "(any LangChain chat model), or add with infer=False"
+)
+_NOT_TAKEN = {  # mem0's add options memlane has no counterpart for, and what to do instead
+    "prompt": "memlane's memory graph has its own prompts, step by step",
+    "memory_type": "procedural memory is not kept apart; add the steps as a note or as messages",
+    "timestamp": "give each message a created_at instead",
+    "expiration_date": "retention is set per store (MEMLANE_RETENTION_*)",
+}
 
 
-def _entry(entry: ProfileEntry) -> dict[str, Any]:
-    return {
-        "id": profile_memory_id(entry.id),
-        "memory": f"{entry.topic} / {entry.subtopic}: {entry.content}",
-        "kind": "profile",
-        "confidence": entry.confidence,
-        "created_at": entry.created_at,
-        "updated_at": entry.updated_at,
-        "metadata": entry.metadata,
-        "source_message_ids": entry.source_message_ids,
-    }
-
-
-def _event(event: Event) -> dict[str, Any]:
-    return {
-        "id": event_memory_id(event.id),
-        "memory": event.summary,
-        "kind": "event",
-        "tags": event.tags,
-        "created_at": event.created_at,
-        "updated_at": event.created_at,
-        "source_message_ids": event.source_message_ids,
-    }
-
-
-def _hit(hit: MemoryHit) -> dict[str, Any]:
-    memory = hit.memory
-    return {
-        "id": memory.id,
-        "memory": memory.text,
-        "kind": memory.kind,
-        "score": hit.score,
-        "weak": hit.weak,
-        "created_at": memory.created_at,
-        "session_id": memory.session_id,
-        "source_message_ids": memory.source_message_ids,
-        "metadata": memory.metadata,
-    }
+def _refuse_unknown(call: str, options: Mapping[str, Any]) -> None:
+    given = {name: value for name, value in options.items() if value is not None}
+    if given:
+        reasons = "; ".join(f"{name}: {_NOT_TAKEN.get(name, 'not an option memlane knows')}" for name in given)
+        raise InvalidInput(f"{call} does not take {', '.join(given)} ({reasons})")
 
 
 class AsyncMemory:
@@ -91,19 +81,30 @@ class AsyncMemory:
         self._runs: dict[str, asyncio.Task[dict[str, Any]]] = {}  # add(wait=False)'s runs, by id
         self._locks: dict[str, asyncio.Lock] = {}  # one memory run of a user's at a time
         self._context: Any = None  # the memory graph's context (`_memory_context`), made at the first run
+        self._users: dict[str, None] = {}  # the store users this object acted for, the latest last
 
     @classmethod
     async def open(
         cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any
     ) -> AsyncMemory:
-        """Open the store (REDIS_URL, or the embedded Redis Stack) and wrap it; `aclose` closes it."""
+        """Open the store (REDIS_URL, or the embedded Redis Stack) and wrap it; `aclose` closes it.
+        Without `model`, the memory model the settings name (OPENAI_API_KEY / OPENAI_BASE_URL,
+        MEMLANE_MEMORY_MODEL), as `memlane import --remember` picks it; None when none is set."""
+        from memlane.models import memory_model_from_settings
         from memlane.store.redis.store import open_store
 
         settings = settings or get_settings()
         store = await open_store(settings, **store_options)
-        memory = cls(store, model=model, settings=settings)
+        memory = cls(store, model=model or memory_model_from_settings(settings.models), settings=settings)
         memory._owns_store = True
         return memory
+
+    @classmethod
+    async def from_config(cls, config: Mapping[str, Any]) -> AsyncMemory:
+        """`open` with mem0's configuration dict (`llm`, `embedder`, `vector_store` ...): what has a
+        memlane setting is taken, the rest is left out with a warning (memlane/config_mem0.py)."""
+        settings, _ = settings_from_mem0_config(config, get_settings())
+        return await cls.open(settings)
 
     async def aclose(self) -> None:
         """Wait for the memory runs `add(wait=False)` started, then close the store `open` opened."""
@@ -123,41 +124,41 @@ class AsyncMemory:
         self,
         messages: str | dict[str, Any] | Sequence[dict[str, Any]],
         *,
-        user_id: str,
+        user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        session_id: str = "default",
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
+        session_id: str | None = None,
         wait: bool = True,
+        **mem0_options: Any,
     ) -> dict[str, Any]:
         """Store the messages (a text is one user message) and, with `infer`, remember them now:
-        {"stored": new messages, "results": [{"id", "memory", "event": ADD|UPDATE|DELETE}], "event_id"}.
-        agent_id: the agent's own memory of the user (`scoped_user_id`); run_id: the session (a run
-        of mem0's is a session of memlane's, so `search(run_id=...)` finds its turns); metadata: kept
-        on each message (a message's own wins), filterable by its declared fields (MEMLANE_METADATA_FIELDS).
-        wait=False: answers once the messages are stored, the memory run going on in the background:
-        {"stored", "results": [], "event_id": None, "memory_run_id"}; `get_run(memory_run_id)` says how it ends."""
-        user_id = scoped_user_id(user_id, agent_id)
-        session_id = run_id or session_id
+        {"results": [{"id", "memory", "event": ADD|UPDATE|DELETE}], "stored": new messages, "event_id"}.
+        agent_id: the agent's own memory of the user; run_id: the session (a run of mem0's is a
+        session of memlane's); metadata: kept on each message (a message's own wins), filterable by
+        its declared fields (MEMLANE_METADATA_FIELDS). infer=False: each message as a result, ADD
+        when new, NONE when the store held it. wait=False: answers once the messages are stored,
+        the memory run going on in the background, with its `memory_run_id` for `get_run`."""
+        _refuse_unknown("add", mem0_options)
+        scope, _ = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        store_user = self._seen(scoped_user_id(require_user(scope, "add"), scope["agent_id"]))
         if infer and self.model is None:
-            raise InvalidInput(
-                "add(infer=True) runs the memory graph: give AsyncMemory a model (model=...), or add with infer=False"
-            )
+            raise InvalidInput(NO_MODEL)
         document = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-        parsed = messages_of(document, user_id, session_id=session_id, source="add")
+        parsed = messages_of(document, store_user, session_id=scope["run_id"] or session_id or "default", source="add")
         if metadata:
             parsed = [message.model_copy(update={"metadata": {**metadata, **message.metadata}}) for message in parsed]
         if not infer:
-            stored, _ = await import_messages(self.store, user_id, parsed)
-            return {"stored": stored, "results": [], "event_id": None}
+            new = await self.store.add_messages(parsed)
+            return {"results": stored_results(parsed, new), "stored": len(new), "event_id": None}
         if wait:
-            return await self._remember(user_id, parsed)
-        stored, _ = await import_messages(self.store, user_id, parsed)  # stored before the answer, as with wait
+            return await self._remember(store_user, parsed, scope)
+        stored, _ = await import_messages(self.store, store_user, parsed)  # stored before the answer, as with wait
         memory_run_id = uuid.uuid4().hex
-        task = asyncio.create_task(self._remember(user_id, []), name=f"memlane-memory-run-{memory_run_id}")
+        task = asyncio.create_task(self._remember(store_user, [], scope), name=f"memlane-memory-run-{memory_run_id}")
         self._runs[memory_run_id] = task
-        return {"stored": stored, "results": [], "event_id": None, "memory_run_id": memory_run_id}
+        return {"results": [], "stored": stored, "event_id": None, "memory_run_id": memory_run_id}
 
     async def get_run(self, memory_run_id: str, *, wait: bool = False) -> dict[str, Any]:
         """How a memory run that `add(wait=False)` started stands: {"status": "running"}, or
@@ -183,21 +184,18 @@ class AsyncMemory:
             "event_id": answer["event_id"],
         }
 
-    async def _remember(self, user_id: str, messages: Sequence[Any]) -> dict[str, Any]:
+    async def _remember(
+        self, store_user: str, messages: Sequence[Any], scope: Mapping[str, str | None]
+    ) -> dict[str, Any]:
         """Store `messages` and run the memory graph over the user's unremembered turns, one run of
         a user's at a time; what the run added, updated and deleted."""
-        async with self._user_lock(user_id):
-            stored, run = await import_messages(self.store, user_id, messages, context=self._memory_context())
-        results: list[dict[str, Any]] = []
-        if run is not None:
-            profile = {entry.id: entry for entry in await self.store.get_profile(user_id)}
-            for field, action in _ACTIONS.items():
-                for entry_id in getattr(run, field):
-                    shown = _entry(profile[entry_id])["memory"] if entry_id in profile else ""
-                    results.append({"id": profile_memory_id(entry_id), "memory": shown, "event": action})
-            for event_id in run.event_ids or ([run.event_id] if run.event_id else []):
-                results.append({"id": event_memory_id(event_id), "memory": run.summary, "event": "ADD"})
-        return {"stored": stored, "results": results, "event_id": run.event_id if run is not None else None}
+        async with self._locks.setdefault(store_user, asyncio.Lock()):
+            stored, run = await import_messages(self.store, store_user, messages, context=self._memory_context())
+        return {
+            "results": await run_results(self.store, store_user, run, scope),
+            "stored": stored,
+            "event_id": run.event_id if run is not None else None,
+        }
 
     def _memory_context(self) -> Any:
         """The memory graph's context, made once: its profile configurations are read from their
@@ -208,180 +206,201 @@ class AsyncMemory:
             self._context = memory_context(self.settings, self.store, self.model)  # type: ignore[arg-type]
         return self._context
 
-    def _user_lock(self, user_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(user_id, asyncio.Lock())
+    def _seen(self, store_user: str) -> str:
+        self._users.pop(store_user, None)
+        self._users[store_user] = None
+        return store_user
+
+    async def _owner(self, memory_id: str, user_id: str | None, agent_id: str | None) -> tuple[str, dict[str, Any]]:
+        """The store user a memory id belongs to, and the scope answers name: `user_id` (with
+        `agent_id`) when given; else the user this object acted for that holds it, the latest first."""
+        split_memory_id(memory_id)
+        if user_id is not None:
+            scope, _ = call_scope(user_id=user_id, agent_id=agent_id, run_id=None)
+            return self._seen(scoped_user_id(require_user(scope, "this call"), scope["agent_id"])), scope
+        for store_user in reversed(list(self._users)):
+            if await get_memory(self.store, store_user, memory_id, {}) is not None or await memory_history(
+                self.store, store_user, memory_id
+            ):
+                user, agent = split_user_id(store_user)
+                return store_user, {"user_id": user, "agent_id": agent}
+        raise InvalidInput(
+            f"no memory {memory_id!r} among the users this Memory has added for, searched or listed; "
+            'memlane keeps memory per user: pass user_id="..." (and agent_id for an agent\'s memory)'
+        )
 
     async def search(
         self,
         query: str,
         *,
-        user_id: str,
+        user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        limit: int | None = None,
+        top_k: int | None = None,
+        threshold: float | None = None,
         kinds: Sequence[MemoryKind] | None = None,
         session_id: str | None = None,
-        filters: MetadataFilter | None = None,
-    ) -> list[dict[str, Any]]:
-        """Hybrid search over the user's memories (an agent's own, with `agent_id`; one session's,
-        with `run_id` or `session_id`), best first, each with its calibrated relevance. filters: on
-        the memories' metadata, mem0's shape (`{"project": "apollo"}`, `{"priority": {"gte": 2}}`,
-        `in`, `nin`, `ne`, `AND`, `OR`; memlane.store.redis.metadata), over the declared fields."""
-        user_id = scoped_user_id(user_id, agent_id)
-        session_id = run_id or session_id
+        rerank: bool = False,
+    ) -> dict[str, Any]:
+        """Hybrid search over the user's memories, best first: {"results": [{"id", "memory", "score", ...}]},
+        `score` a calibrated relevance in 0..1 (`threshold` drops those below it). The user comes
+        from `user_id=` or from `filters={"user_id": ...}` (mem0 2.x), with `agent_id` and `run_id`
+        (a session's turns); the rest of `filters` is on metadata, mem0's operators (`eq`, `ne`,
+        `gt`, `gte`, `lt`, `lte`, `in`, `nin`, `AND`, `OR`) over the declared fields.
+        `rerank` is accepted and changes nothing: the ranking fuses its signals itself."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("search needs a query: a non-empty text")
+        if threshold is not None and not 0 <= threshold <= 1:
+            raise InvalidInput(f"threshold {threshold} is outside 0..1 (scores are relevances in 0..1)")
+        scope, metadata_filter = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters)
+        store_user = self._seen(scoped_user_id(require_user(scope, "search"), scope["agent_id"]))
         hits = await self.store.search_memories(
-            user_id,
+            store_user,
             query,
-            limit=limit,
+            limit=_count(limit, top_k, 20),
             kinds=kinds,
-            session_id=session_id,
-            metadata_filter=filters,
+            session_id=scope["run_id"] or session_id,
+            metadata_filter=metadata_filter,
         )
-        return [_hit(hit) for hit in hits]
+        results = [hit_memory(hit, scope) for hit in hits]
+        return {"results": [hit for hit in results if threshold is None or hit["score"] >= threshold]}
 
     async def get_all(
-        self, *, user_id: str, agent_id: str | None = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        limit: int | None = None,
+        top_k: int | None = None,
+        offset: int = 0,
     ) -> dict[str, Any]:
-        """The user's profile entries and event cards, most recently changed first, a page at a time:
-        {"results": [...], "next_offset": the next page's offset, or None after the last}."""
-        user_id = scoped_user_id(user_id, agent_id)
-        if limit < 1 or offset < 0:
-            raise InvalidInput("limit must be 1 or more and offset 0 or more")
-        events = await self.store.list_events(user_id, limit=offset + limit + 1)
-        everything = [_entry(entry) for entry in await self.store.get_profile(user_id)] + [
-            _event(event) for event in events
-        ]
-        everything.sort(key=lambda memory: memory["updated_at"], reverse=True)
-        page = everything[offset : offset + limit]
-        more = len(everything) > offset + limit
-        return {"results": page, "next_offset": offset + limit if more else None}
+        """The user's memories, most recently changed first, a page at a time: profile entries, event
+        cards and the turns not remembered yet: {"results": [...], "next_offset": the next page's
+        offset, or None after the last}. The user as `search` takes it; `filters` beyond the scope
+        keep the memories whose metadata hold those values."""
+        scope, metadata_filter = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters)
+        store_user = self._seen(scoped_user_id(require_user(scope, "get_all"), scope["agent_id"]))
+        page, next_offset = await list_memories(
+            self.store, store_user, scope, limit=_count(limit, top_k, 100), offset=offset
+        )
+        if metadata_filter:
+            page = [memory for memory in page if _metadata_holds(memory.get("metadata") or {}, metadata_filter)]
+        return {"results": page, "next_offset": next_offset}
 
-    async def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> dict[str, Any] | None:
+    async def get(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> dict[str, Any] | None:
         """One memory by id (`profile:…`, `event:…`, `message:…`), or None."""
-        user_id = scoped_user_id(user_id, agent_id)
-        kind, _, ref = memory_id.partition(":")
-        if kind == "profile":
-            return next((_entry(entry) for entry in await self.store.get_profile(user_id) if entry.id == ref), None)
-        if kind == "event":
-            event = (await self.store.get_events(user_id, [ref]))[0]
-            return _event(event) if event is not None else None
-        if kind == "message":
-            around = await self.store.message_neighbours(user_id, ref, before=0, after=0)
-            return next(
-                (
-                    {
-                        "id": memory_id,
-                        "memory": m.content,
-                        "kind": "message",
-                        "role": m.role,
-                        "session_id": m.session_id,
-                        "created_at": m.created_at,
-                    }
-                    for m in around
-                    if m.id == ref
-                ),
-                None,
-            )
-        raise InvalidInput(f"{memory_id!r} is not a memory id: they start with profile:, event: or message:")
+        try:
+            store_user, scope = await self._owner(memory_id, user_id, agent_id)
+        except InvalidInput:
+            if user_id is None and memory_id.partition(":")[0] in ("profile", "event", "message"):
+                return None  # mem0 answers None for an id it does not hold
+            raise
+        return await get_memory(self.store, store_user, memory_id, scope)
 
     async def update(
-        self, memory_id: str, data: str, *, user_id: str, agent_id: str | None = None, actor: str = "api"
+        self,
+        memory_id: str,
+        data: str | None = None,
+        *,
+        text: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        actor: str = "api",
     ) -> dict[str, Any]:
-        """Change a profile entry's content or a note's text, the change kept in its history. An
-        event card of a memory run and a turn are what happened: delete one and add what is true."""
-        user_id = scoped_user_id(user_id, agent_id)
-        kind, _, ref = memory_id.partition(":")
-        if kind == "event":
-            return await self._update_note(user_id, ref, data, actor)
-        if kind != "profile":
+        """Give a profile entry new content, or an event card (a note, a memory run's card) new text,
+        the change kept in its history: {"message", "id", "memory"}. `text` is mem0 2.x's name for
+        `data`. A turn is what was said: delete it and add what is true."""
+        if metadata is not None:
+            raise InvalidInput("update changes a memory's text; its metadata stays as it was added")
+        new_text = text if text is not None else data
+        if new_text is None:
+            raise InvalidInput("update needs the new text: update(memory_id, data)")
+        store_user, scope = await self._owner(memory_id, user_id, agent_id)
+        updated = await update_memory(self.store, store_user, memory_id, new_text, actor=actor, scope=scope)
+        return {"message": "Memory updated successfully!", "id": memory_id, "memory": updated["memory"]}
+
+    async def delete(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> dict[str, Any]:
+        """Delete one memory; what it stated goes from the turns and summaries too. `InvalidInput`
+        (a ValueError, as mem0 raises) when the user has no such memory."""
+        store_user, _ = await self._owner(memory_id, user_id, agent_id)
+        if not await forget_memory(self.store, store_user, memory_id, actor="api"):
+            raise InvalidInput(f"no memory {memory_id!r} to delete: it is not the user's, or was deleted already")
+        return {"message": "Memory deleted successfully!"}
+
+    async def delete_all(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """Delete everything of the user (with `agent_id`: that agent's memory of the user only)."""
+        if run_id is not None:
             raise InvalidInput(
-                f"only profile entries and notes change in place; {memory_id!r} is a record of what happened: "
-                "delete it and add anew"
+                "delete_all deletes a user's memory (or an agent's memory of the user) as a whole, not one run's: "
+                "delete that run's memories by id, or call delete_all(user_id=...)"
             )
-        entry = await self.store.edit_profile_entry(user_id, ref, content=data, actor=actor)
-        if entry is None:
-            raise InvalidInput(f"the user has no profile entry {ref!r}")
-        return _entry(entry)
+        scope, _ = call_scope(user_id=user_id, agent_id=agent_id, run_id=None)
+        store_user = scoped_user_id(require_user(scope, "delete_all"), scope["agent_id"])
+        removed = await self.store.delete_user(store_user)
+        self._users.pop(store_user, None)
+        return {"message": "Memories deleted successfully!", "keys_removed": removed}
 
-    async def _update_note(self, user_id: str, event_id: str, text: str, actor: str) -> dict[str, Any]:
-        """A note (a card tagged "remembered") with its new text and the change in its revisions,
-        in one write with its search memory (same id, same time)."""
-        (event,) = await self.store.get_events(user_id, [event_id])
-        if event is None:
-            raise InvalidInput(f"the user has no memory 'event:{event_id}'")
-        if REMEMBERED_TAG not in event.tags:
-            raise InvalidInput(
-                f"'event:{event_id}' is a memory run's card, a record of what happened: delete it and add anew"
-            )
-        text = text.strip()
-        if not text:
-            raise InvalidInput("a note's new text is empty; delete the note instead")
-        if text == event.summary:
-            return _event(event)
-        revision = NoteRevision(actor=actor, before=event.summary, after=text)
-        edited = event.model_copy(update={"summary": text, "revisions": [*event.revisions, revision]})
-        await self.store.apply_update(
-            MemoryUpdate(user_id=user_id, event=edited, memories=[edited.as_memory()], actor=actor)
-        )
-        return _event(edited)
-
-    async def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> bool:
-        """Delete one memory; what it stated goes from the turns and summaries too."""
-        user_id = scoped_user_id(user_id, agent_id)
-        return await forget_memory(self.store, user_id, memory_id, actor="api")
-
-    async def delete_all(self, *, user_id: str, agent_id: str | None = None) -> int:
-        """Delete everything of the user; returns the keys removed."""
-        user_id = scoped_user_id(user_id, agent_id)
-        return await self.store.delete_user(user_id)
-
-    async def reset(self) -> int:
-        """Delete everything the store holds, every user's memories (mem0's `reset`); returns the keys removed."""
+    async def reset(self) -> dict[str, Any]:
+        """Delete everything the store holds, every user's memories (mem0's `reset`)."""
         running = [task for task in self._runs.values() if not task.done()]
         if running:
             await asyncio.wait(running)
-        return await self.store.reset()
+        removed = await self.store.reset()
+        self._users.clear()
+        return {"message": "Memory store reset successfully!", "keys_removed": removed}
 
-    async def history(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> list[dict[str, Any]]:
-        """How the memory came to be, oldest first: a profile entry's every revision (who, before,
-        after, when, source and metadata); a note's making and each change of its text; a card's or
-        a turn's one making (they do not change)."""
-        user_id = scoped_user_id(user_id, agent_id)
-        kind, _, ref = memory_id.partition(":")
-        if kind == "profile":
-            return [revision.model_dump(mode="json") for revision in await self.store.profile_history(user_id, ref)]
-        if kind == "event":
-            (event,) = await self.store.get_events(user_id, [ref])
-            if event is None:
-                return []
-            first = event.revisions[0].before if event.revisions else event.summary
-            made = {
-                "action": "add",
-                "at": event.created_at,
-                "after_content": first,
-                "source_message_ids": event.source_message_ids,
-            }
-            changes = [
-                {"action": "update", "at": r.at, "actor": r.actor, "before_content": r.before, "after_content": r.after}
-                for r in event.revisions
-            ]
-            return [made, *changes]
-        memory = await self.get(memory_id, user_id=user_id)  # already scoped: no agent_id again
-        if memory is None:
-            return []
-        return [
-            {
-                "action": "add",
-                "at": memory["created_at"],
-                "after_content": memory["memory"],
-                "source_message_ids": memory.get("source_message_ids", []),
-            }
-        ]
+    async def history(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """How the memory came to be, oldest first, each change with mem0's `event` (ADD, UPDATE,
+        DELETE), `old_memory` and `new_memory`: a profile entry's every revision, its deletion too;
+        an event card's making and each change of its text; a turn's one making."""
+        try:
+            store_user, _ = await self._owner(memory_id, user_id, agent_id)
+        except InvalidInput:
+            if user_id is None:
+                return []  # mem0 answers [] for an id it has no history of
+            raise
+        return await memory_history(self.store, store_user, memory_id)
+
+
+def _count(limit: int | None, top_k: int | None, default: int) -> int:
+    """How many to answer: `limit` (mem0 1.x, memlane) or `top_k` (mem0 2.x)."""
+    if limit is not None and top_k is not None and limit != top_k:
+        raise InvalidInput(f"limit={limit} and top_k={top_k} differ: give one of them")
+    count = limit if limit is not None else top_k if top_k is not None else default
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InvalidInput(f"limit / top_k must be a whole number of 1 or more, not {count!r}")
+    return count
+
+
+def _metadata_holds(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    for key, value in wanted.items():
+        if isinstance(value, Mapping) or key in ("AND", "OR", "NOT"):
+            raise InvalidInput(
+                "get_all filters metadata by value ({'category': 'travel'}); search takes mem0's operators"
+            )
+        if metadata.get(key) != value:
+            return False
+    return True
 
 
 class Memory(SyncTwin):
     """`AsyncMemory` without `await` (memlane/sync_twin.py): its own event loop in a thread of its
-    own, so it works inside a running loop too. `close()` (or `with`) closes the store."""
+    own, so it works inside a running loop too. `Memory()` opens the store the environment names
+    (REDIS_URL, or the embedded Redis Stack) with the memory model it names; `close()` (or `with`)
+    closes the store."""
 
     twin_of = AsyncMemory
 
@@ -389,6 +408,13 @@ class Memory(SyncTwin):
         self, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any
     ) -> None:
         self._start(lambda: AsyncMemory.open(settings, model=model, **store_options), "memlane-memory")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Memory:
+        """mem0's `Memory.from_config({...})`: what has a memlane setting is taken, the rest left out
+        with a warning (memlane/config_mem0.py)."""
+        settings, _ = settings_from_mem0_config(config, get_settings())
+        return cls(settings)
 
 
 __all__ = ["AsyncMemory", "Memory"]

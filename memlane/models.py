@@ -14,9 +14,13 @@ HOW_TO_CONFIGURE = (
 
 
 def _openai(models: ModelSettings, model: str) -> BaseChatModel:
+    import httpx
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(
+        # a connection pool of its own: langchain-openai's shared default is bound to the event loop
+        # that used it first, and each sync `Memory` (memlane/memory.py) runs a loop of its own
+        http_async_client=httpx.AsyncClient(timeout=models.llm_timeout_seconds),
         model=model,
         # local servers want no key, but the client insists on one
         api_key=models.openai_api_key.get_secret_value() if models.openai_api_key else "not-needed",

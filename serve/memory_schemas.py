@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from memlane import Event, Memory, MemoryHit, ProfileEntry
+from memlane import Event, MemoryHit, ProfileEntry, SearchMemory
 from memlane.persistence import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
@@ -90,7 +90,7 @@ class MemoryOut(BaseModel):
     )
 
     @classmethod
-    def of(cls, memory: Memory) -> MemoryOut:
+    def of(cls, memory: SearchMemory) -> MemoryOut:
         return cls(
             attributed_text=memory.attributed_text,
             status=memory.status,

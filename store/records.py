@@ -372,6 +372,11 @@ class Memory(BaseModel):
         return "current" if self.valid_until is None else "earlier"
 
 
+# `memlane.SearchMemory`: the public name of `Memory` above, since `memlane.Memory` is mem0's facade
+# (memlane/memory.py); inside the store the record keeps its short name
+SearchMemory = Memory
+
+
 class StoreItem(BaseModel):
     """A LangGraph store item: a search memory of kind "event" whose hash also keeps the item.
 

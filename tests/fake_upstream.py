@@ -11,6 +11,9 @@ server, and `Served` (an ASGI app on uvicorn in a thread).
 `refuse_json_schema` answers a request carrying a `json_schema` response_format with a 400, as a
 server without structured outputs does; `finish_reason` ("length": the answer hit the token limit)
 ends every answer.
+`/embeddings` answers every text with `embedding_dims` (or the request's `dimensions`) numbers, the
+same for the same words (`word_vector`: words hashed, so texts that share words are close), as
+floats or base64 as asked: what mem0's embedder needs (tests/test_mem0_differential.py).
 A real model's latency: `first_token_seconds` before a streamed reply's first chunk (the
 reply model), `answer_seconds` before a reply that is not streamed (the memory model's calls),
 e.g. `FakeUpstream(**REAL_MODEL_LATENCY)`; `chunk_seconds` between a stream's chunks (a reply a
@@ -19,9 +22,13 @@ client can leave midway).
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -53,6 +60,7 @@ class FakeUpstream:
         chunk_seconds: float = 0.0,
         refuse_json_schema: bool = False,
         finish_reason: str = "stop",
+        embedding_dims: int = 1536,
     ) -> None:
         self.reply = reply
         self.chunk_size = chunk_size
@@ -63,6 +71,7 @@ class FakeUpstream:
         self.chunk_seconds = chunk_seconds
         self.refuse_json_schema = refuse_json_schema
         self.finish_reason = finish_reason
+        self.embedding_dims = embedding_dims
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -110,6 +119,35 @@ def _completion(model: str, text: str, finish_reason: str = "stop") -> dict[str,
     }
 
 
+def word_vector(text: str, dims: int) -> list[float]:
+    """A deterministic unit vector of `text`: each word (and its first four letters) hashed into `dims`."""
+    vector = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        for gram in {word, word[:4]}:
+            vector[zlib.crc32(gram.encode()) % dims] += 1.0
+    norm = sum(value * value for value in vector) ** 0.5 or 1.0
+    return [value / norm for value in vector]
+
+
+def _embeddings(upstream: FakeUpstream, body: dict[str, Any]) -> dict[str, Any]:
+    texts = body.get("input", [])
+    texts = [texts] if isinstance(texts, str) else texts
+    dims = int(body.get("dimensions") or upstream.embedding_dims)
+    data = []
+    for index, text in enumerate(texts):
+        vector = word_vector(str(text), dims)
+        encoded: Any = vector
+        if body.get("encoding_format") == "base64":  # what the openai client asks for by default
+            encoded = base64.b64encode(struct.pack(f"<{dims}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": encoded})
+    return {
+        "object": "list",
+        "data": data,
+        "model": body.get("model", "fake"),
+        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+    }
+
+
 def _chunk(model: str, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
@@ -144,6 +182,9 @@ def _handler(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             upstream.record(body, {name.lower(): value for name, value in self.headers.items()})
+            if self.path.endswith("/embeddings"):
+                self._send_json(200, _embeddings(upstream, body))
+                return
             if not self.path.endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                 return

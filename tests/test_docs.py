@@ -4,7 +4,8 @@ One mechanism for every page (README.md and docs/**/*.md):
 
 - Each ```python block is run as it stands, in a fresh interpreter, with what a user sets:
   REDIS_URL (the test Redis, under a key prefix of its own), OPENAI_BASE_URL (the fake
-  OpenAI-compatible server of tests/fake_upstream.py) and OPENAI_API_KEY. A block whose first
+  OpenAI-compatible server of tests/fake_upstream.py, answering as tests/mem0_upstream.py scripts
+  it) and OPENAI_API_KEY. A block whose first
   line says `# needs a running memlane serve` is run against one: `memlane serve`'s app on
   uvicorn, with MEMLANE_URL and MEMLANE_KEY set as the block asks. No Python block is skipped.
 - Each ```bash block is run the same way (bash, `memlane` on the PATH, in an empty folder),
@@ -34,6 +35,7 @@ import pytest
 import yaml
 from conftest import drop_prefix_sync
 from fake_upstream import FakeUpstream, Served
+from mem0_upstream import scripted_reply
 
 from memlane.cli import build_parser
 from memlane.config import Settings
@@ -164,7 +166,8 @@ def test_the_shell_blocks_are_counted():
 
 @pytest.fixture(scope="module")
 def upstream():
-    with FakeUpstream(reply="Noted, from the fake model.") as fake:
+    # a reply model, and mem0's and memlane's memory models (JSON for their prompts): README's mem0 block adds
+    with FakeUpstream(reply=scripted_reply) as fake:
         yield fake
 
 

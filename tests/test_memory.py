@@ -27,37 +27,45 @@ async def test_add_remembers_at_once_and_answers_what_it_added(store, settings):
     again = await memory.add(CHAT, user_id="u", session_id="s1")  # the same messages: nothing new, nothing learned
     assert again["stored"] == 0 and again["results"] == []
 
-    hits = await memory.search("黑咖啡", user_id="u", limit=3)
+    hits = (await memory.search("黑咖啡", user_id="u", limit=3))["results"]
     assert hits and "黑咖啡" in hits[0]["memory"] and 0 <= hits[0]["score"] <= 1
 
     page = await memory.get_all(user_id="u", limit=2)
     rest = await memory.get_all(user_id="u", limit=2, offset=page["next_offset"])
     assert len(page["results"]) == 2 and rest["next_offset"] is None
     assert {m["id"] for m in page["results"] + rest["results"]} == {r["id"] for r in added["results"]}
+    assert all(m["created_at"].endswith("+00:00") and m["user_id"] == "u" for m in page["results"])  # mem0's shape
 
     entry_id = next(r["id"] for r in added["results"] if "咖啡" in r["memory"])
     assert (await memory.get(entry_id, user_id="u"))["kind"] == "profile"
     updated = await memory.update(entry_id, "喜欢燕麦拿铁", user_id="u")
-    assert updated["memory"].endswith("喜欢燕麦拿铁")
-    assert [r["action"] for r in await memory.history(entry_id, user_id="u")] == ["add", "update"]
+    assert updated["message"] and updated["memory"].endswith("喜欢燕麦拿铁")
+    assert [r["event"] for r in await memory.history(entry_id, user_id="u")] == ["ADD", "UPDATE"]
     event_id = f"event:{added['event_id']}"
-    assert [h["action"] for h in await memory.history(event_id, user_id="u")] == ["add"]
-    with pytest.raises(InvalidInput, match="memory run's card"):
-        await memory.update(event_id, "something else", user_id="u")
+    assert [h["event"] for h in await memory.history(event_id)] == ["ADD"]  # the user: the one this Memory acted for
+    await memory.update(event_id, "用户换了咖啡口味", user_id="u")  # a run's card changes too, kept in its history
+    assert [h["event"] for h in await memory.history(event_id, user_id="u")] == ["ADD", "UPDATE"]
 
-    assert await memory.delete(entry_id, user_id="u") is True and await memory.get(entry_id, user_id="u") is None
-    assert await memory.delete(entry_id, user_id="u") is False
-    assert await memory.delete_all(user_id="u") > 0
+    assert (await memory.delete(entry_id, user_id="u"))["message"] and await memory.get(entry_id, user_id="u") is None
+    assert [r["event"] for r in await memory.history(entry_id)] == ["ADD", "UPDATE", "DELETE"]
+    with pytest.raises(InvalidInput, match="no memory"):
+        await memory.delete(entry_id, user_id="u")
+    assert (await memory.delete_all(user_id="u"))["keys_removed"] > 0
     assert (await memory.get_all(user_id="u"))["results"] == []
 
 
 async def test_add_without_inferring_stores_searchable_turns_and_a_model_is_asked_for(store, settings):
     memory = AsyncMemory(store, settings=settings)
-    with pytest.raises(InvalidInput, match="model"):
+    with pytest.raises(InvalidInput, match="OPENAI_API_KEY"):
         await memory.add("I moved to Lyon.", user_id="v")
     added = await memory.add("I moved to Lyon.", user_id="v", infer=False)
-    assert added == {"stored": 1, "results": [], "event_id": None}
-    hit = (await memory.search("Lyon", user_id="v"))[0]
+    assert added["stored"] == 1 and [(r["memory"], r["event"]) for r in added["results"]] == [
+        ("I moved to Lyon.", "ADD")
+    ]
+    again = await memory.add("I moved to Lyon.", user_id="v", infer=False)  # kept once: NONE
+    assert [r["event"] for r in again["results"]] == ["NONE"]
+    assert [m["memory"] for m in (await memory.get_all(user_id="v"))["results"]] == ["I moved to Lyon."]
+    hit = (await memory.search("Lyon", user_id="v"))["results"][0]
     assert hit["kind"] == "message" and (await memory.get(hit["id"], user_id="v"))["memory"] == "I moved to Lyon."
     with pytest.raises(InvalidInput, match="not a memory id"):
         await memory.get("nothing", user_id="v")
@@ -67,25 +75,32 @@ async def test_an_agents_memory_and_a_run_are_scopes_of_their_own(store, setting
     memory = AsyncMemory(store, model=ScriptedChatModel(rules=memory_rules()), settings=settings)
     added = await memory.add(CHAT, user_id="w", agent_id="sleep-coach", run_id="night-1")
     assert added["stored"] == 3 and added["results"]
-    assert await memory.search("黑咖啡", user_id="w") == [] and (await memory.get_all(user_id="w"))["results"] == []
+    assert (await memory.search("黑咖啡", user_id="w"))["results"] == []
+    assert (await memory.get_all(user_id="w"))["results"] == []
     assert (await memory.get_all(user_id="w", agent_id="other"))["results"] == []
-    mine = await memory.search("黑咖啡", user_id="w", agent_id="sleep-coach")
+    mine = (await memory.search("黑咖啡", filters={"user_id": "w", "agent_id": "sleep-coach"}))["results"]
     assert mine and "黑咖啡" in mine[0]["memory"]
     in_run = await memory.search("加班", user_id="w", agent_id="sleep-coach", run_id="night-1", kinds=["message"])
-    assert in_run and {hit["session_id"] for hit in in_run} == {"night-1"}
-    assert await memory.search("加班", user_id="w", agent_id="sleep-coach", run_id="night-2", kinds=["message"]) == []
+    assert in_run["results"] and {hit["run_id"] for hit in in_run["results"]} == {"night-1"}
+    elsewhere = await memory.search("加班", user_id="w", agent_id="sleep-coach", run_id="night-2", kinds=["message"])
+    assert elsewhere["results"] == []
     entry_id = next(r["id"] for r in added["results"] if r["id"].startswith("profile:"))
     assert await memory.get(entry_id, user_id="w") is None and (
         await memory.get(entry_id, user_id="w", agent_id="sleep-coach")
     )
     assert await memory.history(entry_id, user_id="w") == []
-    assert [r["action"] for r in await memory.history(entry_id, user_id="w", agent_id="sleep-coach")] == ["add"]
-    assert await memory.delete(entry_id, user_id="w") is False
-    assert await memory.delete(entry_id, user_id="w", agent_id="sleep-coach") is True
+    assert [r["event"] for r in await memory.history(entry_id, user_id="w", agent_id="sleep-coach")] == ["ADD"]
+    with pytest.raises(InvalidInput, match="no memory"):
+        await memory.delete(entry_id, user_id="w")
+    assert (await memory.delete(entry_id, user_id="w", agent_id="sleep-coach"))["message"]
     await memory.add("I moved to Lyon.", user_id="w", infer=False)
-    assert await memory.delete_all(user_id="w", agent_id="sleep-coach") > 0  # the agent's only
-    assert (await memory.search("Lyon", user_id="w"))[0]["memory"] == "I moved to Lyon."
-    assert await memory.delete_all(user_id="w") > 0
+    assert (await memory.delete_all(user_id="w", agent_id="sleep-coach"))["keys_removed"] > 0  # the agent's only
+    assert (await memory.search("Lyon", user_id="w"))["results"][0]["memory"] == "I moved to Lyon."
+    with pytest.raises(InvalidInput, match="needs user_id"):
+        await memory.search("Lyon", agent_id="sleep-coach")
+    with pytest.raises(InvalidInput, match="not one run"):
+        await memory.delete_all(user_id="w", run_id="night-1")
+    assert (await memory.delete_all(user_id="w"))["keys_removed"] > 0
 
 
 async def test_metadata_is_kept_on_add_and_filters_search(settings, embeddings):
@@ -101,12 +116,11 @@ async def test_metadata_is_kept_on_add_and_filters_search(settings, embeddings):
         await memory.add(
             "The launch party is on Saturday.", user_id="x", metadata={"project": "gemini", "priority": 1}, infer=False
         )
-        hits = await memory.search("launch", user_id="x", filters={"project": "apollo"})
+        hits = (await memory.search("launch", user_id="x", filters={"project": "apollo"}))["results"]
         assert [hit["memory"] for hit in hits] == ["The launch review moved to Friday."]
         assert hits[0]["metadata"] == {"project": "apollo", "priority": 3}
-        assert [h["memory"] for h in await memory.search("launch", user_id="x", filters={"priority": {"lt": 2}})] == [
-            "The launch party is on Saturday."
-        ]
+        lower = await memory.search("launch", filters={"user_id": "x", "priority": {"lt": 2}})
+        assert [h["memory"] for h in lower["results"]] == ["The launch party is on Saturday."]
         with pytest.raises(InvalidInput, match="MEMLANE_METADATA_FIELDS"):
             await memory.search("launch", user_id="x", filters={"owner": "me"})
 
@@ -137,21 +151,20 @@ async def test_a_note_is_updated_in_place_and_its_history_says_so(store, setting
     note = await remember_note(store, "n", "My locker code is 3141.", session_id="s")
     updated = await memory.update(note.id, "My locker code is 2718.", user_id="n", actor="api:test")
     assert updated["id"] == note.id and updated["memory"] == "My locker code is 2718."
-    assert [hit["memory"] for hit in await memory.search("locker code", user_id="n", kinds=["event"])] == [
-        "My locker code is 2718."
-    ]
+    found = await memory.search("locker code", user_id="n", kinds=["event"])
+    assert [hit["memory"] for hit in found["results"]] == ["My locker code is 2718."]
     assert (await memory.get(note.id, user_id="n"))["memory"] == "My locker code is 2718."
     history = await memory.history(note.id, user_id="n")
-    assert [(h["action"], h["after_content"]) for h in history] == [
-        ("add", "My locker code is 3141."),
-        ("update", "My locker code is 2718."),
+    assert [(h["event"], h["new_memory"]) for h in history] == [
+        ("ADD", "My locker code is 3141."),
+        ("UPDATE", "My locker code is 2718."),
     ]
-    assert history[1]["before_content"] == "My locker code is 3141." and history[1]["actor"] == "api:test"
+    assert history[1]["old_memory"] == "My locker code is 3141." and history[1]["actor_id"] == "api:test"
     with pytest.raises(InvalidInput, match="empty"):
         await memory.update(note.id, "  ", user_id="n")
     with pytest.raises(InvalidInput, match="no memory"):
         await memory.update("event:nope", "x", user_id="n")
-    assert await memory.delete(note.id, user_id="n") is True and await memory.history(note.id, user_id="n") == []
+    assert (await memory.delete(note.id, user_id="n"))["message"] and await memory.history(note.id, user_id="n") == []
 
 
 async def test_reset_deletes_every_users_memories(store, settings):
@@ -159,21 +172,21 @@ async def test_reset_deletes_every_users_memories(store, settings):
     for user in ("r1", "r2"):
         await memory.add("I collect vinyl records.", user_id=user, infer=False)
     await memory.add("I collect stamps.", user_id="r1", agent_id="coach", infer=False)
-    assert await memory.reset() > 0
+    assert (await memory.reset())["keys_removed"] > 0
     for user, agent in (("r1", None), ("r2", None), ("r1", "coach")):
-        assert await memory.search("collect", user_id=user, agent_id=agent) == []
+        assert (await memory.search("collect", user_id=user, agent_id=agent))["results"] == []
     await memory.add("I collect coins.", user_id="r1", infer=False)  # the store works on after a reset
-    assert (await memory.search("collect coins", user_id="r1"))[0]["memory"] == "I collect coins."
+    assert (await memory.search("collect coins", user_id="r1"))["results"][0]["memory"] == "I collect coins."
 
 
 async def test_reset_on_a_cluster(cluster_store, settings):
     memory = AsyncMemory(cluster_store, settings=settings)
     for user in ("c1", "c2", "c3", "c4"):
         await memory.add("I collect vinyl records.", user_id=user, infer=False)
-    assert await memory.reset() > 0
+    assert (await memory.reset())["keys_removed"] > 0
     assert [key async for key in cluster_store.client.scan_iter(match=f"{cluster_store.layout.prefix}:u:*")] == []
     for user in ("c1", "c2", "c3", "c4"):
-        assert await memory.search("vinyl", user_id=user) == []
+        assert (await memory.search("vinyl", user_id=user))["results"] == []
 
 
 def test_the_sync_memory_works_inside_a_running_loop(
@@ -184,8 +197,37 @@ def test_the_sync_memory_works_inside_a_running_loop(
     async def inside_a_loop() -> list[dict]:
         with Memory(settings, model=ScriptedChatModel(rules=memory_rules()), embeddings=embeddings) as memory:
             memory.add(CHAT, user_id="w")
-            found = memory.search("加班", user_id="w")
+            found = memory.search("加班", user_id="w")["results"]
             memory.delete_all(user_id="w")
             return found
 
     assert asyncio.run(inside_a_loop())
+
+
+def test_mem0s_config_gives_what_has_a_setting_and_names_what_it_leaves_out(settings):
+    from memlane.config_mem0 import settings_from_mem0_config
+
+    mem0_config = {
+        "llm": {
+            "provider": "openai",
+            "config": {
+                "model": "gpt-4.1-nano",
+                "api_key": "sk-x",
+                "openai_base_url": "http://m/v1",
+                "temperature": 0.1,
+            },
+        },
+        "embedder": {"provider": "huggingface", "config": {"model": "multi-qa-MiniLM-L6-cos-v1"}},
+        "vector_store": {"provider": "redis", "config": {"redis_url": "redis://h:1", "collection_name": "c"}},
+        "history_db_path": "/tmp/history.db",
+    }
+    mapped, left_out = settings_from_mem0_config(mem0_config, settings)
+    assert mapped.models.memory_model == "gpt-4.1-nano" and mapped.models.openai_base_url == "http://m/v1"
+    assert mapped.models.openai_api_key.get_secret_value() == "sk-x" and mapped.store.redis_url == "redis://h:1"
+    assert [line.split(":")[0] for line in left_out] == [
+        "embedder",
+        "vector_store.config.collection_name",
+        "history_db_path",
+    ]
+    with pytest.raises(InvalidInput, match="provider"):
+        settings_from_mem0_config({"llm": "openai"}, settings)
