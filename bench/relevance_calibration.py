@@ -185,6 +185,29 @@ async def main() -> None:
         + ", ".join(f'"{name}": {value:.3f}' for name, value in zip(("bias", *FEATURES[1:]), keyword))
         + "}"
     )
+    # the pair relevance every door shows (issue 49, item 3): the similarity, coverage and time of
+    # the (query, memory) pair alone, without the rank share (which depends on what else was found)
+    pair_columns = [0, 1, 3]
+    pair = fit_logistic(
+        np.asarray([[row["x"][i] for i in pair_columns] for row in tuning]),
+        np.asarray([row["y"] for row in tuning]),
+        weight,
+    )
+    print(
+        "pair only: PAIR_RELEVANCE_MODEL = {"
+        + ", ".join(f'"{name}": {value:.3f}' for name, value in zip(("bias", "similarity", "coverage", "time"), pair))
+        + "}"
+    )
+    pair_keyword = fit_logistic(
+        np.asarray([[row["x"][i] for i in pair_columns[1:]] for row in tuning]),
+        np.asarray([row["y"] for row in tuning]),
+        weight,
+    )
+    print(
+        "pair only, keyword only: KEYWORD_PAIR_RELEVANCE_MODEL = {"
+        + ", ".join(f'"{name}": {value:.3f}' for name, value in zip(("bias", "coverage", "time"), pair_keyword))
+        + "}"
+    )
     print("\nthe floor on the tuning halves (chosen here): evidence hits kept / everyday-request hits kept")
     print("  floor  " + "".join(f"  {name:>22}" for name in args.data))
     for floor in FLOORS:
@@ -206,6 +229,8 @@ async def main() -> None:
         report("relevance shown now", checking, np.asarray([row["shown"] for row in checking]))
         report("fitted relevance", checking, predict(beta, x))
         report("fitted relevance, keyword only (no similarity)", checking, predict(keyword, x[:, 1:]))
+        report("pair relevance (no rank share)", checking, predict(pair, x[:, pair_columns]))
+        report("pair relevance, keyword only", checking, predict(pair_keyword, x[:, pair_columns[1:]]))
 
 
 if __name__ == "__main__":

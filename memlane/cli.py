@@ -72,7 +72,7 @@ async def store_demo(store: Any) -> None:
     for query in DEMO_QUERIES:
         print(f"\n? {query}")
         for hit in await store.search_memories(DEMO_USER, query, limit=3):
-            print(f"  {hit.score:.3f}  [{hit.memory.kind}] {hit.memory.text}")
+            print(f"  {hit.relevance:.3f}  [{hit.memory.kind}] {hit.memory.text}")
 
 
 def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
@@ -104,11 +104,18 @@ def demo_banner(settings: Settings, redis_url: str | None, app_url: str) -> str:
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     async def search(store: Any) -> None:
         hits = await store.search_memories(args.user, args.query, limit=args.limit)
+        if args.json:
+            from memlane.tools import shown_hit
+
+            print(json.dumps({"results": [shown_hit(hit) for hit in hits]}, ensure_ascii=False))
+            return
         for hit in hits:
             sources = ",".join(hit.memory.source_message_ids)
             weak = " weak" if hit.weak else ""
             # the memory id first: what `memlane forget USER ID` takes (the sources are messages' ids)
-            print(f"{hit.memory.id}\t{hit.score:.3f}{weak}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}")
+            print(
+                f"{hit.memory.id}\t{hit.relevance:.3f}{weak}\t{hit.memory.kind}\t{hit.memory.attributed_text}\t{sources}"
+            )
         if not hits:
             print(
                 f"no memory of {args.user!r} matches (a user of `memlane serve` is named with --tenant)",
@@ -327,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("user")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=5)
+    search.add_argument(
+        "--json", action="store_true", help='print {"results": [...]}: each hit\'s id, memory, kind, relevance...'
+    )
     search.set_defaults(handler=cmd_search)
 
     importing = commands.add_parser(

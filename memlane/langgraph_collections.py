@@ -5,8 +5,9 @@
     ("memlane_events", user_id)    event cards: key = event id; value = summary, tags,
                                    profile_delta, session_ids, source_message_ids
 
-They can be read, searched (memlane's hybrid search, scored by its relevance: these are its
-records) and deleted from; the memory graph writes them, so a put is refused.
+They can be read, searched (memlane's hybrid search order, each scored by the relevance every
+door shows, store/relevance.py: these are its records) and deleted from; the memory graph writes
+them, so a put is refused.
 """
 
 from __future__ import annotations
@@ -43,6 +44,22 @@ def check_collection_put(namespace: Namespace, value: Any) -> str:
             "like ('memories', user_id)"
         )
     return namespace[1]
+
+
+class MemlaneSearchItem(SearchItem):
+    """A `SearchItem` with memlane's own relevance beside LangGraph's `score` (`MemlaneStore(...,
+    relevance=True)`): the calibrated 0..1 relevance of the query and the item alone that every
+    door shows (`MemoryHit.relevance`, store/relevance.py), on items and memlane's own collections
+    alike."""
+
+    __slots__ = ("relevance",)
+
+    def __init__(self, *args: Any, relevance: float | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.relevance = relevance
+
+    def dict(self) -> dict[str, Any]:
+        return {**super().dict(), "relevance": self.relevance}
 
 
 def search_item_at(
@@ -95,6 +112,7 @@ class MemlaneCollections:
     """Get, search, list and delete over a user's profile and events collections."""
 
     store: CollectionsStore
+    relevance: bool = False  # query searches answer `MemlaneSearchItem`s (MemlaneStore(relevance=True))
 
     async def get(self, namespace: Namespace, key: str) -> SearchItem | None:
         user_id = namespace[1]
@@ -106,7 +124,7 @@ class MemlaneCollections:
 
     async def search(self, prefix: Namespace, op: SearchOp) -> list[SearchItem]:
         """The collection's records under the filter: newest first without a query; with one,
-        in memlane's hybrid search order, scored by its relevance."""
+        in memlane's hybrid search order, scored by the relevance every door shows."""
         if len(prefix) > 2:
             return []
         user_id = prefix[1]
@@ -128,8 +146,16 @@ class MemlaneCollections:
             ref = hit.memory.ref_id or ""
             if ref in kept and ref not in seen and not hit.memory.id.startswith("item:"):
                 seen.add(ref)
-                found.append(kept[ref](hit.score))
-        return found[op.offset : op.offset + op.limit]
+                found.append(kept[ref](hit.relevance))
+        page = found[op.offset : op.offset + op.limit]
+        if not self.relevance:
+            return page
+        return [
+            MemlaneSearchItem(
+                item.namespace, item.key, item.value, item.created_at, item.updated_at, item.score, relevance=item.score
+            )
+            for item in page
+        ]
 
     async def namespaces(self, conditions: Sequence[Any]) -> set[Namespace]:
         """The user's collections that hold records, where a prefix condition names the user and allows them."""

@@ -52,8 +52,9 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings
 
 from memlane.config import Settings
-from memlane.langgraph_collections import (
+from memlane.langgraph_collections import (  # noqa: F401  (MemlaneSearchItem: where it was)
     MemlaneCollections,
+    MemlaneSearchItem,
     check_collection_put,
     is_collection,
     search_item_at,
@@ -95,21 +96,6 @@ class _Answered(concurrent.futures.Future[Value], Generic[Value]):
 
     def __bool__(self) -> bool:
         return bool(self.result())
-
-
-class MemlaneSearchItem(SearchItem):
-    """A `SearchItem` with memlane's own relevance beside LangGraph's `score` (`MemlaneStore(...,
-    relevance=True)`): the calibrated 0..1 relevance recall, the app and the memories API show
-    (`MemoryHit.score`); None for an item memlane's search did not rank for the query."""
-
-    __slots__ = ("relevance",)
-
-    def __init__(self, *args: Any, relevance: float | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.relevance = relevance
-
-    def dict(self) -> dict[str, Any]:
-        return {**super().dict(), "relevance": self.relevance}
 
 
 def _when(timestamp: float) -> datetime:
@@ -168,7 +154,7 @@ class MemlaneStore(BaseStore):
         except RuntimeError:
             self._loop = None  # bound by the first async call
         self._loop_thread: threading.Thread | None = None
-        self._collections = MemlaneCollections(store)
+        self._collections = MemlaneCollections(store, relevance=relevance)
         self._writer = ItemWriter(
             store, self._collections, index=self._index, fields=self.fields, embeddings=self.embeddings
         )
@@ -393,15 +379,20 @@ class MemlaneStore(BaseStore):
         return [self._search_item(item, score) for item, score in page]
 
     async def _relevances(self, query: str, items: list[StoreItem]) -> dict[tuple[str, str], float]:
-        """memlane's relevance of each item for `query`, from one hybrid search per owner."""
+        """memlane's relevance of each item for `query` (store/relevance.py: of the pair alone, as
+        every door shows it), whether or not memlane's search would rank the item."""
         owners = sorted({item.user_id for item in items})
-        searched = await asyncio.gather(
+        found = await asyncio.gather(
             *(
-                self.store.search_memories(owner, query, kinds=["event"], limit=max(50, len(items) * 4))
+                self.store.relevances(owner, query, [item.memory_id for item in items if item.user_id == owner])
                 for owner in owners
             )
         )
-        return {(owner, hit.memory.id): hit.score for owner, hits in zip(owners, searched) for hit in hits}
+        return {
+            (owner, memory_id): relevance
+            for owner, relevances in zip(owners, found)
+            for memory_id, relevance in relevances.items()
+        }
 
     @staticmethod
     def _search_item(item: StoreItem, score: float | None) -> SearchItem:

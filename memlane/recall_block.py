@@ -52,7 +52,14 @@ class RecallItem(BaseModel):
 
     layer: Layer
     text: str
-    score: float | None = Field(default=None, description="relevance 0..1 (search hits, ranked profile entries)")
+    relevance: float | None = Field(
+        default=None,
+        description="relevance 0..1 for the message, of the message and this item alone: the same at every door "
+        "(store/relevance.py; memlane/recall_relevance.py gives every item its own)",
+    )
+    score: float | None = Field(
+        default=None, description="the relevance again (mem0's name) once given; before, the rank recall ordered by"
+    )
     memory_id: str | None = None
     ref_id: str | None = Field(default=None, description="profile entry / event id the memory mirrors")
     source_message_ids: list[str] = Field(default_factory=list)

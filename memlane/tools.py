@@ -21,6 +21,7 @@ from memlane.dates import day
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.persistence import resolve_identity
 from memlane.store.errors import InvalidInput
+from memlane.store.hits import MemoryHit
 from memlane.store.ids import ITEM_MEMORY_PREFIX, check_slot, clean_text, profile_memory_id, stable_id
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
 from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, ProfileEntry
@@ -112,13 +113,44 @@ async def answer_search(
     after a relevance under 0.1, and the memory's metadata (JSON) after its text when it has some.
 
     metadata_filter: only memories whose metadata match (`memlane.store.redis.metadata`)."""
-    hits = await store.search_memories(user_id, query, limit=max(1, min(limit, 20)), metadata_filter=metadata_filter)
+    return search_answer(await search_hits(store, user_id, query, limit=limit, metadata_filter=metadata_filter))
+
+
+async def search_hits(
+    store: SearchStore, user_id: str, query: str, *, limit: int = 5, metadata_filter: MetadataFilter | None = None
+) -> list[MemoryHit]:
+    """What the search tools search: the user's best `limit` memories (1 to 20) for `query`."""
+    return await store.search_memories(user_id, query, limit=max(1, min(limit, 20)), metadata_filter=metadata_filter)
+
+
+def shown_hit(hit: MemoryHit) -> dict[str, Any]:
+    """A search hit as `memlane search --json` prints it and the MCP search tool gives it (its
+    structured content): the memory id `forget` takes, its text, and its relevance (`score` too,
+    as mem0 names it)."""
+    memory = hit.memory
+    return {
+        "id": memory.id,
+        "memory": memory.attributed_text,
+        "kind": memory.kind,
+        "relevance": hit.relevance,
+        "score": hit.relevance,
+        "weak": hit.weak,
+        "created_at": memory.created_at,
+        "session_id": memory.session_id,
+        "ref_id": memory.ref_id,
+        "source_message_ids": memory.source_message_ids,
+        "metadata": memory.metadata,
+    }
+
+
+def search_answer(hits: Sequence[MemoryHit]) -> str:
+    """The search tools' answer for `hits` (see `answer_search`)."""
     if not hits:
         return "no memories found"
     return "\n".join(
         f"[{hit.memory.id}] ({hit.memory.kind}, {day(hit.memory.created_at)}, "
         + (f"earlier, until {day(hit.memory.valid_until)}, " if hit.memory.valid_until is not None else "")
-        + f"{hit.score:.2f}{', weak' if hit.weak else ''}) {hit.memory.attributed_text}"
+        + f"{hit.relevance:.2f}{', weak' if hit.weak else ''}) {hit.memory.attributed_text}"
         + (f" {json.dumps(hit.memory.metadata, ensure_ascii=False)}" if hit.memory.metadata else "")
         for hit in hits
     )

@@ -35,6 +35,7 @@ from memlane.nodes.session_title import TITLE_MESSAGES, fallback_title, session_
 from memlane.nodes.topic_shift import is_related
 from memlane.persistence import FailureCallback, MemoryAgentContext, MemoryPersistence, SaveCallback, latest_exchange
 from memlane.recall import Recall, RecallParts, recall
+from memlane.recall_relevance import give_relevance
 from memlane.store.errors import StoreError
 from memlane.store.protocols import MemoryStore, ServiceStore
 from memlane.store.records import Message
@@ -182,7 +183,7 @@ class TurnService:
 
         async def wait_then_recall() -> Recall:
             await self.persistence.wait_user(identity.user_id)  # inside the budget: a frozen Redis holds the save too
-            return await recall(
+            recalled = await recall(
                 self.store,
                 identity.user_id,
                 identity.session_id,
@@ -194,6 +195,9 @@ class TurnService:
                 rewrite_breaker=self.rewrite_breaker,
                 shared_user_id=identity.shared_user_id,
             )
+            # what each item shows: its relevance for the message, as every other door shows it
+            await give_relevance(self.store, recalled, identity.shared_user_id)
+            return recalled
 
         try:
             recalled = await within_recall_budget(wait_then_recall(), self.store, parts.recall.timeout_seconds)

@@ -25,7 +25,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -45,7 +45,7 @@ from memlane.serve.errors import ApiError
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import profile_memory_id
 from memlane.store.protocols import ForgetConfirm
-from memlane.tools import answer_forget, answer_remember, answer_search
+from memlane.tools import answer_forget, answer_remember, search_answer, search_hits, shown_hit
 from memlane.turns import TurnService
 
 # what `remember` files its notes under (an MCP client has no chat session of ours)
@@ -157,7 +157,9 @@ async def store_errors() -> AsyncIterator[None]:
 # --- the tools ------------------------------------------------------------------------------------
 
 
-async def search_memories(query: str, ctx: Context, limit: int = 5, filter: dict[str, Any] | None = None) -> str:
+async def search_memories(
+    query: str, ctx: Context, limit: int = 5, filter: dict[str, Any] | None = None
+) -> CallToolResult:
     """Search what you remember about the user (profile, past events, past messages).
 
     Time words in the query ("yesterday", "last week", "on April 27th", "上周", "5月2日")
@@ -169,7 +171,12 @@ async def search_memories(query: str, ctx: Context, limit: int = 5, filter: dict
     """
     user_id = (await acting_caller(ctx)).user_id
     async with store_errors():
-        return await answer_search(memory_of(ctx).store(), user_id, query, limit=limit, metadata_filter=filter)
+        hits = await search_hits(memory_of(ctx).store(), user_id, query, limit=limit, metadata_filter=filter)
+    # the lines a model reads, and each hit's id and relevance as data (`memlane search --json`'s shape)
+    return CallToolResult(
+        content=[TextContent(type="text", text=search_answer(hits))],
+        structured_content={"results": [shown_hit(hit) for hit in hits]},
+    )
 
 
 async def remember(

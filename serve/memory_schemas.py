@@ -123,7 +123,11 @@ class NoteOut(MemoryOut):
 
 class SearchHitOut(BaseModel):
     memory: MemoryOut
-    score: float = Field(description="relevance 0..1: the chance, as measured, that it holds what was asked (README)")
+    relevance: float = Field(
+        description="relevance 0..1: the chance, as measured, that it holds what was asked, of the query and "
+        "the memory alone: the same at every door (README)"
+    )
+    score: float = Field(description="the relevance again, under the name mem0's answers use")
     weak: bool = Field(description="relevance under 0.1: fewer than one hit in ten like it holds what was asked")
     vector_similarity: float
     text_score: float
@@ -133,7 +137,8 @@ class SearchHitOut(BaseModel):
     def of(cls, hit: MemoryHit) -> SearchHitOut:
         return cls(
             memory=MemoryOut.of(hit.memory),
-            score=hit.score,
+            relevance=hit.relevance,
+            score=hit.relevance,
             weak=hit.weak,
             vector_similarity=hit.vector_similarity,
             text_score=hit.text_score,

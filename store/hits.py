@@ -16,13 +16,22 @@ class MemoryHit(BaseModel):
     """A search result: the memory and how it scored.
 
     The fusion (`rank_score`: reciprocal-rank fusion of the vector and the text ranking, plus
-    the time-scoped and speaker rankings) picks the candidates; hits come sorted by `score`, the
-    relevance every surface shows: the measured chance that the hit holds what the query asks
-    (store/redis/search.py `calibrated_relevance`), independent of the other hits.
+    the time-scoped and speaker rankings) picks the candidates; hits come sorted by `score`
+    (store/fusion.py `calibrated_relevance`, which weighs those votes too). Every door shows
+    `relevance`: the measured chance that the hit holds what the query asks, of the query and the
+    memory alone (store/relevance.py), the same whatever else was found or which kinds were asked for.
     """
 
     memory: Memory
-    score: float = Field(description="relevance 0..1: the chance, as measured, that it holds what was asked")
+    score: float = Field(
+        description="the order's value 0..1 (`calibrated_relevance`): it also weighs the votes the rankings "
+        "gave, which depend on what else was found, so it is not shown; recall orders and cuts by it"
+    )
+    relevance: float = Field(
+        default=-1.0,
+        description="the relevance every door shows, 0..1: the chance, as measured, that it holds what was "
+        "asked, of the query and the memory alone (store/relevance.py); a hit made by hand without one gets `score`",
+    )
     match: float = Field(
         default=0.0,
         description="rescaled similarity fused with the BM25 score normalized to the best text hit (forget's gate)",
@@ -37,10 +46,14 @@ class MemoryHit(BaseModel):
         description="rank_score over the most the voting rankings could give one memory (first in each), 0..1",
     )
 
+    def model_post_init(self, context: object) -> None:
+        if self.relevance < 0:  # a hit made by hand (a test, a stand-in store): its score is all it has
+            self.relevance = self.score
+
     @property
     def weak(self) -> bool:
         """Shown as weak: fewer than one hit in ten at this relevance holds what was asked."""
-        return self.score < WEAK_RELEVANCE
+        return self.relevance < WEAK_RELEVANCE
 
 
 class MemoryHits(list[MemoryHit]):

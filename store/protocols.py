@@ -19,7 +19,7 @@ Every method is scoped to one user: no call can read or write another user's dat
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memlane.store.forget_report import ForgetReport
@@ -221,6 +221,20 @@ class SearchStore(Protocol):
         `{"project": "apollo", "priority": {"gte": 2}}` over the fields `metadata_fields`
         declares; another field is refused with `InvalidInput`), or a RedisVL filter expression.
         """
+
+    async def relevances(
+        self,
+        user_id: str,
+        query: str,
+        memory_ids: Sequence[str],
+        *,
+        reference_time: float | None = None,
+        texts: Mapping[str, tuple[str, float]] | None = None,
+    ) -> dict[str, float]:
+        """The relevance every door shows (`MemoryHit.relevance`, store/relevance.py) of each of the
+        user's memories `memory_ids` for `query`, whether or not a search would find them; a memory
+        the user does not have is left out. texts: what is not a memory (a session's summary), by a
+        name of the caller's: (text, created_at), embedded for it."""
 
     async def embed_query(self, text: str) -> list[float]:
         """The store's embedding of a search query (what its search memories are compared with)."""

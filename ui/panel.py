@@ -60,7 +60,7 @@ def recall_markdown(recalled: Recall) -> str:
         lines.append("**Profile**")
         for item in recalled.profile:
             details = [f"confidence {item.confidence:.2f}" if item.confidence is not None else ""]
-            details.append(f"relevance {item.score:.2f}" if item.score is not None else "")
+            details.append(f"relevance {item.relevance:.2f}" if item.relevance is not None else "")
             details.append(item.when or "")
             shown = " · ".join(part for part in [*details, *item.earlier] if part)
             lines.append(f"- {one_line(item.text)}" + (f" · {shown}" if shown else ""))
@@ -70,7 +70,7 @@ def recall_markdown(recalled: Recall) -> str:
     if recalled.memories:
         lines.append("**Searched memories**")
         for item in recalled.memories:
-            score = f"`{item.score:.2f}` " if item.score is not None else ""
+            score = f"`{item.relevance:.2f}` " if item.relevance is not None else ""
             kind = (
                 "message"
                 if item.layer == "message"

@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
@@ -47,9 +48,10 @@ from memlane.store.redis.redisvl_private import TermwiseTextQuery
 from memlane.store.redis.retention import Retention
 from memlane.store.redis.search_candidates import CANDIDATE_FIELDS, fill_in_returned
 from memlane.store.redis.search_replies import search_in_one_trip
+from memlane.store.relevance import QueryReading, in_scope, pair_similarities, read_query, relevance_of
 from memlane.store.schema import MemoryField, speaker_key
-from memlane.store.text.terms import MAX_QUERY_CHARS, name_candidates, query_terms, term_coverage_of
-from memlane.store.text.time_words import TimeScope, month_day, parse_time_scope, without_time_expressions
+from memlane.store.text.terms import MAX_QUERY_CHARS, name_candidates, term_coverage_of
+from memlane.store.text.time_words import TimeScope
 
 logger = logging.getLogger(__name__)
 
@@ -229,12 +231,8 @@ class Search(StorePart):
         if narrowing is not None:
             expression = expression & narrowing
         candidates = max(search.candidates, limit)
-        scope = (
-            parse_time_scope(query, time.time() if reference_time is None else reference_time, self.core.zone)
-            if understand_time
-            else TimeScope()
-        )
-        terms = query_terms(without_time_expressions(query, scope))
+        reading = read_query(query, reference_time=reference_time, zone=self.core.zone, understand_time=understand_time)
+        scope, terms = reading.scope, list(reading.terms)
         named = name_candidates(query) if (search.speaker_weight or search.speaker_text_weight) and not speaker else []
         # what a query may be narrowed to: everything, the time the query names, what a person it names said
         narrowed = {"": expression}
@@ -326,7 +324,7 @@ class Search(StorePart):
         if search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
-        hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, scope, limit, terms), sorted(set(notes)))
+        hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, reading, limit), sorted(set(notes)))
         await self.retention.refresh(
             user_id, [hit.memory.id for hit in hits]
         )  # where retention_refresh_on_read says so
@@ -378,9 +376,8 @@ class Search(StorePart):
         user_id: str,
         query_vector: Sequence[float] | None,
         rankings: Sequence[Ranking],
-        scope: TimeScope,
+        reading: QueryReading,
         limit: int,
-        terms: Sequence[str] = (),
     ) -> list[MemoryHit]:
         """Reciprocal-rank fusion: each ranking adds weight / (k + rank) for every memory it holds.
 
@@ -393,8 +390,10 @@ class Search(StorePart):
         ranking of what those found
         (`recency_ranking`). Without a query vector (the embedder is down) only the BM25
         rankings (and recency) vote. The fusion (`fuse`, pure) picks the `limit` candidates; the
-        hits come sorted by the relevance shown everywhere (`calibrated_relevance`).
+        hits come sorted by `calibrated_relevance`; each carries the relevance every door shows
+        (`relevance`, store/relevance.py: of the query and the memory alone).
         """
+        scope, terms = reading.scope, reading.terms
         recency = self.recency_ranking(rankings)
         fused = fuse([*rankings, *([recency] if recency else [])], self.core.search.rrf_k)
         docs, rank_score, similarity, text_raw, most = (
@@ -406,8 +405,16 @@ class Search(StorePart):
         )
         best_text = max(text_raw.values(), default=0.0)
         ranked = fused.ranked[:limit]
+        vectors: dict[str, np.ndarray] = {}
         similarity.update(
-            await fill_in_returned(self.core, user_id, [docs[doc_id] for doc_id in ranked], similarity, query_vector)
+            await fill_in_returned(
+                self.core, user_id, [docs[doc_id] for doc_id in ranked], similarity, query_vector, vectors
+            )
+        )
+        pair_similarity = (
+            dict(zip(vectors, pair_similarities(query_vector, list(vectors.values()))))
+            if query_vector is not None
+            else {}
         )
         hits = []
         for doc_id in ranked:  # records only for what is returned
@@ -420,11 +427,18 @@ class Search(StorePart):
             coverage = term_coverage_of(terms, memory.text)
             share = min(1.0, rank_score[doc_id] / most) if most > 0 else 0.0
             measured = vector_similarity if query_vector is not None else None
+            paired = pair_similarity.get(doc_id)
             hits.append(
                 MemoryHit(
                     memory=memory,
                     score=calibrated_relevance(
                         self.rescaled(measured) if measured is not None else None, coverage, share, time_match
+                    ),
+                    relevance=relevance_of(
+                        reading,
+                        memory.text,
+                        memory.created_at,
+                        self.rescaled(paired) if paired is not None else None,
                     ),
                     match=self.match(measured, text_score, time_match),
                     rank_score=rank_score[doc_id],
@@ -435,10 +449,58 @@ class Search(StorePart):
                     rank_share=share,
                 )
             )
-        # one relevance everywhere: the hits come sorted by it (equal ones in the fusion's order)
+        # the hits come sorted by their score (equal ones in the fusion's order); each shows its relevance
         return sorted(hits, key=lambda hit: hit.score, reverse=True)
 
     def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
-        return any(start <= created_at <= end for start, end in scope.ranges) or (
-            month_day(created_at, self.core.zone) in scope.month_days
+        return in_scope(created_at, scope, self.core.zone)
+
+    async def relevances(
+        self,
+        user_id: str,
+        query: str,
+        memory_ids: Sequence[str],
+        *,
+        reference_time: float | None = None,
+        texts: Mapping[str, tuple[str, float]] | None = None,
+    ) -> dict[str, float]:
+        """The relevance every door shows (store/relevance.py) of each of the user's memories
+        `memory_ids` for `query`, as `search_memories` gives it to its hits, whether or not a
+        search would find them; a memory the user does not have is left out. texts: what is not a
+        memory (a session's summary), by a name of the caller's: (text, created_at), embedded here."""
+        wanted = list(dict.fromkeys(memory_ids))
+        texts = dict(texts or {})
+        if not (wanted or texts) or not query.strip():
+            return {}
+        query = query[:MAX_QUERY_CHARS]
+        reading = read_query(query, reference_time=reference_time, zone=self.core.zone)
+        try:
+            query_vector: list[float] | None = await self.core.embed_query(query)
+            text_vectors = (
+                await self.core.embed_documents([text for text, _ in texts.values()], user_id) if texts else []
+            )
+        except EmbeddingsUnavailable:  # as search does: the keyword-only relevance
+            query_vector, text_vectors = None, []
+        docs = [{"id": self.layout.memory(user_id, memory_id)} for memory_id in wanted]
+        vectors: dict[str, np.ndarray] = {}
+        if docs:
+            await fill_in_returned(self.core, user_id, docs, {}, query_vector, vectors)
+        # (name, text, created_at, stored vector) of each memory found and each text
+        pairs: list[tuple[str, str, float, np.ndarray | None]] = []
+        for doc in docs:
+            if MemoryField.ID in doc:
+                memory = memory_from_doc(doc)
+                pairs.append((memory.id, memory.text, memory.created_at, vectors.get(doc["id"])))
+        embedded: list[list[float] | None] = [*text_vectors] if text_vectors else [None] * len(texts)
+        for (name, (text, created_at)), vector in zip(texts.items(), embedded):
+            stored = np.asarray(vector, dtype=np.float32) if vector is not None else None
+            pairs.append((name, text, created_at, stored))
+        similarities = (
+            pair_similarities(query_vector, [vector for *_, vector in pairs])
+            if query_vector is not None
+            else [None] * len(pairs)
         )
+        return {
+            name: relevance_of(reading, text, created_at, self.rescaled(similarity) if similarity is not None else None)
+            for (name, text, created_at, _), similarity in zip(pairs, similarities)
+        }

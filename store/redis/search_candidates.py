@@ -33,17 +33,20 @@ async def fill_in_returned(
     docs: list[dict[str, Any]],
     similarity: dict[str, float],
     query_vector: Sequence[float] | None,
+    vectors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, float]:
     """Fill the returned memories in from their hashes: the fields the candidates were found
     without (`CANDIDATE_FIELDS`: the fusion needs none of the rest, and parsing every field of a
     hundred candidates cost more than reading ten hashes), and, for a text-only hit, its stored
     vector. One round trip (on a cluster, to the primary that holds the user, through its plain
-    client); nothing at all when nothing is missing. Returns the similarities read."""
+    client); nothing at all when nothing is missing. Returns the similarities read. vectors: filled
+    with every returned memory's stored vector (read for all of them), what the relevance every
+    door shows is computed from (store/relevance.py)."""
     vectors_wanted = query_vector is not None
     reads = []  # (doc, fields to read)
     for doc in docs:
         wanted = [] if MemoryField.ID in doc else list(RETURN_FIELDS)
-        if vectors_wanted and doc["id"] not in similarity:
+        if vectors_wanted and (vectors is not None or doc["id"] not in similarity):
             wanted.append(MemoryField.EMBEDDING)
         if wanted:
             reads.append((doc, wanted))
@@ -69,7 +72,11 @@ async def fill_in_returned(
             continue  # the memory was deleted since it was found: left out (no MemoryField.ID)
         doc.update({name: as_text(value) for name, value in values.items() if value is not None})
         if blob:
-            found.append((doc["id"], np.frombuffer(blob, dtype=np.float32)))
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if vectors is not None:
+                vectors[doc["id"]] = vector
+            if doc["id"] not in similarity:
+                found.append((doc["id"], vector))
     if not found:
         return {}
     similarities = cosine_similarities(

@@ -267,6 +267,7 @@ class RedisMemoryStore:
     delete_memory = _answered_by("memories", Memories.delete_memory)
 
     search_memories = _answered_by("search", Search.search_memories)
+    relevances = _answered_by("search", Search.relevances)
 
     put_items = _answered_by("items", Items.put_items)
     get_items = _answered_by("items", Items.get_items)

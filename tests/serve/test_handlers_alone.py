@@ -39,6 +39,6 @@ async def test_mcp_tools_called_alone_act_for_the_resolved_caller(store):
     assert "coffee" in answer.lower()
     profile = await get_profile(ctx)
     assert "diet / coffee: Drinks black coffee without sugar" in profile and profile.startswith("[profile:")
-    assert "coffee" in (await search_memories("coffee", ctx)).lower()
+    assert "coffee" in (await search_memories("coffee", ctx)).content[0].text.lower()
     assert await list_events(ctx) == "no events yet"
     assert await store.get_profile("someone-else") == []
