@@ -44,7 +44,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from friend_facts import FRIEND_CASES, FriendOutcome, run_friend_case
-from question_echo import ECHO_CASES, FRESH_ECHO_CASES, print_echo_rows, run_echo_case
+from question_echo import (
+    AFTER_FREEZE_ECHO_CASES,
+    ECHO_CASES,
+    FRESH_ECHO_CASES,
+    SECOND_FREEZE_ECHO_CASES,
+    print_echo_rows,
+    run_echo_case,
+)
 from raw_changes import FRESH_CASES, RAW_CASES, print_raw_rows, run_raw_case
 
 from memlane import Settings, open_store
@@ -348,7 +355,7 @@ async def main() -> None:
     results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
     graph_results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
     friend_results: dict[tuple[str, str, bool], list[FriendOutcome]] = {}
-    echo_results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
+    echo_results: dict[tuple[str, bool], list[tuple[bool, bool, bool]]] = {}
     raw_results: dict[tuple[str, str, bool], list[tuple[bool, bool, bool]]] = {}
     try:
         for number, raw_case in enumerate(RAW_CASES if not only or "raw" in only else []):
@@ -365,6 +372,12 @@ async def main() -> None:
         for number, echo_case in enumerate(FRESH_ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"fresh-echo{number}")
             echo_results.setdefault((echo_case.language + " (fresh)", False), []).append(outcome)
+        for number, echo_case in enumerate(AFTER_FREEZE_ECHO_CASES if not only or "echo" in only else []):
+            outcome = await run_echo_case(store, settings, echo_case, f"frozen-echo{number}", stated_first=True)
+            echo_results.setdefault((echo_case.language + " (after freeze)", False), []).append(outcome)
+        for number, echo_case in enumerate(SECOND_FREEZE_ECHO_CASES if not only or "echo" in only else []):
+            outcome = await run_echo_case(store, settings, echo_case, f"second-echo{number}", stated_first=True)
+            echo_results.setdefault((echo_case.language + " (2nd freeze)", False), []).append(outcome)
         for number, case in enumerate(cases() if not only else []):
             outcome = await run_case(store, settings, case, f"case{number}")
             results.setdefault((case.language, number % 2 == 0), []).append(outcome)

@@ -158,20 +158,184 @@ FRESH_ECHO_CASES = [
 ]
 
 
-async def run_echo_case(store, settings: Settings, case: EchoCase, user_id: str) -> tuple[bool, bool]:
-    """(the statement's item is first, the statement is recalled at all)"""
+# Issue 48, item 2, written after search took recall's statement-before-echo rule (store/text/
+# questions.py, frozen before these were written), in the issue's order: the statement first, a
+# month ago, then the question asked twice, a week apart, each answered by an echo; then asked
+# once more. Run once for the first-try figure ("after freeze" rows).
+AFTER_FREEZE_ECHO_CASES = [
+    EchoCase(
+        "en",
+        "What coffee do I drink?",
+        "What coffee do you drink?",
+        "I only drink black coffee, no sugar.",
+        "What coffee do I drink?",
+    ),
+    EchoCase(
+        "en",
+        "Which gym do I go to?",
+        "Which gym do you go to? You haven't said.",
+        "I train at the Iron Temple gym on Fifth Street.",
+        "What gym do I go to?",
+    ),
+    EchoCase(
+        "en",
+        "What's my dog's name?",
+        "What is your dog's name?",
+        "Our beagle is called Biscuit.",
+        "What is my dog called?",
+    ),
+    EchoCase(
+        "en",
+        "When is my wife's birthday?",
+        "When is your wife's birthday? I'm not sure.",
+        "My wife Laura was born on the 3rd of March.",
+        "When is my wife's birthday?",
+    ),
+    EchoCase(
+        "en",
+        "What car do I drive?",
+        "What car do you drive?",
+        "I drive a grey 2018 Honda Civic.",
+        "Which car do I drive?",
+    ),
+    EchoCase(
+        "en",
+        "Which team do I support?",
+        "Which team do you support?",
+        "I've supported Liverpool since I was a kid.",
+        "What football team do I support?",
+    ),
+    EchoCase(
+        "en",
+        "What instrument do I play?",
+        "Which instrument do you play? You never mentioned it.",
+        "I play the cello in a community orchestra.",
+        "What instrument do I play?",
+    ),
+    EchoCase(
+        "en",
+        "Where did I study?",
+        "Where did you study?",
+        "I did my degree in chemistry at Leeds.",
+        "Which university did I go to?",
+    ),
+    EchoCase(
+        "en",
+        "What am I allergic to?",
+        "What are you allergic to?",
+        "I'm allergic to shellfish and penicillin.",
+        "What are my allergies?",
+    ),
+    EchoCase(
+        "en",
+        "What's my favourite book?",
+        "What is your favourite book?",
+        "My favourite book is One Hundred Years of Solitude.",
+        "Which book do I like most?",
+    ),
+    EchoCase("zh", "我喝什么咖啡？", "你喝什么咖啡呢？", "我只喝黑咖啡，不加糖。", "我喝什么咖啡？"),
+    EchoCase(
+        "zh", "我去哪个健身房？", "你去哪个健身房？你还没说过。", "我在五道口的乐刻健身房练。", "我在哪个健身房锻炼？"
+    ),
+    EchoCase("zh", "我家猫叫什么？", "你家猫叫什么名字？", "我家的猫叫年糕，是只橘猫。", "我的猫叫什么名字？"),
+    EchoCase(
+        "zh", "我老婆生日是哪天？", "你老婆的生日是哪天？我不确定。", "我老婆小敏是三月三号生日。", "我老婆哪天过生日？"
+    ),
+    EchoCase("zh", "我开什么车？", "你开什么车呀？", "我开一辆黑色的比亚迪汉。", "我的车是什么？"),
+    EchoCase("zh", "我支持哪个球队？", "你支持哪个球队？", "我从小就是国安的球迷。", "我是哪个队的球迷？"),
+    EchoCase("zh", "我会什么乐器？", "你会什么乐器？你没提过。", "我会弹古筝，学了十年。", "我会弹什么乐器？"),
+    EchoCase("zh", "我在哪读的大学？", "你在哪读的大学？", "我本科在武汉大学读的化学。", "我是哪个大学毕业的？"),
+    EchoCase("zh", "我对什么过敏？", "你对什么过敏？", "我对海鲜和青霉素过敏。", "我有什么过敏？"),
+    EchoCase("zh", "我最喜欢哪本书？", "你最喜欢哪本书？", "我最喜欢的书是《百年孤独》。", "我最爱看的书是哪本？"),
+]
+
+
+# Written after search's question weight became the unanswered one (the rule above failed its
+# first try on AFTER_FREEZE_ECHO_CASES: statement first in search 0 % en, 20 % zh), to check that
+# change on cases it was not made on. Same order as AFTER_FREEZE_ECHO_CASES.
+SECOND_FREEZE_ECHO_CASES = [
+    EchoCase(
+        "en",
+        "What's my sister's job?",
+        "What does your sister do for work?",
+        "My sister Hannah is a pilot for a cargo airline.",
+        "What does my sister do?",
+    ),
+    EchoCase(
+        "en",
+        "How many kids do I have?",
+        "How many children do you have? I don't remember.",
+        "We have three kids, two boys and a girl.",
+        "How many children do I have?",
+    ),
+    EchoCase(
+        "en",
+        "What time do I wake up?",
+        "What time do you usually wake up?",
+        "I get up at 5:30 every weekday for my run.",
+        "When do I usually get up?",
+    ),
+    EchoCase(
+        "en",
+        "What's my favourite dish?",
+        "What's your favourite dish?",
+        "Nothing beats my mum's lamb tagine.",
+        "What is my favourite food?",
+    ),
+    EchoCase(
+        "en",
+        "Which language am I learning?",
+        "Which language are you learning? You haven't told me.",
+        "I've been learning Portuguese on Duolingo for a year.",
+        "What language am I studying?",
+    ),
+    EchoCase(
+        "zh", "我姐姐做什么工作？", "你姐姐是做什么工作的？", "我姐姐在货运航空公司当飞行员。", "我姐是干什么的？"
+    ),
+    EchoCase(
+        "zh", "我有几个孩子？", "你有几个孩子？我记不得了。", "我们有三个孩子，两个儿子一个女儿。", "我家有几个小孩？"
+    ),
+    EchoCase("zh", "我几点起床？", "你一般几点起床？", "我工作日每天五点半起来跑步。", "我平时几点起？"),
+    EchoCase("zh", "我最喜欢吃什么菜？", "你最喜欢吃什么菜？", "我最爱吃我妈做的红烧排骨。", "我最爱吃的菜是什么？"),
+    EchoCase(
+        "zh",
+        "我在学什么语言？",
+        "你在学什么语言？你还没告诉我。",
+        "我在用多邻国学葡萄牙语，学了一年了。",
+        "我在学哪门外语？",
+    ),
+]
+
+
+async def run_echo_case(
+    store, settings: Settings, case: EchoCase, user_id: str, stated_first: bool = False
+) -> tuple[bool, bool, bool]:
+    """(the statement's item is first in recall, the statement is recalled at all, the statement is
+    search's first hit). `stated_first`: the statement a month ago, the question and its echo
+    twice after it (AFTER_FREEZE_ECHO_CASES); else the question once, the statement 10 days later."""
     start = time.time() - 30 * DAY
-    turns = [
-        ("q", "user", case.asked, start),
-        ("e", "assistant", case.echo, start + 60),
-        ("s", "user", case.statement, start + 10 * DAY),
-    ]
+    if stated_first:
+        turns = [
+            ("s", "user", case.statement, start),
+            ("q", "user", case.asked, start + 10 * DAY),
+            ("e", "assistant", case.echo, start + 10 * DAY + 60),
+            ("q2", "user", case.asked, start + 17 * DAY),
+            ("e2", "assistant", case.echo, start + 17 * DAY + 60),
+        ]
+    else:
+        turns = [
+            ("q", "user", case.asked, start),
+            ("e", "assistant", case.echo, start + 60),
+            ("s", "user", case.statement, start + 10 * DAY),
+        ]
     await store.add_messages(
         [
             Message(
                 id=f"{user_id}-{key}",
                 user_id=user_id,
-                session_id=f"{user_id}-{key}-session" if key == "s" else f"{user_id}-asked",
+                session_id=f"{user_id}-{key}-session"
+                if key == "s"
+                else f"{user_id}-asked{key[1:]}",  # a question and its echo: one session
                 role=role,
                 content=text,
                 created_at=at,
@@ -182,13 +346,21 @@ async def run_echo_case(store, settings: Settings, case: EchoCase, user_id: str)
     recalled = await recall(store, user_id, None, case.ask, parts=RecallParts.of(settings))
     statement = f"{user_id}-s"
     holds = [statement in item.source_message_ids for item in recalled.memories]
-    return bool(holds) and holds[0], any(holds)
+    searched = await store.search_memories(user_id, case.ask, limit=10)
+    return bool(holds) and holds[0], any(holds), bool(searched) and statement in searched[0].memory.source_message_ids
 
 
-def print_echo_rows(results: dict[tuple[str, bool], list[tuple[bool, bool]]]) -> None:
+def print_echo_rows(results: dict[tuple[str, bool], list[tuple[bool, bool, bool]]]) -> None:
     print("\nquestion and echo (bench/question_echo.py), raw turns")
-    print(f"  {'language':10} {'half':8} {'cases':>5}  {'statement first':>15}  {'statement recalled':>18}")
+    print(
+        f"  {'language':20} {'half':8} {'cases':>5}  {'statement first':>15}  {'statement recalled':>18}"
+        f"  {'first in search':>15}"
+    )
     for (language, tuning), outcomes in sorted(results.items()):
-        first = sum(first for first, _ in outcomes) / len(outcomes)
-        found = sum(found for _, found in outcomes) / len(outcomes)
-        print(f"  {language:10} {'tune' if tuning else 'check':8} {len(outcomes):5}  {first:15.0%}  {found:18.0%}")
+        first = sum(outcome[0] for outcome in outcomes) / len(outcomes)
+        found = sum(outcome[1] for outcome in outcomes) / len(outcomes)
+        searched = sum(outcome[2] for outcome in outcomes) / len(outcomes)
+        print(
+            f"  {language:20} {'tune' if tuning else 'check':8} {len(outcomes):5}  {first:15.0%}  {found:18.0%}"
+            f"  {searched:15.0%}"
+        )

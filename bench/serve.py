@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -301,7 +302,12 @@ async def measure_first_token(serve_url: str, upstream: FakeUpstream, runs: int)
             )
 
 
-async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, pause: float, budget: float) -> None:
+REAL_VARIANTS = ("standalone", "follow-up", "recall-off", "back-to-back")
+
+
+async def measure_real_model(
+    serve_url: str, upstream: FakeUpstream, runs: int, pause: float, budget: float, only: Sequence[str] = REAL_VARIANTS
+) -> None:
     """Time to first token added over the upstream itself when the models take as long as real ones."""
     variants = [  # (label, session, memory_config, seconds between turns, follow-up)
         (f"standalone, {pause:g} s apart", "real-standalone", None, pause, False),
@@ -309,6 +315,7 @@ async def measure_real_model(serve_url: str, upstream: FakeUpstream, runs: int, 
         (f"recall off, {pause:g} s apart", "real-recall-off", {"enabled": False}, pause, False),
         ("standalone, back to back", "real-back-to-back", None, 0.0, False),
     ]
+    variants = [variant for name, variant in zip(REAL_VARIANTS, variants) if name in only]
     async with httpx.AsyncClient(timeout=60) as client:
         for label, session, toggles, gap, follow_up in variants:
             auth = {"Authorization": f"Bearer {KEY}", "X-Memlane-Session": session}
@@ -443,6 +450,13 @@ async def main() -> None:
     parser.add_argument(
         "--pause", type=float, default=1.0, help="seconds between a user's turns at human pace (real latency)"
     )
+    parser.add_argument(
+        "--real-variants",
+        nargs="*",
+        choices=REAL_VARIANTS,
+        default=list(REAL_VARIANTS),
+        help="the real-latency rows to run",
+    )
     parser.add_argument("--searches", type=int, default=300, help="search requests per concurrency level")
     parser.add_argument(
         "--only", choices=["ttft", "real", "search"], action="append", help="run only these parts (repeatable)"
@@ -491,7 +505,9 @@ async def main() -> None:
                         f"memory model {latency['answer_seconds']:g} s, rewrite budget {budget:g} s), "
                         f"{args.real_runs} streamed requests per variant:"
                     )
-                    await measure_real_model(serve_url, upstream, args.real_runs, args.pause, budget)
+                    await measure_real_model(
+                        serve_url, upstream, args.real_runs, args.pause, budget, args.real_variants
+                    )
     finally:
         await tear_down(store, settings, data_dir, [store_user])
 

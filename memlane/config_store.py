@@ -162,6 +162,12 @@ class SearchSettings(Component):
 
     flat_prefix = "search_"
     flat_unprefixed = frozenset({"hybrid_alpha"})
+    # the statement-before-echo weights kept the names they had as recall settings (both orders use them)
+    flat_renamed = {
+        "echo_weight": "recall_echo_weight",
+        "unanswered_weight": "recall_unanswered_weight",
+        "echo_similarity": "recall_echo_similarity",
+    }
 
     hybrid_alpha: float = Field(
         default=0.6,
@@ -317,6 +323,39 @@ class SearchSettings(Component):
         default=100,
         ge=1,
         description="HNSW candidate list size of approximate vector search (recall vs speed)",
+    )
+    echo_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description=(
+            "Order weight, in search and recall, of a question (the user's or the assistant's) that mostly "
+            "repeats the query's words (at "
+            "most half of its terms new): the statement that answers comes first; 1: no change"
+        ),
+    )
+    unanswered_weight: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description=(
+            "Order weight of a message that holds no statement (in search: an assistant's reply alone; in "
+            "recall also the question it answers): a question whose reply only asks back or does not "
+            'know, or such a reply ("What car do you drive? You never said.", '
+            '"你的车是什么牌子的？你还没告诉过我。"); the statement '
+            "that answers comes first (its relevance is often 5-10 times the statement's: it holds every word of the "
+            "query); 1: no change"
+        ),
+    )
+    echo_similarity: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description=(
+            "A question at least this similar to the query (cosine rescaled from recall_similarity_floor, 0..1) asks "
+            "what the query asks, reworded, and is ordered at recall_echo_weight too; 1: words only (0.55 cost "
+            "MemoryBank zh's first item on its tuning half, bench/recall_quality.py)"
+        ),
     )
 
 

@@ -18,9 +18,16 @@ stands alone, "Why?" does not), and so is any question without an earlier turn.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Sequence
+import statistics
+import time
+import weakref
+from collections import deque
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
@@ -133,36 +140,166 @@ async def model_rewrite(
     models: ModelSettings,
     llm: BaseChatModel,
     breaker: CircuitBreaker | None = None,
+    timeout: float | None = None,
+    times: RewriteTimes | None = None,
 ) -> str | None:
     """The memory model's standalone form of `question`, or None when it gave none within
-    `recall_rewrite_timeout_seconds` (0.3 s: the reply waits on it) or failed."""
-    global _told_about_budget
+    `timeout` (default `recall_rewrite_timeout_seconds`, 0.3 s: the reply waits on it) or failed.
+    `times`: where the call's duration is recorded (a call cut at `timeout` counts as that long)."""
+    budget = recall.rewrite_timeout_seconds if timeout is None else timeout
     # the reply waits for this call: a short timeout and no retry
-    quick = models.model_copy(update={"llm_timeout_seconds": recall.rewrite_timeout_seconds, "llm_max_retries": 0})
+    quick = models.model_copy(update={"llm_timeout_seconds": budget, "llm_max_retries": 0})
     # past the budget the call is given up, not failed: a model slower than 0.3 s still works
     # for the memory graph, and its breaker must not open on the reply path's impatience
     caller = ModelCaller(llm=llm, models=quick, step=Step.REWRITE, breaker=breaker, timeout_is_budget=True, quiet=True)
     turns = previous_turns[-6:]
     chat = render_chat([turn.model_copy(update={"content": turn.content[:_MAX_REWRITE_TURN_CHARS]}) for turn in turns])
+    started = time.monotonic()
     try:
         answer = await caller.ask(REWRITE_PROMPT, f"{chat}\n\nLast question: {question}")
     except ModelCallFailed as error:
         if "no answer within" in str(error):
-            if not _told_about_budget:  # said once: a slow model times out on every follow-up
-                _told_about_budget = True
-                logger.warning(
-                    "follow-up rewrite: the memory model gave no answer within MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS "
-                    "(%gs), so recall searched with the previous turn's words; raise it for a slower model "
-                    "(the reply waits up to that long on follow-ups). Said once.",
-                    recall.rewrite_timeout_seconds,
-                )
+            if times is not None:
+                times.record(budget)
+            told_about_budget(recall.rewrite_timeout_seconds)
         else:
             logger.warning("follow-up rewrite failed, searching with the previous turn's words: %s", error)
         return None
+    if times is not None:
+        times.record(time.monotonic() - started)
     rewritten = _clean_answer(answer, question)
     if not rewritten:
         logger.warning("follow-up rewrite gave no usable question (%r); using the previous turn", answer[:200])
     return rewritten
+
+
+def told_about_budget(budget: float) -> None:
+    """Say once a process that a rewrite missed the budget: a slow model misses it on every follow-up."""
+    global _told_about_budget
+    if not _told_about_budget:
+        _told_about_budget = True
+        logger.warning(
+            "follow-up rewrite: the memory model gave no answer within MEMLANE_RECALL_REWRITE_TIMEOUT_SECONDS "
+            "(%gs), so recall searched with the previous turn's words; raise it for a slower model "
+            "(the reply waits up to that long on follow-ups, and stops waiting while the model's recent "
+            "rewrites took longer). Said once.",
+            budget,
+        )
+
+
+# How long the memory model's rewrites take decides whether the reply waits for one (issue 48,
+# item 4): with the default 0.3 s budget and a model answering in 0.4 s, every follow-up waited
+# the whole budget for a rewrite that never landed.
+_RECENT_REWRITES = 5  # the rewrites whose times decide
+_TIMED_ENOUGH = 3  # fewer timed than this: the reply waits (nothing says the model cannot make it)
+_TIMED_BUDGETS = 10  # a rewrite is timed for up to this many budgets; past that it counts as that long
+
+
+@dataclass(eq=False)
+class RewriteTimes:
+    """How long one memory model's recent follow-up rewrites took, to the end (a rewrite the
+    reply stopped waiting for is still timed, in the background).
+
+    The reply waits for a rewrite, up to the budget, while the median of the last few is within
+    it; otherwise it searches with the previous turn's words at once, and one rewrite at a time
+    runs in the background only to time the model, so that a model that got faster is waited
+    for again."""
+
+    seconds: deque[float] = field(default_factory=lambda: deque(maxlen=_RECENT_REWRITES))
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def record(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+
+    def worth_waiting(self, budget: float) -> bool:
+        """Whether a rewrite is likely to land within `budget`, as the recent ones did."""
+        return len(self.seconds) < _TIMED_ENOUGH or statistics.median(self.seconds) <= budget
+
+    @property
+    def timing(self) -> bool:
+        """A rewrite is still running in the background."""
+        return bool(self.background)
+
+    def finish_in_background(self, rewrite: asyncio.Task[Any]) -> None:
+        """Let `rewrite` run to its end, timed; its answer is not used."""
+        self.background.add(rewrite)
+        rewrite.add_done_callback(self._finished)
+
+    def _finished(self, rewrite: asyncio.Task[Any]) -> None:
+        self.background.discard(rewrite)
+        if not rewrite.cancelled() and rewrite.exception() is not None:
+            logger.debug("a follow-up rewrite timed in the background failed: %s", rewrite.exception())
+
+    @staticmethod
+    def timed_for(budget: float, models: ModelSettings) -> float:
+        """How long a rewrite may run to be timed: `_TIMED_BUDGETS` budgets, at most the models' timeout."""
+        return min(models.llm_timeout_seconds, _TIMED_BUDGETS * budget)
+
+
+_rewrite_times: dict[int, tuple[weakref.ref[BaseChatModel], RewriteTimes]] = {}
+
+
+def rewrite_times(llm: BaseChatModel) -> RewriteTimes:
+    """The recent rewrite times of `llm` (kept while the model object lives)."""
+    known = _rewrite_times.get(id(llm))
+    if known is not None and known[0]() is llm:
+        return known[1]
+    for key in [key for key, (model, _) in _rewrite_times.items() if model() is None]:
+        del _rewrite_times[key]
+    times = RewriteTimes()
+    _rewrite_times[id(llm)] = (weakref.ref(llm), times)
+    return times
+
+
+async def rewrite_beside(
+    question: str,
+    previous_turns: Sequence[Message],
+    beside: Coroutine[Any, Any, Any],
+    *,
+    recall: RecallSettings,
+    models: ModelSettings,
+    llm: BaseChatModel,
+    breaker: CircuitBreaker | None = None,
+) -> tuple[str | None, Any]:
+    """The model's rewrite of `question` if it lands within the budget
+    (`recall_rewrite_timeout_seconds`) and what `beside` (the search with the previous turn's
+    words) gave, run together. While the model's recent rewrites took longer than the budget
+    (`RewriteTimes`), the rewrite is not waited for: None at once beside `beside`'s answer."""
+    times = rewrite_times(llm)
+    budget = recall.rewrite_timeout_seconds
+    timed = RewriteTimes.timed_for(budget, models)
+
+    def rewriting() -> asyncio.Task[str | None]:
+        return asyncio.ensure_future(
+            model_rewrite(
+                question,
+                previous_turns,
+                recall=recall,
+                models=models,
+                llm=llm,
+                breaker=breaker,
+                timeout=timed,
+                times=times,
+            )
+        )
+
+    if not times.worth_waiting(budget):
+        if not times.timing:  # one at a time, to see whether the model got faster
+            times.finish_in_background(rewriting())
+        return None, await beside
+    started = time.monotonic()
+    rewrite = rewriting()
+    try:
+        found = await beside
+    except BaseException:
+        rewrite.cancel()
+        raise
+    done, _ = await asyncio.wait({rewrite}, timeout=max(0.0, budget - (time.monotonic() - started)))
+    if rewrite not in done:
+        told_about_budget(budget)
+        times.finish_in_background(rewrite)
+        return None, found
+    return rewrite.result(), found
 
 
 _told_about_budget = False  # the rewrite budget's warning is said once a process

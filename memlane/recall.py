@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings, similarity_floor
-from memlane.query import cheap_rewrite, model_rewrite, needs_rewrite
+from memlane.query import cheap_rewrite, needs_rewrite, rewrite_beside
 from memlane.recall_block import (
     HEADINGS,
     SECTION_SHARES,
@@ -62,7 +62,6 @@ from memlane.recall_items import (
 from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
-    is_question,
     newer_first,
     ranked_hits,
     unanswered,
@@ -72,6 +71,7 @@ from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.protocols import RecallStore, SearchStore
 from memlane.store.records import Memory, Message
 from memlane.store.redis.metadata import MetadataFilter
+from memlane.store.text.questions import is_question
 from memlane.store.text.terms import MAX_QUERY_CHARS, detect_language, is_short_entity_query
 from memlane.store.text.time_words import resolve_timezone
 
@@ -137,7 +137,8 @@ async def _searched(
     """The query recall searched with, how a follow-up was rewritten (None: it was not), and its
     hits. A follow-up is searched with the previous turn's words at once (the cheap rewrite),
     while the memory model rewrites it beside that
-    search; a rewrite that lands within its budget is searched too and wins. A long message is
+    search; a rewrite that lands within its budget is searched too and wins (not waited for while
+    the model's recent rewrites took longer: memlane/query.py `RewriteTimes`). A long message is
     searched by its first `MAX_QUERY_CHARS` characters, all a search reads of it: what recall
     looks for in the query (changes asked about, exact terms) is looked for there too."""
     message = message[:MAX_QUERY_CHARS]
@@ -170,16 +171,14 @@ async def _searched(
     plain = cheap_rewrite(message, session_messages)
     if rewrite_model is None:
         return plain, "previous turn", await search(plain)
-    rewritten, plain_hits = await asyncio.gather(
-        model_rewrite(
-            message,
-            session_messages,
-            recall=recall,
-            models=models,
-            llm=rewrite_model,
-            breaker=rewrite_breaker,
-        ),
+    rewritten, plain_hits = await rewrite_beside(
+        message,
+        session_messages,
         search(plain),
+        recall=recall,
+        models=models,
+        llm=rewrite_model,
+        breaker=rewrite_breaker,
     )
     if not rewritten:
         return plain, "previous turn", plain_hits
@@ -272,7 +271,7 @@ async def recall(
     # the questions' neighbours, read now: a question whose reply only asks back holds nothing
     asking = [hit.memory for hit in fresh[: 2 * parts.recall.max_memories] if is_question(hit.memory)]
     neighbours = (
-        await recalled_neighbours(store, user_id, asking, parts.recall) if parts.recall.unanswered_weight != 1.0 else {}
+        await recalled_neighbours(store, user_id, asking, parts.recall) if parts.search.unanswered_weight != 1.0 else {}
     )
     no_answer = frozenset(
         hit.memory.id
@@ -285,11 +284,11 @@ async def recall(
         parts.recall.min_relevance,
         entity,
         search_query,
-        parts.recall.echo_weight,
+        parts.search.echo_weight,
         similarity_floor(recall=parts.recall, store=parts.store),
-        parts.recall.echo_similarity,
+        parts.search.echo_similarity,
         no_answer,
-        parts.recall.unanswered_weight,
+        parts.search.unanswered_weight,
     )
     if not passing and parts.recall.exact_fallback:  # one more chance before nothing: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query))

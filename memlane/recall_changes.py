@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlane.recall_select import is_asking
 from memlane.store.records import Memory
+from memlane.store.text.questions import is_asking
 from memlane.store.text.terms import query_terms
 
 

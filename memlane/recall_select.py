@@ -15,8 +15,9 @@ row in bench/model_sees.py:
    floor only keeps clearly unrelated hits out, and the depth is the item budget. The thresholds
    it replaced (0.5, 0.4, 0.3 on an uncalibrated relevance, the first that let any hit through)
    left 2 items of 8 on MemoryBank, 5 on LoCoMo, and cut relevant hits on every dataset.
-3. **Statement before echo** (`recall_echo_weight`, `recall_echo_similarity`): a question, the
-   user's or the assistant's, that asks what the query asks, in its words (at most half of its
+3. **Statement before echo** (`recall_echo_weight`, `recall_echo_similarity`; search orders its
+   hits by the same rule, store/text/questions.py `echo_weight_of`): a question, the user's or
+   the assistant's, that asks what the query asks, in its words (at most half of its
    terms new) or in others (its rescaled similarity to the query at least 0.6: "我在哪家公司上班？"
    for "我在哪里工作？"), is ordered at that weight: "what coffee does she drink again?" asked last
    week, or the assistant's "你是说你对什么过敏吗？", come after "I only drink black coffee." /
@@ -55,58 +56,10 @@ from typing import Literal
 
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
-from memlane.store.text.terms import query_terms
+from memlane.store.text.questions import echo_weight_of, holds_no_answer, is_asking
 from memlane.store.text.tokens import count_tokens
 
 NeighbourMode = Literal["pair", "around"]
-
-_QUESTION = re.compile(r"[?？]|[吗呢呀][。！!]?$")
-
-
-def is_asking(text: str) -> bool:
-    """The text asks: "?", "？", or it ends in 吗, 呢, 呀."""
-    return bool(_QUESTION.search(text.strip()))
-
-
-def is_question(memory: Memory) -> bool:
-    """A message that asks (`is_asking`)."""
-    return memory.kind == "message" and is_asking(memory.text)
-
-
-def repeats_the_query(memory: Memory, query: str, similarity: float = 0.0, same_meaning: float = 1.0) -> bool:
-    """A question (anyone's message that asks one: "?", "？", or ending in 吗, 呢, 呀) that
-    asks what the query asks: at most half of its terms are not the query's, or its
-    `similarity` to the query (cosine rescaled from the provider's floor, 0..1) is at least
-    `same_meaning` (a reworded question: "我在哪家公司上班？" for "我在哪里工作？")."""
-    if not is_question(memory):
-        return False
-    if similarity >= same_meaning:
-        return True
-    terms = set(query_terms(memory.text))
-    return bool(terms) and len(terms - set(query_terms(query))) <= len(terms) / 2
-
-
-# a sentence that says the answer is not known: "You haven't told me yet.", "我还不知道呢。"
-_NO_ANSWER = re.compile(
-    r"\b(?:you (?:haven't|have not|never|didn't|did not) (?:told|tell|said|say|mentioned|mention)|you never said"
-    r"|i (?:don't|do not|didn't|did not) know|i'm not sure|i am not sure|not sure|no idea|i (?:can't|don't) remember)\b"
-    r"|还没告诉|没告诉过|没说过|没提过|没有提到|不知道|不清楚|不确定|记不得|不记得|还没说"
-)
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
-_CLAUSE = re.compile(
-    r"[,，;；]|\bbut\b|\bthough\b|但是|不过"
-)  # "I'm not sure what she drinks, but she loved …" answers
-
-
-def holds_no_answer(text: str) -> bool:
-    """Every sentence asks, or says the answer is not known: "What coffee do you drink? You never
-    said." / "你的车是什么牌子的？你还没告诉过我。" A reply like that states nothing."""
-    sentences = [sentence.strip() for sentence in _SENTENCE.findall(text) if sentence.strip()]
-    return bool(sentences) and all(
-        _QUESTION.search(sentence)
-        or all(_NO_ANSWER.search(clause) for clause in _CLAUSE.split(sentence.lower()) if clause.strip(" .。!！"))
-        for sentence in sentences
-    )
 
 
 def unanswered(memory: Memory, reply: Message | None) -> bool:
@@ -148,8 +101,18 @@ def ranked_hits(
         return entity.casefold() in " ".join(hit.memory.text.split()).casefold()
 
     def order(hit: MemoryHit) -> float:
-        repeats = echo_weight != 1.0 and query and repeats_the_query(hit.memory, query, rescaled(hit), same_meaning)
-        echo = no_answer_weight if hit.memory.id in no_answer_ids else echo_weight if repeats else 1.0
+        echo = (
+            no_answer_weight
+            if hit.memory.id in no_answer_ids
+            else echo_weight_of(
+                hit.memory,
+                query,
+                rescaled(hit),
+                echo_weight=echo_weight,
+                same_meaning=same_meaning,
+                no_answer_weight=no_answer_weight,
+            )
+        )
         return hit.score * weights.get(hit.memory.kind, 1.0) * echo
 
     kept = [hit for hit in hits if hit.score >= floor or holds_entity(hit)]

@@ -1,4 +1,5 @@
-"""Which hits recall keeps and what comes with each (memlane/recall_select.py), no Redis."""
+"""Which hits recall keeps and what comes with each (memlane/recall_select.py), and the questions
+and echoes they are weighed by (store/text/questions.py), no Redis."""
 
 from __future__ import annotations
 
@@ -8,14 +9,13 @@ from memlane.recall_select import (
     answer_pair,
     exact_term_hits,
     exact_terms,
-    holds_no_answer,
     neighbours_shown,
     ranked_hits,
-    repeats_the_query,
     unanswered,
 )
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
+from memlane.store.text.questions import holds_no_answer, repeats_the_query
 
 WEIGHTS = {"profile": 1.0, "event": 0.9, "message": 0.8}
 

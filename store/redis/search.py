@@ -50,6 +50,7 @@ from memlane.store.redis.search_candidates import CANDIDATE_FIELDS, fill_in_retu
 from memlane.store.redis.search_replies import search_in_one_trip
 from memlane.store.relevance import QueryReading, in_scope, pair_similarities, read_query, relevance_of
 from memlane.store.schema import MemoryField, speaker_key
+from memlane.store.text.questions import echo_weight_of
 from memlane.store.text.terms import MAX_QUERY_CHARS, name_candidates, term_coverage_of
 from memlane.store.text.time_words import TimeScope
 
@@ -324,7 +325,7 @@ class Search(StorePart):
         if search.speaker_replaces_vector and any(r.signal == "speaker" and r.docs for r in rankings):
             # the query names someone who spoke: the vector votes among what they said, not twice
             rankings = [replace(r, weight=0.0) if r.signal == "vector" else r for r in rankings]
-        hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, reading, limit), sorted(set(notes)))
+        hits = MemoryHits(await self._fuse(user_id, query_vector, rankings, reading, limit, query), sorted(set(notes)))
         await self.retention.refresh(
             user_id, [hit.memory.id for hit in hits]
         )  # where retention_refresh_on_read says so
@@ -378,6 +379,7 @@ class Search(StorePart):
         rankings: Sequence[Ranking],
         reading: QueryReading,
         limit: int,
+        query: str = "",
     ) -> list[MemoryHit]:
         """Reciprocal-rank fusion: each ranking adds weight / (k + rank) for every memory it holds.
 
@@ -449,8 +451,24 @@ class Search(StorePart):
                     rank_share=share,
                 )
             )
-        # the hits come sorted by their score (equal ones in the fusion's order); each shows its relevance
-        return sorted(hits, key=lambda hit: hit.score, reverse=True)
+        # the hits come sorted by their score, a question that asks what the query asks (or a reply
+        # that says nothing) after the statement that answers it (equal ones in the fusion's order).
+        # A question is weighed as one nobody answered: whatever answer it got is a memory of its own
+        # (the reply, found through its context), and the question itself states nothing; recall,
+        # which reads the replies, gives an answered one `echo_weight` (memlane/recall_select.py).
+        search = self.core.search
+
+        def order(hit: MemoryHit) -> float:
+            return hit.score * echo_weight_of(
+                hit.memory,
+                query,
+                self.rescaled(hit.vector_similarity),
+                echo_weight=min(search.echo_weight, search.unanswered_weight),
+                same_meaning=search.echo_similarity,
+                no_answer_weight=search.unanswered_weight,
+            )
+
+        return sorted(hits, key=order, reverse=True)
 
     def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
         return in_scope(created_at, scope, self.core.zone)

@@ -128,6 +128,39 @@ async def test_the_evidence_turn_outranks_the_reply_after_it(store: RedisMemoryS
     assert reply == b""
 
 
+@pytest.mark.parametrize(
+    ("statement", "question", "echo", "query"),
+    [
+        (
+            "I only drink black coffee, no sugar.",
+            "What coffee do I drink?",
+            "What coffee do you drink?",
+            "what coffee do I drink?",
+        ),
+        ("我只喝黑咖啡，不加糖。", "我喝什么咖啡？", "你喝什么咖啡呢？", "我喝什么咖啡？"),
+    ],
+)
+async def test_the_statement_outranks_the_question_and_its_echo_in_search_itself(
+    store: RedisMemoryStore, statement, question, echo, query
+):
+    """Issue 48, item 2: the user said it a month ago, then asked twice and the assistant echoed the
+    question; search (which the memories API, MCP, the CLI, the facade and MemlaneStore show) puts
+    the statement first, as recall does, though the question holds every word of the query."""
+    start = 1_700_000_000.0
+    turns = [("s", "user", statement, start)]
+    for round_ in (1, 2):
+        asked = start + round_ * 7 * 86_400
+        turns += [(f"q{round_}", "user", question, asked), (f"e{round_}", "assistant", echo, asked + 60)]
+    await store.add_messages(
+        [
+            Message(id=key, user_id="alice", session_id=f"s-{key[-1]}", role=role, content=text, created_at=at)
+            for key, role, text, at in turns
+        ]
+    )
+    hits = await store.search_memories("alice", query)
+    assert hits[0].memory.source_message_ids == ["s"], [hit.memory.text for hit in hits]
+
+
 async def test_in_a_dialogue_with_the_assistant_a_reply_is_found_through_what_it_answers(store: RedisMemoryStore):
     await store.add_messages(
         [
