@@ -39,7 +39,7 @@ from memlane.memory_ops import (
     stored_results,
     update_memory,
 )
-from memlane.memory_shapes import call_scope, hit_memory, require_user
+from memlane.memory_shapes import answer_count, call_scope, hit_memory, metadata_holds, refuse_options, require_user
 from memlane.store.errors import InvalidInput
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import MemoryKind
@@ -52,19 +52,6 @@ NO_MODEL = (
     "OPENAI_BASE_URL (an OpenAI-compatible server) and MEMLANE_MEMORY_MODEL, or pass model=... "
     "(any LangChain chat model), or add with infer=False"
 )
-_NOT_TAKEN = {  # mem0's add options memlane has no counterpart for, and what to do instead
-    "prompt": "memlane's memory graph has its own prompts, step by step",
-    "memory_type": "procedural memory is not kept apart; add the steps as a note or as messages",
-    "timestamp": "give each message a created_at instead",
-    "expiration_date": "retention is set per store (MEMLANE_RETENTION_*)",
-}
-
-
-def _refuse_unknown(call: str, options: Mapping[str, Any]) -> None:
-    given = {name: value for name, value in options.items() if value is not None}
-    if given:
-        reasons = "; ".join(f"{name}: {_NOT_TAKEN.get(name, 'not an option memlane knows')}" for name in given)
-        raise InvalidInput(f"{call} does not take {', '.join(given)} ({reasons})")
 
 
 class AsyncMemory:
@@ -140,7 +127,7 @@ class AsyncMemory:
         its declared fields (MEMLANE_METADATA_FIELDS). infer=False: each message as a result, ADD
         when new, NONE when the store held it. wait=False: answers once the messages are stored,
         the memory run going on in the background, with its `memory_run_id` for `get_run`."""
-        _refuse_unknown("add", mem0_options)
+        refuse_options("add", mem0_options)
         scope, _ = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
         store_user = self._seen(scoped_user_id(require_user(scope, "add"), scope["agent_id"]))
         if infer and self.model is None:
@@ -259,7 +246,7 @@ class AsyncMemory:
         hits = await self.store.search_memories(
             store_user,
             query,
-            limit=_count(limit, top_k, 20),
+            limit=answer_count(limit, top_k, 20),
             kinds=kinds,
             session_id=scope["run_id"] or session_id,
             metadata_filter=metadata_filter,
@@ -285,10 +272,10 @@ class AsyncMemory:
         scope, metadata_filter = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters)
         store_user = self._seen(scoped_user_id(require_user(scope, "get_all"), scope["agent_id"]))
         page, next_offset = await list_memories(
-            self.store, store_user, scope, limit=_count(limit, top_k, 100), offset=offset
+            self.store, store_user, scope, limit=answer_count(limit, top_k, 100), offset=offset
         )
         if metadata_filter:
-            page = [memory for memory in page if _metadata_holds(memory.get("metadata") or {}, metadata_filter)]
+            page = [memory for memory in page if metadata_holds(memory.get("metadata") or {}, metadata_filter)]
         return {"results": page, "next_offset": next_offset}
 
     async def get(
@@ -373,27 +360,6 @@ class AsyncMemory:
                 return []  # mem0 answers [] for an id it has no history of
             raise
         return await memory_history(self.store, store_user, memory_id)
-
-
-def _count(limit: int | None, top_k: int | None, default: int) -> int:
-    """How many to answer: `limit` (mem0 1.x, memlane) or `top_k` (mem0 2.x)."""
-    if limit is not None and top_k is not None and limit != top_k:
-        raise InvalidInput(f"limit={limit} and top_k={top_k} differ: give one of them")
-    count = limit if limit is not None else top_k if top_k is not None else default
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise InvalidInput(f"limit / top_k must be a whole number of 1 or more, not {count!r}")
-    return count
-
-
-def _metadata_holds(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    for key, value in wanted.items():
-        if isinstance(value, Mapping) or key in ("AND", "OR", "NOT"):
-            raise InvalidInput(
-                "get_all filters metadata by value ({'category': 'travel'}); search takes mem0's operators"
-            )
-        if metadata.get(key) != value:
-            return False
-    return True
 
 
 class Memory(SyncTwin):

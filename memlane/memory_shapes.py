@@ -238,12 +238,51 @@ def require_user(scope: Mapping[str, str | None], call: str) -> str:
     return user_id
 
 
+_NOT_TAKEN = {  # mem0's add options memlane has no counterpart for, and what to do instead
+    "prompt": "memlane's memory graph has its own prompts, step by step",
+    "memory_type": "procedural memory is not kept apart; add the steps as a note or as messages",
+    "timestamp": "give each message a created_at instead",
+    "expiration_date": "retention is set per store (MEMLANE_RETENTION_*)",
+}
+
+
+def refuse_options(call: str, options: Mapping[str, Any]) -> None:
+    """`InvalidInput` naming each of mem0's options a call was given that memlane does not take, and why."""
+    given = {name: value for name, value in options.items() if value is not None}
+    if given:
+        reasons = "; ".join(f"{name}: {_NOT_TAKEN.get(name, 'not an option memlane knows')}" for name in given)
+        raise InvalidInput(f"{call} does not take {', '.join(given)} ({reasons})")
+
+
+def answer_count(limit: int | None, top_k: int | None, default: int) -> int:
+    """How many to answer: `limit` (mem0 1.x, memlane) or `top_k` (mem0 2.x)."""
+    if limit is not None and top_k is not None and limit != top_k:
+        raise InvalidInput(f"limit={limit} and top_k={top_k} differ: give one of them")
+    count = limit if limit is not None else top_k if top_k is not None else default
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InvalidInput(f"limit / top_k must be a whole number of 1 or more, not {count!r}")
+    return count
+
+
+def metadata_holds(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether `metadata` holds each value `wanted` names (get_all's filters: by value only)."""
+    for key, value in wanted.items():
+        if isinstance(value, Mapping) or key in ("AND", "OR", "NOT"):
+            raise InvalidInput(
+                "get_all filters metadata by value ({'category': 'travel'}); search takes mem0's operators"
+            )
+        if metadata.get(key) != value:
+            return False
+    return True
+
+
 __all__ = [
     "ADDED",
     "DELETED",
     "SCOPE_KEYS",
     "UNCHANGED",
     "UPDATED",
+    "answer_count",
     "call_scope",
     "entry_history",
     "entry_memory",
@@ -253,6 +292,8 @@ __all__ = [
     "history_entry",
     "iso",
     "message_memory",
+    "metadata_holds",
+    "refuse_options",
     "note_revision",
     "require_user",
     "text_hash",

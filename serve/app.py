@@ -3,7 +3,8 @@
     POST /v1/chat/completions       OpenAI wire format; `model` names a persona (serve/chat.py)
     GET  /v1/models                 the personas
     /v1/users/{user_id}/...         the memories API (serve/memories.py): search, profile, events, notes,
-                                    export, delete, remember-now and sessions/{session_id}/end (a memory run now)
+                                    export, delete, remember-now and sessions/{session_id}/end (a memory run now);
+                                    mem0's calls (serve/memories_mem0.py): add, memories/search, memories, history
     /mcp                            memlane's MCP server (serve/mcp.py), streamable HTTP
     GET  /healthz  /readyz  /metrics
 
@@ -15,8 +16,8 @@ can reach another tenant's data. Errors are JSON in OpenAI's shape (serve/errors
 
 This module holds the health and chat routes (module-level `APIRouter`s; what a handler needs
 comes in by dependency: the service, the key) and wires the app: the service it runs on
-(serve/service.py), the error handlers and middleware, the routers (the memories API's is
-serve/memories.py's), and the MCP endpoint.
+(serve/service.py), the error handlers and middleware, the routers (the memories API's are
+serve/memories.py's and serve/memories_mem0.py's), and the MCP endpoint.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from memlane import MemoryStore, Settings, StoreError, get_settings, scoped_user_id
 from memlane.masking import mask_secrets
 from memlane.persistence import MemoryAgentContext
-from memlane.serve import memories
+from memlane.serve import memories, memories_mem0
 from memlane.serve.auth import SESSION_HEADER, USER_HEADER, authorized, header_text, tenant_user, valid_session_id
 from memlane.serve.chat import (
     IDEMPOTENCY_HEADER,
@@ -117,6 +118,7 @@ def create_app(
     app.include_router(chat)
     app.include_router(memories.router)
     app.include_router(memories.shared)
+    app.include_router(memories_mem0.router)
     if mcp_endpoint is not None:
         app.router.routes.append(mcp_endpoint.route)
     return app

@@ -3,8 +3,12 @@ turns, the upstream HTTP client, and the metrics they feed."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Annotated
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import httpx
 from fastapi import Depends, Request
@@ -21,11 +25,13 @@ from memlane import (
     open_store,
 )
 from memlane.doors import ProfileConfigs, memory_context
+from memlane.importing import import_messages
 from memlane.models import memory_model_from_settings
 from memlane.persistence import MemoryAgentContext, MemoryPersistence
 from memlane.recall import RecallParts
 from memlane.serve.config import ServeConfig, ServeConfigError
 from memlane.serve.metrics import ServeMetrics
+from memlane.store.records import Message
 from memlane.turns import RecallTimedOut, TurnService
 
 logger = logging.getLogger(__name__)
@@ -67,6 +73,9 @@ class ServeService:
             persona.api_key(settings)
         for note in config.key_notes(settings):
             logger.warning("configuration: %s", note)
+        self._add_context: Any = None  # the memory graph's context for `remember_at_once`, made at its first run
+        self._run_locks: dict[str, asyncio.Lock] = {}  # one run at once per user, in this process
+        self.add_runs: dict[str, tuple[str, asyncio.Task[Any]]] = {}  # add(wait=False)'s runs: id → (user, task)
 
     async def start(self) -> None:
         if self.store is None:
@@ -98,7 +107,46 @@ class ServeService:
             raise RuntimeError("memlane serve's service is not started: its lifespan starts it")
         return self.upstream
 
+    async def remember_at_once(
+        self, store_user: str, messages: Sequence[Message]
+    ) -> tuple[int, MemoryRunResult | None]:
+        """Store `messages` and run the memory graph over the user's unremembered turns in this
+        process (mem0's `add`), once no queued run of the user's is under way; one run of a user's
+        at a time. (new messages, the run's result or None when nothing was left to remember)."""
+        if self.memory_model is None:
+            raise StoreError("no memory model")  # the route says what to configure first
+        deadline = time.monotonic() + 60
+        while self.scheduler is not None and await self.scheduler.user_busy(store_user):
+            if time.monotonic() > deadline:
+                raise StoreError("a memory run of the user has been working for a minute; try again in a moment")
+            await asyncio.sleep(0.1)
+        if self._add_context is None:  # one context: its model breaker counts every add's failures together
+            self._add_context = memory_context(
+                self.settings, self.require_store(), self.memory_model, profile_configs=self.profile_configs
+            )
+        async with self._run_locks.setdefault(store_user, asyncio.Lock()):
+            stored, run = await import_messages(self.require_store(), store_user, messages, context=self._add_context)
+        return stored, run
+
+    def start_add_run(self, store_user: str, work: Any) -> str:
+        """Run `work` (a coroutine) in the background for an `add` that does not wait; its id, for
+        `add_run`. The last 1,000 runs are kept, by this process."""
+        run_id = uuid.uuid4().hex
+        self.add_runs[run_id] = (store_user, asyncio.create_task(work, name=f"memlane-add-{run_id}"))
+        for old in list(self.add_runs)[:-1000]:
+            if self.add_runs[old][1].done():
+                del self.add_runs[old]
+        return run_id
+
+    def add_run(self, store_user: str, run_id: str) -> asyncio.Task[Any] | None:
+        """The task of an `add` run this process started for the user, or None."""
+        owner, task = self.add_runs.get(run_id, ("", None))
+        return task if owner == store_user else None
+
     async def aclose(self) -> None:
+        running = [task for _, task in self.add_runs.values() if not task.done()]
+        if running:
+            await asyncio.wait(running, timeout=10)
         try:
             if self.upstream is not None:
                 await self.upstream.aclose()

@@ -257,3 +257,48 @@ def test_the_facade_answers_as_mem0_does(script, mem0_calls, memlane_environment
     finally:
         doors.close()
     assert compare_runs(theirs, doors.calls()) >= 2
+
+
+# --- through the client, against memlane serve ---------------------------------------------------------
+CLIENT_KEYS = {script.__name__: f"key-{script.__name__}-{uuid.uuid4().hex[:8]}" for script in SCRIPTS}
+
+
+@pytest.fixture(scope="module")
+def served(model_environment: None, upstream: FakeUpstream, redis_url: str, tmp_path_factory: pytest.TempPathFactory):
+    """`memlane serve`'s app on loopback, its memory model the fake one (through OPENAI_BASE_URL, as a
+    user configures it); a key and a tenant of its own per script."""
+    from fake_upstream import Served
+
+    from memlane.config import Settings
+    from memlane.serve.app import create_app
+    from memlane.serve.config import ApiKey, ServeConfig, hash_api_key
+
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    settings = Settings(
+        redis_url=redis_url,
+        key_prefix=prefix,
+        data_dir=tmp_path_factory.mktemp("mem0-serve"),
+        openai_api_key="sk-differential",
+        openai_base_url=upstream.url,
+        metadata_fields={"category": "tag"},
+        llm_max_retries=0,
+        memory_idle_flush_seconds=0,
+    )
+    keys = [
+        ApiKey(name=name, tenant=name, hash=hash_api_key(key), scopes=("read", "write"))
+        for name, key in CLIENT_KEYS.items()
+    ]
+    with Served(create_app(ServeConfig(keys=keys, personas={}), settings)) as app:
+        yield app.url
+    drop_prefix_sync(redis_url, prefix)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda script: script.__name__)
+def test_the_client_answers_as_mem0_does(script, mem0_calls, served, tmp_path):
+    theirs = mem0_calls(script)
+    doors = Doors(lambda config: memlane.MemoryClient(served, CLIENT_KEYS[script.__name__]))
+    try:
+        script(doors, tmp_path)
+    finally:
+        doors.close()
+    assert compare_runs(theirs, doors.calls()) >= 2

@@ -81,39 +81,72 @@ def test_the_sync_client_reaches_every_memory_by_name(served):
             {"id": "c1", "role": "user", "content": "I moved to Lyon last month."},
             {"id": "c2", "role": "assistant", "content": "Lyon is lovely."},
         ]
-        assert memory.add(said, user_id="ana")["stored"] == 2
-        assert memory.add(said, user_id="ana")["stored"] == 0  # ids: a repeated add stores nothing new
+        assert memory.add(said, user_id="ana", infer=False)["stored"] == 2
+        again = memory.add(said, user_id="ana", infer=False)  # ids: a repeated add stores nothing new
+        assert again["stored"] == 0 and [r["event"] for r in again["results"]] == ["NONE", "NONE"]
         note = memory.note("Her sister lives in Porto", user_id="ana")
-        hits = memory.search("where does her sister live?", user_id="ana", limit=3)
-        assert hits[0]["memory"]["id"] == note["id"]
-        assert any("Lyon" in hit["memory"]["text"] for hit in memory.search("Lyon", user_id="ana"))
+        hits = memory.search("where does her sister live?", user_id="ana", limit=3)["results"]
+        assert hits[0]["id"] == note["id"]
+        assert any("Lyon" in hit["memory"] for hit in memory.search("Lyon", filters={"user_id": "ana"})["results"])
 
         entry = memory.put_profile("home", "city", "Lyon", user_id="ana", source_message_id="c1", meta={"crm": 1})
         assert memory.put_profile("home", "city", "Lyon, Croix-Rousse", user_id="ana")["id"] == entry["id"]
-        assert memory.update(entry["id"], user_id="ana", confidence=0.6)["confidence"] == 0.6
-        assert memory.get(entry["id"], user_id="ana")["content"] == "Lyon, Croix-Rousse"
-        assert [r["action"] for r in memory.history(entry["id"], user_id="ana")] == ["add", "update", "update"]
-        everything = memory.get_all(user_id="ana")
-        assert [e["id"] for e in everything["profile"]] == [entry["id"]] and [
-            e["memory_id"] for e in everything["events"]
-        ] == [note["id"]]
+        assert memory.edit_profile(entry["id"], user_id="ana", confidence=0.6)["confidence"] == 0.6
+        entry_memory = f"profile:{entry['id']}"
+        assert memory.get(entry_memory)["memory"] == "home / city: Lyon, Croix-Rousse"  # the user: ana, seen above
+        assert [r["event"] for r in memory.history(entry_memory, user_id="ana")] == ["ADD", "UPDATE", "UPDATE"]
+        everything = memory.get_all(user_id="ana")["results"]
+        assert {m["id"] for m in everything if m["kind"] != "message"} == {entry_memory, note["id"]}
         assert "Lyon" in memory.recall("where do I live?", user_id="ana")["text"]
         assert memory.forget("Porto", user_id="ana", dry_run=True)["dry_run"] is True
-        assert memory.delete(note["id"], user_id="ana") is True and memory.delete(note["id"], user_id="ana") is False
+        assert memory.delete(note["id"], user_id="ana")["message"]
+        with pytest.raises(NotFound):
+            memory.delete(note["id"], user_id="ana")
         assert memory.export(user_id="ana")["user_id"] == "ana"
 
-        with pytest.raises(NotFound):
-            memory.get("no-such-entry", user_id="ana")
+        assert memory.get("profile:no-such-entry", user_id="ana") is None
         with pytest.raises(InvalidRequest, match="confidence"):
-            memory.update(entry["id"], user_id="ana", confidence=2.0)
+            memory.edit_profile(entry["id"], user_id="ana", confidence=2.0)
         with pytest.raises(Conflict, match="PUT"):
             memory.add_profile("home", "city", "x", user_id="ana")
         assert memory.add_profile("home", "country", "France", user_id="ana")["content"] == "France"
         memory.reset(user_id="ana")
-        assert memory.get_all(user_id="ana") == {"profile": [], "events": []}
+        assert memory.get_all(user_id="ana")["results"] == []
 
     with MemlaneClient(url, "not-a-key") as stranger, pytest.raises(AuthenticationError):
         stranger.search("anything", user_id="ana")
+
+
+def test_update_and_history_take_any_memory_and_add_answers_what_it_learned(served):
+    url, _ = served
+    with MemlaneClient(url, KEY) as memory:
+        note = memory.note("My locker code is 3141.", user_id="eve")
+        updated = memory.update(note["id"], "My locker code is 2718.")  # positional, as mem0's update
+        assert updated == {
+            "message": "Memory updated successfully!",
+            "id": note["id"],
+            "memory": "My locker code is 2718.",
+        }
+        assert [(h["event"], h["new_memory"]) for h in memory.history(note["id"])] == [
+            ("ADD", "My locker code is 3141."),
+            ("UPDATE", "My locker code is 2718."),
+        ]
+        assert memory.search("locker code", user_id="eve", kinds=["event"])["results"][0]["memory"].endswith("2718.")
+        turn = memory.add("I play the cello.", user_id="eve", infer=False)["results"][0]
+        assert [h["event"] for h in memory.history(turn["id"])] == ["ADD"]
+        with pytest.raises(InvalidRequest, match="as it was said"):
+            memory.update(turn["id"], "I play the viola.")
+        with pytest.raises(ValueError, match="pass user_id"):
+            memory.update("event:never-shown", "x")
+        # the memory model of this service answers no facts: the run learns nothing, and says so
+        learned = memory.add("I moved to Porto.", user_id="eve", metadata={"source": "crm"})
+        assert learned["results"] == [] and learned["stored"] == 1
+        started = memory.add("I moved to Braga.", user_id="eve", wait=False)
+        assert started["results"] == [] and started["memory_run_id"]
+        ended = memory.add_run(started["memory_run_id"], user_id="eve", wait=True)
+        assert ended["status"] == "done" and ended["results"] == []
+        with pytest.raises(NotFound):
+            memory.add_run(started["memory_run_id"], user_id="someone-else")
 
 
 async def test_the_async_client_and_streaming_chat_through_openai(served):
@@ -131,9 +164,12 @@ async def test_the_async_client_and_streaming_chat_through_openai(served):
         assert reply == "Noted, you live in Lyon now."
         assert "black, no sugar" in str(chat.requests[-1]["messages"])  # recalled before the model was called
         deadline = time.monotonic() + 20
-        while not await memory.search("coffee", user_id="ben", kinds=["message"]) and time.monotonic() < deadline:
+        while (
+            not (await memory.search("coffee", user_id="ben", kinds=["message"]))["results"]
+            and time.monotonic() < deadline
+        ):
             await asyncio.sleep(0.2)  # the turn is saved after the reply
-        assert await memory.search("coffee", user_id="ben", kinds=["message"])
+        assert (await memory.search("coffee", user_id="ben", kinds=["message"]))["results"]
 
 
 async def test_a_client_for_an_agent_acts_on_that_agents_memory_only(served):
@@ -141,15 +177,17 @@ async def test_a_client_for_an_agent_acts_on_that_agents_memory_only(served):
     async with AsyncMemlaneClient(url, KEY, agent_id="coach") as coach, AsyncMemlaneClient(url, KEY) as own:
         await coach.put_profile("sport", "running", "5k on Tuesdays", user_id="cai")
         await coach.note("Trains for a marathon in May", user_id="cai")
-        assert [e["content"] for e in (await coach.get_all(user_id="cai"))["profile"]] == ["5k on Tuesdays"]
-        assert (await own.get_all(user_id="cai"))["profile"] == []
-        assert await own.search("marathon May", user_id="cai") == []
-        assert (await coach.search("marathon May", user_id="cai"))[0]["memory"][
-            "text"
-        ] == "Trains for a marathon in May"
+        coachs = (await coach.get_all(user_id="cai"))["results"]
+        assert [m["memory"] for m in coachs if m["kind"] == "profile"] == ["sport / running: 5k on Tuesdays"]
+        assert all(m["agent_id"] == "coach" for m in coachs)
+        assert (await own.get_all(user_id="cai"))["results"] == []
+        assert (await own.search("marathon May", user_id="cai"))["results"] == []
+        found = (await coach.search("marathon May", user_id="cai"))["results"]
+        assert found[0]["memory"] == "Trains for a marathon in May"
+        assert (await own.search("marathon May", user_id="cai", agent_id="coach"))["results"][0]["id"] == found[0]["id"]
         assert list((await own.export(user_id="cai"))["agents"]) == ["coach"]
         await own.reset(user_id="cai")  # the user, and every agent's memory of the user
-        assert (await coach.get_all(user_id="cai"))["profile"] == []
+        assert (await coach.get_all(user_id="cai"))["results"] == []
 
 
 class FlakyTransport(httpx.AsyncBaseTransport):

@@ -138,7 +138,7 @@ async def test_every_door_shows_the_same_relevance(store, settings, monkeypatch)
 
         async with AsyncMemlaneClient(served.url, "key-acme") as client:
             found = await client.search(QUERY, user_id="alice", limit=20)
-            doors["client"] = {hit["memory"]["id"]: hit["score"] for hit in found}
+            doors["client"] = {hit["id"]: hit["score"] for hit in found["results"]}  # mem0's shape
 
         async with http_client(served.url + "/mcp", "key-acme", "alice") as mcp:
             result = await mcp.call_tool("search_memories", {"query": QUERY, "limit": 20})
