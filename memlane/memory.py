@@ -35,7 +35,6 @@ from memlane.memory_ops import (
     list_memories,
     memory_history,
     run_results,
-    split_memory_id,
     stored_results,
     update_memory,
 )
@@ -201,7 +200,6 @@ class AsyncMemory:
     async def _owner(self, memory_id: str, user_id: str | None, agent_id: str | None) -> tuple[str, dict[str, Any]]:
         """The store user a memory id belongs to, and the scope answers name: `user_id` (with
         `agent_id`) when given; else the user this object acted for that holds it, the latest first."""
-        split_memory_id(memory_id)
         if user_id is not None:
             scope, _ = call_scope(user_id=user_id, agent_id=agent_id, run_id=None)
             return self._seen(scoped_user_id(require_user(scope, "this call"), scope["agent_id"])), scope

@@ -24,6 +24,7 @@ from memlane.memory_shapes import (
     message_memory,
     note_revision,
 )
+from memlane.shown_ids import memory_id_of
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import event_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
@@ -48,6 +49,7 @@ async def get_memory(
     store: MemoryStore, user_id: str, memory_id: str, scope: Mapping[str, str | None]
 ) -> dict[str, Any] | None:
     """The memory `memory_id` of the user, in mem0's shape, or None."""
+    memory_id = await memory_id_of(store, user_id, memory_id) or memory_id  # a record's own id too
     kind, ref = split_memory_id(memory_id)
     if kind == "profile":
         entry = next((entry for entry in await store.get_profile(user_id) if entry.id == ref), None)
@@ -65,6 +67,7 @@ async def update_memory(
     """Give a profile entry new content, or an event card (a note or a memory run's card) new text;
     the change is kept in its history. A turn is what was said: it is deleted, not edited.
     Answers the memory as it now is; `InvalidInput` when the user has no such memory."""
+    memory_id = await memory_id_of(store, user_id, memory_id) or memory_id  # a record's own id too
     kind, ref = split_memory_id(memory_id)
     text = text.strip() if isinstance(text, str) else text
     if not isinstance(text, str) or not text:
@@ -93,6 +96,7 @@ async def memory_history(store: MemoryStore, user_id: str, memory_id: str) -> li
     """How the memory came to be, oldest first, as mem0's history entries: a profile entry's every
     revision (its deletion too); an event card's making and each change of its text; a turn's one
     making. [] when the user has no such memory, now or before."""
+    memory_id = await memory_id_of(store, user_id, memory_id) or memory_id  # a record's own id too
     kind, ref = split_memory_id(memory_id)
     if kind == "profile":
         return entry_history(memory_id, await store.profile_history(user_id, ref))

@@ -20,9 +20,10 @@ from memlane.config import Settings, get_settings
 from memlane.dates import day
 from memlane.nodes.confirm_forget import forget_confirmer
 from memlane.persistence import resolve_identity
+from memlane.shown_ids import MEMORY_ID_PREFIXES, RecordStore, memory_id_of, shown_id  # noqa: F401  (MEMORY_ID_PREFIXES: where it was)
 from memlane.store.errors import InvalidInput
 from memlane.store.hits import MemoryHit
-from memlane.store.ids import ITEM_MEMORY_PREFIX, check_slot, clean_text, profile_memory_id, stable_id
+from memlane.store.ids import check_slot, clean_text, profile_memory_id, stable_id
 from memlane.store.protocols import ForgetConfirm, ForgettingStore, MemoryStore, ProfileStore, SearchStore
 from memlane.store.records import REMEMBERED_TAG, Event, Memory, MemoryUpdate, ProfileEntry
 from memlane.store.redis.metadata import MetadataFilter
@@ -281,28 +282,31 @@ async def remember_note(
     return (await write_note(store, user_id, text, session_id=session_id, metadata=metadata)).memory
 
 
-class DeletingStore(ForgettingStore, SearchStore, Protocol):
-    """What forgetting reads of the store: its forgetting, and its search memories (one deleted by id)."""
+class DeletingStore(ForgettingStore, SearchStore, RecordStore, Protocol):
+    """What forgetting reads of the store: its forgetting, its search memories (one deleted by id),
+    and its records (an id a door showed names one)."""
 
 
 async def forget_memory(store: DeletingStore, user_id: str, memory_id: str, *, actor: str = "user") -> bool:
     """Forget one memory: a profile or event memory takes its entry or event card with it, a
     message memory its turn in history; what they stated goes from turns and summaries too
-    (the store's `delete_profile_entry`, `delete_event`, `delete_message`).
+    (the store's `delete_profile_entry`, `delete_event`, `delete_message`). `memory_id`: any id a
+    door shows of it (`memlane.shown_ids`), its record's own id too; a profile entry's past value
+    (`profile:<entry>:earlier:…`) goes alone.
 
     actor: who profile history names for a deleted entry.
     """
-    if memory_id.startswith("profile:"):
+    resolved = await memory_id_of(store, user_id, memory_id)
+    if resolved is None:
+        return False
+    memory_id = resolved
+    if memory_id.startswith("profile:") and ":earlier:" not in memory_id:
         return await store.delete_profile_entry(user_id, memory_id.removeprefix("profile:"), actor=actor)
     if memory_id.startswith("event:"):
         return await store.delete_event(user_id, memory_id.removeprefix("event:"))
     if memory_id.startswith("message:"):
         return await store.delete_message(user_id, memory_id.removeprefix("message:"))
     return await store.delete_memory(user_id, memory_id)
-
-
-# what the store's ids of search memories start with (store/ids.py `*_memory_id`)
-MEMORY_ID_PREFIXES = ("profile:", "event:", "message:", ITEM_MEMORY_PREFIX)
 
 
 async def answer_forget(
@@ -320,13 +324,14 @@ async def answer_forget(
     confirm: the memory model's confirmation of what forget finds by meaning
     (`memlane.nodes.confirm_forget.forget_confirmer`), where the caller has a memory model.
     dry_run: change nothing, answer what would go, record by record, with the clauses cut."""
-    memory_id = what.strip().strip("[]").strip()
-    if memory_id.startswith(MEMORY_ID_PREFIXES) and not any(char.isspace() for char in memory_id):
+    # an id a door showed (a memory id, or a record's own id the user has), not words to forget by
+    memory_id = await memory_id_of(store, user_id, what)
+    if memory_id is not None:
         if dry_run:
             return f"dry run: [{memory_id}] names one memory; forgetting it removes it and what it stated, nothing else"
         removed = await forget_memory(store, user_id, memory_id, actor=actor)
         return f"forgot [{memory_id}]" if removed else f"no memory [{memory_id}] to forget"
-    if not memory_id:
+    if not shown_id(what):
         return "nothing to forget: say what (an id in brackets, or what it was about)"
     report = await store.forget(user_id, what.strip(), actor=actor, confirm=confirm, dry_run=dry_run)
     return report.details() if dry_run else report.describe()

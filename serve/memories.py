@@ -27,8 +27,11 @@ from memlane.serve.config import ApiKey, Scope
 from memlane.serve.errors import ApiError, watched
 from memlane.serve.memory_schemas import (
     Deleted,
+    EntryId,
+    EventId,
     EventOut,
     ForgetIn,
+    MessageId,
     MessagesIn,
     MessagesStored,
     NoteIn,
@@ -163,7 +166,7 @@ async def find_entry(store: MemoryStore, store_user: str, entry_id: str) -> Prof
 
 
 @router.get("/profile/{entry_id}")
-async def get_entry(entry_id: PathId, caller: Reader, store: Store) -> ProfileEntryOut:
+async def get_entry(entry_id: EntryId, caller: Reader, store: Store) -> ProfileEntryOut:
     """One profile entry, with what it held before."""
     entry = await find_entry(store, caller.store_user, entry_id)
     return ProfileEntryOut.of(entry, await store.past_values(caller.store_user, entry_id))
@@ -217,7 +220,7 @@ async def write_slot(
 
 
 @router.patch("/profile/{entry_id}")
-async def edit_entry(entry_id: PathId, body: ProfileEntryEdit, caller: Writer, store: Store) -> ProfileEntryOut:
+async def edit_entry(entry_id: EntryId, body: ProfileEntryEdit, caller: Writer, store: Store) -> ProfileEntryOut:
     """Change an entry's content and / or confidence; the change is kept in its history."""
     if body.content is None and body.confidence is None:
         raise ApiError(422, "send content, confidence or both", "nothing_to_change")
@@ -233,7 +236,7 @@ async def edit_entry(entry_id: PathId, body: ProfileEntryEdit, caller: Writer, s
 
 
 @router.delete("/profile/{entry_id}")
-async def delete_entry(entry_id: PathId, caller: Writer, store: Store) -> Deleted:
+async def delete_entry(entry_id: EntryId, caller: Writer, store: Store) -> Deleted:
     """Delete a profile entry (its history keeps the deletion)."""
     if not await store.delete_profile_entry(caller.store_user, entry_id, actor=caller.actor):
         raise ApiError(404, f"the user has no profile entry {entry_id!r}", "entry_not_found")
@@ -241,7 +244,7 @@ async def delete_entry(entry_id: PathId, caller: Writer, store: Store) -> Delete
 
 
 @router.get("/profile/{entry_id}/history")
-async def entry_history(entry_id: PathId, caller: Reader, store: Store) -> dict[str, Any]:
+async def entry_history(entry_id: EntryId, caller: Reader, store: Store) -> dict[str, Any]:
     """Every change of the entry, oldest first: who or what made it, before / after, when."""
     revisions = await store.profile_history(caller.store_user, entry_id)
     if not revisions:
@@ -266,7 +269,7 @@ async def list_events(
 
 
 @router.delete("/events/{event_id}")
-async def delete_event(event_id: PathId, caller: Writer, store: Store) -> Deleted:
+async def delete_event(event_id: EventId, caller: Writer, store: Store) -> Deleted:
     """Delete an event card and its search memory."""
     if not await store.delete_event(caller.store_user, event_id):
         raise ApiError(404, f"the user has no event {event_id!r}", "event_not_found")
@@ -296,7 +299,7 @@ async def delete_memory(memory_id: PathId, caller: Writer, store: Store) -> Dele
 
 
 @router.delete("/messages/{message_id}")
-async def delete_message(message_id: PathId, caller: Writer, store: Store) -> Deleted:
+async def delete_message(message_id: MessageId, caller: Writer, store: Store) -> Deleted:
     """Drop one message from history and search, and what it states from the summaries."""
     if not await store.delete_message(caller.store_user, message_id):
         raise ApiError(404, f"the user has no message {message_id!r}", "message_not_found")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
@@ -14,6 +15,7 @@ from memlane import Event, MemoryHit, ProfileEntry, SearchMemory
 from memlane.persistence import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
+from memlane.shown_ids import record_id
 from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, profile_memory_id
 from memlane.store.records import MemoryKind, PastValue
 from memlane.tools import NoteWritten
@@ -41,6 +43,11 @@ def _usable_id(value: str | None) -> str | None:
 
 # a path id ({entry_id}, {event_id}, ...): a NUL byte answers 422 naming the parameter
 PathId = Annotated[str, AfterValidator(_usable_id)]
+# a record's id in a path, as any door shows it: its own id, or its memory id ("profile:<entry>",
+# "event:<card>", "message:<turn>": what search, recall and MCP show), which names the same record
+EntryId = Annotated[PathId, AfterValidator(partial(record_id, kind="profile"))]
+EventId = Annotated[PathId, AfterValidator(partial(record_id, kind="event"))]
+MessageId = Annotated[PathId, AfterValidator(partial(record_id, kind="message"))]
 
 
 def _usable_slot(value: str) -> str:
