@@ -59,15 +59,45 @@ class AsyncMemory:
     model `add(infer=True)` runs the graph with. Every call takes `agent_id`: that agent's own memory
     of the user (store/scopes.py)."""
 
-    def __init__(self, store: MemoryStore, *, settings: Settings, model: BaseChatModel | None = None) -> None:
-        self.store = store
-        self.settings = settings  # the store's (the protocol does not declare them): `open` passes them
+    def __init__(
+        self,
+        store: MemoryStore | None = None,
+        *,
+        settings: Settings | None = None,
+        model: BaseChatModel | None = None,
+        **store_options: Any,
+    ) -> None:
+        """`store`: a store to wrap (closed by its owner). Without one, as mem0's `AsyncMemory()`: the
+        store the settings name (REDIS_URL, or the embedded Redis Stack) is opened at the first call,
+        with the memory model they name unless `model` is given; `aclose` closes it."""
+        self._store = store
+        self.settings = settings or get_settings()  # the store's (the protocol does not declare them)
         self.model = model
-        self._owns_store = False
+        self._owns_store = store is None
+        self._store_options = store_options
+        self._opening = asyncio.Lock()
         self._runs: dict[str, asyncio.Task[dict[str, Any]]] = {}  # add(wait=False)'s runs, by id
         self._locks: dict[str, asyncio.Lock] = {}  # one memory run of a user's at a time
         self._context: Any = None  # the memory graph's context (`_memory_context`), made at the first run
         self._users: dict[str, None] = {}  # the store users this object acted for, the latest last
+
+    @property
+    def store(self) -> MemoryStore:
+        if self._store is None:
+            raise RuntimeError("the store opens at the first call of an AsyncMemory(); await one first, or `open`")
+        return self._store
+
+    async def _opened(self) -> MemoryStore:
+        """The store, opened at the first call when this object owns it."""
+        if self._store is None:
+            async with self._opening:
+                if self._store is None:
+                    from memlane.models import memory_model_from_settings
+                    from memlane.store.redis.store import open_store
+
+                    self.model = self.model or memory_model_from_settings(self.settings.models)
+                    self._store = await open_store(self.settings, **self._store_options)
+        return self._store
 
     @classmethod
     async def open(
@@ -76,29 +106,25 @@ class AsyncMemory:
         """Open the store (REDIS_URL, or the embedded Redis Stack) and wrap it; `aclose` closes it.
         Without `model`, the memory model the settings name (OPENAI_API_KEY / OPENAI_BASE_URL,
         MEMLANE_MEMORY_MODEL), as `memlane import --remember` picks it; None when none is set."""
-        from memlane.models import memory_model_from_settings
-        from memlane.store.redis.store import open_store
-
-        settings = settings or get_settings()
-        store = await open_store(settings, **store_options)
-        memory = cls(store, model=model or memory_model_from_settings(settings.models), settings=settings)
-        memory._owns_store = True
+        memory = cls(settings=settings, model=model, **store_options)
+        await memory._opened()
         return memory
 
     @classmethod
-    async def from_config(cls, config: Mapping[str, Any]) -> AsyncMemory:
-        """`open` with mem0's configuration dict (`llm`, `embedder`, `vector_store` ...): what has a
-        memlane setting is taken, the rest is left out with a warning (memlane/config_mem0.py)."""
+    def from_config(cls, config: Mapping[str, Any]) -> AsyncMemory:
+        """mem0's `AsyncMemory.from_config({...})` (`llm`, `embedder`, `vector_store` ...): what has a
+        memlane setting is taken, the rest is left out with a warning (memlane/config_mem0.py); the
+        store opens at the first call."""
         settings, _ = settings_from_mem0_config(config, get_settings())
-        return await cls.open(settings)
+        return cls(settings=settings)
 
     async def aclose(self) -> None:
-        """Wait for the memory runs `add(wait=False)` started, then close the store `open` opened."""
+        """Wait for the memory runs `add(wait=False)` started, then close the store this object opened."""
         running = [task for task in self._runs.values() if not task.done()]
         if running:
             await asyncio.wait(running)
-        if self._owns_store:
-            await self.store.aclose()
+        if self._owns_store and self._store is not None:
+            await self._store.aclose()
 
     async def __aenter__(self) -> AsyncMemory:
         return self
@@ -126,6 +152,7 @@ class AsyncMemory:
         its declared fields (MEMLANE_METADATA_FIELDS). infer=False: each message as a result, ADD
         when new, NONE when the store held it. wait=False: answers once the messages are stored,
         the memory run going on in the background, with its `memory_run_id` for `get_run`."""
+        await self._opened()
         refuse_options("add", mem0_options)
         scope, _ = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
         store_user = self._seen(scoped_user_id(require_user(scope, "add"), scope["agent_id"]))
@@ -235,6 +262,7 @@ class AsyncMemory:
         (a session's turns); the rest of `filters` is on metadata, mem0's operators (`eq`, `ne`,
         `gt`, `gte`, `lt`, `lte`, `in`, `nin`, `AND`, `OR`) over the declared fields.
         `rerank` is accepted and changes nothing: the ranking fuses its signals itself."""
+        await self._opened()
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("search needs a query: a non-empty text")
         if threshold is not None and not 0 <= threshold <= 1:
@@ -267,6 +295,7 @@ class AsyncMemory:
         cards and the turns not remembered yet: {"results": [...], "next_offset": the next page's
         offset, or None after the last}. The user as `search` takes it; `filters` beyond the scope
         keep the memories whose metadata hold those values."""
+        await self._opened()
         scope, metadata_filter = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters)
         store_user = self._seen(scoped_user_id(require_user(scope, "get_all"), scope["agent_id"]))
         page, next_offset = await list_memories(
@@ -280,6 +309,7 @@ class AsyncMemory:
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None
     ) -> dict[str, Any] | None:
         """One memory by id (`profile:…`, `event:…`, `message:…`), or None."""
+        await self._opened()
         try:
             store_user, scope = await self._owner(memory_id, user_id, agent_id)
         except InvalidInput:
@@ -302,6 +332,7 @@ class AsyncMemory:
         """Give a profile entry new content, or an event card (a note, a memory run's card) new text,
         the change kept in its history: {"message", "id", "memory"}. `text` is mem0 2.x's name for
         `data`. A turn is what was said: delete it and add what is true."""
+        await self._opened()
         if metadata is not None:
             raise InvalidInput("update changes a memory's text; its metadata stays as it was added")
         new_text = text if text is not None else data
@@ -316,6 +347,7 @@ class AsyncMemory:
     ) -> dict[str, Any]:
         """Delete one memory; what it stated goes from the turns and summaries too. `InvalidInput`
         (a ValueError, as mem0 raises) when the user has no such memory."""
+        await self._opened()
         store_user, _ = await self._owner(memory_id, user_id, agent_id)
         if not await forget_memory(self.store, store_user, memory_id, actor="api"):
             raise InvalidInput(f"no memory {memory_id!r} to delete: it is not the user's, or was deleted already")
@@ -325,6 +357,7 @@ class AsyncMemory:
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> dict[str, Any]:
         """Delete everything of the user (with `agent_id`: that agent's memory of the user only)."""
+        await self._opened()
         if run_id is not None:
             raise InvalidInput(
                 "delete_all deletes a user's memory (or an agent's memory of the user) as a whole, not one run's: "
@@ -338,6 +371,7 @@ class AsyncMemory:
 
     async def reset(self) -> dict[str, Any]:
         """Delete everything the store holds, every user's memories (mem0's `reset`)."""
+        await self._opened()
         running = [task for task in self._runs.values() if not task.done()]
         if running:
             await asyncio.wait(running)
@@ -351,6 +385,7 @@ class AsyncMemory:
         """How the memory came to be, oldest first, each change with mem0's `event` (ADD, UPDATE,
         DELETE), `old_memory` and `new_memory`: a profile entry's every revision, its deletion too;
         an event card's making and each change of its text; a turn's one making."""
+        await self._opened()
         try:
             store_user, _ = await self._owner(memory_id, user_id, agent_id)
         except InvalidInput:

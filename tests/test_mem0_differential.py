@@ -302,3 +302,27 @@ def test_the_client_answers_as_mem0_does(script, mem0_calls, served, tmp_path):
     finally:
         doors.close()
     assert compare_runs(theirs, doors.calls()) >= 2
+
+
+async def test_async_memory_as_mem0_writes_it(memlane_environment):
+    # mem0's AsyncMemory page: `memory = AsyncMemory()`, then every call awaited; from_config is not awaited
+    memory = memlane.AsyncMemory()
+    try:
+        added = await memory.add("I'm planning a trip to Tokyo next month.", user_id="kim")
+        assert [fact_of(r["memory"]) for r in added["results"] if r["kind"] == "profile"] == [
+            "Planning a trip to Tokyo next month"
+        ]
+        found = await memory.search("trip to Tokyo", filters={"user_id": "kim"}, top_k=3)
+        assert any(fact_of(hit["memory"]) for hit in found["results"])
+        memory_id = added["results"][0]["id"]
+        await memory.update(memory_id, "Planning a trip to Kyoto next month")
+        assert [change["event"] for change in await memory.history(memory_id)] == ["ADD", "UPDATE"]
+        assert (await memory.delete_all(user_id="kim"))["message"]
+    finally:
+        await memory.aclose()
+    configured = memlane.AsyncMemory.from_config({"llm": {"provider": "openai", "config": {"model": "gpt-4.1-nano"}}})
+    try:
+        assert configured.model is None and (await configured.get_all(filters={"user_id": "kim"}))["results"] == []
+        assert configured.model is not None  # opened at the first call, with the configured model
+    finally:
+        await configured.aclose()
