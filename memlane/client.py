@@ -19,6 +19,7 @@ a `MemlaneError` subclass that says what the service said (`status`, `code`, `me
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -109,6 +110,20 @@ def _over_quota(response: httpx.Response) -> bool:
         return False
 
 
+DEFAULT_URL = "http://127.0.0.1:8080"  # `memlane serve`'s own default address
+
+
+def service_address(base_url: str | None, api_key: str | None) -> tuple[str, str]:
+    """(the service's URL, the key): as given, else MEMLANE_URL (else `DEFAULT_URL`) and MEMLANE_KEY."""
+    api_key = api_key or os.environ.get("MEMLANE_KEY")
+    if not api_key:
+        raise InvalidInput(
+            "give the client a key of memlane serve (api_key=..., or MEMLANE_KEY); "
+            "`memlane serve hash-key` makes one and the hash the service's configuration holds"
+        )
+    return base_url or os.environ.get("MEMLANE_URL") or DEFAULT_URL, api_key
+
+
 def _path(part: str) -> str:
     """An id as one path segment (ids may hold "/", "?", "#", spaces)."""
     return quote(part, safe="")
@@ -121,9 +136,10 @@ class AsyncMemlaneClient:
 
     def __init__(
         self,
-        base_url: str,
-        api_key: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
         *,
+        host: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 3,
         backoff_seconds: float = 0.5,
@@ -131,7 +147,10 @@ class AsyncMemlaneClient:
         agent_id: str | None = None,
         add_timeout: float = 300.0,
     ) -> None:
-        """add_timeout: how long an `add` that waits for its memory run (a model's calls) may take."""
+        """base_url (or `host`, mem0's name): the service, else MEMLANE_URL, else http://127.0.0.1:8080;
+        api_key: a key of the service, else MEMLANE_KEY. add_timeout: how long an `add` that waits for
+        its memory run (a model's calls) may take."""
+        base_url, api_key = service_address(base_url or host, api_key)
         self.base_url = base_url.rstrip("/")
         self.add_timeout = add_timeout
         self.agent_id = agent_id
@@ -522,7 +541,11 @@ class MemlaneClient(SyncTwin):
 
     twin_of = AsyncMemlaneClient
 
-    def __init__(self, base_url: str, api_key: str, **options: Any) -> None:
+    def __init__(
+        self, base_url: str | None = None, api_key: str | None = None, *, host: str | None = None, **options: Any
+    ) -> None:
+        """As `AsyncMemlaneClient`'s: `MemoryClient(api_key=...)` with MEMLANE_URL set, as mem0's."""
+        base_url, api_key = service_address(base_url or host, api_key)
         self._start(lambda: self._made(base_url, api_key, options), "memlane-client")
         self.base_url, self.api_key = self._async.base_url, api_key
 

@@ -23,6 +23,7 @@ from memlane.client import (
     Conflict,
     InvalidRequest,
     MemlaneClient,
+    MemoryClient,
     NotFound,
     ServiceUnavailable,
 )
@@ -115,6 +116,18 @@ def test_the_sync_client_reaches_every_memory_by_name(served):
 
     with MemlaneClient(url, "not-a-key") as stranger, pytest.raises(AuthenticationError):
         stranger.search("anything", user_id="ana")
+
+
+def test_the_client_is_built_as_mem0s_is(served, monkeypatch):
+    url, _ = served
+    monkeypatch.setenv("MEMLANE_URL", url)
+    with MemoryClient(api_key=KEY) as client:  # mem0's spelling: the service from MEMLANE_URL
+        assert client.add("I keep bees.", user_id="fay", infer=False)["stored"] == 1
+    with MemoryClient(host=url, api_key=KEY) as client:
+        assert client.get_all(filters={"user_id": "fay"})["results"][0]["memory"] == "I keep bees."
+    monkeypatch.delenv("MEMLANE_KEY", raising=False)
+    with pytest.raises(ValueError, match="MEMLANE_KEY"):
+        MemoryClient()
 
 
 def test_update_and_history_take_any_memory_and_add_answers_what_it_learned(served):
