@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -67,6 +68,10 @@ class Search(StorePart):
         default_factory=dict, init=False
     )  # user → (memory count, when counted)
     retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
+    # the latest texts embedded here, by (kind, text): `relevances` right after a search (recall's
+    # items, `MemlaneStore(relevance=True)`) reuses the query's vector, and a session's summary
+    # changes seldom; an embedding is the slow part of both
+    _vectors: OrderedDict[tuple[str, str], list[float]] = field(default_factory=OrderedDict, init=False)
 
     def user_filter(
         self,
@@ -281,7 +286,9 @@ class Search(StorePart):
         try:
             approximate = await self.memory_count(user_id) > search.exact_max_memories
             try:
-                query_vector: list[float] | None = await self.core.embed_query(query)
+                embedded = await self.core.embed_query(query)
+                self._keep_vector(("query", query), embedded)  # for `relevances` right after
+                query_vector: list[float] | None = embedded
             except EmbeddingsUnavailable as error:  # degrade, never break: the BM25 rankings still answer
                 logger.log(
                     logging.DEBUG if isinstance(error.__cause__, CircuitOpen) else logging.WARNING,
@@ -473,6 +480,25 @@ class Search(StorePart):
     def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
         return in_scope(created_at, scope, self.core.zone)
 
+    def _keep_vector(self, key: tuple[str, str], vector: list[float]) -> None:
+        self._vectors[key] = vector
+        self._vectors.move_to_end(key)
+        if len(self._vectors) > 64:
+            self._vectors.popitem(last=False)
+
+    async def _embedded(self, kind: str, text: str, owner: str = "") -> list[float]:
+        """`text` embedded as a query or a stored passage, from the latest 64 when it is among them
+        (a search keeps its query's: the search then asks the embedder itself, every time)."""
+        key = (kind, text)
+        vector = self._vectors.get(key)
+        if vector is None:
+            if kind == "query":
+                vector = await self.core.embed_query(text)
+            else:
+                [vector] = await self.core.embed_documents([text], owner)
+        self._keep_vector(key, vector)
+        return vector
+
     async def relevances(
         self,
         user_id: str,
@@ -493,10 +519,8 @@ class Search(StorePart):
         query = query[:MAX_QUERY_CHARS]
         reading = read_query(query, reference_time=reference_time, zone=self.core.zone)
         try:
-            query_vector: list[float] | None = await self.core.embed_query(query)
-            text_vectors = (
-                await self.core.embed_documents([text for text, _ in texts.values()], user_id) if texts else []
-            )
+            query_vector: list[float] | None = await self._embedded("query", query)
+            text_vectors = [await self._embedded("passage", text, user_id) for text, _ in texts.values()]
         except EmbeddingsUnavailable:  # as search does: the keyword-only relevance
             query_vector, text_vectors = None, []
         docs = [{"id": self.layout.memory(user_id, memory_id)} for memory_id in wanted]

@@ -18,6 +18,7 @@ from test_mcp import http_client
 from test_one_relevance import CONFIG, QUERY, seed
 
 from memlane import cli
+from memlane.client import AsyncMemlaneClient
 from memlane.langgraph_store import MemlaneStore
 from memlane.memory import AsyncMemory
 from memlane.serve.app import create_app
@@ -101,6 +102,11 @@ async def shown_ids(store, settings, user_id: str, url: str) -> dict[str, set[st
         shown["HTTP recall"] = {item[name] for item in items for name in ("memory_id", "ref_id") if item.get(name)}
         shown["HTTP recall sources"] = {source for item in items for source in item["source_message_ids"]}
 
+    async with AsyncMemlaneClient(url, "key-acme") as client:
+        found = await client.search(QUERY, user_id="alice", limit=20)
+        shown["client search"] = {hit["id"] for hit in found["results"]}
+        shown["client get_all"] = {memory["id"] for memory in (await client.get_all(user_id="alice"))["results"]}
+
     async with http_client(url + "/mcp", "key-acme", "alice") as mcp:
         for tool, arguments in (
             ("search_memories", {"query": QUERY, "limit": 20}),
@@ -130,7 +136,10 @@ async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(store
         assert {name for name, _ in forms} == set(records)
 
         facade = AsyncMemory(store, settings=settings)
-        async with httpx.AsyncClient(base_url=served.url, headers=HEADERS, timeout=60) as http:
+        async with (
+            httpx.AsyncClient(base_url=served.url, headers=HEADERS, timeout=60) as http,
+            AsyncMemlaneClient(served.url, "key-acme") as client,
+        ):
             # get and history take every spelling of every record (an item is LangGraph's: it is got there)
             for name, as_memory_id in forms:
                 memory_id, own = records[name]
@@ -141,6 +150,9 @@ async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(store
                 got = await facade.get(form, user_id=alice)
                 assert got is not None and got["id"] == memory_id, (form, got)
                 assert await facade.history(form, user_id=alice), form
+                got = await client.get(form, user_id="alice")
+                assert got is not None and got["id"] == memory_id, (form, got)
+                assert await client.history(form, user_id="alice"), form
                 if name == "entry":
                     assert (await http.get(f"/v1/users/alice/profile/{form}")).status_code == 200, form
                     assert (await http.get(f"/v1/users/alice/profile/{form}/history")).status_code == 200, form
@@ -151,6 +163,8 @@ async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(store
                 if name in ("entry", "note"):
                     updated = await facade.update(form, f"{name} changed by {form}", user_id=alice)
                     assert updated["memory"].endswith(f"{name} changed by {form}")
+                    updated = await client.update(form, f"{name} changed again by {form}", user_id="alice")
+                    assert updated["memory"].endswith(f"{name} changed again by {form}")
                 if name == "entry":
                     edited = await http.patch(f"/v1/users/alice/profile/{form}", json={"content": "drinks flat whites"})
                     assert edited.status_code == 200, (form, edited.text)
@@ -175,6 +189,10 @@ async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(store
                 answer = await facade.delete(form, user_id=store_user_id("acme", user))
                 return answer == {"message": "Memory deleted successfully!"}
 
+            async def delete_by_client(user: str, form: str) -> bool:
+                answer = await client.delete(form, user_id=user)
+                return answer == {"message": "Memory deleted successfully!"}
+
             async def forget_by_tool(user: str, form: str) -> bool:
                 answer = await answer_forget(store, store_user_id("acme", user), form, actor="test")
                 return answer.startswith("forgot [")
@@ -184,6 +202,7 @@ async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(store
                 "MCP forget": forget_by_mcp,
                 "HTTP DELETE /memories": delete_by_http,
                 "facade delete": delete_by_facade,
+                "client delete": delete_by_client,
                 "agent tool forget": forget_by_tool,
             }
             for number, ((name, as_memory_id), (door, delete)) in enumerate(
