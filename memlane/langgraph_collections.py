@@ -138,7 +138,9 @@ class MemlaneCollections:
             records = {e.id: (partial(_event_item, e), _event_value(e)) for e in events}
         kept = {key: as_item for key, (as_item, value) in records.items() if matches(value, op.filter)}
         if not op.query:
-            return [as_item(None) for as_item in list(kept.values())[op.offset : op.offset + op.limit]]
+            return self._with_relevance(
+                [as_item(None) for as_item in list(kept.values())[op.offset : op.offset + op.limit]]
+            )
         kind: MemoryKind = "profile" if prefix[0] == PROFILE_COLLECTION else "event"
         hits = await self.store.search_memories(user_id, op.query, kinds=[kind], limit=max(len(kept), 1))
         found, seen = [], set()
@@ -147,7 +149,11 @@ class MemlaneCollections:
             if ref in kept and ref not in seen and not hit.memory.id.startswith("item:"):
                 seen.add(ref)
                 found.append(kept[ref](hit.relevance))
-        page = found[op.offset : op.offset + op.limit]
+        return self._with_relevance(found[op.offset : op.offset + op.limit])
+
+    def _with_relevance(self, page: list[SearchItem]) -> list[SearchItem]:
+        """`page` as `MemlaneSearchItem`s where relevance was asked for: their score is the relevance
+        (None without a query)."""
         if not self.relevance:
             return page
         return [

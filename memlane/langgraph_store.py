@@ -362,8 +362,8 @@ class MemlaneStore(BaseStore):
             )
         if op.refresh_ttl:
             await self.store.refresh_items([item for item, _ in page])
-        if self.relevance and op.query:
-            relevances = await self._relevances(op.query, [item for item, _ in page])
+        if self.relevance:  # MemlaneSearchItems throughout; a search without a query has no relevance
+            relevances = await self._relevances(op.query, [item for item, _ in page]) if op.query else {}
             return [
                 MemlaneSearchItem(
                     tuple(item.namespace),

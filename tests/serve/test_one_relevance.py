@@ -110,6 +110,8 @@ async def test_every_door_shows_the_same_relevance(store, settings, monkeypatch)
         doors[f"MemlaneStore {namespace[0]}"] = {memory_id_of(item.key): item.relevance for item in items}
         if namespace[0] != "memories":  # memlane's own records: their score is the relevance too
             assert all(item.score == item.relevance for item in items)
+        listed = await lg.asearch(namespace, limit=20)  # no query: no relevance, but the attribute is there
+        assert listed and all(item.relevance is None for item in listed)
 
     for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
         monkeypatch.setenv(name, value)
