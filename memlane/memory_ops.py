@@ -21,28 +21,41 @@ from memlane.memory_shapes import (
     event_history,
     event_memory,
     history_entry,
+    item_memory,
     message_memory,
     note_revision,
+    past_value_memory,
 )
 from memlane.shown_ids import memory_id_of
 from memlane.store.errors import InvalidInput
-from memlane.store.ids import event_memory_id, profile_memory_id
+from memlane.store.ids import event_memory_id, past_value_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
-from memlane.store.records import MemoryUpdate, Message
+from memlane.store.records import MemoryUpdate, Message, PastValue
 
 KINDS = ("profile", "event", "message")
+PAST_VALUE_MARK = ":earlier:"  # in a past value's memory id, after its entry's (store/ids.py)
 _RUN_ACTIONS = {"added": ADDED, "updated": UPDATED, "deleted": DELETED}
 
 
 def split_memory_id(memory_id: str) -> tuple[str, str]:
-    """(kind, the record's own id) of a memory id; `InvalidInput` for anything else."""
+    """(kind, the record's own id) of a memory id; `InvalidInput` for anything else. A profile
+    entry's past value is ("profile", "<entry>:earlier:…"); a LangGraph item ("item", its memory id)."""
     kind, _, ref = memory_id.partition(":")
+    if kind == "item" and ref:
+        return kind, memory_id
     if kind not in KINDS or not ref:
         raise InvalidInput(
-            f"{memory_id!r} is not a memory id: they start with profile:, event: or message: "
-            "(the ids add, search and get_all answer)"
+            f"{memory_id!r} is not a memory id: they start with profile:, event:, message: or item: "
+            "(the ids add, search and get_all answer), or are a profile entry's, an event's or a message's own id"
         )
     return kind, ref
+
+
+async def past_value_of(store: MemoryStore, user_id: str, memory_id: str) -> PastValue | None:
+    """The profile entry's past value that search shows as `memory_id` (`profile:<entry>:earlier:…`)."""
+    entry_id = memory_id.removeprefix("profile:").split(PAST_VALUE_MARK)[0]
+    values = await store.past_values(user_id, entry_id)
+    return next((value for value in values if past_value_memory_id(entry_id, value.content) == memory_id), None)
 
 
 async def get_memory(
@@ -51,6 +64,12 @@ async def get_memory(
     """The memory `memory_id` of the user, in mem0's shape, or None."""
     memory_id = await memory_id_of(store, user_id, memory_id) or memory_id  # a record's own id too
     kind, ref = split_memory_id(memory_id)
+    if kind == "profile" and PAST_VALUE_MARK in ref:
+        value = await past_value_of(store, user_id, memory_id)
+        return past_value_memory(value, scope) if value is not None else None
+    if kind == "item":
+        (item,) = await store.get_items(user_id, [memory_id])
+        return item_memory(item, scope) if item is not None else None
     if kind == "profile":
         entry = next((entry for entry in await store.get_profile(user_id) if entry.id == ref), None)
         return entry_memory(entry, scope) if entry is not None else None
@@ -76,6 +95,13 @@ async def update_memory(
         raise InvalidInput(
             f"{memory_id!r} is a stored turn, kept as it was said: delete it and add what is true instead"
         )
+    if kind == "profile" and PAST_VALUE_MARK in ref:
+        raise InvalidInput(
+            f"{memory_id!r} is what a profile entry held before, kept as it was: update the entry "
+            f"(profile:{ref.split(PAST_VALUE_MARK)[0]}) or delete this past value"
+        )
+    if kind == "item":
+        raise InvalidInput(f"{memory_id!r} is a LangGraph store item: put its new value through MemlaneStore")
     if kind == "profile":
         entry = await store.edit_profile_entry(user_id, ref, content=text, actor=actor)
         if entry is None:
@@ -98,6 +124,20 @@ async def memory_history(store: MemoryStore, user_id: str, memory_id: str) -> li
     making. [] when the user has no such memory, now or before."""
     memory_id = await memory_id_of(store, user_id, memory_id) or memory_id  # a record's own id too
     kind, ref = split_memory_id(memory_id)
+    if kind == "profile" and PAST_VALUE_MARK in ref:  # what the entry held: its entry's history says when
+        if await past_value_of(store, user_id, memory_id) is None:
+            return []
+        entry_id = ref.split(PAST_VALUE_MARK)[0]
+        return entry_history(profile_memory_id(entry_id), await store.profile_history(user_id, entry_id))
+    if kind == "item":
+        (item,) = await store.get_items(user_id, [memory_id])
+        if item is None:
+            return []
+        return [history_entry(memory_id, 0, ADDED, None, item.text, item.created_at)] + (
+            [history_entry(memory_id, 1, UPDATED, None, item.text, item.updated_at)]
+            if item.updated_at > item.created_at
+            else []
+        )
     if kind == "profile":
         return entry_history(memory_id, await store.profile_history(user_id, ref))
     if kind == "event":

@@ -16,8 +16,8 @@ from typing import Any
 
 from memlane.store.errors import InvalidInput
 from memlane.store.hits import MemoryHit
-from memlane.store.ids import event_memory_id, profile_memory_id
-from memlane.store.records import Event, Message, NoteRevision, ProfileEntry, ProfileRevision
+from memlane.store.ids import event_memory_id, item_memory_id, past_value_memory_id, profile_memory_id
+from memlane.store.records import Event, Message, NoteRevision, PastValue, ProfileEntry, ProfileRevision, StoreItem
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 ADDED, UPDATED, DELETED, UNCHANGED = "ADD", "UPDATE", "DELETE", "NONE"  # mem0's `event` of a write
@@ -84,6 +84,40 @@ def event_memory(event: Event, scope: Mapping[str, str | None]) -> dict[str, Any
         event.metadata,
         tags=event.tags,
         source_message_ids=event.source_message_ids,
+    )
+
+
+def past_value_memory(value: PastValue, scope: Mapping[str, str | None]) -> dict[str, Any]:
+    """What a profile entry held before a memory run replaced it, as a mem0 memory (search shows it
+    as `profile:<entry>:earlier:…`): "topic / subtopic: content", until when it held."""
+    return _shaped(
+        past_value_memory_id(value.entry_id, value.content),
+        f"{value.topic} / {value.subtopic}: {value.content}",
+        "profile",
+        value.valid_from,
+        value.valid_until,
+        scope,
+        None,
+        status="earlier",
+        valid_until=value.valid_until,
+        entry_id=profile_memory_id(value.entry_id),
+        source_message_ids=value.source_message_ids,
+    )
+
+
+def item_memory(item: StoreItem, scope: Mapping[str, str | None]) -> dict[str, Any]:
+    """A LangGraph store item (`MemlaneStore`) as a mem0 memory: the text search finds it by."""
+    return _shaped(
+        item_memory_id(item.namespace, item.key),
+        item.text,
+        "item",
+        item.created_at,
+        item.updated_at,
+        scope,
+        None,
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
     )
 
 

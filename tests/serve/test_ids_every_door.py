@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_upstream import Served
+from memory_graph_helpers import said_then_changed
 from test_mcp import http_client
 from test_one_relevance import CONFIG, QUERY, seed
 
@@ -46,15 +47,15 @@ async def records_of(store, user_id: str) -> dict[str, tuple[str, str | None]]:
     return records
 
 
-async def still_there(store, user_id: str, memory_id: str) -> bool:
+async def still_there(store, user_id: str, memory_id: str, query: str = QUERY) -> bool:
     kind, _, own = memory_id.partition(":")
-    if kind == "profile":
+    if kind == "profile" and ":earlier:" not in own:
         return any(entry.id == own for entry in await store.get_profile(user_id))
     if kind == "event":
         return (await store.get_events(user_id, [own]))[0] is not None
     if kind == "message":
         return any(message.id == own for message in await store.message_neighbours(user_id, own, before=0, after=0))
-    return any(hit.memory.id == memory_id for hit in await store.search_memories(user_id, QUERY, limit=20))
+    return any(hit.memory.id == memory_id for hit in await store.search_memories(user_id, query, limit=20))
 
 
 def printed_by_cli(*argv: str) -> str:
@@ -118,7 +119,9 @@ async def shown_ids(store, settings, user_id: str, url: str) -> dict[str, set[st
     return shown
 
 
-async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(store, settings, monkeypatch):
+async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(
+    store, settings, monkeypatch, fresh_settings
+):
     for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
         monkeypatch.setenv(name, value)
     alice = store_user_id("acme", "alice")
@@ -145,8 +148,6 @@ async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(store
                 memory_id, own = records[name]
                 form = memory_id if as_memory_id else own
                 assert form is not None
-                if name == "item":
-                    continue
                 got = await facade.get(form, user_id=alice)
                 assert got is not None and got["id"] == memory_id, (form, got)
                 assert await facade.history(form, user_id=alice), form
@@ -217,3 +218,70 @@ async def test_every_id_a_door_shows_is_taken_by_every_call_that_takes_one(store
                 assert await still_there(store, store_user, memory_id)
                 assert await delete(user, form), (door, name, form)
                 assert not await still_there(store, store_user, memory_id), (door, name, form)
+
+
+BEFORE = "Where did I live before?"
+
+
+async def test_a_past_value_search_shows_is_taken_by_every_call_that_takes_an_id(
+    store, settings, monkeypatch, fresh_settings
+):
+    """What a profile entry held before a memory run replaced it is shown by search as
+    `profile:<entry>:earlier:…`: get and history answer it, update says to update the entry, and
+    every delete and forget removes it (and it alone)."""
+    for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
+        monkeypatch.setenv(name, value)
+
+    async def changed(user: str) -> str:
+        store_user = store_user_id("acme", user)
+        await said_then_changed(
+            store, store_user, "I live in Boston", "I moved to Denver", topic="home", subtopic="city"
+        )
+        [past] = [
+            hit.memory.id for hit in await store.search_memories(store_user, BEFORE) if ":earlier:" in hit.memory.id
+        ]
+        return past
+
+    past = await changed("carol")
+    carol = store_user_id("acme", "carol")
+    facade = AsyncMemory(store, settings=settings)
+    assert past in {hit["id"] for hit in (await facade.search(BEFORE, user_id=carol))["results"]}
+    got = await facade.get(past, user_id=carol)
+    assert got is not None and got["id"] == past and got["memory"] == "home / city: I live in Boston"
+    assert [entry["event"] for entry in await facade.history(past, user_id=carol)][:2] == ["ADD", "UPDATE"]
+    with pytest.raises(InvalidInput, match="update the entry"):
+        await facade.update(past, "I live in Austin", user_id=carol)
+    with Served(create_app(CONFIG, settings)) as served:
+        async with (
+            httpx.AsyncClient(base_url=served.url, headers=HEADERS, timeout=60) as http,
+            AsyncMemlaneClient(served.url, "key-acme") as client,
+        ):
+            data = (await http.post("/v1/users/carol/search", json={"query": BEFORE})).json()["data"]
+            assert past in {hit["memory"]["id"] for hit in data}
+            assert (await client.get(past, user_id="carol"))["id"] == past
+            assert await client.history(past, user_id="carol")
+
+            async def by_cli(user: str, form: str) -> bool:
+                printed = await asyncio.to_thread(printed_by_cli, "forget", "--tenant", "acme", user, form)
+                return printed.startswith("forgot [")
+
+            async def by_mcp(user: str, form: str) -> bool:
+                async with http_client(served.url + "/mcp", "key-acme", user) as mcp:
+                    return (await mcp.call_tool("forget", {"what": f"[{form}]"})).content[0].text.startswith("forgot [")
+
+            async def by_http(user: str, form: str) -> bool:
+                return (await http.delete(f"/v1/users/{user}/memories/{form}")).status_code == 200
+
+            async def by_facade(user: str, form: str) -> bool:
+                return bool(await facade.delete(form, user_id=store_user_id("acme", user)))
+
+            async def by_client(user: str, form: str) -> bool:
+                return bool(await client.delete(form, user_id=user))
+
+            for number, delete in enumerate((by_cli, by_mcp, by_http, by_facade, by_client)):
+                user = f"dan{number}"
+                form = await changed(user)
+                assert await delete(user, form), delete.__name__
+                store_user = store_user_id("acme", user)
+                assert not await still_there(store, store_user, form, BEFORE), delete.__name__
+                assert [entry.content for entry in await store.get_profile(store_user)] == ["I moved to Denver"]

@@ -78,7 +78,7 @@ def cli_search_json(settings, user: str, query: str) -> dict[str, Any]:
     return json.loads(printed.getvalue())
 
 
-async def test_every_door_shows_the_same_relevance(store, settings, monkeypatch):
+async def test_every_door_shows_the_same_relevance(store, settings, monkeypatch, fresh_settings):
     user_id = store_user_id("acme", "alice")
     await seed(store, user_id)
     hits = await store.search_memories(user_id, QUERY, limit=20)
