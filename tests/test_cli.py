@@ -56,7 +56,7 @@ async def test_the_worker_without_a_model_says_how_to_configure_one(settings):
         await cli.work(settings)
 
 
-async def test_search_shows_the_id_forget_takes(store, settings, monkeypatch, capsys):
+async def test_search_shows_the_id_forget_takes(store, settings, monkeypatch, capsys, fresh_settings):
     """Issue 49, item 4: `memlane search` printed the source message id last, which `memlane forget`
     could not use; its first column is now the memory id, and forget takes it."""
     for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
