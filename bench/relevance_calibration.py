@@ -13,6 +13,11 @@ relative to the best hit of the list):
 - **coverage**: the share of the query's terms the memory's text holds;
 - **time**: inside a time the query names.
 
+Two models are fitted: with the rank share, search's order (store/fusion.py `RELEVANCE_MODEL`,
+`MemoryHit.score`), and without it, the relevance every door shows ("pair only": store/relevance.py
+`PAIR_RELEVANCE_MODEL`, `MemoryHit.relevance`), which must be a property of the (query, memory)
+pair alone (issue 49): the rank share depends on what else was found.
+
 Tried and left out: **said by the person the query names** fitted -0.83 beside the rank share
 (which holds the speaker rankings' votes), so it adds nothing the votes do not say.
 
@@ -97,7 +102,8 @@ async def collect(name: str, settings: Settings, embeddings, locomo: Path) -> li
                         {
                             "x": features(hit, floor),
                             "y": float(turn in evidence),
-                            "shown": hit.score,
+                            "shown": hit.relevance,  # what every door shows (store/relevance.py)
+                            "order": hit.score,  # what search orders by (store/fusion.py)
                             "tuning": tuning,
                             "everyday": not evidence,
                             "question": f"{name}#{question_number}",
@@ -226,7 +232,10 @@ async def main() -> None:
         print(
             f"\n{name}, checking half ({len({row['question'] for row in checking})} questions, everyday requests included)"
         )
-        report("relevance shown now", checking, np.asarray([row["shown"] for row in checking]))
+        report("relevance shown now (the pair's)", checking, np.asarray([row["shown"] for row in checking]))
+        report(
+            "search's order value now (with the rank share)", checking, np.asarray([row["order"] for row in checking])
+        )
         report("fitted relevance", checking, predict(beta, x))
         report("fitted relevance, keyword only (no similarity)", checking, predict(keyword, x[:, 1:]))
         report("pair relevance (no rank share)", checking, predict(pair, x[:, pair_columns]))
