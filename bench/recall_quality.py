@@ -387,6 +387,10 @@ async def evaluate(
     return scores
 
 
+# LoCoMo's question categories, as its README numbers them (5, adversarial, is left out)
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
 def print_table(dataset: Dataset, scores: Scores) -> dict[str, list[float]]:
     categories = sorted({c for rows in scores.rows.values() for _, _, c in rows if c is not None})
     count = len(next(iter(scores.rows.values())))
@@ -395,6 +399,12 @@ def print_table(dataset: Dataset, scores: Scores) -> dict[str, list[float]]:
     )
     header = f"  {'method':42}" + "".join(f"  R@{k:<4}" for k in KS) + "  tune@10  check@10"
     header += "".join(f"  cat{c}@10" for c in categories)
+    if categories:
+        print(
+            "  "
+            + ", ".join(f"cat{c}: {LOCOMO_CATEGORIES.get(c, '?')}" for c in categories)
+            + " (the README's numbering)"
+        )
     print(header)
     means = {}
     for method in scores.rows:

@@ -244,6 +244,19 @@ class RecallSettings(Component):
             "depth (0.02 chosen on the tuning halves of bench/relevance_calibration.py and bench/recall_quality.py)"
         ),
     )
+    impersonal_min_relevance: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description=(
+            "The floor instead of recall_min_relevance for a hit of a message not about the user, unless it holds "
+            "every word of the message that names something "
+            '(no "I", "my", "we", "我" beyond a request\'s framing, and no one who speaks in their memories: '
+            '"Write a poem about the sea", "帮我写一首关于大海的诗"): no memory of theirs is asked for, so only a '
+            "strong match comes along "
+            "(bench/off_topic.py); 0.02 (= recall_min_relevance): no difference"
+        ),
+    )
     similarity_floor: float | None = Field(
         default=None,
         ge=0,

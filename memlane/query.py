@@ -73,6 +73,31 @@ Answer with the rewritten question only: no explanation, no quotes.
 {DATA_RULE}"""
 
 
+# the user or their own circle, as the message's subject or owner: "I", "my", "we", "我", "我们"
+_SELF = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
+# a request's own framing at its start, which names the user only as the one asking: "Help me write…",
+# "Tell me…", "Can you…", "帮我写", "给我讲" ("Remind me…", "你给我推荐过…" name them as themselves)
+_FRAMING = re.compile(
+    r"^\s*(?:please\s+|can you\s+|could you\s+|would you\s+)*"
+    r"(?:(?:help|tell|give|show|teach|write|make|draw|find|get|send|let)\s+(?:me|us)\b)?"
+    r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?(?=[\u4e00-\u9fff])",
+    re.I,
+)
+
+
+def without_framing(message: str) -> str:
+    """The message without a request's framing at its start ("Tell me about ramen" -> "about ramen")."""
+    return _FRAMING.sub(" ", message)
+
+
+def refers_to_the_user(message: str) -> bool:
+    """Whether the message is about the user: it names them or their own ("my sister", "我住在哪",
+    "we"), apart from a request's framing ("help me write a poem", "帮我写一首诗"), which names the
+    user only as the one asking. Closed-class words of the language, not topics: what recall reads
+    to tell a personal question from a request that no memory of theirs can help with."""
+    return bool(_SELF.search(without_framing(message)))
+
+
 def content_words(question: str) -> int:
     """How many things the question names: its English search terms, and its Han characters
     that are not question words or particles."""

@@ -4,11 +4,13 @@
     session summary + recent messages ──────┼─→ items with scores and sources ─→ system-prompt block
     hybrid search (profile/event/message) ──┘
 
-Search hits keep search's ranking (memlane/recall_select.py documents each stage): the
-relevance every surface shows (`MemoryHit.score`: the measured chance that the hit holds what
-was asked, store/redis/search.py `calibrated_relevance`) times the layer's weight orders them; a hit
-whose relevance is below `recall_min_relevance` leaves, unless a short entity query ("张伟",
-"Marco Morelli") names it verbatim; the first `recall_max_memories` items are shown.
+Search hits keep search's ranking (memlane/recall_select.py documents each stage): search's
+order value (`MemoryHit.score`: the measured chance that the hit holds what was asked, with the
+rankings' votes, store/fusion.py `calibrated_relevance`; every door shows `MemoryHit.relevance`,
+of the pair alone) times the layer's weight orders them; a hit whose order value is below
+`recall_min_relevance` (`recall_impersonal_min_relevance` for a message not about the user)
+leaves, unless a short entity query ("张伟", "Marco Morelli") names it verbatim; the first
+`recall_max_memories` items are shown.
 
 Every line carries its time (memlane/dates.py), in the conversation's language and relative
 to `reference_time`: a profile entry since when it holds ("since 2026-10-12, 3 weeks ago" /
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings, similarity_floor
-from memlane.query import cheap_rewrite, needs_rewrite, rewrite_beside
+from memlane.query import cheap_rewrite, needs_rewrite, refers_to_the_user, rewrite_beside, without_framing
 from memlane.recall_block import (
     HEADINGS,
     SECTION_SHARES,
@@ -62,6 +64,7 @@ from memlane.recall_items import (
 from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
+    names_someone_they_know,
     newer_first,
     ranked_hits,
     unanswered,
@@ -72,7 +75,13 @@ from memlane.store.protocols import RecallStore, SearchStore
 from memlane.store.records import Memory, Message
 from memlane.store.redis.metadata import MetadataFilter
 from memlane.store.text.questions import is_question
-from memlane.store.text.terms import MAX_QUERY_CHARS, detect_language, is_short_entity_query
+from memlane.store.text.terms import (
+    MAX_QUERY_CHARS,
+    detect_language,
+    holds_what_it_names,
+    is_short_entity_query,
+    query_terms,
+)
 from memlane.store.text.time_words import resolve_timezone
 
 __all__ = [
@@ -278,6 +287,13 @@ async def recall(
         for hit in fresh
         if unanswered(hit.memory, reply_to(neighbours.get(hit.memory.id, []), hit.memory))
     )
+    # a message about neither the user nor anyone who speaks in their memories asks for no memory of
+    # theirs: a hit that does not hold all it names needs a strong match
+    unnamed_floor, naming = None, frozenset[str]()
+    if not refers_to_the_user(message) and not names_someone_they_know(message, fresh):
+        unnamed_floor = max(parts.recall.min_relevance, parts.recall.impersonal_min_relevance)
+        terms = query_terms(without_framing(search_query))
+        naming = frozenset(hit.memory.id for hit in fresh if holds_what_it_names(terms, hit.memory.text))
     passing = ranked_hits(
         fresh,
         layer_weights(parts.recall),
@@ -289,6 +305,8 @@ async def recall(
         parts.search.echo_similarity,
         no_answer,
         parts.search.unanswered_weight,
+        unnamed_floor,
+        naming,
     )
     if not passing and parts.recall.exact_fallback:  # one more chance before nothing: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query))

@@ -4,9 +4,10 @@ kept (issue 35). Pure functions over plain data, tested without Redis.
 Recall's second stage, after the store's `fuse()`; each stage is a setting with its ablation
 row in bench/model_sees.py:
 
-1. **Order** (`recall_weight_*`): the relevance every surface shows (`MemoryHit.score`, the
-   measured chance that a hit holds what was asked: store/redis/search.py `calibrated_relevance`,
-   which also orders search) times the layer's weight. The weights only order kinds against
+1. **Order** (`recall_weight_*`): search's order value (`MemoryHit.score`, the measured chance
+   that a hit holds what was asked, with the rankings' votes: store/fusion.py
+   `calibrated_relevance`, which also orders search; every door shows `MemoryHit.relevance`, of
+   the pair alone) times the layer's weight. The weights only order kinds against
    each other (a profile entry before the raw turn it came from).
 2. **Floor** (`recall_min_relevance`, 0.02): a hit less likely than that to hold the answer
    leaves. One low floor, never relaxed and never weighted: evidence and the best hits of an
@@ -15,6 +16,14 @@ row in bench/model_sees.py:
    floor only keeps clearly unrelated hits out, and the depth is the item budget. The thresholds
    it replaced (0.5, 0.4, 0.3 on an uncalibrated relevance, the first that let any hit through)
    left 2 items of 8 on MemoryBank, 5 on LoCoMo, and cut relevant hits on every dataset.
+2b. **Not about the user** (`recall_impersonal_min_relevance`, memlane/query.py
+   `refers_to_the_user`, `names_someone_they_know`): a message that names neither the user nor their own
+   ("Write a poem about the sea", "量子色动力学的渐近自由"; a request's framing, "help me", "帮我", does
+   not count) nor anyone who speaks in their memories asks for no memory of theirs, so a hit
+   needs that higher floor, unless it holds every word of the message that names something
+   ("ramen" for "tell me about ramen", "Alice" and "live" for "Where does Alice live?":
+   store/text/terms.py `holds_what_it_names`). Issue 48, item 3: such requests recalled two
+   unrelated turns at 0.022-0.026. A message about the user or their world keeps the one low floor.
 3. **Statement before echo** (`recall_echo_weight`, `recall_echo_similarity`; search orders its
    hits by the same rule, store/text/questions.py `echo_weight_of`): a question, the user's or
    the assistant's, that asks what the query asks, in its words (at most half of its
@@ -57,6 +66,7 @@ from typing import Literal
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
 from memlane.store.text.questions import echo_weight_of, holds_no_answer, is_asking
+from memlane.store.text.terms import name_candidates
 from memlane.store.text.tokens import count_tokens
 
 NeighbourMode = Literal["pair", "around"]
@@ -83,14 +93,17 @@ def ranked_hits(
     same_meaning: float = 1.0,
     no_answer_ids: frozenset[str] = frozenset(),
     no_answer_weight: float = 1.0,
+    unnamed_floor: float | None = None,
+    naming_ids: frozenset[str] = frozenset(),
 ) -> list[MemoryHit]:
     """Stages 1-4: the hits above the relevance `floor` (or holding `entity`, a short entity
     query, verbatim), ordered by rank fusion times their kind's weight (`weights`, by kind;
     1 for a kind it lacks), times `echo_weight` for one that repeats `query` (`same_meaning`:
     see `repeats_the_query`; `similarity_floor`: the provider's cosine of unrelated texts), or
     `no_answer_weight` for one of `no_answer_ids` (`unanswered`: a question nobody answered, or
-    a reply that only asks back).
-    Stable: equal ranks keep search's order."""
+    a reply that only asks back). `unnamed_floor`: the floor instead of `floor` for a hit not
+    among `naming_ids` (stage 2b: a message not about the user, and a hit that does not hold all
+    it names). Stable: equal ranks keep search's order."""
 
     def rescaled(hit: MemoryHit) -> float:
         return (hit.vector_similarity - similarity_floor) / (1.0 - similarity_floor) if similarity_floor < 1.0 else 0.0
@@ -115,7 +128,11 @@ def ranked_hits(
         )
         return hit.score * weights.get(hit.memory.kind, 1.0) * echo
 
-    kept = [hit for hit in hits if hit.score >= floor or holds_entity(hit)]
+    def passes(hit: MemoryHit) -> bool:
+        needed = unnamed_floor if unnamed_floor is not None and hit.memory.id not in naming_ids else floor
+        return hit.score >= needed or holds_entity(hit)
+
+    kept = [hit for hit in hits if passes(hit)]
     return sorted(kept, key=order, reverse=True)
 
 
@@ -144,6 +161,23 @@ _QUOTED = re.compile(r"[《“\"「『']([^》”\"」』']{1,20})[》”\"」�
 _LATIN_IN_HAN = re.compile(
     r"(?<=[\u3400-\u9fff])\s*([A-Za-z][A-Za-z0-9-]{1,})|(?<![A-Za-z])([A-Za-z][A-Za-z0-9-]{1,39})\s*(?=[\u3400-\u9fff])"
 )
+
+
+_CAPITALIZED = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z][\w'’-]*")
+
+
+def names_someone_they_know(message: str, hits: Sequence[MemoryHit]) -> bool:
+    """Whether the message names someone who speaks in the hits ("What did Caroline research?"
+    among Caroline's turns), or a name the hits hold ("Where does Alice live?" beside "my sister
+    Alice"; a capitalized word not starting a sentence): a question about the user's world,
+    though not in the first person."""
+    speakers = {hit.memory.speaker.casefold() for hit in hits if hit.memory.speaker}
+    if speakers and any(candidate in speakers for candidate in name_candidates(message)):
+        return True
+    names = {name.casefold().rstrip("'’s") for name in _CAPITALIZED.findall(message.strip())}
+    return bool(names) and any(
+        names & set(re.findall(r"\w+", hit.memory.text.casefold())) for hit in hits if hit.memory.text
+    )
 
 
 def exact_terms(query: str) -> list[str]:

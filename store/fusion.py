@@ -1,6 +1,7 @@
 """The pure half of search: the signals that vote, the queries that rank for them, reciprocal-rank
-fusion over their rankings (`fuse`), and the one relevance every surface shows
-(`calibrated_relevance`). Plain data in, plain data out: no Redis (store/redis/search.py fetches)."""
+fusion over their rankings (`fuse`), and search's order value (`calibrated_relevance`; what
+every door shows is store/relevance.py's, of the query and the memory alone). Plain data in,
+plain data out: no Redis (store/redis/search.py fetches)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from memlane.store.schema import MemoryField
 VECTOR_DISTANCE = "vector_distance"  # RedisVL's VectorQuery.DISTANCE_ID: cosine distance of a KNN hit
 
 
-# The relevance every surface shows (issue 35, item 6): the chance that a hit holds what the
+# Search's order value (issue 35, item 6; shown until issue 49 made store/relevance.py's pair
+# relevance the one every door shows): the chance that a hit holds what the
 # query asks, a logistic regression over absolute features (nothing relative to the list's best
 # hit): the rescaled similarity, the share of the query's words the text holds, the share of the
 # votes the rankings could give that it got (a ranking that found nothing counts: an everyday

@@ -14,7 +14,7 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 from scripted import TIMEOUT, ScriptedChatModel
 
 from memlane.config import RecallSettings
-from memlane.query import cheap_rewrite, is_followup, rewrite_beside, rewrite_followup
+from memlane.query import cheap_rewrite, is_followup, refers_to_the_user, rewrite_beside, rewrite_followup
 from memlane.store.records import Message
 from memlane.store.text.tokens import count_tokens
 
@@ -196,3 +196,36 @@ async def test_a_model_whose_rewrites_miss_the_budget_is_not_waited_for_until_it
         if landed:
             break
     assert landed == "张伟哪天出发？"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "What is my job?",
+        "Where do I live now?",
+        "Can I have a pet kitten?",
+        "Remind me what we ordered last time",
+        "Our dog keeps barking, any tips?",
+        "我现在的饮食习惯是什么？",
+        "我们上次去哪儿吃的？",
+        "帮我看看我的日程",
+    ],
+)
+def test_a_message_naming_the_user_or_their_own_is_about_them(message):
+    assert refers_to_the_user(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Write me a poem about the sea",
+        "Can you explain how vaccines work?",
+        "Tell me a joke about cats",
+        "量子色动力学的渐近自由",
+        "帮我写一首关于大海的诗",
+        "给我讲讲丝绸之路的历史",
+        "Who wrote Pride and Prejudice?",
+    ],
+)
+def test_a_request_framed_with_me_but_about_something_else_is_not(message):
+    assert not refers_to_the_user(message)

@@ -9,6 +9,7 @@ from memlane.recall_select import (
     answer_pair,
     exact_term_hits,
     exact_terms,
+    names_someone_they_know,
     neighbours_shown,
     ranked_hits,
     unanswered,
@@ -217,3 +218,15 @@ def test_the_fallback_keeps_only_candidates_holding_an_exact_term_verbatim():
     assert [h.memory.id for h in exact_term_hits(hits, ["KX-88"])] == ["a"]
     assert [h.memory.id for h in exact_term_hits(hits, ["iPhone"])] == ["c"]
     assert exact_term_hits(hits, []) == []
+
+
+def test_a_question_naming_someone_who_speaks_in_the_memories_is_about_the_users_world():
+    said = Memory(id="m", user_id="u", kind="message", text="I'm researching adoption agencies", speaker="Caroline")
+    hits = [MemoryHit(memory=said, score=0.1, rank_score=0.01, vector_similarity=0.1, text_score=0.0)]
+    assert names_someone_they_know("What did Caroline research?", hits)
+    assert not names_someone_they_know("What is the capital of Mongolia?", hits)
+    sister = Memory(id="s", user_id="u", kind="message", text="My sister Alice lives in Osaka")
+    told = [MemoryHit(memory=sister, score=0.1, rank_score=0.01, vector_similarity=0.1, text_score=0.0)]
+    assert names_someone_they_know("Where does Alice live?", told)
+    assert not names_someone_they_know("Where does Bob live?", told)
+    assert not names_someone_they_know("My sister is coming.", told)  # a sentence's first word names no one

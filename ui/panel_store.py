@@ -19,10 +19,11 @@ from memlane.ui.panel import event_markdown, history_markdown, item_markdown, wh
 
 
 def ranked_scores(hits: list[MemoryHit]) -> list[tuple[MemoryHit, float]]:
-    """The hits in search's order (best first), each with the relevance every door shows (the
-    measured chance it holds what was asked, of the query and that memory alone: never relative
-    to the best hit or to the rest of the list; store/relevance.py)."""
-    return [(hit, hit.relevance) for hit in sorted(hits, key=lambda hit: -hit.score)]
+    """The hits in search's order, as search gave them (a statement before the question that asks
+    for it: store/text/questions.py), each with the relevance every door shows (the measured
+    chance it holds what was asked, of the query and that memory alone: never relative to the
+    best hit or to the rest of the list; store/relevance.py)."""
+    return [(hit, hit.relevance) for hit in hits]
 
 
 def entry_id_of(entry_or_memory_id: str) -> str:

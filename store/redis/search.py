@@ -6,8 +6,10 @@ text ranking over the user's memories, both again inside a time the query names,
 ranking of the memories' contexts, the vector ranking of what a person the query names
 said, and the recency ranking of the candidates the others found (newest first, each vote
 halving every `search_recency_half_life_days`; only the kinds that fade). The fusion picks the
-candidates; they come back sorted by the relevance every surface shows (`calibrated_relevance`:
-the measured chance that a hit holds what was asked).
+candidates; they come back sorted by `calibrated_relevance` (the measured chance that a hit holds
+what was asked, with the rankings' votes), a question that asks what the query asks after the
+statement that answers it (store/text/questions.py); each shows its relevance of the pair alone
+(store/relevance.py).
 """
 
 from __future__ import annotations

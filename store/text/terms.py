@@ -134,6 +134,25 @@ def term_coverage_of(terms: Sequence[str], text: str) -> float:
     return len(wanted & set(_terms(text, drop_function_bigrams=False))) / len(wanted)
 
 
+# the interrogatives a Chinese question is built of ("什么", "怎么", "多少", "哪里", "为何"): asking
+# words, like the function characters, that two texts share without sharing a subject
+CJK_QUESTION_CHARS = frozenset("什怎样哪谁几多少为何")
+
+
+def _names_something(term: str) -> bool:
+    """An English term (stop words are not terms), or a Han bigram with a character that is neither a
+    function character nor an interrogative ("动词", not "怎么" or "什么")."""
+    return not _CJK_RUN.match(term) or not set(term) <= _CJK_FUNCTION_CHARS | CJK_QUESTION_CHARS
+
+
+def holds_what_it_names(terms: Sequence[str], text: str) -> bool:
+    """Whether the text holds every term of `terms` (a query's, `query_terms`) that names something
+    (`_names_something`): "ramen" for "tell me about ramen", "alice" and "live" for "Where does Alice
+    live?"; False when none of them names anything."""
+    wanted = {term for term in terms if _names_something(term)}
+    return bool(wanted) and wanted <= set(_terms(text, drop_function_bigrams=False))
+
+
 _ENTITY_WORD = re.compile(r"^[A-Z][\w'’.-]*$")
 # what stands around a query's words; (?<!…): the ending is tried once per run of such characters,
 # not at each one (a message of one word, 200,000 spaces and another held the event loop for minutes)

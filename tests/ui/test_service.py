@@ -428,7 +428,7 @@ async def test_the_rewrite_of_a_follow_up_never_shows_in_the_reply(store, settin
     await service.aclose()
 
 
-def test_search_rows_show_the_one_relevance_sorted_never_relative_to_the_best():
+def test_search_rows_keep_searchs_order_and_show_the_one_relevance_never_relative_to_the_best():
     from memlane.store.hits import MemoryHit
     from memlane.store.records import Memory as StoredMemory
     from memlane.ui.panel_store import ranked_scores
@@ -437,9 +437,10 @@ def test_search_rows_show_the_one_relevance_sorted_never_relative_to_the_best():
         memory = StoredMemory(id=name, user_id="u", kind="message", text=name)
         return MemoryHit(memory=memory, score=relevance, rank_score=fused, vector_similarity=relevance, text_score=0.0)
 
-    hits = [hit("a", 0.04, 0.033), hit("b", 0.31, 0.032), hit("c", 0.02, 0.030)]
+    # search's order (a statement before the question asking for it) is kept, not re-sorted by score
+    hits = [hit("b", 0.31, 0.032), hit("c", 0.02, 0.030), hit("a", 0.04, 0.033)]
     shown = ranked_scores(hits)
-    assert [(h.memory.id, score) for h, score in shown] == [("b", 0.31), ("a", 0.04), ("c", 0.02)]  # no 1.00 on top
+    assert [(h.memory.id, score) for h, score in shown] == [("b", 0.31), ("c", 0.02), ("a", 0.04)]  # no 1.00 on top
     assert [h.weak for h, _ in shown] == [False, True, True]
 
 

