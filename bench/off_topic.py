@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from off_topic_requests import PARAPHRASES, UNRELATED, UNRELATED_AFTER, UNRELATED_THIRD
+from off_topic_requests import PARAPHRASES, PARAPHRASES_AFTER, UNRELATED, UNRELATED_AFTER, UNRELATED_THIRD, Paraphrase
 from raw_changes import EVERYDAY
 from recall_quality import SHARED, CachedEmbeddings, ingest, load_locomo, load_memorybank
 
@@ -56,14 +56,16 @@ async def off_topic_row(
     return sum(count == 0 for count in counts) / len(counts), sum(counts) / len(counts), len(counts)
 
 
-async def paraphrase_rows(store: Any, settings: Settings, run: str) -> dict[str, tuple[float, float, float, int]]:
+async def paraphrase_rows(
+    store: Any, settings: Settings, run: str, sets: dict[str, list[Paraphrase]]
+) -> dict[str, tuple[float, float, float, int]]:
     """Per language: (in the section, first item, search's first hit, cases)."""
     rows = {}
     parts = RecallParts.of(settings)
-    for language, cases in PARAPHRASES.items():
+    for language, cases in sets.items():
         outcomes = []
         for number, case in enumerate(cases):
-            user_id = f"{run}-para-{language}{number}"
+            user_id = f"{run}-para-{language}{number}-{id(sets)}"
             start = time.time() - 40 * DAY
             turns = [*EVERYDAY[language], case.statement]
             await store.add_messages(
@@ -104,8 +106,8 @@ def print_off_topic(name: str, language: str, row: tuple[float, float, int]) -> 
     )
 
 
-def print_paraphrases(rows: dict[str, tuple[float, float, float, int]]) -> None:
-    print("\nparaphrase: the answer said in other words (bench/off_topic_requests.py PARAPHRASES)")
+def print_paraphrases(rows: dict[str, tuple[float, float, float, int]], label: str) -> None:
+    print(f"\nparaphrase{label}: the answer said in other words (bench/off_topic_requests.py)")
     print(f"  {'language':8} {'cases':>5}  {'in section':>10}  {'first item':>10}  {'search first':>12}")
     for language, (found, first, searched, count) in rows.items():
         print(f"  {language:8} {count:5}  {found:10.0%}  {first:10.0%}  {searched:12.0%}")
@@ -144,7 +146,8 @@ async def main() -> None:
             third = await off_topic_row(store, settings, users, UNRELATED_THIRD[language])
             print_off_topic(name + " (third)", language, third)
             embeddings.save()
-        print_paraphrases(await paraphrase_rows(store, settings, run))
+        print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES), "")
+        print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES_AFTER), " (after)")
     finally:
         await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
         keys = [key async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]

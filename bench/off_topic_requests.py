@@ -381,3 +381,33 @@ UNRELATED_THIRD = {
         "声音的传播速度是多少？",
     ],
 }
+
+
+# Written before recall_min_relevance was weighed again on PARAPHRASES' figures (en: search found
+# the statement first in 14 of 20, the floor cut 15 of 20): the check of whatever that changes.
+PARAPHRASES_AFTER = {
+    "en": [
+        Paraphrase("I've been a nurse on the night ward for twelve years.", "What is my job?"),
+        Paraphrase("I can't stand coriander, it tastes like soap to me.", "Should I order the pho with herbs?"),
+        Paraphrase("My partner and I got married in June.", "Am I single?"),
+        Paraphrase("I broke my ankle skiing and I'm on crutches.", "Can I go for a run this weekend?"),
+        Paraphrase("We moved into a flat above a noisy bar.", "Why can't I sleep at night?"),
+        Paraphrase("My son is turning seven on Saturday.", "How old will my boy be this weekend?"),
+        Paraphrase("I drive an electric Kia.", "Do I need to buy petrol?"),
+        Paraphrase("I speak Spanish and a bit of Catalan.", "Which languages do I know?"),
+        Paraphrase("I've been saving up for a trip to Patagonia.", "Where do I want to travel?"),
+        Paraphrase("My GP is Dr Okafor at the Mill Road practice.", "Who is my doctor?"),
+    ],
+    "zh": [
+        Paraphrase("我在夜班病房当了十二年护士。", "我是做什么的？"),
+        Paraphrase("我受不了香菜，吃起来像肥皂。", "我点越南粉要不要加香草？"),
+        Paraphrase("我和对象六月份结婚了。", "我还是单身吗？"),
+        Paraphrase("我滑雪摔断了脚踝，现在拄着拐。", "我这周末能去跑步吗？"),
+        Paraphrase("我们搬进了一家吵闹酒吧楼上的公寓。", "我晚上为什么睡不着？"),
+        Paraphrase("我儿子周六满七岁。", "我家孩子这周末几岁？"),
+        Paraphrase("我开的是一辆起亚电动车。", "我需要去加油站加油吗？"),
+        Paraphrase("我会说西班牙语，还会一点加泰罗尼亚语。", "我懂哪些语言？"),
+        Paraphrase("我一直在攒钱去巴塔哥尼亚旅行。", "我想去哪里旅游？"),
+        Paraphrase("我的家庭医生是磨坊路诊所的王医生。", "我的医生是谁？"),
+    ],
+}

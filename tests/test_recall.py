@@ -125,6 +125,46 @@ async def test_the_relevance_floor_keeps_unrelated_hits_out_and_never_relaxes(st
 
 
 @pytest.mark.parametrize(
+    ("said", "unrelated", "about_them"),
+    [
+        (
+            ["我是素食者，不吃肉。", "我现在开始吃鱼了。", "我在城市医院当护士。"],
+            ["量子色动力学的渐近自由", "帮我写一首关于大海的诗"],
+            "我现在的饮食习惯是什么？",
+        ),
+        (
+            [
+                "I'm vegetarian, no meat at all.",
+                "I started eating fish again.",
+                "I work as a nurse at the city hospital.",
+            ],
+            ["Explain quantum chromodynamics", "Write me a poem about the sea"],
+            "What do I eat these days?",
+        ),
+    ],
+    ids=["zh", "en"],
+)
+async def test_a_request_not_about_the_user_recalls_none_of_their_memories(
+    store, settings, said, unrelated, about_them
+):
+    """Issue 48, item 3: "量子色动力学的渐近自由" and "帮我写一首关于大海的诗" each recalled two unrelated
+    turns at 0.022-0.026; a message not about the user needs a strong match. One about them still
+    finds what they said."""
+    await store.add_messages(
+        [
+            Message(
+                id=f"m{i}", user_id="u", session_id=f"s{i}", role="user", content=text, created_at=1_700_000_000 + i
+            )
+            for i, text in enumerate(said)
+        ]
+    )
+    for message in unrelated:
+        assert not (await recall(store, "u", None, message, parts=RecallParts.of(settings))).memories, message
+    result = await recall(store, "u", None, about_them, parts=RecallParts.of(settings))
+    assert {"m0", "m1"} & {mid for item in result.memories for mid in item.source_message_ids}
+
+
+@pytest.mark.parametrize(
     ("said", "question"),
     [
         (
