@@ -354,6 +354,16 @@ class TurnSettings(Component):
             " the reply never waits); after that it is kept in memory for the user's next turn"
         ),
     )
+    max_unsaved_messages: int = Field(
+        default=200,
+        ge=0,
+        le=10_000,
+        description=(
+            "Most messages of one user kept in memory for their next turn after a save gave up while Redis was "
+            "away (the oldest are dropped past it, with an ERROR line; at most 10,000). A turn refused for good "
+            "(over a quota) is never kept or tried again: the caller is told"
+        ),
+    )
     app_persona: str = Field(
         default="You are a helpful assistant with long-term memory of the user.",
         description="Default persona / system prompt of the chat app",

@@ -20,6 +20,7 @@ from langgraph.config import get_config
 
 from memlane.config import RecallSettings, TurnSettings
 from memlane.graph import MemoryScheduler
+from memlane.store.errors import QuotaExceeded
 from memlane.store.ids import clean_text, stable_id
 from memlane.store.models.workers import EmbeddingBacklog
 from memlane.store.new_messages import ALIGNED_MESSAGES
@@ -141,8 +142,6 @@ def latest_exchange(conversation: list[Message]) -> list[Message]:
 SaveCallback = Callable[[MemoryAgentContext, list[Message], bool], Awaitable[None]]
 FailureCallback = Callable[[MemoryAgentContext, BaseException], Awaitable[None]]
 
-# Turns kept in memory while Redis is away, per user (oldest dropped beyond this).
-MAX_UNSAVED_MESSAGES = 200
 # Waits between tries of a save while Redis is away: from the first, doubling up to the most.
 SAVE_RETRY_FIRST_DELAY = 0.1
 SAVE_RETRY_MAX_DELAY = 2.0
@@ -191,12 +190,14 @@ class MemoryPersistence:
         self.on_saved = on_saved
         self.on_failed = on_failed
         self.retry_seconds = turns.save_retry_seconds  # the settings given, never the environment's
+        self.max_unsaved = turns.max_unsaved_messages
         # per (user, session): the last messages of a turn not saved on purpose (saving off)
         self.skipped: dict[tuple[str, str], list[Message]] = {}
         self._tails: dict[str, asyncio.Task[None]] = {}  # per user: the newest save task
         self._tasks: set[asyncio.Task[None]] = set()
         # per user: turns whose save failed (Redis away); the next save stores them first
         self.unsaved: dict[str, list[Message]] = {}
+        self.refused_turns = 0  # turns the store refused for good (over a quota): not kept, not retried
         # per user: messages of a save being tried again while Redis is away
         self.retrying: dict[str, int] = {}
         self._away: dict[str, asyncio.Event] = {}  # per user: set when a save starts trying again
@@ -294,6 +295,9 @@ class MemoryPersistence:
         try:
             try:
                 await self._while_redis_is_away(identity, "storing the turn", store_messages, started, len(messages))
+            except QuotaExceeded as error:  # refused for good: trying again would be refused again
+                self._refused(identity, messages, error)
+                return
             except Exception as error:  # past the retries, or not Redis: keep the turn for the next save
                 self._give_up(identity, messages, error, time.monotonic() - started)
                 return
@@ -396,11 +400,18 @@ class MemoryPersistence:
                 )
             return result
 
+    def _refused(self, identity: MemoryAgentContext, messages: list[Message], error: QuotaExceeded) -> None:
+        """A turn the store refuses for good (over a quota): said in one line, kept nowhere, never
+        tried again (it was kept for the next turn and retried forever, the buffer growing); the
+        caller was told before the reply where it could be (serve's X-Memlane-Turn-Not-Saved)."""
+        self.refused_turns += 1
+        logger.warning("the turn of %s was not stored (%d messages): %s", identity.user_id, len(messages), error)
+
     def _give_up(
         self, identity: MemoryAgentContext, messages: list[Message], error: BaseException, waited: float
     ) -> None:
         """Keep `messages` for the user's next save and say how many are unsaved in all."""
-        kept = messages[-MAX_UNSAVED_MESSAGES:]
+        kept = messages[-self.max_unsaved :] if self.max_unsaved else []
         self.unsaved[identity.user_id] = kept
         if len(kept) < len(messages):
             logger.error("dropped the %d oldest unsaved messages of %s", len(messages) - len(kept), identity.user_id)

@@ -40,6 +40,7 @@ from memlane.serve import memories, memories_mem0
 from memlane.serve.auth import SESSION_HEADER, USER_HEADER, authorized, header_text, tenant_user, valid_session_id
 from memlane.serve.chat import (
     IDEMPOTENCY_HEADER,
+    TURN_NOT_SAVED_HEADER,
     ChatCompletionRequest,
     ChatTurn,
     RelayedStream,
@@ -50,6 +51,7 @@ from memlane.serve.chat import (
     open_stream,
     recall_for,
     save,
+    turn_refusal,
 )
 from memlane.serve.config import ApiKey, ServeConfig, ServeConfigError, load_serve_config
 from memlane.serve.errors import (
@@ -227,8 +229,9 @@ async def chat_completions(
         completion_id=new_completion_id(),
         idempotency_key=(header_text(idempotency_header, IDEMPOTENCY_HEADER) or "").strip() or None,
     )
-    reused, _ = await asyncio.gather(
+    reused, refusal, _ = await asyncio.gather(
         key_reused(turn, service.require_store(), READY_TIMEOUT_SECONDS),
+        turn_refusal(turn, service.require_store(), READY_TIMEOUT_SECONDS),
         recall_for(turn, service.require_turns(), service.metrics),
     )
     if reused:
@@ -241,6 +244,10 @@ async def chat_completions(
     headers = {"X-Memlane-Recalled-Tokens": str(turn.recalled.tokens if turn.recalled else 0)}
     if turn.recalled is not None and turn.recalled.rewrite:  # a follow-up: how it was made searchable
         headers["X-Memlane-Follow-Up-Rewrite"] = turn.recalled.rewrite.replace(" ", "-")
+    if refusal is not None:  # over a quota: the reply goes out, the turn is not kept, and the caller is told
+        headers[TURN_NOT_SAVED_HEADER] = f"{refusal.quota} quota: {refusal.setting}={refusal.limit}"
+        turn.identity.auto_save_enabled = False  # noted as said, never stored nor tried again
+        service.metrics.turns.labels("refused").inc()
     try:
         if body.stream:
             response = await open_stream(service.started_upstream, turn)

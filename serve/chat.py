@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from memlane import MemoryStore, Message, Settings, StoreError
+from memlane import MemoryStore, Message, QuotaExceeded, Settings, StoreError
 from memlane.masking import mask_secrets
 from memlane.persistence import MemoryAgentContext, turn_messages
 from memlane.recall import Recall, RecallParts, recall_system_prompt
@@ -254,6 +254,23 @@ async def key_reused(turn: ChatTurn, store: MemoryStore, within_seconds: float) 
         )
         return False
     return earlier is not None and earlier != fingerprint
+
+
+TURN_NOT_SAVED_HEADER = "X-Memlane-Turn-Not-Saved"  # why a turn is not stored (a quota), on its reply
+
+
+async def turn_refusal(turn: ChatTurn, store: MemoryStore, timeout: float) -> QuotaExceeded | None:
+    """The quota this turn would pass if it were saved (its last user message and the reply, two
+    records), found before the reply so its headers can say so; None when it fits, saving is off,
+    or the store could not tell in `timeout` seconds (the save then says what happened)."""
+    if not turn.identity.auto_save_enabled:
+        return None
+    text = last_user_text(turn.request)
+    try:
+        return await asyncio.wait_for(store.quota_refusal(turn.identity.user_id, 2, len(text.encode("utf-8"))), timeout)
+    except (StoreError, TimeoutError) as error:
+        logger.debug("the quota check of %s's turn gave no answer: %s", turn.identity.user_id, error)
+        return None
 
 
 def last_user_text(request: ChatCompletionRequest) -> str:

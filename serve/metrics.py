@@ -81,7 +81,10 @@ class ServeMetrics:
             registry=registry,
         )
         self.turns = Counter(
-            "memlane_turns", "Chat turns handed to the store: saved or failed", ["outcome"], registry=registry
+            "memlane_turns",
+            "Chat turns handed to the store: saved or failed; refused: over a quota, not stored (the reply said so)",
+            ["outcome"],
+            registry=registry,
         )
         self.upstream_errors = Counter(
             "memlane_upstream_errors",
@@ -104,7 +107,7 @@ class ServeMetrics:
         )
         for state in ("queued", "done", "failed"):
             self.memory_runs.labels(state)
-        for outcome in ("saved", "failed"):
+        for outcome in ("saved", "failed", "refused"):
             self.turns.labels(outcome)
         self._index_backlog: Callable[[], IndexBacklog | None] = lambda: None
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from memlane.store.errors import QuotaExceeded
 from memlane.store.forget_report import ForgetReport
 from memlane.store.gc_report import GcReport
 from memlane.store.hits import MemoryHits
@@ -390,6 +391,10 @@ class ServiceStore(LocatedStore, Protocol):
 
     async def check_ready(self) -> None:
         """Raise StoreError saying what is wrong unless the store can serve (Redis answers, its index exists)."""
+
+    async def quota_refusal(self, user_id: str, records: int, text_bytes: int) -> QuotaExceeded | None:
+        """The refusal a write of `records` new records with `text_bytes` bytes of text would meet now
+        (None: it fits, or no quota is set), reserving nothing."""
 
     def answered_within(self, seconds: float) -> bool:
         """Whether one of the store's calls got its reply from Redis in the last `seconds` (a busy

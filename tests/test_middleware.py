@@ -500,3 +500,32 @@ async def test_every_user_line_of_a_request_is_stored_and_re_sent_history_is_not
     await middleware.wait_idle()
     contents = [m.content for m in await store.recent_messages("u", "group")]
     assert contents[6:] == ["谢谢", "好的。"], contents
+
+
+async def test_a_turn_over_quota_is_said_once_and_neither_kept_nor_tried_again(store, settings, caplog):
+    """Issue 50, item 2: a save refused for good (the user's records quota) was kept for the next
+    turn and tried again, the buffer growing each turn (2 -> 4 -> 6), an ERROR and a traceback each
+    time. It is said once per turn (on_failed, a warning line), and nothing is kept."""
+    from memlane.store.errors import QuotaExceeded
+    from memlane.store.redis.store import STORE_PARTS
+
+    capped = settings.model_copy(update={"retention_max_memories_per_user": 1})
+    limited = store.with_settings(**capped.parts(*STORE_PARTS))
+    await limited.add_messages([Message(id="m0", user_id="u", session_id="s0", role="user", content="I keep bees")])
+    failures: list[BaseException] = []
+
+    async def on_failed(identity, error):
+        failures.append(error)
+
+    model = ScriptedChatModel(script=["one", "two", "three"])
+    middleware = MemoryMiddleware(limited, settings=capped, on_failed=on_failed)
+    agent = agent_for(model, middleware, system_prompt="Base.")
+    context = MemoryAgentContext(user_id="u", session_id="s")
+    for question in ("first", "second", "third"):
+        await agent.ainvoke({"messages": [HumanMessage(question)]}, context=context)
+        await middleware.wait_idle()
+        assert middleware.persistence.unsaved == {}
+    assert len(failures) == 3 and all(isinstance(error, QuotaExceeded) for error in failures)
+    assert middleware.persistence.refused_turns == 3
+    assert not [record for record in caplog.records if record.exc_info]
+    assert [m.content for m in await limited.recent_messages("u", "s")] == []

@@ -140,6 +140,38 @@ class Quotas(StorePart):
         keys = [self.layout.usage(user_id), self.layout.usage_bytes(user_id)]
         return [int(value) for value in await self._run(self.client.eval(_RESERVE_LUA, 2, *keys, *args))]
 
+    async def refusal(self, user_id: str, records: int, text_bytes: int) -> QuotaExceeded | None:
+        """The refusal a write of `records` new records holding `text_bytes` bytes of text would
+        meet now (None: it fits, or no quota is set), without reserving anything: what a door
+        tells its caller before it answers (a chat turn saved after the reply)."""
+        retention = self.core.retention
+        if not retention.has_quota:
+            return None
+        if not await self._run(self.client.exists(self.layout.usage_bytes(user_id))):
+            await self.recount(user_id, full=True)
+        count, total = await self.usage(user_id)
+        if retention.max_memories_per_user is not None and count + records > retention.max_memories_per_user:
+            limit = retention.max_memories_per_user
+            return QuotaExceeded(
+                f"this user keeps {count:,} records, and a turn adds {records:,}: past "
+                f"MEMLANE_RETENTION_MAX_MEMORIES_PER_USER ({limit:,}); the turn is not stored",
+                quota="memories",
+                setting="MEMLANE_RETENTION_MAX_MEMORIES_PER_USER",
+                limit=limit,
+                used=count,
+            )
+        if retention.max_bytes_per_user is not None and total + text_bytes > retention.max_bytes_per_user:
+            limit = retention.max_bytes_per_user
+            return QuotaExceeded(
+                f"this user keeps {total:,} bytes of text, and the turn's {text_bytes:,} more pass "
+                f"MEMLANE_RETENTION_MAX_BYTES_PER_USER ({limit:,}); the turn is not stored",
+                quota="bytes",
+                setting="MEMLANE_RETENTION_MAX_BYTES_PER_USER",
+                limit=limit,
+                used=total,
+            )
+        return None
+
     async def usage(self, user_id: str) -> tuple[int, int]:
         """(records, bytes) the user keeps, as last counted (0, 0 while no quota is set)."""
         pipe = self.client.pipeline(transaction=False)

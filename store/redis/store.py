@@ -230,6 +230,7 @@ class RedisMemoryStore:
         await self.items.adopt_item_owners()
 
     check_ready = _answered_by("memories", Memories.check_ready)
+    quota_refusal = _answered_by("quotas", Quotas.refusal)
 
     add_messages = _answered_by("messages", Messages.add_messages)
     add_new_messages = _answered_by("messages", Messages.add_new_messages)

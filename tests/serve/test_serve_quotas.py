@@ -82,9 +82,11 @@ async def test_mcp_tools_answer_the_quota_as_their_error(store, settings):
     ]
 
 
-async def test_a_chat_turn_over_quota_is_answered_but_not_stored(store, settings, caplog):
-    """The reply never waits on its save: past the records quota the chat still answers, the turn's
-    save is refused (logged, kept for the user's next save), and nothing the user had changes."""
+async def test_a_chat_turn_over_quota_is_answered_and_says_it_is_not_stored(store, settings, caplog):
+    """Issue 50, item 2: past the records quota the chat still answers, and its header says the turn
+    is not stored and which quota stops it (it answered 200 and the turn vanished); the refusal is
+    never retried nor kept for the next turn (the buffer grew 2 -> 4 -> 6), no traceback is
+    logged, and nothing the user had changes. Streamed or not, turn after turn."""
     from fake_upstream import FakeUpstream
 
     from memlane.serve.config import ServeConfig
@@ -95,26 +97,31 @@ async def test_a_chat_turn_over_quota_is_answered_but_not_stored(store, settings
         config = ServeConfig(
             keys=SERVE_CONFIG.keys, personas={"assistant": {"model": "fake-model", "base_url": upstream.url}}
         )
-        async with serving(create_app(config, limited_settings, store=limited, mount_mcp=False)) as url:
+        app = create_app(config, limited_settings, store=limited, mount_mcp=False)
+        async with serving(app) as url:
             async with httpx.AsyncClient(
                 base_url=url, headers={"Authorization": "Bearer key-acme"}, timeout=60
             ) as http:
                 assert (
                     await http.post("/v1/users/fay/memories", json={"text": "Her sister lives in Porto"})
                 ).status_code == 201
-                answer = await http.post(
-                    "/v1/chat/completions",
-                    json={
+                for number, stream in enumerate([False, True, False]):
+                    body = {
                         "model": "assistant",
                         "user": "fay",
-                        "messages": [{"role": "user", "content": "I keep bees"}],
-                    },
-                )
-                assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "Noted."
-                await asyncio.sleep(1.0)  # the save runs after the reply
+                        "stream": stream,
+                        "messages": [{"role": "user", "content": f"I keep bees ({number})"}],
+                    }
+                    answer = await http.post("/v1/chat/completions", json=body)
+                    assert answer.status_code == 200
+                    assert "[DONE]" in answer.text if stream else answer.json()["choices"][0]["message"]["content"]
+                    said = answer.headers["X-Memlane-Turn-Not-Saved"]
+                    assert said == "memories quota: MEMLANE_RETENTION_MAX_MEMORIES_PER_USER=1", said
+                await asyncio.sleep(1.0)  # a save would run after the reply
+                metrics = (await http.get("/metrics")).text
+        persistence = app.state.memlane.require_turns().persistence
+        assert persistence.unsaved == {}  # nothing kept to be retried with the next turn
+    assert 'memlane_turns_total{outcome="refused"} 3.0' in metrics
     assert await limited.unprocessed_messages(user) == [] and await limited.list_sessions(user) == []
-    assert any(
-        "QuotaExceeded" in record.getMessage() and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER" in record.getMessage()
-        for record in caplog.records
-    )
+    assert not [record for record in caplog.records if record.exc_info], "no traceback for a refusal"
     assert [event.summary for event in await limited.list_events(user)] == ["Her sister lives in Porto"]
