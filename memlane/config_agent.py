@@ -300,7 +300,7 @@ class RecallSettings(Component):
         description=(
             "Time budget of the model's rewrite of a follow-up, which runs beside the search with the previous turn's"
             " words: in time, it is searched too and wins; past it, that search stands (the first token waits at most"
-            " this long)"
+            " this long, and not at all while the model's recent rewrites took longer)"
         ),
     )
     timeout_seconds: float = Field(
