@@ -9,8 +9,9 @@ random operations on both and compares the answers.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -23,6 +24,10 @@ T = TypeVar("T")
 # the owner of every item whose namespace maps to no user: stored and found like any other item,
 # in no user's export, panel or recall. Not a user id a caller can name (`UserMapping` refuses it)
 NO_USER = "langgraph-store:no-user"
+logger = logging.getLogger(__name__)
+# distinct labels before the user's position under one user that say the position is likely wrong:
+# ("alice", "memories"), ("bob", "memories"), ("carol", "memories") with user_of=1 make one user "memories"
+_MIXED_PREFIXES = 3
 
 # fields whose text stands for the whole value in memlane's own item text: LangMem stores {"content": ...}
 _PLAIN_FIELDS = ("content", "text", "memory")
@@ -62,6 +67,8 @@ class UserMapping:
     """
 
     user_of: UserOf = None
+    # per user (an int user_of): the distinct label tuples seen before its position, until it warns
+    _prefixes_seen: dict[str, set[Namespace]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         user_of = self.user_of
@@ -90,6 +97,8 @@ class UserMapping:
             user = context_user
         elif isinstance(user_of, int):
             user = namespace[user_of] if len(namespace) > user_of else None
+            if user and user_of > 0:
+                self._watch_mixing(namespace, user_of, user)
         elif callable(user_of):
             user = user_of(namespace)
         else:  # "config", which __post_init__ turned into FromConfig()
@@ -101,6 +110,31 @@ class UserMapping:
         if user == NO_USER:
             raise InvalidNamespaceError(f"{NO_USER!r} is reserved for items of no user; {namespace} cannot use it")
         return user
+
+    def _watch_mixing(self, namespace: Namespace, position: int, user: str) -> None:
+        """Warn once per user when the labels before the user's position keep changing under one
+        user (issue 50, item 9): `user_of=1` over LangGraph's documented `(user_id, "memories")`
+        makes every user the one user "memories", their items mixed in one export and search."""
+        seen = self._prefixes_seen.get(user)
+        if seen is None:
+            if len(self._prefixes_seen) >= 10_000:  # bounded: a long-lived store meets many users
+                return
+            seen = self._prefixes_seen[user] = set()
+        elif len(seen) >= _MIXED_PREFIXES:  # warned already
+            return
+        seen.add(tuple(namespace[:position]))
+        if len(seen) == _MIXED_PREFIXES:
+            examples = ", ".join(repr((*prefix, user)) for prefix in sorted(seen))
+            logger.warning(
+                "MemlaneStore(user_of=%d) puts the items of %s under one memlane user, %r: their exports, "
+                "searches and recall mix them. If each namespace's user is an earlier label (LangGraph's "
+                "docs' (user_id, 'memories') is user_of=0), pass that position; if %r really is one user, "
+                "ignore this.",
+                position,
+                examples,
+                user,
+                user,
+            )
 
     def prefix_owner(self, prefix: Namespace, context_user: str | None = None) -> str | None:
         """The one owner every namespace under `prefix` has, or None when it may be any owner."""

@@ -434,3 +434,25 @@ async def test_memlanes_own_relevance_is_there_under_its_own_name(store):
     assert not hasattr(
         (await MemlaneStore(store, user_of=1).asearch(("memories", "alice"), query="茶"))[0], "relevance"
     )
+
+
+async def test_a_user_position_that_mixes_users_is_said_at_once_with_the_fix(store, caplog):
+    """Issue 50, item 9: user_of=1 over LangGraph's documented (user_id, "memories") makes every
+    user the one memlane user "memories", their items mixed, and said nothing. Once the labels
+    before the user's position change under one user, a warning names the position to use; the
+    layout user_of=1 is for, ("memories", user_id), says nothing."""
+    import logging
+
+    mixed = MemlaneStore(store, user_of=1)
+    with caplog.at_level(logging.WARNING, logger="memlane.langgraph_rules"):
+        for user in ("alice", "bob", "carol", "dave"):
+            await mixed.aput((user, "memories"), "k", {"text": f"{user} likes tea"}, index=False)
+    said = [record.getMessage() for record in caplog.records if record.name == "memlane.langgraph_rules"]
+    assert len(said) == 1 and "'memories'" in said[0] and "user_of=0" in said[0], said
+
+    caplog.clear()
+    fitting = MemlaneStore(store, user_of=1)
+    with caplog.at_level(logging.WARNING, logger="memlane.langgraph_rules"):
+        for user in ("erin", "frank", "gina", "hank"):
+            await fitting.aput(("memories", user), "k", {"text": f"{user} likes tea"}, index=False)
+    assert not [record for record in caplog.records if record.name == "memlane.langgraph_rules"]
