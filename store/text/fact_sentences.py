@@ -105,7 +105,12 @@ _REQUEST_START_EN = re.compile(
     re.IGNORECASE,
 )
 _REQUEST_END_EN = re.compile(  # (?<!\s): tried once per run of spaces, not at each space of it
-    r"(?:(?<!\s)\s+(?:from\s+(?:your|the)\s+(?:memory|memories|records?|notes)|from\s+memory|(?:for\s+)?(?:good|ever|now)|any\s*more|again|too|as\s+well|"
+    # the request said after what it names: "…, no need to remember that", "…, stop remembering it"
+    r"(?:(?<![\s,]),?\s+(?:(?:there's\s+|there\s+is\s+|you\s+have\s+)?no\s+need\s+to|(?:please\s+)?(?:don't|do\s+not)|"
+    r"stop|you\s+(?:don't|do\s+not)\s+(?:need|have)\s+to)\s+"
+    r"(?:remember(?:ing)?|keep(?:ing)?|stor(?:e|ing)|mention(?:ing)?|bring(?:ing)?\s+up)(?:\s+(?:that|it|this))?"
+    r"(?:\s+(?:up|any\s*more))?)$"
+    r"|(?:(?<!\s)\s+(?:from\s+(?:your|the)\s+(?:memory|memories|records?|notes)|from\s+memory|(?:for\s+)?(?:good|ever|now)|any\s*more|again|too|as\s+well|"
     r"please|thanks|thank\s+you|completely|entirely|altogether|for\s+me|i\s+(?:told|gave)\s+you|i\s+(?:said|mentioned))"
     r"|'s\s+name|(?<!\s)\s+(?:is\s+)?called)$",
     re.IGNORECASE,
@@ -122,6 +127,9 @@ _REQUEST_START_ZH = re.compile(
 )
 _REQUEST_END_ZH = re.compile(
     r"(?:吧|了|啊|呀|哦|嘛|。|！|!|\.|，|,)$"
+    # the request said after what it names: "我周末爬山的事不用记了", "我做会计的事情不要再提"
+    r"|(?:不要再|不要|别再|别|不用再|不用|不必再|不必|不再|无需|停止|就别|可以不用)"
+    r"(?:记住|记得|记着|记|保存|存着|存|保留|提起|提到|提|说起|说)(?:了|啦|吧)?$"
     rf"|(?:从|在)?(?:你的)?(?:记忆|记录|脑子|脑海)(?:里|中|里面)?{_ZH_VERB}?(?:掉|了)?$"
     rf"|{_ZH_VERB}(?:掉|了)?$"
     r"|(?:的)?(?:记忆|记录|信息|资料|内容|事情|事儿|事|东西|话|一切|那些|部分)$"

@@ -295,6 +295,11 @@ def test_subjects_and_sentences():
     assert forget_subject("Forget everything about Miso.") == "Miso"
     assert forget_subject("请忘记关于前男友的一切") == "前男友"
     assert forget_subject("peanuts") == "peanuts"
+    # issue 50, item 7: the request said after what it names
+    assert forget_subject("我周末爬山的事不用记了") == "周末爬山"
+    assert forget_subject("我做会计的事情不要再提") == "做会计"
+    assert forget_subject("Peanuts, no need to remember that") == "Peanuts"
+    assert forget_subject("I work at a bank, stop remembering it") == "I work at a bank"
     peanuts = [Fact.of("peanuts", 0.6)]
     assert (
         strip_statements("The user is allergic to peanuts, likes black coffee and hikes.", peanuts)
