@@ -38,12 +38,10 @@ from memlane.config_agent import (
     StructuredOutputMode,
     TurnSettings,
 )
+from memlane.config_keeping import LimitsSettings, PrivacySettings, RetentionSettings
 from memlane.config_store import (
     METADATA_FIELD_NAME,
     Component,
-    LimitsSettings,
-    PrivacySettings,
-    RetentionSettings,
     SearchSettings,
     StoreSettings,
 )

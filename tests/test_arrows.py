@@ -4,7 +4,7 @@ Every import in package code counts, at module level or inside a function, under
 too: a lazy import is still an arrow. The rules:
 
 - every room may import `memlane.config` and `memlane.masking` (the settings, their models kept in
-  `memlane.config_store` and `memlane.config_agent`, and the masking of secrets, which import
+  `memlane.config_store`, `memlane.config_keeping` and `memlane.config_agent`, and the masking of secrets, which import
   nothing else of memlane); `store/` imports no other room;
 - `nodes/` imports the store's data modules (records, protocols, errors, ids, scopes), its text
   wing and its breaker, never its Redis, cluster, embedded or embeddings wings, and never Redis;
