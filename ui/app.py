@@ -11,6 +11,10 @@ The reply streams token by token; storing the turn and the memory-graph run happ
 background afterwards, and a timer shows their progress ("remembering…" → "remembered: ...")
 and refreshes the panel when a run lands, without holding up the next message.
 
+A line is the user's own unless the Speaker field beside the message box names someone, or
+the line starts with a name and a colon ("朋友A: …", `memlane.ui.chat.spoken_by`): then it is
+that person's, shown with their name in bold.
+
 Under each reply a folded block shows the memories it used (never sent back to the model).
 The panel edits profile entries and shows their history, lists sessions by title, draws
 the memory graph with the step in progress, lists what each event changed, and can fill
@@ -103,21 +107,24 @@ def build_app(
                     )
                     new_session = gr.Button("New session", size="sm")
                 chatbot = gr.Chatbot(label="Chat", height=420, elem_id="chat")
-                with gr.Row():
-                    message = gr.Textbox(
-                        placeholder="Message", show_label=False, scale=5, elem_id="message", autofocus=True
+                with gr.Row(equal_height=True):
+                    # who says the message: empty is the user; "朋友A: …" typed in the message says so too
+                    speaker = gr.Textbox(
+                        value="", placeholder="you", label="Speaker", scale=1, min_width=100, elem_id="speaker"
                     )
-                    send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
+                    message = gr.Textbox(
+                        placeholder="Message (someone else's line: “Alice: …”, “朋友A：…”)",
+                        label="Message",
+                        scale=5,
+                        elem_id="message",
+                        autofocus=True,
+                    )
+                    send = gr.Button("Send", variant="primary", scale=1, min_width=80, elem_id="send")
                 with gr.Row():
                     status = gr.Markdown("", elem_id="memory-status")
                     remember = gr.Button("Remember now", size="sm", scale=0, min_width=130, elem_id="remember-now")
                 with gr.Accordion("Persona and switches", open=False):
                     persona = gr.Textbox(value=settings.turns.app_persona, lines=3, label="Persona / system prompt")
-                    speaker = gr.Textbox(
-                        value="",
-                        label="Speaker (empty: you; a name such as 朋友A: someone else in a group chat)",
-                        elem_id="speaker",
-                    )
                     with gr.Row():
                         recall_on = gr.Checkbox(value=settings.recall.enabled, label="Recall memories")
                         save_on = gr.Checkbox(value=settings.turns.auto_save_enabled, label="Save to memory")

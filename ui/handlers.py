@@ -22,7 +22,7 @@ import pandas as pd
 from memlane.doors import render_svg
 from memlane.persistence import DEFAULT_SESSION
 from memlane.store.hits import WEAK_RELEVANCE
-from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID, shown_line
+from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID, shown_line, spoken_by
 from memlane.ui.panel import recall_markdown, recall_title
 from memlane.ui.sample import SAMPLE_USER
 from memlane.ui.service import (
@@ -175,20 +175,26 @@ def enqueue(
 ):
     """Take a message at once (even while a reply streams): it waits in the tab's queue.
 
-    Sent with the user field empty (the page has not restored its user yet), it goes to the
-    chat the page shows once it does, not to the default user."""
+    The line is the Speaker field's person when it names one, else the person it starts with
+    ("朋友A: …", "Alice: I …": `spoken_by`), else the user's own. Sent with the user field empty
+    (the page has not restored its user yet), it goes to the chat the page shows once it does,
+    not to the default user."""
     if text.strip():
         tab = app.tab_of(request)
         unnamed = not (user_id or "").strip()
+        named: str | None = (speaker or "").strip()
+        said = text.strip()
+        if not named:
+            named, said = spoken_by(said)
         tab.pending.append(
             PendingMessage(
-                text.strip(),
+                said,
                 "" if unnamed else _user(user_id),
                 session_id or DEFAULT_SESSION,
                 persona,
                 recall_on,
                 save_on,
-                (speaker or "").strip(),
+                named or "",
                 during_switch=tab.switching > 0 or unnamed,
             )
         )

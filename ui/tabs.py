@@ -12,6 +12,8 @@ from typing import Any
 
 import gradio as gr
 
+from memlane.ui.chat import shown_line
+
 
 def _settled() -> asyncio.Event:
     event = asyncio.Event()
@@ -117,4 +119,4 @@ class TabChat:
 
     def showing(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The chat with the messages still waiting shown after it."""
-        return [*history, *({"role": "user", "content": item.text} for item in self.pending)]
+        return [*history, *({"role": "user", "content": shown_line(item.text, item.speaker)} for item in self.pending)]

@@ -346,7 +346,7 @@ def test_a_group_line_keeps_its_speaker_and_remember_now_is_in_view(settings, cl
     url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))
     open_app(page, url, "group-user")
     assert page.locator("#remember-now").is_visible()  # beside the status line, not folded away
-    page.get_by_text("Persona and switches").click()
+    assert page.locator("#speaker textarea").is_visible()  # beside the message box, not folded away
     page.locator("#speaker textarea").fill("朋友A")
     send_and_wait(page, "我最喜欢的电影是《星际穿越》", 0, REPLY)
     assert page.evaluate(
@@ -370,3 +370,97 @@ def test_a_group_line_keeps_its_speaker_and_remember_now_is_in_view(settings, cl
             ("朋友A", "我最喜欢的电影是《星际穿越》"),
             (None, "I drink black coffee, no sugar."),
         ]
+
+
+def stored_user_lines(settings, user_id: str) -> list[tuple[str | None, str]]:
+    """(speaker, text) of the user-side lines stored for `user_id`, oldest first."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memlane.store.redis.store import open_store
+
+    async def stored() -> list[tuple[str | None, str]]:
+        store = await open_store(settings)
+        try:
+            return [(m.name, m.content) for m in (await store.export_user(user_id)).messages if m.role == "user"]
+        finally:
+            await store.aclose()
+
+    with ThreadPoolExecutor(1) as pool:  # playwright's own loop runs in this thread
+        return pool.submit(asyncio.run, stored()).result()
+
+
+def test_a_line_typed_as_name_colon_is_that_persons(settings, clean_keys, launch_app, page):
+    """Issue 55, item 1: "朋友A: 我最喜欢的电影是《星际穿越》" typed with the Speaker field empty
+    was stored as the user's own line (its movie became the user's interest); labels, times and
+    links stay the user's."""
+    chat, memory = scripted_models()
+    url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))
+    open_app(page, url, "typed-group-user")
+    lines = [
+        "朋友A: 我最喜欢的电影是《星际穿越》",
+        "Alice: I love jazz",
+        "小王：我下个月搬去成都",
+        "Note: I moved to Lyon",
+        "提醒：明天开会",
+        "Lunch at 10:30, see http://example.com",
+    ]
+    for count, line in enumerate(lines, start=1):
+        page.locator("#message textarea").fill(line)
+        page.locator("#message textarea").press("Enter")
+        page.wait_for_function(  # the line's reply drawn (a reply's "memories used" block is a bot message too)
+            """([count, reply]) => { const users = document.querySelectorAll('#chat [data-testid="user"]');
+                    const bots = [...document.querySelectorAll('#chat [data-testid="bot"]')];
+                    return users.length === count && bots.some(b => b.innerText.trim() === reply)
+                        && !document.querySelector('#chat .pending, #chat [aria-busy="true"]')
+                        && bots.filter(b => b.innerText.trim() === reply).length === count; }""",
+            arg=[count, REPLY],
+            timeout=20_000,
+        )
+    shown = page.evaluate(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())"
+    )
+    assert shown == [
+        "朋友A: 我最喜欢的电影是《星际穿越》",
+        "Alice: I love jazz",
+        "小王: 我下个月搬去成都",
+        "Note: I moved to Lyon",
+        "提醒：明天开会",
+        "Lunch at 10:30, see http://example.com",
+    ]
+    # the speaker is drawn in bold; the user's own lines have no name drawn
+    bold = page.evaluate(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"] strong')].map(b => b.innerText.trim())"
+    )
+    assert bold == ["朋友A", "Alice", "小王"]
+    page.locator('#chat [data-testid="user"]').nth(1).scroll_into_view_if_needed()
+    save_screenshot(page, "ui-typed-group-lines")
+    assert stored_user_lines(settings, "typed-group-user") == [
+        ("朋友A", "我最喜欢的电影是《星际穿越》"),
+        ("Alice", "I love jazz"),
+        ("小王", "我下个月搬去成都"),
+        (None, "Note: I moved to Lyon"),
+        (None, "提醒：明天开会"),
+        (None, "Lunch at 10:30, see http://example.com"),
+    ]
+
+
+def test_the_status_line_counts_against_the_threshold_of_the_next_run(settings, clean_keys, launch_app, page):
+    """Issue 55, item 2, in the browser: a new user's buffer is counted against the first run's
+    threshold (memory_first_run_tokens, 256), and after that first run against memory_buffer_tokens
+    (the line said 1024 for a new user, whose run came at 256)."""
+    first, later = min(settings.graph.first_run_tokens, settings.graph.buffer_tokens), settings.graph.buffer_tokens
+    assert first < later  # the defaults this test is about: 256 and 1024
+    chat, memory = scripted_models()
+    url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))
+    open_app(page, url, "status-new-user")
+    wait_status = """(threshold) => new RegExp('saved · \\\\d+/' + threshold + ' tokens until the next memory run')
+                         .test(document.querySelector('#memory-status').innerText)"""
+    send_and_wait(page, "I drink black coffee without sugar.", 0, REPLY)
+    page.wait_for_function(wait_status, arg=first, timeout=10_000)
+    save_screenshot(page, "ui-status-line-new-user")
+    page.locator("#remember-now").click()
+    wait_for_text(page, "#memory-status", "remembered:", 20_000)
+    send_and_wait(page, "I also go to bed around 2 am.", 1, REPLY)
+    page.wait_for_function(wait_status, arg=later, timeout=10_000)
+    save_screenshot(page, "ui-status-line-after-first-run")

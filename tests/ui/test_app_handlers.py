@@ -179,3 +179,21 @@ async def test_a_message_sent_before_the_page_restored_its_user_goes_to_that_use
         assert await service.history("demo-user", "default") == []
     finally:
         await service.aclose()
+
+
+async def test_the_speaker_field_wins_over_a_typed_name(store, settings):
+    """Issue 55, item 1: with the Speaker field empty, "Alice: I love jazz" is Alice's line; with
+    a name in the field the message is that person's, as typed (docs/doors/app.md)."""
+    service = ChatService(settings, store=store)
+    app = ChatApp(service)
+    try:
+        for text, speaker in [("Alice: I love jazz", ""), ("Alice: I love jazz", "朋友A"), ("Note: I moved", "")]:
+            enqueue(app, text, "speakers", "default", "", True, False, speaker, None)
+        pending = app.tab_of(None).pending
+        assert [(item.speaker, item.text) for item in pending] == [
+            ("Alice", "I love jazz"),
+            ("朋友A", "Alice: I love jazz"),
+            ("", "Note: I moved"),
+        ]
+    finally:
+        await service.aclose()

@@ -94,7 +94,7 @@ async def test_the_stored_chat_shows_a_group_line_with_its_speaker_as_the_reply_
     [answer async for answer in service.stream_reply("u", "s", "我最喜欢的电影是《星际穿越》", [], speaker="朋友A")]
     await service.middleware.wait_idle()
     assert [line["content"] for line in await service.history("u", "s")] == [
-        "朋友A: 我最喜欢的电影是《星际穿越》",
+        "**朋友A**: 我最喜欢的电影是《星际穿越》",  # the name in bold, as the reply drew it
         "好的。",
     ]
     await service.aclose()
