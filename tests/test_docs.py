@@ -186,7 +186,10 @@ def served(redis_url, upstream, tmp_path_factory):
         keys=[ApiKey(name="docs", tenant="acme", hash=hash_api_key(SERVE_KEY), scopes=("chat", "read", "write"))],
         personas={"assistant": {"model": "fake-model", "base_url": upstream.url, "memory_scope": "user"}},
     )
-    with Served(create_app(config, settings, memory_model=ScriptedChatModel(rules=memory_rules()))) as app:
+    # a memory model that learns nothing it was not told (memory_rules() alone gives every user the
+    # canned facts of a Chinese chat, which the pages' printed output would then show)
+    memory_model = ScriptedChatModel(rules=memory_rules(summary="", facts=[], tags=[]), default="{}")
+    with Served(create_app(config, settings, memory_model=memory_model)) as app:
         yield app.url
     drop_prefix_sync(redis_url, prefix)
 
@@ -203,6 +206,61 @@ def user_environment(redis_url: str, upstream: FakeUpstream, tmp_path: Path, pre
         "OPENAI_BASE_URL": upstream.url,
         "OPENAI_API_KEY": "sk-docs-test",
     }
+
+
+@dataclass(frozen=True)
+class Teaches:
+    """What an example block is about: the line of its output that shows it, which must be there
+    and come first among the lines it prints of its kind; `only`: every line it prints."""
+
+    page: str
+    code: str  # a piece of the block's code that picks it out (line numbers move as pages grow)
+    first: str  # the line (a part of it) the example is about
+    among: str = ""  # the printed lines it must come first among (those this pattern finds); all when empty
+    only: tuple[str, ...] = ()
+
+
+# the examples whose output says what they teach (issue 55, item 3): each block's printed lines are
+# checked by test_python_block_runs_as_written, and the page shows what really prints
+TEACHES = [
+    Teaches(
+        "README.md",
+        'context=MemoryAgentContext(user_id="bob")',
+        "lifestyle / diet: 喜欢黑咖啡，不加糖",
+        only=("lifestyle / diet: 喜欢黑咖啡，不加糖",),  # nothing the conversation did not say
+    ),
+    Teaches(
+        "docs/doors/agent.md",
+        'context=MemoryAgentContext(user_id="bob")',
+        "lifestyle / diet: 喜欢黑咖啡，不加糖",
+        only=("lifestyle / diet: 喜欢黑咖啡，不加糖",),
+    ),
+    Teaches("docs/concepts/store.md", 'text="The track opens at 6 am"', "The track opens at 6 am", among=r"^- "),
+    Teaches("docs/doors/serve.md", 'put_profile("home", "city", "Lyon"', "home / city: Lyon", among=r"^\d\.\d\d "),
+]
+
+
+def teaches(block: Block) -> Teaches | None:
+    return next((t for t in TEACHES if t.page == block.page and t.code in block.code), None)
+
+
+def test_every_example_that_teaches_is_found():
+    found = [t for t in TEACHES if any(teaches(block) == t for block in PYTHON_BLOCKS)]
+    assert found == TEACHES, f"examples no page holds any more: {[t.page for t in TEACHES if t not in found]}"
+
+
+def check_what_it_teaches(block: Block, printed: str) -> None:
+    """The line the example is about is printed, and first; and, where the page says so, alone."""
+    about = teaches(block)
+    if about is None:
+        return
+    lines = [line.strip() for line in printed.splitlines() if line.strip()]
+    if about.only:
+        assert lines == list(about.only), f"{block.id} prints {lines}, not only {list(about.only)}"
+    among = [line for line in lines if re.search(about.among, line)]
+    assert among and about.first in among[0], (
+        f"{block.id} is about {about.first!r}, which is not its first line of {about.among!r}:\n{printed}"
+    )
 
 
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=lambda b: b.id)
@@ -225,6 +283,7 @@ def test_python_block_runs_as_written(block: Block, redis_url, upstream, request
         f"the block at {block.id} failed:\n{textwrap.indent(block.code, '    ')}\n{done.stderr[-4000:]}"
     )
     assert done.stdout.strip(), "every block prints what it did"
+    check_what_it_teaches(block, done.stdout)
 
 
 @pytest.mark.parametrize("block", RUN_SHELL_BLOCKS, ids=lambda b: b.id)
