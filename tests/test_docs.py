@@ -313,6 +313,66 @@ def test_every_tested_snippet_is_in_the_docs_verbatim():
     assert not stale, f"the docs' code differs from the tested code of: {stale}"
 
 
+# A page's word that memlane lacks something ("does not … yet", "is not supported", "unsupported")
+# goes stale without a sound when the thing lands: docs/coming-from.md said the Memory facade did
+# not pass filters yet long after it did (b0f8810). Each such claim names the test that proves it
+# (CHECKED_LIMITS), or says how far a user's own data has got rather than what memlane lacks
+# (STATE_NOT_LIMIT: "the turns not remembered yet"); anything else fails here, to be checked or dropped.
+LIMIT_CLAIM = re.compile(
+    r"\b(?:(?:does|do|is|are|can|has|have)(?:n['’]t| not)\b[^.|:;]{0,80}?\byet\b"
+    r"|not\b[^.|:;]{0,60}?\byet\b|yet to be\b|unsupported|not (?:yet )?(?:supported|implemented|available)|no support)",
+    re.I,
+)
+STATE_NOT_LIMIT = (
+    "not yet remembered",  # a user's turns no memory run has read
+    "not remembered yet",
+    "none remembered yet",
+    "not indexed yet",  # a turn between its write and its search entry (bench/cluster.py)
+    "not searchable yet",  # the index backlog's messages (memlane_index_backlog_messages)
+)
+CHECKED_LIMITS: dict[str, str] = {  # words of the claim: the test that fails when it stops being true
+    # docs/operations/cluster.md: redis-py 8.1 fails inside itself on a node its map did not hold yet,
+    # and the store says so as Redis away
+    "its node map did not hold yet": (
+        "tests/store/test_cluster.py::test_a_call_whose_connection_redis_py_closed_under_it_is_redis_unavailable"
+    ),
+}
+
+
+def limit_claims(text: str) -> list[str]:
+    """The claims of `text` that memlane lacks something, each as its sentence (or table cell)."""
+    flat = re.sub(r"\s+", " ", text)
+    claims = []
+    for match in LIMIT_CLAIM.finditer(flat):
+        start = max(flat.rfind(". ", 0, match.start()), flat.rfind("|", 0, match.start())) + 1
+        ends = [end for end in (flat.find(". ", match.end()), flat.find("|", match.end())) if end >= 0]
+        claims.append(flat[start : min(ends, default=len(flat))].strip())
+    return claims
+
+
+def test_the_limit_claim_finder_finds_the_stale_one():
+    stale = "The Memory facade takes `filters` but does not pass them to search yet."
+    assert limit_claims(stale) and limit_claims("Streaming is unsupported.") and limit_claims("not supported")
+    assert limit_claims("the turns not remembered yet")  # found, then let through by STATE_NOT_LIMIT
+
+
+def test_every_claim_that_memlane_lacks_something_is_checked_by_a_test():
+    unchecked = []
+    for path in PAGES:
+        for claim in limit_claims(path.read_text()):
+            if any(state in claim for state in STATE_NOT_LIMIT):
+                continue
+            test = next((test for words, test in CHECKED_LIMITS.items() if words in claim), None)
+            if test is None:
+                unchecked.append(f"{path.relative_to(ROOT)}: {claim!r}")
+                continue
+            file, _, name = test.partition("::")
+            assert f"def {name}(" in (ROOT / file).read_text(), f"{test} (checking {claim!r}) is gone"
+    assert not unchecked, "claims that memlane lacks something, checked by no test: check or drop them:\n" + "\n".join(
+        unchecked
+    )
+
+
 def test_the_readme_links_to_pages_that_exist():
     links = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
     assert len(links) >= 15
