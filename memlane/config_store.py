@@ -104,14 +104,17 @@ class StoreSettings(Component):
         default=50,
         ge=1,
         description=(
-            "Redis connections one process's store opens at most; more calls wait for a free one (one recall uses "
-            "about 5)"
+            "Redis connections one process's store opens at most; more calls wait their turn (one recall uses "
+            "about 5). On a cluster: calls in flight at once, each holding at most one connection per node"
         ),
     )
     redis_pool_timeout_seconds: float = Field(
         default=20.0,
         gt=0,
-        description="Longest a store call waits for a free Redis connection before it fails (RedisPoolExhausted)",
+        description=(
+            "Longest the store's waiting calls go without any connection being freed before they fail "
+            "(RedisPoolExhausted); behind a burst that keeps freeing them, a call waits its turn however long"
+        ),
     )
     key_prefix: str = Field(default="memlane", description="Prefix of every Redis key and index")
     timezone: str | None = Field(

@@ -14,10 +14,11 @@ a failover or a reshard the slot map is refreshed and the search tried again.
 from __future__ import annotations
 
 import traceback
-from typing import Any, TypeGuard
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import (
     AskError,
@@ -34,11 +35,16 @@ from redisvl.exceptions import RedisSearchError
 
 from memlane.config import StoreSettings
 
+if TYPE_CHECKING:
+    from memlane.store.redis.connections import ConnectionGate
+
 CLUSTER_HELP = "set REDIS_URL to a node of a running Redis Cluster, or run `memlane redis start --cluster 3`"
 # a search that met a moved slot or a node that went away is tried this many times more
 SEARCH_RETRIES = 2
 # what a node says while its slots move or its replica takes over: refresh the slot map, try again
 _RETRYABLE_REPLIES = ("CLUSTERDOWN", "TRYAGAIN", "LOADING", "READONLY")
+# set while a call holds its place at the cluster client's gate (the tasks it starts see it too)
+_HOLDING_GATE: ContextVar[bool] = ContextVar("memlane_holding_cluster_gate", default=False)
 
 
 def wants_cluster(url: str, *, store: StoreSettings) -> bool:
@@ -57,17 +63,75 @@ def first_node_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=credentials + at + hosts.split(",")[0], query=urlencode(query)))
 
 
-def cluster_client(url: str, *, store: StoreSettings) -> RedisCluster:
-    """redis-py's asyncio cluster client for `url`, sized by the store's settings."""
-    return RedisCluster.from_url(
+class WaitingRedisCluster(RedisCluster):
+    """redis-py's cluster client whose calls wait their turn for a connection as the standalone
+    store's do (store/redis/connections.py): redis-py's node pool raised MaxConnectionsError at
+    `max_connections` (200 recalls at once on a cluster: 152 failed, none standalone).
+
+    At most `gate.limit` commands and pipelines are in flight at once, each holding at most one
+    connection per node, so no node's pool ever runs out; the others wait at the gate. Connects
+    count listening time only (`patient`), as the standalone pool's."""
+
+    gate: ConnectionGate
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from memlane.store.redis.connections import ConnectionGate, patient
+
+        pool_timeout = kwargs.pop("pool_timeout", 20.0)
+        super().__init__(*args, **kwargs)
+        self.gate = ConnectionGate(self.connection_kwargs["max_connections"], pool_timeout, deployment="cluster")
+        # the nodes made from here on (the slot map's) and the startup nodes made already
+        self.connection_kwargs["connection_class"] = patient(self.connection_kwargs["connection_class"])
+        for node in [*self.startup_nodes, *self.nodes_manager.startup_nodes.values()]:
+            node.connection_class = self.connection_kwargs["connection_class"]
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if _HOLDING_GATE.get():  # a call within a call (redis-py's own): its caller waited already
+            return await super().execute_command(*args, **kwargs)
+        await self.gate.acquire()
+        token = _HOLDING_GATE.set(True)
+        try:
+            return await super().execute_command(*args, **kwargs)
+        finally:
+            _HOLDING_GATE.reset(token)
+            self.gate.release()
+
+    def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> ClusterPipeline:
+        if shard_hint:
+            return super().pipeline(transaction, shard_hint)  # redis-py's error
+        return _WaitingClusterPipeline(self, transaction)  # type: ignore[abstract]  # as redis-py makes its own
+
+
+class _WaitingClusterPipeline(ClusterPipeline):
+    """A cluster pipeline that waits at its client's gate (one connection per node it sends to)."""
+
+    cluster_client: WaitingRedisCluster
+
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> list[Any]:
+        if _HOLDING_GATE.get():
+            return await super().execute(raise_on_error, allow_redirections)
+        await self.cluster_client.gate.acquire()
+        token = _HOLDING_GATE.set(True)
+        try:
+            return await super().execute(raise_on_error, allow_redirections)
+        finally:
+            _HOLDING_GATE.reset(token)
+            self.cluster_client.gate.release()
+
+
+def cluster_client(url: str, *, store: StoreSettings) -> WaitingRedisCluster:
+    """redis-py's asyncio cluster client for `url`, sized and timed by the store's settings."""
+    client = WaitingRedisCluster.from_url(
         first_node_url(url),
         max_connections=store.redis_max_connections,
+        pool_timeout=store.redis_pool_timeout_seconds,
         socket_timeout=30,
         socket_connect_timeout=5,
         # a MOVED patches the slot map (redis-py's default closes every connection each 5th MOVED,
         # under the commands using them: a reshard's stream of MOVED broke calls in flight)
         reinitialize_steps=0,
     )
+    return cast(WaitingRedisCluster, client)  # from_url makes the class it is called on
 
 
 def is_connection_race(error: BaseException) -> bool:

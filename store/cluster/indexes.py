@@ -144,8 +144,13 @@ class ShardIndexes:
         """A plain client of `node` (same credentials and timeouts as the cluster client)."""
         client = self._clients.get(node.name)
         if client is None:
+            from memlane.store.redis.connections import WaitingConnectionPool
+
             kwargs = node.connection_kwargs
-            client = self._clients[node.name] = NodeClient(
+            # its calls wait their turn at the cluster client's gate, as the client's own calls do
+            gate = getattr(self.cluster, "gate", None)
+            pool = WaitingConnectionPool(
+                gate=gate,
                 host=node.host,
                 port=int(node.port),
                 username=kwargs.get("username"),
@@ -154,6 +159,7 @@ class ShardIndexes:
                 socket_connect_timeout=kwargs.get("socket_connect_timeout", 5),
                 max_connections=node.max_connections,
             )
+            client = self._clients[node.name] = NodeClient.from_pool(pool)
         return client
 
     # what a primary holds, asked of the primary ------------------------------------------------
