@@ -39,6 +39,10 @@ SEARCH_COLUMNS = ["score", "kind", "text", "when", "id"]
 # fixed widths for the short columns (dates and ids on one line); the text column takes the rest
 PROFILE_WIDTHS: list[str | int] = ["20%", "40%", "9%", "17%", "14%"]
 SEARCH_WIDTHS: list[str | int] = ["14%", "12%", "41%", "18%", "15%"]  # the score column holds "0.02 weak"
+# at most this wide (a phone) the tables' columns are as wide as their words, in em, and scroll sideways
+PHONE_WIDTH = 640
+PHONE_PROFILE_EMS = [9.8, 12.4, 4.4, 7.6, 6.8]  # entry and content in view (324 px), the rest a swipe away
+PHONE_SEARCH_EMS = [6.6, 5.6, 10.6, 7.6, 6.8]  # score, kind and text in view
 TABLE_HEIGHT = 560  # pixels: about ten one-line rows before the table scrolls
 POLL_SECONDS = 0.5
 
@@ -52,7 +56,19 @@ CSS = """
 #search-results [data-col="0"] span, #search-results [data-col="1"] span,
 #search-results [data-col="3"] span, #search-results [data-col="4"] span,
 #profile th span, #search-results th span { white-space: nowrap; word-break: normal; }
-"""
+""" + "".join(
+    # on a phone the columns keep the width their words need (a share of 324 px cut `conf` to "cc")
+    # and the table scrolls sideways inside its frame, headers with it
+    f"@media (max-width: {PHONE_WIDTH}px) {{ "
+    + f"{table} table {{ width: max-content !important; min-width: 100%; }} "
+    + " ".join(
+        f"{table} [data-heading='{index}'], {table} [data-col='{index}'] "
+        f"{{ width: {em}em !important; min-width: {em}em !important; max-width: {em}em !important; }}"
+        for index, em in enumerate(widths)
+    )
+    + " }\n"
+    for table, widths in (("#profile", PHONE_PROFILE_EMS), ("#search-results", PHONE_SEARCH_EMS))
+)
 
 
 def graph_html(status: MemoryStatus | None = None) -> str:

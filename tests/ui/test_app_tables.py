@@ -92,3 +92,89 @@ def test_the_tables_read_well(app_url, page):
     said = column(rows, headers, "when")  # every hit shows when it was said, on one line
     assert_on_one_line(said, "when")
     assert all(re.fullmatch(r"\d\d-\d\d \d\d:\d\d", cell["text"]) for cell in said), [cell["text"] for cell in said]
+
+
+# each header cell of a table: its text, and whether the text is cut (wider than the cell shows)
+HEADER_FIT = """(selector) => [...document.querySelectorAll(selector + ' thead th')].map(th => {
+    const box = th.getBoundingClientRect();
+    const text = th.querySelector('span') || th;
+    const range = document.createRange();
+    range.selectNodeContents(text);
+    const inner = range.getBoundingClientRect();
+    return {text: th.innerText.trim(), width: box.width, textWidth: inner.width, left: box.left, right: box.right,
+            textLeft: inner.left, textRight: inner.right, clipped: text.scrollWidth > text.clientWidth + 1};
+})"""
+
+
+def assert_headers_read(page, selector: str) -> None:
+    """Every header of the table reads whole: not cut ("conf" drawn as "cc"); a table wider than
+    the phone scrolls sideways inside its frame, never the page."""
+    headers = page.evaluate(HEADER_FIT, selector)
+    assert headers, f"{selector} has no header"
+    for header in headers:
+        assert header["text"], header
+        assert not header["clipped"] and header["textRight"] <= header["right"] + 1, f"{selector}: cut {header}"
+        assert header["textLeft"] >= header["left"] - 1, f"{selector}: cut {header}"
+    page_width = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert page_width[0] <= page_width[1] + 1, f"the page scrolls sideways: {page_width}"
+    frame = page.evaluate(
+        "(s) => { const v = document.querySelector(s + ' .virtual-table-viewport');"
+        " return [v.scrollWidth, v.clientWidth, getComputedStyle(v).overflowX]; }",
+        selector,
+    )
+    assert frame[0] <= frame[1] + 1 or frame[2] in ("auto", "scroll"), f"{selector} is cut, not scrolled: {frame}"
+
+
+def scroll_table_right(page, selector: str) -> None:
+    page.evaluate(
+        "(s) => { const v = document.querySelector(s + ' .virtual-table-viewport'); v.scrollLeft = v.scrollWidth; }",
+        selector,
+    )
+    page.wait_for_timeout(200)
+
+
+def test_the_tables_read_on_a_phone(app_url, browser):
+    """Issue 55, item 6: at 390 px wide (a phone) the profile table's `conf` header was cut to "cc"."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True)
+    page = context.new_page()
+    try:
+        open_app(page, app_url, "someone-on-a-phone")
+        page.get_by_role("button", name="Load a sample conversation").click()
+        page.wait_for_function(
+            "(user) => document.querySelector('#user textarea').value === user", arg=SAMPLE_USER, timeout=10_000
+        )
+        page.wait_for_function(  # the module's other test may have loaded it first
+            "() => /sample loaded|already loaded/.test(document.querySelector('#memory-status').innerText)",
+            timeout=60_000,
+        )
+        wait_for_text(page, "#profile", "Maya", 10_000)
+        page.locator("#profile").scroll_into_view_if_needed()
+        save_screenshot(page, "ui-phone-profile-table")
+        assert headers_of(page, "#profile") == ["entry", "content", "conf", "since", "id"]
+        assert_headers_read(page, "#profile")
+        rows = page.evaluate(CELLS, "#profile")
+        headers = headers_of(page, "#profile")
+        assert_on_one_line(column(rows, headers, "conf"), "conf")
+        assert_on_one_line(column(rows, headers, "id"), "id")
+        assert_on_one_line(column(rows, headers, "since"), "since")
+        scroll_table_right(page, "#profile")
+        save_screenshot(page, "ui-phone-profile-table-scrolled")
+
+        page.get_by_role("tab", name="Search").click()
+        page.locator("#search-query textarea, #search-query input").first.fill("咖啡 睡眠 跑步")
+        page.get_by_role("button", name="Search", exact=True).click()
+        page.wait_for_function(
+            "() => document.querySelectorAll('#search-results .virtual-row').length >= 4", timeout=20_000
+        )
+        page.wait_for_timeout(300)
+        page.locator("#search-results").scroll_into_view_if_needed()
+        save_screenshot(page, "ui-phone-search-table")
+        assert_headers_read(page, "#search-results")
+        rows = page.evaluate(CELLS, "#search-results")
+        headers = headers_of(page, "#search-results")
+        assert_on_one_line(column(rows, headers, "score"), "score")
+        assert_on_one_line(column(rows, headers, "when"), "when")
+        scroll_table_right(page, "#search-results")
+        save_screenshot(page, "ui-phone-search-table-scrolled")
+    finally:
+        context.close()
