@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import threading
 from collections.abc import Generator, Iterable
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -70,6 +69,7 @@ from memlane.langgraph_rules import (
     vector_rows,
 )
 from memlane.langgraph_writes import ItemWriter, ResolvedPut
+from memlane.loop_thread import LoopThread
 from memlane.store.errors import StoreError
 from memlane.store.ids import item_memory_id
 from memlane.store.protocols import MemoryStore
@@ -78,6 +78,8 @@ from memlane.store.records import StoreItem
 _DISTANCES = ("cosine", "inner_product", "l2")
 # how long a synchronous caller waits between checks that the store's loop still runs
 _LIVENESS_SECONDS = 0.25
+# how long close() lets the calls under way finish before it ends them
+_CLOSE_GRACE_SECONDS = 2.0
 
 Value = TypeVar("Value")
 
@@ -153,7 +155,7 @@ class MemlaneStore(BaseStore):
             self._loop = loop or asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None  # bound by the first async call
-        self._loop_thread: threading.Thread | None = None
+        self._private: LoopThread | None = None  # the loop thread `open()` made
         self._collections = MemlaneCollections(store, relevance=relevance)
         self._writer = ItemWriter(
             store, self._collections, index=self._index, fields=self.fields, embeddings=self.embeddings
@@ -187,32 +189,32 @@ class MemlaneStore(BaseStore):
         options = {
             name: kwargs.pop(name) for name in ("user_of", "index", "fields", "ttl", "relevance") if name in kwargs
         }
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="memlane-store", daemon=True)
-        thread.start()
+        private = LoopThread("memlane-store", owner="MemlaneStore")
         try:
-            store = asyncio.run_coroutine_threadsafe(open_store(settings, **kwargs), loop).result()
+            store = private.run(open_store(settings, **kwargs))
         except BaseException:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
-            loop.close()
+            private.close()
             raise
-        instance = cls(store, loop=loop, **options)
-        instance._loop_thread = thread
+        instance = cls(store, loop=private.loop, **options)
+        instance._private = private
         return instance
 
     def close(self) -> None:
-        """Close a store made by `open()`: its Redis connections, then its loop thread. Calls still
-        waiting on that loop fail with StoreError instead of waiting forever."""
-        if self._loop_thread is None or self._loop is None:
-            return
-        asyncio.run_coroutine_threadsafe(self.store.aclose(), self._loop).result()
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._loop_thread.join()
-        self._loop.close()
-        self._loop_thread = None
+        """Close a store made by `open()`: the calls under way get a moment to finish (the rest,
+        and any call made from now on, fail with a StoreError saying the store was closed), then
+        its Redis connections, then its loop thread; quietly."""
+        if self._private is not None:
+            self._private.close(self.store.aclose, grace=_CLOSE_GRACE_SECONDS)
 
-    def _loop_gone(self) -> StoreError:
+    def _ended(self) -> StoreError:
+        """The error of a call that close() ended while it waited."""
+        if self._private is not None:
+            return self._private.closed()
+        return StoreError("MemlaneStore's call was cancelled on its event loop while it waited")
+
+    def _loop_gone(self, call: concurrent.futures.Future[Any]) -> StoreError:
+        if self._loop is not None and not self._loop.is_closed():
+            call.cancel()  # a closed loop cannot take the cancel: the call is gone with it
         return StoreError(
             "MemlaneStore's event loop stopped while a call waited on it; create the store with "
             "MemlaneStore.open() in code without an event loop, or keep its loop running"
@@ -235,19 +237,23 @@ class MemlaneStore(BaseStore):
                 "MemlaneStore does not know its event loop yet: create it inside the loop that opened the "
                 "store (or make one async call first); in code without an event loop use MemlaneStore.open()"
             )
-        if not self._loop.is_running():
+        if self._private is not None:  # refused once close began
+            future = self._private.submit(self._execute(ops, self.users.context_user()))
+        elif not self._loop.is_running():
             raise StoreError(
                 "MemlaneStore's event loop is not running, so a synchronous call cannot reach Redis; in code "
                 "without an event loop create it with MemlaneStore.open(), or use the async methods"
             )
-        future = asyncio.run_coroutine_threadsafe(self._execute(ops, self.users.context_user()), self._loop)
+        else:
+            future = asyncio.run_coroutine_threadsafe(self._execute(ops, self.users.context_user()), self._loop)
         while True:
             try:
                 return future.result(timeout=_LIVENESS_SECONDS)
+            except concurrent.futures.CancelledError:
+                raise self._ended() from None
             except TimeoutError:
                 if self._loop is None or self._loop.is_closed() or not self._loop.is_running():
-                    future.cancel()
-                    raise self._loop_gone() from None
+                    raise self._loop_gone(future) from None
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
@@ -257,20 +263,26 @@ class MemlaneStore(BaseStore):
             self._loop = running
         if running is self._loop:
             return await self._execute(ops, context_user)
-        if not self._loop.is_running():
+        if self._private is None and not self._loop.is_running():
             raise StoreError(
                 "MemlaneStore was created in an event loop that no longer runs; create it in the loop that "
                 "uses it, or with MemlaneStore.open()"
             )
         # another loop's caller: the Redis connections live on the store's loop
-        future = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._execute(ops, context_user), self._loop))
+        call = (
+            self._private.submit(self._execute(ops, context_user))
+            if self._private is not None
+            else asyncio.run_coroutine_threadsafe(self._execute(ops, context_user), self._loop)
+        )
+        future = asyncio.wrap_future(call)
         while True:
             done, _ = await asyncio.wait({future}, timeout=_LIVENESS_SECONDS)
             if done:
+                if future.cancelled():  # ended by close(), not by this caller
+                    raise self._ended()
                 return future.result()
             if self._loop is None or self._loop.is_closed() or not self._loop.is_running():
-                future.cancel()
-                raise self._loop_gone()
+                raise self._loop_gone(call)
 
     async def _execute(self, ops: list[Op], context_user: str | None) -> list[Result]:
         """Reads first (concurrently), then the writes, last one per (namespace, key) winning:

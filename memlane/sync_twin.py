@@ -1,16 +1,18 @@
 """The sync twin of an async object: its coroutine methods, called without `await`.
 
-Each twin runs its async object on an event loop in a daemon thread of its own, so a sync call
-works anywhere, inside a running loop too (a notebook's). `close()` (or `with`) closes the async
-object and stops the thread.
+Each twin runs its async object on an event loop in a daemon thread of its own
+(memlane/loop_thread.py), so a sync call works anywhere, inside a running loop too (a
+notebook's). `close()` (or `with`) closes the async object and stops the thread, quietly: calls
+under way from other threads finish or fail with a StoreError saying the twin was closed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+
+from memlane.loop_thread import LoopThread
 
 Answer = TypeVar("Answer")
 
@@ -21,14 +23,16 @@ class SyncTwin:
     twin_of: type = object
     closer = "aclose"
 
-    def _start(self, build: Callable[[], Awaitable[Any]], name: str) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-        self._async: Any = self._run(build())
+    def _start(self, build: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
+        self._private = LoopThread(name, owner=type(self).__name__)
+        try:
+            self._async: Any = self._run(build())
+        except BaseException:
+            self._private.close()
+            raise
 
-    def _run(self, work: Awaitable[Answer]) -> Answer:
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result()  # type: ignore[arg-type]
+    def _run(self, work: Coroutine[Any, Any, Answer]) -> Answer:
+        return self._private.run(work)
 
     def __enter__(self) -> Any:
         return self
@@ -37,10 +41,7 @@ class SyncTwin:
         self.close()
 
     def close(self) -> None:
-        if self._loop.is_running():
-            self._run(getattr(self._async, self.closer)())
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
+        self._private.close(getattr(self._async, self.closer))
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self.twin_of, name, None)

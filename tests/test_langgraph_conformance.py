@@ -199,7 +199,7 @@ async def test_users_from_the_runs_config(store):
 # the sync API --------------------------------------------------------------------------------------
 def test_many_threads_share_the_sync_api_and_close_never_hangs(settings):
     lg = MemlaneStore.open(settings, embeddings=EMBED, index={"dims": EMBED.dims, "embed": EMBED})
-    loop_thread = lg._loop_thread
+    loop_thread = lg._private.thread
     try:
 
         def work(thread: int) -> int:
@@ -230,7 +230,7 @@ def test_a_caller_waiting_on_a_stopped_loop_gets_an_error_not_a_hang(settings):
     loop.call_soon_threadsafe(loop.stop)  # the loop stops with a call still waiting
     with pytest.raises(StoreError, match="event loop"):
         lg.get(("a",), "k")
-    lg._loop_thread.join()  # clean up: cancel what the stopped loop still holds, close the store
+    lg._private.thread.join()  # clean up: cancel what the stopped loop still holds, close the store
     blocker.cancel()
     pending = asyncio.all_tasks(loop)
     for task in pending:

@@ -10,7 +10,10 @@ tests/test_langgraph_differential.py and tests/test_langgraph_conformance.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import sys
+import threading
 
 import pytest
 import pytest_asyncio
@@ -299,6 +302,54 @@ def test_open_serves_code_without_an_event_loop(store, settings, embeddings):
         assert lg.get(("memories", "alice"), "k") is None
     finally:
         lg.close()
+
+
+def test_close_during_sync_calls_is_quiet(settings, capfd, caplog, monkeypatch):
+    # close() under ten threads' calls printed 10-20 tracebacks ("Event loop is closed", "Task was
+    # destroyed but it is pending!", "coroutine ignored GeneratorExit"); the callers got
+    # "event loop stopped" or a CancelledError
+    from conftest import drop_prefix_sync
+    from hash_embeddings import CharacterHashEmbeddings
+
+    unraisable: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda failure: unraisable.append(repr(failure.exc_value)))
+    lg = MemlaneStore.open(settings, embeddings=CharacterHashEmbeddings(), user_of=1)
+    lg.put(("memories", "alice"), "k", {"content": "likes green tea"})
+    calls_made = threading.Semaphore(0)
+    ended: list[BaseException] = []
+
+    def keep_calling() -> None:
+        try:
+            while True:
+                assert lg.get(("memories", "alice"), "k") is not None
+                lg.search(("memories", "alice"), query="green tea")
+                calls_made.release()
+        except StoreError as error:
+            ended.append(error)
+
+    callers = [threading.Thread(target=keep_calling) for _ in range(10)]
+    try:
+        for caller in callers:
+            caller.start()
+        for _ in range(30):  # every caller is under way
+            assert calls_made.acquire(timeout=30)
+        lg.close()
+        for caller in callers:
+            caller.join(timeout=10)
+        assert not any(caller.is_alive() for caller in callers)
+        with pytest.raises(StoreError, match="MemlaneStore was closed"):
+            lg.get(("memories", "alice"), "k")
+        lg.close()  # a second close does nothing
+        gc.collect()  # a task the loop dropped would say so now
+    finally:
+        drop_prefix_sync(settings.redis_url, settings.key_prefix)
+    assert len(ended) == 10
+    assert {str(error) for error in ended} == {
+        "MemlaneStore was closed while this call was made or waited; open it again to use it"
+    }
+    noise = capfd.readouterr().err + caplog.text + "".join(unraisable)
+    for line in ("Traceback", "Event loop is closed", "Task was destroyed", "GeneratorExit", "never awaited"):
+        assert line not in noise
 
 
 class ToolCallingModel(ScriptedChatModel):
