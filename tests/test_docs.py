@@ -218,6 +218,7 @@ class Teaches:
     first: str  # the line (a part of it) the example is about
     among: str = ""  # the printed lines it must come first among (those this pattern finds); all when empty
     only: tuple[str, ...] = ()
+    never: tuple[str, ...] = ("凌晨2点", "加班")  # memory_rules()'s canned facts, which no example's chat says
 
 
 # the examples whose output says what they teach (issue 55, item 3): each block's printed lines are
@@ -235,6 +236,15 @@ TEACHES = [
         "lifestyle / diet: 喜欢黑咖啡，不加糖",
         only=("lifestyle / diet: 喜欢黑咖啡，不加糖",),
     ),
+    Teaches("docs/doors/agent.md", 'user_id="carol"', "1 added, 0 updated", only=("1 added, 0 updated",)),
+    Teaches("docs/doors/agent.md", 'user_id="dan"', "['喜欢黑咖啡，不加糖']", only=("['喜欢黑咖啡，不加糖']",)),
+    Teaches(
+        "docs/coming-from.md",
+        'Message(id="c1", user_id="erin"',
+        "黑咖啡",
+        among=r"^\d\.\d\d ",
+    ),
+    Teaches("docs/coming-from.md", "with Memory(model=model) as memory:", "ADD lifestyle / diet: 喜欢黑咖啡，不加糖"),
     Teaches("docs/concepts/store.md", 'text="The track opens at 6 am"', "The track opens at 6 am", among=r"^- "),
     Teaches("docs/doors/serve.md", 'put_profile("home", "city", "Lyon"', "home / city: Lyon", among=r"^\d\.\d\d "),
 ]
@@ -255,6 +265,8 @@ def check_what_it_teaches(block: Block, printed: str) -> None:
     if about is None:
         return
     lines = [line.strip() for line in printed.splitlines() if line.strip()]
+    said = [line for line in lines if any(word in line for word in about.never)]
+    assert not said, f"{block.id} prints what its conversation never said: {said}"
     if about.only:
         assert lines == list(about.only), f"{block.id} prints {lines}, not only {list(about.only)}"
     among = [line for line in lines if re.search(about.among, line)]
