@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import TurnSettings
+from memlane.deadlines import RedisSilent, within_budget
 from memlane.graph import MemoryContext, MemoryScheduler
 from memlane.graph.executor import ResultCallback
 from memlane.graph.run import StepCallback
@@ -50,37 +51,18 @@ UserCallback = Callable[[str], Awaitable[None]]
 TitleCallback = Callable[[str, str, str], Awaitable[None]]
 
 
-class RecallTimedOut(StoreError):
+class RecallTimedOut(RedisSilent):
     """Recall did not finish within `recall_timeout_seconds` and Redis did not answer a probe
     either (frozen, or every connection stuck): the reply goes out without memory."""
 
 
 async def within_recall_budget(work: Awaitable[T], store: ServiceStore, seconds: float) -> T:
     """`await work`, or `RecallTimedOut` once `seconds` have passed while Redis has said nothing for
-    the last half of them: neither a probe sent then nor any other call of the store got a reply.
-    A frozen Redis holds each call for the socket timeout (30 s); a loaded machine still hears
-    from Redis (its probe may queue behind busy connections, the other calls' replies come), and
-    its slow recall is waited for."""
-    task = asyncio.ensure_future(work)
-    probe: asyncio.Future[None] | None = None
+    the last half of them (memlane/deadlines.py: a slow recall Redis keeps answering is waited for)."""
     try:
-        done, _ = await asyncio.wait({task}, timeout=seconds / 2)
-        if not done:
-            probe = asyncio.ensure_future(store.check_ready())
-            done, _ = await asyncio.wait({task}, timeout=seconds / 2)
-            probe_answered = probe.done() and not probe.cancelled() and probe.exception() is None
-            if not done and not probe_answered and not store.answered_within(seconds / 2):
-                raise RecallTimedOut(
-                    f"recall took over {seconds:g} s and Redis answered nothing in its last {seconds / 2:g} s "
-                    "(MEMLANE_RECALL_TIMEOUT_SECONDS)"
-                )
-        return await task
-    finally:
-        for pending in (task, probe):
-            if pending is not None and not pending.done():
-                pending.cancel()
-        if probe is not None and probe.done() and not probe.cancelled():
-            probe.exception()  # read, so a failed probe is not reported as never retrieved
+        return await within_budget(work, store, seconds, what="recall")
+    except RedisSilent as error:
+        raise RecallTimedOut(f"{error} (MEMLANE_RECALL_TIMEOUT_SECONDS)") from None
 
 
 class TurnService:

@@ -58,6 +58,7 @@ from memlane.serve.errors import (
     READY_TIMEOUT_SECONDS,
     ApiError,
     BodyLimitMiddleware,
+    StoreDeadlineMiddleware,
     UnexpectedErrorMiddleware,
     add_error_handlers,
     bounded,
@@ -114,6 +115,7 @@ def create_app(
     service.metrics.watch_index_backlog(lambda: service.persistence.index_backlog() if service.persistence else None)
     add_error_handlers(app)
     app.add_middleware(UnexpectedErrorMiddleware)  # innermost: the metrics count its 500s
+    app.add_middleware(StoreDeadlineMiddleware, service=service)  # a silent Redis: 503 in time
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.serve.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)  # outermost: counts the 413s too
     app.include_router(health)

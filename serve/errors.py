@@ -1,5 +1,6 @@
 """The errors of `memlane serve`: JSON answers in OpenAI's shape, the request body limit, and the
-time bounds that make a frozen Redis a 503 rather than a 30 s wait.
+time bounds that make a frozen Redis a 503 (with Retry-After) rather than a 30 s wait: the
+readiness check's (`bounded`), and every memories route's (`StoreDeadlineMiddleware`).
 
 Every error is `{"error": {"message", "type", "code"}}`: a sentence saying what to do and a short code.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -17,16 +18,22 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from memlane import MemoryStore, QuotaExceeded, StoreError
+from memlane import QuotaExceeded, StoreError
+from memlane.deadlines import RedisSilent, within_budget
 from memlane.masking import mask_secrets
 from memlane.serve.chat import UpstreamFailed
-from memlane.serve.service import service_of
+from memlane.serve.service import ServeService, service_of
 from memlane.store.errors import InputTooLarge, InvalidInput
 
 logger = logging.getLogger(__name__)
 
-# a frozen Redis must not hold a health check (or a search) for the socket timeout's 30 s
+# a frozen Redis must not hold a health check, nor a memories route, for the socket timeout's 30 s
 READY_TIMEOUT_SECONDS = 2.0
+# when a client may try again after a 503 of the store (memlane's own client honours it)
+RETRY_AFTER_SECONDS = 2
+# the routes a silent Redis answers 503 within READY_TIMEOUT_SECONDS: the memories API (its mem0
+# spelling too). Not the chat, which answers without memory within its recall budget, nor MCP
+_STORE_ROUTES = ("/v1/users/", "/v1/shared/")
 
 
 class ApiError(HTTPException):
@@ -65,8 +72,17 @@ async def _validation_error(request: Request, error: RequestValidationError) -> 
 
 async def _store_error(request: Request, error: StoreError) -> JSONResponse:
     logger.warning("%s %s: the store failed: %s", request.method, request.url.path, error)
-    message = mask_secrets(str(error), service_of(request).settings.parts().values())
-    return error_response(503, f"the memory store is unavailable: {message}", "store_unavailable")
+    return store_unavailable(error, service_of(request).settings.parts().values())
+
+
+def store_unavailable(error: StoreError, secrets: Iterable[Any]) -> JSONResponse:
+    """503 for a store that cannot answer now, the error's sentence (secrets masked) and Retry-After."""
+    return error_response(
+        503,
+        f"the memory store is unavailable: {mask_secrets(str(error), secrets)}",
+        "store_unavailable",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
 
 
 async def _quota_exceeded(request: Request, error: QuotaExceeded) -> JSONResponse:
@@ -149,23 +165,31 @@ async def bounded(call: Awaitable[Any], seconds: float, what: str) -> Any:
         ) from None
 
 
-async def watched(call: Awaitable[Any], store: MemoryStore) -> Any:
-    """`await call`; when it has not answered within READY_TIMEOUT_SECONDS, Redis is probed (with
-    the same bound) and a probe that fails answers StoreError (503) at once: a frozen Redis no
-    longer holds the request for the socket timeout, and a slow but healthy call is not cut."""
-    task = asyncio.ensure_future(call)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=READY_TIMEOUT_SECONDS)
-        if not done:
-            try:
-                await bounded(store.check_ready(), READY_TIMEOUT_SECONDS, "a health probe")
-            except StoreError:
-                if not task.done():
-                    raise
-        return await task
-    finally:
-        if not task.done():
-            task.cancel()
+class StoreDeadlineMiddleware:
+    """Every memories route answers within READY_TIMEOUT_SECONDS while Redis is silent: a request
+    that outlives it while Redis answers nothing (memlane/deadlines.py) is ended and answered 503
+    with Retry-After. A search used to answer after 4.1 s (its wait, then a probe's), a note and
+    an export waited out the whole freeze. A slow request Redis keeps answering around (a large
+    export, a forget the memory model confirms) is not cut."""
+
+    def __init__(self, app: Any, service: ServeService, seconds: float = READY_TIMEOUT_SECONDS) -> None:
+        self.app = app
+        self.service = service
+        self.seconds = seconds
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        store = self.service.store
+        if scope["type"] != "http" or store is None or not scope["path"].startswith(_STORE_ROUTES):
+            await self.app(scope, receive, send)
+            return
+        watched_send = AnswerWatch(send)
+        try:
+            await within_budget(self.app(scope, receive, watched_send), store, self.seconds, what="the request")
+        except RedisSilent as error:
+            if watched_send.started:  # the answer began (it cannot become a 503 now)
+                raise
+            logger.warning("%s %s: %s", scope.get("method", ""), scope["path"], error)
+            await store_unavailable(error, self.service.settings.parts().values())(scope, receive, send)
 
 
 class BodyTooLarge(ApiError):

@@ -24,7 +24,7 @@ from memlane.importing import messages_of, store_messages
 from memlane.persistence import MemoryAgentContext
 from memlane.serve.auth import authorized, tenant_user, valid_agent_id, valid_session_id
 from memlane.serve.config import ApiKey, Scope
-from memlane.serve.errors import ApiError, watched
+from memlane.serve.errors import ApiError
 from memlane.serve.memory_schemas import (
     Deleted,
     EntryId,
@@ -131,18 +131,15 @@ every user's recall)."""
 async def search(body: SearchRequest, caller: Reader, store: Store) -> dict[str, Any]:
     """Hybrid search over the user's memories (profile, events, notes, messages), best first; `filter`
     keeps those whose metadata match (a field not declared in MEMLANE_METADATA_FIELDS: 422)."""
-    hits = await watched(
-        store.search_memories(
-            caller.store_user,
-            body.query,
-            kinds=body.kinds or list(MEMORY_KINDS),
-            session_id=body.session_id,
-            since=body.since,
-            until=body.until,
-            limit=body.limit,
-            metadata_filter=body.filter,
-        ),
-        store,
+    hits = await store.search_memories(
+        caller.store_user,
+        body.query,
+        kinds=body.kinds or list(MEMORY_KINDS),
+        session_id=body.session_id,
+        since=body.since,
+        until=body.until,
+        limit=body.limit,
+        metadata_filter=body.filter,
     )
     return {"object": "list", "data": [SearchHitOut.of(hit).model_dump() for hit in hits]}
 

@@ -27,7 +27,7 @@ from memlane.importing import messages_of
 from memlane.memory_ops import get_memory, list_memories, memory_history, run_results, stored_results, update_memory
 from memlane.memory_shapes import call_scope, hit_memory
 from memlane.serve.auth import SESSION_ID_MAX_CHARS, valid_session_id
-from memlane.serve.errors import ApiError, watched
+from memlane.serve.errors import ApiError
 from memlane.serve.memories import Caller, Reader, Writer
 from memlane.serve.memory_schemas import PathId
 from memlane.serve.service import ServeService, Service, Store
@@ -156,16 +156,13 @@ async def search(body: SearchIn, caller: Reader, store: Store) -> dict[str, Any]
         run_id=body.run_id,
         filters=body.filters,
     )
-    hits = await watched(
-        store.search_memories(
-            caller.store_user,
-            body.query,
-            limit=body.top_k,
-            kinds=body.kinds,
-            session_id=scope["run_id"],
-            metadata_filter=metadata_filter,
-        ),
-        store,
+    hits = await store.search_memories(
+        caller.store_user,
+        body.query,
+        limit=body.top_k,
+        kinds=body.kinds,
+        session_id=scope["run_id"],
+        metadata_filter=metadata_filter,
     )
     results = [hit_memory(hit, scope) for hit in hits]
     return {"results": [hit for hit in results if body.threshold is None or hit["score"] >= body.threshold]}
