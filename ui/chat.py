@@ -1,6 +1,6 @@
 """The chat as Gradio holds it: which of its messages are the app's own notes, the text of a
 message whatever the shape of its content, the earlier turns a reply is sent with, and who said
-a line typed as "Name: text" (`spoken_by`)."""
+a line typed as "Name: text" (`spoken_by`, `spoken_lines`)."""
 
 from __future__ import annotations
 
@@ -176,3 +176,17 @@ def history_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
         if text:
             messages.append(HumanMessage(text) if role == "user" else AIMessage(text))
     return messages
+
+
+def spoken_lines(text: str) -> list[tuple[str | None, str]]:
+    """A message as the lines of who said them: a line that starts with a name and a colon
+    (`spoken_by`) begins that person's line, the lines after it without one go on with it; a
+    group chat pasted whole ("Alice: I love jazz\\nBob: I don't") is Alice's line, then Bob's."""
+    lines: list[tuple[str | None, str]] = []
+    for line in text.strip().splitlines():
+        speaker, said = spoken_by(line)
+        if lines and (speaker is None or not line.strip()):
+            lines[-1] = (lines[-1][0], f"{lines[-1][1]}\n{line}")
+        else:
+            lines.append((speaker, said))
+    return [(speaker, said.strip()) for speaker, said in lines if said.strip()]

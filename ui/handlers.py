@@ -22,7 +22,7 @@ import pandas as pd
 from memlane.doors import render_svg
 from memlane.persistence import DEFAULT_SESSION
 from memlane.store.hits import WEAK_RELEVANCE
-from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID, shown_line, spoken_by
+from memlane.ui.chat import RECALL_ID_PREFIX, REPLY_FAILED_ID, spoken_lines
 from memlane.ui.panel import recall_markdown, recall_title
 from memlane.ui.sample import SAMPLE_USER
 from memlane.ui.service import (
@@ -191,17 +191,16 @@ def enqueue(
 ):
     """Take a message at once (even while a reply streams): it waits in the tab's queue.
 
-    The line is the Speaker field's person when it names one, else the person it starts with
-    ("朋友A: …", "Alice: I …": `spoken_by`), else the user's own. Sent with the user field empty
-    (the page has not restored its user yet), it goes to the chat the page shows once it does,
-    not to the default user."""
+    The message is the Speaker field's person's when it names one; else each of its lines that
+    starts with a name and a colon is that person's ("朋友A: …", "Alice: I …": `spoken_lines`),
+    the rest the user's own. Sent with the user field empty (the page has not restored its user
+    yet), it goes to the chat the page shows once it does, not to the default user."""
     if text.strip():
         tab = app.tab_of(request)
         unnamed = not (user_id or "").strip()
-        named: str | None = (speaker or "").strip()
-        said = text.strip()
-        if not named:
-            named, said = spoken_by(said)
+        named = (speaker or "").strip()
+        lines = [(named, text.strip())] if named else spoken_lines(text)
+        *earlier, (last_speaker, said) = [(who or "", line) for who, line in lines]
         tab.pending.append(
             PendingMessage(
                 said,
@@ -210,8 +209,9 @@ def enqueue(
                 persona,
                 recall_on,
                 save_on,
-                named or "",
+                last_speaker,
                 during_switch=tab.switching > 0 or unnamed,
+                earlier=tuple(earlier),
             )
         )
     return ""
@@ -280,10 +280,7 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
             view = tab.view  # the switch the reply draws under (`screen`)
             history = await earlier_turns(app, tab, item, browser_chat)
             prior = list(history)
-            history += [
-                {"role": "user", "content": shown_line(item.text, item.speaker)},
-                {"role": "assistant", "content": ""},
-            ]
+            history += [*item.shown(), {"role": "assistant", "content": ""}]
             tab.replying_to = (item.user_id, item.session_id)
             yield screen(item, history)
             try:
@@ -296,6 +293,7 @@ async def drain(app: ChatApp, history: list[dict[str, Any]], request: gr.Request
                     recall_enabled=item.recall_on,
                     auto_save_enabled=item.save_on,
                     speaker=item.speaker or None,
+                    earlier_lines=item.earlier,
                 ):
                     history[-1] = {"role": "assistant", "content": answer}
                     yield screen(item, history)

@@ -12,7 +12,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,12 +263,15 @@ class ChatService:
         recall_enabled: bool = True,
         auto_save_enabled: bool = True,
         speaker: str | None = None,
+        earlier_lines: Sequence[tuple[str, str]] = (),
     ) -> AsyncIterator[str]:
         """The reply to `text`, as the growing answer after each streamed piece.
 
         `history` is the chat so far in any shape Gradio gives it (see `history_messages`).
         `speaker`: who says `text` when it is not the user (朋友A in a group chat): the line is
         stored under that name, and its facts are that person's, not the user's.
+        `earlier_lines`: (speaker, text) of the lines said before `text` in the same message (a group
+        chat pasted whole; "" the user), each stored as its own line, before `text`.
         Raises `ReplyFailed` with a sentence for the user when the model call fails.
         """
         await self.ensure_started()
@@ -276,7 +279,11 @@ class ChatService:
             yield HOW_TO_CONFIGURE
             return
         message_id = f"msg-{uuid.uuid4().hex}"  # the id it is stored under (the topic check finds it by it)
-        messages = [*history_messages(history), HumanMessage(text, id=message_id, name=speaker or None)]
+        messages = [
+            *history_messages(history),
+            *(HumanMessage(line, name=who or None) for who, line in earlier_lines),
+            HumanMessage(text, id=message_id, name=speaker or None),
+        ]
         context = MemoryAgentContext(
             user_id=user_id, session_id=session_id, recall_enabled=recall_enabled, auto_save_enabled=auto_save_enabled
         )

@@ -33,6 +33,15 @@ class PendingMessage:
     save_on: bool
     speaker: str = ""  # who says it when not the user (朋友A in a group chat)
     during_switch: bool = False  # sent while a switch of user or session was on its way
+    # the lines of the same message before `text` (a group chat pasted whole): (speaker, text) each
+    earlier: tuple[tuple[str, str], ...] = ()
+
+    def shown(self) -> list[dict[str, Any]]:
+        """The message as the chat draws it: one user line per speaker's line."""
+        return [
+            {"role": "user", "content": shown_line(text, speaker or None)}
+            for speaker, text in [*self.earlier, (self.speaker, self.text)]
+        ]
 
 
 @dataclass
@@ -119,4 +128,4 @@ class TabChat:
 
     def showing(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The chat with the messages still waiting shown after it."""
-        return [*history, *({"role": "user", "content": shown_line(item.text, item.speaker)} for item in self.pending)]
+        return [*history, *(line for item in self.pending for line in item.shown())]

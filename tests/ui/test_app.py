@@ -445,6 +445,25 @@ def test_a_line_typed_as_name_colon_is_that_persons(settings, clean_keys, launch
     ]
 
 
+def test_a_group_chat_pasted_whole_is_each_persons_line(settings, clean_keys, launch_app, page):
+    """Issue 55, item 1: several people's lines pasted as one message are drawn and stored one by
+    one, each with its speaker; one reply follows them."""
+    chat, memory = scripted_models()
+    url = launch_app(build_app(settings, chat_model=chat, memory_model=memory))
+    open_app(page, url, "pasted-group-user")
+    send_and_wait(page, "Note: we met for dinner\nAlice: I love jazz\n朋友A：我最喜欢的电影是《星际穿越》", 0, REPLY)
+    shown = page.evaluate(
+        "() => [...document.querySelectorAll('#chat [data-testid=\"user\"]')].map(u => u.innerText.trim())"
+    )
+    assert shown == ["Note: we met for dinner", "Alice: I love jazz", "朋友A: 我最喜欢的电影是《星际穿越》"]
+    save_screenshot(page, "ui-pasted-group-chat")
+    assert stored_user_lines(settings, "pasted-group-user") == [
+        (None, "Note: we met for dinner"),
+        ("Alice", "I love jazz"),
+        ("朋友A", "我最喜欢的电影是《星际穿越》"),
+    ]
+
+
 def test_the_status_line_counts_against_the_threshold_of_the_next_run(settings, clean_keys, launch_app, page):
     """Issue 55, item 2, in the browser: a new user's buffer is counted against the first run's
     threshold (memory_first_run_tokens, 256), and after that first run against memory_buffer_tokens

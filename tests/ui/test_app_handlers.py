@@ -187,13 +187,24 @@ async def test_the_speaker_field_wins_over_a_typed_name(store, settings):
     service = ChatService(settings, store=store)
     app = ChatApp(service)
     try:
-        for text, speaker in [("Alice: I love jazz", ""), ("Alice: I love jazz", "朋友A"), ("Note: I moved", "")]:
+        for text, speaker in [
+            ("Alice: I love jazz", ""),
+            ("Alice: I love jazz", "朋友A"),
+            ("Note: I moved", ""),
+            ("Note: I moved\nAlice: I love jazz\nBob: I don't", ""),  # a group chat pasted whole
+        ]:
             enqueue(app, text, "speakers", "default", "", True, False, speaker, None)
         pending = app.tab_of(None).pending
-        assert [(item.speaker, item.text) for item in pending] == [
-            ("Alice", "I love jazz"),
-            ("朋友A", "Alice: I love jazz"),
-            ("", "Note: I moved"),
+        assert [(item.earlier, item.speaker, item.text) for item in pending] == [
+            ((), "Alice", "I love jazz"),
+            ((), "朋友A", "Alice: I love jazz"),
+            ((), "", "Note: I moved"),
+            ((("", "Note: I moved"), ("Alice", "I love jazz")), "Bob", "I don't"),
+        ]
+        assert [line["content"] for line in pending[-1].shown()] == [
+            "Note: I moved",
+            "**Alice**: I love jazz",
+            "**Bob**: I don't",
         ]
     finally:
         await service.aclose()

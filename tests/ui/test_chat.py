@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.ui.chat import history_messages, shown_line, spoken_by
+from memlane.ui.chat import history_messages, shown_line, spoken_by, spoken_lines
 
 # the cases the rule was written with (issue 55, item 1)
 SPEAKERS = {
@@ -124,3 +124,17 @@ def test_the_chat_draws_the_speaker_in_bold_and_sends_the_line_as_typed():
     assert shown == "**Alice**: I love jazz" and shown_line("I love jazz", None) == "I love jazz"
     sent = history_messages([{"role": "user", "content": shown}, {"role": "assistant", "content": "Noted."}])
     assert [m.text for m in sent] == ["Alice: I love jazz", "Noted."]
+
+
+def test_a_group_chat_pasted_whole_is_each_persons_line():
+    assert spoken_lines("Alice: I love jazz\nBob: I don't, I play the cello") == [
+        ("Alice", "I love jazz"),
+        ("Bob", "I don't, I play the cello"),
+    ]
+    # a line without a name goes on with the line before it; the user's own lines stay theirs
+    assert spoken_lines("Note: I moved to Lyon\n朋友A：我喜欢猫\n还有狗\n小王：我怕猫") == [
+        (None, "Note: I moved to Lyon"),
+        ("朋友A", "我喜欢猫\n还有狗"),
+        ("小王", "我怕猫"),
+    ]
+    assert spoken_lines("one line\nand its second") == [(None, "one line\nand its second")]

@@ -100,6 +100,23 @@ async def test_the_stored_chat_shows_a_group_line_with_its_speaker_as_the_reply_
     await service.aclose()
 
 
+async def test_a_group_chat_pasted_whole_stores_each_line_under_its_speaker(store, settings):
+    """Issue 55, item 1: the lines of one message said by several people (earlier_lines) are
+    stored one by one, each with its speaker, before the line the reply answers."""
+    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="好的。"))
+    lines = [("", "Note: I moved to Lyon"), ("Alice", "I love jazz")]
+    [answer async for answer in service.stream_reply("u", "s", "I don't", [], speaker="Bob", earlier_lines=lines)]
+    await service.middleware.wait_idle()
+    stored = await store.recent_messages("u", "s")
+    assert [(m.role, m.name, m.content) for m in stored] == [
+        ("user", None, "Note: I moved to Lyon"),
+        ("user", "Alice", "I love jazz"),
+        ("user", "Bob", "I don't"),
+        ("assistant", None, "好的。"),
+    ]
+    await service.aclose()
+
+
 def name_from_the_conversation(messages) -> str:
     """A scripted answer that knows the user's name only if an earlier turn said it."""
     said = [m.text for m in messages if isinstance(m, HumanMessage)][:-1]
