@@ -208,3 +208,26 @@ async def test_the_speaker_field_wins_over_a_typed_name(store, settings):
         ]
     finally:
         await service.aclose()
+
+
+async def test_a_friends_typed_line_gives_the_friend_the_fact_not_the_user(store, settings):
+    """Issue 55, item 1, as the user sees it: typing "朋友A: 我最喜欢的电影是《星际穿越》" gave the
+    user an interests / movies entry. The memory model here calls the film the user's (as a model
+    reading the line without its speaker would); the line's speaker gives it to 朋友A."""
+    from memlane.testing import memory_rules
+
+    film = {"topic": "interests", "subtopic": "movies", "content": "最喜欢的电影是《星际穿越》", "messages": [1]}
+    memory = ScriptedChatModel(rules=memory_rules(summary="朋友A最喜欢《星际穿越》。", facts=[film], tags=["电影"]))
+    service = ChatService(settings, store=store, chat_model=ScriptedChatModel(default="好的。"), memory_model=memory)
+    app = ChatApp(service)
+    try:
+        send(app, "朋友A: 我最喜欢的电影是《星际穿越》", "film-user", save=True)
+        await drawn(app)
+        await service.middleware.wait_idle()
+        assert await service.remember_now("film-user") == "remembering…"
+        await service.scheduler.wait_idle(10)
+        entries = [(entry.topic, entry.subtopic, entry.content) for entry in await store.get_profile("film-user")]
+        assert entries and all(topic != "interests" for topic, _, _ in entries), entries
+        assert any("朋友A" in subtopic + content for _, subtopic, content in entries), entries
+    finally:
+        await service.aclose()
