@@ -6,6 +6,7 @@ Redis and on a 3-primary Redis Cluster (both embedded, started here), beside Lan
     python bench/burst.py --calls 10000     # a smaller burst
     python bench/burst.py --recalls 200     # and 200 recalls at once (one recall holds about 5 connections)
     python bench/burst.py --no-cluster      # the standalone Redis only
+    python bench/burst.py --mixed 100       # and LangGraph's test_large_batches_async: 100 keys x 10 rounds x 6 ops
 
 The store is opened just before the burst, so its pool holds one connection and must open the
 rest under the burst (LangGraph's test_large_batches_async pattern); a second burst on the same,
@@ -66,6 +67,26 @@ async def recall_burst(store: Any, settings: Settings, recalls: int) -> tuple[Co
     return errors_of(answers), time.perf_counter() - started
 
 
+async def mixed_burst(store: Any, keys: int, rounds: int = 10) -> tuple[Counter[str], float]:
+    """LangGraph's test_large_batches_async (its Postgres store's: 1,000 keys, 60,000 calls): for
+    each round and key, a put, a get, a namespace listing, a search, a put and a delete, all at once."""
+    calls = []
+    for round_ in range(rounds):
+        namespace = ("test", "foo", "bar", "baz", str(round_ % 2))
+        for key in range(keys):
+            calls += [
+                store.aput(namespace, f"key{key}", value={"foo": f"bar{key}"}),
+                store.aget(namespace, f"key{key}"),
+                store.alist_namespaces(prefix=None, max_depth=round_ + 1),
+                store.asearch(("test",)),
+                store.aput(namespace, f"key{key}", value={"foo": f"bar{key}"}),
+                store.adelete(namespace, f"key{key}"),
+            ]
+    started = time.perf_counter()
+    answers = await asyncio.gather(*calls, return_exceptions=True)
+    return errors_of(answers), time.perf_counter() - started
+
+
 def errors_of(answers: list[Any]) -> Counter[str]:
     return Counter(
         f"{type(answer).__name__}: {str(answer)[:110]}" for answer in answers if isinstance(answer, BaseException)
@@ -98,9 +119,23 @@ async def on_memlane(name: str, url: str, args: argparse.Namespace) -> None:
             load_before = load_average()
             errors, seconds = await recall_burst(store, settings, args.recalls)
             line(f"{name}, {args.recalls} recalls", args.recalls, errors, seconds, load_before)
+        if args.mixed:
+            await mixed_on(name, settings, args.mixed)
     finally:
         for user in range(USERS):
             await memlane_store.adelete(("memories", f"u{user}"), "k0")
+        await store.aclose()
+
+
+async def mixed_on(name: str, settings: Settings, keys: int) -> None:
+    """LangGraph's large-batch pattern on a store of its own, opened just before (its pool cold)."""
+    store = await open_store(settings, embeddings=HashEmbeddings(), key_prefix=f"{settings.store.key_prefix}m")
+    try:
+        load_before = load_average()
+        errors, seconds = await mixed_burst(MemlaneStore(store), keys)
+        line(f"{name}, LangGraph's large batches", keys * 60, errors, seconds, load_before)
+    finally:
+        await store.reset()  # its items, under its own prefix
         await store.aclose()
 
 
@@ -111,12 +146,19 @@ async def on_langgraph(args: argparse.Namespace) -> None:
     load_before = load_average()
     errors, seconds = await burst(reference, args.calls)
     line("LangGraph InMemoryStore", args.calls, errors, seconds, load_before)
+    if args.mixed:
+        load_before = load_average()
+        errors, seconds = await mixed_burst(InMemoryStore(), args.mixed)
+        line("InMemoryStore, LangGraph's large batches", args.mixed * 60, errors, seconds, load_before)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=60_000)
     parser.add_argument("--recalls", type=int, default=0, help="also this many recalls at once (0: none)")
+    parser.add_argument(
+        "--mixed", type=int, default=0, help="also LangGraph's large batches with this many keys (0: not)"
+    )
     parser.add_argument("--no-cluster", action="store_true")
     args = parser.parse_args()
 
