@@ -110,9 +110,13 @@ _FIRST_PERSON = re.compile(
 def _is_cjk_name(name: str, cjk: list[str]) -> bool:
     """A Chinese name or way of naming someone (see _CJK_PERSON_ENDINGS)."""
     base = _NAME_SUFFIX.sub("", name)
-    if len(cjk) > 4 or " " in name or _NOT_IN_A_CJK_NAME & set(cjk):
+    if " " in name or _NOT_IN_A_CJK_NAME & set(cjk):
         return False
-    if base != name or "·" in name:  # 朋友A, 用户2, 约翰·史密斯
+    if "·" in name:  # 约翰·史密斯: a transliterated name, longer than a Chinese one
+        return len(cjk) <= 12
+    if len(cjk) > 4:
+        return False
+    if base != name:  # 朋友A, 用户2
         return True
     return (
         cjk[-1] in _CJK_PERSON_ENDINGS

@@ -17,6 +17,9 @@ SPEAKERS = {
     "Friend 2: my dog is called Rex": ("Friend 2", "my dog is called Rex"),
     "Mary Jane: the concert was great": ("Mary Jane", "the concert was great"),
     "Dr. Chen: eat less salt": ("Dr. Chen", "eat less salt"),
+    "张伟：我在杭州工作": ("张伟", "我在杭州工作"),
+    "约翰·史密斯：我来自伦敦": ("约翰·史密斯", "我来自伦敦"),
+    "O'Brien: I am Irish": ("O'Brien", "I am Irish"),
 }
 OWN = [
     "Note: I moved to Lyon",
