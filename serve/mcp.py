@@ -35,13 +35,14 @@ from starlette.types import Receive, Scope, Send
 from memlane import MemoryStore, Recall, Settings, StoreError, open_store, scoped_user_id
 from memlane.dates import day
 from memlane.dates import earlier as earlier_value  # the profile's own `earlier` lists below
+from memlane.deadlines import RedisSilent, within_budget
 from memlane.doors import forget_confirmer, queue_memory_run
 from memlane.models import memory_model_from_settings
 from memlane.persistence import MemoryAgentContext
 from memlane.recall import RecallParts
 from memlane.serve.auth import valid_agent_id
 from memlane.serve.config import store_user_id
-from memlane.serve.errors import ApiError
+from memlane.serve.errors import READY_TIMEOUT_SECONDS, ApiError
 from memlane.store.errors import InvalidInput
 from memlane.store.ids import profile_memory_id
 from memlane.store.protocols import ForgetConfirm
@@ -119,6 +120,20 @@ class MemlaneMcpServer(MCPServer):
     def __init__(self, memory: McpMemory) -> None:
         super().__init__("memlane", instructions=INSTRUCTIONS, version=_version())
         self.memory = memory
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        """A tool call answers within READY_TIMEOUT_SECONDS while Redis is silent, as the memories
+        routes do (memlane/deadlines.py): an error saying so, not a wait for the freeze's end."""
+        try:
+            store = self.memory.store()
+        except StoreError:  # not open yet: the tool says so itself
+            return await super().call_tool(name, arguments, context)
+        try:
+            return await within_budget(
+                super().call_tool(name, arguments, context), store, READY_TIMEOUT_SECONDS, what=f"the {name} tool"
+            )
+        except RedisSilent as error:
+            raise ToolError(f"the memory store is unavailable: {error}; try again in a moment") from None
 
 
 def memory_of(ctx: Context) -> McpMemory:

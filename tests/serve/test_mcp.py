@@ -221,3 +221,33 @@ async def test_tools_answer_a_clear_error_for_a_nul_in_an_id_and_drop_it_from_a_
         ).startswith("remembered")
     assert [event.summary for event in await store.list_events(store_user_id("acme", "nul"))] == ["likes oolong"]
     assert [entry.topic for entry in await store.get_profile(store_user_id("acme", "nul"))] == ["diet"]
+
+
+async def test_a_tool_on_a_silent_redis_answers_an_error_within_its_budget():
+    """Issue 51, item 5, through MCP: a tool call on a frozen Redis is an error after 2 s (the
+    memories routes' budget), not a wait for the freeze's end."""
+    import time
+
+    from memlane.serve.errors import READY_TIMEOUT_SECONDS
+    from memlane.serve.mcp import McpCaller, build_mcp_server
+
+    class FrozenRedisStore:
+        """Every call, the probe too, waits as on a stopped Redis; nothing has answered lately."""
+
+        def answered_within(self, seconds: float) -> bool:
+            return False
+
+        def __getattr__(self, name: str):
+            async def frozen(*args, **kwargs):
+                await asyncio.sleep(3600)
+
+            return frozen
+
+    server = build_mcp_server(lambda: FrozenRedisStore(), lambda ctx: McpCaller(user_id="frozen"))
+    async with Client(server) as client:
+        started = time.monotonic()
+        answer = await client.call_tool("search_memories", {"query": "coffee"})
+        took = time.monotonic() - started
+    assert answer.is_error and "the memory store is unavailable" in answer.content[0].text, answer.content
+    assert "Redis answered nothing" in answer.content[0].text
+    assert took < READY_TIMEOUT_SECONDS + 1.0, took
