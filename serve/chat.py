@@ -27,6 +27,9 @@ What a request saves:
   answers 422 `idempotency_key_reused`, as Stripe does: the key names the request it first came
   with for a day (`IDEMPOTENCY_KEY_SECONDS`), in every process on the same Redis. Before, the
   second request got a fresh reply and nothing of it was stored (its reply took the first one's id).
+  A request with a key is not answered unchecked: while Redis is slow the check is waited for,
+  and a Redis that is silent (frozen) or away answers 503 with Retry-After (a request without a
+  key is answered without memory then, its turn saved once Redis is back).
 - A client that leaves mid-stream (closes the connection before the reply completed): what the
   user said is saved, the partial reply is not (the user never saw it whole, and half a sentence
   must not become a memory). When the upstream fails instead, nothing is saved: the client got
@@ -52,6 +55,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from memlane import MemoryStore, Message, QuotaExceeded, Settings, StoreError
+from memlane.deadlines import within_budget
 from memlane.masking import mask_secrets
 from memlane.persistence import MemoryAgentContext, turn_messages
 from memlane.recall import Recall, RecallParts, recall_system_prompt
@@ -230,29 +234,26 @@ def request_fingerprint(turn: ChatTurn) -> str:
 
 async def key_reused(turn: ChatTurn, store: MemoryStore, within_seconds: float) -> bool:
     """True when the turn's Idempotency-Key came before with another request (`request_fingerprint`);
-    the first request with a key claims it. A store that does not answer within `within_seconds`
-    lets the turn go on unchecked (logged): the reply is not held for Redis."""
+    the first request with a key claims it. A slow Redis is waited for; one that says nothing for
+    `within_seconds`, or fails, makes it a StoreError (a 503 with Retry-After): a request whose key
+    was not checked could be a reuse, answered and then dropped (its reply takes the first one's id)."""
     if not turn.idempotency_key:
         return False
     fingerprint = request_fingerprint(turn)
+    claim = store.claim_request_key(
+        # scoped as the ids it gives (`ChatTurn.request_id`): the same key in another session is another request
+        turn.identity.user_id,
+        stable_id(turn.identity.session_id, turn.idempotency_key),
+        fingerprint,
+        ttl_seconds=IDEMPOTENCY_KEY_SECONDS,
+    )
     try:
-        earlier = await asyncio.wait_for(
-            store.claim_request_key(
-                # scoped as the ids it gives (`ChatTurn.request_id`): the same key in another session is another request
-                turn.identity.user_id,
-                stable_id(turn.identity.session_id, turn.idempotency_key),
-                fingerprint,
-                ttl_seconds=IDEMPOTENCY_KEY_SECONDS,
-            ),
-            within_seconds,
-        )
-    except (TimeoutError, StoreError) as error:
-        logger.warning(
-            "the Idempotency-Key of a request of %s was not checked: %s",
-            turn.identity.user_id,
-            error or "Redis did not answer",
-        )
-        return False
+        earlier = await within_budget(claim, store, within_seconds, what=f"the {IDEMPOTENCY_HEADER} check")
+    except StoreError as error:
+        raise StoreError(
+            f"the {IDEMPOTENCY_HEADER} {turn.idempotency_key!r} could not be checked ({error}); "
+            "nothing was answered nor stored: send the request again with the same key"
+        ) from error
     return earlier is not None and earlier != fingerprint
 
 

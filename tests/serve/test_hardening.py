@@ -679,6 +679,48 @@ def test_a_chat_on_a_frozen_redis_answers_without_memory_in_time_and_its_turn_is
         assert said.count("Noted: she teaches there") == 1
 
 
+def test_a_request_with_an_idempotency_key_on_a_frozen_redis_answers_503_never_200_unchecked(tmp_path, embeddings):
+    """Issue 50, item 4: a key that cannot be checked is not answered 200: it could be a reuse of
+    the key with another body, whose reply (taking the first one's id) would be dropped unsaid."""
+    with served_on_a_private_redis(tmp_path) as (http, server):
+
+        def chat(text: str, key: str, stream: bool = False) -> httpx.Response:
+            body = {
+                "model": "assistant",
+                "user": "k",
+                "stream": stream,
+                "messages": [{"role": "user", "content": text}],
+            }
+            return http.post("/v1/chat/completions", json=body, headers={"Idempotency-Key": key})
+
+        assert chat("I keep bees on my roof", "warm-up").status_code == 200
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            for stream in (False, True):
+                started = time.monotonic()
+                answer = chat("my sister moved to Porto", "order-9", stream)
+                took = time.monotonic() - started
+                assert answer.status_code == 503, answer.text
+                assert answer.json()["error"]["code"] == "store_unavailable" and answer.headers["Retry-After"] == "2"
+                assert "Idempotency-Key 'order-9'" in answer.json()["error"]["message"]
+                assert took < READY_TIMEOUT_SECONDS + 1.5, took
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+        assert wait_for(lambda: http.get("/readyz").status_code == 200, timeout=40)
+        retried = chat("my sister moved to Porto", "order-9")  # the retry Retry-After asked for
+        assert retried.status_code == 200
+        assert chat("I sold my car", "order-9").status_code == 422  # the key names the request it came with
+
+        def stored() -> list[str]:
+            return [message["content"] for message in http.get(user_path("k") + "/export").json()["messages"]]
+
+        wait_for(lambda: "my sister moved to Porto" in stored(), timeout=40)
+        time.sleep(0.5)
+        said = stored()
+        assert said.count("my sister moved to Porto") == 1 and "I sold my car" not in said
+        assert said.count(retried.json()["choices"][0]["message"]["content"]) == 1
+
+
 # --- issue 34, item 12: slow clients ---------------------------------------------------------------
 def test_slow_headers_are_cut_off_and_idle_connections_closed(redis_url, tmp_path, embeddings):
     import socket
