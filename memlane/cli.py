@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.cli_operations import cmd_gc, cmd_redis, cmd_runs, cmd_worker, work  # noqa: F401  (work: tests drive it)
-from memlane.cli_support import masked_url, run_async, with_store
+from memlane.cli_support import error_sentence, masked_url, run_async, with_store
 
 if TYPE_CHECKING:
     from memlane.config import Settings
@@ -133,7 +133,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from memlane.importing import import_messages, read_file
     from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
 
-    messages = read_file(Path(args.file), args.user, session_id=args.session)
+    messages = read_file(Path(args.file), args.user, session_id=args.session, user_speaker=args.user_speaker)
     model = memory_model_from_settings(settings.models) if args.remember else None
 
     async def bring_in(store: Any) -> None:
@@ -286,6 +286,7 @@ def add_door_commands(commands: Any) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlane", description="Long-term memory for LangGraph agents")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error, not only its sentence")
     parser.add_argument("--version", action=_Version, help="print the installed version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -346,6 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument("--user", required=True, help="the memlane user it belongs to")
     importing.add_argument("--session", default="import", help="session id for messages that name none")
     importing.add_argument(
+        "--user-speaker",
+        metavar="NAME",
+        help="the speaker who is the user in a speaker-named history (LoCoMo); the others are people they talk to",
+    )
+    importing.add_argument(
         "--no-remember",
         dest="remember",
         action="store_false",
@@ -402,10 +408,16 @@ def _tenant_user(args: argparse.Namespace) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.user = _tenant_user(args) or getattr(args, "user", None)
-    except ValueError as error:
-        print(f"memlane {args.command}: {error}", file=sys.stderr)
+        return _run(args)
+    except Exception as error:
+        if args.debug:
+            raise
+        print(f"memlane {args.command}: {error_sentence(error)}", file=sys.stderr)
         return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    args.user = _tenant_user(args) or getattr(args, "user", None)
     from memlane.config import get_settings
     from memlane.masking import MaskingFormatter
 

@@ -53,3 +53,38 @@ def port_taken(host: str, port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+def error_sentence(error: BaseException) -> str:
+    """One sentence for an error a command ends with (`memlane --debug` shows its traceback): a
+    setting that cannot be read names its environment variable, the value and what it should be;
+    a bad file or argument says where and what to fix, as its error says it."""
+    from pydantic import ValidationError
+
+    from memlane.masking import mask_secrets
+
+    if isinstance(error, ValidationError) and error.title == "Settings":
+        return "; ".join(_setting_problem(problem) for problem in error.errors()) + (
+            "; fix it in the environment (or .env), or unset it for the default"
+        )
+    text = str(error) or type(error).__name__
+    if not isinstance(error, (ValueError, LookupError, OSError, RuntimeError)):
+        text = f"{type(error).__name__}: {text} (`memlane --debug ...` shows where)"
+    try:
+        from memlane.config import get_settings
+
+        return mask_secrets(text, get_settings().parts().values())
+    except Exception:  # the settings themselves are what failed: mask what can be masked without them
+        return mask_secrets(text)
+
+
+def _setting_problem(problem: Any) -> str:
+    from memlane.config import COMPONENTS, env_names
+
+    location = [str(part) for part in problem.get("loc", ())]
+    name = ".".join(location)
+    if len(location) >= 2 and location[0] in COMPONENTS:
+        name = env_names(COMPONENTS[location[0]].flat_name(location[1]))[-1]
+    value = problem.get("input")
+    shown = "" if isinstance(value, dict) else f"={value!r}"
+    return f"the setting {name}{shown} is not valid: {problem.get('msg', 'unreadable')}"

@@ -1,23 +1,37 @@
 """Past conversations brought in whole (`memlane import FILE`, and the service's messages route):
 a file read into messages, stored idempotently, then remembered in windows, oldest first.
 
-Three shapes are read, each message with its time and speaker where the file has them:
+These shapes are read, each message with its time and speaker where the file has them:
 
 - JSONL, one message a line: `{"role", "content", "id"?, "session_id"?, "name"?, "created_at"?}`
-  (`created_at`: epoch seconds or an ISO 8601 time; `timestamp` is read too);
+  (`created_at`: epoch seconds or an ISO 8601 time; `timestamp` and `time` are read too; a
+  speaker-named history's `{"speaker", "text"}` reads as a `user` line of that speaker);
 - an OpenAI `messages` list, as a JSON list or `{"messages": [...]}` (text parts of a content
   list are joined);
 - a LoCoMo-style sessions file: `{"sessions": [{"session", "date_time", "turns": [{"id",
   "speaker", "text"}]}]}`, every turn a line of its named speaker, timed at its session's date
-  (one second apart).
+  (one second apart);
+- LoCoMo's own layout (the release's `locomo10.json`): one `{"sample_id", "conversation":
+  {"speaker_a", "speaker_b", "session_1_date_time", "session_1": [{"speaker", "dia_id", "text"}],
+  ...}}` or a list of them (each conversation's sessions then named `<sample_id>_session_<n>`).
 
-A message without an id gets one from its place and content, so importing the same file twice
-stores each message once.
+`user_speaker` names the user among a file's speakers: that speaker's lines are the user's own,
+every other named speaker is someone the user talks to (`speaker_role` "other", the name kept).
+
+A message without an id gets one from what it is: its user, session, role, speaker, time (as the
+file gives it) and text, and how many identical messages came before it in its session. Neither
+the file's name nor a line number goes in, so importing any overlapping export again (a file
+that has grown, an export of the last month after one of the whole year) stores only what is
+new. (Lines the file gives no time with are told apart by their text and repeats alone: two
+exports that cut one session at different places may see its repeated short lines, an "ok"
+said twice, as one.)
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,12 +45,16 @@ from memlane.store.records import Message
 IMPORT_BATCH = 200  # messages stored (and embedded) per call
 _ROLES = ("user", "assistant", "system", "tool")
 _LOCOMO_TIME_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
+_LOCOMO_SESSION = re.compile(r"session_(\d+)")
+_SHAPES = "give JSONL (one message a line), an OpenAI messages list, LoCoMo sessions or LoCoMo's own layout"
 
 
-def read_messages(text: str, user_id: str, *, session_id: str = "import", source: str = "") -> list[Message]:
-    """The messages of an export in any of the three shapes (module docstring), oldest first.
+def read_messages(
+    text: str, user_id: str, *, session_id: str = "import", user_speaker: str | None = None
+) -> list[Message]:
+    """The messages of an export in any of the shapes of the module docstring, oldest first.
 
-    Raises InvalidInput naming the line or entry that cannot be read.
+    Raises InvalidInput naming the line or entry that cannot be read and what to fix.
     """
     stripped = text.strip()
     if not stripped:
@@ -44,28 +62,49 @@ def read_messages(text: str, user_id: str, *, session_id: str = "import", source
     try:
         document = json.loads(stripped)
     except json.JSONDecodeError:
-        return _ordered([_message(row, place, user_id, session_id, source) for place, row in _jsonl_rows(stripped)])
-    return messages_of(document, user_id, session_id=session_id, source=source)
+        return _messages(_jsonl_rows(stripped), user_id, session_id, user_speaker)
+    return messages_of(document, user_id, session_id=session_id, user_speaker=user_speaker)
 
 
-def messages_of(document: Any, user_id: str, *, session_id: str = "import", source: str = "") -> list[Message]:
+def messages_of(
+    document: Any, user_id: str, *, session_id: str = "import", user_speaker: str | None = None
+) -> list[Message]:
     """The messages of one parsed JSON document: an OpenAI messages list (or `{"messages": [...]}`),
-    a LoCoMo-style `{"sessions": [...]}`, or one message; oldest first."""
-    raw: list[tuple[int | str, Any]]  # (where in the file, the message as given)
+    LoCoMo sessions, LoCoMo's own layout, or one message; oldest first."""
+    raw: Iterable[tuple[str, Any]]  # (where in the file, the message as given)
     if isinstance(document, dict) and isinstance(document.get("sessions"), list):
-        raw = list(_locomo_rows(document["sessions"]))
-    elif isinstance(document, dict) and isinstance(document.get("messages"), list):
-        raw = list(enumerate(document["messages"]))
-    elif isinstance(document, list):
-        raw = list(enumerate(document))
-    elif isinstance(document, dict) and "content" in document:
-        raw = [(0, document)]
-    else:
-        raise InvalidInput(
-            "no messages found: give JSONL (one message a line), an OpenAI messages list, "
-            "or a LoCoMo-style sessions file"
+        raw = _locomo_rows(document["sessions"])
+    elif isinstance(document, dict) and isinstance(document.get("conversation"), dict):
+        raw = _locomo_rows(_locomo_sessions(document, ""))
+    elif (
+        isinstance(document, list)
+        and document
+        and all(isinstance(sample, dict) and isinstance(sample.get("conversation"), dict) for sample in document)
+    ):
+        raw = _locomo_rows(
+            [session for number, sample in enumerate(document, start=1) for session in _locomo_sessions(sample, number)]
         )
-    return _ordered([_message(row, place, user_id, session_id, source) for place, row in raw])
+    elif isinstance(document, dict) and isinstance(document.get("messages"), list):
+        raw = ((f"message {place}", row) for place, row in enumerate(document["messages"]))
+    elif isinstance(document, list):
+        raw = ((f"message {place}", row) for place, row in enumerate(document))
+    elif isinstance(document, dict) and ("content" in document or "text" in document):
+        raw = [("message 0", document)]
+    else:
+        raise InvalidInput(f"no messages found; {_SHAPES}")
+    return _messages(raw, user_id, session_id, user_speaker)
+
+
+def _messages(raw: Iterable[tuple[str, Any]], user_id: str, session_id: str, user_speaker: str | None) -> list[Message]:
+    repeats: Counter[tuple[str, ...]] = Counter()  # identical messages of a session seen so far
+    messages = [_message(row, where, user_id, session_id, user_speaker, repeats) for where, row in raw]
+    if user_speaker is not None and messages and not any(message.name == user_speaker for message in messages):
+        speakers = sorted({message.name for message in messages if message.name})
+        raise InvalidInput(
+            f"the user speaker {user_speaker!r} says nothing here; name one of its speakers "
+            f"({', '.join(map(repr, speakers)) or 'it names none'})"
+        )
+    return _ordered(messages)
 
 
 def _ordered(messages: list[Message]) -> list[Message]:
@@ -78,64 +117,115 @@ def _ordered(messages: list[Message]) -> list[Message]:
     return sorted(timed, key=lambda message: message.created_at)
 
 
-def _jsonl_rows(text: str) -> Iterable[tuple[int, Any]]:
+def _jsonl_rows(text: str) -> Iterable[tuple[str, Any]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield f"line {number}", json.loads(line)
         except json.JSONDecodeError as error:
-            raise InvalidInput(
-                f"line {number} is not JSON ({error.msg}); give JSONL (one message a line), an OpenAI "
-                "messages list, or a LoCoMo-style sessions file"
-            ) from None
+            raise InvalidInput(f"line {number} is not JSON ({error.msg} at column {error.colno}); {_SHAPES}") from None
+
+
+def _locomo_sessions(sample: dict[str, Any], number: int | str) -> list[dict[str, Any]]:
+    """LoCoMo's own layout, one conversation (`sample_id`, `conversation` with `session_<n>` lists
+    and their `session_<n>_date_time`), as LoCoMo sessions; named after the sample when the file
+    holds several (`number` is its place then)."""
+    conversation = sample["conversation"]
+    prefix = f"{sample.get('sample_id') or f'conversation_{number}'}_" if number else ""
+    found = sorted(
+        (int(match.group(1)), key)
+        for key in conversation
+        if (match := _LOCOMO_SESSION.fullmatch(key)) and isinstance(conversation[key], list)
+    )
+    if not found:
+        raise InvalidInput(
+            f"conversation {sample.get('sample_id') or number or ''} has no session_<n> list of turns; "
+            'LoCoMo\'s layout is {"conversation": {"session_1": [{"speaker", "dia_id", "text"}], ...}}'
+        )
+    return [
+        {
+            "session": f"{prefix}{key}",
+            "date_time": conversation.get(f"{key}_date_time"),
+            "turns": [
+                {**turn, "id": turn.get("dia_id", turn.get("id"))} if isinstance(turn, dict) else turn
+                for turn in conversation[key]
+            ],
+        }
+        for _, key in found
+    ]
 
 
 def _locomo_rows(sessions: Sequence[Any]) -> Iterable[tuple[str, dict[str, Any]]]:
     for number, session in enumerate(sessions, start=1):
         if not isinstance(session, dict) or not isinstance(session.get("turns"), list):
-            raise InvalidInput(f"session {number} has no list of turns")
+            raise InvalidInput(f'session {number} has no list of turns; give it "turns": [{{"speaker", "text"}}, ...]')
         name = str(session.get("session") or f"session_{number}")
         start = _parse_time(session.get("date_time"), f"session {name}'s date_time")
         for index, turn in enumerate(session["turns"]):
+            turn_id = turn.get("id") if isinstance(turn, dict) else None
+            where = f"session {name}, turn {index + 1}" + (f" ({turn_id})" if turn_id else "")
             if not isinstance(turn, dict):
-                raise InvalidInput(f"turn {index + 1} of session {name} is not an object")
+                raise InvalidInput(f'{where} is not an object; give {{"speaker", "text"}}')
             yield (
-                f"{name}:{index}",
+                where,
                 {
-                    "id": turn.get("id"),
                     "session_id": name,
                     "role": "user",
                     "name": turn.get("speaker"),
                     "content": turn.get("text", ""),
                     "created_at": start + index if start else None,
+                    "metadata": {"turn_id": str(turn_id)} if turn_id else None,
                 },
             )
 
 
-def _message(row: Any, place: Any, user_id: str, session_id: str, source: str) -> Message:
-    where = f"message {place}"
+def content_id(user_id: str, session_id: str, role: str, speaker: str, time: str, text: str, repeat: int) -> str:
+    """A message's id from what it is (the module docstring): the same message in any export of
+    the conversation gets the same id; `repeat` counts identical ones before it in its session."""
+    return stable_id("import", user_id, session_id, role, speaker, time, text, str(repeat))
+
+
+def _message(
+    row: Any,
+    where: str,
+    user_id: str,
+    session_id: str,
+    user_speaker: str | None,
+    repeats: Counter[tuple[str, ...]],
+) -> Message:
     if not isinstance(row, dict):
-        raise InvalidInput(f"{where} is not an object with a role and a content")
+        raise InvalidInput(f'{where} is not an object; give {{"role", "content"}} or {{"speaker", "text"}}')
     role = row.get("role", "user")
     if role not in _ROLES:
-        raise InvalidInput(f"{where} has the role {role!r}; use one of {', '.join(_ROLES)}")
-    content = _text(row.get("content"), where)
+        raise InvalidInput(
+            f"{where} has the role {role!r}; use one of {', '.join(_ROLES)} "
+            '(a person\'s name goes in "name" or "speaker", with the role user)'
+        )
+    content = _text(row.get("content", row.get("text")), where)
     session = str(row.get("session_id") or session_id)
     name = row.get("name") or row.get("speaker")
-    created = row.get("created_at", row.get("timestamp"))
+    name = str(name) if name else None
+    given_time = row.get("created_at", row.get("timestamp", row.get("time")))
     check_id(session, f"{where}'s session_id")  # a bad id is the caller's to fix: InvalidInput, never a 500
+    created_at = _parse_time(given_time, f"{where}'s time") or 0.0
     message_id = row.get("id")
     if not message_id:
-        message_id = stable_id("import", source, session, str(place), role, str(name or ""), content)
+        what = (session, role, name or "", repr(created_at) if created_at else "", content)
+        message_id = content_id(user_id, *what, repeats[what])
+        repeats[what] += 1
+    speaker_is_owner = None
+    if user_speaker is not None and name and role == "user":
+        speaker_is_owner = name == user_speaker
     return Message(
         id=check_id(str(message_id), f"{where}'s id"),
         user_id=user_id,
         session_id=session,
         role=role,
         content=content,
-        name=str(name) if name else None,
-        created_at=_parse_time(created, f"{where}'s time") or 0.0,
+        name=name,
+        speaker_is_owner=speaker_is_owner,
+        created_at=created_at,
         metadata=_metadata(row.get("metadata"), where),
     )
 
@@ -197,9 +287,21 @@ async def store_messages(
     return added
 
 
-def read_file(path: Path, user_id: str, *, session_id: str = "import") -> list[Message]:
-    """`read_messages` of a file (UTF-8)."""
-    return read_messages(path.read_text(encoding="utf-8"), user_id, session_id=session_id, source=path.name)
+def read_file(
+    path: Path, user_id: str, *, session_id: str = "import", user_speaker: str | None = None
+) -> list[Message]:
+    """`read_messages` of a file (UTF-8); an error names the file first."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"{path}: no such file; give the path of the conversation to import") from None
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise InvalidInput(f"{path} line {line}: not UTF-8 text; save the export as UTF-8") from None
+    try:
+        return read_messages(text, user_id, session_id=session_id, user_speaker=user_speaker)
+    except InvalidInput as error:
+        raise InvalidInput(f"{path} {error}" if str(error).startswith("line ") else f"{path}: {error}") from None
 
 
 async def import_messages(

@@ -159,7 +159,7 @@ class AsyncMemory:
         if infer and self.model is None:
             raise InvalidInput(NO_MODEL)
         document = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-        parsed = messages_of(document, store_user, session_id=scope["run_id"] or session_id or "default", source="add")
+        parsed = messages_of(document, store_user, session_id=scope["run_id"] or session_id or "default")
         if metadata:
             parsed = [message.model_copy(update={"metadata": {**metadata, **message.metadata}}) for message in parsed]
         if not infer:

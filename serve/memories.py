@@ -362,7 +362,12 @@ async def add_messages(body: MessagesIn, caller: Writer, service: Service) -> Me
     they are remembered in windows, oldest first, by the next run, or at once with `remember: "now"`."""
     document = {"sessions": body.sessions} if body.sessions is not None else {"messages": body.messages or []}
     try:
-        messages = messages_of(document, caller.store_user, session_id=valid_session_id(body.session_id), source="api")
+        messages = messages_of(
+            document,
+            caller.store_user,
+            session_id=valid_session_id(body.session_id),
+            user_speaker=body.user_speaker,
+        )
     except InvalidInput as error:
         raise ApiError(422, str(error), "invalid_messages") from None
     added = await store_messages(service.require_store(), messages)

@@ -94,9 +94,7 @@ async def add(body: AddIn, caller: Writer, service: Service) -> dict[str, Any]:
     as a result (ADD when new, NONE when the store held it)."""
     document = [{"role": "user", "content": body.messages}] if isinstance(body.messages, str) else body.messages
     try:
-        messages = messages_of(
-            document, caller.store_user, session_id=valid_session_id(body.run_id or "default"), source="api"
-        )
+        messages = messages_of(document, caller.store_user, session_id=valid_session_id(body.run_id or "default"))
     except InvalidInput as error:
         raise ApiError(422, str(error), "invalid_messages") from None
     if body.metadata:

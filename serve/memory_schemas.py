@@ -296,6 +296,11 @@ class MessagesIn(BaseModel):
     session_id: str = Field(
         default="import", max_length=SESSION_ID_MAX_CHARS, description="for messages that name none"
     )
+    user_speaker: str | None = Field(
+        default=None,
+        max_length=200,
+        description="in a speaker-named history, the speaker who is the user; the others are people they talk to",
+    )
     remember: Literal["now"] | None = Field(default=None, description='"now": queue a memory run over them at once')
 
     check_id = field_validator("session_id")(_usable_id)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from memory_graph_helpers import make_context, profile_config  # noqa: F401  (pytest fixtures)
+from pydantic import ValidationError
 from scripted import ScriptedChatModel
 
 from memlane import cli
-from memlane.importing import import_messages, read_messages
+from memlane.config import get_settings
+from memlane.importing import import_messages, read_file, read_messages, store_messages
 from memlane.store.errors import InvalidInput
 from memlane.testing import answer_from, as_json, memory_rules
 
@@ -82,7 +86,7 @@ def test_the_three_shapes_are_read_with_times_speakers_and_stable_ids():
     assert {m.session_id for m in chat} == {"trip"} and chat[0].created_at < chat[1].created_at < chat[2].created_at
 
     turns = read_messages(LOCOMO, "u")
-    assert [(m.id, m.name, m.session_id) for m in turns] == [
+    assert [(m.metadata["turn_id"], m.name, m.session_id) for m in turns] == [
         ("D1:1", "Caroline", "session_1"),
         ("D1:2", "Mel", "session_1"),
         ("D2:1", "Mel", "session_2"),
@@ -94,7 +98,8 @@ def test_the_three_shapes_are_read_with_times_speakers_and_stable_ids():
 @pytest.mark.parametrize(
     "text, named",
     [
-        ('{"role": "user", "content": "ok"}\nnot json', "line 2"),
+        ('{"role": "user", "content": "ok"}\nnot json', "line 2 is not JSON"),
+        ('{"role": "user", "content": "ok"}\n{"role": "robot", "content": "beep"}', "line 2 has the role 'robot'"),
         ('[{"role": "robot", "content": "beep"}]', "robot"),
         ('[{"role": "user", "content": "x", "created_at": "yesterday-ish"}]', "yesterday-ish"),
         ('{"sessions": [{"turns": "none"}]}', "session 1"),
@@ -161,3 +166,127 @@ def test_memlane_import_from_the_command_line(settings, monkeypatch, capsys, tmp
     assert cli.main(["import", str(path), "--user", "carol"]) == 0  # again: nothing new; no model to remember with
     captured = capsys.readouterr()
     assert "3 messages read, 0 new" in captured.out and "No chat model is configured" in captured.err
+
+
+LOCOMO_DEV = Path("/work/shared/datasets/locomo-dev")  # kept out of the repo (its README)
+
+
+def locomo_original(sessions: int, turns_per_session: int = 6) -> dict:
+    """A conversation of locomo-dev (41.json) in LoCoMo's own layout (the release's locomo10.json):
+    `conversation` with speaker_a, speaker_b, session_<n> and session_<n>_date_time."""
+    if not (LOCOMO_DEV / "41.json").exists():
+        pytest.skip("locomo-dev is not on this machine")
+    reduced = json.loads((LOCOMO_DEV / "41.json").read_text(encoding="utf-8"))
+    conversation: dict = {"speaker_a": reduced["speakers"][0], "speaker_b": reduced["speakers"][1]}
+    for session in reduced["sessions"][:sessions]:
+        conversation[f"{session['session']}_date_time"] = session["date_time"]
+        conversation[session["session"]] = [
+            {"speaker": turn["speaker"], "dia_id": turn["id"], "text": turn["text"]}
+            for turn in session["turns"][:turns_per_session]
+        ]
+    return {"sample_id": "conv-41", "conversation": conversation, "qa": []}
+
+
+def test_a_message_id_comes_from_what_it_is_not_from_the_file():
+    lines = [
+        {"role": "user", "content": "I moved to Lyon.", "session_id": "s1", "created_at": 1_700_000_000},
+        {"role": "assistant", "content": "Nice!", "session_id": "s1", "created_at": 1_700_000_005},
+        {"role": "user", "content": "ok", "session_id": "s1"},
+        {"role": "user", "content": "ok", "session_id": "s1"},  # said twice: two messages
+    ]
+    whole = read_messages("\n".join(map(json.dumps, lines)), "u")
+    assert len({m.id for m in whole}) == 4
+    # an export that starts later in the file, with a blank line: the shared messages keep their ids
+    later = read_messages("\n" + "\n".join(map(json.dumps, lines[1:2])), "u")
+    assert later[0].id == next(m.id for m in whole if m.content == "Nice!")
+    # the same text at another time, by another speaker, or in another session is another message
+    variants = [
+        {**lines[0], "created_at": 1_700_000_001},
+        {**lines[0], "name": "Bob"},
+        {**lines[0], "session_id": "s2"},
+    ]
+    assert not {m.id for m in read_messages(json.dumps(variants), "u")} & {m.id for m in whole}
+
+
+async def test_importing_a_grown_export_again_stores_only_what_is_new(store, tmp_path):
+    lines = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i} about the garden", "created_at": 1e9 + i}
+        for i in range(30)
+    ]
+    first = tmp_path / "export-2024-05.jsonl"
+    first.write_text("\n".join(map(json.dumps, lines[:20])), encoding="utf-8")
+    assert await store_messages(store, read_file(first, "grow")) == 20
+    # a month later: a file of another name, holding the last 15 old lines and 10 new ones
+    grown = tmp_path / "export-2024-06.jsonl"
+    grown.write_text("\n".join(map(json.dumps, lines[5:])), encoding="utf-8")
+    assert await store_messages(store, read_file(grown, "grow")) == 10
+    history = (await store.export_user("grow")).messages
+    assert sorted(m.content for m in history) == sorted(line["content"] for line in lines)
+
+
+async def test_locomo_in_its_own_layout_with_the_user_speaker(store, tmp_path):
+    one = locomo_original(sessions=1)
+    speakers = (one["conversation"]["speaker_a"], one["conversation"]["speaker_b"])
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps([one]), encoding="utf-8")
+    first = read_file(path, "lc", user_speaker="John")
+    assert len(first) == 6 and {m.session_id for m in first} == {"conv-41_session_1"}
+    assert {(m.name, m.speaker_role) for m in first} == {("John", "owner"), ("Maria", "other")}
+    assert set(speakers) == {"John", "Maria"} and first[0].metadata["turn_id"] == "D1:1"
+    assert first[1].created_at - first[0].created_at == 1.0
+    assert await store_messages(store, first) == 6
+
+    two = locomo_original(sessions=2)  # the file grew by a session: only its turns are new
+    path.write_text(json.dumps([two]), encoding="utf-8")
+    assert await store_messages(store, read_file(path, "lc", user_speaker="John")) == 6
+    stored = (await store.export_user("lc")).messages
+    assert len(stored) == 12 and {m.speaker_role for m in stored if m.name == "Maria"} == {"other"}
+    hits = await store.search_memories("lc", "road trip with family", kinds=["message"], speaker_roles=["owner"])
+    assert hits and all(hit.memory.speaker == "John" for hit in hits)
+
+    single = read_messages(json.dumps(two), "lc")  # one conversation alone: its sessions keep their names
+    assert {m.session_id for m in single} == {"session_1", "session_2"}
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ('{"speaker": "Ann", "text": "hi"}\n{"speaker": "Bob", "text": "yo"}', "'Zed' says nothing here; name one of"),
+        ('[{"sample_id": "c1", "conversation": {"speaker_a": "A"}}]', "conversation c1 has no session_<n> list"),
+    ],
+)
+def test_a_bad_user_speaker_or_locomo_file_is_named(text, named):
+    with pytest.raises(InvalidInput, match=re.escape(named)):
+        read_messages(text, "u", user_speaker="Zed")
+
+
+def test_a_bad_file_or_setting_is_one_sentence_without_a_traceback(
+    settings, monkeypatch, capsys, tmp_path, fresh_settings
+):
+    for name, value in {"REDIS_URL": settings.redis_url, "MEMLANE_KEY_PREFIX": settings.key_prefix}.items():
+        monkeypatch.setenv(name, value)
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n{"role": "robot", "content": "beep"}\n', encoding="utf-8")
+    assert cli.main(["import", str(path), "--user", "carol", "--no-remember"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"memlane import: {path} line 2 has the role 'robot'; use one of user, assistant")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+    assert cli.main(["import", str(tmp_path / "none.jsonl"), "--user", "carol"]) == 2
+    assert "none.jsonl: no such file" in capsys.readouterr().err
+
+    speakers = tmp_path / "chat.json"
+    speakers.write_text(json.dumps(locomo_original(sessions=1)), encoding="utf-8")
+    assert cli.main(["import", str(speakers), "--user", "carol", "--user-speaker", "Jon", "--no-remember"]) == 2
+    assert "'Jon' says nothing here; name one of its speakers ('John', 'Maria')" in capsys.readouterr().err
+    assert cli.main(["import", str(speakers), "--user", "carol", "--user-speaker", "John", "--no-remember"]) == 0
+    assert "6 messages read, 6 new" in capsys.readouterr().out
+
+    monkeypatch.setenv("MEMLANE_MAX_UNSAVED_MESSAGES", "many")
+    get_settings.cache_clear()
+    assert cli.main(["export", "carol"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memlane export: the setting MEMLANE_MAX_UNSAVED_MESSAGES='many' is not valid")
+    assert err.count("\n") == 1
+    with pytest.raises(ValidationError):  # --debug: the traceback
+        cli.main(["--debug", "export", "carol"])
