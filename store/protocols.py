@@ -46,6 +46,7 @@ from memlane.store.records import (
 from memlane.store.text.sameness import RepeatedMemory
 
 if TYPE_CHECKING:  # annotations only: the protocols load no embedder
+    import numpy as np
     from langchain_core.embeddings import Embeddings
     from redisvl.query.filter import FilterExpression
 
@@ -195,6 +196,10 @@ class SearchStore(Protocol):
         for a turn or when none does. Nothing is written."""
 
     async def delete_memory(self, user_id: str, memory_id: str) -> bool: ...
+
+    async def memory_vectors(self, memories: Sequence[Memory]) -> dict[str, np.ndarray]:
+        """The stored vectors of `memories` (as search found them), by memory id; one with no
+        vector stored is left out. Recall compares the user's statements with each other by them."""
 
     async def search_memories(
         self,

@@ -266,6 +266,7 @@ class RedisMemoryStore:
     add_memories = _answered_by("duplicates", Duplicates.add_memories)
     repeated_memory = _answered_by("duplicates", Duplicates.repeated_memory)
     delete_memory = _answered_by("memories", Memories.delete_memory)
+    memory_vectors = _answered_by("memories", Memories.memory_vectors)
 
     search_memories = _answered_by("search", Search.search_memories)
     relevances = _answered_by("search", Search.relevances)
