@@ -16,15 +16,16 @@ language, and a masked text masks to itself):
 - Hong Kong identity card numbers (`A123456(3)`, `AB987654(3)`, with or without the
   parentheses): one or two letters, six digits, and the check character (mod 11) must match
   → `[ID number]`.
-- Bank card numbers, 13 to 19 digits, grouped by single spaces or dashes or not, or in groups
-  of four joined by dots (`4111.1111.1111.1111`): the Luhn checksum must hold →
+- Bank card numbers, 13 to 19 digits, grouped by single spaces or dashes or not, in groups
+  of four joined by dots (`4111.1111.1111.1111`), or in groups of three to six joined by any of
+  them, mixed (`3530 7777-7777.7778`): the Luhn checksum must hold →
   `[card ••••1234]` (the last four digits kept, as banks print them).
 - Phone numbers → `[phone]`: Chinese mobiles (`1[3-9]x`, 11 digits, optional `+86`/`0086`,
-  `138 1234 5678`, `138-1234-5678`), any number written with a `+` country code
+  `138 1234 5678`, `138-1234-5678`, `138.2345.6783`), any number written with a `+` country code
   (`+44 20 7946 0958`, `+1 (415) 555-2671`), North American (`(415) 555-2671`,
   `415-555-2671`), Chinese landlines (`010-12345678`, `0755 1234567`), and European
   national numbers (`06 12 34 56 78`, `020 7946 0958`).
-- E-mail addresses → `[email]`.
+- E-mail addresses → `[email]`, a space on either side of the `@` too (`chen.jie @ example.net`).
 
 Full-width characters, which Chinese and Japanese input methods type (`４１１１　１１１１…`,
 `１３８１２３４５６７８`, `ｚｈａｎｇ＠ｅｘａｍｐｌｅ．ｃｏｍ`), are read as their ASCII twins: each
@@ -83,8 +84,8 @@ class PrivateSpan:
 # full-width forms (U+FF01-FF5E, and the ideographic space) as their ASCII twins, one for one
 _FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 _ASCII_DIGIT = re.compile(r"[0-9]")
-_EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]*@"
+_EMAIL = re.compile(  # a space on either side of the "@" too, as some type it ("chen.jie @ example.net")
+    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]*(?: ?@ ?)"
     r"[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}"
     r"(?![A-Za-z0-9\-])"
 )
@@ -100,9 +101,11 @@ _DIGIT_RUN = re.compile(r"(?<![0-9+])[0-9]+(?:[ \-][0-9]+)*(?![0-9])")
 # groups of four joined by dots, the last of 1 to 4 (not a decimal, a version or an address:
 # those are under 13 digits or not grouped by four)
 _DOTTED_CARD = re.compile(r"(?<![0-9+.])[0-9]{4}(?:\.[0-9]{4}){2,3}\.[0-9]{1,4}(?![0-9]|\.[0-9])")
+# groups of three to six joined by any of space, dash and dot, mixed ("3530 7777-7777.7778")
+_MIXED_CARD = re.compile(r"(?<![0-9+.])[0-9]{3,6}(?:[ .\-][0-9]{3,6}){2,5}(?![0-9]|\.[0-9])")
 _PHONES = [
     # Chinese mobile, optional +86 / 0086, 3-4-4 groups optionally separated
-    re.compile(r"(?<![0-9+])(?:(?:\+|00)86[ \-]?)?1[3-9][0-9](?:[ \-]?[0-9]{4}){2}(?![0-9])"),
+    re.compile(r"(?<![0-9+.])(?:(?:\+|00)86[ \-]?)?1[3-9][0-9](?:[ .\-]?[0-9]{4}){2}(?![0-9]|\.[0-9])"),
     # anything with a + country code: 8 to 15 digits, single separators (or "(...)")
     re.compile(r"(?<![0-9A-Za-z+])\+[0-9](?:[ .\-()]{0,2}[0-9]){7,14}(?![0-9])"),
     # North American: (415) 555-2671, 415-555-2671, 415.555.2671
@@ -208,7 +211,7 @@ def find_private_data(text: str) -> list[PrivateSpan]:
     for match in _PHONES[0].finditer(text):  # a Chinese mobile with its 0086 is no card
         if free(match.start(), match.end()):
             claim("phone", match)
-    for pattern in (_DIGIT_RUN, _DOTTED_CARD):
+    for pattern in (_DIGIT_RUN, _DOTTED_CARD, _MIXED_CARD):
         for match in pattern.finditer(text):
             digits = _digits(match.group())
             if 13 <= len(digits) <= 19 and free(match.start(), match.end()) and passes_luhn(digits):

@@ -4,6 +4,8 @@ invalid checksums; masked before it is stored, indexed or read by the memory mod
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from memory_graph_helpers import add_chat, make_context, profile_config, scripted  # noqa: F401  (fixtures)
 
@@ -264,3 +266,69 @@ OLD_ID = "110105491231002"  # the 15-digit pre-1999 form: area 110105, born 1949
 )
 def test_fifteen_digit_resident_ids_with_a_real_birth_date_are_masked(text: str, masked: str):
     assert mask_private_data(text) == masked
+
+
+# The formats the docs say are masked, each as a user types it in a sentence of its language.
+# README.md's and docs/concepts/store.md's tables of masked formats are these rows, rendered by
+# `masked_formats_table` (between `<!-- masked-formats:start -->` and `<!-- masked-formats:end -->`):
+# a format claimed there is one tested here.
+MASKED_FORMATS = [
+    ("Chinese resident ID number (check character)", "我的身份证号是{}。", VALID_ID, ID_NUMBER_TAG),
+    ("Chinese resident ID number (check character)", "ID {}, spaced", "110105 19491231 002X", ID_NUMBER_TAG),
+    ("Chinese resident ID number, 15 digits (before 1999)", "老身份证{}。", OLD_ID, ID_NUMBER_TAG),
+    ("Hong Kong identity card (check character)", "香港身份证{}。", "A123456(3)", ID_NUMBER_TAG),
+    ("Hong Kong identity card (check character)", "HKID {}.", "AB987654(3)", ID_NUMBER_TAG),
+    ("bank card (Luhn)", "card {} expires", "4111 1111 1111 1111", "[card ••••1111]"),
+    ("bank card (Luhn)", "银行卡{}", UNIONPAY_19, "[card ••••0128]"),
+    ("bank card (Luhn)", "card {} ok", "4111-1111-1111-1111", "[card ••••1111]"),
+    ("bank card (Luhn)", "卡号是{}。", "4111.1111.1111.1111", "[card ••••1111]"),
+    ("bank card (Luhn)", "card {} ok", "3530 7777-7777.7778", "[card ••••7778]"),
+    ("bank card (Luhn)", "卡号{}。", "6222 0212-3456.7890.128", "[card ••••0128]"),
+    ("bank card (Luhn)", "卡号{}，谢谢", "４１１１　１１１１　１１１１　１１１１", "[card ••••1111]"),
+    ("phone: Chinese mobile", "我的手机号{}", "13812345678", PHONE_TAG),
+    ("phone: Chinese mobile", "电话：{}", "+86 138-1234-5678", PHONE_TAG),
+    ("phone: Chinese mobile", "call {} now", "0086 13912345678", PHONE_TAG),
+    ("phone: Chinese mobile", "手机{}", "138.2345.6783", PHONE_TAG),
+    ("phone: Chinese mobile", "my Shanghai number is {}.", "139.1234.5678", PHONE_TAG),
+    ("phone: Chinese mobile", "手机{}", "１３８１２３４５６７８", PHONE_TAG),
+    ("phone: any + country code", "London: {}", "+44 20 7946 0958", PHONE_TAG),
+    ("phone: North American", "call me on {} tonight", "+1 (415) 555-2671", PHONE_TAG),
+    ("phone: North American", "office {}, thanks", "(415) 555-2671", PHONE_TAG),
+    ("phone: North American", "cell {}", "415.555.0199", PHONE_TAG),
+    ("phone: Chinese landline", "座机 {}", "010-12345678", PHONE_TAG),
+    ("phone: European national", "Paris {}", "06 12 34 56 78", PHONE_TAG),
+    ("e-mail address", "邮箱是{}。", "zhang.san@example.com", EMAIL_TAG),
+    ("e-mail address", "write to {}!", "Alice.B+news@mail.example.co.uk", EMAIL_TAG),
+    ("e-mail address", "mail {} now", "chen.jie @ example.net", EMAIL_TAG),
+    ("e-mail address", "邮箱 {}，谢谢", "li.lei @ example.cn", EMAIL_TAG),
+    ("e-mail address", "邮箱{}", "ｚｈａｎｇ＠ｅｘａｍｐｌｅ．ｃｏｍ", EMAIL_TAG),
+]
+
+
+def masked_formats_table() -> str:
+    """The docs' table of masked formats: one row per format, its examples as typed."""
+    rows: dict[str, tuple[list[str], set[str]]] = {}
+    for found, _, typed, tag in MASKED_FORMATS:
+        examples, tags = rows.setdefault(found, ([], set()))
+        examples.append(f"`{typed}`")
+        tags.add("[card ••••1234]" if tag.startswith("[card") else tag)
+    lines = ["| found | typed as (each one tested) | stored as |", "|---|---|---|"]
+    lines += [
+        f"| {found} | {', '.join(examples)} | {', '.join(f'`{tag}`' for tag in sorted(tags))} |"
+        for found, (examples, tags) in rows.items()
+    ]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(("found", "sentence", "typed", "tag"), MASKED_FORMATS, ids=[row[2] for row in MASKED_FORMATS])
+def test_every_format_the_docs_claim_is_masked_in_its_sentence(found, sentence, typed, tag):
+    assert mask_private_data(sentence.format(typed)) == sentence.format(tag)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/concepts/store.md"])
+def test_the_docs_tables_of_masked_formats_are_the_tested_rows(page):
+    text = (Path(__file__).resolve().parents[2] / page).read_text(encoding="utf-8")
+    start, end = "<!-- masked-formats:start -->", "<!-- masked-formats:end -->"
+    assert start in text and end in text, f"{page} has no generated table of masked formats"
+    table = text[text.index(start) + len(start) : text.index(end)].strip()
+    assert table == masked_formats_table(), f"regenerate {page}'s table with masked_formats_table()"
