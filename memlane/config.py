@@ -3,7 +3,7 @@
 Each part of memlane reads its own component: the store `settings.store` (and `search`,
 `privacy`, `limits`, `retention`), the memory graph `settings.graph` and `settings.models`, the
 scheduler `settings.scheduler`, recall `settings.recall`, the turn service `settings.turns`, the HTTP
-service `settings.serve`. `Settings` holds them all and is built at the public entry points
+service `settings.serve`, imports `settings.imports`. `Settings` holds them all and is built at the public entry points
 (`open_store`, `build_app`, `create_app`, the CLI, the middleware); nothing below them reads the
 environment.
 
@@ -38,6 +38,7 @@ from memlane.config_agent import (
     StructuredOutputMode,
     TurnSettings,
 )
+from memlane.config_import import ImportSettings
 from memlane.config_keeping import LimitsSettings, PrivacySettings, RetentionSettings
 from memlane.config_store import (
     METADATA_FIELD_NAME,
@@ -54,6 +55,7 @@ __all__ = [
     "SIMILARITY_FLOORS",
     "Component",
     "GraphSettings",
+    "ImportSettings",
     "LimitsSettings",
     "ModelSettings",
     "PrivacySettings",
@@ -88,6 +90,7 @@ COMPONENTS: dict[str, type[Component]] = {
     "recall": RecallSettings,
     "turns": TurnSettings,
     "serve": ServeSettings,
+    "imports": ImportSettings,
 }
 
 # settings read from a variable of their own name, not MEMLANE_<NAME> (the MEMLANE_ one works too)
@@ -162,6 +165,7 @@ class Settings(BaseSettings):
     recall: RecallSettings = Field(default_factory=RecallSettings)
     turns: TurnSettings = Field(default_factory=TurnSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
+    imports: ImportSettings = Field(default_factory=ImportSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -36,7 +36,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from memlane import MemoryStore, Settings, StoreError, get_settings, scoped_user_id
 from memlane.masking import mask_secrets
 from memlane.persistence import MemoryAgentContext
-from memlane.serve import memories, memories_mem0
+from memlane.serve import imports, memories, memories_mem0
 from memlane.serve.auth import SESSION_HEADER, USER_HEADER, authorized, header_text, tenant_user, valid_session_id
 from memlane.serve.chat import (
     IDEMPOTENCY_HEADER,
@@ -116,11 +116,14 @@ def create_app(
     add_error_handlers(app)
     app.add_middleware(UnexpectedErrorMiddleware)  # innermost: the metrics count its 500s
     app.add_middleware(StoreDeadlineMiddleware, service=service)  # a silent Redis: 503 in time
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.serve.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware, max_bytes=settings.serve.max_body_bytes, import_max_bytes=settings.imports.max_bytes
+    )
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)  # outermost: counts the 413s too
     app.include_router(health)
     app.include_router(chat)
     app.include_router(memories.router)
+    app.include_router(imports.router)
     app.include_router(memories.shared)
     app.include_router(memories_mem0.router)
     if mcp_endpoint is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -193,29 +194,45 @@ class StoreDeadlineMiddleware:
 
 
 class BodyTooLarge(ApiError):
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            413, f"the request body is larger than {limit} bytes (MEMLANE_SERVE_MAX_BODY_BYTES)", "request_too_large"
-        )
+    def __init__(self, limit: int, setting: str = "MEMLANE_SERVE_MAX_BODY_BYTES", advice: str = "") -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes ({setting}){advice}", "request_too_large")
+
+
+IMPORT_PATH = re.compile(r"/v1/users/[^/]+/messages")  # an import: its own, larger cap
 
 
 class BodyLimitMiddleware:
-    """Answers 413 to a body over `max_bytes`: by its Content-Length before reading, or while it
-    streams in (chunked uploads say no length). Pure ASGI, so responses stream through."""
+    """Answers 413 to a body over `max_bytes` (`import_max_bytes` for an import, `POST
+    /v1/users/{user_id}/messages`): by its Content-Length before reading, or while it streams in
+    (chunked uploads say no length). Pure ASGI, so responses stream through."""
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    def __init__(self, app: Any, max_bytes: int, import_max_bytes: int | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.import_max_bytes = import_max_bytes
+
+    def _limit(self, scope: dict[str, Any]) -> tuple[int, BodyTooLarge]:
+        """This request's limit, and its refusal of a body past it."""
+        if (
+            self.import_max_bytes is not None
+            and scope.get("method") == "POST"
+            and IMPORT_PATH.fullmatch(scope.get("path", ""))
+        ):
+            return self.import_max_bytes, BodyTooLarge(
+                self.import_max_bytes,
+                "MEMLANE_IMPORT_MAX_BYTES",
+                "; send the import in parts (a message already stored is skipped) or raise the setting",
+            )
+        return self.max_bytes, BodyTooLarge(self.max_bytes)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit, refusal = self._limit(scope)
         for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                await error_response(413, BodyTooLarge(self.max_bytes).detail, "request_too_large")(
-                    scope, receive, send
-                )
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                await error_response(413, str(refusal.detail), "request_too_large")(scope, receive, send)
                 return
         received = 0
         watched_send = AnswerWatch(send)
@@ -225,8 +242,8 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise BodyTooLarge(self.max_bytes)
+                if received > limit:
+                    raise refusal
             return message
 
         try:

@@ -20,7 +20,6 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from memlane import MemoryStore, ProfileEntry, scoped_user_id
 from memlane.doors import forget_confirmer
-from memlane.importing import messages_of, store_messages
 from memlane.persistence import MemoryAgentContext
 from memlane.serve.auth import authorized, tenant_user, valid_agent_id, valid_session_id
 from memlane.serve.config import ApiKey, Scope
@@ -32,8 +31,6 @@ from memlane.serve.memory_schemas import (
     EventOut,
     ForgetIn,
     MessageId,
-    MessagesIn,
-    MessagesStored,
     NoteIn,
     NoteOut,
     PathId,
@@ -354,27 +351,6 @@ async def recall_block(body: RecallIn, caller: Reader, service: Service) -> dict
         "search_query": recalled.search_query,
         "items": items,
     }
-
-
-@router.post("/messages", status_code=201)
-async def add_messages(body: MessagesIn, caller: Writer, service: Service) -> MessagesStored:
-    """Store past messages of the user (a conversation held elsewhere), idempotent on message ids;
-    they are remembered in windows, oldest first, by the next run, or at once with `remember: "now"`."""
-    document = {"sessions": body.sessions} if body.sessions is not None else {"messages": body.messages or []}
-    try:
-        messages = messages_of(
-            document,
-            caller.store_user,
-            session_id=valid_session_id(body.session_id),
-            user_speaker=body.user_speaker,
-        )
-    except InvalidInput as error:
-        raise ApiError(422, str(error), "invalid_messages") from None
-    added = await store_messages(service.require_store(), messages)
-    queued = None
-    if body.remember == "now":
-        queued = run_requested(caller.user_id, None, await service.remember_now(caller.store_user)).queued
-    return MessagesStored(user_id=caller.user_id, received=len(messages), stored=added, queued=queued)
 
 
 @router.post("/remember-now", status_code=202)

@@ -313,6 +313,31 @@ class MessagesStored(BaseModel):
     queued: bool | None = Field(description='with remember "now": a memory run is queued; else null')
 
 
+class ImportAccepted(BaseModel):
+    """An import larger than MEMLANE_IMPORT_SYNC_MESSAGES: taken, stored and embedded by a job."""
+
+    user_id: str
+    received: int
+    job_id: str
+    job_url: str = Field(description="GET it for how far the job got: stored, embedded, failed, state")
+
+
+class ImportJobOut(BaseModel):
+    """How far an import job got (memlane/import_jobs.py)."""
+
+    user_id: str
+    id: str
+    state: Literal["running", "done", "failed"]
+    received: int
+    stored: int = Field(description="stored, or held already (the same message imported before)")
+    embedded: int = Field(description="made searchable (system and tool lines are stored, never searched)")
+    failed: int = Field(description="not stored; the first 20 with their reason in failures")
+    failures: list[dict[str, str]]
+    error: str | None = Field(description="why a failed job stopped")
+    started_at: float
+    finished_at: float | None
+
+
 class RecallIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     message: str = Field(description="the user's message the model is about to answer")

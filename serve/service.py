@@ -25,6 +25,7 @@ from memlane import (
     open_store,
 )
 from memlane.doors import ProfileConfigs, memory_context
+from memlane.import_jobs import ImportJobs
 from memlane.importing import import_messages
 from memlane.models import memory_model_from_settings
 from memlane.persistence import MemoryAgentContext, MemoryPersistence
@@ -76,6 +77,7 @@ class ServeService:
         self._add_context: Any = None  # the memory graph's context for `remember_at_once`, made at its first run
         self._run_locks: dict[str, asyncio.Lock] = {}  # one run at once per user, in this process
         self.add_runs: dict[str, tuple[str, asyncio.Task[Any]]] = {}  # add(wait=False)'s runs: id → (user, task)
+        self.imports = ImportJobs(self.require_store, batch_messages=settings.imports.batch_messages)
 
     async def start(self) -> None:
         if self.store is None:
@@ -147,6 +149,7 @@ class ServeService:
         running = [task for _, task in self.add_runs.values() if not task.done()]
         if running:
             await asyncio.wait(running, timeout=10)
+        await self.imports.close()  # what a stopped job stored stays; the reindex sweep indexes the rest
         try:
             if self.upstream is not None:
                 await self.upstream.aclose()

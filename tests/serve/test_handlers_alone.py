@@ -47,15 +47,18 @@ async def test_mcp_tools_called_alone_act_for_the_resolved_caller(store):
 async def test_the_messages_route_names_the_user_speaker_and_stores_an_overlap_once(store):
     from types import SimpleNamespace
 
-    from memlane.serve.memories import add_messages
+    from fastapi import Response
+
+    from memlane.config import Settings
+    from memlane.serve.imports import add_messages
     from memlane.serve.memory_schemas import MessagesIn
 
     ann = caller_of("acme", "ann")
-    service = SimpleNamespace(require_store=lambda: store)
+    service = SimpleNamespace(require_store=lambda: store, settings=Settings())
     lines = [{"speaker": name, "text": f"{name} line {i}", "created_at": 1e9 + i} for i, name in enumerate("ABAB")]
-    first = await add_messages(MessagesIn(messages=lines[:3], user_speaker="A"), ann, service)
+    first = await add_messages(MessagesIn(messages=lines[:3], user_speaker="A"), ann, service, Response())
     assert (first.received, first.stored) == (3, 3)
-    again = await add_messages(MessagesIn(messages=lines[1:], user_speaker="A"), ann, service)
+    again = await add_messages(MessagesIn(messages=lines[1:], user_speaker="A"), ann, service, Response())
     assert (again.received, again.stored) == (3, 1)  # the overlap is known by what it is
     history = (await store.export_user(ann.store_user)).messages
     assert [(m.name, m.speaker_role) for m in history] == [("A", "owner"), ("B", "other")] * 2
