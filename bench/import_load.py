@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import sys
@@ -176,6 +177,8 @@ async def main() -> None:
                 )
             print(f"load after: {load_average()}")
             posting.cancel()
+            # a request-mode import still under way is cut off at the server's stop: its traceback says nothing new
+            logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
     finally:
         await app.state.memlane.imports.close()
         await tear_down(store, settings, data_dir, [store_user_id("acme", "imp"), store_user_id("globex", "writer")])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from typing import Any
 
 from fastapi import APIRouter, Response
 
@@ -34,7 +35,11 @@ async def add_messages(
     """Store past messages of the user (a conversation held elsewhere), idempotent on message ids
     (a message without one gets it from what it is); they are remembered in windows, oldest first,
     by the next run, or once stored with `remember: "now"`. A large import is a job: 202."""
-    document = {"sessions": body.sessions} if body.sessions is not None else {"messages": body.messages or []}
+    document: dict[str, Any] = {"messages": body.messages or []}
+    if body.sessions is not None:
+        document = {"sessions": body.sessions}
+    elif body.conversation is not None:
+        document = {"conversation": body.conversation}
     read = functools.partial(
         messages_of,
         document,
@@ -42,7 +47,7 @@ async def add_messages(
         session_id=valid_session_id(body.session_id),
         user_speaker=body.user_speaker,
     )
-    large = body.sessions is not None or len(body.messages or ()) > service.settings.imports.sync_messages
+    large = "messages" not in document or len(body.messages or ()) > service.settings.imports.sync_messages
     try:
         messages = await asyncio.to_thread(read) if large else read()  # a large file is read off the event loop
     except InvalidInput as error:

@@ -293,6 +293,10 @@ class MessagesIn(BaseModel):
     sessions: list[dict[str, Any]] | None = Field(
         default=None, description="LoCoMo-style sessions: {session, date_time, turns}"
     )
+    conversation: dict[str, Any] | None = Field(
+        default=None,
+        description="LoCoMo's own layout, one conversation: {speaker_a, speaker_b, session_1_date_time, session_1...}",
+    )
     session_id: str = Field(
         default="import", max_length=SESSION_ID_MAX_CHARS, description="for messages that name none"
     )

@@ -96,3 +96,44 @@ async def test_an_import_has_a_size_cap_of_its_own(store, settings):
 
         note = await http.post(BASE + "/memories", json={"text": "x" * 10_000})  # other routes keep their cap
         assert note.status_code == 413 and "MEMLANE_SERVE_MAX_BODY_BYTES" in note.json()["error"]["message"]
+
+
+async def test_what_a_job_could_not_store_is_said_with_its_reason(store, settings):
+    limited, limited_settings = importing(
+        store, settings, import_sync_messages=5, import_batch_messages=4, retention_max_memories_per_user=10
+    )
+    messages = [
+        {"role": "user", "content": f"old line {i} about the harbour", "created_at": 1e9 + i} for i in range(30)
+    ]
+    app = create_app(SERVE_CONFIG, limited_settings, store=limited, mount_mcp=False)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
+        taken = await http.post(BASE + "/messages", json={"messages": messages})
+        job = await finished(http, taken.json()["job_url"])
+    assert job["state"] == "failed" and "MEMLANE_RETENTION_MAX_MEMORIES_PER_USER" in job["error"]
+    kept = len((await limited.export_user("acme/imp")).messages)
+    assert job["stored"] == kept and job["stored"] + job["failed"] == 30 and job["failed"] > 0
+    assert all("MEMLANE_RETENTION_MAX_MEMORIES_PER_USER" in failure["reason"] for failure in job["failures"])
+
+
+async def test_a_locomo_conversation_over_http_names_the_user_speaker(store, settings):
+    limited, limited_settings = importing(store, settings, import_sync_messages=3)
+    conversation = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ana", "dia_id": "D1:1", "text": "I started learning the cello."},
+            {"speaker": "Ben", "dia_id": "D1:2", "text": "My brother plays the drums."},
+            {"speaker": "Ana", "dia_id": "D1:3", "text": "I practise every evening."},
+            {"speaker": "Ben", "dia_id": "D1:4", "text": "Nice, keep going."},
+        ],
+    }
+    app = create_app(SERVE_CONFIG, limited_settings, store=limited, mount_mcp=False)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
+        taken = await http.post(BASE + "/messages", json={"conversation": conversation, "user_speaker": "Ana"})
+        assert taken.status_code == 202, taken.text
+        assert (await finished(http, taken.json()["job_url"]))["stored"] == 4
+        wrong = await http.post(BASE + "/messages", json={"conversation": conversation, "user_speaker": "Anna"})
+        assert wrong.status_code == 422 and "'Anna' says nothing here" in wrong.json()["error"]["message"]
+    stored = (await limited.export_user("acme/imp")).messages
+    assert [(m.name, m.speaker_role) for m in stored] == [("Ana", "owner"), ("Ben", "other")] * 2
