@@ -59,11 +59,65 @@ def read_messages(
     stripped = text.strip()
     if not stripped:
         return []
+    skipped_lines = text[: len(text) - len(text.lstrip())].count("\n")  # blank lines before the first
     try:
         document = json.loads(stripped)
+    except json.JSONDecodeError as error:
+        first_line = stripped.split("\n", 1)[0]
+        if error.lineno > 1 and not _is_json(first_line):  # one JSON document, broken: where
+            raise InvalidInput(
+                f"line {error.lineno + skipped_lines} is not JSON ({error.msg} at column {error.colno}); {_SHAPES}"
+            ) from None
+        return _messages(_jsonl_rows(stripped, skipped_lines), user_id, session_id, user_speaker)
+    try:
+        return messages_of(document, user_id, session_id=session_id, user_speaker=user_speaker)
+    except InvalidInput as error:
+        where = _where_in(stripped, str(error))
+        if where is None:
+            raise
+        raise InvalidInput(f"line {stripped.count(chr(10), 0, where) + 1 + skipped_lines}, {error}") from None
+
+
+def _where_in(text: str, error: str) -> int | None:
+    """Where in a JSON document the entry an error names starts: a message of its list by its
+    place, a LoCoMo turn by its id (its first mention); None when it cannot be told."""
+    if entry := re.match(r"message (\d+)", error):
+        offsets = _entry_offsets(text)
+        return offsets[int(entry.group(1))] if offsets and int(entry.group(1)) < len(offsets) else None
+    if turn := re.match(r"session .*?, turn \d+ \((.+?)\)", error):
+        found = text.find(json.dumps(turn.group(1)))
+        return found if found >= 0 else None
+    return None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
     except json.JSONDecodeError:
-        return _messages(_jsonl_rows(stripped), user_id, session_id, user_speaker)
-    return messages_of(document, user_id, session_id=session_id, user_speaker=user_speaker)
+        return False
+    return True
+
+
+def _entry_offsets(text: str) -> list[int] | None:
+    """Where each entry of a JSON document's message list starts (a list, or `{"messages": [...]}`),
+    to name an entry's line; None when the list cannot be found."""
+    if text.startswith("["):
+        position = 1
+    elif match := re.match(r'\{\s*"messages"\s*:\s*\[', text):
+        position = match.end()
+    else:
+        return None
+    decoder, offsets = json.JSONDecoder(), list[int]()
+    try:
+        while True:
+            while text[position] in " \t\r\n,":
+                position += 1
+            if text[position] == "]":
+                return offsets
+            offsets.append(position)
+            _, position = decoder.raw_decode(text, position)
+    except (ValueError, IndexError):
+        return None
 
 
 def messages_of(
@@ -117,8 +171,8 @@ def _ordered(messages: list[Message]) -> list[Message]:
     return sorted(timed, key=lambda message: message.created_at)
 
 
-def _jsonl_rows(text: str) -> Iterable[tuple[str, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+def _jsonl_rows(text: str, skipped_lines: int = 0) -> Iterable[tuple[str, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1 + skipped_lines):
         if not line.strip():
             continue
         try:

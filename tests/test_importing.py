@@ -100,6 +100,11 @@ def test_the_three_shapes_are_read_with_times_speakers_and_stable_ids():
     [
         ('{"role": "user", "content": "ok"}\nnot json', "line 2 is not JSON"),
         ('{"role": "user", "content": "ok"}\n{"role": "robot", "content": "beep"}', "line 2 has the role 'robot'"),
+        (
+            '\n[\n{"role": "user", "content": "hi"},\n{"role": "robot", "content": "x"}\n]',
+            "line 4, message 1 has the role",
+        ),
+        ('{"messages": [\n{"role": "user" "content": "x"}\n]}', "line 2 is not JSON .Expecting ','"),
         ('[{"role": "robot", "content": "beep"}]', "robot"),
         ('[{"role": "user", "content": "x", "created_at": "yesterday-ish"}]', "yesterday-ish"),
         ('{"sessions": [{"turns": "none"}]}', "session 1"),
