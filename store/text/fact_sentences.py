@@ -108,7 +108,7 @@ _REQUEST_END_EN = re.compile(  # (?<!\s): tried once per run of spaces, not at e
     # the request said after what it names: "…, no need to remember that", "…, stop remembering it"
     r"(?:(?<![\s,]),?\s+(?:(?:there's\s+|there\s+is\s+|you\s+have\s+)?no\s+need\s+to|(?:please\s+)?(?:don't|do\s+not)|"
     r"stop|you\s+(?:don't|do\s+not)\s+(?:need|have)\s+to)\s+"
-    r"(?:remember(?:ing)?|keep(?:ing)?|stor(?:e|ing)|mention(?:ing)?|bring(?:ing)?\s+up)(?:\s+(?:that|it|this))?"
+    r"(?:remember(?:ing)?|keep(?:ing)?|stor(?:e|ing)|mention(?:ing)?|bring(?:ing)?\s+up)(?:\s+(?:that|it|this|those|these|them))?"
     r"(?:\s+(?:up|any\s*more))?)$"
     r"|(?:(?<!\s)\s+(?:from\s+(?:your|the)\s+(?:memory|memories|records?|notes)|from\s+memory|(?:for\s+)?(?:good|ever|now)|any\s*more|again|too|as\s+well|"
     r"please|thanks|thank\s+you|completely|entirely|altogether|for\s+me|i\s+(?:told|gave)\s+you|i\s+(?:said|mentioned))"
@@ -124,16 +124,17 @@ _REQUEST_START_ZH = re.compile(
     r"|^(?:我|你)?(?:之前|以前|刚才|曾经)?(?:说过|提到过|提过|讲过|告诉过你|告诉你|跟你说过|说)的?"
     r"|^(?:所有|全部|一切|任何)(?:的)?"
     r"|^(?:关于|有关|对于)"
+    rf"|^(?:从|在)?(?:你的)?(?:记忆|记录|脑子|脑海)(?:里|中|里面)?{_ZH_VERB}?(?:掉|了)?"
 )
 _REQUEST_END_ZH = re.compile(
-    r"(?:吧|了|啊|呀|哦|嘛|。|！|!|\.|，|,)$"
+    r"(?:吧|了|啊|呀|哦|嘛|啦|哈|哟|喔|噢|呢|。|！|!|\.|，|,|~|～)$"  # one a round: "不用记了啦" ends as "不用记"
     # the request said after what it names: "我周末爬山的事不用记了", "我做会计的事情不要再提"
-    r"|(?:不要再|不要|别再|别|不用再|不用|不必再|不必|不再|无需|停止|就别|可以不用)"
+    r"|(?:你就|你|就|请你?|先|也|可以)?(?:不要再|不要|别再|别|不用再|不用|不必再|不必|不再|无需|停止|就别|可以不用)"
     r"(?:记住|记得|记着|记|保存|存着|存|保留|提起|提到|提|说起|说)(?:了|啦|吧)?$"
     rf"|(?:从|在)?(?:你的)?(?:记忆|记录|脑子|脑海)(?:里|中|里面)?{_ZH_VERB}?(?:掉|了)?$"
     rf"|{_ZH_VERB}(?:掉|了)?$"
     r"|(?:的)?(?:记忆|记录|信息|资料|内容|事情|事儿|事|东西|话|一切|那些|部分)$"
-    r"|(?:这件事|那件事|这个|那个|这些|那些)$"
+    r"|(?:这件事|那件事|这个|那个|这些|那些|这事儿|那事儿|这事|那事|这段|那段)$"
     r"|(?:的)?(?:名字|叫什么名字|叫什么)$"
     r"|有关$|相关$"
 )
@@ -387,6 +388,27 @@ def continues_removed(text: str, *, sentence: bool = False) -> bool:
     return bool(_CONTINUATION.match(text)) and not (sentence and _IT.match(text))
 
 
+# a clause whose subject is someone else: a third person, or one of the user's people ("My dad used to
+# smoke", "我爷爷也有痛风"); what the user asks to forget about themselves is not about them
+_SOMEONE_ELSE_EN = re.compile(
+    r"^\W*(?:(?:my|our)\s+)?(he|she|they|his|her|their|sister|brother|mom|mum|dad|mother|father|parents?|"
+    r"friend|son|daughter|kids?|child|children|wife|husband|partner|grandma|grandpa|grandmother|grandfather|"
+    r"uncle|aunt|cousin|colleague|boss|neighbou?r|roommate)\b",
+    re.IGNORECASE,
+)
+_SOMEONE_ELSE_ZH = re.compile(
+    r"^\W*(?:我的?|我们的?|我们家的?|我家的?)?(他们|她们|他|她|妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|父亲|母亲|父母|朋友|同事|"
+    r"儿子|女儿|孩子|老公|老婆|丈夫|妻子|爷爷|奶奶|外公|外婆|姥姥|姥爷|叔叔|阿姨|舅舅|表哥|表姐|表妹|表弟|堂哥|堂姐|"
+    r"领导|老板|邻居|室友|妈|爸)"
+)
+
+
+def about_someone_else(clause: str, fact: str) -> bool:
+    """Whether the clause's subject is someone other than the user whom the fact does not name."""
+    match = _SOMEONE_ELSE_EN.match(clause) or _SOMEONE_ELSE_ZH.match(clause)
+    return bool(match) and match.group(1).casefold() not in fact.casefold()
+
+
 def _strip_sentence(sentence: str, facts: Sequence[Fact], after_removed: bool = False) -> tuple[str, bool]:
     """The sentence without what states the facts, and whether its end was removed (so the
     next sentence may go with it). after_removed: the sentence before ended in a removed clause."""
@@ -394,17 +416,18 @@ def _strip_sentence(sentence: str, facts: Sequence[Fact], after_removed: bool = 
     terms = [text_terms(clause) for clause in clauses]
     kept = [True] * len(clauses)
     for fact in facts:
+        theirs = [about_someone_else(clause, fact.text) for clause in clauses]
         for index, clause_terms in enumerate(terms):
-            if kept[index] and fact.stated_by(clause_terms):
+            if kept[index] and not theirs[index] and fact.stated_by(clause_terms):
                 kept[index] = False
         # the clauses left may still state it together: drop the one holding most of it, until
         # they do not (each round drops a clause, so this ends)
-        while any(kept):
-            together = frozenset().union(*(t for t, keep in zip(terms, kept) if keep))
+        while any(keep and not other for keep, other in zip(kept, theirs)):
+            mine = [index for index, keep in enumerate(kept) if keep and not theirs[index]]
+            together = frozenset().union(*(terms[index] for index in mine))
             if not fact.stated_by(together):
                 break
-            best = max((index for index, keep in enumerate(kept) if keep), key=lambda index: fact.share(terms[index]))
-            kept[best] = False
+            kept[max(mine, key=lambda index: fact.share(terms[index]))] = False
     previous_removed = after_removed
     for index, clause in enumerate(clauses):  # what only carries a removed clause on goes with it
         if not _WORD.search(clause):  # the space between ", " and " and"

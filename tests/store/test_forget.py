@@ -300,6 +300,14 @@ def test_subjects_and_sentences():
     assert forget_subject("我做会计的事情不要再提") == "做会计"
     assert forget_subject("Peanuts, no need to remember that") == "Peanuts"
     assert forget_subject("I work at a bank, stop remembering it") == "I work at a bank"
+    # the particles people add, one or several, and who is asked, before the request verb
+    assert forget_subject("我周末爬山的事不用记了啦") == "周末爬山"
+    assert forget_subject("我养猫的事你就别记着了") == "养猫"
+    assert forget_subject("关于我离婚的事，请不要再提了") == "离婚"
+    assert forget_subject("我和我妈吵架那事儿别记了") == "和我妈吵架"
+    assert forget_subject("我怀孕的事先别记着") == "怀孕"
+    assert forget_subject("从你的记忆里删掉我的车牌号") == "车牌号"
+    assert forget_subject("my therapy sessions, no need to keep those anymore") == "my therapy sessions"
     peanuts = [Fact.of("peanuts", 0.6)]
     assert (
         strip_statements("The user is allergic to peanuts, likes black coffee and hikes.", peanuts)
@@ -307,6 +315,12 @@ def test_subjects_and_sentences():
     )
     assert strip_statements("Nothing to see here.", peanuts) == "Nothing to see here."
     assert strip_statements("用户对花生过敏，喜欢喝黑咖啡。", [Fact.of("花生", 0.6)]) == "喜欢喝黑咖啡。"
+    # what the user asks to forget about themselves is not about their people: their sentences stay
+    assert strip_statements("我爷爷也有痛风。", [Fact.of("痛风", 0.6)]) == "我爷爷也有痛风。"
+    assert strip_statements("My daughter had asthma as a kid.", [Fact.of("asthma", 0.6)]) == (
+        "My daughter had asthma as a kid."
+    )
+    assert strip_statements("My dad used to smoke a lot.", [Fact.of("my dad smoking", 0.6)]) == ""
     # a word that merely begins the same is no match
     assert strip_statements("I drive a car.", [Fact.of("card", 0.6)]) == "I drive a car."
 
