@@ -44,7 +44,7 @@ from memlane.store.protocols import MemoryStore
 from memlane.store.records import MemoryKind
 from memlane.store.scopes import scoped_user_id, split_user_id
 from memlane.sync_twin import SyncTwin
-from memlane.tools import forget_memory
+from memlane.tools import existing_note, forget_memory
 
 NO_MODEL = (
     "add(infer=True) runs the memory graph, which needs a model: set OPENAI_API_KEY (OpenAI) or "
@@ -368,6 +368,27 @@ class AsyncMemory:
         removed = await self.store.delete_user(store_user)
         self._users.pop(store_user, None)
         return {"message": "Memories deleted successfully!", "keys_removed": removed}
+
+    async def exists(
+        self, text: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """Whether the user already has `text`, as adding it would find a repeat (memlane/tools.py
+        `existing_note`): the same note, a note or a profile fact with the same text (case and spacing
+        aside), or a near duplicate: {"exists", "id", "memory", "similarity", "identical"}. Nothing is
+        written."""
+        await self._opened()
+        scope, _ = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        store_user = self._seen(scoped_user_id(require_user(scope, "exists"), scope["agent_id"]))
+        repeat = await existing_note(self.store, store_user, text)
+        if repeat is None:
+            return {"exists": False, "id": None, "memory": None, "similarity": None, "identical": False}
+        return {
+            "exists": True,
+            "id": repeat.memory.id,
+            "memory": repeat.memory.text,
+            "similarity": repeat.similarity,
+            "identical": repeat.identical,
+        }
 
     async def reset(self) -> dict[str, Any]:
         """Delete everything the store holds, every user's memories (mem0's `reset`)."""

@@ -234,6 +234,39 @@ class NoteWritten(BaseModel):
     repeat_of: RepeatedMemory | None = None
 
 
+def _note_event(user_id: str, text: str, session_id: str, metadata: dict[str, Any] | None) -> Event:
+    """The event card a note is kept as: its id made from its text."""
+    if not clean_text(text).strip():
+        raise InvalidInput("a note must hold some text; this one holds only spaces or NUL bytes")
+    return Event(
+        id=stable_id("remember", user_id, text),
+        user_id=user_id,
+        summary=text,
+        tags=[REMEMBERED_TAG],
+        session_ids=[session_id],
+        metadata=dict(metadata or {}),
+    )
+
+
+async def existing_note(store: NoteStore, user_id: str, text: str) -> RepeatedMemory | None:
+    """What the user already has that `text` would repeat, as `write_note` reads a repeat, and
+    nothing written: the same note (its id is made from its text), a note or a profile fact with
+    the same text (case and spacing aside), or a near duplicate above `near_duplicate_similarity`;
+    None when it is new. The door behind `exists` (the facade, `POST …/memories/exists`)."""
+    event = _note_event(user_id, text, "exists", None)
+    [noted] = await store.get_events(user_id, [event.id])
+    if noted is not None:
+        return RepeatedMemory(memory=noted.as_memory(), similarity=1.0, identical=True)
+    found = [
+        await store.repeated_memory(event.as_memory()),
+        await store.repeated_memory(
+            Memory(id=f"exists:{event.id}", user_id=user_id, kind="profile", text=text, created_at=event.created_at)
+        ),
+    ]
+    repeats = [repeat for repeat in found if repeat is not None]
+    return max(repeats, key=lambda repeat: (repeat.identical, repeat.similarity)) if repeats else None
+
+
 async def write_note(
     store: NoteStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
 ) -> NoteWritten:
@@ -247,16 +280,7 @@ async def write_note(
     its metadata is merged into the stored one's: the keys it gives take their new values, the
     others keep theirs (nothing given or stored is dropped). A text with nothing left to store (only
     spaces and NUL bytes): `InvalidInput`."""
-    if not clean_text(text).strip():
-        raise InvalidInput("a note must hold some text; this one holds only spaces or NUL bytes")
-    event = Event(
-        id=stable_id("remember", user_id, text),
-        user_id=user_id,
-        summary=text,
-        tags=[REMEMBERED_TAG],
-        session_ids=[session_id],
-        metadata=dict(metadata or {}),
-    )
+    event = _note_event(user_id, text, session_id, metadata)
     [noted] = await store.get_events(user_id, [event.id])
     # the same text again (a note's id is made from its text; the stored summary may be masked, or
     # edited in place since): a repeat, its metadata merged

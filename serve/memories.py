@@ -29,6 +29,8 @@ from memlane.serve.memory_schemas import (
     EntryId,
     EventId,
     EventOut,
+    ExistsIn,
+    ExistsOut,
     ForgetIn,
     MessageId,
     NoteIn,
@@ -50,7 +52,7 @@ from memlane.store.ids import profile_entry_id
 from memlane.store.records import MEMORY_KINDS
 from memlane.store.scopes import split_user_id
 from memlane.tenants import shared_store_user_id
-from memlane.tools import forget_memory, remember_fact, write_note
+from memlane.tools import existing_note, forget_memory, remember_fact, write_note
 
 
 def _public(value: Any, store_user: str, user_id: str) -> Any:
@@ -282,6 +284,14 @@ async def add_note(body: NoteIn, caller: Writer, store: Store, response: Respons
     if written.repeat_of is not None:
         response.status_code = 200
     return NoteOut.written(written).model_dump()
+
+
+@router.post("/memories/exists")
+async def note_exists(body: ExistsIn, caller: Reader, store: Store) -> dict[str, Any]:
+    """Whether the user already has this text, as adding it as a note would find a repeat: the same
+    note, a note or a profile fact with the same text (case and spacing aside), or a near duplicate
+    (`near_duplicate_similarity`); the stored memory when so. Nothing is written."""
+    return ExistsOut.of(await existing_note(store, caller.store_user, body.text.strip())).model_dump()
 
 
 @router.delete("/memories/{memory_id}")

@@ -18,6 +18,7 @@ from memlane.serve.chat import JsonBody
 from memlane.shown_ids import record_id
 from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, profile_memory_id
 from memlane.store.records import MemoryKind, PastValue
+from memlane.store.text.sameness import RepeatedMemory
 from memlane.tools import NoteWritten
 
 
@@ -109,6 +110,29 @@ class RepeatOut(BaseModel):
     id: str = Field(description="the stored memory the note repeats; it keeps its id and is what this answer shows")
     similarity: float = Field(description="cosine similarity of the two notes' vectors (1.0 for the same text)")
     identical: bool = Field(description="the same text, case and spacing aside; false: a near duplicate")
+
+
+class ExistsIn(JsonBody):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=4000, description="the text to look for among the user's memories")
+
+    check_blank = field_validator("text")(_not_blank)
+
+
+class ExistsOut(BaseModel):
+    exists: bool = Field(description="the user has it: the same text (case and spacing aside) or a near duplicate")
+    memory: MemoryOut | None = Field(default=None, description="the stored memory it repeats")
+    similarity: float | None = Field(default=None, description="cosine similarity of the two (1.0 for the same text)")
+    identical: bool = Field(default=False, description="the same text; false: a near duplicate")
+
+    @classmethod
+    def of(cls, repeat: RepeatedMemory | None) -> ExistsOut:
+        if repeat is None:
+            return cls(exists=False)
+        return cls(
+            exists=True, memory=MemoryOut.of(repeat.memory), similarity=repeat.similarity, identical=repeat.identical
+        )
 
 
 class NoteOut(MemoryOut):

@@ -167,6 +167,23 @@ async def test_a_note_is_updated_in_place_and_its_history_says_so(store, setting
     assert (await memory.delete(note.id, user_id="n"))["message"] and await memory.history(note.id, user_id="n") == []
 
 
+async def test_exists_finds_a_note_or_a_fact_the_user_has_and_writes_nothing(store, settings):
+    """issue 54: exists(text) on the facade: the same text, a near duplicate, a profile fact; per user and agent."""
+    from memlane.tools import remember_fact, remember_note
+
+    memory = AsyncMemory(store, settings=settings)
+    assert (await memory.exists("My locker code is 3141.", user_id="x"))["exists"] is False
+    note = await remember_note(store, "x", "My locker code is 3141.", session_id="s")
+    found = await memory.exists("my locker code is  3141.", user_id="x")
+    assert found["exists"] and found["identical"] and found["id"] == note.id
+    assert (await memory.exists("The user's locker code is 3141.", user_id="x"))["exists"]
+    assert not (await memory.exists("My locker code is 3141.", user_id="y"))["exists"]
+    assert not (await memory.exists("My locker code is 3141.", user_id="x", agent_id="coach"))["exists"]
+    await remember_fact(store, "x", "home", "city", "lives in Lyon")
+    assert (await memory.exists("home / city: lives in Lyon", user_id="x"))["exists"]
+    assert [event.summary for event in await store.list_events("x")] == ["My locker code is 3141."]
+
+
 async def test_reset_deletes_every_users_memories(store, settings):
     memory = AsyncMemory(store, settings=settings)
     for user in ("r1", "r2"):

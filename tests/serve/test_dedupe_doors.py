@@ -73,3 +73,31 @@ async def test_mcp_remember_stores_a_note_once_and_names_the_stored_one(store, s
                 "remembered ["
             )
     assert len(await store.list_events(store_user_id("acme", "dana"))) == 2
+
+
+async def test_exists_says_whether_the_user_has_a_text_and_writes_nothing(store, settings):
+    """issue 54: exists(text) over HTTP, as adding the note would read a repeat."""
+    async with (
+        serving(create_app(SERVE_CONFIG, settings, store=store, mount_mcp=False)) as base_url,
+        httpx.AsyncClient(base_url=base_url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http,
+    ):
+        path = user_path("erin") + "/memories/exists"
+        assert (await http.post(path, json={"text": "I am allergic to peanuts"})).json() == {
+            "exists": False,
+            "memory": None,
+            "similarity": None,
+            "identical": False,
+        }
+        stored = (await http.post(user_path("erin") + "/memories", json={"text": "I am allergic to peanuts"})).json()
+        same = (await http.post(path, json={"text": "i am  ALLERGIC to peanuts"})).json()
+        assert same["exists"] and same["identical"] and same["memory"]["id"] == stored["id"]
+        near = (await http.post(path, json={"text": "The user is allergic to peanuts."})).json()
+        assert near["exists"] and not near["identical"] and near["similarity"] >= 0.9
+        assert not (await http.post(path, json={"text": "我住在成都"})).json()["exists"]
+        assert not (
+            await http.post(user_path("frank") + "/memories/exists", json={"text": "I am allergic to peanuts"})
+        ).json()["exists"]  # another user's note is not theirs
+        assert (await http.post(path, json={"text": "  "})).status_code == 422
+    assert [event.summary for event in await store.list_events(store_user_id("acme", "erin"))] == [
+        "I am allergic to peanuts"
+    ]  # exists wrote nothing
