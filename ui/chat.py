@@ -87,7 +87,7 @@ _FUNCTION_WORDS = {
     *"what why how when where who which whose".split(),
 }
 # single words that label a line rather than name who said it (open class: the part of the rule
-# that is a list; tests/ui/test_chat.py checks the rule on cases written after it was frozen)
+# that is a list; tests/ui/test_app_speakers.py checks the rule on cases written after it was frozen)
 _LABEL_WORDS = {
     *"note notes nb ps pps fyi btw todo reminder update edit edited correction question answer q a re fw fwd".split(),
     *"subject topic summary tldr tip hint warning important idea goal plan task reason result status".split(),
