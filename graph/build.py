@@ -29,6 +29,7 @@ from memlane.nodes.resummarize import resummarize_entries
 from memlane.nodes.summarize import summarize_chat
 from memlane.nodes.tag import tag_event
 from memlane.nodes.truncate import truncate_chat
+from memlane.store.text.trivial import is_trivial
 
 Update = dict[str, Any]
 
@@ -45,6 +46,9 @@ async def truncate(state: MemoryState, runtime: Runtime[MemoryContext]) -> Updat
 
 async def summarize(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     profile = await runtime.context.store.get_profile(state["user_id"])
+    if all(is_trivial(message.content) for message in state["chat"] if message.role != "assistant"):
+        # greetings, thanks and "ok" only (store/text/trivial.py): nothing to keep, no model asked
+        return {"profile": profile, "working_profile": profile, "summary": ""}
     caller = _caller(runtime, Step.SUMMARIZE)
     summary = await summarize_chat(state["chat"], profile, runtime.context.profile_config_of(state["user_id"]), caller)
     return {"profile": profile, "working_profile": profile, "summary": summary, **caller.usage.as_update()}

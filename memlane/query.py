@@ -36,6 +36,7 @@ from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFa
 from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.records import Message
 from memlane.store.text.terms import query_terms
+from memlane.store.text.trivial import is_trivial
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ def _clean_answer(answer: str, question: str) -> str | None:
 
 def needs_rewrite(question: str, previous_turns: Sequence[Message], recall: RecallSettings) -> bool:
     """Whether recall should search with a rewrite of `question`: it leans on earlier turns."""
-    return bool(recall.rewrite_followups and previous_turns and is_followup(question))
+    return bool(recall.rewrite_followups and previous_turns and not is_trivial(question) and is_followup(question))
 
 
 async def model_rewrite(

@@ -19,6 +19,7 @@ from memlane.config import ModelSettings
 from memlane.nodes.llm import DATA_RULE, ModelCaller, ModelCallFailed, Step, data_line, render_message
 from memlane.nodes.parsing import ParseFailed, extract_json
 from memlane.store.records import Message
+from memlane.store.text.trivial import is_trivial
 
 logger = logging.getLogger(__name__)
 
@@ -107,10 +108,11 @@ def parse_related(answer: str) -> bool | None:
 async def is_related(llm: BaseChatModel, context: str, message: Message, models: ModelSettings) -> bool:
     """Whether `message` continues the conversation summarized in `context`; never raises.
 
-    No context or a blank message: True without a call. One try within
+    No context, or a message that says nothing to remember ("ok", "谢谢", only punctuation:
+    store/text/trivial.py): True without a call. One try within
     `models.llm_timeout_seconds` (the reply may be waiting); any failure: True.
     """
-    if not context.strip() or not message.content.strip():
+    if not context.strip() or is_trivial(message.content):  # "ok", "谢谢": no shift, no call
         return True
     shown = message.model_copy(update={"content": message.content[:MESSAGE_MAX_CHARS]})
     user_text = (

@@ -10,13 +10,21 @@ from memlane.nodes.parsing import ParseFailed
 from memlane.store.text.tokens import count_tokens
 
 
-async def test_empty_summary_stops_the_graph_and_consumes_the_buffer(store, make_context):
+@pytest.mark.parametrize(
+    ("said", "summarize_calls"),
+    [
+        ("今天天气真不错，随便聊聊。", 1),  # the model finds nothing to keep
+        ("哈哈，早上好！", 0),  # greetings only (store/text/trivial.py): no model asked (issue 54)
+        ("ok, thanks a lot 👍", 0),
+    ],
+)
+async def test_empty_summary_stops_the_graph_and_consumes_the_buffer(store, make_context, said, summarize_calls):
     model = scripted(summary="")
-    stored = await add_chat(store, "u", [("user", None, "哈哈，早上好！"), ("assistant", None, "早上好！")])
+    stored = await add_chat(store, "u", [("user", None, said), ("assistant", None, "早上好！")])
 
     result = await run_memory_graph("u", make_context(model))
 
-    assert [calls_for(model, task) for task in ("summarize", "extract", "merge", "tag")] == [1, 0, 0, 0]
+    assert [calls_for(model, task) for task in ("summarize", "extract", "merge", "tag")] == [summarize_calls, 0, 0, 0]
     assert result.event_id is None and not result.changed and result.skipped_reason
     assert await store.list_events("u") == [] and await store.get_profile("u") == []
     # small talk is consumed: it is not re-read by the next run
