@@ -28,7 +28,7 @@ from memlane.memory_shapes import (
 )
 from memlane.shown_ids import memory_id_of
 from memlane.store.errors import InvalidInput
-from memlane.store.ids import event_memory_id, past_value_memory_id, profile_memory_id
+from memlane.store.ids import check_id, event_memory_id, past_value_memory_id, profile_memory_id
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import MemoryUpdate, Message, PastValue
 
@@ -159,13 +159,14 @@ async def list_memories(
     page's offset, or None after the last."""
     if limit < 1 or offset < 0:
         raise InvalidInput("limit (top_k) must be 1 or more and offset 0 or more")
+    if (run_id := scope.get("run_id")) is not None:
+        check_id(run_id, "run_id")  # a session id: a control character in it matches nothing, refused as at every door
     events = await store.list_events(user_id, limit=offset + limit + 1)
     everything = [
         *(entry_memory(entry, scope) for entry in await store.get_profile(user_id)),
         *(event_memory(event, scope) for event in events),
         *(message_memory(message, scope) for message in await store.unprocessed_messages(user_id)),
     ]
-    run_id = scope.get("run_id")
     if run_id is not None:  # a run (a session) holds its turns and the cards of the runs that read it
         everything = [memory for memory in everything if memory.get("run_id") == run_id or memory["kind"] != "message"]
     everything.sort(key=lambda memory: memory["updated_at"] or "", reverse=True)

@@ -33,13 +33,37 @@ def clean_text(value: str) -> str:
     return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def check_id(value: str, what: str = "an id") -> str:
-    """`value` as it is, or `InvalidInput` when it holds a NUL byte or a lone surrogate. Ids are
-    used as given, never cleaned: a changed id could name another record, or another user."""
+_SCOPE_MARKS = "\x1e\x1f"  # store/scopes.py's SCOPE_MARK and SHARED_USER_ID's first character
+
+
+def check_id(value: str, what: str = "an id", *, user: bool = False) -> str:
+    """`value` as it is, or `InvalidInput` when it holds a control character (\\x00-\\x1f, \\x7f)
+    or a lone surrogate. Ids are used as given, never cleaned: a changed id could name another
+    record, or another user. A NUL made RediSearch fail (a 500), any other control character was
+    kept in an id no filter could match, a tab or a newline in an id no one could type again.
+    user: a store user id, which may hold the marks the store itself puts there (\\x1e, \\x1f:
+    store/scopes.py); the doors refuse them in the user ids callers give."""
     if "\x00" in value:
         raise InvalidInput(f"{what} holds a NUL byte (\\x00); ids are used as given, so remove it")
+    if not value.isprintable():
+        allowed = _SCOPE_MARKS if user else ""
+        if control := next((c for c in value if (c < " " or c == "\x7f") and c not in allowed), None):
+            raise InvalidInput(f"{what} holds a control character ({control!r}); ids are used as given, so remove it")
     if not value.isascii() and any("\ud800" <= char <= "\udfff" for char in value):
         raise InvalidInput(f"{what} holds a lone UTF-16 surrogate; ids must be valid Unicode text")
+    return value
+
+
+# the moments a date can be told of in any time zone (Python's years 1 to 9999, a day inside)
+EARLIEST_MOMENT = -62_135_596_800.0 + 86_400
+LATEST_MOMENT = 253_402_300_799.0 - 86_400
+
+
+def check_moment(value: float, what: str) -> float:
+    """`value`, a Unix time in seconds, or `InvalidInput` when no date can be told of it (NaN, an
+    infinity, 1e308): its day was read when it was indexed, an OverflowError (a 500) after the checks."""
+    if not EARLIEST_MOMENT <= value <= LATEST_MOMENT:
+        raise InvalidInput(f"{what} {value!r} is no moment: send a Unix time in seconds, between the years 1 and 9999")
     return value
 
 

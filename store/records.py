@@ -33,8 +33,13 @@ def _cleaned(value: Any) -> Any:
 
 
 def _checked(value: str | None) -> str | None:
-    """An id field, refused by `check_id` when it holds a NUL byte or a lone surrogate."""
+    """An id field, refused by `check_id` when it holds a control character or a lone surrogate."""
     return value if value is None else check_id(value)
+
+
+def _checked_user(value: str | None) -> str | None:
+    """A store user id field (it may hold a scope's mark: `check_id`'s user)."""
+    return value if value is None else check_id(value, "a user id", user=True)
 
 
 class Message(BaseModel):
@@ -65,10 +70,12 @@ class Message(BaseModel):
         U+FFFD; NUL bytes are dropped (see `clean_text`)."""
         return None if value is None else clean_text(value)
 
-    @field_validator("id", "user_id", "session_id")
+    @field_validator("id", "session_id")
     @classmethod
     def _check_ids(cls, value: str) -> str:
         return check_id(value)
+
+    _check_user = field_validator("user_id")(_checked_user)
 
     @property
     def speaker_role(self) -> SpeakerRole:
@@ -89,7 +96,8 @@ class SessionSummary(BaseModel):
     updated_at: float = Field(default_factory=now)
     source_message_ids: list[str] = Field(default_factory=list)
 
-    _check_ids = field_validator("user_id", "session_id")(_checked)
+    _check_ids = field_validator("session_id")(_checked)
+    _check_user = field_validator("user_id")(_checked_user)
     _clean_texts = field_validator("summary", mode="before")(_cleaned)
 
 
@@ -127,7 +135,7 @@ class ProfileEntry(BaseModel):
             raise ValueError("a profile entry's content must not be blank")
         return value
 
-    _check_ids = field_validator("user_id")(_checked)
+    _check_user = field_validator("user_id")(_checked_user)
 
     @property
     def id(self) -> str:
@@ -306,7 +314,8 @@ class Event(BaseModel):
         default_factory=list, description="a note's earlier texts, oldest first (a card of a run is never rewritten)"
     )
 
-    _check_ids = field_validator("id", "user_id")(_checked)
+    _check_ids = field_validator("id")(_checked)
+    _check_user = field_validator("user_id")(_checked_user)
     _clean_texts = field_validator("summary", mode="before")(_cleaned)
 
     def as_memory(self) -> Memory:
@@ -354,7 +363,8 @@ class Memory(BaseModel):
         "search filters on the keys `StoreSettings.metadata_fields` declares",
     )
 
-    _check_ids = field_validator("id", "user_id", "session_id")(_checked)
+    _check_ids = field_validator("id", "session_id")(_checked)
+    _check_user = field_validator("user_id")(_checked_user)
     _clean_texts = field_validator("text", "context", "speaker", mode="before")(_cleaned)
 
     @property
@@ -398,7 +408,7 @@ class StoreItem(BaseModel):
         default_factory=dict, description="a JSON object of the caller's own, kept with the item and its search memory"
     )
 
-    _check_ids = field_validator("user_id")(_checked)
+    _check_user = field_validator("user_id")(_checked_user)
     _clean_texts = field_validator("text", mode="before")(_cleaned)
 
     @property

@@ -130,10 +130,11 @@ class KeyLayout:
     # user, session and message ids longer than this are refused (`Settings.max_id_chars`)
     max_id_chars: int = 1024
 
-    def checked_id(self, value: str, what: str) -> str:
+    def checked_id(self, value: str, what: str, *, user: bool = False) -> str:
         """`value`, or `InvalidInput` / `InputTooLarge` saying what is wrong with it. Every id
-        from outside reaches a key through here, so a bad one is refused before any Redis call."""
-        check_id(value, what)
+        from outside reaches a key through here, so a bad one is refused before any Redis call
+        (user: a store user id, `check_id`'s)."""
+        check_id(value, what, user=user)
         if len(value) > self.max_id_chars:
             raise InputTooLarge(
                 f"{what} of {len(value)} characters is longer than MEMLANE_MAX_ID_CHARS ({self.max_id_chars}); "
@@ -143,7 +144,7 @@ class KeyLayout:
 
     def user_tag(self, user_id: str) -> str:
         """The digest of a user id in keys and tag fields (`user_key`), the id checked first."""
-        return user_key(self.checked_id(user_id, "a user id"))
+        return user_key(self.checked_id(user_id, "a user id", user=True))
 
     def session_tag(self, session_id: str) -> str:
         """The digest of a session id in keys and tag fields (`session_key`), the id checked first."""
@@ -191,7 +192,7 @@ class KeyLayout:
     def user_keys_pattern(self, user_id: str) -> list[str]:
         """SCAN patterns of every key of the user and of the user's agents' scopes (`store.scopes`):
         the user's two prefixes up to the closing brace of the hash tag. Of an agent's scope: its keys."""
-        digest = user_key(self.checked_id(user_id, "a user id"))
+        digest = user_key(self.checked_id(user_id, "a user id", user=True))
         prefixes = (self._user_digest_prefix(digest), self._memory_digest_prefix(digest))
         if "." in digest:  # one agent's scope: its own keys only
             return [glob_escaped(prefix) + "*" for prefix in prefixes]

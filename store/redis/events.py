@@ -56,7 +56,7 @@ class Events(StorePart):
                 "+inf" if until is None else until,
                 "-inf" if since is None else since,
                 start=0,
-                num=max(limit, 0),
+                num=min(max(limit, 0), 2**31),  # Redis refuses a count past a 64-bit integer (a 500)
             )
         )
         if not ids:

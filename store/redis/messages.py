@@ -18,7 +18,7 @@ from redis.commands.core import AsyncScript
 
 from memlane.store.codecs import MessageField, message_from_hash, message_hash
 from memlane.store.errors import EmbeddingsUnavailable, InvalidInput
-from memlane.store.ids import message_memory_id
+from memlane.store.ids import check_moment, message_memory_id
 from memlane.store.models.background import in_background
 from memlane.store.new_messages import ALIGNED_MESSAGES, NewMessages, unstored_messages
 from memlane.store.records import Memory, Message, SessionSummary
@@ -103,6 +103,7 @@ class Messages(StorePart):
         if not messages:
             return []
         for message in messages:  # refused before anything is written
+            check_moment(message.created_at, f"message {message.id!r}'s created_at")
             self.core.check_text_size(message.content, f"message {message.id!r}")
             self._check_metadata(message)
         messages = [self._redacted(message) for message in messages]

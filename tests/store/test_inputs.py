@@ -152,3 +152,32 @@ def test_settings_the_store_was_built_on_cannot_change_under_it(store):
             store = store.with_settings(**change)
     store = store.with_settings(recall_max_tokens=900)  # read on each call: taken
     assert store.parts["recall"].max_tokens == 900
+
+
+CONTROLS = [chr(code) for code in range(0x20)] + ["\x7f"]
+
+
+@pytest.mark.parametrize("control", CONTROLS, ids=[f"x{ord(c):02x}" for c in CONTROLS])
+async def test_a_control_character_in_an_id_is_refused_naming_it(store: RedisMemoryStore, control: str):
+    """Issue 50, item 5: every control character, not only NUL; a tab or an escape in a session id
+    was stored, in an id no filter matched and no one could type again."""
+    for bad in (
+        dict(message_id=f"m{control}1"),
+        dict(session_id=f"s{control}1"),
+    ):
+        with pytest.raises((InvalidInput, ValueError), match="control character|NUL byte"):
+            await store.add_messages([message("u", "hello", **bad)])
+    with pytest.raises(InvalidInput, match="control character|NUL byte"):
+        await store.recent_messages("u", f"s{control}1")
+    assert await store.recent_messages("u", "s") == []
+
+
+async def test_a_scope_of_a_user_keeps_its_mark_and_a_message_has_a_datable_time(store: RedisMemoryStore):
+    from memlane.store.scopes import scoped_user_id
+
+    scoped = scoped_user_id("u", "planner")  # the store's own \x1f between the user and the agent
+    assert [m.id for m in await store.add_messages([message(scoped, "hello")])] == ["m"]
+    for moment in (1e308, float("inf"), float("nan"), -1e20):
+        with pytest.raises(InvalidInput, match="no moment"):  # an OverflowError (a 500) when it was indexed
+            await store.add_messages([message("u", "hi").model_copy(update={"created_at": moment})])
+    assert await store.recent_messages("u", "s") == []
