@@ -44,6 +44,7 @@ import logging
 import math
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,7 @@ from memlane.recall import Recall, RecallParts, recall_system_prompt
 from memlane.serve.config import Persona
 from memlane.serve.metrics import ServeMetrics
 from memlane.store.ids import clean_text, stable_id
+from memlane.store.scopes import split_user_id
 from memlane.turns import TurnService
 
 logger = logging.getLogger(__name__)
@@ -279,10 +281,27 @@ def last_user_text(request: ChatCompletionRequest) -> str:
     return users[-1].text if users else ""
 
 
+def injected(recalled: Recall | None) -> str:
+    """What recall put before the model, counted by kind, never a memory's text: "2 profile,
+    1 summary, 3 message, 1 event, 2 recent (412 tokens)"."""
+    if recalled is None:
+        return "nothing"
+    counts = Counter(item.layer for item in [*recalled.profile, *recalled.memories])
+    counts.update({"summary": int(recalled.summary is not None), "recent": len(recalled.recent)})
+    shown = ", ".join(f"{count} {layer}" for layer, count in counts.items() if count)
+    return f"{shown or 'no memory'} ({recalled.tokens} tokens)"
+
+
 async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) -> None:
     """Recall the memories for the turn's last user message (`TurnService.recall`, as the agent
-    middleware and the app do), with the persona's settings."""
+    middleware and the app do), with the persona's settings. One log line per request says what
+    was injected for which store user ("tenant/user", and the agent for a persona's own memory of
+    the user) and persona, counted by kind: never a memory's text."""
+    owner, agent = split_user_id(turn.identity.user_id)
+    user = owner if agent is None else f"{owner} (agent {agent})"
+    persona = turn.persona_id
     if not turn.recall_enabled:
+        logger.info("recall for %s (persona %s): off for this request, nothing injected", user, persona)
         return
     started = time.perf_counter()
     turn.recalled = await turns.recall(
@@ -293,10 +312,12 @@ async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) 
     )
     if turn.recalled is None:  # Redis away: answered without memory
         metrics.recall_failures.inc()
+        logger.info("recall for %s (persona %s): memory unavailable, nothing injected", user, persona)
         return
     metrics.recall_seconds.observe(time.perf_counter() - started)
     if turn.recalled.search_incomplete:  # a cluster primary's index still reading, or a slot moving
         metrics.recall_incomplete.inc()
+    logger.info("recall for %s (persona %s): injected %s", user, persona, injected(turn.recalled))
 
 
 def _upstream_error(persona: Persona, settings: Settings, response: httpx.Response) -> UpstreamFailed:
