@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from memlane.store.schema import MemoryField
+
+if TYPE_CHECKING:
+    from memlane.config import SearchSettings
 
 VECTOR_DISTANCE = "vector_distance"  # RedisVL's VectorQuery.DISTANCE_ID: cosine distance of a KNN hit
 
@@ -130,3 +133,27 @@ def fuse(rankings: Sequence[Ranking], k: float) -> Fused:
     most = sum(ranking.weight for ranking in rankings if ranking.weight > 0) / (k + 1)  # one that found nothing counts
     ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)
     return Fused(ranked, rank_score, docs, similarity, text_raw, most)
+
+
+def recency_ranking(rankings: Sequence[Ranking], search: SearchSettings) -> Ranking | None:
+    """The candidates the other rankings found, newest first, each vote times its decay: 1 for
+    the newest candidate, halving every `search_recency_half_life_days` before it (relative to
+    the newest, not the clock). Only kinds in `search_recency_kinds` are in it: a stable
+    preference does not fade like "this week I'm busy". None when its weight is 0."""
+    if not search.recency_weight:
+        return None
+    fading = set(search.recency_kinds)
+    found: dict[str, dict[str, Any]] = {}
+    for ranking in rankings:
+        if ranking.weight > 0:
+            for doc in ranking.docs:
+                kind = doc.get(MemoryField.KIND)
+                if (kind.decode() if isinstance(kind, bytes) else kind) in fading:
+                    found.setdefault(doc["id"], doc)
+    if not found:
+        return None
+    docs = sorted(found.values(), key=lambda doc: float(doc[MemoryField.CREATED_AT]), reverse=True)
+    newest = float(docs[0][MemoryField.CREATED_AT])
+    half_life = search.recency_half_life_days * 86_400.0
+    factors = [0.5 ** ((newest - float(doc[MemoryField.CREATED_AT])) / half_life) for doc in docs]
+    return Ranking("recency", search.recency_weight, docs, factors)

@@ -39,17 +39,19 @@ from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery
     SignalQuery,
     calibrated_relevance,
     fuse,
+    recency_ranking,
 )
 from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.models.breaker import CircuitOpen
 from memlane.store.models.embeddings import embeds_on_these_cores
 from memlane.store.records import Memory, MemoryKind, SpeakerRole
-from memlane.store.redis.core import StorePart, as_text
+from memlane.store.redis.core import StorePart
 from memlane.store.redis.memories import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import MetadataFilter, metadata_expression
 from memlane.store.redis.redisvl_private import TermwiseTextQuery
 from memlane.store.redis.retention import Retention
 from memlane.store.redis.search_candidates import CANDIDATE_FIELDS, fill_in_returned
+from memlane.store.redis.search_relevances import relevances_of
 from memlane.store.redis.search_replies import search_in_one_trip
 from memlane.store.relevance import QueryReading, in_scope, pair_similarities, read_query, relevance_of
 from memlane.store.schema import MemoryField, speaker_key
@@ -358,29 +360,6 @@ class Search(StorePart):
             fused = alpha * self.rescaled(vector_similarity) + (1 - alpha) * text_score
         return min(1.0, fused + (self.core.search.time_match_bonus if time_match else 0.0))
 
-    def recency_ranking(self, rankings: Sequence[Ranking]) -> Ranking | None:
-        """The candidates the other rankings found, newest first, each vote times its decay: 1 for
-        the newest candidate, halving every `search_recency_half_life_days` before it (relative to
-        the newest, not the clock). Only kinds in `search_recency_kinds` are in it: a stable
-        preference does not fade like "this week I'm busy". None when its weight is 0."""
-        search = self.core.search
-        if not search.recency_weight:
-            return None
-        fading = set(search.recency_kinds)
-        found: dict[str, dict[str, Any]] = {}
-        for ranking in rankings:
-            if ranking.weight > 0:
-                for doc in ranking.docs:
-                    if as_text(doc.get(MemoryField.KIND)) in fading:
-                        found.setdefault(doc["id"], doc)
-        if not found:
-            return None
-        docs = sorted(found.values(), key=lambda doc: float(doc[MemoryField.CREATED_AT]), reverse=True)
-        newest = float(docs[0][MemoryField.CREATED_AT])
-        half_life = search.recency_half_life_days * 86_400.0
-        factors = [0.5 ** ((newest - float(doc[MemoryField.CREATED_AT])) / half_life) for doc in docs]
-        return Ranking("recency", search.recency_weight, docs, factors)
-
     async def _fuse(
         self,
         user_id: str,
@@ -405,7 +384,7 @@ class Search(StorePart):
         (`relevance`, store/relevance.py: of the query and the memory alone).
         """
         scope, terms = reading.scope, reading.terms
-        recency = self.recency_ranking(rankings)
+        recency = recency_ranking(rankings, self.core.search)
         fused = fuse([*rankings, *([recency] if recency else [])], self.core.search.rrf_k)
         docs, rank_score, similarity, text_raw, most = (
             fused.docs,
@@ -488,7 +467,7 @@ class Search(StorePart):
         if len(self._vectors) > 64:
             self._vectors.popitem(last=False)
 
-    async def _embedded(self, kind: str, text: str, owner: str = "") -> list[float]:
+    async def embedded(self, kind: str, text: str, owner: str = "") -> list[float]:
         """`text` embedded as a query or a stored passage, from the latest 64 when it is among them
         (a search keeps its query's: the search then asks the embedder itself, every time)."""
         key = (kind, text)
@@ -512,39 +491,7 @@ class Search(StorePart):
     ) -> dict[str, float]:
         """The relevance every door shows (store/relevance.py) of each of the user's memories
         `memory_ids` for `query`, as `search_memories` gives it to its hits, whether or not a
-        search would find them; a memory the user does not have is left out. texts: what is not a
-        memory (a session's summary), by a name of the caller's: (text, created_at), embedded here."""
-        wanted = list(dict.fromkeys(memory_ids))
-        texts = dict(texts or {})
-        if not (wanted or texts) or not query.strip():
-            return {}
-        query = query[:MAX_QUERY_CHARS]
-        reading = read_query(query, reference_time=reference_time, zone=self.core.zone)
-        try:
-            query_vector: list[float] | None = await self._embedded("query", query)
-            text_vectors = [await self._embedded("passage", text, user_id) for text, _ in texts.values()]
-        except EmbeddingsUnavailable:  # as search does: the keyword-only relevance
-            query_vector, text_vectors = None, []
-        docs = [{"id": self.layout.memory(user_id, memory_id)} for memory_id in wanted]
-        vectors: dict[str, np.ndarray] = {}
-        if docs:
-            await fill_in_returned(self.core, user_id, docs, {}, query_vector, vectors)
-        # (name, text, created_at, stored vector) of each memory found and each text
-        pairs: list[tuple[str, str, float, np.ndarray | None]] = []
-        for doc in docs:
-            if MemoryField.ID in doc:
-                memory = memory_from_doc(doc)
-                pairs.append((memory.id, memory.text, memory.created_at, vectors.get(doc["id"])))
-        embedded: list[list[float] | None] = [*text_vectors] if text_vectors else [None] * len(texts)
-        for (name, (text, created_at)), vector in zip(texts.items(), embedded):
-            stored = np.asarray(vector, dtype=np.float32) if vector is not None else None
-            pairs.append((name, text, created_at, stored))
-        similarities = (
-            pair_similarities(query_vector, [vector for *_, vector in pairs])
-            if query_vector is not None
-            else [None] * len(pairs)
-        )
-        return {
-            name: relevance_of(reading, text, created_at, self.rescaled(similarity) if similarity is not None else None)
-            for (name, text, created_at, _), similarity in zip(pairs, similarities)
-        }
+        search would find them (store/redis/search_relevances.py); a memory the user does not have
+        is left out. texts: what is not a memory (a session's summary), by a name of the caller's:
+        (text, created_at), embedded here."""
+        return await relevances_of(self, user_id, query, memory_ids, reference_time=reference_time, texts=texts)

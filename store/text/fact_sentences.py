@@ -406,7 +406,7 @@ _SOMEONE_ELSE_ZH = re.compile(
 def about_someone_else(clause: str, fact: str) -> bool:
     """Whether the clause's subject is someone other than the user whom the fact does not name."""
     match = _SOMEONE_ELSE_EN.match(clause) or _SOMEONE_ELSE_ZH.match(clause)
-    return bool(match) and match.group(1).casefold() not in fact.casefold()
+    return match is not None and match.group(1).casefold() not in fact.casefold()
 
 
 def _strip_sentence(sentence: str, facts: Sequence[Fact], after_removed: bool = False) -> tuple[str, bool]:

@@ -9,6 +9,7 @@ import pytest
 from test_messages import chat as owner_chat
 from test_messages import flaky_store
 
+from memlane.store.fusion import recency_ranking
 from memlane.store.records import Memory, Message
 from memlane.store.redis.search import Ranking
 from memlane.store.redis.store import RedisMemoryStore
@@ -546,7 +547,7 @@ async def test_recency_ranking_puts_the_newer_of_two_alike_memories_first_when_i
         {"id": k, MemoryField.KIND: kind, MemoryField.CREATED_AT: str(t)}
         for k, kind, t in [("a", "message", 0.0), ("b", "message", 30 * day), ("p", "profile", 60 * day)]
     ]
-    recency = store.search.recency_ranking([Ranking("vector", 1.0, docs)])
+    recency = recency_ranking([Ranking("vector", 1.0, docs)], store.core.search)
     assert recency is not None and [doc["id"] for doc in recency.docs] == ["b", "a"]  # the profile entry is not in it
     assert recency.factors == [1.0, pytest.approx(0.5)]  # halves every search_recency_half_life_days (30)
 
