@@ -88,7 +88,8 @@ def parse_confirmation(answer: str, sentences: Sequence[str]) -> list[int] | Non
     if isinstance(value, list) and len(value) == 1 and has_list(value[0]):
         value = value[0]
     if has_list(value):
-        value = next(value[key] for key in _ANSWER_KEYS if key in value)
+        while has_list(value):  # {"result": {"sentences": [...]}}: the list inside
+            value = next(value[key] for key in _ANSWER_KEYS if key in value)
     elif not (isinstance(value, list) and strip_fences(answer).startswith("[")):
         return None  # a list quoted inside prose ("sentence [2] does not") is no answer
     if value is None:

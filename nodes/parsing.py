@@ -116,6 +116,19 @@ def _any_answer(value: Any) -> bool:
     return isinstance(value, dict) or (isinstance(value, list) and not _is_citation(value))
 
 
+def _accepted(value: Any, accept: Callable[[Any], bool], depth: int = 2) -> Any:
+    """`value` when it has the expected shape, else the first value inside it that has (an object's
+    values, `depth` levels down): models wrap their answer in one of their own ({"result": {...}},
+    {"结果": {...}}). None when neither has."""
+    if accept(value):
+        return value
+    if depth and isinstance(value, dict):
+        for inner in value.values():
+            if isinstance(inner, (dict, list)) and (found := _accepted(inner, accept, depth - 1)) is not None:
+                return found
+    return None
+
+
 def extract_json(text: str, *, step: str = "parse", accept: Callable[[Any], bool] | None = None) -> Any:
     """The answer's own JSON value: fences, prose, trailing commas and cut-offs allowed.
 
@@ -157,14 +170,24 @@ def extract_json(text: str, *, step: str = "parse", accept: Callable[[Any], bool
             repaired = _repair_partial(cleaned[cut_off_start:])
         except ValueError:
             repaired = None
-        if repaired is not None and accept(repaired):
-            return repaired
+        found = _accepted(repaired, accept) if repaired is not None else None
+        if found is not None:
+            return found
     for value in reversed(values):
-        if accept(value):
-            return value
+        found = _accepted(value, accept)
+        if found is not None:
+            return found
     if values:
         return values[-1]  # of the wrong shape: the caller says what was expected
     raise ParseFailed(step, "the JSON in the answer is broken beyond repair", text)
+
+
+def sole_object(value: Any, key: str) -> Any:
+    """`value`, or the object a one-item list holds when that object has `key`: models wrap the one
+    object they were asked for in a list (`[{"tags": [...]}]`)."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict) and key in value[0]:
+        return value[0]
+    return value
 
 
 def parse_object(text: str, model: type[ModelT], *, step: str) -> ModelT:
@@ -196,11 +219,12 @@ def parse_items(text: str, item_model: type[ModelT], *, key: str, step: str) -> 
     item_fields = set(item_model.model_fields)
 
     def is_list_or_item(value: Any) -> bool:
+        value = sole_object(value, key)
         if isinstance(value, dict):
             return key in value or not item_fields.isdisjoint(value)
         return isinstance(value, list) and not _is_citation(value)
 
-    value = extract_json(text, step=step, accept=is_list_or_item)
+    value = sole_object(extract_json(text, step=step, accept=is_list_or_item), key)
     if isinstance(value, dict):
         if key in value:
             value = value[key]

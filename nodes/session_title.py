@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from memlane.config import ModelSettings
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, render_chat
-from memlane.nodes.parsing import ParseFailed, extract_json, strip_fences
+from memlane.nodes.parsing import ParseFailed, extract_json, sole_object, strip_fences
 from memlane.store.records import Message
 from memlane.store.text.terms import detect_language
 
@@ -72,8 +72,15 @@ def fallback_title(messages: Sequence[Message]) -> str:
 def _candidate(answer: str) -> str:
     """The title text in a model answer: JSON {"title": ...}, a "Title:" line, or a bare line."""
     try:
-        value = extract_json(
-            answer, step="session_title", accept=lambda found: isinstance(found, dict) and "title" in found
+        value = sole_object(
+            extract_json(
+                answer,
+                step="session_title",
+                accept=lambda found: (
+                    isinstance(sole_object(found, "title"), dict) and "title" in sole_object(found, "title")
+                ),
+            ),
+            "title",
         )
     except ParseFailed:
         value = None

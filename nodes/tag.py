@@ -8,7 +8,7 @@ import re
 from pydantic import BaseModel, Field
 
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed
-from memlane.nodes.parsing import ParseFailed, extract_json
+from memlane.nodes.parsing import ParseFailed, extract_json, sole_object
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +57,13 @@ async def tag_event(summary: str, max_tags: int, max_chars: int, caller: ModelCa
         answer = await caller.ask(
             TAG_PROMPT.format(max_tags=max_tags), f"<chat>\nEvent: {summary}\n</chat>", schema=TagOutput
         )
-        value = extract_json(
-            answer,
-            step="tag",
-            accept=lambda found: isinstance(found, list) or (isinstance(found, dict) and "tags" in found),
+        value = sole_object(
+            extract_json(
+                answer,
+                step="tag",
+                accept=lambda found: isinstance(found, list) or (isinstance(found, dict) and "tags" in found),
+            ),
+            "tags",
         )
         if isinstance(value, dict):
             value = value.get("tags")
