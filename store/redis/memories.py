@@ -423,21 +423,6 @@ class Memories(StorePart):
             if present is not None and not float(as_text(until) or 0)
         ]
 
-    async def memory_vectors(self, memories: Sequence[Memory]) -> dict[str, np.ndarray]:
-        """The stored vectors of `memories` (each under its own user), by memory id; a memory
-        with none stored (gone, or not embedded yet) is left out."""
-        if not memories:
-            return {}
-        pipe = self.client.pipeline(transaction=False)
-        for memory in memories:
-            pipe.hget(self.layout.memory(memory.user_id, memory.id), MemoryField.EMBEDDING)
-        found = await self._run(pipe.execute())
-        return {
-            memory.id: np.frombuffer(vector, dtype=np.float32)
-            for memory, vector in zip(memories, found)
-            if isinstance(vector, bytes) and vector
-        }
-
     def queue_valid_until(self, pipe: Any, user_id: str, memory_ids: Sequence[str], valid_until: float) -> None:
         """Queue on `pipe` the marking of memories as superseded at `valid_until` (one HSET each,
         the text and vector untouched); only for memories `still_holding` found, so no partial hash

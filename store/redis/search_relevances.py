@@ -1,6 +1,7 @@
-"""The relevance every door shows (store/relevance.py) of memories named by id, as search gives it
-to its hits, whether or not a search would find them: recall's items, `MemlaneStore(relevance=True)`
-and the memories API ask it of what they show (`Search.relevances`)."""
+"""The stored vectors of memories named by id (recall compares statements by them), and the
+relevance every door shows (store/relevance.py) of memories named by id, as search gives it to its
+hits, whether or not a search would find them: recall's items, `MemlaneStore(relevance=True)` and
+the memories API ask it of what they show (`Search.relevances`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,26 @@ from memlane.store.schema import MemoryField
 from memlane.store.text.terms import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
+    from memlane.store.records import Memory
+    from memlane.store.redis.core import StoreCore
     from memlane.store.redis.search import Search
+
+
+async def stored_vectors(core: StoreCore, memories: Sequence[Memory]) -> dict[str, np.ndarray]:
+    """The stored vectors of `memories` (each under its own user), by memory id; a memory with
+    none stored (gone, or not embedded yet) is left out. Recall compares the user's statements
+    with each other by them (memlane/recall_changes.py)."""
+    if not memories:
+        return {}
+    pipe = core.client.pipeline(transaction=False)
+    for memory in memories:
+        pipe.hget(core.layout.memory(memory.user_id, memory.id), MemoryField.EMBEDDING)
+    found = await core.run(pipe.execute())
+    return {
+        memory.id: np.frombuffer(vector, dtype=np.float32)
+        for memory, vector in zip(memories, found)
+        if isinstance(vector, bytes) and vector
+    }
 
 
 async def relevances_of(

@@ -28,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
+import numpy as np
 import redis.asyncio as aioredis
 from langchain_core.embeddings import Embeddings
 from redis.exceptions import RedisClusterException, RedisError
@@ -51,6 +52,7 @@ from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.models.breaker import BreakerStatus
 from memlane.store.models.embeddings import get_embeddings, passage_backlog
 from memlane.store.models.workers import EmbeddingBacklog
+from memlane.store.records import Memory
 from memlane.store.redis.core import StoreCore
 from memlane.store.redis.events import Events
 from memlane.store.redis.forgetting import Forgetting
@@ -65,6 +67,7 @@ from memlane.store.redis.repeats import Duplicates
 from memlane.store.redis.requests import Requests
 from memlane.store.redis.retention import Retention
 from memlane.store.redis.search import Search
+from memlane.store.redis.search_relevances import stored_vectors
 from memlane.store.redis.updates import Updates
 from memlane.store.redis.users import Users
 
@@ -266,7 +269,6 @@ class RedisMemoryStore:
     add_memories = _answered_by("duplicates", Duplicates.add_memories)
     repeated_memory = _answered_by("duplicates", Duplicates.repeated_memory)
     delete_memory = _answered_by("memories", Memories.delete_memory)
-    memory_vectors = _answered_by("memories", Memories.memory_vectors)
 
     search_memories = _answered_by("search", Search.search_memories)
     relevances = _answered_by("search", Search.relevances)
@@ -291,6 +293,10 @@ class RedisMemoryStore:
     delete_user = _answered_by("users", Users.delete_user)
     export_user = _answered_by("users", Users.export_user)
     agents = _answered_by("users", Users.agents)
+
+    async def memory_vectors(self, memories: Sequence[Memory]) -> dict[str, np.ndarray]:
+        """The stored vectors of `memories` (store/redis/search_relevances.py `stored_vectors`)."""
+        return await stored_vectors(self.core, memories)
 
     async def reset(self) -> int:
         removed = await self.users.reset()
