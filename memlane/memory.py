@@ -40,6 +40,7 @@ from memlane.memory_ops import (
 )
 from memlane.memory_shapes import answer_count, call_scope, hit_memory, metadata_holds, refuse_options, require_user
 from memlane.store.errors import InvalidInput
+from memlane.store.ids import check_id
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import MemoryKind
 from memlane.store.scopes import scoped_user_id, split_user_id
@@ -308,8 +309,10 @@ class AsyncMemory:
     async def get(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None
     ) -> dict[str, Any] | None:
-        """One memory by id (`profile:…`, `event:…`, `message:…`), or None."""
+        """One memory by id (`profile:…`, `event:…`, `message:…`), or None (`InvalidInput` for an
+        id no memory can have: a control character in it, as every door refuses)."""
         await self._opened()
+        check_id(memory_id, "the memory id")
         try:
             store_user, scope = await self._owner(memory_id, user_id, agent_id)
         except InvalidInput:

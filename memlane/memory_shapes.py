@@ -16,7 +16,7 @@ from typing import Any
 
 from memlane.store.errors import InvalidInput
 from memlane.store.hits import MemoryHit
-from memlane.store.ids import event_memory_id, item_memory_id, past_value_memory_id, profile_memory_id
+from memlane.store.ids import check_id, event_memory_id, item_memory_id, past_value_memory_id, profile_memory_id
 from memlane.store.records import Event, Message, NoteRevision, PastValue, ProfileEntry, ProfileRevision, StoreItem
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
@@ -269,6 +269,9 @@ def require_user(scope: Mapping[str, str | None], call: str) -> str:
             + (f" ({' and '.join(named)} narrow a user's memory; they do not replace the user)" if named else "")
             + '. Pass user_id="...", or filters={"user_id": "..."}'
         )
+    for key in ("user_id", "agent_id", "run_id"):  # said here, not as a record's validation error later
+        if (value := scope.get(key)) is not None:
+            check_id(value, key)
     return user_id
 
 

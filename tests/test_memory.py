@@ -248,3 +248,31 @@ def test_mem0s_config_gives_what_has_a_setting_and_names_what_it_leaves_out(sett
     ]
     with pytest.raises(InvalidInput, match="provider"):
         settings_from_mem0_config({"llm": "openai"}, settings)
+
+
+CONTROLS = [chr(code) for code in range(0x20)] + ["\x7f"]
+
+
+async def test_a_control_character_in_an_id_or_a_filter_value_is_refused(store, settings):
+    """Issue 50, item 5, through the facade: every control character inside a user id, an agent
+    id, a run id, a memory id or a filter value is `InvalidInput` (a ValueError), never stored,
+    never a silent miss; get answered None for a memory id holding one, as for an id not held."""
+    memory = AsyncMemory(store, settings=settings)
+    await memory.add("I moved to Lyon.", user_id="v", infer=False)
+    for control in CONTROLS:
+        calls = {
+            "add user_id": lambda: memory.add("hi", user_id=f"v{control}w", infer=False),
+            "add run_id": lambda: memory.add("hi", user_id="v", run_id=f"r{control}s", infer=False),
+            "add agent_id": lambda: memory.add("hi", user_id="v", agent_id=f"a{control}b", infer=False),
+            "search user_id": lambda: memory.search("Lyon", user_id=f"v{control}w"),
+            "search run_id": lambda: memory.search("Lyon", user_id="v", run_id=f"r{control}s"),
+            "search filter": lambda: memory.search("Lyon", user_id="v", filters={"project": f"p{control}q"}),
+            "get_all run_id": lambda: memory.get_all(user_id="v", run_id=f"r{control}s"),
+            "get": lambda: memory.get(f"event:x{control}y", user_id="v"),
+            "delete": lambda: memory.delete(f"event:x{control}y", user_id="v"),
+        }
+        for name, call in calls.items():
+            with pytest.raises(InvalidInput):
+                await call()
+                pytest.fail(f"{name} took {control!r}")
+    assert [m["memory"] for m in (await memory.get_all(user_id="v"))["results"]] == ["I moved to Lyon."]
