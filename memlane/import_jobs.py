@@ -1,16 +1,17 @@
 """Imports too large to answer within a request: a job that stores and embeds the messages in
 bounded batches while the request is answered at once (`memlane serve`'s messages route).
 
-Each batch is stored, then embedded inside `in_background()`: its texts wait behind the searches
-and writes callers wait on, and take their turn among tenants and users in the embedder's fair
-queue (store/models/workers.py), so one tenant's import of 20,000 messages does not hold another
-tenant's queries behind it. A stored message is recorded for indexing before it is embedded, so
-one whose job stops (the process ends) is still made searchable by the workers' reindex sweep.
+Every message is stored first, in batches (history holds the 20,000 messages of an import
+within seconds); then each batch is recorded for indexing and embedded inside `in_background()`:
+its texts wait behind the searches and writes callers wait on, and take their turn among tenants
+and users in the embedder's fair queue (store/models/workers.py), so one tenant's import of
+20,000 messages does not hold another tenant's queries behind it.
 
 A job lives in the process that took it (the last `KEPT_JOBS` are kept); it counts what it
 stored, what it made searchable and what it could not store, each refusal with its reason.
-A message whose job was lost before storing it is stored by sending the import again: its id
-comes from what it is (memlane/importing.py), so what is stored already is skipped.
+If the process stops during a job, sending the import again finishes it: each message's id
+comes from what it is (memlane/importing.py), so what is stored already is not stored twice,
+and what was not embedded yet is embedded then.
 """
 
 from __future__ import annotations
@@ -72,34 +73,47 @@ class ImportJob:
 
 
 async def run_import(store: HistoryStore, job: ImportJob, messages: Sequence[Message], *, batch_messages: int) -> None:
-    """Store and embed `messages` for `job`, `batch_messages` at a time, oldest first. A message
-    refused for what it holds is counted and named, the others go on; a store error (Redis away,
-    the quota full) stops the job, the messages it did not reach counted as failed with it."""
-    for start in range(0, len(messages), batch_messages):
-        batch = messages[start : start + batch_messages]
-        try:
+    """Store every one of `messages` for `job`, then embed them, `batch_messages` at a time,
+    oldest first. Storing comes first (20,000 messages in about 5 s on 2 cores) so that history
+    holds what was acknowledged long before its minutes of embedding end. A message refused for
+    what it holds is counted and named, the others go on; a store error (Redis away, the quota
+    full) stops the job, the messages it did not store counted as failed with it."""
+    kept: list[Message] = []
+    try:
+        for start in range(0, len(messages), batch_messages):
+            batch = messages[start : start + batch_messages]
+            refused: list[tuple[Message, str]] = []
+            await _store_each(store, batch, refused)  # history only: no vectors yet
+            for message, reason in refused:
+                job.refuse([message], reason)
+            held = {message.id for message, _ in refused}
+            kept += [message for message in batch if message.id not in held]
+            job.stored = len(kept)
+        for start in range(0, len(kept), batch_messages):
             with in_background():  # its vectors wait behind what callers wait on, in their tenant's turn
-                added = await store.add_new_messages(batch, resent=False, index_later=True)
-                for message, reason in added.refused:
-                    job.refuse([message], reason)
-                job.stored += len(batch) - len(added.refused)
-                # this batch (recorded by the save above) and any the user's earlier saves left
+                # recorded for indexing (kept there if the process stops), then indexed with what else waits
+                await store.add_messages(kept[start : start + batch_messages], index_later=True)
                 job.embedded = min(job.stored, job.embedded + await store.reindex_pending(job.store_user))
-        except StoreError as error:
-            job.refuse(messages[start:], f"{type(error).__name__}: {error}")
-            job.state, job.error = "failed", str(error)
-            logger.warning(
-                "import %s of %s stopped after %d of %d messages: %s",
-                job.id,
-                job.store_user,
-                start,
-                len(messages),
-                error,
-            )
-            break
+    except StoreError as error:
+        job.refuse(messages[job.stored + job.failed :], f"{type(error).__name__}: {error}")
+        job.state, job.error = "failed", str(error)
+        logger.warning("import %s of %s stopped: %s", job.id, job.store_user, error)
     else:
         job.state = "done"
     job.finished_at = time.time()
+
+
+async def _store_each(store: HistoryStore, messages: Sequence[Message], refused: list[tuple[Message, str]]) -> None:
+    """`add_messages` without indexing, where a message refused for what it holds (ValueError,
+    TypeError: too long, its metadata) is put in `refused` and the others are stored still."""
+    try:
+        await store.add_messages(messages, index_for_search=False)
+    except (ValueError, TypeError) as error:
+        if len(messages) == 1:
+            refused.append((messages[0], f"{type(error).__name__}: {error}"))
+            return
+        for message in messages:
+            await _store_each(store, [message], refused)
 
 
 class ImportJobs:
@@ -157,6 +171,8 @@ class ImportJobs:
 
     async def close(self) -> None:
         """Stop the jobs under way: what they stored stays, and is made searchable by the reindex sweep."""
-        for task in list(self._tasks.values()):
+        tasks = list(self._tasks.values())
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if tasks:  # bounded: a stop is not held up by a call that does not take its cancellation
+            await asyncio.wait(tasks, timeout=5)

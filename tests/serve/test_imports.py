@@ -137,3 +137,37 @@ async def test_a_locomo_conversation_over_http_names_the_user_speaker(store, set
         assert wrong.status_code == 422 and "'Anna' says nothing here" in wrong.json()["error"]["message"]
     stored = (await limited.export_user("acme/imp")).messages
     assert [(m.name, m.speaker_role) for m in stored] == [("Ana", "owner"), ("Ben", "other")] * 2
+
+
+async def test_a_job_stopped_midway_kept_every_message_and_sending_it_again_finishes_it(store):
+    from memlane.import_jobs import ImportJobs
+    from memlane.importing import messages_of
+
+    lines = [
+        {"role": "user", "content": f"day {i}: I fed the neighbour's goats", "created_at": 1e9 + i} for i in range(60)
+    ]
+    messages = messages_of({"messages": lines}, "acme/stop")
+
+    embedding = asyncio.Event()
+
+    class StoppedWhileEmbedding:  # the store, whose embedding never ends: the process stops during it
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+        async def reindex_pending(self, user_id):
+            embedding.set()
+            await asyncio.Event().wait()
+
+    stopping = ImportJobs(StoppedWhileEmbedding, batch_messages=10)
+    job = stopping.start("acme/stop", messages)
+    await asyncio.wait_for(embedding.wait(), 60)  # every message is stored before any is embedded
+    await stopping.close()  # the process stops
+    assert (job.state, job.stored, job.embedded) == ("running", 60, 0)
+    assert len((await store.export_user("acme/stop")).messages) == 60  # what was acknowledged is kept
+
+    jobs = ImportJobs(lambda: store, batch_messages=10)  # the next process
+    again = jobs.start("acme/stop", messages)  # the client sends the import again
+    await jobs.wait(120)
+    assert (again.state, again.stored, again.embedded) == ("done", 60, 60)
+    hits = await store.search_memories("acme/stop", "neighbour's goats", kinds=["message"], limit=100)
+    assert len(hits) == 60 and len((await store.export_user("acme/stop")).messages) == 60
