@@ -47,13 +47,25 @@ def id_like(where: tuple[Any, ...]) -> bool:
 ONE_BY_ONE: set[str] = set()  # the ids each control character alone went into (once per name: one validator)
 
 
-def hostile_for(where: tuple[Any, ...]) -> list[Any]:
-    """The hostile values for a place: each control character alone too in an id's first place."""
+def hostile_for(where: tuple[Any, ...], text: bool = True) -> list[Any]:
+    """The hostile values for a place: each control character alone too in an id's first place;
+    the megabyte only where a text goes (elsewhere its type is refused as any string's)."""
+    hostile = HOSTILE if text else [value for value in HOSTILE if value is not MEGABYTE]
     name = "/".join(part for part in where if isinstance(part, str))
     if not id_like(where) or name in ONE_BY_ONE:
-        return HOSTILE
+        return hostile
     ONE_BY_ONE.add(name)
-    return HOSTILE + [f"a{c}b" for c in CONTROLS]
+    return hostile + [f"a{c}b" for c in CONTROLS]
+
+
+def holds_text(value: Any, where: tuple[Any, ...]) -> bool:
+    """Whether `value` holds a string at `where`."""
+    for part in where:
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return isinstance(value, str)
 
 
 def grouped(failures: list[str]) -> list[str]:
@@ -144,7 +156,7 @@ def bodies(schema: dict[str, Any], components: dict[str, Any]) -> Iterator[tuple
     for field, inner in schema.get("properties", {}).items():
         body = {**base, field: sample(inner, field, components)}  # the field present, the others as required
         for where in leaves(body[field], (field,)):
-            for value in hostile_for(where):
+            for value in hostile_for(where, holds_text(body, where)):
                 refused = id_like(where) and isinstance(value, str) and any(c in value for c in CONTROLS)
                 yield "/".join(map(str, where)), replaced(body, where, value), refused
 
@@ -258,7 +270,7 @@ async def test_every_mcp_tool_answers_hostile_input_without_crashing(served):
             for field, inner in schema.get("properties", {}).items():
                 arguments = {**base, field: sample(inner, field, components)}
                 for where in leaves(arguments[field], (field,)):
-                    for value in hostile_for(where):
+                    for value in hostile_for(where, holds_text(arguments, where)):
                         refused = id_like(where) and isinstance(value, str) and any(c in value for c in CONTROLS)
                         cases.append(("/".join(map(str, where)), replaced(arguments, where, value), refused))
             for where, arguments, refused in cases:
