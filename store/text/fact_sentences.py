@@ -388,16 +388,18 @@ def continues_removed(text: str, *, sentence: bool = False) -> bool:
     return bool(_CONTINUATION.match(text)) and not (sentence and _IT.match(text))
 
 
-# a clause whose subject is someone else: a third person, or one of the user's people ("My dad used to
-# smoke", "我爷爷也有痛风"); what the user asks to forget about themselves is not about them
+# a clause whose subject is one of the user's people ("My dad used to smoke", "我爷爷也有痛风", "Her
+# daughter had asthma"): what the user asks to forget about themselves is not about them. A bare
+# "she" / "他" is not someone else: notes and event cards tell of the user in the third person
+# ("Her cat is called Miso", "She moved to Lyon")
 _SOMEONE_ELSE_EN = re.compile(
-    r"^\W*(?:(?:my|our)\s+)?(he|she|they|his|her|their|sister|brother|mom|mum|dad|mother|father|parents?|"
+    r"^\W*(?:(?:my|our|his|her|their)\s+)?(sister|brother|mom|mum|dad|mother|father|parents?|"
     r"friend|son|daughter|kids?|child|children|wife|husband|partner|grandma|grandpa|grandmother|grandfather|"
     r"uncle|aunt|cousin|colleague|boss|neighbou?r|roommate)\b",
     re.IGNORECASE,
 )
 _SOMEONE_ELSE_ZH = re.compile(
-    r"^\W*(?:我的?|我们的?|我们家的?|我家的?)?(他们|她们|他|她|妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|父亲|母亲|父母|朋友|同事|"
+    r"^\W*(?:我的?|我们的?|我们家的?|我家的?|他的?|她的?|用户的?)?(妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|父亲|母亲|父母|朋友|同事|"
     r"儿子|女儿|孩子|老公|老婆|丈夫|妻子|爷爷|奶奶|外公|外婆|姥姥|姥爷|叔叔|阿姨|舅舅|表哥|表姐|表妹|表弟|堂哥|堂姐|"
     r"领导|老板|邻居|室友|妈|爸)"
 )
