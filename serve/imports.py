@@ -21,7 +21,7 @@ from memlane.importing import messages_of, store_messages
 from memlane.serve.auth import valid_session_id
 from memlane.serve.errors import ApiError
 from memlane.serve.memories import Reader, Writer, run_requested
-from memlane.serve.memory_schemas import ImportAccepted, ImportJobOut, MessagesIn, MessagesStored
+from memlane.serve.memory_schemas import ImportAccepted, ImportJobOut, MessagesIn, MessagesStored, PathId
 from memlane.serve.service import Service
 from memlane.store.errors import InvalidInput
 
@@ -75,7 +75,7 @@ async def add_messages(
 
 
 @router.get("/imports/{job_id}")
-async def import_job(job_id: str, caller: Reader, service: Service) -> ImportJobOut:
+async def import_job(job_id: PathId, caller: Reader, service: Service) -> ImportJobOut:
     """How far an import job got: `state` running, done or failed; `stored`, `embedded`, `failed`
     (the first 20 with their reason). Kept by the process that took the import (the last 1,000)."""
     job = service.imports.get(caller.store_user, job_id)
