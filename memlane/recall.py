@@ -51,7 +51,7 @@ from memlane.recall_block import (
     RewriteKind,
     fill_block,
 )
-from memlane.recall_changes import asks_about_the_past, newest_changes
+from memlane.recall_changes import asks_about_the_past, newest_changes, states_something
 from memlane.recall_items import (
     Clock,
     memory_items_of,
@@ -313,7 +313,9 @@ async def recall(
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
     changed_by: dict[str, str] = {}  # a searched memory's id -> the newer statement's (shown right after it)
     if parts.recall.newer_first and not asks_about_the_past(search_query):
-        changes = newest_changes(search_query, fresh, await store.memory_vectors([hit.memory for hit in fresh]))
+        statements = [hit.memory for hit in fresh if states_something(hit.memory)]
+        vectors = await store.memory_vectors(statements) if len(statements) > 1 else {}
+        changes = newest_changes(search_query, fresh, vectors)
         passing = newer_first(passing, fresh, {change.memory.id: change.stale_memory_ids for change in changes})
         for change in changes:
             stale.update(dict.fromkeys([*change.stale_memory_ids, *change.stale_profile_ids], change.at))

@@ -127,7 +127,7 @@ def asks_about_the_past(query: str) -> bool:
     )
 
 
-def _statement(memory: Memory) -> bool:
+def states_something(memory: Memory) -> bool:
     """A memory that states something and still holds: a turn that is not a question, an event
     card or a profile line that no newer fact replaced."""
     if memory.valid_until is not None or memory.kind not in ("message", "event", "profile"):
@@ -171,7 +171,7 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
         return []
     groups: dict[tuple[str, str], list[MemoryHit]] = {}
     for hit in hits:
-        if _statement(hit.memory) and hit.memory.id in vectors:
+        if states_something(hit.memory) and hit.memory.id in vectors:
             groups.setdefault(_who(hit.memory), []).append(hit)
     paired: dict[str, tuple[Memory, float]] = {}  # newer statement id -> the older one it changes, how near
     newest: dict[str, Memory] = {}
