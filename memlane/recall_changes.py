@@ -59,7 +59,7 @@ MIN_GAP = 3_600.0  # seconds between the two: a sentence and the next one of the
 _PAST = re.compile(
     r"\b(before|used to|previously|originally|formerly|did|was|were|when|ago|last (?:year|month|week|time))\b"
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b"
-    r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候|上次|那天|那次|\d+\s*月\s*\d+\s*[日号]"
+    r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候|上次|那天|那次|(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
 )
 # the experiential 过 of Chinese ("你给我推荐过哪些…"): an event asked about, not a state
 _EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")

@@ -291,7 +291,10 @@ async def note_exists(body: ExistsIn, caller: Reader, store: Store) -> dict[str,
     """Whether the user already has this text, as adding it as a note would find a repeat: the same
     note, a note or a profile fact with the same text (case and spacing aside), or a near duplicate
     (`near_duplicate_similarity`); the stored memory when so. Nothing is written."""
-    return ExistsOut.of(await existing_note(store, caller.store_user, body.text.strip())).model_dump()
+    repeat = await existing_note(store, caller.store_user, body.text.strip())
+    if repeat is None:
+        return ExistsOut(exists=False).model_dump()
+    return ExistsOut.found(repeat.memory, repeat.similarity, repeat.identical).model_dump()
 
 
 @router.delete("/memories/{memory_id}")

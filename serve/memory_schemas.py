@@ -18,7 +18,6 @@ from memlane.serve.chat import JsonBody
 from memlane.shown_ids import record_id
 from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, profile_memory_id
 from memlane.store.records import MemoryKind, PastValue
-from memlane.store.text.sameness import RepeatedMemory
 from memlane.tools import NoteWritten
 
 
@@ -127,12 +126,8 @@ class ExistsOut(BaseModel):
     identical: bool = Field(default=False, description="the same text; false: a near duplicate")
 
     @classmethod
-    def of(cls, repeat: RepeatedMemory | None) -> ExistsOut:
-        if repeat is None:
-            return cls(exists=False)
-        return cls(
-            exists=True, memory=MemoryOut.of(repeat.memory), similarity=repeat.similarity, identical=repeat.identical
-        )
+    def found(cls, memory: SearchMemory, similarity: float, identical: bool) -> ExistsOut:
+        return cls(exists=True, memory=MemoryOut.of(memory), similarity=similarity, identical=identical)
 
 
 class NoteOut(MemoryOut):

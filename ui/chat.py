@@ -69,7 +69,8 @@ _NAME_COLON = re.compile(
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _NAME_PUNCTUATION = ".-'’_·"  # Dr. Chen, Mary-Jane, O'Brien, 约翰·史密斯
 # a letter or number after a name or label: "Friend B", "朋友A", "Q3", "Step 2"
-_NAME_SUFFIX = re.compile(r"(?:\s+[A-Za-z]|(?<=[^\x00-\x7f])[A-Za-z]|\s*\d+)$")
+# each alternative starts where its run of spaces or digits starts: a long run is read once, not once per place
+_NAME_SUFFIX = re.compile(r"(?:(?<!\s)\s+[A-Za-z]|(?<=[^\x00-\x7f])[A-Za-z]|(?<![\s\d])\s*\d+)$")
 # Chinese says who someone is by its shape, not by capitals: a kinship or role ending (妈妈, 王老师,
 # 同事, 李医生, 老板), 小/老/阿 before one character (小王, 老李, 阿强), a letter or number after
 # (朋友A, 用户2), a transliterated name's dot (约翰·史密斯), or one of the twenty commonest surnames
