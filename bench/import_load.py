@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import socket
 import sys
 import tempfile
@@ -36,6 +35,8 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from load import load_average, percentile  # noqa: E402  (bench/load.py)
+
 from memlane import Settings, open_store  # noqa: E402
 from memlane.serve.app import create_app  # noqa: E402
 from memlane.serve.config import ApiKey, ServeConfig, hash_api_key  # noqa: E402
@@ -45,16 +46,6 @@ from store import tear_down  # noqa: E402  (bench/store.py)
 
 TARGET_RATIO = 2.0
 TOPICS = ["the garden", "my sister in Lyon", "the bike to work", "a trip to Oslo", "the new job", "the cat"]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
-
-
-def load_average() -> str:
-    one, five, _ = os.getloadavg()
-    return f"{one:.2f} (5 min {five:.2f}) on {os.cpu_count()} cores"
 
 
 def history(count: int) -> list[dict[str, Any]]:

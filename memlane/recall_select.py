@@ -149,7 +149,8 @@ def newer_first(
     before: dict[str, MemoryHit] = {}  # an older statement's id -> the newer hit shown before it
     after: list[MemoryHit] = []  # newer statements whose older ones did not pass: last
     for newer_id, older_ids in changes.items():
-        first = next((hit.memory.id for hit in passing if hit.memory.id in set(older_ids)), None)
+        older = set(older_ids)
+        first = next((hit.memory.id for hit in passing if hit.memory.id in older), None)
         if newer_id not in by_id:
             continue
         if first is not None:
