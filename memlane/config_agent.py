@@ -427,7 +427,7 @@ class ServeSettings(Component):
         default=16_384,
         ge=1024,
         description=(
-            "Largest request line and headers `memlane serve` reads (uvicorn's h11_max_incomplete_event_size); more "
-            "is answered 400"
+            "Largest request line and headers `memlane serve` reads, however they arrive; more is answered 431 "
+            "and the connection closed"
         ),
     )
