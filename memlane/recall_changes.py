@@ -15,9 +15,11 @@ language…). General signs say it instead:
   questions, event cards and profile lines, none already replaced, none the assistant's), the one
   the query is nearest and those within `SELECT_BAND` of it, at most `SELECTED`;
 - **the newer one says that something happened or changed**, in the grammar any change is said
-  with, whatever changed: English change words ("moved", "switched", "no longer", "instead",
-  "now") or a verb in the past tense ("Treated myself to a Pixel"); Chinese change words ("换",
-  "改", "不再", "开始", "现在") or the aspect 了 ("我辞职了", "入手了一台");
+  with, whatever changed: words that end or replace a state ("moved", "switched", "no longer",
+  "instead"; "换", "改", "不再"); or, unless it only adds to a state ("also", "too"; "也"),
+  words that begin one ("now", "started"; "现在", "开始"), a verb in the past tense ("Treated
+  myself to a Pixel"), the aspect 了 ("入手了一台"), or the present as a time ("at the moment",
+  "this year"; "最近", "这段时间"); or it denies a word only the two share ("no tomatoes");
 - **the two are about one thing**: the newer one is the older one's nearest statement, vector to
   vector (restatements of the same turn aside), and the query selects it too (within
   `ANSWER_BAND`); or they share a word no other turn of the speaker's holds (a name: "St Mary's",
@@ -65,13 +67,21 @@ _PAST = re.compile(
 _EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")
 
 
-# words any change is said with, whatever changed (English whole words, any ending listed)
-_CHANGE_EN = re.compile(
-    r"\b(now|no longer|anymore|any more|instead|new|newly|switch(?:ed|ing)?|chang(?:ed|ing)|"
-    r"mov(?:ed|ing)|start(?:ed|ing)?|stop(?:ped|ping)?|quit|left|leaving|gave up|giving up|took up|"
-    r"taking up|replac(?:ed|ing)|sold|swapped|traded|cancel(?:l?ed|ling)|called off|dropped|"
-    r"turned|became|become|joined|got|bought|adopted|lost|ended|broke up|split up|finally|just|since|"
-    r"recently|these days|not .{1,20} anymore)\b"
+# words that say a state ended or was replaced, whatever it was (English whole words, any ending listed)
+_ENDED_EN = re.compile(
+    r"\b(no longer|anymore|any more|instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|stop(?:ped|ping)?|"
+    r"quit|left|leaving|gave up|giving up|replac(?:ed|ing)|sold|swapped|traded|cancel(?:l?ed|ling)|called off|"
+    r"dropped|ended|broke up|split up|not .{1,20} anymore)\b"
+)
+# words that say something happened or began (weaker: "I also adopted a kitten" adds, changes nothing)
+_BEGAN_EN = re.compile(
+    r"\b(now|new|newly|start(?:ed|ing)?|took up|taking up|turned|became|become|joined|got|bought|adopted|lost|"
+    r"finally|just|since|recently|these days)\b"
+)
+# the present as a time (deixis, not a topic): a statement anchored in it says how things stand now
+_NOW_EN = re.compile(
+    r"\b(at the moment|currently|nowadays|lately|for now|at present|these past|"
+    r"this (?:year|month|week|season|semester|term|spring|summer|autumn|fall|winter))\b"
 )
 # a verb in the past tense tells that something happened ("Treated myself to a Pixel", "gave me
 # a MacBook"): English regular pasts and the common irregular ones
@@ -82,9 +92,16 @@ _PAST_TENSE = re.compile(
 )
 # the aspect 了 of Chinese says that something happened or a state changed ("我辞职了", "入手了一台")
 _CHANGE_OF_STATE = re.compile(r"(?<![为除])了(?![解不])")
-_CHANGE_ZH = tuple(
-    "现在 如今 目前 不再 已经 改 换 开始 以后 从此 再也 新 刚 终于 放弃 戒 取消 离开 搬 转 变成 成了".split()
-)
+_ENDED_ZH = tuple("不再 改 换 戒 放弃 取消 离开 搬 再也 转 变成 解散 分手 停".split())
+_BEGAN_ZH = tuple("现在 如今 目前 已经 开始 以后 从此 新 刚 终于 成了".split())
+# the present as a time in Chinese ("最近", "这段时间", "今年")
+_NOW_ZH = tuple("最近 近来 这段时间 这阵子 这些天 这几天 今年 这个月 这学期 眼下 当前 现阶段".split())
+# what adds to a state says no change by itself ("also", "too"; "也", "另外")
+_ADDING_EN = re.compile(r"\b(also|too|as well|another|in addition)\b")
+_ADDING_ZH = tuple("也 另外 同时".split())
+# a negation: a newer statement that denies a word of the older one says something else about it
+_NEGATION_EN = re.compile(r"\b(no|not|never|none|nothing|without)\b|n't\b")
+_NEGATION_ZH = tuple("不 没 别 无 未".split())
 # characters that make a Chinese word pair grammar, not a name or a thing
 _FUNCTION_HAN = frozenset(
     "我你他她它们的了是在有个都去也和与就不很要会这那一上下从到对把被给让着过吧呢吗啊呀每后前里家"
@@ -99,11 +116,26 @@ _TIME_TERMS = frozenset(
 
 def says_a_change(text: str) -> bool:
     """Whether a statement says that something happened or changed, in the grammar any change is
-    said with (change words, a past tense, the aspect 了), whatever changed."""
+    said with, whatever changed: words that end or replace a state; or, unless it says it adds to
+    a state ("also", "too"; "也"), words that begin one, a past tense, the
+    aspect 了, or the present as a time ("at the moment", "最近")."""
     lowered = " ".join(text.lower().split())
-    return bool(_CHANGE_EN.search(lowered) or _PAST_TENSE.search(lowered) or _CHANGE_OF_STATE.search(text)) or any(
-        word in text for word in _CHANGE_ZH
+    if _ENDED_EN.search(lowered) or any(word in text for word in _ENDED_ZH):
+        return True
+    if _ADDING_EN.search(lowered) or any(word in text for word in _ADDING_ZH):
+        return False
+    return bool(
+        _BEGAN_EN.search(lowered)
+        or _NOW_EN.search(lowered)
+        or _PAST_TENSE.search(lowered)
+        or _CHANGE_OF_STATE.search(text)
+        or any(word in text for word in (*_BEGAN_ZH, *_NOW_ZH))
     )
+
+
+def negates(text: str) -> bool:
+    """Whether a statement denies something ("no tomatoes", "没效果")."""
+    return bool(_NEGATION_EN.search(text.lower())) or any(word in text for word in _NEGATION_ZH)
 
 
 def _content_terms(text: str) -> set[str]:
@@ -209,7 +241,7 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
                     and other.memory.created_at - older.created_at >= MIN_GAP
                     and pairs[index, column] > -np.inf
                     and (shared or (column in near and other.vector_similarity >= best - ANSWER_BAND))
-                    and says_a_change(other.memory.text)
+                    and (says_a_change(other.memory.text) or (shared and negates(other.memory.text)))
                 ):
                     strength = float(pairs[index, column]) + (SHARED_WORD if shared else 0.0)
                     if strength > paired.get(other.memory.id, (None, -np.inf))[1]:

@@ -9,7 +9,7 @@ import pytest
 
 from memlane.recall import earlier_last
 from memlane.recall_block import RecallItem
-from memlane.recall_changes import asks_about_the_past, newest_changes, says_a_change
+from memlane.recall_changes import asks_about_the_past, negates, newest_changes, says_a_change
 from memlane.recall_select import newer_first
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory
@@ -88,10 +88,24 @@ def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
         ("My sister's name is Anna, she lives abroad.", False),
         ("我很喜欢吃川菜，尤其是水煮鱼。", False),
         ("为了健康，我每天跑步。", False),  # 为了 is no aspect
+        ("I'm mostly reading sci-fi at the moment.", True),  # the present as a time
+        ("这段时间每晚都在看美剧。", True),
+        ("We also adopted a kitten last spring.", False),  # what adds changes nothing by itself
+        ("我们也养了一只狗。", False),
+        ("We also moved the piano upstairs.", True),  # ... unless it ends or replaces something
+        ("跳槽到小米了，还是做测试。", True),  # "still" keeps one thing, another changed
     ],
 )
 def test_a_change_is_read_from_grammar_not_from_a_topic(text, change):
     assert says_a_change(text) is change
+
+
+@pytest.mark.parametrize(
+    ("text", "denies"),
+    [("No tomatoes this year, only herbs.", True), ("氯雷他定没效果。", True), ("I grow basil.", False)],
+)
+def test_a_negation_is_read_from_grammar(text, denies):
+    assert negates(text) is denies
 
 
 def test_the_newer_word_on_what_the_query_selects_makes_the_older_one_earlier():
@@ -179,3 +193,17 @@ def test_a_turn_seen_changed_follows_its_newer_statement_and_a_replaced_one_goes
     ]
     ordered = earlier_last(items, {"old": "new"})
     assert [item.memory_id for item in ordered] == ["a", "new", "old", "b", "r"]
+
+
+def test_a_newer_statement_that_denies_the_older_ones_word_changes_it_without_a_change_word():
+    old = said("old", "I grow tomatoes on my balcony.", 10)
+    new = said("new", "The balcony is all herbs, basil and mint, no tomatoes.", 40)
+    others = [said("f", "I like tea.", 1), said("p", "Our cat is called Milo.", 2)]
+    hits = [hit(old, 0.9), hit(new, 0.86), hit(others[0], 0.7), hit(others[1], 0.7)]
+    vectors = {"old": HOME, "new": near(FOOD, HOME, 0.6), "f": FOOD, "p": PETS}
+    [change] = newest_changes("What do I grow on my balcony?", hits, vectors)
+    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
+    # the same words, said to add ("also"), and with no shared word denied: no change
+    added = said("new", "I also started growing basil and mint.", 40)
+    assert newest_changes("What do I grow?", [hit(old, 0.9), hit(added, 0.86), *hits[2:]], vectors) == []
+    assert says_a_change("I started growing basil and mint.")  # without "also" it would
