@@ -58,16 +58,8 @@ from memlane.langgraph_collections import (  # noqa: F401  (MemlaneSearchItem: w
     is_collection,
     search_item_at,
 )
-from memlane.langgraph_rules import (
-    Namespace,
-    UserMapping,
-    UserOf,
-    matches,
-    rank_page,
-    select_namespaces,
-    under,
-    vector_rows,
-)
+from memlane.langgraph_rules import Namespace, UserMapping, UserOf, select_namespaces
+from memlane.langgraph_search import listing_prefix, search_page
 from memlane.langgraph_writes import ItemWriter, ResolvedPut
 from memlane.loop_thread import LoopThread
 from memlane.store.errors import StoreError
@@ -342,36 +334,23 @@ class MemlaneStore(BaseStore):
         if is_collection(prefix):
             return await self._collections.search(prefix, op)
         owner = self.users.prefix_owner(prefix, context_user)
-        owners = [owner] if owner is not None else await self.store.item_owners()
         own = self._index is not None
+        query_vector = None
         if op.query:
-            listed, query_vector = await asyncio.gather(
-                asyncio.gather(*(self.store.list_items_with_vectors(owner, own=own) for owner in owners)),
-                self.embeddings.aembed_query(op.query) if own else self.store.embed_query(op.query),
-            )
-        else:
-            plain = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
-            listed = [[(item, None) for item in items] for items in plain]
-        candidates = [
-            (item, vectors)
-            for items in listed
-            for item, vectors in items
-            if under(tuple(item.namespace), prefix) and matches(item.value, op.filter)
-        ]
-        # newest first, as the SQL stores list them; a query ranks them (ties keep this order)
-        candidates.sort(key=lambda candidate: (-candidate[0].updated_at, candidate[0].namespace, candidate[0].key))
-        page: list[tuple[StoreItem, float | None]]
-        if not op.query:
-            page = [(item, None) for item, _ in candidates[op.offset : op.offset + op.limit]]
-        else:
-            dims = int(self._index.get("dims") or 0) if self._index is not None else 0
-            page = rank_page(
-                [(item, vector_rows(raw, dims)) for item, raw in candidates],
-                np.asarray(query_vector, dtype=np.float32),
-                self.index_config["distance_type"] if own else "cosine",
-                op.offset,
-                op.limit,
-            )
+            embedded = await (self.embeddings.aembed_query(op.query) if own else self.store.embed_query(op.query))
+            query_vector = np.asarray(embedded, dtype=np.float32)
+        page = await search_page(
+            self.store,
+            owner,
+            prefix,
+            op.filter,
+            query=query_vector,
+            own=own,
+            distance=self.index_config["distance_type"] if own else "cosine",
+            dims=int(self._index.get("dims") or 0) if self._index is not None else 0,
+            offset=op.offset,
+            limit=op.limit,
+        )
         if op.refresh_ttl:
             await self.store.refresh_items([item for item, _ in page])
         if self.relevance:  # MemlaneSearchItems throughout; a search without a query has no relevance
@@ -414,9 +393,7 @@ class MemlaneStore(BaseStore):
     async def _list_namespaces(self, op: ListNamespacesOp, context_user: str | None) -> list[Namespace]:
         conditions = tuple(op.match_conditions or ())
         owner = self.users.conditions_owner(conditions, context_user)
-        owners = [owner] if owner is not None else await self.store.item_owners()
-        listed = await asyncio.gather(*(self.store.list_items(owner) for owner in owners))
-        namespaces = {tuple(item.namespace) for items in listed for item in items}
+        namespaces = await self.store.item_namespaces(owner, listing_prefix(conditions))
         namespaces |= await self._collections.namespaces(conditions)
         return select_namespaces(namespaces, conditions, op.max_depth, op.offset, op.limit)
 

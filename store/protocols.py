@@ -20,7 +20,7 @@ Every method is scoped to one user: no call can read or write another user's dat
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from memlane.store.errors import QuotaExceeded
 from memlane.store.forget_report import ForgetReport
@@ -264,6 +264,35 @@ class ItemStore(Protocol):
 
     async def item_owners(self) -> list[str]:
         """Every user id that items were put under (a deleted user's is dropped)."""
+
+    async def newest_items(
+        self,
+        owner: str | None,
+        prefix: Sequence[str],
+        *,
+        match: Sequence[str] = (),
+        limit: int,
+        vectors: Literal["own", "memlane"] | None = None,
+    ) -> list[tuple[StoreItem, bytes | None]]:
+        """At most `limit` items under the namespace `prefix` (of `owner`; None: of any) holding every
+        value tag of `match` (store/item_fields.py), most recently written first, each with the vectors
+        asked for: its own ("own") or its search memory's embedding ("memlane"). On a cluster without
+        an owner, at most `limit` from each primary. An index query: no other namespace's item is read."""
+
+    async def nearest_items(
+        self,
+        owner: str | None,
+        prefix: Sequence[str],
+        vector: Sequence[float],
+        *,
+        match: Sequence[str] = (),
+        limit: int,
+    ) -> list[tuple[StoreItem, bytes | None]]:
+        """The `limit` items under `prefix` (as `newest_items`) whose search memory's embedding is
+        nearest `vector` (exact KNN under the filter), each with that embedding, in no promised order."""
+
+    async def item_namespaces(self, owner: str | None, prefix: Sequence[str]) -> set[tuple[str, ...]]:
+        """Every namespace holding an item under `prefix` (of `owner`; None: of any)."""
 
     async def get_items(self, user_id: str, memory_ids: Sequence[str]) -> list[StoreItem | None]:
         """The user's items with these memory ids, in order (None for one not stored or expired)."""

@@ -69,6 +69,12 @@ class MemoryField:
     EMBEDDING = "embedding"
     ITEM = "item"  # a LangGraph store item's JSON (`base.StoreItem`); not indexed
     ITEM_VECTORS = "item_vectors"  # an item's own vectors (float32 rows) from a LangGraph index config; not indexed
+    # a LangGraph store item's index fields (store/item_fields.py): tags of every prefix of its namespace,
+    # tags of its value's strings (what equality filters select), its namespace (hex, grouped), numeric updated_at
+    ITEM_PREFIXES = "item_prefixes"
+    ITEM_MATCH = "item_match"
+    ITEM_NAMESPACE = "item_namespace"
+    ITEM_UPDATED = "item_updated"
     METADATA = "metadata"  # the caller's JSON object; returned, not indexed (its declared keys are: `metadata_field`)
 
 
@@ -383,6 +389,11 @@ class KeyLayout:
         """String: set once the owners of items put before `item_owners` existed were added to it."""
         return f"{self.prefix}:item_owners_adopted"
 
+    @property
+    def item_fields_adopted(self) -> str:
+        """String: set once items put before their index fields (`MemoryField.ITEM_PREFIXES`…) got them."""
+        return f"{self.prefix}:item_fields_adopted"
+
 
 def metadata_schema_fields(metadata_fields: Mapping[str, str]) -> list[dict[str, Any]]:
     """The index fields of the declared metadata keys: tags exact (case kept, split only on
@@ -430,6 +441,10 @@ def memory_schema(layout: KeyLayout, dims: int, metadata_fields: Mapping[str, st
                         "datatype": "float32",
                     },
                 },
+                {"name": MemoryField.ITEM_PREFIXES, "type": "tag"},
+                {"name": MemoryField.ITEM_MATCH, "type": "tag"},
+                {"name": MemoryField.ITEM_NAMESPACE, "type": "tag", "attrs": {"sortable": True}},
+                {"name": MemoryField.ITEM_UPDATED, "type": "numeric", "attrs": {"sortable": True}},
                 *metadata_schema_fields(metadata_fields or {}),
             ],
         }

@@ -27,6 +27,7 @@ from memlane import MemlaneStore
 from memlane.recall import RecallParts, recall
 from memlane.store.errors import StoreError
 from memlane.store.ids import event_memory_id, item_memory_id, profile_memory_id
+from memlane.store.item_fields import item_index_row
 from memlane.store.records import Event, Memory, MemoryUpdate, ProfileEntry, StoreItem
 from memlane.tools import forget_memory
 
@@ -427,22 +428,31 @@ async def test_items_are_exported_and_shown_on_the_app_timeline(lg, store, setti
 
 async def test_items_of_an_older_memlane_keep_their_user_and_are_found_after_the_upgrade(store):
     """Items put under the old rule (the second label was the user) are where `user_of=1` looks,
-    and `ensure_indexes` lists their owners once, so a search that names no user finds them too."""
+    and `ensure_indexes` gives items put before the items' index fields those fields once (issue
+    52), so searches and listings, which are index queries, find them, whatever names the user."""
     old = StoreItem(
         user_id="alice",
         namespace=["memories", "alice"],
         key="k",
-        value={"content": "window seats"},
+        value={"content": "window seats", "tag": "red"},
         text="window seats",
     )
     await store.put_items([old])
-    await store.client.delete(store.layout.item_owners, store.layout.item_owners_adopted)  # as an older memlane left it
+    key = store.layout.memory("alice", old.memory_id)  # as an older memlane left it: no index fields
+    await store.client.hdel(key, *item_index_row(old.namespace, old.value, 0.0))
+    await store.client.delete(
+        store.layout.item_owners, store.layout.item_owners_adopted, store.layout.item_fields_adopted
+    )
+    for user_of in (1, None):
+        lg = MemlaneStore(store, user_of=user_of)
+        assert await lg.asearch(("memories",)) == []  # not in the index's item fields yet
     lg = MemlaneStore(store, user_of=1)
-    assert (await lg.aget(("memories", "alice"), "k")).value == {"content": "window seats"}
-    assert await lg.asearch(("memories",)) == []  # the owner is not listed yet
+    assert (await lg.aget(("memories", "alice"), "k")).value == {"content": "window seats", "tag": "red"}
     await store.ensure_indexes()
     assert [i.key for i in await lg.asearch(("memories",), query="seats")] == ["k"]
-    assert await store.client.exists(store.layout.item_owners_adopted)
+    assert [i.key for i in await lg.asearch(("memories", "alice"), filter={"tag": "red"})] == ["k"]
+    assert await lg.alist_namespaces(prefix=("memories",)) == [("memories", "alice")]
+    assert await store.client.exists(store.layout.item_fields_adopted)
 
 
 async def test_langmem_tools_with_the_layout_of_langgraphs_docs(store):

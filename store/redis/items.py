@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlane.store.item_fields import item_index_row
 from memlane.store.records import StoreItem
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
@@ -92,6 +93,7 @@ class Items(StorePart):
             elif key in changed:
                 self.memories.queue_row(pipe, key, changed[key])
             pipe.hset(key, MemoryField.ITEM, item.model_dump_json())
+            pipe.hset(key, mapping=item_index_row(item.namespace, item.value, item.updated_at))
             if own is None:
                 pipe.hdel(key, MemoryField.ITEM_VECTORS)
             else:

@@ -115,8 +115,7 @@ class Memories(StorePart):
         if info is not None:
             self._check_dims(info)
             if self._index_is_current(info):
-                if not self._has_field(info, MemoryField.VALID_UNTIL):
-                    await self._add_valid_until(client, name)
+                await self._add_missing_fields(client, name, info)
                 await self._ensure_metadata_fields(client, name, info)
                 return
             logger.warning("rebuilding the index %s for the bilingual full-text fields", name)
@@ -181,17 +180,20 @@ class Memories(StorePart):
     def _has_field(info: dict[str, Any], field: str) -> bool:
         return field in {as_text(item) for attribute in info.get("attributes", []) for item in attribute}
 
-    async def _add_valid_until(self, client: Any, name: str) -> None:
-        """Add the `valid_until` field to an index made before memlane dated superseded facts, in
-        place (FT.ALTER): no memory is rewritten, as one without the field holds until marked."""
-        logger.warning("adding the field %s to the index %s", MemoryField.VALID_UNTIL, name)
-        try:
-            await self._run(
-                client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", MemoryField.VALID_UNTIL, "NUMERIC")
-            )
-        except ResponseError as error:
-            if "duplicate" not in str(error).lower():  # another process added it first
-                raise StoreError(f"could not add {MemoryField.VALID_UNTIL} to the index {name}: {error}") from error
+    async def _add_missing_fields(self, client: Any, name: str, info: dict[str, Any]) -> None:
+        """Add the fields an older memlane's index lacks (`valid_until`, the store items' fields) in
+        place (FT.ALTER): no memory is rewritten (a fact without `valid_until` holds until marked; the
+        items get theirs from `adopt_item_fields`). Declared metadata fields have their own path."""
+        metadata = {metadata_field(declared) for declared in self.core.store.metadata_fields}
+        for schema_field in self.core.schema.redis_fields:
+            if schema_field.name in metadata or self._has_field(info, str(schema_field.name)):
+                continue
+            logger.warning("adding the field %s to the index %s", schema_field.name, name)
+            try:
+                await self._run(client.execute_command("FT.ALTER", name, "SCHEMA", "ADD", *schema_field.redis_args()))
+            except ResponseError as error:
+                if "duplicate" not in str(error).lower():  # another process added it first
+                    raise StoreError(f"could not add {schema_field.name} to the index {name}: {error}") from error
 
     async def _ensure_metadata_fields(self, client: Any, name: str, info: dict[str, Any]) -> None:
         """Index the metadata fields the settings declare that the index lacks: a new one is added in

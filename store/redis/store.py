@@ -15,7 +15,7 @@ says which part answers each method of the protocols (protocols.py, by role; rec
     forgetting.py   forget, deletes that forget        items.py     LangGraph store items
     parked_runs.py  runs that failed every retry       users.py     export or delete a user
     requests.py     Idempotency-Keys seen              gc.py        the retention sweep
-    repeats.py      a repeat stored once (add_memories)
+    repeats.py      a repeat stored once (add_memories) item_search.py  items found by the index
 
 and, shared by the parts: quotas.py (a user's quotas) and retention.py (expiry), one of each built
 here; metadata.py (metadata and its filters), search_replies.py and search_candidates.py (reading
@@ -57,6 +57,7 @@ from memlane.store.redis.core import StoreCore
 from memlane.store.redis.events import Events
 from memlane.store.redis.forgetting import Forgetting
 from memlane.store.redis.gc import GarbageCollector
+from memlane.store.redis.item_search import ItemSearch
 from memlane.store.redis.items import Items
 from memlane.store.redis.memories import Memories
 from memlane.store.redis.messages import Messages
@@ -151,6 +152,7 @@ class RedisMemoryStore:
         self.profile = Profile(core, self.memories, **kept)
         self.events = Events(core, self.memories, **kept)
         self.items = Items(core, self.memories, quotas=self.quotas, **kept)
+        self.item_search = ItemSearch(core)
         self.updates = Updates(
             core, self.memories, self.messages, self.profile, self.events, quotas=self.quotas, **kept
         )
@@ -228,9 +230,10 @@ class RedisMemoryStore:
     async def ensure_indexes(self) -> None:
         """Create the memory index unless it exists; rebuild one made by an older memlane; rename
         the keys of an older key layout in place (standalone Redis); list the owners of items put
-        by an older memlane. On a cluster, the index on every primary."""
+        by an older memlane and give its items their index fields. On a cluster, the index on every primary."""
         await self.memories.ensure_indexes()
         await self.items.adopt_item_owners()
+        await self.item_search.adopt_item_fields()
 
     check_ready = _answered_by("memories", Memories.check_ready)
     quota_refusal = _answered_by("quotas", Quotas.refusal)
@@ -280,6 +283,9 @@ class RedisMemoryStore:
     delete_items = _answered_by("items", Items.delete_items)
     list_items_with_vectors = _answered_by("items", Items.list_items_with_vectors)
     item_owners = _answered_by("items", Items.item_owners)
+    newest_items = _answered_by("item_search", ItemSearch.newest_items)
+    nearest_items = _answered_by("item_search", ItemSearch.nearest_items)
+    item_namespaces = _answered_by("item_search", ItemSearch.item_namespaces)
     embed_query = _answered_by("core", StoreCore.embed_query)
 
     park_run = _answered_by("runs", ParkedRuns.park_run)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import test_forget as forget_tests
+import test_langgraph_index_search as index_search_tests
 import test_langgraph_store as langgraph_store_tests
 import test_messages as message_tests
 import test_parked_runs as parked_run_tests
@@ -185,6 +186,9 @@ SAME_ON_A_CLUSTER = [
     langgraph_store_tests.test_search_by_namespace_filter_and_pages,
     langgraph_store_tests.test_batch_put_search_and_order,
     langgraph_store_tests.test_list_namespaces,
+    langgraph_store_tests.test_items_of_an_older_memlane_keep_their_user_and_are_found_after_the_upgrade,
+    index_search_tests.test_searches_and_listings_match_the_brute_force_whatever_the_user_mapping,
+    index_search_tests.test_index_config_vectors_rank_the_items_under_the_prefix,
 ]
 
 
