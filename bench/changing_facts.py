@@ -53,6 +53,7 @@ from question_echo import (
     run_echo_case,
 )
 from raw_changes import AFTER_FREEZE_CASES, FRESH_CASES, RAW_CASES, SECOND_FREEZE_CASES, print_raw_rows, run_raw_case
+from raw_changes_third import ADDITIONS, THIRD_FREEZE_CASES, AdditionOutcome, print_addition_rows, run_addition
 
 from memlane import Settings, open_store
 from memlane.graph import CONTEXT_PARTS, MemoryContext, run_memory_graph
@@ -357,6 +358,7 @@ async def main() -> None:
     friend_results: dict[tuple[str, str, bool], list[FriendOutcome]] = {}
     echo_results: dict[tuple[str, bool], list[tuple[bool, bool, bool]]] = {}
     raw_results: dict[tuple[str, str, bool], list[tuple[bool, bool, bool, bool]]] = {}
+    addition_results: dict[tuple[str, str], list[AdditionOutcome]] = {}
     try:
         for number, raw_case in enumerate(RAW_CASES if not only or "raw" in only else []):
             for way, with_run in (("raw", False), ("run, then raw", True)):
@@ -374,6 +376,14 @@ async def main() -> None:
             for way, with_run in (("raw", False), ("run, then raw", True)):
                 outcome = await run_raw_case(store, settings, raw_case, f"second{number}{with_run}", with_run)
                 raw_results.setdefault((way + " (2nd freeze)", raw_case.language, False), []).append(outcome)
+        for number, raw_case in enumerate(THIRD_FREEZE_CASES if not only or "raw" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                outcome = await run_raw_case(store, settings, raw_case, f"third{number}{with_run}", with_run)
+                raw_results.setdefault((way + " (3rd freeze)", raw_case.language, False), []).append(outcome)
+        for number, raw_case in enumerate(ADDITIONS if not only or "raw" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                added = await run_addition(store, settings, raw_case, f"added{number}{with_run}", with_run)
+                addition_results.setdefault((way, raw_case.language), []).append(added)
         for number, echo_case in enumerate(ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"echo{number}")
             echo_results.setdefault((echo_case.language, number % 2 == 0), []).append(outcome)
@@ -412,6 +422,8 @@ async def main() -> None:
         print_echo_rows(echo_results)
     if raw_results:
         print_raw_rows(raw_results)
+    if addition_results:
+        print_addition_rows(addition_results)
 
 
 if __name__ == "__main__":

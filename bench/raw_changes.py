@@ -380,6 +380,11 @@ def judged(text: str, case: RawCase) -> tuple[bool, bool, bool, bool]:
 async def run_raw_case(
     store, settings: Settings, case: RawCase, user_id: str, with_run: bool
 ) -> tuple[bool, bool, bool, bool]:
+    return judged(await recalled_after(store, settings, case, user_id, with_run), case)
+
+
+async def recalled_after(store, settings: Settings, case: RawCase, user_id: str, with_run: bool) -> str:
+    """Recall's block for the case's question after its turns (and, `with_run`, a memory run)."""
     start = time.time() - 80 * DAY
     everyday = [
         Message(
@@ -422,7 +427,7 @@ async def run_raw_case(
         await store.apply_update(update)
     await store.add_messages([new])
     recalled = await recall(store, user_id, None, case.ask_now, parts=RecallParts.of(settings))
-    return judged(recalled.text, case)
+    return recalled.text
 
 
 def print_raw_rows(results: dict[tuple[str, str, bool], list[tuple[bool, bool, bool, bool]]]) -> None:

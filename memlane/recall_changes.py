@@ -96,9 +96,9 @@ _ENDED_ZH = tuple("不再 改 换 戒 放弃 取消 离开 搬 再也 转 变成
 _BEGAN_ZH = tuple("现在 如今 目前 已经 开始 以后 从此 新 刚 终于 成了".split())
 # the present as a time in Chinese ("最近", "这段时间", "今年")
 _NOW_ZH = tuple("最近 近来 这段时间 这阵子 这些天 这几天 今年 这个月 这学期 眼下 当前 现阶段".split())
-# what adds to a state says no change by itself ("also", "too"; "也", "另外")
+# what adds to a state says no change by itself ("also", "too"; "也", "又", "另外")
 _ADDING_EN = re.compile(r"\b(also|too|as well|another|in addition)\b")
-_ADDING_ZH = tuple("也 另外 同时".split())
+_ADDING_ZH = tuple("也 又 另外 同时".split())
 # a negation: a newer statement that denies a word of the older one says something else about it
 _NEGATION_EN = re.compile(r"\b(no|not|never|none|nothing|without)\b|n't\b")
 _NEGATION_ZH = tuple("不 没 别 无 未".split())

@@ -92,6 +92,7 @@ def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
         ("这段时间每晚都在看美剧。", True),
         ("We also adopted a kitten last spring.", False),  # what adds changes nothing by itself
         ("我们也养了一只狗。", False),
+        ("上个月又领养了一只小猫。", False),
         ("We also moved the piano upstairs.", True),  # ... unless it ends or replaces something
         ("跳槽到小米了，还是做测试。", True),  # "still" keeps one thing, another changed
     ],
