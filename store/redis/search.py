@@ -158,14 +158,15 @@ class Search(StorePart):
 
         return await self.core.on_user_index(user_id, one_trip, notes)
 
-    async def memory_count(self, user_id: str) -> int:
-        """How many search memories the user has (cached for a minute: it picks the search mode)."""
+    async def memory_count(self, user_id: str, notes: SearchNotes | None = None) -> int:
+        """How many search memories the user has (cached for a minute: it picks the search mode);
+        `notes`: the search's, whose trips share one wait on a cluster."""
         now = time.monotonic()
         cached = self._counts.get(user_id)
         if cached is not None and now - cached[1] < _COUNT_TTL_SECONDS:
             return cached[0]
         count_query = CountQuery(self.user_filter(user_id, None, None, None, None))
-        count = int(await self.core.on_user_index(user_id, lambda index: index.query(count_query)))
+        count = int(await self.core.on_user_index(user_id, lambda index: index.query(count_query), notes))
         if len(self._counts) > 10_000:
             self._counts.clear()
         self._counts[user_id] = (count, now)
@@ -288,7 +289,7 @@ class Search(StorePart):
         overlap = bool(text_queries) and not embeds_on_these_cores(self.core.embeddings)
         text_search = asyncio.ensure_future(run_text_queries()) if overlap else None
         try:
-            approximate = await self.memory_count(user_id) > search.exact_max_memories
+            approximate = await self.memory_count(user_id, notes) > search.exact_max_memories
             try:
                 embedded = await self.core.embed_query(query)
                 self._keep_vector(("query", query), embedded)  # for `relevances` right after

@@ -63,7 +63,7 @@ async def fill_in_returned(
     if core.shards is None:
         rows = await core.run(read(core.client))
     else:
-        rows = await core.on_user_index(user_id, lambda index: read(index.client))
+        rows = await core.on_user_index(user_id, lambda index: read(index.client), reads_index=False)
     found: list[tuple[str, Any]] = []
     for (doc, wanted), row in zip(reads, rows):
         values = dict(zip(wanted, row))

@@ -1,0 +1,106 @@
+"""A primary's previous memory index, searched while its new one reads the primary's memories.
+
+When the slot of a primary's index name moves to another primary (a reshard), the primary gets a
+new index (indexes.py), which reads every memory there in the background: about 25 s for 7,800
+documents on a loaded machine, during which a search had to wait for it or answer incomplete.
+The previous index is complete all along (RediSearch indexes every key of the node, whatever the
+slot of the index's name), but the node refuses its name (MOVED). A node accepts a command for a
+slot it is importing after ASKING, so `ImportingSlotClient` sends each command between marking
+that slot as importing on the node and taking the mark off again, in one pipeline (one write,
+which Redis runs through before it reads another client's commands; ~1 ms for a search). It
+is used only while the new index reads, and never while the node really imports or exports the
+slot (the mark would cut into the move): that is checked before use and again every second.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+from redis.crc import key_slot
+from redis.exceptions import ResponseError
+from redisvl.index import AsyncSearchIndex
+from redisvl.schema import IndexSchema
+
+from memlane.store.cluster.owner_probe import NodeClient
+
+# how often the node's own view of the slot is read again while the previous index is used
+_RECHECK_SECONDS = 1.0
+
+
+class SlotBusy(Exception):
+    """The node really imports or exports the previous index name's slot: its name cannot be borrowed."""
+
+
+class ImportingSlotClient(NodeClient):
+    """A client of one node that names an index whose name's slot `slot` belongs to the primary
+    `owner_id`: each command goes between `CLUSTER SETSLOT slot IMPORTING owner_id` + `ASKING` and
+    `CLUSTER SETSLOT slot STABLE`, in one pipeline (its pipelines still check the search's owner first)."""
+
+    def __init__(self, node: aioredis.Redis, slot: int, owner_id: str) -> None:
+        super().__init__(connection_pool=node.connection_pool)  # the node's pool, not owned: never closed here
+        self.node, self.slot, self.owner_id = node, slot, owner_id
+        self.checked_at = float("-inf")
+
+    async def check_slot(self) -> None:
+        """Raise SlotBusy when the node really moves the slot (read at most once a second)."""
+        if time.monotonic() - self.checked_at < _RECHECK_SECONDS:
+            return
+        table = await self.node.execute_command("CLUSTER NODES")  # type: ignore[no-untyped-call]
+        myself = next(entry for entry in table.values() if "myself" in entry["flags"])
+        if any(int(move["slot"]) == self.slot for move in myself.get("migrations", [])):
+            raise SlotBusy(f"slot {self.slot} is moving on this node")
+        self.checked_at = time.monotonic()
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        await self.check_slot()
+        pipe: Pipeline = self.pipeline(transaction=False)
+        pipe.execute_command("CLUSTER", "SETSLOT", self.slot, "IMPORTING", self.owner_id)
+        pipe.execute_command("ASKING")
+        pipe.execute_command(*args, **options)
+        pipe.execute_command("CLUSTER", "SETSLOT", self.slot, "STABLE")
+        marked, _, answer, _ = await pipe.execute(raise_on_error=False)
+        if isinstance(answer, Exception):
+            raise answer  # a refused mark (the owner changed) shows here as MOVED: the index is chosen again
+        if isinstance(marked, Exception):
+            raise marked
+        return answer
+
+
+async def open_previous_index(node: aioredis.Redis, schema: IndexSchema, names: list[str]) -> AsyncSearchIndex | None:
+    """The fully read index among `names` (indexes of the node whose name's slot another primary
+    owns now) holding the most memories, searchable through `ImportingSlotClient`; None when none is
+    (none fully read, the owner unknown, or the slot moving on the node)."""
+    table = await node.execute_command("CLUSTER NODES")  # type: ignore[no-untyped-call]
+    best: tuple[int, AsyncSearchIndex] | None = None
+    for name in names:
+        slot = key_slot(name.encode())
+        owner = next(
+            (
+                entry["node_id"]
+                for entry in table.values()
+                if "master" in entry["flags"] and any(int(pair[0]) <= slot <= int(pair[-1]) for pair in entry["slots"])
+            ),
+            None,
+        )
+        if owner is None:
+            continue
+        client = ImportingSlotClient(node, slot, owner)
+        try:
+            info = await client.execute_command("FT.INFO", name)
+        except (SlotBusy, ResponseError):  # moving, dropped meanwhile, or the mark refused: not this one
+            continue
+        fields = {_text(key): value for key, value in info.items()}
+        if int(_text(fields.get("indexing", 0)) or 0):
+            continue  # it never finished reading: not complete either
+        docs = int(float(_text(fields.get("num_docs", 0)) or 0))
+        named = IndexSchema.from_dict({**schema.to_dict(), "index": {**schema.to_dict()["index"], "name": name}})
+        if best is None or docs > best[0]:
+            best = (docs, AsyncSearchIndex(named, redis_client=client))
+    return best[1] if best is not None else None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

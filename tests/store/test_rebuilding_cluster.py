@@ -1,0 +1,86 @@
+"""A cluster that answers while a primary's index is rebuilt (store/cluster/previous_index.py and
+`ShardIndexes.on_owner`): after the slot of a primary's index name moved, its searches are answered
+whole from the previous index while the new one reads, and without a previous index a search waits
+once for all its trips, not once per trip."""
+
+from __future__ import annotations
+
+import time
+
+from conftest import close_dropping_everything
+from test_shard_indexes import _indexes_by_node, _move_index_name_off, _write_memories
+
+from memlane.config import Settings
+from memlane.store.cluster.index_parts import IndexReport
+from memlane.store.redis.store import open_store
+
+MEMORIES = 8000  # enough that the new index is still reading when the search comes, on any machine
+EXACT = f"zanzibar number {MEMORIES - 1} and a quokka"
+
+
+async def test_a_search_while_the_new_index_reads_is_whole_from_the_previous_one(
+    redis_cluster, settings: Settings, embeddings
+):
+    store = await open_store(settings.model_copy(update={"redis_url": redis_cluster[0]}), embeddings=embeddings)
+    shards = store.core.shards
+    try:
+        await _write_memories(store, "alice", MEMORIES, "zanzibar")
+        node = store.client.get_node_from_key(store.layout.slot_key("alice"))
+        await store.search_memories("alice", "zanzibar")
+        before = shards._indexes[node.name].name
+        _move_index_name_off(store, redis_cluster, node)
+
+        hits = await store.search_memories("alice", "quokka", limit=5)
+        assert EXACT in [hit.memory.text for hit in hits] and not hits.incomplete
+        assert await store.search.memory_count("alice") == MEMORIES
+        assert shards.previous_index_trips > 0  # the new index was still reading: the previous one answered
+        assert shards.waited_trips == 0 and shards.incomplete_searches == 0
+
+        # once the new index has read everything, it answers and the previous one is dropped
+        deadline = time.monotonic() + 120
+        while node.name not in shards._ready and time.monotonic() < deadline:
+            hits = await store.search_memories("alice", "quokka", limit=5)
+            assert EXACT in [hit.memory.text for hit in hits] and not hits.incomplete
+        assert node.name in shards._ready
+        after = (await _indexes_by_node(store))[node.name]
+        assert [state for _, state in after] == ["in use"] and after[0][0] != before
+        hits = await store.search_memories("alice", "quokka", limit=5)
+        assert EXACT in [hit.memory.text for hit in hits] and not hits.incomplete
+        assert shards.waited_trips == 0 and shards.incomplete_searches == 0
+    finally:
+        await close_dropping_everything(store)
+
+
+async def test_without_a_previous_index_a_search_waits_once_for_all_its_trips(
+    redis_cluster, settings: Settings, embeddings
+):
+    """Its count, text and vector trips share one wait (`SearchNotes.deadline`): 3 s once, where each
+    trip used to wait its own 3 s; what it could not read it says."""
+    wait = 3.0
+    store = await open_store(
+        settings.model_copy(update={"redis_url": redis_cluster[0], "redis_cluster_index_wait_seconds": wait}),
+        embeddings=embeddings,
+    )
+    shards = store.core.shards
+    try:
+        await _write_memories(store, "alice", MEMORIES * 3, "zanzibar")
+        node = store.client.get_node_from_key(store.layout.slot_key("alice"))
+        await store.search_memories("alice", "zanzibar")
+        previous = shards._indexes[node.name].name
+        _move_index_name_off(store, redis_cluster, node)
+        await shards.drop(node, IndexReport(node.name, previous, "stale"))  # no previous index to answer from
+        shards.forget_index(node.name)
+        store.search.counts_changed(["alice"])  # the count is asked again: a trip of its own
+
+        started = time.monotonic()
+        hits = await store.search_memories("alice", "quokka", limit=5)
+        took = time.monotonic() - started
+        if hits.incomplete:  # the new index did not finish within the wait
+            assert "has read" in hits.incomplete[0]
+            assert took < 2 * wait, took  # one wait, not one per trip (three trips waited 3 x 3 s)
+            assert shards.waited_trips == 1
+        else:
+            assert EXACT in [hit.memory.text for hit in hits]
+        assert shards.previous_index_trips == 0
+    finally:
+        await close_dropping_everything(store)
