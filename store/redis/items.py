@@ -85,19 +85,21 @@ class Items(StorePart):
             if item.user_id not in pipes:
                 pipes[item.user_id] = self.client.pipeline(transaction=True)
             pipe = pipes[item.user_id]
+            # one HSET per item: each write to an indexed hash makes RediSearch index the whole document again
+            row: dict[str, Any] = {}
             if not item.text:  # index=False: kept and listed, but no vector and no search terms
                 row = self.memories.memory_row(item.as_memory())
                 row.update({MemoryField.SEARCH_TEXT: "", MemoryField.CONTENT_DIGEST: ""})
                 pipe.hdel(key, MemoryField.EMBEDDING)
-                self.memories.queue_row(pipe, key, row)
             elif key in changed:
-                self.memories.queue_row(pipe, key, changed[key])
-            pipe.hset(key, MemoryField.ITEM, item.model_dump_json())
-            pipe.hset(key, mapping=item_index_row(item.namespace, item.value, item.updated_at))
+                row = dict(changed[key])
+            row[MemoryField.ITEM] = item.model_dump_json()
+            row.update(item_index_row(item.namespace, item.value, item.updated_at))
             if own is None:
                 pipe.hdel(key, MemoryField.ITEM_VECTORS)
             else:
-                pipe.hset(key, MemoryField.ITEM_VECTORS, own)
+                row[MemoryField.ITEM_VECTORS] = own
+            self.memories.queue_row(pipe, key, row)
             pipe.hset(self.layout.items(item.user_id), item.memory_id, json.dumps(item.namespace, ensure_ascii=False))
             self.retention.queue_owner(pipe, item.user_id)
             if item.ttl_minutes is not None:
