@@ -65,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 Answer = TypeVar("Answer")
 _POLL_SECONDS = POLL_SECONDS
+_LOOK_AGAIN_SECONDS = 1.0  # a node without a usable previous index is asked again after this
 
 
 class SearchNotes(list[str]):
@@ -97,7 +98,8 @@ class ShardIndexes:
     _ready: set[str] = field(default_factory=set)  # nodes whose index has read every memory
     _stale: dict[str, list[str]] = field(default_factory=dict)  # node -> stale index names, dropped once ready
     # node -> its previous (stale, complete) index, searched until the new one has read everything (None: none)
-    _previous: dict[str, AsyncSearchIndex | None] = field(default_factory=dict)
+    # (None: none, looked for again after `_LOOK_AGAIN_SECONDS`: its slot may have been moving)
+    _previous: dict[str, tuple[AsyncSearchIndex | None, float]] = field(default_factory=dict)
     _read_checked: dict[str, float] = field(default_factory=dict)  # node -> when its new index's progress was read
     _choosing: dict[str, asyncio.Lock] = field(default_factory=dict)
 
@@ -297,24 +299,16 @@ class ShardIndexes:
             except StoreError as error:  # left for `memlane redis cluster-check`
                 logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
 
-    async def _caught_up(
-        self, node: ClusterNode, index: AsyncSearchIndex, deadline: float, notes: SearchNotes | None = None
-    ) -> str | None:
-        """None once the node's index has read all its memories (waiting until `deadline`), else why not."""
+    async def _caught_up(self, node: ClusterNode, index: AsyncSearchIndex) -> str | None:
+        """None when the node's index has read all its memories (then marked ready), else how far it got."""
         if node.name in self._ready:
             return None
-        client = self.node_client(node)
-        while True:
-            info = await node_command(client, "FT.INFO", index.name)
-            percent = 1.0 if not info_number(info, "indexing", 0) else info_number(info, "percent_indexed", 0.0)
-            if percent >= 1:
-                await self._mark_ready(node)
-                return None
-            if time.monotonic() >= deadline:
-                return f"the memory index {index.name} on {node.name} has read {percent:.0%} of its memories"
-            if notes is not None:
-                self._waiting(notes)
-            await asyncio.sleep(_POLL_SECONDS)
+        info = await node_command(self.node_client(node), "FT.INFO", index.name)
+        percent = 1.0 if not info_number(info, "indexing", 0) else info_number(info, "percent_indexed", 0.0)
+        if percent >= 1:
+            await self._mark_ready(node)
+            return None
+        return f"the memory index {index.name} on {node.name} has read {percent:.0%} of its memories"
 
     # searching ------------------------------------------------------------------------------
     async def on_owner(
@@ -359,7 +353,7 @@ class ShardIndexes:
                     self._note(notes, f"the user's slot {error.slot_id} was still moving off {node.name}")
                     return answer
                 if isinstance(error, SlotBusy):  # the previous index's slot really moves: wait for the new one
-                    self._previous[node.name] = None
+                    self._previous[node.name] = (None, time.monotonic())
                     continue
                 if moved_index_name(error, key) or unknown_index(error):
                     self.forget_index(node.name)  # its name's slot moved away, or it was dropped: choose again
@@ -383,26 +377,36 @@ class ShardIndexes:
     ) -> tuple[AsyncSearchIndex, str | None]:
         """The index to search on `node` and, when it has not read every memory, why the answer is
         incomplete: the node's index once it has read everything; while it reads, the node's previous
-        index (complete, asked again at most every `_POLL_SECONDS * 5`); without one, the new index
-        after waiting for it until the search's one deadline."""
-        if node.name in self._ready:
-            return index, None
-        if node.name not in self._previous:
-            stale = self._stale.get(node.name, [])
-            client = self.node_client(node)
-            self._previous[node.name] = await open_previous_index(client, self.schema, stale) if stale else None
-        previous = self._previous[node.name]
-        if previous is not None:
-            if time.monotonic() - self._read_checked.get(node.name, float("-inf")) < _POLL_SECONDS * 5:
+        index (complete; the new one's progress read at most every `_POLL_SECONDS * 5`); without one,
+        the new index, waited for until the search's one deadline (a previous index found meanwhile,
+        its slot done moving, answers at once)."""
+        while node.name not in self._ready:
+            previous = await self._previous_of(node)
+            if previous is not None:
+                if time.monotonic() - self._read_checked.get(node.name, float("-inf")) >= _POLL_SECONDS * 5:
+                    self._read_checked[node.name] = time.monotonic()
+                    if await self._caught_up(node, index) is None:
+                        break
                 self.previous_index_trips += 1
                 return previous, None
-            self._read_checked[node.name] = time.monotonic()
-            if await self._caught_up(node, index, deadline=0.0) is None:
-                return index, None
-            self.previous_index_trips += 1
-            return previous, None
-        missing = await self._caught_up(node, index, self._deadline(notes), notes)
-        return index, missing
+            missing = await self._caught_up(node, index)
+            if missing is None:
+                break
+            if time.monotonic() >= self._deadline(notes):
+                return index, missing
+            self._waiting(notes)
+            await asyncio.sleep(_POLL_SECONDS)
+        return index, None
+
+    async def _previous_of(self, node: ClusterNode) -> AsyncSearchIndex | None:
+        """The node's previous index while its new one reads (previous_index.py), None when it has
+        none usable now (asked again after `_LOOK_AGAIN_SECONDS`)."""
+        previous, looked_at = self._previous.get(node.name, (None, float("-inf")))
+        stale = self._stale.get(node.name, [])
+        if previous is None and stale and time.monotonic() - looked_at >= _LOOK_AGAIN_SECONDS:
+            previous = await open_previous_index(self.node_client(node), self.schema, stale)
+            self._previous[node.name] = (previous, time.monotonic())
+        return previous
 
     def _deadline(self, notes: SearchNotes) -> float:
         """The one deadline of a search's waits, set by its first trip that asks."""
