@@ -28,11 +28,13 @@ language…). General signs say it instead:
   that statement's event card and profile line are earlier with it.
 
 The newer statement need not pass the relevance floor itself ("What is my job?" is far from "I
-quit the hospital and started as a teacher"): it takes the older one's place, and the older one
-follows it marked earlier (memlane/recall.py `earlier_last`), so a wrong guess costs it no place.
+quit the hospital and started as a teacher"): it takes the place of an older one that passed,
+and the older one follows it marked earlier (memlane/recall.py `earlier_last`), so a wrong guess
+costs it no place. When no older one passed, nothing is added (memlane/recall_select.py
+`newer_first`): the rule pairs everyday turns for a request about nothing the user said.
 
-Bench: bench/raw_changes.py (run by bench/changing_facts.py): sets written after the rule was
-frozen, first try printed.
+Bench: bench/raw_changes.py and bench/raw_changes_third.py (run by bench/changing_facts.py): sets
+written after the rule was frozen, first try printed, and additions (both statements hold).
 """
 
 from __future__ import annotations
