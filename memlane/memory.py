@@ -31,6 +31,7 @@ from memlane.config import Settings, get_settings
 from memlane.config_mem0 import settings_from_mem0_config
 from memlane.importing import import_messages, messages_of
 from memlane.memory_ops import (
+    expire_results,
     get_memory,
     list_memories,
     memory_history,
@@ -38,9 +39,16 @@ from memlane.memory_ops import (
     stored_results,
     update_memory,
 )
-from memlane.memory_shapes import answer_count, call_scope, hit_memory, metadata_holds, refuse_options, require_user
+from memlane.memory_shapes import (
+    answer_count,
+    call_scope,
+    hit_memory,
+    metadata_holds,
+    refuse_options,
+    require_user,
+)
 from memlane.store.errors import InvalidInput
-from memlane.store.ids import check_id
+from memlane.store.ids import check_id, expiry_time
 from memlane.store.protocols import MemoryStore
 from memlane.store.records import MemoryKind
 from memlane.store.scopes import scoped_user_id, split_user_id
@@ -152,8 +160,11 @@ class AsyncMemory:
         session of memlane's); metadata: kept on each message (a message's own wins), filterable by
         its declared fields (MEMLANE_METADATA_FIELDS). infer=False: each message as a result, ADD
         when new, NONE when the store held it. wait=False: answers once the messages are stored,
-        the memory run going on in the background, with its `memory_run_id` for `get_run`."""
+        the memory run going on in the background, with its `memory_run_id` for `get_run`.
+        expiration_date (mem0's): when the messages and what the run adds or updates expire (epoch
+        seconds, an ISO date or datetime); from then on they are neither searched nor listed."""
         await self._opened()
+        expires_at = expiry_time(mem0_options.pop("expiration_date", None))
         refuse_options("add", mem0_options)
         scope, _ = call_scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
         store_user = self._seen(scoped_user_id(require_user(scope, "add"), scope["agent_id"]))
@@ -165,14 +176,25 @@ class AsyncMemory:
             parsed = [message.model_copy(update={"metadata": {**metadata, **message.metadata}}) for message in parsed]
         if not infer:
             new = await self.store.add_messages(parsed)
+            await self._expire(store_user, parsed, expires_at)
             return {"results": stored_results(parsed, new), "stored": len(new), "event_id": None}
         if wait:
-            return await self._remember(store_user, parsed, scope)
+            answer = await self._remember(store_user, parsed, scope, expires_at)
+            await self._expire(store_user, parsed, expires_at)
+            return answer
         stored, _ = await import_messages(self.store, store_user, parsed)  # stored before the answer, as with wait
+        await self._expire(store_user, parsed, expires_at)
         memory_run_id = uuid.uuid4().hex
-        task = asyncio.create_task(self._remember(store_user, [], scope), name=f"memlane-memory-run-{memory_run_id}")
+        task = asyncio.create_task(
+            self._remember(store_user, [], scope, expires_at), name=f"memlane-memory-run-{memory_run_id}"
+        )
         self._runs[memory_run_id] = task
         return {"results": [], "stored": stored, "event_id": None, "memory_run_id": memory_run_id}
+
+    async def _expire(self, store_user: str, messages: Sequence[Any], expires_at: float | None) -> None:
+        """`add(expiration_date=)`'s messages expire then (or sooner, as they would already)."""
+        if expires_at is not None:
+            await self.store.expire_messages(store_user, [message.id for message in messages], expires_at)
 
     async def get_run(self, memory_run_id: str, *, wait: bool = False) -> dict[str, Any]:
         """How a memory run that `add(wait=False)` started stands: {"status": "running"}, or
@@ -199,14 +221,17 @@ class AsyncMemory:
         }
 
     async def _remember(
-        self, store_user: str, messages: Sequence[Any], scope: Mapping[str, str | None]
+        self, store_user: str, messages: Sequence[Any], scope: Mapping[str, str | None], expires_at: float | None
     ) -> dict[str, Any]:
         """Store `messages` and run the memory graph over the user's unremembered turns, one run of
-        a user's at a time; what the run added, updated and deleted."""
+        a user's at a time; what the run added, updated and deleted (given `expires_at`, until then)."""
         async with self._locks.setdefault(store_user, asyncio.Lock()):
             stored, run = await import_messages(self.store, store_user, messages, context=self._memory_context())
+            results = await run_results(self.store, store_user, run, scope)
+            if expires_at is not None:
+                await expire_results(self.store, store_user, results, expires_at)
         return {
-            "results": await run_results(self.store, store_user, run, scope),
+            "results": results,
             "stored": stored,
             "event_id": run.event_id if run is not None else None,
         }

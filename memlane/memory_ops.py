@@ -192,6 +192,30 @@ async def run_results(
     return results
 
 
+async def expire_results(
+    store: MemoryStore, user_id: str, results: Sequence[Mapping[str, Any]], expires_at: float
+) -> None:
+    """Give what a run added or updated (its profile entries and event card, from `run_results`)
+    the expiry mem0's `add(expiration_date=)` asks for: written again with `expires_at`."""
+    written = [result["id"] for result in results if result["event"] != DELETED]
+    entry_ids = {memory_id.removeprefix("profile:") for memory_id in written if memory_id.startswith("profile:")}
+    entries = [
+        entry.model_copy(update={"expires_at": expires_at})
+        for entry in await store.get_profile(user_id)
+        if entry.id in entry_ids
+    ]
+    if entries:
+        update = MemoryUpdate(
+            user_id=user_id, upsert_profile=entries, memories=[e.as_memory() for e in entries], actor="api"
+        )
+        await store.apply_update(update)
+    event_ids = [memory_id.removeprefix("event:") for memory_id in written if memory_id.startswith("event:")]
+    for event in await store.get_events(user_id, event_ids):
+        if event is not None:
+            event = event.model_copy(update={"expires_at": expires_at})
+            await store.apply_update(MemoryUpdate(user_id=user_id, event=event, memories=[event.as_memory()]))
+
+
 def stored_results(sent: Sequence[Message], new: Sequence[Message]) -> list[dict[str, Any]]:
     """The turns an `add(infer=False)` sent, as mem0's add results: ADD for each the store did not
     hold, NONE for each it held already (memlane keeps a message once, by its id)."""
@@ -211,6 +235,7 @@ def stored_results(sent: Sequence[Message], new: Sequence[Message]) -> list[dict
 
 __all__ = [
     "KINDS",
+    "expire_results",
     "get_memory",
     "list_memories",
     "memory_history",

@@ -279,7 +279,6 @@ _NOT_TAKEN = {  # mem0's add options memlane has no counterpart for, and what to
     "prompt": "memlane's memory graph has its own prompts, step by step",
     "memory_type": "procedural memory is not kept apart; add the steps as a note or as messages",
     "timestamp": "give each message a created_at instead",
-    "expiration_date": "retention is set per store (MEMLANE_RETENTION_*)",
 }
 
 

@@ -172,11 +172,13 @@ async def answer_remember(
     session_id: str,
     actor: str = "tool",
     metadata: dict[str, Any] | None = None,
+    expires_at: float | None = None,
 ) -> str:
     """Keep `text` as a profile fact (with topic and subtopic) or as a note (an event card).
 
     actor: who profile history names for the change ("tool", "mcp", "api:<key name>").
     metadata: a JSON object kept with it (a note's is searchable by the declared fields).
+    expires_at: when it expires (epoch seconds); unset, it is kept.
     """
     text = text.strip()
     if not clean_text(text).strip():  # only spaces, or NUL bytes, which are not stored
@@ -185,9 +187,11 @@ async def answer_remember(
     if topic.strip() and subtopic.strip():
         check_slot(topic)  # the slot rule of every door: at most 64 characters
         check_slot(subtopic)
-        entry = await remember_fact(store, user_id, topic, subtopic, text, actor=actor, metadata=metadata)
+        entry = await remember_fact(
+            store, user_id, topic, subtopic, text, actor=actor, metadata=metadata, expires_at=expires_at
+        )
         return f"remembered as profile {entry.topic} / {entry.subtopic} [{profile_memory_id(entry.id)}]"
-    written = await write_note(store, user_id, text, session_id=session_id, metadata=metadata)
+    written = await write_note(store, user_id, text, session_id=session_id, metadata=metadata, expires_at=expires_at)
     return f"remembered [{written.memory.id}]" if written.repeat_of is None else repeat_answer(written.repeat_of)
 
 
@@ -208,6 +212,7 @@ async def remember_fact(
     actor: str = "tool",
     source_message_ids: Sequence[str] = (),
     metadata: dict[str, Any] | None = None,
+    expires_at: float | None = None,
 ) -> ProfileEntry:
     """Write a profile entry (replacing what its topic / subtopic slot held: one entry per user and
     slot) with its search memory; its history records the write with its source and metadata."""
@@ -219,6 +224,7 @@ async def remember_fact(
         confidence=confidence,
         source_message_ids=list(source_message_ids),
         metadata=dict(metadata or {}),
+        expires_at=expires_at,
     )
     await store.apply_update(
         MemoryUpdate(user_id=user_id, upsert_profile=[entry], memories=[entry.as_memory()], actor=actor)
@@ -234,7 +240,9 @@ class NoteWritten(BaseModel):
     repeat_of: RepeatedMemory | None = None
 
 
-def _note_event(user_id: str, text: str, session_id: str, metadata: dict[str, Any] | None) -> Event:
+def _note_event(
+    user_id: str, text: str, session_id: str, metadata: dict[str, Any] | None, expires_at: float | None = None
+) -> Event:
     """The event card a note is kept as: its id made from its text."""
     if not clean_text(text).strip():
         raise InvalidInput("a note must hold some text; this one holds only spaces or NUL bytes")
@@ -245,6 +253,7 @@ def _note_event(user_id: str, text: str, session_id: str, metadata: dict[str, An
         tags=[REMEMBERED_TAG],
         session_ids=[session_id],
         metadata=dict(metadata or {}),
+        expires_at=expires_at,
     )
 
 
@@ -268,7 +277,13 @@ async def existing_note(store: NoteStore, user_id: str, text: str) -> RepeatedMe
 
 
 async def write_note(
-    store: NoteStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
+    store: NoteStore,
+    user_id: str,
+    text: str,
+    *,
+    session_id: str,
+    metadata: dict[str, Any] | None = None,
+    expires_at: float | None = None,
 ) -> NoteWritten:
     """Keep a note about the user: an event card tagged "remembered" and its search memory,
     unless the user has that note already (`MemoryStore.repeated_memory`: the same text, case and
@@ -279,15 +294,17 @@ async def write_note(
     (`StoreSettings.metadata_fields`). The same text noted again is a repeat of the stored note, and
     its metadata is merged into the stored one's: the keys it gives take their new values, the
     others keep theirs (nothing given or stored is dropped). A text with nothing left to store (only
-    spaces and NUL bytes): `InvalidInput`."""
-    event = _note_event(user_id, text, session_id, metadata)
+    spaces and NUL bytes): `InvalidInput`. expires_at: when the note expires (epoch seconds; given
+    again with the same text, the stored note takes it)."""
+    event = _note_event(user_id, text, session_id, metadata, expires_at)
     [noted] = await store.get_events(user_id, [event.id])
     # the same text again (a note's id is made from its text; the stored summary may be masked, or
     # edited in place since): a repeat, its metadata merged
     if noted is not None:
         merged = {**noted.metadata, **event.metadata}
-        if merged != noted.metadata:
-            noted = noted.model_copy(update={"metadata": merged})
+        expiry = noted.expires_at if expires_at is None else expires_at
+        if merged != noted.metadata or expiry != noted.expires_at:
+            noted = noted.model_copy(update={"metadata": merged, "expires_at": expiry})
             await store.apply_update(MemoryUpdate(user_id=user_id, event=noted, memories=[noted.as_memory()]))
         kept = noted.as_memory()
         return NoteWritten(memory=kept, repeat_of=RepeatedMemory(memory=kept, similarity=1.0, identical=True))
@@ -300,10 +317,17 @@ async def write_note(
 
 
 async def remember_note(
-    store: NoteStore, user_id: str, text: str, *, session_id: str, metadata: dict[str, Any] | None = None
+    store: NoteStore,
+    user_id: str,
+    text: str,
+    *,
+    session_id: str,
+    metadata: dict[str, Any] | None = None,
+    expires_at: float | None = None,
 ) -> Memory:
     """`write_note`, answering the memory that holds the note (the stored one for a repeat)."""
-    return (await write_note(store, user_id, text, session_id=session_id, metadata=metadata)).memory
+    written = await write_note(store, user_id, text, session_id=session_id, metadata=metadata, expires_at=expires_at)
+    return written.memory
 
 
 class DeletingStore(ForgettingStore, SearchStore, RecordStore, Protocol):

@@ -43,8 +43,8 @@ from memlane.recall import RecallParts
 from memlane.serve.auth import valid_agent_id
 from memlane.serve.config import store_user_id
 from memlane.serve.errors import READY_TIMEOUT_SECONDS, ApiError
-from memlane.store.errors import InvalidInput
-from memlane.store.ids import profile_memory_id
+from memlane.serve.mcp_errors import store_errors
+from memlane.store.ids import expiry_time, profile_memory_id
 from memlane.store.protocols import ForgetConfirm
 from memlane.tools import answer_forget, answer_remember, search_answer, search_hits, shown_hit
 from memlane.turns import TurnService
@@ -158,17 +158,6 @@ async def acting_caller(ctx: Context, *, writes: bool = False) -> McpCaller:
     return resolved
 
 
-@contextlib.asynccontextmanager
-async def store_errors() -> AsyncIterator[None]:
-    """A store's refusal as the tool's error, its message saying what to do."""
-    try:
-        yield
-    except StoreError as error:  # Redis away, embedder down: the message says what to do
-        raise ToolError(str(error)) from error
-    except InvalidInput as error:  # an id the store refuses (a NUL byte, too long): it names the id
-        raise ToolError(str(error)) from error
-
-
 # --- the tools ------------------------------------------------------------------------------------
 
 
@@ -195,13 +184,19 @@ async def search_memories(
 
 
 async def remember(
-    text: str, ctx: Context, topic: str = "", subtopic: str = "", metadata: dict[str, Any] | None = None
+    text: str,
+    ctx: Context,
+    topic: str = "",
+    subtopic: str = "",
+    metadata: dict[str, Any] | None = None,
+    expires_at: float | str | None = None,
 ) -> str:
     """Remember something about the user for later conversations.
 
     With a topic and subtopic (e.g. "diet", "coffee") it becomes a profile fact,
     replacing what that slot held; without them it is kept as a note.
     metadata: a JSON object kept with it ({"project": "apollo"}); search_memories filters notes by it.
+    expires_at: when to forget it (epoch seconds or an ISO 8601 datetime, "2027-01-31T18:00:00Z").
     """
     writer = await acting_caller(ctx, writes=True)
     async with store_errors():
@@ -214,6 +209,7 @@ async def remember(
             session_id=MCP_SESSION,
             actor=writer.actor,
             metadata=metadata,
+            expires_at=expiry_time(expires_at),
         )
 
 

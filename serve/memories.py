@@ -209,6 +209,7 @@ async def write_slot(
             actor=caller.actor,
             source_message_ids=[body.source_message_id] if body.source_message_id else [],
             metadata=body.meta,
+            expires_at=body.expires_at,
         )
     except InvalidInput as error:
         raise ApiError(422, str(error), "invalid_entry") from None
@@ -279,7 +280,12 @@ async def add_note(body: NoteIn, caller: Writer, store: Store, response: Respons
     (the same text, or a near duplicate) is not stored again: 200 with the stored memory and
     `repeat_of`."""
     written = await write_note(
-        store, caller.store_user, body.text.strip(), session_id=body.session_id, metadata=body.metadata
+        store,
+        caller.store_user,
+        body.text.strip(),
+        session_id=body.session_id,
+        metadata=body.metadata,
+        expires_at=body.expires_at,
     )
     if written.repeat_of is not None:
         response.status_code = 200

@@ -16,7 +16,7 @@ from memlane.persistence import DEFAULT_SESSION
 from memlane.serve.auth import SESSION_ID_MAX_CHARS
 from memlane.serve.chat import JsonBody
 from memlane.shown_ids import record_id
-from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, profile_memory_id
+from memlane.store.ids import check_id, check_slot, clean_text, event_memory_id, expiry_time, profile_memory_id
 from memlane.store.records import MemoryKind, PastValue
 from memlane.tools import NoteWritten
 
@@ -48,6 +48,11 @@ PathId = Annotated[str, AfterValidator(_usable_id)]
 EntryId = Annotated[PathId, AfterValidator(partial(record_id, kind="profile"))]
 EventId = Annotated[PathId, AfterValidator(partial(record_id, kind="event"))]
 MessageId = Annotated[PathId, AfterValidator(partial(record_id, kind="message"))]
+
+
+def _expiry(value: Any) -> float | None:
+    """`expires_at` as epoch seconds (`expiry_time`: seconds or ISO 8601, in the future), else a 422."""
+    return expiry_time(value)
 
 
 def _usable_slot(value: str) -> str:
@@ -95,6 +100,7 @@ class MemoryOut(BaseModel):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="the JSON object its note, message or item was written with"
     )
+    expires_at: float | None = Field(default=None, description="when it expires (epoch seconds); null: kept")
 
     @classmethod
     def of(cls, memory: SearchMemory) -> MemoryOut:
@@ -195,6 +201,7 @@ class ProfileEntryOut(BaseModel):
     source_message_ids: list[str]
     meta: dict[str, Any] = Field(default_factory=dict, description="the metadata its last write carried")
     valid_from: float = Field(description="since when it holds: when it was said (created_at for older entries)")
+    expires_at: float | None = Field(default=None, description="when it expires (epoch seconds); null: kept")
     status: Literal["current"] = "current"
     earlier: list[PastValueOut] = Field(
         default_factory=list, description="what it held before a memory run replaced it, newest first"
@@ -235,10 +242,14 @@ class ProfileEntryWrite(JsonBody):
     meta: dict[str, Any] | None = Field(
         default=None, description="a JSON object of the caller's own, kept with the entry and its history"
     )
+    expires_at: float | None = Field(
+        default=None, description="when it expires: epoch seconds or an ISO 8601 datetime; unset: kept"
+    )
 
     check_blank = field_validator("content")(_not_blank)
     check_nul = field_validator("content")(_no_nul)
     check_meta = field_validator("meta")(_small_meta)
+    check_expiry = field_validator("expires_at", mode="before")(_expiry)
 
 
 class ProfileEntryIn(ProfileEntryWrite):
@@ -266,6 +277,7 @@ class EventOut(BaseModel):
     profile_delta: list[dict[str, Any]]
     session_ids: list[str]
     source_message_ids: list[str]
+    expires_at: float | None = Field(default=None, description="when it expires (epoch seconds); null: kept")
 
     @classmethod
     def of(cls, event: Event) -> EventOut:
@@ -281,9 +293,13 @@ class NoteIn(JsonBody):
         default=None,
         description="a JSON object of the caller's own, kept with the note; search filters on its declared fields",
     )
+    expires_at: float | None = Field(
+        default=None, description="when it expires: epoch seconds or an ISO 8601 datetime; unset: kept"
+    )
 
     check_blank = field_validator("text", "session_id")(_not_blank)
     check_id = field_validator("session_id")(_usable_id)
+    check_expiry = field_validator("expires_at", mode="before")(_expiry)
 
 
 class ForgetIn(JsonBody):

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from memlane.store.errors import InvalidInput
 
@@ -119,3 +121,45 @@ ITEM_MEMORY_PREFIX = "item:"
 def item_memory_id(namespace: Sequence[str], key: str) -> str:
     """Id of the search memory that keeps a LangGraph store item (memlane/langgraph_store.py)."""
     return ITEM_MEMORY_PREFIX + stable_id("item", json.dumps([list(namespace), key], ensure_ascii=False))
+
+
+# the latest epoch second a datetime can hold (9999-12-31): a larger number is milliseconds or nonsense
+_LAST_SECOND = 253_402_300_799.0
+
+
+def expiry_time(value: object, *, at: float | None = None) -> float | None:
+    """A memory's `expires_at` as epoch seconds, from epoch seconds (a number or its digits) or an ISO
+    8601 date or datetime (a naive one read as UTC); None for None or "". Anything else, a time in the
+    past, or milliseconds: `InvalidInput` saying what was sent and what to send."""
+    if value is None or value == "":
+        return None
+    seconds: float | None = None
+    if isinstance(value, datetime):
+        seconds = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                seconds = None
+            else:
+                seconds = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise InvalidInput(
+            f"expires_at must be epoch seconds or an ISO 8601 datetime (2027-01-31T18:00:00Z), not {value!r}"
+        )
+    if seconds > _LAST_SECOND:
+        raise InvalidInput(f"expires_at {value!r} is past the year 9999: send seconds, not milliseconds")
+    if seconds <= (time.time() if at is None else at):
+        raise InvalidInput(f"expires_at {value!r} is in the past: a memory that has expired is not stored")
+    return seconds
+
+
+def expired(expires_at: float | None, at: float | None = None) -> bool:
+    """Whether a record with this `expires_at` has expired (at `at`, default now)."""
+    return expires_at is not None and expires_at <= (time.time() if at is None else at)

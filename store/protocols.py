@@ -65,6 +65,9 @@ class HistoryStore(Protocol):
     """What the turn service and the memory graph need of history: messages (idempotent on id),
     the cursor past what the graph consumed, rolling session summaries and titles."""
 
+    async def expire_messages(self, user_id: str, message_ids: Sequence[str], expires_at: float) -> None:
+        """These messages and their search entries expire at `expires_at` (epoch seconds), or sooner."""
+
     async def add_messages(
         self, messages: Sequence[Message], *, index_for_search: bool = True, index_later: bool = False
     ) -> list[Message]:

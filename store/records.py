@@ -101,6 +101,9 @@ class SessionSummary(BaseModel):
     _clean_texts = field_validator("summary", mode="before")(_cleaned)
 
 
+EXPIRES_AT_DESCRIPTION = "when it stops being recalled, searched and listed (epoch seconds); unset: kept"
+
+
 class ProfileEntry(BaseModel):
     """One fact about the user, unique on (user, topic, subtopic)."""
 
@@ -118,6 +121,7 @@ class ProfileEntry(BaseModel):
         description="since when it holds: when it was said (its newest source message), not when it was written; "
         "unset for entries written before memlane kept it (`since` falls back to created_at)",
     )
+    expires_at: float | None = Field(default=None, description=EXPIRES_AT_DESCRIPTION)
 
     @field_validator("topic", "subtopic")
     @classmethod
@@ -161,6 +165,7 @@ class ProfileEntry(BaseModel):
             created_at=self.since,
             source_message_ids=self.source_message_ids,
             ref_id=self.id,
+            expires_at=self.expires_at,
         )
 
 
@@ -313,6 +318,7 @@ class Event(BaseModel):
     revisions: list[NoteRevision] = Field(
         default_factory=list, description="a note's earlier texts, oldest first (a card of a run is never rewritten)"
     )
+    expires_at: float | None = Field(default=None, description=EXPIRES_AT_DESCRIPTION)
 
     _check_ids = field_validator("id")(_checked)
     _check_user = field_validator("user_id")(_checked_user)
@@ -330,6 +336,7 @@ class Event(BaseModel):
             source_message_ids=self.source_message_ids,
             ref_id=self.id,
             metadata=self.metadata,
+            expires_at=self.expires_at,
         )
 
 
@@ -357,6 +364,7 @@ class Memory(BaseModel):
         default=None,
         description="when what it states stopped holding (a newer fact replaced it); unset while it holds",
     )
+    expires_at: float | None = Field(default=None, description=EXPIRES_AT_DESCRIPTION)
     metadata: dict[str, Any] = Field(
         default_factory=dict,
         description="a JSON object of the caller's own (of the note, message or item it makes searchable); "

@@ -63,6 +63,7 @@ class MemoryField:
     CREATED_AT = "created_at"
     MONTH_DAY = "month_day"  # MMDD of created_at in the configured zone: "April 27th" in any year
     VALID_UNTIL = "valid_until"  # numeric: when a newer fact replaced what it states; 0 while it holds
+    EXPIRES_AT = "expires_at"  # numeric: when its record expires (a note's, a profile entry's); 0: never
     CONTENT_DIGEST = "content_digest"  # unchanged memories are not rewritten (no churn in BM25 statistics)
     SOURCES = "source_message_ids"
     REF_ID = "ref_id"
@@ -431,6 +432,7 @@ def memory_schema(layout: KeyLayout, dims: int, metadata_fields: Mapping[str, st
                 {"name": MemoryField.CREATED_AT, "type": "numeric", "attrs": {"sortable": True}},
                 {"name": MemoryField.MONTH_DAY, "type": "numeric"},
                 {"name": MemoryField.VALID_UNTIL, "type": "numeric"},
+                {"name": MemoryField.EXPIRES_AT, "type": "numeric"},
                 {
                     "name": MemoryField.EMBEDDING,
                     "type": "vector",

@@ -184,6 +184,30 @@ async def test_exists_finds_a_note_or_a_fact_the_user_has_and_writes_nothing(sto
     assert [event.summary for event in await store.list_events("x")] == ["My locker code is 3141."]
 
 
+async def test_add_with_an_expiration_date_keeps_what_the_run_learned_until_then(store, settings):
+    """issue 54: mem0's add(expiration_date=): the messages, the run's entries and card expire then, with
+    infer=False the messages; nonsense is refused and nothing is stored."""
+    import asyncio
+    import time
+
+    memory = AsyncMemory(store, model=ScriptedChatModel(rules=memory_rules()), settings=settings)
+    for nonsense in ("someday", "2001-01-01", float("nan")):
+        with pytest.raises(InvalidInput, match="expires_at"):
+            await memory.add(CHAT, user_id="t", expiration_date=nonsense)
+    assert (await memory.get_all(user_id="t"))["results"] == [] and await store.recent_messages("t", "default") == []
+    await memory.add("My parking spot is B12 today.", user_id="t", infer=False, expiration_date=time.time() + 1)
+    soon = time.time() + 2.5
+    added = await memory.add(CHAT, user_id="t", expiration_date=soon)
+    assert len(added["results"]) == 4 and len((await memory.get_all(user_id="t"))["results"]) == 4
+    assert (await memory.search("黑咖啡", user_id="t"))["results"]
+    assert {entry.expires_at for entry in await store.get_profile("t")} == {soon}
+    await asyncio.sleep(max(0.0, soon - time.time()) + 0.05)
+    assert (await memory.get_all(user_id="t"))["results"] == []
+    assert (await memory.search("黑咖啡", user_id="t"))["results"] == []  # the messages too
+    assert (await memory.search("parking spot B12", user_id="t"))["results"] == []
+    assert await store.recent_messages("t", "default") == []
+
+
 async def test_reset_deletes_every_users_memories(store, settings):
     memory = AsyncMemory(store, settings=settings)
     for user in ("r1", "r2"):

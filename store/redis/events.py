@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memlane.store.ids import event_memory_id
+from memlane.store.ids import event_memory_id, expired
 from memlane.store.records import Event
 from memlane.store.redis.core import StorePart
 from memlane.store.redis.memories import Memories
@@ -62,13 +62,15 @@ class Events(StorePart):
         if not ids:
             return []
         raw = await self._run(self.client.hmget(self.layout.events(user_id), ids))
-        return await self._refreshed(user_id, [Event.model_validate_json(value) for value in raw if value])
+        events = [Event.model_validate_json(value) for value in raw if value]
+        return await self._refreshed(user_id, [event for event in events if not expired(event.expires_at)])
 
     async def get_events(self, user_id: str, event_ids: Sequence[str]) -> list[Event | None]:
         if not event_ids:
             return []
         raw = await self._run(self.client.hmget(self.layout.events(user_id), list(event_ids)))
         events = [Event.model_validate_json(value) if value else None for value in raw]
+        events = [None if event is None or expired(event.expires_at) else event for event in events]
         await self._refreshed(user_id, [event for event in events if event is not None])
         return events
 

@@ -57,6 +57,7 @@ RETURN_FIELDS = [
     MemoryField.SPEAKER,
     MemoryField.SPEAKER_ROLE,
     MemoryField.VALID_UNTIL,
+    MemoryField.EXPIRES_AT,
     MemoryField.METADATA,
 ]
 
@@ -75,6 +76,7 @@ def memory_from_doc(doc: dict[str, Any]) -> Memory:
         speaker=as_text(doc.get(MemoryField.SPEAKER)) or None,
         speaker_role=as_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",
         valid_until=float(as_text(doc.get(MemoryField.VALID_UNTIL)) or 0) or None,
+        expires_at=float(as_text(doc.get(MemoryField.EXPIRES_AT)) or 0) or None,
         metadata=json.loads(as_text(doc.get(MemoryField.METADATA)) or "{}"),
     )
 
@@ -352,9 +354,13 @@ class Memories(StorePart):
             *(f"{key}={value}" for key, value in sorted(row.items())),
             f"embedded={self.embedding_input(memory)}",
         ]
-        if memory.valid_until is not None:
-            digested.append(f"{MemoryField.VALID_UNTIL}={memory.valid_until}")
+        digested += [
+            f"{name}={value}"
+            for name, value in (("valid_until", memory.valid_until), ("expires_at", memory.expires_at))
+            if value is not None
+        ]
         row[MemoryField.VALID_UNTIL] = memory.valid_until or 0
+        row[MemoryField.EXPIRES_AT] = memory.expires_at or 0
         row[MemoryField.CONTENT_DIGEST] = stable_id(*digested)
         return row
 

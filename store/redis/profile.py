@@ -16,7 +16,7 @@ from typing import Any
 from redis.exceptions import WatchError
 
 from memlane.store.errors import InvalidInput, StoreError
-from memlane.store.ids import clean_text, past_value_memory_id, profile_memory_id
+from memlane.store.ids import clean_text, expired, past_value_memory_id, profile_memory_id
 from memlane.store.records import MemoryUpdate, PastValue, ProfileEntry, ProfileRevision
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
@@ -42,7 +42,7 @@ class Profile(StorePart):
 
     async def get_profile(self, user_id: str) -> list[ProfileEntry]:
         raw = await self._run(self.client.hvals(self.layout.profile(user_id)))
-        entries = [ProfileEntry.model_validate_json(value) for value in raw]
+        entries = [entry for value in raw if not expired((entry := ProfileEntry.model_validate_json(value)).expires_at)]
         await self.retention.refresh(user_id, [profile_memory_id(entry.id) for entry in entries])
         return sorted(entries, key=lambda entry: (entry.topic.lower(), entry.subtopic.lower()))
 
@@ -102,6 +102,7 @@ class Profile(StorePart):
                     self.retention.queue_field_expiry(
                         pipe, profile_key, [entry_id], "profile"
                     )  # written: its time starts again
+                    self.retention.queue_deadlines(pipe, profile_key, {entry_id: after.expires_at})
                     self.memories.queue_rows(pipe, rows)
                     self.retention.queue_follow(pipe, user_id, [profile_memory_id(entry_id)])
                     self.record_revisions(pipe, [self._revision(entry_id, "update", actor, before, after)])
@@ -232,6 +233,9 @@ class Profile(StorePart):
         for entry in update.upsert_profile:
             pipe.hset(profile_key, entry.id, entry.model_dump_json())
         self.retention.queue_field_expiry(pipe, profile_key, [entry.id for entry in update.upsert_profile], "profile")
+        self.retention.queue_deadlines(
+            pipe, profile_key, {entry.id: entry.expires_at for entry in update.upsert_profile}
+        )
         self.record_revisions(pipe, revisions)
         for entry_id in update.delete_profile_ids:
             pipe.hdel(profile_key, entry_id)

@@ -17,12 +17,14 @@ session listings, the event times, a session left without messages) is `memlane 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memlane.store.records import REMEMBERED_TAG, Event
+from memlane.store.ids import message_memory_id
+from memlane.store.records import REMEMBERED_TAG, Event, ProfileEntry
 from memlane.store.redis.core import StorePart, as_text
+from memlane.store.schema import MemoryField
 
 # Gives a search entry its record's expiry time (or none, when the record has none).
 # KEYS: the search entry, its record's key; ARGV: the record's field of a hash ('' for a whole key),
@@ -45,6 +47,13 @@ if at == -1 then
 end
 redis.call('PEXPIREAT', KEYS[1], at)
 return at
+"""
+
+
+# Gives an existing search entry its record's `expires_at` in the index (a missing one is not created).
+# KEYS: the search entry; ARGV: the field, the time (epoch seconds)
+_MARK_EXPIRY_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
 """
 
 
@@ -101,11 +110,19 @@ class Retention(StorePart):
         if ttl is not None and fields:
             pipe.hpexpire(key, ttl, *fields)
 
+    def queue_deadlines(self, pipe: Any, key: str, deadlines: Mapping[str, float | None]) -> None:
+        """The records' own `expires_at` (fields of a hash), after their kind's time to live: the earlier
+        of the two holds (LT: a field without expiry counts as never expiring)."""
+        for field_name, expires_at in deadlines.items():
+            if expires_at is not None:
+                pipe.hpexpireat(key, max(1, int(expires_at * 1000)), field_name, lt=True)
+
     def queue_event_expiry(self, pipe: Any, user_id: str, events: Sequence[Event]) -> None:
         for kind in ("event", "note"):
             self.queue_field_expiry(
                 pipe, self.layout.events(user_id), [e.id for e in events if event_kind(e) == kind], kind
             )
+        self.queue_deadlines(pipe, self.layout.events(user_id), {event.id: event.expires_at for event in events})
 
     def queue_follow(self, pipe: Any, user_id: str, memory_ids: Sequence[str], *, drop_orphans: bool = False) -> None:
         """Queue on `pipe`, after the writes of these search entries, their records' expiry onto them;
@@ -118,6 +135,16 @@ class Retention(StorePart):
                 pipe.eval(
                     _FOLLOW_LUA, 2, self.layout.memory(user_id, memory_id), key, field, "1" if drop_orphans else "0"
                 )
+
+    async def expire_messages(self, user_id: str, message_ids: Sequence[str], expires_at: float) -> None:
+        """Messages (and their search entries) expire at `expires_at` or sooner, as they would already."""
+        pipe = self.client.pipeline(transaction=False)
+        for message_id in message_ids:
+            pipe.pexpireat(self.layout.message(user_id, message_id), max(1, int(expires_at * 1000)), lt=True)
+            entry = self.layout.memory(user_id, message_memory_id(message_id))
+            pipe.eval(_MARK_EXPIRY_LUA, 1, entry, MemoryField.EXPIRES_AT, repr(expires_at))
+        self.queue_follow(pipe, user_id, [message_memory_id(message_id) for message_id in message_ids])
+        await self._run(pipe.execute())
 
     # refreshed on read -----------------------------------------------------------------------
     async def refresh(self, user_id: str, memory_ids: Sequence[str], events: Sequence[Event] = ()) -> None:
@@ -132,12 +159,15 @@ class Retention(StorePart):
             if kind is not None and not (kind == "profile" and ":earlier:" in memory_id):  # a past value: not its entry
                 by_kind.setdefault(kind, []).append(memory_id)
         kinds: dict[str, str] = {event.id: event_kind(event) for event in events}
+        # a record's own expires_at is never pushed back by a refresh: it is set again after (the earlier holds)
+        deadlines: dict[str, float | None] = {event.id: event.expires_at for event in events}
         unread = [m.removeprefix("event:") for m in by_kind.get("event", []) if m.removeprefix("event:") not in kinds]
         if unread and (self.ttl_ms("event") or self.ttl_ms("note")):
             raw = await self._run(self.client.hmget(self.layout.events(user_id), unread))
             for event_id, value in zip(unread, raw):
                 if value is not None:
-                    kinds[event_id] = event_kind(Event.model_validate_json(as_text(value)))
+                    event = Event.model_validate_json(as_text(value))
+                    kinds[event_id], deadlines[event_id] = event_kind(event), event.expires_at
         pipe = self.client.pipeline(transaction=False)
         refreshed: list[str] = []
         messages = by_kind.get("message", []) if self.ttl_ms("message") else []
@@ -149,12 +179,17 @@ class Retention(StorePart):
                 if self.ttl_ms(kind)
                 else []
             )
-            self.queue_field_expiry(pipe, self.layout.events(user_id), [m.removeprefix("event:") for m in ids], kind)
+            event_ids = [m.removeprefix("event:") for m in ids]
+            self.queue_field_expiry(pipe, self.layout.events(user_id), event_ids, kind)
+            self.queue_deadlines(pipe, self.layout.events(user_id), {e: deadlines.get(e) for e in event_ids})
             refreshed += ids
         profile = by_kind.get("profile", []) if self.ttl_ms("profile") else []
-        self.queue_field_expiry(
-            pipe, self.layout.profile(user_id), [m.removeprefix("profile:") for m in profile], "profile"
-        )
+        entry_ids = [m.removeprefix("profile:") for m in profile]
+        self.queue_field_expiry(pipe, self.layout.profile(user_id), entry_ids, "profile")
+        if entry_ids:
+            raw = await self._run(self.client.hmget(self.layout.profile(user_id), entry_ids))
+            entries = [ProfileEntry.model_validate_json(as_text(value)) for value in raw if value is not None]
+            self.queue_deadlines(pipe, self.layout.profile(user_id), {e.id: e.expires_at for e in entries})
         refreshed += profile
         if not refreshed:
             return

@@ -88,7 +88,9 @@ class Search(StorePart):
         speaker_roles: Sequence[SpeakerRole] | None = None,
     ) -> FilterExpression:
         """The filter on one user's memories, narrowed by kind, session, time and speaker."""
-        expression = Tag(MemoryField.USER) == self.layout.user_tag(user_id)
+        # not the expired (0 < expires_at <= now), even before Redis drops them; 0 or absent: never
+        expired = FilterExpression(f"-@{MemoryField.EXPIRES_AT}:[(0 {time.time():.3f}]")  # a time, no user text
+        expression = (Tag(MemoryField.USER) == self.layout.user_tag(user_id)) & expired
         if kinds:
             expression = expression & (Tag(MemoryField.KIND) == list(kinds))
         if session_id:

@@ -252,6 +252,7 @@ class RedisMemoryStore:
     list_sessions = _answered_by("messages", Messages.list_sessions)
     set_session_title = _answered_by("messages", Messages.set_session_title)
     session_titles = _answered_by("messages", Messages.session_titles)
+    expire_messages = _answered_by("retention", Retention.expire_messages)
 
     get_profile = _answered_by("profile", Profile.get_profile)
     edit_profile_entry = _answered_by("profile", Profile.edit_profile_entry)
