@@ -112,6 +112,12 @@ class GraphSettings(Component):
         ge=1,
         description="Most facts merged in one model call; 1 asks once per fact (the unbatched merge)",
     )
+    validate_all: bool = Field(
+        default=False,
+        description="Ask the memory model before adding a fact to an empty profile slot of every topic (Memobase's "
+        "validate mode), whatever each topic's validate_merge says; a tenant or persona turns it on alone with "
+        "validate_all = true in its [profile] section",
+    )
     max_tags: int = Field(
         default=5,
         ge=0,

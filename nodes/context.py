@@ -61,6 +61,9 @@ class MemoryContext:
             self.profile_config = self.profile_configs.default
         else:  # given: the default of every run
             self.profile_configs = self.profile_configs.model_copy(update={"default": self.profile_config})
+        if self.graph.validate_all:  # every run validates, whatever its tenant's or agent's configuration says
+            self.profile_configs = self.profile_configs.validating_all()
+            self.profile_config = self.profile_configs.default
         if self.model_breaker is None:
             self.model_breaker = CircuitBreaker.from_settings("the memory model", models=self.models)
 

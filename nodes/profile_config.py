@@ -70,6 +70,11 @@ class ProfileConfig(BaseModel):
     strict: bool = Field(default=False, description="drop facts outside the configured slots")
     max_subtopics_per_topic: int = Field(default=8, ge=1, description="organize a topic above this")
     max_tokens_per_entry: int = Field(default=120, ge=8, description="re-summarize an entry above this")
+    validate_all: bool = Field(
+        default=False,
+        description="ask the model before adding to an empty slot of every topic, whatever its validate_merge says "
+        "(Memobase's validate mode); per tenant or persona in their sections, for all runs MEMLANE_MEMORY_VALIDATE_ALL",
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> ProfileConfig:
@@ -100,8 +105,10 @@ class ProfileConfig(BaseModel):
         return found is not None and found.open_subtopics
 
     def needs_validation(self, topic: str, subtopic: str) -> bool:
-        """Whether adding to an empty slot asks the model first."""
+        """Whether adding to an empty slot asks the model first (always with `validate_all`)."""
         found_topic = self.find_topic(topic)
+        if self.validate_all:
+            return True
         if found_topic is None:
             return True
         found = self.find_subtopic(topic, subtopic)

@@ -44,6 +44,15 @@ class ProfileConfigs(BaseModel):
             return self.tenants[tenant]
         return self.default
 
+    def validating_all(self) -> ProfileConfigs:
+        """These configurations, each asking the model before adding to any empty slot (`validate_all`)."""
+        on = {"validate_all": True}
+        return ProfileConfigs(
+            default=self.default.model_copy(update=on),
+            tenants={name: config.model_copy(update=on) for name, config in self.tenants.items()},
+            agents={name: config.model_copy(update=on) for name, config in self.agents.items()},
+        )
+
 
 def _over(base: dict[str, Any], named: dict[str, Any]) -> dict[str, Any]:
     """`base` with the keys `named` names; a table (`prompts`) merged key by key, a list replaced."""

@@ -463,3 +463,24 @@ async def test_a_change_about_a_friend_is_merged_into_their_slot_not_aborted(
     assert result.updated == [profile_entry_id("u", "people", person)]
     prompt = next(prompt for prompt in model.prompts if "TASK: merge" in prompt)
     assert f"Slot: people / {person} (facts about {person}, not the user" in prompt
+
+
+async def test_validate_all_asks_the_model_for_an_empty_slot_of_a_topic_that_does_not_validate(store, make_context):
+    """issue 54: Memobase's global validate mode, in the profile configuration (validate_all)."""
+    off = ProfileConfig(topics=[TopicConfig(name="work", validate_merge=False)])
+    model = scripted(facts=[fact("work", "occupation", "nurse")], merge='{"action": "ABORT", "content": ""}')
+    await add_chat(store, "u", CHAT)
+    result = await run_memory_graph("u", make_context(model, config=off.model_copy(update={"validate_all": True})))
+    assert calls_for(model, "merge") == 1 and result.added == [] and await profile_of(store) == {}
+
+
+async def test_the_validate_all_setting_turns_validation_on_for_every_run(store, make_context, settings):
+    """issue 54: MEMLANE_MEMORY_VALIDATE_ALL, over a configuration whose topic does not validate."""
+    off = ProfileConfig(topics=[TopicConfig(name="work", validate_merge=False)])
+    graph = settings.graph.model_copy(update={"validate_all": True})
+    model = scripted(facts=[fact("work", "occupation", "nurse")], merge='{"action": "ADD", "content": "a nurse"}')
+    await add_chat(store, "u", CHAT)
+    result = await run_memory_graph("u", make_context(model, config=off, graph=graph))
+    assert calls_for(model, "merge") == 1 and await profile_of(store) == {("work", "occupation"): "a nurse"}
+    assert result.added == [profile_entry_id("u", "work", "occupation")]
+    assert Settings(memory_validate_all=True).graph.validate_all  # the flat name, as the environment gives it

@@ -127,3 +127,21 @@ async def test_a_run_uses_the_slots_and_rules_of_its_store_user(store, settings)
         assert ("Focus on daily habits." in "\n".join(model.prompts)) == (owner == coach)
     assert {e.topic for e in await store.get_profile(coach)} == {"lifestyle"}  # strict: work/workload dropped
     assert {e.topic for e in await store.get_profile("ana")} == {"lifestyle", "work"}
+
+
+async def test_a_tenant_turns_validation_on_for_its_runs_alone(store, settings):
+    """issue 54: `[tenants.<id>.profile] validate_all = true` in memlane serve's file: the tenant's runs ask
+    the model before adding to an empty slot, another tenant's do not."""
+    base = ProfileConfigs(default=ProfileConfig(topics=[TopicConfig(name="work", validate_merge=False)]))
+    configs = with_serve_sections(base, {"tenants": {"acme": {"profile": {"validate_all": True}}}})
+    assert configs.of("acme/ann").validate_all and not configs.of("globex/ann").validate_all
+    fact = {"topic": "work", "subtopic": "occupation", "content": "nurse", "confidence": 0.9, "messages": [1]}
+    for owner in ("acme/ann", "globex/ann"):
+        await add_chat(store, owner, [("user", None, "I'm a nurse in Lyon.")])
+        model = scripted(facts=[fact], merge='{"action": "ABORT", "content": ""}')
+        await run_memory_graph(
+            owner, MemoryContext(store=store, llm=model, **settings.parts(*CONTEXT_PARTS), profile_configs=configs)
+        )
+        asked = any("TASK: merge" in prompt for prompt in model.prompts)
+        assert asked == (owner == "acme/ann")
+        assert [e.content for e in await store.get_profile(owner)] == ([] if asked else ["nurse"])
