@@ -23,7 +23,7 @@ from memlane.graph.queue import RetryLater
 from memlane.graph.run import StepCallback, run_memory_graph
 from memlane.masking import mask_secrets
 from memlane.nodes.context import MemoryContext
-from memlane.nodes.llm import ModelPaused
+from memlane.nodes.llm import ModelChainFailed, ModelPaused
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.session_summary import update_session_summary as fold_session_summary
 from memlane.store.ids import stable_id
@@ -45,7 +45,7 @@ def retry_delay(attempt: int, error: BaseException, *, scheduler: SchedulerSetti
     memory model's open breaker refused waits at least until the breaker lets a trial through.
     """
     delay = min(scheduler.run_retry_delay_seconds * 2.0 ** max(attempt - 1, 0), _MAX_RETRY_DELAY_SECONDS)
-    if isinstance(error, ModelPaused):
+    if isinstance(error, ModelPaused | ModelChainFailed):  # a chain: when every model was paused
         delay = max(delay, error.retry_in)
     return delay
 

@@ -13,6 +13,7 @@ from langgraph.graph.state import CompiledStateGraph
 from memlane.graph.build import compile_memory_graph
 from memlane.graph.state import MemoryInput, MemoryOutput, MemoryState
 from memlane.nodes.context import MemoryContext
+from memlane.nodes.llm import ModelCallFailed, ModelChainFailed, model_label
 from memlane.nodes.persist import MemoryRunResult
 from memlane.nodes.truncate import input_windows
 
@@ -45,7 +46,45 @@ async def run_memory_graph(
     through_seq: int | None = None,
     on_step: StepCallback | None = None,
 ) -> MemoryRunResult:
-    """Consume the user's unprocessed buffer: learn from it, persist, move the cursor.
+    """Consume the user's unprocessed buffer: learn from it, persist, move the cursor, on the memory
+    model or, when it fails (an error after its retries, or its breaker open), on each model of its
+    fallback chain in turn (`MemoryContext.fallback_llms`, `memory_models`), each through its own
+    breaker; the result says which model ran (`model`, `model_index`). What a failed model's windows
+    persisted stays: the next model starts after them. When every model fails: `ModelChainFailed`
+    naming each (the model's own error when there is no chain)."""
+    chain = context.model_chain()
+    failures: list[tuple[str, ModelCallFailed]] = []
+    for index, (name, on_model) in enumerate(chain):
+        try:
+            result = await _run_on(user_id, on_model, through_seq=through_seq, on_step=on_step)
+        except ModelCallFailed as error:
+            failures.append((name, error))
+            if index + 1 < len(chain):
+                logger.warning(
+                    "memory run for %s: model %s failed (%s); trying %s", user_id, name, error, chain[index + 1][0]
+                )
+            continue
+        return result.model_copy(
+            update={"model": name, "model_index": index, "notes": [*notes_of(failures), *result.notes]}
+        )
+    if len(failures) == 1:
+        raise failures[0][1]
+    raise ModelChainFailed(failures)
+
+
+def notes_of(failures: list[tuple[str, ModelCallFailed]]) -> list[str]:
+    """What a run that moved down the chain notes of the models that failed before it."""
+    return [f"model {name} failed, the next was tried: {error}" for name, error in failures]
+
+
+async def _run_on(
+    user_id: str,
+    context: MemoryContext,
+    *,
+    through_seq: int | None = None,
+    on_step: StepCallback | None = None,
+) -> MemoryRunResult:
+    """Consume the user's unprocessed buffer on the context's model: learn from it, persist, move the cursor.
 
     A buffer larger than one run's input (`memory_max_input_tokens`) is remembered in windows,
     oldest first (`input_windows`): each window is one graph run that persists and moves the
@@ -88,9 +127,10 @@ async def run_memory_graph(
         results.append(output["result"])
     result = combined(results)
     logger.info(
-        "memory run user=%s messages=%d windows=%d duration=%.3fs model_calls=%d "
+        "memory run user=%s model=%s messages=%d windows=%d duration=%.3fs model_calls=%d "
         "added=%d updated=%d deleted=%d event=%s",
         user_id,
+        model_label(context.llm),
         result.message_count,
         len(windows),
         time.perf_counter() - started,

@@ -30,6 +30,12 @@ class ModelSettings(Component):
     )
     chat_model: str = Field(default="gpt-4o-mini", description="Chat model name for replies")
     memory_model: str | None = Field(default=None, description="Model for the memory graph; unset uses chat_model")
+    memory_models: list[str] = Field(
+        default_factory=list,
+        description="The memory model's fallback chain, in order (a JSON list): a run whose model fails or whose "
+        "breaker is open runs again on the next, each model with its own breaker; the first is the memory model "
+        "(over memory_model), those after it follow any memory model a door is given; unset: memory_model alone",
+    )
     memory_model_structured_output: StructuredOutputMode = Field(
         default="auto",
         description=(
@@ -53,7 +59,7 @@ class ModelSettings(Component):
 
     @property
     def memory_model_name(self) -> str:
-        return self.memory_model or self.chat_model
+        return self.memory_models[0] if self.memory_models else self.memory_model or self.chat_model
 
     @property
     def has_chat_model(self) -> bool:

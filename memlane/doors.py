@@ -46,6 +46,10 @@ def memory_context(settings: "Settings", store: "MemoryStore", llm: "BaseChatMod
     from memlane.graph import MemoryContext
     from memlane.nodes.profile_configs import configured_profile_configs
 
+    if "fallback_llms" not in options:  # the models after the first of `memory_models` follow any memory model
+        from memlane.models import memory_fallbacks_from_settings
+
+        options["fallback_llms"] = memory_fallbacks_from_settings(settings.models)
     if options.get("profile_configs") is None and options.get("profile_config") is None:
         options["profile_configs"] = configured_profile_configs(
             settings.graph.profile_config, settings.serve.config_file

@@ -73,15 +73,21 @@ class AsyncMemory:
         store: MemoryStore | None = None,
         *,
         settings: Settings | None = None,
-        model: BaseChatModel | None = None,
+        model: BaseChatModel | Sequence[BaseChatModel] | None = None,
         **store_options: Any,
     ) -> None:
         """`store`: a store to wrap (closed by its owner). Without one, as mem0's `AsyncMemory()`: the
         store the settings name (REDIS_URL, or the embedded Redis Stack) is opened at the first call,
-        with the memory model they name unless `model` is given; `aclose` closes it."""
+        with the memory model they name unless `model` is given; `aclose` closes it. A list of models
+        is a fallback chain: a run whose model fails runs on the next (else MEMLANE_MEMORY_MODELS')."""
         self._store = store
         self.settings = settings or get_settings()  # the store's (the protocol does not declare them)
-        self.model = model
+        self.model: BaseChatModel | None = None
+        self._fallbacks: list[BaseChatModel] | None = None  # None: the settings' chain (MEMLANE_MEMORY_MODELS)
+        if isinstance(model, Sequence):
+            self.model, self._fallbacks = (model[0] if model else None), list(model[1:])
+        else:
+            self.model = model
         self._owns_store = store is None
         self._store_options = store_options
         self._opening = asyncio.Lock()
@@ -110,7 +116,11 @@ class AsyncMemory:
 
     @classmethod
     async def open(
-        cls, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any
+        cls,
+        settings: Settings | None = None,
+        *,
+        model: BaseChatModel | Sequence[BaseChatModel] | None = None,
+        **store_options: Any,
     ) -> AsyncMemory:
         """Open the store (REDIS_URL, or the embedded Redis Stack) and wrap it; `aclose` closes it.
         Without `model`, the memory model the settings name (OPENAI_API_KEY / OPENAI_BASE_URL,
@@ -234,6 +244,7 @@ class AsyncMemory:
             "results": results,
             "stored": stored,
             "event_id": run.event_id if run is not None else None,
+            "model": run.model if run is not None else None,  # which model of the chain ran it
         }
 
     def _memory_context(self) -> Any:
@@ -242,7 +253,8 @@ class AsyncMemory:
         if self._context is None:
             from memlane.doors import memory_context
 
-            self._context = memory_context(self.settings, self.store, self.model)  # type: ignore[arg-type]
+            chain = {} if self._fallbacks is None else {"fallback_llms": self._fallbacks}
+            self._context = memory_context(self.settings, self.store, self.model, **chain)  # type: ignore[arg-type]
         return self._context
 
     def _seen(self, store_user: str) -> str:
@@ -453,7 +465,11 @@ class Memory(SyncTwin):
     twin_of = AsyncMemory
 
     def __init__(
-        self, settings: Settings | None = None, *, model: BaseChatModel | None = None, **store_options: Any
+        self,
+        settings: Settings | None = None,
+        *,
+        model: BaseChatModel | Sequence[BaseChatModel] | None = None,
+        **store_options: Any,
     ) -> None:
         self._start(lambda: AsyncMemory.open(settings, model=model, **store_options), "memlane-memory")
 

@@ -37,8 +37,14 @@ def chat_model_from_settings(models: ModelSettings) -> BaseChatModel | None:
 
 
 def memory_model_from_settings(models: ModelSettings) -> BaseChatModel | None:
-    """The memory graph's model (`memory_model`, else `chat_model`), or None when not configured."""
+    """The memory graph's model (the first of `memory_models`, else `memory_model`, else `chat_model`),
+    or None when not configured."""
     return _openai(models, models.memory_model_name) if models.has_chat_model else None
+
+
+def memory_fallbacks_from_settings(models: ModelSettings) -> list[BaseChatModel]:
+    """The models after the first of `memory_models` (the fallback chain), in order; [] when none."""
+    return [_openai(models, name) for name in models.memory_models[1:]] if models.has_chat_model else []
 
 
 # what to do about an HTTP status a model server answered

@@ -13,12 +13,13 @@ The store's own part (token encoding, key prefix, Redis URL) is the store's unle
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import Component, GraphSettings, ModelSettings, RetentionSettings, SchedulerSettings, StoreSettings
-from memlane.nodes.llm import ModelCaller
+from memlane.nodes.llm import ModelCaller, model_label
 from memlane.nodes.profile_config import ProfileConfig
 from memlane.nodes.profile_configs import ProfileConfigs, configured_profile_configs
 from memlane.store.models.breaker import CircuitBreaker
@@ -49,6 +50,10 @@ class MemoryContext:
     profile_configs: ProfileConfigs | None = None
     # None: one made from `models` (circuit_failure_threshold, circuit_reset_seconds)
     model_breaker: CircuitBreaker | None = None
+    # the memory model's fallback chain after `llm` (`memory_models`): a run whose model fails moves down it
+    fallback_llms: Sequence[BaseChatModel] = ()
+    # one breaker per fallback, in order; made from `models` when not given
+    fallback_breakers: Sequence[CircuitBreaker] = ()
 
     def __post_init__(self) -> None:
         if self.store_settings is None:
@@ -66,6 +71,24 @@ class MemoryContext:
             self.profile_config = self.profile_configs.default
         if self.model_breaker is None:
             self.model_breaker = CircuitBreaker.from_settings("the memory model", models=self.models)
+        if len(self.fallback_breakers) != len(self.fallback_llms):
+            self.fallback_breakers = [
+                CircuitBreaker.from_settings(f"the fallback memory model {model_label(llm)}", models=self.models)
+                for llm in self.fallback_llms
+            ]
+
+    def model_chain(self) -> list[tuple[str, MemoryContext]]:
+        """(model name, the context a run on it uses) for the memory model and each fallback, in order:
+        the same store, settings and slots, the model and its own breaker swapped."""
+        chain: list[tuple[str, MemoryContext]] = [(model_label(self.llm), self)]
+        for llm, breaker in zip(self.fallback_llms, self.fallback_breakers):
+            chain.append(
+                (
+                    model_label(llm),
+                    replace(self, llm=llm, model_breaker=breaker, fallback_llms=(), fallback_breakers=()),
+                )
+            )
+        return chain
 
     def profile_config_of(self, user_id: str) -> ProfileConfig:
         """The slots and prompt rules of a run for the store user `user_id` (its agent's, its

@@ -118,6 +118,25 @@ class ModelPaused(ModelCallFailed):
         self.retry_in = refused.retry_in
 
 
+class ModelChainFailed(ModelCallFailed):
+    """Every model of the memory model's fallback chain failed a run (or was paused): each named with
+    why. `retry_in`: when the first paused breaker lets a trial through, when every one was paused."""
+
+    def __init__(self, failures: Sequence[tuple[str, ModelCallFailed]]) -> None:
+        RuntimeError.__init__(
+            self, "every memory model failed: " + "; ".join(f"{name}: {error}" for name, error in failures)
+        )
+        self.step = failures[-1][1].step
+        paused = [error.retry_in for _, error in failures if isinstance(error, ModelPaused)]
+        self.retry_in = min(paused) if paused and len(paused) == len(failures) else 0.0
+
+
+def model_label(llm: BaseChatModel) -> str:
+    """A model as a run's result and log name it: its model name, else its class."""
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    return name if isinstance(name, str) and name else type(llm).__name__
+
+
 @dataclass
 class ModelUsage:
     """Calls and prompt tokens one node spent, reported into the graph state."""

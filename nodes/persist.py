@@ -38,6 +38,8 @@ class MemoryRunResult(BaseModel):
     skipped_reason: str | None = Field(default=None, description="why nothing was learned, if so")
     windows: int = Field(default=1, description="graph runs the buffer took, oldest window first (graph/run.py)")
     event_ids: list[str] = Field(default_factory=list, description="the event card of each window that made one")
+    model: str | None = Field(default=None, description="the memory model that ran it (of `memory_models`, in order)")
+    model_index: int = Field(default=0, description="its place in the fallback chain: 0 the memory model, 1 the next")
 
     @property
     def changed(self) -> bool:
