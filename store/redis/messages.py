@@ -27,9 +27,12 @@ from memlane.store.redis.memories import Memories
 from memlane.store.redis.metadata import checked_metadata, metadata_row
 from memlane.store.redis.quotas import Quotas, text_bytes
 from memlane.store.redis.retention import Retention
-from memlane.store.schema import item_key
+from memlane.store.schema import MemoryField, item_key
 
 logger = logging.getLogger(__name__)
+
+# the digest of a search entry written without its vector (the embedder down): never a real one
+UNEMBEDDED = "unembedded"
 
 # Stores a message unless its id is already there; assigns the per-user seq atomically; with
 # ARGV[4] = '1', records its id as waiting for its search entry in the same step (a message is
@@ -249,18 +252,40 @@ class Messages(StorePart):
         messages = [m for m in messages if m.content.strip() and m.role in ("user", "assistant")]
         if not messages:
             return True
+        memories = self._message_memories(messages, await self._preceding_texts(messages))
         try:
             # an entry written for a message that expired meanwhile is deleted again (drop_orphans)
-            await self.memories.store_memories(
-                self._message_memories(messages, await self._preceding_texts(messages)), drop_orphans=True
-            )
+            await self.memories.store_memories(memories, drop_orphans=True)
         except EmbeddingsUnavailable as error:
             await self._run(self.client.sadd(pending, *(message.id for message in messages)))
-            logger.warning("%d message(s) of %r stored but not indexed yet: %s", len(messages), user_id, error)
+            await self._keyword_entries(memories)
+            logger.warning(
+                "%d message(s) of %r stored, found by their words until embedded: %s", len(messages), user_id, error
+            )
             return False
         if clear_pending:
             await self._run(self.client.srem(pending, *(message.id for message in messages)))
         return True
+
+    async def _keyword_entries(self, memories: Sequence[Memory]) -> None:
+        """Search entries without a vector for messages the embedder could not embed: their words are
+        indexed at once (keyword search finds them), and their digest says "unembedded", so the
+        next indexing (`reindex_pending`) embeds them. An entry already embedded is left as it is."""
+        await self.core.note_scopes(memory.user_id for memory in memories)
+        rows = [
+            (self.layout.memory(m.user_id, m.id), self.memories.memory_row(self.memories.redacted(m))) for m in memories
+        ]
+        pipe = self.client.pipeline(transaction=False)
+        for key, _ in rows:
+            pipe.hget(key, MemoryField.CONTENT_DIGEST)
+        stored = await self._run(pipe.execute())
+        fresh = [
+            (key, row) for (key, row), digest in zip(rows, stored) if as_text(digest) != row[MemoryField.CONTENT_DIGEST]
+        ]
+        pipe = self.client.pipeline(transaction=False)
+        self.memories.queue_rows(pipe, [(key, {**row, MemoryField.CONTENT_DIGEST: UNEMBEDDED}) for key, row in fresh])
+        self.memories.queue_follow(pipe, memories, drop_orphans=True)
+        await self._run(pipe.execute())
 
     @staticmethod
     def _message_memories(messages: Sequence[Message], contexts: dict[str, str]) -> list[Memory]:
