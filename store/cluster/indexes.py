@@ -57,7 +57,7 @@ from memlane.store.cluster.index_parts import (
     unknown_index,
 )
 from memlane.store.cluster.owner_probe import NodeClient, checking_owner
-from memlane.store.cluster.previous_index import SlotBusy, open_previous_index
+from memlane.store.cluster.previous_index import ImportingSlotClient, SlotBusy, open_previous_index
 from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.schema import KeyLayout
 
@@ -65,7 +65,7 @@ logger = logging.getLogger(__name__)
 
 Answer = TypeVar("Answer")
 _POLL_SECONDS = POLL_SECONDS
-_LOOK_AGAIN_SECONDS = 1.0  # a node without a usable previous index is asked again after this
+_LOOK_AGAIN_SECONDS = 0.25  # a node without a usable previous index is asked again after this
 
 
 class SearchNotes(list[str]):
@@ -200,14 +200,7 @@ class ShardIndexes:
         )
         if owner is None:
             raise RedisUnavailable(f"no primary owns slot {slot} of the index {name}; {CLUSTER_HELP}")
-        await node_command(client, "CLUSTER SETSLOT", slot, "IMPORTING", owner)
-        try:
-            pipe = client.pipeline(transaction=False)
-            pipe.execute_command("ASKING")
-            pipe.execute_command(*command)
-            return (await pipe.execute())[1]
-        finally:
-            await node_command(client, "CLUSTER SETSLOT", slot, "STABLE")
+        return await ImportingSlotClient(client, slot, owner).execute_command(*command)  # mark, command, unmark
 
     async def drop(self, node: ClusterNode, report: IndexReport) -> None:
         """Drop a duplicate or stale index (its documents stay: they are the primary's memories)."""

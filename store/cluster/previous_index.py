@@ -14,17 +14,23 @@ slot (the mark would cut into the move): that is checked before use and again ev
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.crc import key_slot
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redisvl.index import AsyncSearchIndex
 from redisvl.schema import IndexSchema
 
 from memlane.store.cluster.owner_probe import NodeClient
+
+logger = logging.getLogger(__name__)
 
 # how often the node's own view of the slot is read again while the previous index is used
 _RECHECK_SECONDS = 1.0
@@ -56,17 +62,41 @@ class ImportingSlotClient(NodeClient):
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         await self.check_slot()
-        pipe: Pipeline = self.pipeline(transaction=False)
-        pipe.execute_command("CLUSTER", "SETSLOT", self.slot, "IMPORTING", self.owner_id)
-        pipe.execute_command("ASKING")
-        pipe.execute_command(*args, **options)
-        pipe.execute_command("CLUSTER", "SETSLOT", self.slot, "STABLE")
-        marked, _, answer, _ = await pipe.execute(raise_on_error=False)
+        # shielded: a search cancelled under it (recall's budget) must not cut the pipeline between
+        # the mark and its removal, which would leave the node importing the slot
+        marking = asyncio.ensure_future(self._marked(args, options))
+        marking.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved, if left
+        marked, answer = await asyncio.shield(marking)
         if isinstance(answer, Exception):
             raise answer  # a refused mark (the owner changed) shows here as MOVED: the index is chosen again
         if isinstance(marked, Exception):
             raise marked
         return answer
+
+    async def _marked(self, args: tuple[Any, ...], options: dict[str, Any]) -> tuple[Any, Any]:
+        """(the mark's reply, the command's) from one pipeline: mark, ASKING, the command, unmark."""
+        pipe: Pipeline = self.pipeline(transaction=False)
+        pipe.execute_command("CLUSTER", "SETSLOT", self.slot, "IMPORTING", self.owner_id)
+        pipe.execute_command("ASKING")
+        pipe.execute_command(*args, **options)
+        pipe.execute_command("CLUSTER", "SETSLOT", self.slot, "STABLE")
+        try:
+            marked, _, answer, _ = await pipe.execute(raise_on_error=False)
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            await self._unmark()  # part of the pipeline may have reached the node
+            raise
+        return marked, answer
+
+    async def _unmark(self) -> None:
+        try:
+            await self.node.execute_command("CLUSTER", "SETSLOT", self.slot, "STABLE")  # type: ignore[no-untyped-call]
+        except (RedisConnectionError, RedisTimeoutError, OSError, ResponseError) as error:
+            logger.warning(
+                "could not take the importing mark off slot %d (`CLUSTER SETSLOT %d STABLE` on that node does): %s",
+                self.slot,
+                self.slot,
+                error,
+            )
 
 
 async def open_previous_index(node: aioredis.Redis, schema: IndexSchema, names: list[str]) -> AsyncSearchIndex | None:
