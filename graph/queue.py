@@ -21,7 +21,8 @@ import asyncio
 import contextvars
 import enum
 import logging
-from collections.abc import Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -170,6 +171,55 @@ async def gc_sweep_task(scheduler_name: str) -> None:
     await _handlers(scheduler_name).sweep_garbage()
 
 
+# the webhook senders of this process, by queue name (memlane/webhooks.py): (tenant, target, body) -> None
+Deliver = Callable[[str, int, str], Awaitable[None]]
+_DELIVERERS: dict[str, Deliver] = {}
+
+
+def register_deliverer(name: str, deliver: Deliver) -> None:
+    """Make `deliver` what this process's worker hands the webhook deliveries of queue `name` to."""
+    _DELIVERERS[name] = deliver
+
+
+def unregister_deliverer(name: str) -> None:
+    _DELIVERERS.pop(name, None)
+
+
+class WebhookFailed(RuntimeError):
+    """What a failed delivery hands the queue: the target's answer, never the body or the secret."""
+
+
+async def webhook_task(
+    tenant: str,
+    target: int,
+    body: str,
+    queue_name: str,
+    attempts: int,
+    backoff_seconds: float,
+    retry: Retry = Retry(),
+    key: str = TaskKey(),
+) -> None:
+    """Deliver one change event to one of the tenant's webhook targets; a failure is retried under
+    the same key after `backoff_seconds`, doubled each time (at most an hour), `attempts` tries in
+    all, then given up and logged. Delivered once: a success ends the task."""
+    deliver = _DELIVERERS.get(queue_name)
+    try:
+        if deliver is None:
+            raise RuntimeError(f"no webhook sender for {queue_name!r} in this process")
+        await deliver(tenant, target, body)
+    except Exception as error:
+        reason = f"{type(error).__name__}: {error}"
+        if retry.attempt >= attempts:
+            logger.error("webhook %s of tenant %s given up after %d tries: %s", key, tenant, retry.attempt, reason)
+            return
+        delay = min(backoff_seconds * 2.0 ** (retry.attempt - 1), 3600.0)
+        logger.warning(
+            "webhook %s of tenant %s failed (%s); try %d in %.1fs", key, tenant, reason, retry.attempt + 1, delay
+        )
+        retry.attempts, retry.delay = retry.attempt + 1, timedelta(seconds=delay)
+        raise WebhookFailed(reason) from None
+
+
 TASKS = (
     memory_run_task,
     session_summary_task,
@@ -177,6 +227,7 @@ TASKS = (
     follow_up_check_task,
     reindex_sweep_task,
     gc_sweep_task,
+    webhook_task,
 )
 
 
@@ -279,6 +330,17 @@ class RunQueue:
         else:
             execution = await schedule(user_id=user_id, scheduler_name=self.name, through_seq=through_seq)
         return execution.disposition == Disposition.SCHEDULED
+
+    async def add_webhook(self, tenant: str, target: int, body: str, attempts: int, backoff_seconds: float) -> None:
+        """Queue the delivery of `body` to the tenant's target at `target` (`webhook_task`)."""
+        await self._require_docket().add(webhook_task, key=f"webhook-{uuid.uuid4().hex}")(
+            tenant=tenant,
+            target=target,
+            body=body,
+            queue_name=self.name,
+            attempts=attempts,
+            backoff_seconds=backoff_seconds,
+        )
 
     async def add_session_summary(self, user_id: str, session_id: str, key: str) -> bool:
         execution = await self._require_docket().add(session_summary_task, key=key)(

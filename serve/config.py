@@ -32,6 +32,7 @@ from memlane.config import RecallSettings
 from memlane.doors import ProfileConfigs, with_serve_sections
 from memlane.masking import register_secret
 from memlane.tenants import TENANT_PATTERN, USER_ID_MAX_CHARS, check_user_id, store_user_id  # noqa: F401  (serve's names)
+from memlane.webhooks import WebhookTarget
 
 Scope = Literal["chat", "read", "write", "shared"]
 # what a key may do when its entry lists no scopes; "shared" (writing the tenant's shared memory,
@@ -231,6 +232,10 @@ class Tenant(BaseModel):
 
     profile: ProfileConfig | None = Field(
         default=None, description="its users' memory runs: the keys it names over the default's"
+    )
+    webhooks: list[WebhookTarget] = Field(
+        default_factory=list,
+        description="URLs its users' memory changes are posted to, signed (memlane/webhooks.py); only its own users'",
     )
 
 

@@ -8,7 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import httpx
 from fastapi import Depends, Request
@@ -24,6 +24,7 @@ from memlane import (
     load_profile_configs,
     open_store,
 )
+from memlane.change_events import ChangeEventStore
 from memlane.doors import ProfileConfigs, memory_context
 from memlane.import_jobs import ImportJobs
 from memlane.importing import import_messages
@@ -34,6 +35,7 @@ from memlane.serve.config import ServeConfig, ServeConfigError
 from memlane.serve.metrics import ServeMetrics
 from memlane.store.records import Message
 from memlane.turns import RecallTimedOut, TurnService
+from memlane.webhooks import WebhookOutbox, open_outbox
 
 logger = logging.getLogger(__name__)
 
@@ -78,10 +80,15 @@ class ServeService:
         self._run_locks: dict[str, asyncio.Lock] = {}  # one run at once per user, in this process
         self.add_runs: dict[str, tuple[str, asyncio.Task[Any]]] = {}  # add(wait=False)'s runs: id → (user, task)
         self.imports = ImportJobs(self.require_store, batch_messages=settings.imports.batch_messages)
+        self.webhooks: WebhookOutbox | None = None  # when a tenant configures webhooks (`start`)
 
     async def start(self) -> None:
         if self.store is None:
             self.store = await open_store(self.settings)
+        targets = {tenant: config.webhooks for tenant, config in self.config.tenants.items() if config.webhooks}
+        if targets:  # every door's changes, the memory runs' too, go through the store that tells them
+            self.webhooks = await open_outbox(self.store, targets, settings=self.settings)
+            self.store = cast(MemoryStore, ChangeEventStore(self.store, self.webhooks.emit))
         self.turns = await TurnService.started(
             self.store,
             recall_parts=RecallParts.of(self.settings),
@@ -156,6 +163,8 @@ class ServeService:
             if self.turns is not None:
                 await self.turns.aclose(10)
         finally:
+            if self.webhooks is not None:  # what is still queued waits on the queue for the next start
+                await self.webhooks.__aexit__(None, None, None)
             if self.store is not None and self._owns_store:
                 await self.store.aclose()
 
