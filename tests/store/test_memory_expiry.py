@@ -99,3 +99,16 @@ async def test_noting_the_same_text_again_sets_its_expiry(store: RedisMemoryStor
     again = await write_note(store, "u", "the gate code is 4411", session_id="s", expires_at=later)
     assert again.repeat_of is not None and again.memory.expires_at == later
     assert await expiry_ms(store, store.layout.events("u"), written.memory.ref_id) == int(later * 1000)
+
+
+async def test_an_expired_note_is_left_out_on_a_cluster_too(cluster_store: RedisMemoryStore):
+    soon = time.time() + 1.0
+    written = await write_note(cluster_store, "u", "the wifi password is plum-77", session_id="s", expires_at=soon)
+    await write_note(cluster_store, "u", "my sister lives in Porto", session_id="s")
+    await cluster_store.client.hpersist(cluster_store.layout.events("u"), written.memory.ref_id)  # Redis lags
+    await cluster_store.client.persist(cluster_store.layout.memory("u", written.memory.id))
+    assert "plum" in (await cluster_store.search_memories("u", "wifi password plum"))[0].memory.text
+    await asyncio.sleep(max(0.0, soon - time.time()) + 0.05)
+    texts = [hit.memory.text for hit in await cluster_store.search_memories("u", "wifi password plum sister")]
+    assert texts == ["my sister lives in Porto"]
+    assert [event.summary for event in await cluster_store.list_events("u")] == ["my sister lives in Porto"]
