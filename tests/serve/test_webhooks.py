@@ -146,3 +146,32 @@ def test_a_target_is_refused_at_start_up_with_what_is_wrong():
     body = b'{"id": "x"}'
     assert not verify(SECRET, "1000", body, signature(SECRET, 1000, body))  # too old: a replay
     assert not verify(SECRET, "soon", body, "v1=00")
+
+
+async def test_a_memory_runs_changes_are_posted_too(store, settings, receiver):
+    """The memory graph's writes go through the same store: its entries and its card are posted."""
+    from memlane.testing import ScriptedChatModel, memory_rules
+
+    receiver.up()
+    target = WebhookTarget(url=f"http://127.0.0.1:{receiver.port}/hook", secret=SECRET, backoff_seconds=0.2)
+    config = SERVE_CONFIG.model_copy(update={"tenants": {"acme": Tenant(webhooks=[target])}})
+    model = ScriptedChatModel(rules=memory_rules())
+    app = create_app(config, settings, store=store, memory_model=model, mount_mcp=False)
+    async with serving(app) as base_url:
+        async with httpx.AsyncClient(
+            base_url=base_url, headers={"Authorization": "Bearer key-acme"}, timeout=60
+        ) as http:
+            chat = [
+                {"role": "user", "content": "我喜欢黑咖啡，不加糖。"},
+                {"role": "user", "content": "连续两周都在加班。"},
+            ]
+            sent = await http.post(user_path("cai") + "/messages", json={"messages": chat, "remember": "now"})
+            assert sent.status_code == 201
+            await until(lambda: len(receiver.posts) >= 4, seconds=60)  # 3 entries and the run's card
+            await asyncio.sleep(0.5)
+    events = receiver.events()
+    assert {(event["type"], event["memory"]["kind"]) for event in events} == {
+        ("memory.added", "profile"),
+        ("memory.added", "event"),
+    }
+    assert len(events) == 4 and all(event["user_id"] == "cai" and event["tenant"] == "acme" for event in events)
