@@ -133,6 +133,7 @@ def expiry_time(value: object, *, at: float | None = None) -> float | None:
     past, or milliseconds: `InvalidInput` saying what was sent and what to send."""
     if value is None or value == "":
         return None
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."  # never a megabyte echoed back
     seconds: float | None = None
     if isinstance(value, datetime):
         seconds = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
@@ -151,12 +152,12 @@ def expiry_time(value: object, *, at: float | None = None) -> float | None:
                 seconds = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
     if seconds is None or not math.isfinite(seconds) or seconds <= 0:
         raise InvalidInput(
-            f"expires_at must be epoch seconds or an ISO 8601 datetime (2027-01-31T18:00:00Z), not {value!r}"
+            f"expires_at must be epoch seconds or an ISO 8601 datetime (2027-01-31T18:00:00Z), not {shown}"
         )
     if seconds > _LAST_SECOND:
-        raise InvalidInput(f"expires_at {value!r} is past the year 9999: send seconds, not milliseconds")
+        raise InvalidInput(f"expires_at {shown} is past the year 9999: send seconds, not milliseconds")
     if seconds <= (time.time() if at is None else at):
-        raise InvalidInput(f"expires_at {value!r} is in the past: a memory that has expired is not stored")
+        raise InvalidInput(f"expires_at {shown} is in the past: a memory that has expired is not stored")
     return seconds
 
 

@@ -112,3 +112,9 @@ async def test_an_expired_note_is_left_out_on_a_cluster_too(cluster_store: Redis
     texts = [hit.memory.text for hit in await cluster_store.search_memories("u", "wifi password plum sister")]
     assert texts == ["my sister lives in Porto"]
     assert [event.summary for event in await cluster_store.list_events("u")] == ["my sister lives in Porto"]
+
+
+def test_a_huge_expires_at_is_refused_without_being_echoed():
+    with pytest.raises(InvalidInput) as refused:
+        expiry_time("9" * 1_000_000 + "x")
+    assert len(str(refused.value)) < 200
