@@ -1,7 +1,8 @@
 """LangGraph store items (memlane/langgraph_store.py): each is a search memory of kind "event"
 whose hash also keeps the item's JSON (and its own vectors, when a LangGraph index config embeds
-it), listed in its owner's registry (memory id → namespace), expiring with its ttl. The owners
-are listed in one set, so a search that names no user reaches every owner's items.
+it) and its index fields (store/item_fields.py: searches and listings are index queries,
+store/redis/item_search.py), listed in its owner's registry (memory id → namespace, what an export
+and the app's panel read), expiring with its ttl. The owners are listed in one set.
 """
 
 from __future__ import annotations

