@@ -163,7 +163,12 @@ class ShardIndexes:
             try:
                 info = await node_command(client, "FT.INFO", name)
             except MovedError:
-                info = await self._on_stale_name(node, name, "FT.INFO", name) if deep else None
+                try:
+                    info = await self._on_stale_name(node, name, "FT.INFO", name) if deep else None
+                except ResponseError as error:
+                    if unknown_index(error):  # dropped since FT._LIST (another process's new index caught up)
+                        continue
+                    raise
                 stale.append(IndexReport(node.name, name, "stale", int(info_number(info or {}, "num_docs", 0))))
                 continue
             except ResponseError as error:
