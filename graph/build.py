@@ -20,7 +20,7 @@ from langgraph.types import Checkpointer
 
 from memlane.graph.state import MemoryInput, MemoryOutput, MemoryState
 from memlane.nodes.context import MemoryContext
-from memlane.nodes.extract import extract_facts
+from memlane.nodes.extract import extract_facts, hold_unsure
 from memlane.nodes.llm import ModelCaller, Step
 from memlane.nodes.merge import merge_facts
 from memlane.nodes.organize import organize_profile
@@ -66,7 +66,10 @@ async def extract(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update
     facts, notes = await extract_facts(
         state["chat"], state["summary"], state["profile"], runtime.context.profile_config_of(state["user_id"]), caller
     )
-    return {"facts": facts, "notes": notes, **caller.usage.as_update()}
+    facts, held = hold_unsure(facts, runtime.context.graph.min_confidence)
+    if held:
+        notes = [*notes, f"extract: held {len(held)} facts under memory_min_confidence for review"]
+    return {"facts": facts, "held_facts": held, "notes": notes, **caller.usage.as_update()}
 
 
 async def merge(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
@@ -117,6 +120,7 @@ async def persist(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update
         state.get("tags", []),
         state.get("profile", []),
         state.get("working_profile", []),
+        held=state.get("held_facts", []),
     )
     result = await persist_run(runtime.context.store, update, changes)
     result = result.model_copy(

@@ -30,6 +30,7 @@ class MemoryState(MemoryInput, total=False):
     profile: list[ProfileEntry]  # the profile before this run
     summary: str
     facts: list[ProfileFact]
+    held_facts: list[ProfileFact]  # under memory_min_confidence: held for review, not merged
     working_profile: list[ProfileEntry]  # the profile as merge / organize / re-summarize leave it
     tags: list[str]
     notes: Annotated[list[str], operator.add]

@@ -14,6 +14,7 @@
     memlane serve hash-key [KEY]      a new API key (or KEY) and the hash line for the configuration file
     memlane search USER QUERY         hybrid search over a user's memories
     memlane export USER               everything of a user, as JSON
+    memlane review USER [confirm|drop ID...] facts held for review (under memory_min_confidence)
     memlane forget USER TEXT          forget what the user said about something ("peanuts"), or one memory by id
                                       (--dry-run: print what would go, change nothing)
     memlane delete-user USER [--yes]  delete everything of a user (asks first on a terminal)
@@ -33,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.cli_operations import cmd_gc, cmd_redis, cmd_runs, cmd_worker, work  # noqa: F401  (work: tests drive it)
+from memlane.cli_operations import cmd_gc, cmd_redis, cmd_review, cmd_runs, cmd_worker, work  # noqa: F401  (work: tests drive it)
 from memlane.cli_support import error_sentence, masked_url, run_async, with_store
 
 if TYPE_CHECKING:
@@ -378,12 +379,20 @@ def build_parser() -> argparse.ArgumentParser:
     delete_user.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
     delete_user.set_defaults(handler=cmd_delete_user)
 
+    review = commands.add_parser(
+        "review", help="facts held for review (extracted under memory_min_confidence): list, confirm or drop"
+    )
+    review.add_argument("user")
+    review.add_argument("action", nargs="?", choices=["list", "confirm", "drop"], default="list")
+    review.add_argument("ids", nargs="*", metavar="ID", help="held fact ids (the first column of the list)")
+    review.set_defaults(handler=cmd_review)
+
     config = commands.add_parser("config", help="print the settings in force")
     config.add_argument("--markdown", action="store_true", help="print the README's settings table")
     config.set_defaults(handler=cmd_config)
-    for command in (runs, gc, search, importing, export, forget, delete_user):
+    for command in (runs, gc, search, importing, export, forget, delete_user, review):
         command.add_argument("--tenant", help=TENANT_HELP)
-    for command in (search, importing, export, forget, delete_user):
+    for command in (search, importing, export, forget, delete_user, review):
         command.add_argument("--agent", help=AGENT_HELP)
     return parser
 

@@ -1,6 +1,6 @@
 """The operator's commands of `memlane`: the embedded Redis (and `cluster-check`), the worker, the
-parked runs and the retention sweep (`gc`). The parser (memlane/cli.py) wires them; each imports
-what it uses when it runs."""
+parked runs, the retention sweep (`gc`) and the facts held for review (`review`). The parser
+(memlane/cli.py) wires them; each imports what it uses when it runs."""
 
 from __future__ import annotations
 
@@ -182,3 +182,44 @@ def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
     for line in report.lines():
         print(line)
     return 0
+
+
+def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
+    """`memlane review USER [confirm|drop ID...]`: list the facts held under memory_min_confidence;
+    confirm (into the profile) or drop the ones named."""
+    from datetime import datetime
+
+    if args.action != "list" and not args.ids:
+        print(f"memlane review {args.action}: name the held fact ids (the first column of the list)", file=sys.stderr)
+        return 2
+
+    async def review(store: Any) -> int:
+        if args.action == "list":
+            held = await store.held_facts(args.user)
+            if not held:
+                print("no facts held for review")
+                return 0
+            print("id\tconfidence\tsaid\tslot\tcontent")
+            for fact in held:
+                said = datetime.fromtimestamp(fact.entry.since).strftime("%Y-%m-%d %H:%M")
+                entry = fact.entry
+                print(f"{fact.id}\t{entry.confidence:.2f}\t{said}\t{entry.topic} / {entry.subtopic}\t{entry.content}")
+            return 0
+        missing = 0
+        for held_id in args.ids:
+            if args.action == "confirm":
+                entry = await store.confirm_held_fact(args.user, held_id, actor="cli")
+                if entry is not None:
+                    print(f"confirmed {held_id}: {entry.topic} / {entry.subtopic}: {entry.content}")
+                    continue
+            elif await store.drop_held_fact(args.user, held_id):
+                print(f"dropped {held_id}")
+                continue
+            missing += 1
+            print(
+                f"memlane review: no fact {held_id!r} held for {args.user!r} (`memlane review USER` lists them)",
+                file=sys.stderr,
+            )
+        return 1 if missing else 0
+
+    return int(run_async(lambda: with_store(settings, review)))

@@ -113,6 +113,14 @@ class GraphSettings(Component):
         ge=1,
         description="Most facts one run takes from the model; the rest are skipped with a note",
     )
+    min_confidence: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="A fact the memory model extracts below this confidence is held for review (listed, "
+        "confirmed or dropped by the user: /v1/users/{user}/review, memlane review) instead of entering the "
+        "profile; neither recalled nor listed as profile until confirmed. 0 holds none",
+    )
     merge_batch_size: int = Field(
         default=20,
         ge=1,

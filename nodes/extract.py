@@ -218,6 +218,13 @@ def resolve_fact(fact: ExtractedFact, chat: Sequence[Message], profile_config: P
     )
 
 
+def hold_unsure(facts: Sequence[ProfileFact], min_confidence: float) -> tuple[list[ProfileFact], list[ProfileFact]]:
+    """(the facts to merge, the facts held for review): those under `min_confidence` are held, so
+    nothing the model was unsure of enters the profile, or recall, before the user confirms it."""
+    kept = [fact for fact in facts if fact.confidence >= min_confidence]
+    return kept, [fact for fact in facts if fact.confidence < min_confidence]
+
+
 async def extract_facts(
     chat: Sequence[Message],
     summary: str,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from memlane.nodes.extract import ProfileFact
 from memlane.store.ids import stable_id
 from memlane.store.protocols import ProfileStore
 from memlane.store.records import Event, MemoryUpdate, Message, ProfileChange, ProfileEntry
@@ -104,6 +105,19 @@ def said_at(entry: ProfileEntry, messages: Sequence[Message], previous: ProfileE
     return entry.model_copy(update={"valid_from": max(times)})
 
 
+def held_entry(user_id: str, fact: ProfileFact, messages: Sequence[Message]) -> ProfileEntry:
+    """The profile entry a held fact becomes once the user confirms it, dated when it was said."""
+    entry = ProfileEntry(
+        user_id=user_id,
+        topic=fact.topic,
+        subtopic=fact.subtopic,
+        content=fact.content,
+        confidence=fact.confidence,
+        source_message_ids=fact.source_message_ids,
+    )
+    return said_at(entry, messages)
+
+
 def build_update(
     user_id: str,
     messages: Sequence[Message],
@@ -112,8 +126,11 @@ def build_update(
     tags: Sequence[str],
     before: Sequence[ProfileEntry],
     after: Sequence[ProfileEntry],
+    *,
+    held: Sequence[ProfileFact] = (),
 ) -> tuple[MemoryUpdate, list[ProfileChange]]:
-    """The run's one write. `messages` is everything consumed, `chat` what the model read."""
+    """The run's one write. `messages` is everything consumed, `chat` what the model read; `held`
+    the facts under memory_min_confidence, kept for review."""
     seqs = [message.seq for message in messages if message.seq is not None]
     cursor = max(seqs) if seqs else None
     if not summary:
@@ -148,6 +165,7 @@ def build_update(
         memories=memories,
         # the store deletes a deleted entry's `profile_memory_id` memory with it
         advance_cursor_to=cursor,
+        held_profile=[held_entry(user_id, fact, messages) for fact in held],
     )
     return update, changes
 

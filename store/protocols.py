@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 from memlane.store.errors import QuotaExceeded
 from memlane.store.forget_report import ForgetReport
 from memlane.store.gc_report import GcReport
+from memlane.store.held import HeldFact
 from memlane.store.hits import MemoryHits
 from memlane.store.models.breaker import BreakerStatus
 from memlane.store.new_messages import NewMessages
@@ -178,6 +179,21 @@ class ProfileStore(Protocol):
         """Apply a memory-graph run's result atomically (see `MemoryUpdate`), recording profile
         revisions. An entry it deletes is a correction (the fact changed): unlike
         `delete_profile_entry`, nothing else is forgotten with it."""
+
+
+@runtime_checkable
+class ReviewStore(Protocol):
+    """Facts the memory model extracted under `memory_min_confidence`, held out of the profile until
+    the user confirms (they become profile entries) or drops them."""
+
+    async def held_facts(self, user_id: str) -> list[HeldFact]:
+        """The user's held facts, oldest first."""
+
+    async def confirm_held_fact(self, user_id: str, held_id: str, *, actor: str = "user") -> ProfileEntry | None:
+        """Write the held fact into its profile slot at confidence 1; None when it is not held."""
+
+    async def drop_held_fact(self, user_id: str, held_id: str) -> bool:
+        """Forget the held fact; False when it is not held."""
 
 
 @runtime_checkable
@@ -458,7 +474,7 @@ class GraphStore(HistoryStore, ProfileStore, RunStore, SweepStore, LocatedStore,
 
 
 @runtime_checkable
-class MemoryStore(GraphStore, SearchStore, ItemStore, ForgettingStore, AdminStore, Protocol):
+class MemoryStore(GraphStore, SearchStore, ItemStore, ForgettingStore, AdminStore, ReviewStore, Protocol):
     """Every role at once: what `RedisMemoryStore` implements and `open_store` returns. Callers that
     need one role ask for it (a scripted store in a test then only implements that role)."""
 

@@ -452,6 +452,9 @@ class MemoryUpdate(BaseModel):
     advance_cursor_to: int | None = Field(
         default=None, description="last message seq this run consumed; moves the buffer cursor"
     )
+    held_profile: list[ProfileEntry] = Field(
+        default_factory=list, description="facts under memory_min_confidence, held for review (store/redis/review.py)"
+    )
     actor: str | None = Field(
         default=None, description='who writes it, for profile history; unset: "run:<event id>" ("run" without an event)'
     )
@@ -475,6 +478,7 @@ class UserExport(BaseModel):
     items: list[StoreItem] = Field(
         default_factory=list, description="LangGraph store items (memlane/langgraph_store.py), values as written"
     )
+    held_for_review: list[ProfileEntry] = Field(default_factory=list, description="facts held for review")
     agents: dict[str, UserExport] = Field(
         default_factory=dict, description="agent id → what that agent's scope of the user holds (store/scopes.py)"
     )

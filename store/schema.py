@@ -1,20 +1,18 @@
 """Every Redis key and RedisVL index memlane uses, declared once.
 
-User ids and session ids come from users, so keys never contain them raw: they carry
-a hash (`user_key`, `session_key`) and the raw ids live in fields, matched with
-RedisVL's escaped `Tag` filters. All of one user's keys start with `user_prefix(...)`
-or `memory_user_prefix(...)`, which is how `delete_user` finds them.
+User ids and session ids come from users, so keys never contain them raw: they carry a hash (`user_key`,
+`session_key`) and the raw ids live in fields, matched with RedisVL's escaped `Tag` filters. All of one user's
+keys start with `user_prefix(...)` or `memory_user_prefix(...)`, which is how `delete_user` finds them.
 
 Both prefixes carry the user's digest as a Redis Cluster hash tag (`memlane:u:{<digest>}:…`,
-`memlane:mem:{<digest>}:…`), so every key of one user lives in one hash slot: a user's Lua
-scripts, transactions and pipelines never cross slots, and the user's memories sit on the
-one primary whose index the user's searches are sent to. The keys that belong to no user
-are few and each is used alone (never in a transaction with a user's keys):
-`parked_users` (a set of digests), `item_owners` (a set of user ids), `key_layout_marker` (which
-layout the keyspace is in) and, on a cluster, `index_lock` (held while a primary's index is made).
-The memory index's prefix (`memory_key_prefix`) holds every user's memory hashes, old layout
-and new alike, and each primary of a cluster has its own copy of the index, named
-`memory_index_name` + a hash tag of one of its slots (`shard_index_name`).
+`memlane:mem:{<digest>}:…`), so every key of one user lives in one hash slot: a user's Lua scripts, transactions
+and pipelines never cross slots, and the user's memories sit on the one primary whose index the user's searches
+are sent to. The keys that belong to no user are few and each is used alone (never in a transaction with a
+user's keys): `parked_users` (a set of digests), `item_owners` (a set of user ids), `key_layout_marker` (which
+layout the keyspace is in) and, on a cluster, `index_lock` (held while a primary's index is made). The memory
+index's prefix (`memory_key_prefix`) holds every user's memory hashes, old layout and new alike, and each
+primary of a cluster has its own copy of the index, named `memory_index_name` + a hash tag of one of its slots
+(`shard_index_name`).
 """
 
 from __future__ import annotations
@@ -30,15 +28,13 @@ from memlane.store.errors import InputTooLarge
 from memlane.store.ids import check_id
 from memlane.store.scopes import SCOPE_MARK, scoped_user_id, split_user_id
 
-# Full text is analyzed in Python (store/text/terms.py: English stems, CJK bigrams) into its own
-# field, indexed without server-side stemming; the index language only names the stop-word
-# and tokenizer defaults RediSearch applies to the already-analyzed terms.
+# Full text is analyzed in Python (store/text/terms.py: English stems, CJK bigrams) into its own field, indexed
+# without server-side stemming; the index language names RediSearch's stop-word and tokenizer defaults only.
 INDEX_LANGUAGE = "english"
 # Bumped when the index's fields change: `ensure_indexes` rebuilds an older index in place.
 INDEX_VERSION = "2"
-# Bumped when key names change: `ensure_indexes` renames an older keyspace's keys in place
-# (`KeyLayout.migrated_key`) and then writes this into `KeyLayout.key_layout_marker`.
-# "2": the user's digest in keys is a hash tag ({digest}), for Redis Cluster.
+# Bumped when key names change: `ensure_indexes` renames an older keyspace's keys in place (`KeyLayout.migrated_key`)
+# and then writes this into `KeyLayout.key_layout_marker`. "2": the user's digest in keys is a hash tag ({digest}).
 KEY_LAYOUT_VERSION = "2"
 
 
@@ -336,6 +332,10 @@ class KeyLayout:
     def profile(self, user_id: str) -> str:
         """Hash: profile entry id → entry JSON."""
         return self.user_prefix(user_id) + "profile"
+
+    def review(self, user_id: str) -> str:
+        """Hash: held fact id → the `ProfileEntry` JSON it becomes once confirmed (store/redis/review.py)."""
+        return self.user_prefix(user_id) + "review"
 
     def events(self, user_id: str) -> str:
         """Hash: event id → event JSON."""

@@ -8,21 +8,16 @@ import importlib.util
 from typing import get_args
 
 from memlane.config import FLAT_NAMES
-from memlane.store.records import MemoryKind
+from memlane.store.records import MemoryKind, ProfileEntry
 
 STALE = "docs/features.md says {} is not built, but {}: rewrite its row and drop this check"
 
 
-def test_the_confidence_floor_row_is_still_open():
-    found = [name for name in FLAT_NAMES if "confidence" in name or "importance" in name]
-    assert not found, STALE.format("a confidence floor / importance", f"the settings have {found}")
-
-
-def test_the_review_row_is_still_open():
-    from memlane.serve import memories, memories_mem0
-
-    paths = [route.path for module in (memories, memories_mem0) for route in module.router.routes]  # type: ignore[attr-defined]
-    assert not [path for path in paths if "review" in path], STALE.format("a review list", "serve has a review route")
+def test_the_importance_row_is_still_open():
+    found = [name for name in FLAT_NAMES if "importance" in name] + [
+        name for name in ProfileEntry.model_fields if "importance" in name
+    ]
+    assert not found, STALE.format("importance", f"the settings or ProfileEntry have {found}")
 
 
 def test_the_intent_row_is_still_open():

@@ -15,6 +15,7 @@ says which part answers each method of the protocols (protocols.py, by role; rec
     forgetting.py   forget, deletes that forget        items.py     LangGraph store items
     parked_runs.py  runs that failed every retry       users.py     export or delete a user
     requests.py     Idempotency-Keys seen              gc.py        the retention sweep
+    review.py       facts held for review
     repeats.py      a repeat stored once (add_memories) item_search.py  items found by the index
 
 and, shared by the parts: quotas.py (a user's quotas) and retention.py (expiry), one of each built
@@ -67,6 +68,7 @@ from memlane.store.redis.quotas import Quotas
 from memlane.store.redis.repeats import Duplicates
 from memlane.store.redis.requests import Requests
 from memlane.store.redis.retention import Retention
+from memlane.store.redis.review import Review
 from memlane.store.redis.search import Search
 from memlane.store.redis.search_relevances import stored_vectors
 from memlane.store.redis.updates import Updates
@@ -156,6 +158,7 @@ class RedisMemoryStore:
         self.updates = Updates(
             core, self.memories, self.messages, self.profile, self.events, quotas=self.quotas, **kept
         )
+        self.review = Review(core, self.updates)
         self.forgetting = Forgetting(core, self.search, self.messages, self.profile, self.events, self.items)
         self.runs = ParkedRuns(core)  # the dead-letter list
         self.requests = Requests(core)  # Idempotency-Keys seen
@@ -269,6 +272,10 @@ class RedisMemoryStore:
     delete_message = _answered_by("forgetting", Forgetting.delete_message)
 
     apply_update = _answered_by("updates", Updates.apply_update)
+
+    held_facts = _answered_by("review", Review.held_facts)
+    confirm_held_fact = _answered_by("review", Review.confirm_held_fact)
+    drop_held_fact = _answered_by("review", Review.drop_held_fact)
 
     add_memories = _answered_by("duplicates", Duplicates.add_memories)
     repeated_memory = _answered_by("duplicates", Duplicates.repeated_memory)

@@ -19,6 +19,7 @@ from memlane.store.redis.messages import Messages
 from memlane.store.redis.profile import Profile
 from memlane.store.redis.quotas import Quotas, event_sizes, profile_sizes
 from memlane.store.redis.retention import Retention
+from memlane.store.redis.review import queue_held
 from memlane.store.text.sameness import text_digest
 
 
@@ -38,7 +39,7 @@ class Updates(StorePart):
         if not user_id:
             raise StoreError("a MemoryUpdate has an empty user_id: every update belongs to a user")
         foreign: list[ProfileEntry | Memory | Event] = [
-            entry for entry in update.upsert_profile if entry.user_id != user_id
+            entry for entry in [*update.upsert_profile, *update.held_profile] if entry.user_id != user_id
         ]
         foreign += [memory for memory in update.memories if memory.user_id != user_id]
         if update.event is not None and update.event.user_id != user_id:
@@ -48,6 +49,7 @@ class Updates(StorePart):
         update = update.model_copy(
             update={
                 "upsert_profile": [self.profile.redacted(entry) for entry in update.upsert_profile],
+                "held_profile": [self.profile.redacted(entry) for entry in update.held_profile],
                 "event": self.events.redacted(update.event) if update.event is not None else None,
             }
         )
@@ -68,6 +70,7 @@ class Updates(StorePart):
             pipe.delete(self.layout.memory(user_id, memory_id))
         if update.event is not None:
             self.events.queue_write(pipe, user_id, update.event)
+        queue_held(pipe, self.layout.review(user_id), update.held_profile)
         self.memories.queue_rows(pipe, memory_rows)
         for memory in update.memories:  # so that add_memories finds the same text (store/redis/repeats.py)
             if memory.kind != "message":

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from redis.crc import key_slot
 
 from memlane.store.cluster.client import is_cluster
-from memlane.store.records import UserExport
+from memlane.store.records import ProfileEntry, UserExport
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.events import Events
 from memlane.store.redis.items import Items
@@ -98,4 +98,8 @@ class Users(StorePart):
             cursor=await self.messages.get_cursor(user_id),
             profile_history=await self.profile.all_history(user_id),
             items=await self.items.list_items(user_id),
+            held_for_review=[
+                ProfileEntry.model_validate_json(raw)
+                for raw in await self._run(self.client.hvals(self.layout.review(user_id)))
+            ],
         )
