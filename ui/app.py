@@ -16,7 +16,8 @@ the line starts with a name and a colon ("朋友A: …", `memlane.ui.chat.spoken
 that person's, shown with their name in bold.
 
 Under each reply a folded block shows the memories it used (never sent back to the model).
-The panel edits profile entries and shows their history, lists sessions by title, draws
+The panel edits profile entries and shows their history, lists the facts held for review (confirm or
+drop: ui/review.py), lists sessions by title, draws
 the memory graph with the step in progress, lists what each event changed, and can fill
 itself with a sample conversation remembered by a scripted model (no model needed).
 """
@@ -56,6 +57,7 @@ from memlane.ui.handlers import (
     hide,
     load_sample,
     open_entry,
+    panel,
     poll,
     poll_progress,
     remember_now,
@@ -68,6 +70,7 @@ from memlane.ui.handlers import (
     switch_session,
     switch_user,
 )
+from memlane.ui.review import REVIEW_COLUMNS, REVIEW_WIDTHS, confirm_held, drop_held, review_list
 from memlane.ui.service import ChatService
 
 
@@ -142,6 +145,23 @@ def build_app(
                     )
                 with gr.Tab("Timeline"):
                     timeline = gr.Markdown(elem_id="timeline")
+                with gr.Tab("Review", elem_id="review-tab") as review_tab:
+                    review_note = gr.Markdown(elem_id="review-note")
+                    review_table = gr.Dataframe(
+                        value=data_table([], REVIEW_COLUMNS),
+                        headers=REVIEW_COLUMNS,
+                        interactive=False,
+                        wrap=True,
+                        elem_id="review",
+                        column_widths=REVIEW_WIDTHS,
+                        max_height=TABLE_HEIGHT,
+                    )
+                    with gr.Row():
+                        held_id = gr.Textbox(
+                            placeholder="id (click a row)", show_label=False, scale=3, elem_id="held-id"
+                        )
+                        confirm_button = gr.Button("Confirm", size="sm", scale=1, elem_id="confirm-held")
+                        drop_button = gr.Button("Drop", size="sm", scale=1, elem_id="drop-held")
                 with gr.Tab("Search"):
                     with gr.Row():
                         query = gr.Textbox(
@@ -185,6 +205,7 @@ def build_app(
         saved_user = gr.BrowserState(None, storage_key="memlane-user")
         profile_ids = gr.State([])
         result_ids = gr.State([])
+        review_ids = gr.State([])
         timer = gr.Timer(POLL_SECONDS)
         seen_progress = gr.State(None)  # [user, step progress, titles] last drawn
 
@@ -229,6 +250,12 @@ def build_app(
             on(forget), [user], [forget_confirm, entry_editor, chatbot, results, result_ids, *panel_outputs]
         )
         remember.click(on(remember_now), [user], [status])
+        # the review tab: facts held under memory_min_confidence, confirmed into the profile or dropped
+        review_outputs = [review_table, review_ids, review_note]
+        review_tab.select(on(review_list), [user], review_outputs)
+        review_table.select(select_id, [review_ids], [held_id])
+        for button, handler in ((confirm_button, confirm_held), (drop_button, drop_held)):
+            button.click(on(handler), [user, held_id], review_outputs).then(on(panel), [user], panel_outputs)
         demo.unload(on(close_tab))
     setattr(demo, SERVICE_ATTRIBUTE, service)  # for tests and embedding apps: service_of(demo)
     return demo
