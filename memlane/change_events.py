@@ -2,7 +2,8 @@
 makes told to `emit` after it is written (memlane/webhooks.py). One place for every door: the
 memories API, MCP, the mem0 routes and the memory runs all write through it.
 
-    added      a profile entry or a note (an event card) that was not there, a memory added directly
+    added      a profile entry or a note (an event card) that was not there, a memory added directly,
+               a fact held for review confirmed
     updated    an entry or a card written again, an entry edited
     deleted    an entry, a card, a message or a memory deleted by id, or replaced by a run
     forgotten  each record `forget` deleted or rewrote (the text it keeps, for a rewritten one)
@@ -70,6 +71,15 @@ class ChangeEventStore:
         if edited is not None:
             await self._told("memory.updated", user_id, [_entry(edited)])
         return edited
+
+    async def confirm_held_fact(self, user_id: str, held_id: str, *, actor: str = "user") -> ProfileEntry | None:
+        """A held fact confirmed is a profile entry added (or its slot's entry updated); a held fact is
+        no memory until then, so holding or dropping one tells nothing."""
+        before = {entry.id for entry in await self._store.get_profile(user_id)}
+        entry = await self._store.confirm_held_fact(user_id, held_id, actor=actor)
+        if entry is not None:
+            await self._told("memory.updated" if entry.id in before else "memory.added", user_id, [_entry(entry)])
+        return entry
 
     async def delete_profile_entry(self, user_id: str, entry_id: str, *, actor: str = "user") -> bool:
         deleted = await self._store.delete_profile_entry(user_id, entry_id, actor=actor)

@@ -9,11 +9,13 @@ from urllib.parse import quote
 
 import httpx
 from test_mcp import SERVE_CONFIG, serving
+from test_webhooks import SECRET, receiver, until  # noqa: F401  (receiver: a pytest fixture)
 
 from memlane import cli
 from memlane.serve.app import create_app
-from memlane.serve.config import store_user_id
+from memlane.serve.config import Tenant, store_user_id
 from memlane.store.records import MemoryUpdate, ProfileEntry
+from memlane.webhooks import WebhookTarget
 
 
 def _held(user_id: str, subtopic: str, content: str, confidence: float) -> ProfileEntry:
@@ -87,3 +89,25 @@ async def test_the_cli_lists_confirms_and_drops_held_facts(store, settings, monk
     assert code == 0 and out.startswith("dropped ")
     assert (await asyncio.to_thread(run_cli, "u"))[1] == "no facts held for review\n"
     assert [entry.content for entry in await store.get_profile("u")] == ["might take up the cello"]
+
+
+async def test_a_confirmed_fact_is_posted_as_added_and_a_dropped_one_not_at_all(store, settings, receiver):  # noqa: F811
+    alice = store_user_id("acme", "alice")
+    await hold(
+        store, alice, _held(alice, "music", "might take up the cello", 0.1), _held(alice, "书", "也许喜欢科幻小说", 0.2)
+    )
+    receiver.up()
+    target = WebhookTarget(url=f"http://127.0.0.1:{receiver.port}/hook", secret=SECRET, backoff_seconds=0.2)
+    config = SERVE_CONFIG.model_copy(update={"tenants": {"acme": Tenant(webhooks=[target])}})
+    async with (
+        serving(create_app(config, settings, store=store, mount_mcp=False)) as base_url,
+        httpx.AsyncClient(base_url=base_url, headers={"Authorization": "Bearer key-acme"}, timeout=60) as http,
+    ):
+        held = {fact["subtopic"]: fact["id"] for fact in (await http.get("/v1/users/alice/review")).json()["data"]}
+        assert (await http.post(f"/v1/users/alice/review/{held['书']}/drop")).status_code == 200
+        assert (await http.post(f"/v1/users/alice/review/{held['music']}/confirm")).status_code == 200
+        await until(lambda: len(receiver.posts) >= 1)
+        await asyncio.sleep(0.5)
+    [event] = receiver.events()
+    assert (event["type"], event["user_id"], event["memory"]["kind"]) == ("memory.added", "alice", "profile")
+    assert event["memory"]["text"] == "interests / music: might take up the cello"
