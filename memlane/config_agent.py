@@ -277,6 +277,15 @@ class RecallSettings(Component):
             "(bench/off_topic.py); 0.02 (= recall_min_relevance): no difference"
         ),
     )
+    intent_policies: bool = Field(
+        default=True,
+        description=(
+            "Each kind of question (general, temporal, relational, entity, factual; read without a model, "
+            "memlane/query_intent.py) gets its own retrieval policy (relevance floor, number of items) from one table; "
+            "off: one policy for every kind (recall_min_relevance, recall_max_memories), and a message about nobody "
+            "the user knows gets no stricter floor"
+        ),
+    )
     similarity_floor: float | None = Field(
         default=None,
         ge=0,

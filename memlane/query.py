@@ -78,10 +78,17 @@ Answer with the rewritten question only: no explanation, no quotes.
 _SELF = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
 # a request's own framing at its start, which names the user only as the one asking: "Help me write…",
 # "Tell me…", "Can you…", "帮我写", "给我讲" ("Remind me…", "你给我推荐过…" name them as themselves)
+# A how-to question and a request said as a need name them the same way: "How do I read a file in
+# Go?", "I need a regex for…", "我怎么用Python读文件？", "我想了解二分查找"
 _FRAMING = re.compile(
     r"^\s*(?:please\s+|can you\s+|could you\s+|would you\s+)*"
-    r"(?:(?:help|tell|give|show|teach|write|make|draw|find|get|send|let)\s+(?:me|us)\b)?"
-    r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?(?=[\u4e00-\u9fff])",
+    r"(?:(?:help|tell|give|show|teach|write|make|draw|find|get|send|let)\s+(?:me|us)\b"
+    r"|how (?:do|can|should|would|could|will) (?:i|we)\b"
+    r"|(?:i (?:need|want)|i(?:'d|’d| would) like) (?:a|an|some|to \w+)\b"
+    r"|i(?:'m|’m| am) looking for (?:a|an|some)\b)?"
+    r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?(?=[\u4e00-\u9fff])"
+    r"|^\s*我(?:们)?(?:该|要|应该|可以)?(?:怎么|怎样|如何)(?=[\u4e00-\u9fff])"
+    r"|^\s*我(?:想|需要|要|想要)(?:一个|一份|一篇|一首|一段|了解|知道|学习|学)(?=[\u4e00-\u9fff\w])",
     re.I,
 )
 

@@ -42,6 +42,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings, similarity_floor
 from memlane.query import cheap_rewrite, needs_rewrite, refers_to_the_user, rewrite_beside, without_framing
+from memlane.query_intent import INTENT_POLICIES, Intent, IntentPolicy, intent_of
 from memlane.recall_block import (
     HEADINGS,
     SECTION_SHARES,
@@ -289,15 +290,24 @@ async def recall(
     )
     # a message about neither the user nor anyone who speaks in their memories asks for no memory of
     # theirs: a hit that does not hold all it names needs a strong match
+    intent = intent_of(
+        message,
+        about_the_user=refers_to_the_user(message),
+        names_someone=names_someone_they_know(message, fresh),
+        names_a_thing=bool(exact_terms(message)),
+    )
+    policy = INTENT_POLICIES[intent] if parts.recall.intent_policies else IntentPolicy()
+    floor = parts.recall.min_relevance * policy.floor
+    max_memories = round(parts.recall.max_memories * policy.items)
     unnamed_floor, naming = None, frozenset[str]()
-    if not refers_to_the_user(message) and not names_someone_they_know(message, fresh):
-        unnamed_floor = max(parts.recall.min_relevance, parts.recall.impersonal_min_relevance)
+    if intent is Intent.GENERAL and parts.recall.intent_policies:
+        unnamed_floor = max(floor, parts.recall.impersonal_min_relevance)
         terms = query_terms(without_framing(search_query))
         naming = frozenset(hit.memory.id for hit in fresh if holds_what_it_names(terms, hit.memory.text))
     passing = ranked_hits(
         fresh,
         layer_weights(parts.recall),
-        parts.recall.min_relevance,
+        floor,
         entity,
         search_query,
         parts.search.echo_weight,
@@ -308,7 +318,7 @@ async def recall(
         unnamed_floor,
         naming,
     )
-    if not passing and parts.recall.exact_fallback:  # one more chance before nothing: exact terms
+    if not passing and parts.recall.exact_fallback and policy.exact_fallback:  # one more chance: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query))
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
     changed_by: dict[str, str] = {}  # a searched memory's id -> the newer statement's (shown right after it)
@@ -334,7 +344,7 @@ async def recall(
         if key in seen:
             continue
         seen.add(key)
-        if len(chosen) < 2 * parts.recall.max_memories:  # room for those merged into a neighbour's item
+        if len(chosen) < 2 * max_memories:  # room for those merged into a neighbour's item
             if memory.id in stale:
                 memory = memory.model_copy(update={"valid_until": stale[memory.id]})
             chosen.append((hit.score, memory))
@@ -348,7 +358,7 @@ async def recall(
         language,
         budget,
         search_query,
-        max_memories=parts.recall.max_memories,
+        max_memories=max_memories,
         neighbour_mode=parts.recall.neighbour_mode,
         context_tokens=parts.search.embed_context_max_tokens,
         encoding=parts.store.token_encoding,
@@ -372,7 +382,8 @@ async def recall(
         search_query=search_query,
         rewrite=rewrite,
         language=language,
-        threshold=parts.recall.min_relevance,
+        threshold=floor,
+        intent=intent,
         budget=budget,
         search_incomplete=list(getattr(hits, "incomplete", [])),
     )

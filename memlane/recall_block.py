@@ -102,6 +102,11 @@ class Recall(BaseModel):
     threshold: float | None = Field(
         default=None, description="the relevance floor search hits passed (recall_min_relevance)"
     )
+    intent: str | None = Field(
+        default=None,
+        description="the kind of question (memlane/query_intent.py: general, temporal, relational, entity, "
+        "factual), whose retrieval policy recall used",
+    )
     dropped: int = Field(default=0, description="items left out for the budget")
     search_incomplete: list[str] = Field(
         default_factory=list,

@@ -368,6 +368,7 @@ async def recall_block(body: RecallIn, caller: Reader, service: Service) -> dict
         "text": recalled.text,
         "tokens": recalled.tokens,
         "search_query": recalled.search_query,
+        "intent": recalled.intent,
         "items": items,
     }
 

@@ -4,7 +4,6 @@ rewrite; then drop its check here and its entry there."""
 
 from __future__ import annotations
 
-import importlib.util
 from typing import get_args
 
 from memlane.config import FLAT_NAMES
@@ -18,12 +17,6 @@ def test_the_importance_row_is_still_open():
         name for name in ProfileEntry.model_fields if "importance" in name
     ]
     assert not found, STALE.format("importance", f"the settings or ProfileEntry have {found}")
-
-
-def test_the_intent_row_is_still_open():
-    assert importlib.util.find_spec("memlane.query_intent") is None, STALE.format(
-        "intent-adapted retrieval", "memlane/query_intent.py exists"
-    )
 
 
 def test_the_decisions_row_is_still_open():

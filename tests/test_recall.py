@@ -112,6 +112,7 @@ async def test_budget_is_respected_whatever_the_sizes(store, settings, budget):
 
 async def test_the_relevance_floor_keeps_unrelated_hits_out_and_never_relaxes(store, settings):
     await store.add_memories([Memory(id="e1", user_id="u", kind="event", text="Talked about the weather in Lyon")])
+    settings = settings.model_copy(update={"recall_intent_policies": False})  # the floor itself, one for all kinds
     strict = settings.model_copy(update={"recall_min_relevance": 0.99, "recall_exact_fallback": False})
     result = await recall(store, "u", None, "weather in Lyon", parts=RecallParts.of(strict))
     assert result.memories == [] and result.threshold == 0.99  # nothing passes: nothing, not the best of the rest
@@ -207,8 +208,8 @@ async def test_the_memory_section_keeps_what_search_ranks(store, settings, said,
         ]
     )
     hits = await store.search_memories("u", question, kinds=["profile", "event", "message"], limit=24)
-    searched = [hit.memory.source_message_ids[0] for hit in hits if hit.score >= settings.recall_min_relevance]
     result = await recall(store, "u", None, question, parts=RecallParts.of(settings))
+    searched = [hit.memory.source_message_ids[0] for hit in hits if hit.score >= result.threshold]  # its kind's floor
     recalled = [item.source_message_ids[0] for item in result.memories]
     assert (
         recalled == searched[: settings.recall_max_memories] and len(recalled) >= 3

@@ -1074,6 +1074,7 @@ def test_recall_over_http_gives_the_block_the_chat_route_would(env):
         assert recalled.status_code == 200
         body = recalled.json()
         assert "黑咖啡" in body["text"] and body["tokens"] > 0 and body["user_id"] == "rita"
+        assert body["intent"] == "factual"  # the kind of question, whose policy recall used (query_intent)
         assert any("黑咖啡" in item["text"] and item["layer"] == "profile" for item in body["items"])
         assert http.post(user_path("rita") + "/recall", json={"text": "x"}).status_code == 422
     with env.http("globex") as globex:  # another tenant's rita: nothing
