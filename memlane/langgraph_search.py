@@ -15,7 +15,7 @@ import numpy as np
 from langgraph.store.base import MatchCondition
 
 from memlane.langgraph_rules import Distance, Namespace, matches, rank_page, under, vector_rows
-from memlane.store.item_fields import filter_tags
+from memlane.store.item_fields import VectorKind, filter_tags
 from memlane.store.records import StoreItem
 
 # the first page asks the index for at least this many items, and four times more each time too few pass
@@ -31,7 +31,13 @@ class ItemIndex(Protocol):
     """What the search reads of the store (`ItemStore`'s index queries)."""
 
     async def newest_items(
-        self, owner: str | None, prefix: Sequence[str], *, match: Sequence[str] = (), limit: int, vectors: Any = None
+        self,
+        owner: str | None,
+        prefix: Sequence[str],
+        *,
+        match: Sequence[str] = (),
+        limit: int,
+        vectors: VectorKind | None = None,
     ) -> Found: ...
 
     async def nearest_items(
@@ -63,7 +69,7 @@ class ItemQuery:
         return under(tuple(item.namespace), self.prefix) and matches(item.value, self.filter)
 
     async def newest(
-        self, want: int, *, vectors: Any = None, keep: Callable[[bytes | None], bool] | None = None
+        self, want: int, *, vectors: VectorKind | None = None, keep: Callable[[bytes | None], bool] | None = None
     ) -> Found:
         """The `want` newest passing items (every one when fewer pass), newest first. Each ask takes the
         newest `ask` of the merged answers (on a cluster, `ask` from each primary): exactly the newest
@@ -77,7 +83,7 @@ class ItemQuery:
                 return kept[:want]
             ask *= _GROWTH
 
-    async def every(self, *, vectors: Any) -> Found:
+    async def every(self, *, vectors: VectorKind) -> Found:
         """Every passing item, newest first (a ranking of its own reads them all)."""
         ask = _FIRST_WHOLE_ASK
         while True:

@@ -19,10 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from memlane.store.schema import MemoryField
 
+# which stored vectors come with the items a search finds: an index config's own rows ("own"), or the
+# embedding of the item's search memory ("memlane"); the store protocol and its Redis part share this alias
+VectorKind = Literal["own", "memlane"]
 # an item with more strings than this is tagged `ANY_VALUE` instead: every equality filter selects it
 MAX_VALUE_TAGS = 256
 ANY_VALUE = "any"

@@ -20,13 +20,14 @@ Every method is scoped to one user: no call can read or write another user's dat
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memlane.store.errors import QuotaExceeded
 from memlane.store.forget_report import ForgetReport
 from memlane.store.gc_report import GcReport
 from memlane.store.held import HeldFact
 from memlane.store.hits import MemoryHits
+from memlane.store.item_fields import VectorKind
 from memlane.store.models.breaker import BreakerStatus
 from memlane.store.new_messages import NewMessages
 from memlane.store.records import (
@@ -291,7 +292,7 @@ class ItemStore(Protocol):
         *,
         match: Sequence[str] = (),
         limit: int,
-        vectors: Literal["own", "memlane"] | None = None,
+        vectors: VectorKind | None = None,
     ) -> list[tuple[StoreItem, bytes | None]]:
         """At most `limit` items under the namespace `prefix` (of `owner`; None: of any) holding every
         value tag of `match` (store/item_fields.py), most recently written first, each with the vectors

@@ -9,7 +9,8 @@ Both prefixes carry the user's digest as a Redis Cluster hash tag (`memlane:u:{<
 and pipelines never cross slots, and the user's memories sit on the one primary whose index the user's searches
 are sent to. The keys that belong to no user are few and each is used alone (never in a transaction with a
 user's keys): `parked_users` (a set of digests), `item_owners` (a set of user ids), `key_layout_marker` (which
-layout the keyspace is in) and, on a cluster, `index_lock` (held while a primary's index is made). The memory
+layout the keyspace is in), the once-per-keyspace upgrade markers `item_owners_adopted` and
+`item_fields_adopted` and, on a cluster, `index_lock` (held while a primary's index is made). The memory
 index's prefix (`memory_key_prefix`) holds every user's memory hashes, old layout and new alike, and each
 primary of a cluster has its own copy of the index, named `memory_index_name` + a hash tag of one of its slots
 (`shard_index_name`).

@@ -13,20 +13,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from redisvl.index import AsyncSearchIndex
 from redisvl.query import FilterQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Tag
 
-from memlane.store.item_fields import ANY_VALUE, item_index_row, namespace_of_hex, prefix_tag
+from memlane.store.item_fields import ANY_VALUE, VectorKind, item_index_row, namespace_of_hex, prefix_tag
 from memlane.store.records import StoreItem
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.schema import MemoryField
 
 T = TypeVar("T")
-# which stored vectors come with the items found: an index config's own rows, or memlane's embedding
-VectorKind = Literal["own", "memlane"]
 # namespaces read per FT.AGGREGATE page
 _NAMESPACES_PER_PAGE = 10_000
 # item hashes read (or backfilled) per round trip

@@ -146,6 +146,7 @@ async def test_every_key_a_users_operations_write_is_in_one_slot(cluster_store: 
             store.layout.key_layout_marker,
             store.layout.item_owners,
             store.layout.item_owners_adopted,
+            store.layout.item_fields_adopted,
         ):
             continue
         tag = key[key.index("{") + 1 : key.index("}")]
