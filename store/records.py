@@ -20,6 +20,7 @@ from memlane.store.ids import (
     profile_entry_id,
     profile_memory_id,
 )
+from memlane.store.relations import Entity, Relation
 
 MemoryKind = Literal["profile", "event", "summary", "message"]
 MEMORY_KINDS: tuple[MemoryKind, ...] = ("profile", "event", "summary", "message")
@@ -479,6 +480,8 @@ class UserExport(BaseModel):
         default_factory=list, description="LangGraph store items (memlane/langgraph_store.py), values as written"
     )
     held_for_review: list[ProfileEntry] = Field(default_factory=list, description="facts held for review")
+    entities: list[Entity] = Field(default_factory=list, description="people, places and things (store/relations.py)")
+    relations: list[Relation] = Field(default_factory=list, description="links between them, ended ones included")
     agents: dict[str, UserExport] = Field(
         default_factory=dict, description="agent id → what that agent's scope of the user holds (store/scopes.py)"
     )

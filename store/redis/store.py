@@ -15,7 +15,7 @@ says which part answers each method of the protocols (protocols.py, by role; rec
     forgetting.py   forget, deletes that forget        items.py     LangGraph store items
     parked_runs.py  runs that failed every retry       users.py     export or delete a user
     requests.py     Idempotency-Keys seen              gc.py        the retention sweep
-    review.py       facts held for review
+    review.py       facts held for review              relations.py entities and their links
     repeats.py      a repeat stored once (add_memories) item_search.py  items found by the index
 
 and, shared by the parts: quotas.py (a user's quotas) and retention.py (expiry), one of each built
@@ -65,6 +65,7 @@ from memlane.store.redis.messages import Messages
 from memlane.store.redis.parked_runs import ParkedRuns
 from memlane.store.redis.profile import Profile
 from memlane.store.redis.quotas import Quotas
+from memlane.store.redis.relations import Relations
 from memlane.store.redis.repeats import Duplicates
 from memlane.store.redis.requests import Requests
 from memlane.store.redis.retention import Retention
@@ -159,10 +160,11 @@ class RedisMemoryStore:
             core, self.memories, self.messages, self.profile, self.events, quotas=self.quotas, **kept
         )
         self.review = Review(core, self.updates)
+        self.relations = Relations(core)  # entities and the links between them (store/relations.py)
         self.forgetting = Forgetting(core, self.search, self.messages, self.profile, self.events, self.items)
         self.runs = ParkedRuns(core)  # the dead-letter list
         self.requests = Requests(core)  # Idempotency-Keys seen
-        self.users = Users(core, self.memories, self.messages, self.profile, self.events, self.items)
+        self.users = Users(core, self.memories, self.messages, self.profile, self.events, self.items, self.relations)
         self.gc = GarbageCollector(core, quotas=self.quotas, **kept)  # what expiry cannot remove (retention)
 
     @property
@@ -276,6 +278,12 @@ class RedisMemoryStore:
     held_facts = _answered_by("review", Review.held_facts)
     confirm_held_fact = _answered_by("review", Review.confirm_held_fact)
     drop_held_fact = _answered_by("review", Review.drop_held_fact)
+
+    record_relations = _answered_by("relations", Relations.record_relations)
+    remember_entity = _answered_by("relations", Relations.remember_entity)
+    find_entity = _answered_by("relations", Relations.find_entity)
+    list_entities = _answered_by("relations", Relations.list_entities)
+    list_relations = _answered_by("relations", Relations.list_relations)
 
     add_memories = _answered_by("duplicates", Duplicates.add_memories)
     repeated_memory = _answered_by("duplicates", Duplicates.repeated_memory)

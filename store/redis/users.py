@@ -17,6 +17,7 @@ from memlane.store.redis.items import Items
 from memlane.store.redis.memories import Memories
 from memlane.store.redis.messages import Messages
 from memlane.store.redis.profile import Profile
+from memlane.store.redis.relations import Relations
 from memlane.store.schema import glob_escaped
 from memlane.store.scopes import scoped_user_id, split_user_id
 
@@ -31,6 +32,7 @@ class Users(StorePart):
     profile: Profile
     events: Events
     items: Items
+    relations: Relations
 
     async def _user_keys(self, user_id: str) -> list[bytes]:
         keys: list[bytes] = []
@@ -102,4 +104,6 @@ class Users(StorePart):
                 ProfileEntry.model_validate_json(raw)
                 for raw in await self._run(self.client.hvals(self.layout.review(user_id)))
             ],
+            entities=await self.relations.list_entities(user_id),
+            relations=await self.relations.list_relations(user_id, include_past=True),
         )

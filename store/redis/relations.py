@@ -1,0 +1,261 @@
+"""Relations in Redis: a user's entities and the links between them (store/relations.py).
+
+Three hashes under the user's prefix (so in the user's hash slot on a cluster, isolated per user,
+agent scope and tenant as every record is, deleted with the user and listed by `export_user`):
+`entities` (entity id → `Entity` JSON), `entity_names` (normalized name or alias → entity id: the
+lookup by name, in any language) and `relations` (relation id → `Relation` JSON). A user holds tens
+to a few thousand links, read whole; no search index is needed for that.
+
+A recorded link that is exclusive (lives_in) ends the user's current link with the same subject
+and predicate to another object: its `valid_until` is set to the newer link's `valid_from`. A
+statement older than the current link is stored already ended (at the current one's start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from redis.exceptions import WatchError
+
+from memlane.store.errors import InvalidInput, StoreError
+from memlane.store.redis.core import StorePart, as_text
+from memlane.store.relations import (
+    USER_ENTITY_ALIASES,
+    USER_ENTITY_NAME,
+    Entity,
+    EntityType,
+    Relation,
+    RelationStatement,
+    checked_name,
+    closed_by,
+    entity_id,
+    links_at,
+    normalized_name,
+    relation_id,
+)
+from memlane.store.schema import KeyLayout
+
+_WRITE_ATTEMPTS = 8
+T = TypeVar("T")
+
+
+def entities_key(layout: KeyLayout, user_id: str) -> str:
+    """Hash: entity id → `Entity` JSON."""
+    return layout.user_prefix(user_id) + "entities"
+
+
+def entity_names_key(layout: KeyLayout, user_id: str) -> str:
+    """Hash: `normalized_name` of an entity's name or alias → entity id."""
+    return layout.user_prefix(user_id) + "entity_names"
+
+
+def relations_key(layout: KeyLayout, user_id: str) -> str:
+    """Hash: relation id → `Relation` JSON."""
+    return layout.user_prefix(user_id) + "relations"
+
+
+def _merged(entity: Entity, names: Sequence[str], type: EntityType) -> Entity:
+    """`entity` with the names it lacked added as aliases, and a type where it had none."""
+    known = {normalized_name(name) for name in entity.names()}
+    added = []
+    for name in names:
+        if normalized_name(name) not in known:
+            known.add(normalized_name(name))
+            added.append(name)
+    kind = entity.type if entity.type != "other" else type
+    if not added and kind == entity.type:
+        return entity
+    return entity.model_copy(update={"aliases": [*entity.aliases, *added], "type": kind})
+
+
+@dataclass(eq=False, repr=False)
+class Relations(StorePart):
+    """Entities, their names, and relations of one user."""
+
+    def _keys(self, user_id: str) -> tuple[str, str, str]:
+        return (
+            entities_key(self.layout, user_id),
+            entity_names_key(self.layout, user_id),
+            relations_key(self.layout, user_id),
+        )
+
+    async def list_entities(self, user_id: str) -> list[Entity]:
+        """The user's entities, by name."""
+        raw = await self._run(self.client.hvals(entities_key(self.layout, user_id)))
+        return sorted((Entity.model_validate_json(value) for value in raw), key=lambda entity: (entity.name, entity.id))
+
+    async def find_entity(self, user_id: str, name: str) -> Entity | None:
+        """The entity one of whose names or aliases is `name` (case and width aside), or None."""
+        entities, names, _ = self._keys(user_id)
+        found = await self._run(self.client.hget(names, normalized_name(checked_name(name))))
+        if found is None:
+            return None
+        raw = await self._run(self.client.hget(entities, as_text(found)))
+        return None if raw is None else Entity.model_validate_json(raw)
+
+    async def list_relations(
+        self, user_id: str, *, as_of: float | None = None, include_past: bool = False, entity: str | None = None
+    ) -> list[Relation]:
+        """The relations that held at `as_of` (None: now; include_past: all), oldest first;
+        entity: only those whose subject or object is that entity (by id)."""
+        raw = await self._run(self.client.hvals(relations_key(self.layout, user_id)))
+        relations = [Relation.model_validate_json(value) for value in raw]
+        if entity is not None:
+            relations = [relation for relation in relations if entity in (relation.subject, relation.object)]
+        return links_at(relations, as_of=as_of, include_past=include_past)
+
+    async def remember_entity(
+        self, user_id: str, name: str, *, aliases: list[str] | None = None, type: EntityType = "other"
+    ) -> Entity:
+        """The entity named `name` or one of `aliases` (created when none is known), with every
+        name given added to its aliases. Two known entities named by the names are not merged:
+        the first found is used, and a name already another's stays the other's."""
+        names = [checked_name(name), *(checked_name(alias, "an alias") for alias in aliases or [])]
+        entities = await self._write(user_id, lambda known: self._resolve(known, [(names, type)]))
+        return entities[0]
+
+    async def record_relations(self, user_id: str, statements: Sequence[RelationStatement]) -> list[Relation]:
+        """Store the links the statements give (their entities resolved by name, created when new),
+        ending the current links they replace; returns the relations written, ended ones included.
+        The same statement twice is stored once."""
+        checked = [RelationStatement.model_validate(statement) for statement in statements]
+        if not checked:
+            return []
+
+        def plan(known: _Known) -> list[Relation]:
+            written: list[Relation] = []
+            for statement in checked:
+                subject, target = self._resolve(
+                    known,
+                    [([statement.subject], statement.subject_type), ([statement.object], statement.object_type)],
+                )
+                if subject.id == target.id:
+                    raise InvalidInput(f"a relation links {statement.subject!r} to itself; give two entities")
+                written += known.link(statement, subject.id, target.id)
+            return written
+
+        return await self._write(user_id, plan)
+
+    def _resolve(self, known: _Known, wanted: list[tuple[list[str], EntityType]]) -> list[Entity]:
+        resolved = []
+        for names, type in wanted:
+            if normalized_name(names[0]) in {USER_ENTITY_NAME, *USER_ENTITY_ALIASES}:
+                names, type = [USER_ENTITY_NAME, *USER_ENTITY_ALIASES, *names[1:]], "person"
+            found = next((known.by_name[n] for n in map(normalized_name, names) if n in known.by_name), None)
+            entity = (
+                known.entities[found] if found is not None else Entity(id=entity_id(names[0]), name=names[0], type=type)
+            )
+            entity = _merged(entity, names, type)
+            known.put_entity(entity)
+            resolved.append(entity)
+        return resolved
+
+    async def _write(self, user_id: str, plan: Callable[[_Known], T]) -> T:
+        """Read the user's entities, names and relations, run `plan` over them, write what it
+        changed in one transaction (again when another writer changed them meanwhile)."""
+        keys = self._keys(user_id)
+        for _ in range(_WRITE_ATTEMPTS):
+            async with self.client.pipeline(transaction=True) as pipe:
+                try:
+                    await self._run(pipe.watch(*keys))
+                    known = _Known(
+                        entities={
+                            as_text(key): Entity.model_validate_json(value)
+                            for key, value in (await self._run(pipe.hgetall(keys[0]))).items()
+                        },
+                        by_name={
+                            as_text(key): as_text(value)
+                            for key, value in (await self._run(pipe.hgetall(keys[1]))).items()
+                        },
+                        relations={
+                            as_text(key): Relation.model_validate_json(value)
+                            for key, value in (await self._run(pipe.hgetall(keys[2]))).items()
+                        },
+                    )
+                    result = plan(known)
+                    pipe.multi()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+                    if known.changed_entities:
+                        pipe.hset(keys[0], mapping={e.id: e.model_dump_json() for e in known.changed_entities.values()})
+                    if known.changed_names:
+                        pipe.hset(keys[1], mapping=cast("Any", known.changed_names))  # redis-py's key type is invariant
+                    if known.changed_relations:
+                        pipe.hset(
+                            keys[2], mapping={r.id: r.model_dump_json() for r in known.changed_relations.values()}
+                        )
+                    await self._run(pipe.execute())
+                    if known.changed_entities or known.changed_relations:
+                        await self.core.note_scopes([user_id])
+                    return result
+                except WatchError:
+                    continue
+        raise StoreError(f"the relations of {user_id!r} changed {_WRITE_ATTEMPTS} times during one write; try again")
+
+
+@dataclass
+class _Known:
+    """A user's entities, names and relations as read, with what a write changes."""
+
+    entities: dict[str, Entity]
+    by_name: dict[str, str]
+    relations: dict[str, Relation]
+
+    def __post_init__(self) -> None:
+        self.changed_entities: dict[str, Entity] = {}
+        self.changed_names: dict[str, str] = {}
+        self.changed_relations: dict[str, Relation] = {}
+
+    def put_entity(self, entity: Entity) -> None:
+        if self.entities.get(entity.id) != entity:
+            self.entities[entity.id] = self.changed_entities[entity.id] = entity
+        for name in map(normalized_name, entity.names()):
+            if name not in self.by_name:  # a name already another entity's stays the other's
+                self.by_name[name] = self.changed_names[name] = entity.id
+
+    def put_relation(self, relation: Relation) -> None:
+        self.relations[relation.id] = self.changed_relations[relation.id] = relation
+
+    def link(self, statement: RelationStatement, subject: str, target: str) -> list[Relation]:
+        """The relations the statement writes: itself (or the current one it repeats, with its
+        sources added) and the ones it ends."""
+        same = [
+            relation
+            for relation in self.relations.values()
+            if (relation.subject, relation.predicate, relation.object) == (subject, statement.predicate, target)
+            and relation.valid_until is None
+        ]
+        if same:  # said again: the link holds since it was first said
+            current = same[0]
+            sources = [*current.source_message_ids]
+            sources += [source for source in statement.source_message_ids if source not in sources]
+            if sources != current.source_message_ids:
+                current = current.model_copy(update={"source_message_ids": sources})
+                self.put_relation(current)
+            return [current]
+        relation = Relation(
+            id=relation_id(subject, statement.predicate, target, statement.valid_from),
+            subject=subject,
+            predicate=statement.predicate,
+            object=target,
+            valid_from=statement.valid_from,
+            source_message_ids=list(statement.source_message_ids),
+            confidence=statement.confidence,
+            exclusive=statement.exclusive,
+        )
+        if relation.id in self.relations:  # delivered again after it was ended: as stored
+            return [self.relations[relation.id]]
+        later = [
+            other
+            for other in self.relations.values()
+            if relation.exclusive
+            and (other.subject, other.predicate) == (subject, statement.predicate)
+            and other.valid_until is None
+            and other.valid_from > relation.valid_from
+        ]
+        if later:  # an older statement than the current link: it held until the current one began
+            relation = relation.model_copy(update={"valid_until": min(other.valid_from for other in later)})
+        ended = closed_by(list(self.relations.values()), relation) if relation.valid_until is None else []
+        for item in (relation, *ended):
+            self.put_relation(item)
+        return [relation, *ended]
