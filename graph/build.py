@@ -25,10 +25,12 @@ from memlane.nodes.llm import ModelCaller, Step
 from memlane.nodes.merge import merge_facts
 from memlane.nodes.organize import organize_profile
 from memlane.nodes.persist import build_update, persist_run
+from memlane.nodes.relations import record_window_relations
 from memlane.nodes.resummarize import resummarize_entries
 from memlane.nodes.summarize import summarize_chat
 from memlane.nodes.tag import tag_event
 from memlane.nodes.truncate import truncate_chat
+from memlane.store.relations import RelationStore
 from memlane.store.text.trivial import is_trivial
 
 Update = dict[str, Any]
@@ -112,6 +114,10 @@ async def tag(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
 
 async def persist(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update:
     summary = state.get("summary", "")
+    notes = list(state.get("notes", []))
+    store = runtime.context.store
+    if runtime.context.graph.extract_relations and isinstance(store, RelationStore):  # before the cursor moves
+        notes += await record_window_relations(store, state["user_id"], state["messages"])
     update, changes = build_update(
         state["user_id"],
         state["messages"],
@@ -128,7 +134,7 @@ async def persist(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update
             "message_count": len(state["messages"]),
             "model_calls": state.get("model_calls", 0),
             "prompt_tokens": state.get("prompt_tokens", 0),
-            "notes": state.get("notes", []),
+            "notes": notes,
             "skipped_reason": None if summary else "the chat says nothing to remember about the user",
         }
     )

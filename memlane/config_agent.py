@@ -142,6 +142,12 @@ class GraphSettings(Component):
         ge=2,
         description="Longest tag kept, in characters",
     )
+    extract_relations: bool = Field(
+        default=True,
+        description="Store the links between the people, places and things the user's templated statements name "
+        "(My sister is Bea; 王总的女儿叫小雨: nodes/relation_rules.py) with each run's window, each dated, "
+        "a newer home or boss ending the older",
+    )
     session_summary_max_tokens: int = Field(
         default=400, ge=32, description="Rolling session summary is re-summarized above this size"
     )

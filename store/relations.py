@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -27,7 +27,7 @@ USER_ENTITY_ALIASES = ("me", "myself", "i", "我", "我自己")
 
 MAX_NAME_CHARS = 200
 MAX_PREDICATE_CHARS = 64
-_PREDICATE = re.compile(r"[a-z][a-z0-9_]*")
+_PREDICATE = re.compile(r"[^\W\d_]\w*")  # a word, any language ("lives_in", "上司")
 
 
 def normalized_name(name: str) -> str:
@@ -52,14 +52,14 @@ def checked_name(name: str, what: str = "an entity name") -> str:
 
 
 def checked_predicate(predicate: str) -> str:
-    """`predicate` in snake_case ("Lives in" → "lives_in"), or `InvalidInput`."""
+    """`predicate` in snake_case ("Lives in" → "lives_in"; a word of any language as it is), or `InvalidInput`."""
     if not isinstance(predicate, str):
         raise InvalidInput(f"a predicate must be text, not {type(predicate).__name__}")
     snake = "_".join(predicate.strip().lower().replace("-", " ").split())
     if not _PREDICATE.fullmatch(snake) or len(snake) > MAX_PREDICATE_CHARS:
         raise InvalidInput(
             f"predicate {predicate[:60]!r} is not a snake_case name of at most {MAX_PREDICATE_CHARS} "
-            "ASCII characters (as lives_in, sister, works_at)"
+            "characters (as lives_in, sister, works_at)"
         )
     return snake
 
@@ -158,6 +158,7 @@ def links_at(relations: list[Relation], *, as_of: float | None = None, include_p
     return sorted(kept, key=lambda relation: (relation.valid_from, relation.id))
 
 
+@runtime_checkable
 class RelationStore(Protocol):
     """The role of a store that keeps a user's entities and relations."""
 
