@@ -241,6 +241,14 @@ class SearchSettings(Component):
             "search_recency_half_life_days) in the rank fusion; 0: recency does not vote"
         ),
     )
+    importance_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description=(
+            "Vote of the importance ranking (the candidates above the neutral importance 0.5, each vote times "
+            "2 x (importance - 0.5)) in the rank fusion; 0: importance does not vote"
+        ),
+    )
     recency_half_life_days: float = Field(
         default=30.0,
         gt=0,

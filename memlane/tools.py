@@ -173,12 +173,14 @@ async def answer_remember(
     actor: str = "tool",
     metadata: dict[str, Any] | None = None,
     expires_at: float | None = None,
+    importance: float | None = None,
 ) -> str:
     """Keep `text` as a profile fact (with topic and subtopic) or as a note (an event card).
 
     actor: who profile history names for the change ("tool", "mcp", "api:<key name>").
     metadata: a JSON object kept with it (a note's is searchable by the declared fields).
     expires_at: when it expires (epoch seconds); unset, it is kept.
+    importance: how much it matters, 0..1 (`checked_importance`); unset: neutral, 0.5.
     """
     text = text.strip()
     if not clean_text(text).strip():  # only spaces, or NUL bytes, which are not stored
@@ -188,10 +190,20 @@ async def answer_remember(
         check_slot(topic)  # the slot rule of every door: at most 64 characters
         check_slot(subtopic)
         entry = await remember_fact(
-            store, user_id, topic, subtopic, text, actor=actor, metadata=metadata, expires_at=expires_at
+            store,
+            user_id,
+            topic,
+            subtopic,
+            text,
+            actor=actor,
+            metadata=metadata,
+            expires_at=expires_at,
+            importance=checked_importance(importance),
         )
         return f"remembered as profile {entry.topic} / {entry.subtopic} [{profile_memory_id(entry.id)}]"
-    written = await write_note(store, user_id, text, session_id=session_id, metadata=metadata, expires_at=expires_at)
+    written = await write_note(
+        store, user_id, text, session_id=session_id, metadata=metadata, expires_at=expires_at, importance=importance
+    )
     return f"remembered [{written.memory.id}]" if written.repeat_of is None else repeat_answer(written.repeat_of)
 
 
@@ -213,6 +225,7 @@ async def remember_fact(
     source_message_ids: Sequence[str] = (),
     metadata: dict[str, Any] | None = None,
     expires_at: float | None = None,
+    importance: float = 0.5,
 ) -> ProfileEntry:
     """Write a profile entry (replacing what its topic / subtopic slot held: one entry per user and
     slot) with its search memory; its history records the write with its source and metadata."""
@@ -225,6 +238,7 @@ async def remember_fact(
         source_message_ids=list(source_message_ids),
         metadata=dict(metadata or {}),
         expires_at=expires_at,
+        importance=checked_importance(importance),
     )
     await store.apply_update(
         MemoryUpdate(user_id=user_id, upsert_profile=[entry], memories=[entry.as_memory()], actor=actor)
@@ -240,8 +254,24 @@ class NoteWritten(BaseModel):
     repeat_of: RepeatedMemory | None = None
 
 
+def checked_importance(importance: float | None) -> float:
+    """`importance` (None: the neutral 0.5), or `InvalidInput` when it is not a number from 0 to 1."""
+    if importance is None:
+        return 0.5
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0.0 <= importance <= 1.0:
+        raise InvalidInput(
+            f"importance must be a number from 0 to 1 (0.5: neutral; higher ranks it higher), not {importance!r}"
+        )
+    return float(importance)
+
+
 def _note_event(
-    user_id: str, text: str, session_id: str, metadata: dict[str, Any] | None, expires_at: float | None = None
+    user_id: str,
+    text: str,
+    session_id: str,
+    metadata: dict[str, Any] | None,
+    expires_at: float | None = None,
+    importance: float | None = None,
 ) -> Event:
     """The event card a note is kept as: its id made from its text."""
     if not clean_text(text).strip():
@@ -254,6 +284,7 @@ def _note_event(
         session_ids=[session_id],
         metadata=dict(metadata or {}),
         expires_at=expires_at,
+        importance=checked_importance(importance),
     )
 
 
@@ -284,6 +315,7 @@ async def write_note(
     session_id: str,
     metadata: dict[str, Any] | None = None,
     expires_at: float | None = None,
+    importance: float | None = None,
 ) -> NoteWritten:
     """Keep a note about the user: an event card tagged "remembered" and its search memory,
     unless the user has that note already (`MemoryStore.repeated_memory`: the same text, case and
@@ -295,16 +327,18 @@ async def write_note(
     its metadata is merged into the stored one's: the keys it gives take their new values, the
     others keep theirs (nothing given or stored is dropped). A text with nothing left to store (only
     spaces and NUL bytes): `InvalidInput`. expires_at: when the note expires (epoch seconds; given
-    again with the same text, the stored note takes it)."""
-    event = _note_event(user_id, text, session_id, metadata, expires_at)
+    again with the same text, the stored note takes it). importance: how much it matters, 0..1
+    (`checked_importance`; unset: 0.5, or what the stored note has; given again, the note takes it)."""
+    event = _note_event(user_id, text, session_id, metadata, expires_at, importance)
     [noted] = await store.get_events(user_id, [event.id])
     # the same text again (a note's id is made from its text; the stored summary may be masked, or
     # edited in place since): a repeat, its metadata merged
     if noted is not None:
         merged = {**noted.metadata, **event.metadata}
         expiry = noted.expires_at if expires_at is None else expires_at
-        if merged != noted.metadata or expiry != noted.expires_at:
-            noted = noted.model_copy(update={"metadata": merged, "expires_at": expiry})
+        weight = noted.importance if importance is None else event.importance
+        if merged != noted.metadata or expiry != noted.expires_at or weight != noted.importance:
+            noted = noted.model_copy(update={"metadata": merged, "expires_at": expiry, "importance": weight})
             await store.apply_update(MemoryUpdate(user_id=user_id, event=noted, memories=[noted.as_memory()]))
         kept = noted.as_memory()
         return NoteWritten(memory=kept, repeat_of=RepeatedMemory(memory=kept, similarity=1.0, identical=True))
@@ -324,9 +358,12 @@ async def remember_note(
     session_id: str,
     metadata: dict[str, Any] | None = None,
     expires_at: float | None = None,
+    importance: float | None = None,
 ) -> Memory:
     """`write_note`, answering the memory that holds the note (the stored one for a repeat)."""
-    written = await write_note(store, user_id, text, session_id=session_id, metadata=metadata, expires_at=expires_at)
+    written = await write_note(
+        store, user_id, text, session_id=session_id, metadata=metadata, expires_at=expires_at, importance=importance
+    )
     return written.memory
 
 

@@ -47,6 +47,8 @@ that name, and the content names them ("Maria goes climbing on Sundays", "小王
 What someone else says about the user is the user's fact only when a message of the user's
 confirms it; cite that message.
 "confidence" is 0..1; "messages" lists the [numbers] of the messages the fact comes from.
+"importance" (optional) is 0..1, how much the fact matters later: 0.5 for an ordinary fact, more
+for what must not be forgotten (a deadline, an allergy, a decision), less for small talk.
 {LANGUAGE_RULE}
 {DATA_RULE}
 Answer with JSON only:
@@ -62,6 +64,7 @@ class ExtractedFact(BaseModel):
     subtopic: str = Field(min_length=1)
     content: str = Field(min_length=1)
     confidence: float = 0.8
+    importance: float = Field(default=0.5, description="how much it matters later, 0..1; 0.5: ordinary")
     messages: list[int] = Field(default_factory=list)
 
     @field_validator("topic", "subtopic", "content")
@@ -92,6 +95,18 @@ class ExtractedFact(BaseModel):
             number /= 100.0  # "90" meant 90 %
         return min(max(number, 0.0), 1.0)
 
+    @field_validator("importance", mode="before")
+    @classmethod
+    def _importance(cls, value: object) -> float:
+        # left out, null or not a number: an ordinary fact; "90" meant 90 %; outside 0..1: clamped
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return 0.5
+        if not math.isfinite(number):
+            return 0.5
+        return min(max(number / 100.0 if 1.0 < number <= 100.0 else number, 0.0), 1.0)
+
     @field_validator("messages", mode="before")
     @classmethod
     def _numbers(cls, value: object) -> list[int]:
@@ -119,6 +134,7 @@ class ProfileFact(BaseModel):
     content: str
     confidence: float
     source_message_ids: list[str]
+    importance: float = 0.5
 
 
 def _is_the_user(about: str, chat: Sequence[Message]) -> bool:
@@ -215,6 +231,7 @@ def resolve_fact(fact: ExtractedFact, chat: Sequence[Message], profile_config: P
         content=fact.content,
         confidence=fact.confidence,
         source_message_ids=list(dict.fromkeys(sources)),
+        importance=fact.importance,
     )
 
 

@@ -238,6 +238,7 @@ def group_by_slot(facts: Sequence[ProfileFact], user_id: str) -> list[ProfileFac
                 update={
                     "content": join_clauses(earlier.content, fact.content),
                     "confidence": max(earlier.confidence, fact.confidence),
+                    "importance": max(earlier.importance, fact.importance),
                     "source_message_ids": list(dict.fromkeys(earlier.source_message_ids + fact.source_message_ids)),
                 }
             )
@@ -261,13 +262,17 @@ def apply_decision(
             content=content,
             confidence=fact.confidence,
             source_message_ids=fact.source_message_ids,
+            importance=fact.importance,
         )
+    # an ordinary fact (0.5) keeps the importance the entry has (a caller may have set it)
+    importance = existing.importance if fact.importance == 0.5 else fact.importance
     if action in ("APPEND", "ADD"):
         # ADD on a filled slot keeps what is there: treated as APPEND
         if content in existing.content:
             return None
         content = join_clauses(existing.content, content)
         confidence = max(existing.confidence, fact.confidence)
+        importance = max(existing.importance, fact.importance)
     else:
         if content == existing.content:
             return None
@@ -276,6 +281,7 @@ def apply_decision(
         update={
             "content": content,
             "confidence": confidence,
+            "importance": importance,
             "updated_at": now(),
             "source_message_ids": list(dict.fromkeys(existing.source_message_ids + fact.source_message_ids)),
         }

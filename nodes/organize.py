@@ -85,6 +85,7 @@ def regroup(
                 subtopic=item.subtopic,
                 content=item.content,
                 confidence=min(entry.confidence for entry in sources),
+                importance=max(entry.importance for entry in sources),
                 created_at=min(entry.created_at for entry in sources),
                 updated_at=now(),
                 source_message_ids=list(dict.fromkeys(i for entry in sources for i in entry.source_message_ids)),

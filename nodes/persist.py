@@ -114,6 +114,7 @@ def held_entry(user_id: str, fact: ProfileFact, messages: Sequence[Message]) -> 
         content=fact.content,
         confidence=fact.confidence,
         source_message_ids=fact.source_message_ids,
+        importance=fact.importance,
     )
     return said_at(entry, messages)
 

@@ -190,6 +190,7 @@ async def remember(
     subtopic: str = "",
     metadata: dict[str, Any] | None = None,
     expires_at: float | str | None = None,
+    importance: float | None = None,
 ) -> str:
     """Remember something about the user for later conversations.
 
@@ -197,6 +198,7 @@ async def remember(
     replacing what that slot held; without them it is kept as a note.
     metadata: a JSON object kept with it ({"project": "apollo"}); search_memories filters notes by it.
     expires_at: when to forget it (epoch seconds or an ISO 8601 datetime, "2027-01-31T18:00:00Z").
+    importance: how much it matters, 0 to 1 (0.5 neutral; higher: search and recall rank it higher).
     """
     writer = await acting_caller(ctx, writes=True)
     async with store_errors():
@@ -210,6 +212,7 @@ async def remember(
             actor=writer.actor,
             metadata=metadata,
             expires_at=expiry_time(expires_at),
+            importance=importance,
         )
 
 

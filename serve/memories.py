@@ -210,6 +210,7 @@ async def write_slot(
             source_message_ids=[body.source_message_id] if body.source_message_id else [],
             metadata=body.meta,
             expires_at=body.expires_at,
+            importance=body.importance,
         )
     except InvalidInput as error:
         raise ApiError(422, str(error), "invalid_entry") from None
@@ -286,6 +287,7 @@ async def add_note(body: NoteIn, caller: Writer, store: Store, response: Respons
         session_id=body.session_id,
         metadata=body.metadata,
         expires_at=body.expires_at,
+        importance=body.importance,
     )
     if written.repeat_of is not None:
         response.status_code = 200

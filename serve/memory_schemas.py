@@ -84,6 +84,9 @@ class SearchRequest(JsonBody):
     check_id = field_validator("session_id")(_usable_id)
 
 
+IMPORTANCE = "how much it matters, 0 to 1 (0.5: neutral; higher: search and recall rank it higher)"
+
+
 class MemoryOut(BaseModel):
     id: str
     kind: MemoryKind
@@ -101,6 +104,7 @@ class MemoryOut(BaseModel):
         default_factory=dict, description="the JSON object its note, message or item was written with"
     )
     expires_at: float | None = Field(default=None, description="when it expires (epoch seconds); null: kept")
+    importance: float = Field(default=0.5, description=IMPORTANCE)
 
     @classmethod
     def of(cls, memory: SearchMemory) -> MemoryOut:
@@ -202,6 +206,7 @@ class ProfileEntryOut(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict, description="the metadata its last write carried")
     valid_from: float = Field(description="since when it holds: when it was said (created_at for older entries)")
     expires_at: float | None = Field(default=None, description="when it expires (epoch seconds); null: kept")
+    importance: float = Field(default=0.5, description=IMPORTANCE)
     status: Literal["current"] = "current"
     earlier: list[PastValueOut] = Field(
         default_factory=list, description="what it held before a memory run replaced it, newest first"
@@ -245,6 +250,7 @@ class ProfileEntryWrite(JsonBody):
     expires_at: float | None = Field(
         default=None, description="when it expires: epoch seconds or an ISO 8601 datetime; unset: kept"
     )
+    importance: float = Field(default=0.5, ge=0, le=1, description=IMPORTANCE)
 
     check_blank = field_validator("content")(_not_blank)
     check_nul = field_validator("content")(_no_nul)
@@ -278,6 +284,7 @@ class EventOut(BaseModel):
     session_ids: list[str]
     source_message_ids: list[str]
     expires_at: float | None = Field(default=None, description="when it expires (epoch seconds); null: kept")
+    importance: float = Field(default=0.5, description=IMPORTANCE)
 
     @classmethod
     def of(cls, event: Event) -> EventOut:
@@ -296,6 +303,7 @@ class NoteIn(JsonBody):
     expires_at: float | None = Field(
         default=None, description="when it expires: epoch seconds or an ISO 8601 datetime; unset: kept"
     )
+    importance: float | None = Field(default=None, ge=0, le=1, description=IMPORTANCE + "; unset: 0.5 or as stored")
 
     check_blank = field_validator("text", "session_id")(_not_blank)
     check_id = field_validator("session_id")(_usable_id)

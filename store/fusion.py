@@ -60,6 +60,7 @@ SIGNALS: dict[str, tuple[str, str]] = {
     "speaker": ("speaker_weight", "KNN among what a person the query names said"),
     "speaker_text": ("speaker_text_weight", "BM25 among what a person the query names said"),
     "recency": ("recency_weight", "the candidates newest first, each vote decaying"),
+    "importance": ("importance_weight", "the candidates above neutral importance, most important first"),
 }
 
 
@@ -128,7 +129,7 @@ def fuse(rankings: Sequence[Ranking], k: float) -> Fused:
                 rank_score[doc["id"]] = rank_score.get(doc["id"], 0.0) + ranking.weight * factor / (k + rank)
             if VECTOR_DISTANCE in doc:
                 similarity.setdefault(doc["id"], max(0.0, 1.0 - float(doc[VECTOR_DISTANCE])))
-            elif ranking.signal not in ("context", "recency"):
+            elif ranking.signal not in ("context", "recency", "importance"):
                 text_raw.setdefault(doc["id"], float(doc.get("score") or 0.0))
     most = sum(ranking.weight for ranking in rankings if ranking.weight > 0) / (k + 1)  # one that found nothing counts
     ranked = sorted(rank_score, key=lambda doc_id: rank_score[doc_id], reverse=True)
@@ -157,3 +158,36 @@ def recency_ranking(rankings: Sequence[Ranking], search: SearchSettings) -> Rank
     half_life = search.recency_half_life_days * 86_400.0
     factors = [0.5 ** ((newest - float(doc[MemoryField.CREATED_AT])) / half_life) for doc in docs]
     return Ranking("recency", search.recency_weight, docs, factors)
+
+
+def importance_ranking(rankings: Sequence[Ranking], search: SearchSettings) -> Ranking | None:
+    """The candidates the other rankings found whose importance is above the neutral 0.5, most
+    important first, each vote times 2 x (importance - 0.5): 1 at importance 1, nothing at 0.5 or
+    below. So a memory nobody marked casts no vote and leaves every order as it was. None when
+    no candidate is above neutral or the weight is 0."""
+    if not search.importance_weight:
+        return None
+    found: dict[str, tuple[float, dict[str, Any]]] = {}
+    for ranking in rankings:
+        if ranking.weight > 0:
+            for doc in ranking.docs:
+                importance = _importance(doc)
+                if importance > 0.5:
+                    found.setdefault(doc["id"], (importance, doc))
+    if not found:
+        return None
+    ordered = sorted(found.values(), key=lambda pair: pair[0], reverse=True)
+    factors = [2.0 * (importance - 0.5) for importance, _ in ordered]
+    return Ranking("importance", search.importance_weight, [doc for _, doc in ordered], factors)
+
+
+def _importance(doc: dict[str, Any]) -> float:
+    value = doc.get(MemoryField.IMPORTANCE)
+    text = value.decode() if isinstance(value, bytes) else value
+    return float(text) if text not in (None, "") else 0.5  # unset: written before importance, neutral
+
+
+def derived_rankings(rankings: Sequence[Ranking], search: SearchSettings) -> list[Ranking]:
+    """The rankings made from the others' candidates (recency, importance) that vote."""
+    made = (recency_ranking(rankings, search), importance_ranking(rankings, search))
+    return [ranking for ranking in made if ranking is not None]

@@ -20,6 +20,7 @@ from memlane.store.ids import (
     profile_entry_id,
     profile_memory_id,
 )
+from memlane.store.parked_run import ParkedRun as ParkedRun  # the run record lives beside it
 from memlane.store.relations import Entity, Relation
 
 MemoryKind = Literal["profile", "event", "summary", "message"]
@@ -103,6 +104,8 @@ class SessionSummary(BaseModel):
 
 
 EXPIRES_AT_DESCRIPTION = "when it stops being recalled, searched and listed (epoch seconds); unset: kept"
+# how much a memory matters, 0..1: above the neutral 0.5 it votes in search (`fusion.importance_ranking`)
+IMPORTANCE_DESCRIPTION = "how much it matters, 0..1 (0.5: neutral; above it, search and recall rank it higher)"
 
 
 class ProfileEntry(BaseModel):
@@ -123,6 +126,7 @@ class ProfileEntry(BaseModel):
         "unset for entries written before memlane kept it (`since` falls back to created_at)",
     )
     expires_at: float | None = Field(default=None, description=EXPIRES_AT_DESCRIPTION)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, description=IMPORTANCE_DESCRIPTION)
 
     @field_validator("topic", "subtopic")
     @classmethod
@@ -167,6 +171,7 @@ class ProfileEntry(BaseModel):
             source_message_ids=self.source_message_ids,
             ref_id=self.id,
             expires_at=self.expires_at,
+            importance=self.importance,
         )
 
 
@@ -320,6 +325,7 @@ class Event(BaseModel):
         default_factory=list, description="a note's earlier texts, oldest first (a card of a run is never rewritten)"
     )
     expires_at: float | None = Field(default=None, description=EXPIRES_AT_DESCRIPTION)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, description=IMPORTANCE_DESCRIPTION)
 
     _check_ids = field_validator("id")(_checked)
     _check_user = field_validator("user_id")(_checked_user)
@@ -338,6 +344,7 @@ class Event(BaseModel):
             ref_id=self.id,
             metadata=self.metadata,
             expires_at=self.expires_at,
+            importance=self.importance,
         )
 
 
@@ -366,6 +373,7 @@ class Memory(BaseModel):
         description="when what it states stopped holding (a newer fact replaced it); unset while it holds",
     )
     expires_at: float | None = Field(default=None, description=EXPIRES_AT_DESCRIPTION)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, description=IMPORTANCE_DESCRIPTION)
     metadata: dict[str, Any] = Field(
         default_factory=dict,
         description="a JSON object of the caller's own (of the note, message or item it makes searchable); "
@@ -485,17 +493,3 @@ class UserExport(BaseModel):
     agents: dict[str, UserExport] = Field(
         default_factory=dict, description="agent id → what that agent's scope of the user holds (store/scopes.py)"
     )
-
-
-class ParkedRun(BaseModel):
-    """A memory-graph run that failed every retry, kept in the dead-letter list with its error.
-
-    Its buffer is not lost: the cursor did not move, so retrying queues a run for the user.
-    """
-
-    id: str
-    user_id: str
-    error: str
-    attempts: int = Field(ge=1, description="attempts made, over every time this run was parked")
-    first_failed_at: float = Field(default_factory=now)
-    last_failed_at: float = Field(default_factory=now)

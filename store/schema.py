@@ -61,6 +61,7 @@ class MemoryField:
     MONTH_DAY = "month_day"  # MMDD of created_at in the configured zone: "April 27th" in any year
     VALID_UNTIL = "valid_until"  # numeric: when a newer fact replaced what it states; 0 while it holds
     EXPIRES_AT = "expires_at"  # numeric: when its record expires (a note's, a profile entry's); 0: never
+    IMPORTANCE = "importance"  # how much it matters, 0..1 (0.5 neutral); returned, not indexed
     CONTENT_DIGEST = "content_digest"  # unchanged memories are not rewritten (no churn in BM25 statistics)
     SOURCES = "source_message_ids"
     REF_ID = "ref_id"
@@ -135,9 +136,8 @@ class KeyLayout:
     max_id_chars: int = 1024
 
     def checked_id(self, value: str, what: str, *, user: bool = False) -> str:
-        """`value`, or `InvalidInput` / `InputTooLarge` saying what is wrong with it. Every id
-        from outside reaches a key through here, so a bad one is refused before any Redis call
-        (user: a store user id, `check_id`'s)."""
+        """`value`, or `InvalidInput` / `InputTooLarge` saying what is wrong with it (user: a store user
+        id, `check_id`'s). Every id from outside reaches a key here: a bad one is refused before Redis."""
         check_id(value, what, user=user)
         if len(value) > self.max_id_chars:
             raise InputTooLarge(
@@ -164,8 +164,7 @@ class KeyLayout:
         return self.memory_index_name + tag
 
     def index_lock(self, node_id: str) -> str:
-        """String (expires): held by the process making the memory index of the cluster node
-        `node_id`, so that two processes never make one each."""
+        """String (expires): held by the one process making the memory index of cluster node `node_id`."""
         return f"{self.prefix}:index_lock:{node_id}"
 
     @property

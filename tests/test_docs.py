@@ -344,7 +344,6 @@ STATE_NOT_LIMIT = (
 )
 CHECKED_LIMITS: dict[str, str] = {  # words of the claim: the test that fails when it stops being true
     # docs/features.md: issue 54's rows not built
-    "not yet (importance)": "tests/test_features_page.py::test_the_importance_row_is_still_open",
     "not yet (decision records)": "tests/test_features_page.py::test_the_decisions_row_is_still_open",
     # docs/operations/cluster.md: redis-py 8.1 fails inside itself on a node its map did not hold yet,
     # and the store says so as Redis away

@@ -6,17 +6,9 @@ from __future__ import annotations
 
 from typing import get_args
 
-from memlane.config import FLAT_NAMES
-from memlane.store.records import MemoryKind, ProfileEntry
+from memlane.store.records import MemoryKind
 
 STALE = "docs/features.md says {} is not built, but {}: rewrite its row and drop this check"
-
-
-def test_the_importance_row_is_still_open():
-    found = [name for name in FLAT_NAMES if "importance" in name] + [
-        name for name in ProfileEntry.model_fields if "importance" in name
-    ]
-    assert not found, STALE.format("importance", f"the settings or ProfileEntry have {found}")
 
 
 def test_the_decisions_row_is_still_open():

@@ -25,6 +25,7 @@ from memlane.store.errors import StoreError
 from memlane.store.ids import stable_id
 from memlane.store.records import Memory
 from memlane.store.redis.core import StorePart, as_text, unavailable
+from memlane.store.redis.memory_docs import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import checked_metadata, metadata_row
 from memlane.store.redis.retention import Retention
 from memlane.store.schema import (
@@ -43,42 +44,6 @@ logger = logging.getLogger(__name__)
 
 # embedders read a few thousand characters at most; sending a 1 MB message only costs time
 _EMBED_MAX_CHARS = 16_000
-
-# what a search, an export and the index rebuild read of a memory's hash
-RETURN_FIELDS = [
-    MemoryField.ID,
-    MemoryField.USER_ID,
-    MemoryField.KIND,
-    MemoryField.SESSION_ID,
-    MemoryField.TEXT,
-    MemoryField.CREATED_AT,
-    MemoryField.SOURCES,
-    MemoryField.REF_ID,
-    MemoryField.SPEAKER,
-    MemoryField.SPEAKER_ROLE,
-    MemoryField.VALID_UNTIL,
-    MemoryField.EXPIRES_AT,
-    MemoryField.METADATA,
-]
-
-
-def memory_from_doc(doc: dict[str, Any]) -> Memory:
-    """The memory a search result (or a hash read with `RETURN_FIELDS`) holds."""
-    return Memory(
-        id=as_text(doc[MemoryField.ID]),
-        user_id=as_text(doc[MemoryField.USER_ID]),
-        kind=as_text(doc[MemoryField.KIND]),
-        text=as_text(doc[MemoryField.TEXT]),
-        session_id=as_text(doc.get(MemoryField.SESSION_ID)) or None,
-        created_at=float(doc[MemoryField.CREATED_AT]),
-        source_message_ids=json.loads(as_text(doc.get(MemoryField.SOURCES)) or "[]"),
-        ref_id=as_text(doc.get(MemoryField.REF_ID)) or None,
-        speaker=as_text(doc.get(MemoryField.SPEAKER)) or None,
-        speaker_role=as_text(doc.get(MemoryField.SPEAKER_ROLE)) or "owner",
-        valid_until=float(as_text(doc.get(MemoryField.VALID_UNTIL)) or 0) or None,
-        expires_at=float(as_text(doc.get(MemoryField.EXPIRES_AT)) or 0) or None,
-        metadata=json.loads(as_text(doc.get(MemoryField.METADATA)) or "{}"),
-    )
 
 
 def _vector_bytes(vector: Sequence[float]) -> bytes:
@@ -359,8 +324,10 @@ class Memories(StorePart):
             for name, value in (("valid_until", memory.valid_until), ("expires_at", memory.expires_at))
             if value is not None
         ]
+        digested += [f"importance={memory.importance}"] if memory.importance != 0.5 else []
         row[MemoryField.VALID_UNTIL] = memory.valid_until or 0
         row[MemoryField.EXPIRES_AT] = memory.expires_at or 0
+        row[MemoryField.IMPORTANCE] = memory.importance
         row[MemoryField.CONTENT_DIGEST] = stable_id(*digested)
         return row
 

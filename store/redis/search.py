@@ -38,15 +38,15 @@ from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery
     Ranking,
     SignalQuery,
     calibrated_relevance,
+    derived_rankings,
     fuse,
-    recency_ranking,
 )
 from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.models.breaker import CircuitOpen
 from memlane.store.models.embeddings import embeds_on_these_cores
 from memlane.store.records import Memory, MemoryKind, SpeakerRole
 from memlane.store.redis.core import StorePart
-from memlane.store.redis.memories import RETURN_FIELDS, memory_from_doc
+from memlane.store.redis.memory_docs import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import MetadataFilter, metadata_expression
 from memlane.store.redis.redisvl_private import TermwiseTextQuery
 from memlane.store.redis.retention import Retention
@@ -380,15 +380,14 @@ class Search(StorePart):
         memories' contexts (a message's previous message: the answer to "what did you
         recommend?" is found through the question before it); the vector and the BM25 ranking
         of what a person the query names said, among their own messages; and the recency
-        ranking of what those found
-        (`recency_ranking`). Without a query vector (the embedder is down) only the BM25
+        and importance rankings of what those found
+        (`derived_rankings`). Without a query vector (the embedder is down) only the BM25
         rankings (and recency) vote. The fusion (`fuse`, pure) picks the `limit` candidates; the
         hits come sorted by `calibrated_relevance`; each carries the relevance every door shows
         (`relevance`, store/relevance.py: of the query and the memory alone).
         """
         scope, terms = reading.scope, reading.terms
-        recency = recency_ranking(rankings, self.core.search)
-        fused = fuse([*rankings, *([recency] if recency else [])], self.core.search.rrf_k)
+        fused = fuse([*rankings, *derived_rankings(rankings, self.core.search)], self.core.search.rrf_k)
         docs, rank_score, similarity, text_raw, most = (
             fused.docs,
             fused.rank_score,

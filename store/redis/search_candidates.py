@@ -14,17 +14,17 @@ import numpy as np
 
 from memlane.store.models.embeddings import cosine_similarities
 from memlane.store.redis.core import StoreCore, as_text
-from memlane.store.redis.memories import RETURN_FIELDS
+from memlane.store.redis.memory_docs import RETURN_FIELDS
 from memlane.store.schema import MemoryField
 
 # what a ranking's candidate is found with (Redis' own key, "id", and the vector ranking's distance
-# come with each): what the fusion reads (the recency ranking's kind and time). A hundred
-# candidates' every field cost more to parse than reading the few that are returned from their
-# hashes (`fill_in_returned`, one round trip, which also reads a text-only hit's vector): in
-# `memlane serve` at 10 clients, parsing every field of the vector candidates too was the largest
-# share of its own CPU per search (issue 34, item 15). On a cluster the script reads each
-# candidate's fields from its hash anyway (store/cluster/search.py).
-CANDIDATE_FIELDS = [MemoryField.KIND, MemoryField.CREATED_AT]
+# come with each): what the fusion reads (the recency ranking's kind and time, the importance
+# ranking's importance). A hundred candidates' every field cost more to parse than reading the few
+# that are returned from their hashes (`fill_in_returned`, one round trip, which also reads a
+# text-only hit's vector): in `memlane serve` at 10 clients, parsing every field of the vector
+# candidates too was the largest share of its own CPU per search (issue 34, item 15). On a cluster
+# the script reads each candidate's fields from its hash anyway (store/cluster/search.py).
+CANDIDATE_FIELDS = [MemoryField.KIND, MemoryField.CREATED_AT, MemoryField.IMPORTANCE]
 
 
 async def fill_in_returned(

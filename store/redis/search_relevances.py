@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlane.store.errors import EmbeddingsUnavailable
-from memlane.store.redis.memories import memory_from_doc
+from memlane.store.redis.memory_docs import memory_from_doc
 from memlane.store.redis.search_candidates import fill_in_returned
 from memlane.store.relevance import pair_similarities, read_query, relevance_of
 from memlane.store.schema import MemoryField

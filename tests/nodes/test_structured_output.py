@@ -101,7 +101,8 @@ async def test_the_schema_is_in_openai_strict_form(settings):
     assert sent["name"] == "ExtractOutput" and sent["strict"] is True
     fact = sent["schema"]["properties"]["facts"]["items"]
     # strict mode: every property required, none beyond them, no $ref/default/minLength
-    assert fact["required"] == ["about", "topic", "subtopic", "content", "confidence", "messages"]
+    assert fact["required"] == ["about", "topic", "subtopic", "content", "confidence", "importance", "messages"]
+    assert fact["properties"]["importance"] == {"type": "number"}  # how much it matters (issue 54)
     assert fact["properties"]["about"] == {"type": "string"}  # whose fact: "user" or a person's name
     assert fact["additionalProperties"] is False and sent["schema"]["additionalProperties"] is False
     assert fact["properties"]["confidence"] == {"type": "number"} and fact["properties"]["topic"] == {"type": "string"}
