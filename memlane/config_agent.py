@@ -317,6 +317,12 @@ class RecallSettings(Component):
             "no list of states (memlane/recall_changes.py): current before stale with no memory run"
         ),
     )
+    follow_relations: bool = Field(
+        default=True,
+        description="When the message names one of the user's entities or roles (Bea; my sister; 我上司), add the "
+        "links from it one or two hops out (memlane/recall_relations.py) to the memory section as relations, "
+        "ended links only when it asks about the past; off: the ablation",
+    )
     neighbour_messages: int = Field(
         default=1,
         ge=0,

@@ -62,6 +62,7 @@ from memlane.recall_items import (
     reply_to,
     summary_items_of,
 )
+from memlane.recall_relations import relation_items
 from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
@@ -75,6 +76,7 @@ from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.protocols import RecallStore, SearchStore
 from memlane.store.records import Memory, Message
 from memlane.store.redis.metadata import MetadataFilter
+from memlane.store.relations import RelationStore
 from memlane.store.text.questions import is_question
 from memlane.store.text.terms import (
     MAX_QUERY_CHARS,
@@ -363,6 +365,17 @@ async def recall(
         context_tokens=parts.search.embed_context_max_tokens,
         encoding=parts.store.token_encoding,
     )
+    if parts.recall.follow_relations and isinstance(store, RelationStore):  # links first: the message named them
+        linked = await relation_items(
+            store,
+            user_id,
+            message,
+            language,
+            past=asks_about_the_past(message),
+            as_of=reference_time,
+            limit=max_memories,
+        )
+        memory_items = linked + memory_items
     clock = Clock(
         resolve_timezone(parts.store.timezone), language, time.time() if reference_time is None else reference_time
     )

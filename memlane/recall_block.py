@@ -18,7 +18,7 @@ from memlane.store.text.passage import answering_passage
 from memlane.store.text.terms import Language
 from memlane.store.text.tokens import count_tokens
 
-Layer = Literal["profile", "summary", "recent", "event", "message"]
+Layer = Literal["profile", "summary", "recent", "event", "message", "relation"]
 
 _SPACES = re.compile(r"\s+")
 

@@ -35,6 +35,7 @@ STORE_FOR_NODES = {
     "errors",
     "ids",
     "scopes",
+    "relations",  # entities and links: records, pure rules and the role, no Redis (store/relations.py)
     "text",
     "models.breaker",
 }
