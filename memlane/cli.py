@@ -15,6 +15,7 @@
     memlane search USER QUERY         hybrid search over a user's memories
     memlane export USER               everything of a user, as JSON
     memlane review USER [confirm|drop ID...] facts held for review (under memory_min_confidence)
+    memlane relations USER [--past|--as-of T] the links between the people, places and things of a user
     memlane forget USER TEXT          forget what the user said about something ("peanuts"), or one memory by id
                                       (--dry-run: print what would go, change nothing)
     memlane delete-user USER [--yes]  delete everything of a user (asks first on a terminal)
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.cli_operations import cmd_gc, cmd_redis, cmd_review, cmd_runs, cmd_worker, work  # noqa: F401  (work: tests drive it)
+from memlane.cli_relations import add_relations_parser
 from memlane.cli_support import error_sentence, masked_url, run_async, with_store
 
 if TYPE_CHECKING:
@@ -386,13 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("action", nargs="?", choices=["list", "confirm", "drop"], default="list")
     review.add_argument("ids", nargs="*", metavar="ID", help="held fact ids (the first column of the list)")
     review.set_defaults(handler=cmd_review)
+    relations = add_relations_parser(commands)
 
     config = commands.add_parser("config", help="print the settings in force")
     config.add_argument("--markdown", action="store_true", help="print the README's settings table")
     config.set_defaults(handler=cmd_config)
-    for command in (runs, gc, search, importing, export, forget, delete_user, review):
+    for command in (runs, gc, search, importing, export, forget, delete_user, review, relations):
         command.add_argument("--tenant", help=TENANT_HELP)
-    for command in (search, importing, export, forget, delete_user, review):
+    for command in (search, importing, export, forget, delete_user, review, relations):
         command.add_argument("--agent", help=AGENT_HELP)
     return parser
 

@@ -36,7 +36,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from memlane import MemoryStore, Settings, StoreError, get_settings, scoped_user_id
 from memlane.masking import mask_secrets
 from memlane.persistence import MemoryAgentContext
-from memlane.serve import imports, memories, memories_mem0, review
+from memlane.serve import imports, memories, memories_mem0, relations, review
 from memlane.serve.auth import SESSION_HEADER, USER_HEADER, authorized, header_text, tenant_user, valid_session_id
 from memlane.serve.chat import (
     IDEMPOTENCY_HEADER,
@@ -126,6 +126,7 @@ def create_app(
     app.include_router(imports.router)
     app.include_router(memories.shared)
     app.include_router(review.router)
+    app.include_router(relations.router)
     app.include_router(memories_mem0.router)
     if mcp_endpoint is not None:
         app.router.routes.append(mcp_endpoint.route)

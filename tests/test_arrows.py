@@ -41,7 +41,9 @@ STORE_FOR_NODES = {
 }
 STORE_FOR_GRAPH = STORE_FOR_NODES | {"schema", "models.background"}  # background: a context variable, no Redis
 # the store's data modules the doors (ui/, serve/) may import: what records hold and how they are named
-DOOR_STORE_MODULES = {f"memlane.store.{name}" for name in ("records", "errors", "ids", "hits", "scopes", "protocols")}
+DOOR_STORE_MODULES = {
+    f"memlane.store.{name}" for name in ("records", "errors", "ids", "hits", "scopes", "protocols", "relations")
+}
 # the settings and the masking of secrets: every room reads them (they import nothing of memlane)
 FOUNDATION = {"memlane.config", "memlane.masking"}
 REDIS_CLIENTS = ("redis", "redisvl")
@@ -170,6 +172,7 @@ def test_a_name_taken_out_of_the_public_api_says_where_it_lives():
 SETTINGS_DOORS = {
     "memlane/cli.py": None,  # every command
     "memlane/cli_operations.py": None,
+    "memlane/cli_relations.py": {"cmd_relations"},
     "memlane/cli_support.py": None,
     "memlane/doors.py": {"memory_context"},
     "memlane/memory.py": {"__init__", "open"},
