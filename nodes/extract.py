@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, render_chat
 from memlane.nodes.parsing import parse_items
-from memlane.nodes.profile_config import PEOPLE_TOPIC, ProfileConfig
+from memlane.nodes.profile_config import DECISIONS_TOPIC, PEOPLE_TOPIC, ProfileConfig
 from memlane.nodes.summarize import render_profile
 from memlane.store.ids import normalize_slot
 from memlane.store.records import Message, ProfileEntry
@@ -46,6 +46,9 @@ never the user's: "about" is their name as the chat writes it, topic "{PEOPLE_TO
 that name, and the content names them ("Maria goes climbing on Sundays", "小王在上海读研").
 What someone else says about the user is the user's fact only when a message of the user's
 confirms it; cite that message.
+A decision the chat states ("we decided to move the launch to May", "我们决定把发布会推迟到五月")
+is a fact of topic "{DECISIONS_TOPIC}": subtopic its subject ("launch", "发布会"), content what was
+decided and by whom ("the user and the team moved the launch to May").
 "confidence" is 0..1; "messages" lists the [numbers] of the messages the fact comes from.
 "importance" (optional) is 0..1, how much the fact matters later: 0.5 for an ordinary fact, more
 for what must not be forgotten (a deadline, an allergy, a decision), less for small talk.

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 from memlane.nodes.extract import ProfileFact
 from memlane.nodes.llm import DATA_RULE, LANGUAGE_RULE, ModelCaller, ModelCallFailed, Step, data_line, join_clauses
 from memlane.nodes.parsing import ParseFailed, extract_json
-from memlane.nodes.profile_config import PEOPLE_TOPIC, ProfileConfig
+from memlane.nodes.profile_config import DECISIONS_TOPIC, PEOPLE_TOPIC, ProfileConfig
 from memlane.store.ids import normalize_slot, now, profile_entry_id
 from memlane.store.records import ProfileEntry
 
@@ -231,8 +231,8 @@ def group_by_slot(facts: Sequence[ProfileFact], user_id: str) -> list[ProfileFac
     for fact in facts:
         key = profile_entry_id(user_id, fact.topic, fact.subtopic)
         earlier = grouped.get(key)
-        if earlier is None:
-            grouped[key] = fact
+        if earlier is None or normalize_slot(fact.topic) == DECISIONS_TOPIC:
+            grouped[key] = fact  # of two decisions on one subject in a run, the later one holds
         elif fact.content not in earlier.content:
             grouped[key] = earlier.model_copy(
                 update={
@@ -266,6 +266,8 @@ def apply_decision(
         )
     # an ordinary fact (0.5) keeps the importance the entry has (a caller may have set it)
     importance = existing.importance if fact.importance == 0.5 else fact.importance
+    if normalize_slot(fact.topic) == DECISIONS_TOPIC:
+        action = "UPDATE"  # a newer decision on a subject supersedes the older (kept as its past value)
     if action in ("APPEND", "ADD"):
         # ADD on a filled slot keeps what is there: treated as APPEND
         if content in existing.content:

@@ -12,6 +12,8 @@ from memlane.store.ids import normalize_slot
 
 # the topic that keeps facts about other people, one subtopic per person (see nodes/extract.py)
 PEOPLE_TOPIC = "people"
+# the topic that keeps decisions, one subtopic per subject: a newer decision on it supersedes the older (merge)
+DECISIONS_TOPIC = "decisions"
 
 
 class SubtopicConfig(BaseModel):
@@ -214,6 +216,16 @@ def default_profile_config() -> ProfileConfig:
                 PEOPLE_TOPIC,
                 "facts about other people in the user's life, one subtopic per person, named as the chat "
                 "names them / 用户身边其他人的事，每人一个子话题，用聊天里的称呼命名",
+                validate_merge=False,
+                open_subtopics=True,
+            ),
+            # what was decided, by whom; said when (valid_from); superseded by a newer one on the same
+            # subject (its past value keeps valid_until). The first on a subject needs no merge call
+            _topic(
+                DECISIONS_TOPIC,
+                "decisions the user or the people with them made, one subtopic per subject (launch, venue); "
+                "the content says what was decided and by whom / "
+                "做出的决定，每个议题一个子话题，内容写明决定了什么、由谁决定",
                 validate_merge=False,
                 open_subtopics=True,
             ),

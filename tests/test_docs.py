@@ -343,8 +343,6 @@ STATE_NOT_LIMIT = (
     "not searchable yet",  # the index backlog's messages (memlane_index_backlog_messages)
 )
 CHECKED_LIMITS: dict[str, str] = {  # words of the claim: the test that fails when it stops being true
-    # docs/features.md: issue 54's rows not built
-    "not yet (decision records)": "tests/test_features_page.py::test_the_decisions_row_is_still_open",
     # docs/operations/cluster.md: redis-py 8.1 fails inside itself on a node its map did not hold yet,
     # and the store says so as Redis away
     "its node map did not hold yet": (
