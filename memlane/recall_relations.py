@@ -52,6 +52,7 @@ def linked(
     starts = [
         entity.id for entity in entities if entity.id != user and any(_mentions(said, name) for name in entity.names())
     ]
+    named = set(starts)
     queue: deque[tuple[str, int]] = deque((start, 0) for start in starts)
     if user is not None and named_roles:
         queue.appendleft((user, 0))
@@ -66,6 +67,8 @@ def linked(
             if entity not in (relation.subject, relation.object):
                 continue
             outgoing = relation.subject == entity
+            if not outgoing and entity not in named:
+                continue  # into a reached place or person: who else lives in Porto is not what was asked
             if entity == user and not (outgoing and relation.predicate in named_roles):
                 continue  # from the user, only the roles the message names
             step = 0 if outgoing and relation.predicate in named_roles else 1

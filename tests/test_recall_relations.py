@@ -82,3 +82,13 @@ def test_the_walk_stops_at_two_hops():
         for index, (a, b) in enumerate([("A", "B"), ("B", "C"), ("C", "D")])
     ]
     assert [relation.id for relation in linked("tell me about A", entities, chain)] == ["r0", "r1"]
+
+
+def test_the_walk_leaves_a_reached_place_by_its_own_links_only():
+    entities = [Entity(id=name, name=name) for name in ("user", "Vera", "Porto", "Zoe")]
+    links = [
+        Relation(id="home", subject="Vera", predicate="lives_in", object="Porto", valid_from=2.0),
+        Relation(id="other", subject="Zoe", predicate="lives_in", object="Porto", valid_from=1.0),
+    ]
+    assert [relation.id for relation in linked("where is Vera now", entities, links)] == ["home"]
+    assert {relation.id for relation in linked("who lives in Porto", entities, links)} == {"home", "other"}
