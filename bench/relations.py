@@ -153,6 +153,35 @@ async def store_user(store: Any, user_id: str, turns: list[tuple[str, float]], n
     await record_window_relations(store, user_id, messages)  # the memory run's path, by rule
 
 
+async def cost(store: Any, entities: int, rounds: int = 200) -> tuple[float, float]:
+    """(p50, p95) ms of the relation step of recall (memlane/recall_relations.py relation_items) for a
+    user with `entities` people and places, about 1.5 links each, asked a two-hop question."""
+    from memlane.recall_relations import relation_items
+    from memlane.store.relations import RelationStatement
+
+    user_id = f"cost{entities}"
+    people = [f"Person{index}" for index in range(entities * 2 // 3)]
+    places = [f"Place{index}" for index in range(entities - len(people))]
+    statements = [RelationStatement(subject="me", predicate="sister", object=people[0], exclusive=False)]
+    statements += [
+        RelationStatement(subject=person, predicate="lives_in", object=places[index % len(places)])
+        for index, person in enumerate(people)
+    ]
+    statements += [
+        RelationStatement(subject=person, predicate="friend", object=people[index - 1], exclusive=False)
+        for index, person in enumerate(people[1:], start=1)
+    ]
+    for start in range(0, len(statements), 200):
+        await store.record_relations(user_id, statements[start : start + 200])
+    times = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        await relation_items(store, user_id, "Where does my sister live?", "en", past=False)
+        times.append((time.perf_counter() - began) * 1000)
+    times.sort()
+    return times[len(times) // 2], times[int(len(times) * 0.95)]
+
+
 def evidence_recall(recalled: Any, evidence: list[str]) -> tuple[float, bool]:
     seen = {source for item in recalled.memories[:10] for source in item.source_message_ids}
     found = sum(1 for source in evidence if source in seen)
@@ -165,6 +194,7 @@ async def main() -> None:
     parser.add_argument("--off-topic", type=int, default=20, help="unrelated requests per language asked of each user")
     parser.add_argument("--others", type=int, default=0, help="statements about other people per user (distractors)")
     parser.add_argument("--seed", type=int, default=53)
+    parser.add_argument("--cost", type=int, default=1000, help="entities of the user whose relation step is timed")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-relations-"))
@@ -210,6 +240,8 @@ async def main() -> None:
                     f"{sum(r for r, _ in past) / max(len(past), 1):.3f} | {empty / max(pairs, 1):.1%} | "
                     f"{relation_items / max(pairs, 1):.2f} |"
                 )
+        p50, p95 = await cost(store, args.cost)
+        print(f"relation step of recall, {args.cost} entities: p50 {p50:.1f} ms, p95 {p95:.1f} ms (target p95 <= 5 ms)")
         print(f"load {os.getloadavg()[0]:.1f}")
     finally:
         await drop_bench_store(store)

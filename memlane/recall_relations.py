@@ -22,14 +22,19 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 _USER_LABEL = {"en": "the user", "zh": "用户"}
 
 
-def _mentions(message: str, name: str) -> bool:
-    """Whether `message` (normalized) names `name`: as whole words, or as characters in Chinese."""
+def _words(text: str) -> str:
+    """`text`'s words between spaces, for whole-word containment."""
+    return f" {' '.join(_WORDS.findall(text))} "
+
+
+def _mentions(message: str, message_words: str, name: str) -> bool:
+    """Whether `message` (normalized; its `_words`) names `name`: as whole words, or as characters in Chinese."""
     wanted = normalized_name(name)
     if not wanted:
         return False
     if _CJK.search(wanted):
         return wanted in message
-    return f" {' '.join(_WORDS.findall(wanted))} " in f" {' '.join(_WORDS.findall(message))} "
+    return _words(wanted) in message_words
 
 
 def _role_words(predicate: str) -> list[str]:
@@ -42,39 +47,47 @@ def linked(
 ) -> list[Relation]:
     """The relations the walk from what `message` names reaches, nearest first (pure)."""
     said = normalized_name(message)
+    said_words = _words(said)
     by_id = {entity.id: entity for entity in entities}
     user = next((entity.id for entity in entities if entity.name == USER_ENTITY_NAME), None)
     named_roles = {
         predicate
         for predicate in {relation.predicate for relation in relations}
-        if any(_mentions(said, word) for word in _role_words(predicate))
+        if any(_mentions(said, said_words, word) for word in _role_words(predicate))
     }
     starts = [
-        entity.id for entity in entities if entity.id != user and any(_mentions(said, name) for name in entity.names())
+        entity.id
+        for entity in entities
+        if entity.id != user and any(_mentions(said, said_words, name) for name in entity.names())
     ]
     named = set(starts)
     queue: deque[tuple[str, int]] = deque((start, 0) for start in starts)
     if user is not None and named_roles:
         queue.appendleft((user, 0))
+    touching: dict[str, list[Relation]] = {}  # entity id -> its links, in the given order
+    for relation in relations:
+        touching.setdefault(relation.subject, []).append(relation)
+        if relation.object != relation.subject:
+            touching.setdefault(relation.object, []).append(relation)
     spent: dict[str, int] = {}
     found: list[Relation] = []
+    found_ids: set[str] = set()
     while queue and len(found) < limit:
         entity, cost = queue.popleft()
         if entity in spent and spent[entity] <= cost:
             continue
         spent[entity] = cost
-        for relation in relations:
-            if entity not in (relation.subject, relation.object):
-                continue
+        for relation in touching.get(entity, []):
             outgoing = relation.subject == entity
             if not outgoing and entity not in named:
                 continue  # into a reached place or person: who else lives in Porto is not what was asked
             if entity == user and not (outgoing and relation.predicate in named_roles):
                 continue  # from the user, only the roles the message names
             step = 0 if outgoing and relation.predicate in named_roles else 1
-            if cost + step > hops or relation.id in {r.id for r in found}:
+            if cost + step > hops or relation.id in found_ids:
                 continue
             found.append(relation)
+            found_ids.add(relation.id)
             other = relation.object if outgoing else relation.subject
             if other in by_id and other != user:
                 (queue.appendleft if step == 0 else queue.append)((other, cost + step))
