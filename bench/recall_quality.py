@@ -441,7 +441,7 @@ def print_table(dataset: Dataset, scores: Scores) -> dict[str, list[float]]:
         line += f"  {tune[2] if tune else float('nan'):7.3f}  {check[2] if check else float('nan'):8.3f}"
         for category in categories:
             by = scores.mean(method, lambda t, c, category=category: c == category)
-            line += f"  {by[2]:7.3f}"
+            line += f"  {by[2] if by else float('nan'):7.3f}"
         print(line)
     ten, one = KS.index(10), KS.index(1)
     base = means["RRF(dense, BM25)"]
