@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlane.cli_support import run_async, with_store
-from memlane.config import Settings
-from memlane.store.relations import RelationStore
+
+if TYPE_CHECKING:  # `memlane --help` and `--version` load neither the settings nor pydantic
+    from memlane.config import Settings
 
 
 def _day(when: float) -> str:
@@ -19,6 +20,8 @@ def _day(when: float) -> str:
 
 def cmd_relations(args: argparse.Namespace, settings: Settings) -> int:
     """List the user's links: subject, predicate, object, since when (and until when, once ended)."""
+
+    from memlane.store.relations import RelationStore
 
     async def relations(store: Any) -> int:
         if not isinstance(store, RelationStore):

@@ -39,8 +39,10 @@ class IntentPolicy:
     the relevance below which a hit is left out (general's hits that do not hold all the message
     names need `recall_impersonal_min_relevance` besides); `items`: a factor on
     `recall_max_memories`; `exact_fallback`: whether, when no hit passed, the hits holding one of
-    the message's exact terms are recalled (`recall_exact_fallback`): not for a request about nobody
-    the user knows ('Give me three synonyms for "happy"' recalled every turn holding "happy")."""
+    the message's exact terms are recalled (`recall_exact_fallback`). Kept for general requests:
+    without it a question naming a code or a name verbatim ("Where is the KX-88 locker?", "When
+    does the office close on Fridays?") found nothing, though 'Give me three synonyms for "happy"'
+    recalls a turn holding "happy" with it."""
 
     floor: float = 1.0
     items: float = 1.0
@@ -54,7 +56,7 @@ class IntentPolicy:
 # found 25 -> 55 %; temporal questions gained nothing (0.770 / 0.733 either way); relational ones
 # are too few in the data (8) to choose on.
 INTENT_POLICIES: dict[Intent, IntentPolicy] = {
-    Intent.GENERAL: IntentPolicy(exact_fallback=False),
+    Intent.GENERAL: IntentPolicy(),
     Intent.TEMPORAL: IntentPolicy(),
     Intent.RELATIONAL: IntentPolicy(),
     Intent.ENTITY: IntentPolicy(floor=0.5),

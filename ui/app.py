@@ -145,23 +145,6 @@ def build_app(
                     )
                 with gr.Tab("Timeline"):
                     timeline = gr.Markdown(elem_id="timeline")
-                with gr.Tab("Review", elem_id="review-tab") as review_tab:
-                    review_note = gr.Markdown(elem_id="review-note")
-                    review_table = gr.Dataframe(
-                        value=data_table([], REVIEW_COLUMNS),
-                        headers=REVIEW_COLUMNS,
-                        interactive=False,
-                        wrap=True,
-                        elem_id="review",
-                        column_widths=REVIEW_WIDTHS,
-                        max_height=TABLE_HEIGHT,
-                    )
-                    with gr.Row():
-                        held_id = gr.Textbox(
-                            placeholder="id (click a row)", show_label=False, scale=3, elem_id="held-id"
-                        )
-                        confirm_button = gr.Button("Confirm", size="sm", scale=1, elem_id="confirm-held")
-                        drop_button = gr.Button("Drop", size="sm", scale=1, elem_id="drop-held")
                 with gr.Tab("Search"):
                     with gr.Row():
                         query = gr.Textbox(
@@ -179,6 +162,24 @@ def build_app(
                     )
                 with gr.Tab("Memory graph"):
                     graph = gr.HTML(graph_html(), elem_id="memory-graph")
+                # last: on a phone the tabs that do not fit go to a menu, and Review is the least used
+                with gr.Tab("Review", elem_id="review-tab") as review_tab:
+                    review_note = gr.Markdown(elem_id="review-note")
+                    review_table = gr.Dataframe(
+                        value=data_table([], REVIEW_COLUMNS),
+                        headers=REVIEW_COLUMNS,
+                        interactive=False,
+                        wrap=True,
+                        elem_id="review",
+                        column_widths=REVIEW_WIDTHS,
+                        max_height=TABLE_HEIGHT,
+                    )
+                    with gr.Row():
+                        held_id = gr.Textbox(
+                            placeholder="id (click a row)", show_label=False, scale=3, elem_id="held-id"
+                        )
+                        confirm_button = gr.Button("Confirm", size="sm", scale=1, elem_id="confirm-held")
+                        drop_button = gr.Button("Drop", size="sm", scale=1, elem_id="drop-held")
                 with gr.Row():
                     entry_id = gr.Textbox(placeholder="id (click a row)", show_label=False, scale=3, elem_id="entry-id")
                     delete_button = gr.Button("Delete entry", size="sm", scale=1)
