@@ -9,13 +9,14 @@ its prefix; other namespaces' items are never read.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from langgraph.store.base import MatchCondition
 
 from memlane.langgraph_rules import Distance, Namespace, matches, rank_page, under, vector_rows
 from memlane.store.item_fields import VectorKind, filter_tags
+from memlane.store.protocols import ItemStore
 from memlane.store.records import StoreItem
 
 # the first page asks the index for at least this many items, and four times more each time too few pass
@@ -27,32 +28,6 @@ _FIRST_WHOLE_ASK = 1000
 Found = list[tuple[StoreItem, bytes | None]]
 
 
-class ItemIndex(Protocol):
-    """What the search reads of the store (`ItemStore`'s index queries)."""
-
-    async def newest_items(
-        self,
-        owner: str | None,
-        prefix: Sequence[str],
-        *,
-        match: Sequence[str] = (),
-        limit: int,
-        vectors: VectorKind | None = None,
-    ) -> Found: ...
-
-    async def nearest_items(
-        self,
-        owner: str | None,
-        prefix: Sequence[str],
-        vector: Sequence[float],
-        *,
-        match: Sequence[str] = (),
-        limit: int,
-    ) -> Found: ...
-
-    async def item_namespaces(self, owner: str | None, prefix: Sequence[str]) -> set[tuple[str, ...]]: ...
-
-
 def _newest_first(found: Found) -> Found:
     """Newest first, as the SQL stores list them (ties by namespace and key)."""
     return sorted(found, key=lambda hit: (-hit[0].updated_at, hit[0].namespace, hit[0].key))
@@ -61,7 +36,7 @@ def _newest_first(found: Found) -> Found:
 class ItemQuery:
     """One search of items under `prefix` passing `filter` (LangGraph's), of `owner` (None: any)."""
 
-    def __init__(self, index: ItemIndex, owner: str | None, prefix: Namespace, filter: dict[str, Any] | None) -> None:
+    def __init__(self, index: ItemStore, owner: str | None, prefix: Namespace, filter: dict[str, Any] | None) -> None:
         self.index, self.owner, self.prefix, self.filter = index, owner, prefix, filter
         self.match = filter_tags(filter)
 
@@ -112,7 +87,7 @@ class ItemQuery:
 
 
 async def search_page(
-    index: ItemIndex,
+    index: ItemStore,
     owner: str | None,
     prefix: Namespace,
     filter: dict[str, Any] | None,
