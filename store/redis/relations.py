@@ -116,6 +116,25 @@ class Relations(StorePart):
         entities = await self._write(user_id, lambda known: self._resolve(known, [(names, type)]))
         return entities[0]
 
+    async def forget_entity(self, user_id: str, entity: str) -> int:
+        """Forget the entity whose id, name or alias is `entity`, its names and every relation that
+        touches it, in one transaction; returns how many records went (the entity and its
+        relations), 0 when no entity is so named. A name it shared with another entity's aliases
+        then names the other."""
+        wanted = checked_name(entity, "an entity id or name")
+
+        def plan(known: _Known) -> int:
+            found = wanted if wanted in known.entities else known.by_name.get(normalized_name(wanted))
+            return 0 if found is None else known.drop_entity(found)
+
+        return await self._write(user_id, plan)
+
+    async def forget_relation(self, user_id: str, relation_id: str) -> bool:
+        """Forget one relation by id (its entities stay); False when the user holds none so named.
+        A link it ended stays ended: forgetting is not saying the older one holds again."""
+        wanted = checked_name(relation_id, "a relation id")
+        return await self._write(user_id, lambda known: known.drop_relation(wanted))
+
     async def record_relations(self, user_id: str, statements: Sequence[RelationStatement]) -> list[Relation]:
         """Store the links the statements give (their entities resolved by name, created when new),
         ending the current links they replace; returns the relations written, ended ones included.
@@ -184,6 +203,9 @@ class Relations(StorePart):
                         pipe.hset(
                             keys[2], mapping={r.id: r.model_dump_json() for r in known.changed_relations.values()}
                         )
+                    for key, fields in zip(keys, known.removed(), strict=True):
+                        if fields:
+                            pipe.hdel(key, *fields)
                     await self._run(pipe.execute())
                     if known.changed_entities or known.changed_relations:
                         await self.core.note_scopes([user_id])
@@ -205,16 +227,52 @@ class _Known:
         self.changed_entities: dict[str, Entity] = {}
         self.changed_names: dict[str, str] = {}
         self.changed_relations: dict[str, Relation] = {}
+        self.removed_entities: set[str] = set()
+        self.removed_names: set[str] = set()
+        self.removed_relations: set[str] = set()
 
     def put_entity(self, entity: Entity) -> None:
+        self.removed_entities.discard(entity.id)
         if self.entities.get(entity.id) != entity:
             self.entities[entity.id] = self.changed_entities[entity.id] = entity
         for name in map(normalized_name, entity.names()):
             if name not in self.by_name:  # a name already another entity's stays the other's
                 self.by_name[name] = self.changed_names[name] = entity.id
+                self.removed_names.discard(name)
 
     def put_relation(self, relation: Relation) -> None:
         self.relations[relation.id] = self.changed_relations[relation.id] = relation
+        self.removed_relations.discard(relation.id)
+
+    def removed(self) -> tuple[set[str], set[str], set[str]]:
+        """The fields a write deletes: of entities, names and relations."""
+        return self.removed_entities, self.removed_names, self.removed_relations
+
+    def drop_relation(self, relation_id: str) -> bool:
+        """Drop one relation; False when there is none so named."""
+        if self.relations.pop(relation_id, None) is None:
+            return False
+        self.changed_relations.pop(relation_id, None)
+        self.removed_relations.add(relation_id)
+        return True
+
+    def drop_entity(self, entity_id: str) -> int:
+        """Drop an entity, its names and the relations that touch it; how many records went."""
+        del self.entities[entity_id]
+        self.changed_entities.pop(entity_id, None)
+        self.removed_entities.add(entity_id)
+        touching = [r.id for r in self.relations.values() if entity_id in (r.subject, r.object)]
+        for relation in touching:
+            self.drop_relation(relation)
+        for name in [name for name, owner in self.by_name.items() if owner == entity_id]:
+            del self.by_name[name]
+            self.changed_names.pop(name, None)
+            heir = next((e.id for e in self.entities.values() if name in map(normalized_name, e.names())), None)
+            if heir is None:
+                self.removed_names.add(name)
+            else:  # another entity's alias too: it names that one now
+                self.by_name[name] = self.changed_names[name] = heir
+        return 1 + len(touching)
 
     def link(self, statement: RelationStatement, subject: str, target: str) -> list[Relation]:
         """The relations the statement writes: itself (or the current one it repeats, with its

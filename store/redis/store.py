@@ -284,6 +284,8 @@ class RedisMemoryStore:
     find_entity = _answered_by("relations", Relations.find_entity)
     list_entities = _answered_by("relations", Relations.list_entities)
     list_relations = _answered_by("relations", Relations.list_relations)
+    forget_entity = _answered_by("relations", Relations.forget_entity)
+    forget_relation = _answered_by("relations", Relations.forget_relation)
 
     add_memories = _answered_by("duplicates", Duplicates.add_memories)
     repeated_memory = _answered_by("duplicates", Duplicates.repeated_memory)
