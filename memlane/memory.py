@@ -15,7 +15,8 @@ them only (searchable at once, remembered by the next run). Memory ids are the s
 search-memory ids: `profile:<entry>`, `event:<card>`, `message:<turn>`. A call that takes only a
 memory id (`get`, `update`, `delete`, `history`) finds its user among those this object has acted
 for; `user_id=` names it where it has not. `Memory` has `AsyncMemory`'s methods without `await`.
-What differs from mem0 on purpose is listed in docs/coming-from.md.
+With relations on, `add`, `search` and `get_all` answer mem0's graph memory `relations` too
+(memlane/memory_relations.py). What differs from mem0 on purpose is listed in docs/coming-from.md.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
+from memlane import memory_relations as graph_answers
 from memlane.config import Settings, get_settings
 from memlane.config_mem0 import settings_from_mem0_config
 from memlane.importing import import_messages, messages_of
@@ -187,7 +189,8 @@ class AsyncMemory:
         if not infer:
             new = await self.store.add_messages(parsed)
             await self._expire(store_user, parsed, expires_at)
-            return {"results": stored_results(parsed, new), "stored": len(new), "event_id": None}
+            unchanged = graph_answers.unchanged(self.store, self.settings.graph)  # mem0's graph memory `relations`
+            return {"results": stored_results(parsed, new), "stored": len(new), "event_id": None, **unchanged}
         if wait:
             answer = await self._remember(store_user, parsed, scope, expires_at)
             await self._expire(store_user, parsed, expires_at)
@@ -236,15 +239,20 @@ class AsyncMemory:
         """Store `messages` and run the memory graph over the user's unremembered turns, one run of
         a user's at a time; what the run added, updated and deleted (given `expires_at`, until then)."""
         async with self._locks.setdefault(store_user, asyncio.Lock()):
+            before = await graph_answers.before_run(self.store, self.settings.graph, store_user)
             stored, run = await import_messages(self.store, store_user, messages, context=self._memory_context())
             results = await run_results(self.store, store_user, run, scope)
             if expires_at is not None:
                 await expire_results(self.store, store_user, results, expires_at)
+            links = await graph_answers.after_run(
+                self.store, self.settings.graph, store_user, before, str(scope["user_id"])
+            )
         return {
             "results": results,
             "stored": stored,
             "event_id": run.event_id if run is not None else None,
             "model": run.model if run is not None else None,  # which model of the chain ran it
+            **links,  # mem0's `relations`: the links the run added and ended (memlane/memory_relations.py)
         }
 
     def _memory_context(self) -> Any:
@@ -316,7 +324,8 @@ class AsyncMemory:
             metadata_filter=metadata_filter,
         )
         results = [hit_memory(hit, scope) for hit in hits]
-        return {"results": [hit for hit in results if threshold is None or hit["score"] >= threshold]}
+        links = await graph_answers.searched(self.store, self.settings.graph, store_user, query, str(scope["user_id"]))
+        return {"results": [hit for hit in results if threshold is None or hit["score"] >= threshold], **links}
 
     async def get_all(
         self,
@@ -341,7 +350,8 @@ class AsyncMemory:
         )
         if metadata_filter:
             page = [memory for memory in page if metadata_holds(memory.get("metadata") or {}, metadata_filter)]
-        return {"results": page, "next_offset": next_offset}
+        links = await graph_answers.listed(self.store, self.settings.graph, store_user, str(scope["user_id"]))
+        return {"results": page, "next_offset": next_offset, **links}
 
     async def get(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None
