@@ -1,9 +1,11 @@
-"""memlane's own records of a user, read through `MemlaneStore` as two read-only collections:
+"""memlane's own records of a user, read through `MemlaneStore` as collections:
 
     ("memlane_profile", user_id)   profile entries: key = entry id; value = topic, subtopic,
                                    content, confidence, source_message_ids
     ("memlane_events", user_id)    event cards: key = event id; value = summary, tags,
                                    profile_delta, session_ids, source_message_ids
+    ("memlane_entities", user_id)    the user's people, places and things, and
+    ("memlane_relations", user_id)   the links between them (memlane/langgraph_relations.py)
 
 They can be read, searched (memlane's hybrid search order, each scored by the relevance every
 door shows, store/relevance.py: these are its records) and deleted from; the memory graph writes
@@ -20,6 +22,7 @@ from typing import Any, Protocol
 
 from langgraph.store.base import SearchItem, SearchOp
 
+from memlane.langgraph_relations import RELATION_COLLECTIONS, RelationCollections
 from memlane.langgraph_rules import Namespace, matches
 from memlane.store.errors import StoreError
 from memlane.store.protocols import ForgettingStore, ProfileStore, SearchStore
@@ -27,7 +30,7 @@ from memlane.store.records import Event, MemoryKind, ProfileEntry
 
 PROFILE_COLLECTION = "memlane_profile"
 EVENTS_COLLECTION = "memlane_events"
-COLLECTIONS = (PROFILE_COLLECTION, EVENTS_COLLECTION)
+COLLECTIONS = (PROFILE_COLLECTION, EVENTS_COLLECTION, *RELATION_COLLECTIONS)
 
 
 def is_collection(namespace: Namespace) -> bool:
@@ -114,7 +117,13 @@ class MemlaneCollections:
     store: CollectionsStore
     relevance: bool = False  # query searches answer `MemlaneSearchItem`s (MemlaneStore(relevance=True))
 
+    @property
+    def _relations(self) -> RelationCollections:
+        return RelationCollections(self.store)
+
     async def get(self, namespace: Namespace, key: str) -> SearchItem | None:
+        if namespace[0] in RELATION_COLLECTIONS:
+            return await self._relations.get(namespace, key)
         user_id = namespace[1]
         if namespace[0] == PROFILE_COLLECTION:
             entry = next((e for e in await self.store.get_profile(user_id) if e.id == key), None)
@@ -125,6 +134,8 @@ class MemlaneCollections:
     async def search(self, prefix: Namespace, op: SearchOp) -> list[SearchItem]:
         """The collection's records under the filter: newest first without a query; with one,
         in memlane's hybrid search order, scored by the relevance every door shows."""
+        if prefix[0] in RELATION_COLLECTIONS:
+            return self._with_relevance(await self._relations.search(prefix, op))
         if len(prefix) > 2:
             return []
         user_id = prefix[1]
@@ -175,10 +186,12 @@ class MemlaneCollections:
                 found.add((PROFILE_COLLECTION, user_id))
             if path[0] in ("*", EVENTS_COLLECTION) and await self.store.list_events(user_id, limit=1):
                 found.add((EVENTS_COLLECTION, user_id))
-        return found
+        return found | await self._relations.namespaces(conditions)
 
     async def delete(self, namespace: Namespace, key: str) -> None:
-        if namespace[0] == PROFILE_COLLECTION:
+        if namespace[0] in RELATION_COLLECTIONS:
+            await self._relations.delete(namespace, key)
+        elif namespace[0] == PROFILE_COLLECTION:
             await self.store.delete_profile_entry(namespace[1], key)
         else:
             await self.store.delete_event(namespace[1], key)

@@ -13,9 +13,9 @@ Namespaces of any shape work: put, get, search, delete and list with prefix, suf
     user_of="config"   the calling run's `config["configurable"]["user_id"]`
 
 An item of a user is one of that user's search memories (kind "event", id `item:<digest>`): recall
-finds it, the app lists it, export and delete take it. Two read-only collections show memlane's
-own records of a user: `("memlane_profile", user_id)` and `("memlane_events", user_id)`
-(memlane/langgraph_collections.py).
+finds it, the app lists it, export and delete take it. Collections show memlane's own records of
+a user: `("memlane_profile", user_id)`, `("memlane_events", user_id)`, `("memlane_entities",
+user_id)` and `("memlane_relations", user_id)` (memlane/langgraph_collections.py).
 
 `SearchItem.score` is LangGraph's: the similarity the index config's `distance_type` gives
 (cosine by default) between the query and the item's best-matching vector. With no `index`
