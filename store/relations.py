@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
@@ -158,6 +160,22 @@ def links_at(relations: list[Relation], *, as_of: float | None = None, include_p
     return sorted(kept, key=lambda relation: (relation.valid_from, relation.id))
 
 
+@dataclass
+class Neighbourhood:
+    """What is read around the names a message may hold: the entities they name (normalized name →
+    id), the user's entity and every predicate of its links, and, by entity id, the links the walk
+    may take from each entity read (a named or asked entity: all that touch it; the user: its links
+    with the roles asked; one read ahead: only its outgoing links), held at the time asked; the
+    names of every entity seen."""
+
+    named: dict[str, str] = field(default_factory=dict)
+    user: str | None = None
+    user_roles: list[str] = field(default_factory=list)
+    links: dict[str, list[Relation]] = field(default_factory=dict)
+    outgoing_only: set[str] = field(default_factory=set)  # read ahead: their incoming links were not read
+    names: dict[str, str] = field(default_factory=dict)  # entity id -> canonical name
+
+
 @runtime_checkable
 class RelationStore(Protocol):
     """The role of a store that keeps a user's entities and relations."""
@@ -179,3 +197,15 @@ class RelationStore(Protocol):
     async def forget_entity(self, user_id: str, entity: str) -> int: ...
 
     async def forget_relation(self, user_id: str, relation_id: str) -> bool: ...
+
+    async def neighbourhood(
+        self,
+        user_id: str,
+        *,
+        names: Collection[str] = (),
+        roles: Collection[str] = (),
+        entities: Collection[str] = (),
+        ahead: int = 2,
+        as_of: float | None = None,
+        include_past: bool = False,
+    ) -> Neighbourhood: ...

@@ -1,10 +1,12 @@
 """Relations in Redis: a user's entities and the links between them (store/relations.py).
 
-Three hashes under the user's prefix (so in the user's hash slot on a cluster, isolated per user,
+Four hashes under the user's prefix (so in the user's hash slot on a cluster, isolated per user,
 agent scope and tenant as every record is, deleted with the user and listed by `export_user`):
 `entities` (entity id → `Entity` JSON), `entity_names` (normalized name or alias → entity id: the
-lookup by name, in any language) and `relations` (relation id → `Relation` JSON). A user holds tens
-to a few thousand links, read whole; no search index is needed for that.
+lookup by name, in any language), `relations` (relation id → `Relation` JSON) and `entity_links`,
+the per-entity link index (`relation_index.py`), kept by every write in its transaction. A write
+reads the user's hashes whole; recall reads only the names a message may hold and the links of
+the entities they name, in one script call (`neighbourhood`).
 
 A recorded link that is exclusive (lives_in) ends the user's current link with the same subject
 and predicate to another object: its `valid_until` is set to the newer link's `valid_from`. A
@@ -13,19 +15,29 @@ statement older than the current link is stored already ended (at the current on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from redis.commands.core import AsyncScript
 from redis.exceptions import WatchError
 
 from memlane.store.errors import InvalidInput, StoreError
 from memlane.store.redis.core import StorePart, as_text
+from memlane.store.redis.relation_index import (
+    NEIGHBOURHOOD_LUA,
+    IndexUnbuilt,
+    entity_links_key,
+    index_changes,
+    index_fields,
+    read_neighbourhood,
+)
 from memlane.store.relations import (
     USER_ENTITY_ALIASES,
     USER_ENTITY_NAME,
     Entity,
     EntityType,
+    Neighbourhood,
     Relation,
     RelationStatement,
     checked_name,
@@ -74,11 +86,17 @@ def _merged(entity: Entity, names: Sequence[str], type: EntityType) -> Entity:
 class Relations(StorePart):
     """Entities, their names, and relations of one user."""
 
-    def _keys(self, user_id: str) -> tuple[str, str, str]:
+    _neighbours: AsyncScript = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._neighbours = self.client.register_script(NEIGHBOURHOOD_LUA)
+
+    def _keys(self, user_id: str) -> tuple[str, str, str, str]:
         return (
             entities_key(self.layout, user_id),
             entity_names_key(self.layout, user_id),
             relations_key(self.layout, user_id),
+            entity_links_key(self.layout, user_id),
         )
 
     async def list_entities(self, user_id: str) -> list[Entity]:
@@ -88,7 +106,7 @@ class Relations(StorePart):
 
     async def find_entity(self, user_id: str, name: str) -> Entity | None:
         """The entity one of whose names or aliases is `name` (case and width aside), or None."""
-        entities, names, _ = self._keys(user_id)
+        entities, names, _, _ = self._keys(user_id)
         found = await self._run(self.client.hget(names, normalized_name(checked_name(name))))
         if found is None:
             return None
@@ -105,6 +123,42 @@ class Relations(StorePart):
         if entity is not None:
             relations = [relation for relation in relations if entity in (relation.subject, relation.object)]
         return links_at(relations, as_of=as_of, include_past=include_past)
+
+    async def neighbourhood(
+        self,
+        user_id: str,
+        *,
+        names: Collection[str] = (),
+        roles: Collection[str] = (),
+        entities: Collection[str] = (),
+        ahead: int = 2,
+        as_of: float | None = None,
+        include_past: bool = False,
+    ) -> Neighbourhood:
+        """The entities `names` name (normalized here; "user" gives the user) with every link that
+        touches them, the user's links with `roles`, every link touching `entities`, and `ahead`
+        levels further out, outgoing links only; each entity's links held at `as_of` (None: now;
+        include_past: all). One round trip reading only these links, through the link index
+        (`relation_index.py`; built first for a store written before it)."""
+        wanted = list(dict.fromkeys(filter(None, map(normalized_name, names))))
+        entities_hash, names_hash, relations, links = self._keys(user_id)
+        keys = (names_hash, links, relations, entities_hash)
+        for attempt in range(2):
+            try:
+                read: Neighbourhood = await self._run(
+                    read_neighbourhood(
+                        self._neighbours, keys, names=wanted, roles=roles, entities=entities, ahead=ahead
+                    )
+                )
+                break
+            except IndexUnbuilt:
+                if attempt:
+                    raise StoreError(f"the link index of {user_id!r} could not be built; try again") from None
+                await self._write(user_id, lambda known: None)  # a write keeps the index: this one builds it
+        read.links = {
+            entity: links_at(found, as_of=as_of, include_past=include_past) for entity, found in read.links.items()
+        }
+        return read
 
     async def remember_entity(
         self, user_id: str, name: str, *, aliases: list[str] | None = None, type: EntityType = "other"
@@ -173,7 +227,8 @@ class Relations(StorePart):
 
     async def _write(self, user_id: str, plan: Callable[[_Known], T]) -> T:
         """Read the user's entities, names and relations, run `plan` over them, write what it
-        changed in one transaction (again when another writer changed them meanwhile)."""
+        changed and the link index it implies in one transaction (again when another writer changed
+        them meanwhile)."""
         keys = self._keys(user_id)
         for _ in range(_WRITE_ATTEMPTS):
             async with self.client.pipeline(transaction=True) as pipe:
@@ -193,7 +248,11 @@ class Relations(StorePart):
                             for key, value in (await self._run(pipe.hgetall(keys[2]))).items()
                         },
                     )
+                    stored_index = {
+                        as_text(key): as_text(value) for key, value in (await self._run(pipe.hgetall(keys[3]))).items()
+                    }
                     result = plan(known)
+                    index_set, index_dropped = index_changes(stored_index, index_fields(known.relations.values()))
                     pipe.multi()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
                     if known.changed_entities:
                         pipe.hset(keys[0], mapping={e.id: e.model_dump_json() for e in known.changed_entities.values()})
@@ -203,9 +262,11 @@ class Relations(StorePart):
                         pipe.hset(
                             keys[2], mapping={r.id: r.model_dump_json() for r in known.changed_relations.values()}
                         )
-                    for key, fields in zip(keys, known.removed(), strict=True):
+                    for key, fields in zip(keys, (*known.removed(), index_dropped), strict=True):
                         if fields:
                             pipe.hdel(key, *fields)
+                    if index_set:  # the link index follows the relations in the same transaction
+                        pipe.hset(keys[3], mapping=cast("Any", index_set))
                     await self._run(pipe.execute())
                     if known.changed_entities or known.changed_relations:
                         await self.core.note_scopes([user_id])

@@ -286,6 +286,7 @@ class RedisMemoryStore:
     list_relations = _answered_by("relations", Relations.list_relations)
     forget_entity = _answered_by("relations", Relations.forget_entity)
     forget_relation = _answered_by("relations", Relations.forget_relation)
+    neighbourhood = _answered_by("relations", Relations.neighbourhood)
 
     add_memories = _answered_by("duplicates", Duplicates.add_memories)
     repeated_memory = _answered_by("duplicates", Duplicates.repeated_memory)
