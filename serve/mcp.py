@@ -3,10 +3,10 @@
     memlane mcp --user ID          stdio: one user per process, for a desktop client's config
     memlane serve                  streamable HTTP at /mcp: the user comes from each request's credentials
 
-Tools: search_memories, remember, forget, get_profile, list_events, and remember_now (a memory
-run now: in `memlane serve` by its scheduler; over stdio queued for the workers on the same Redis)
-and recall. Each is a module-level function that reads what it acts on (`McpMemory`) from its
-context; `build_mcp_server` only wires them.
+Tools: search_memories, remember, forget, get_profile, list_events, remember_now (a memory run
+now: in `memlane serve` by its scheduler; over stdio queued for the workers on the same Redis),
+recall, and serve/mcp_relations.py's (list and forget entities and links). Each is a module-level
+function that reads what it acts on (`McpMemory`) from its context; `build_mcp_server` wires them.
 
 Every tool acts for the one store user that the caller resolves to (the process's `--user`, or the
 HTTP request's bearer key tenant and user header); no tool takes a user id, so a model can never name
@@ -44,6 +44,7 @@ from memlane.serve.auth import valid_agent_id
 from memlane.serve.config import store_user_id
 from memlane.serve.errors import READY_TIMEOUT_SECONDS, ApiError
 from memlane.serve.mcp_errors import store_errors
+from memlane.serve.mcp_relations import add_relation_tools
 from memlane.store.ids import expiry_time, profile_memory_id
 from memlane.store.protocols import ForgetConfirm
 from memlane.tools import answer_forget, answer_remember, search_answer, search_hits, shown_hit
@@ -316,6 +317,7 @@ def build_mcp_server(
         server.add_tool(recall_tool, name="recall", annotations=READS)
     server.add_tool(get_profile, annotations=READS)
     server.add_tool(list_events, annotations=READS)
+    add_relation_tools(server)  # list_entities, list_relations, forget_entity, forget_relation
     return server
 
 

@@ -24,6 +24,7 @@ from memlane.serve.config import ApiKey, ServeConfig, hash_api_key, store_user_i
 from memlane.serve.mcp import serve_mcp_endpoint
 
 TOOLS = {"search_memories", "remember", "forget", "get_profile", "list_events", "remember_now", "recall"}
+TOOLS |= {"list_entities", "list_relations", "forget_entity", "forget_relation"}  # serve/mcp_relations.py
 
 
 def text(result) -> str:
