@@ -1,6 +1,9 @@
 """The user's entities and the links between them, under /v1/users/{user_id}/entities and /relations
-(issue 53): read-only, with the memories API's keys, scopes, tenants and `?agent_id=`. `as_of=`
-(epoch seconds) gives the links that held then; `include_past=true` every link, ended ones too."""
+(issue 53), with the memories API's keys, scopes, tenants and `?agent_id=`. `as_of=` (epoch
+seconds) gives the links that held then; `include_past=true` every link, ended ones too.
+DELETE /entities/{entity} (its id or any of its names) forgets the entity and every link touching
+it; DELETE /relations/{id} ("relation:<id>" too, as the MCP tools show it) forgets one link: 404
+when the user has none such."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from memlane.serve.errors import ApiError
-from memlane.serve.memories import Reader
+from memlane.serve.memories import Reader, Writer
+from memlane.serve.memory_schemas import Deleted, PathId
 from memlane.serve.service import Store
 from memlane.store.relations import RelationStore
 
@@ -71,3 +75,25 @@ async def list_relations(
         for relation in relations
     ]
     return {"object": "list", "data": data}
+
+
+class EntityForgotten(Deleted):
+    relations_removed: int = Field(description="the links that touched it, forgotten with it")
+
+
+@router.delete("/entities/{entity}")
+async def forget_entity(entity: PathId, caller: Writer, store: Store) -> EntityForgotten:
+    """Forget a person, place or thing (by id or any of its names) and every link touching it."""
+    removed = await _relations_of(store).forget_entity(caller.store_user, entity)
+    if not removed:
+        raise ApiError(404, f"the user has no entity {entity!r} (GET .../entities lists them)", "entity_not_found")
+    return EntityForgotten(id=entity, relations_removed=removed - 1)
+
+
+@router.delete("/relations/{relation_id}")
+async def forget_relation(relation_id: PathId, caller: Writer, store: Store) -> Deleted:
+    """Forget one link."""
+    bare = relation_id.removeprefix("relation:")
+    if not await _relations_of(store).forget_relation(caller.store_user, bare):
+        raise ApiError(404, f"the user has no relation {relation_id!r}", "relation_not_found")
+    return Deleted(id=bare)
