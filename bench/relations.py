@@ -15,7 +15,8 @@ asks one of the past ("Where did my sister live before?", evidence: the first ho
 --others adds statements about people outside the chains (their homes, moves, workplaces, pets),
 which plain search cannot tell from the sister's without the first link.
 
-Printed per language, with and without MEMLANE_RECALL_FOLLOW_RELATIONS: evidence R@10 (the share
+Printed per language, with and without MEMLANE_RECALL_FOLLOW_RELATIONS, the relations signal
+off (MEMLANE_SEARCH_RELATIONS_WEIGHT=0, its ablation row) and at weight 1: evidence R@10 (the share
 of evidence turns among the source messages of the memory section's first 10 items), the share of
 questions with all their evidence there, and, over bench/off_topic_requests.py's unrelated requests
 asked of every user, the share whose memory section is empty and the mean relation items.
@@ -183,6 +184,16 @@ async def cost(store: Any, entities: int, rounds: int = 200) -> tuple[float, flo
     return times[len(times) // 2], times[int(len(times) * 0.95)]
 
 
+# The rows: expansion off and on (the default), and the relations signal of the ranking registry
+# (store/fusion.py SIGNALS) off, its ablation row, and at weight 1 (its links among search's hits).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "off": {"recall_follow_relations": False},
+    "on": {},
+    "- relations ranking": {"search_relations_weight": 0.0},
+    "relations at weight 1": {"search_relations_weight": 1.0},
+}
+
+
 def evidence_recall(recalled: Any, evidence: list[str]) -> tuple[float, bool]:
     seen = {source for item in recalled.memories[:10] for source in item.source_message_ids}
     found = sum(1 for source in evidence if source in seen)
@@ -226,8 +237,8 @@ async def main() -> None:
         print("|---|---|---|---|---|---|---|---|")
         for language in ("en", "zh"):
             asked = [q for q in questions if q.language == language]
-            for follow in (False, True):
-                parts = RecallParts.of(settings.model_copy(update={"recall_follow_relations": follow}))
+            for variant, changes in VARIANTS.items():
+                parts = RecallParts.of(settings.model_copy(update=changes))
                 rows: dict[str, list[tuple[float, bool]]] = {"two-hop": [], "past": []}
                 for question in asked:
                     recalled = await recall(store, question.user_id, None, question.text, parts=parts)
@@ -241,7 +252,7 @@ async def main() -> None:
                         pairs += 1
                 two_hop, past = rows["two-hop"], rows["past"]
                 print(
-                    f"| {language} | {len(two_hop)} (+{len(past)} past) | {'on' if follow else 'off'} | "
+                    f"| {language} | {len(two_hop)} (+{len(past)} past) | {variant} | "
                     f"{sum(r for r, _ in two_hop) / len(two_hop):.3f} | "
                     f"{sum(all_ for _, all_ in two_hop) / len(two_hop):.1%} | "
                     f"{sum(r for r, _ in past) / max(len(past), 1):.3f} | {empty / max(pairs, 1):.1%} | "

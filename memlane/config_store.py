@@ -249,6 +249,16 @@ class SearchSettings(Component):
             "2 x (importance - 0.5)) in the rank fusion; 0: importance does not vote"
         ),
     )
+    relations_weight: float = Field(
+        default=2.0,
+        ge=0,
+        description=(
+            "Vote of the relations ranking (the links the message's names and roles lead to, nearest first: "
+            "memlane/recall_relations.py) against search's order in recall's memory section, by the same rank "
+            "fusion; 2: every link before search's first hit (a link at rank n votes 2/(k+n), search's first "
+            "1/(k+1)), as the message named them; 0: no link is recalled"
+        ),
+    )
     recency_half_life_days: float = Field(
         default=30.0,
         gt=0,

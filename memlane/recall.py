@@ -62,7 +62,7 @@ from memlane.recall_items import (
     reply_to,
     summary_items_of,
 )
-from memlane.recall_relations import relation_items
+from memlane.recall_relations import relation_items, with_relation_items
 from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
@@ -371,7 +371,8 @@ async def recall(
     for item in memory_items:
         clock.date(item)
     memory_items = earlier_last(memory_items, changed_by)
-    if parts.recall.follow_relations and isinstance(store, RelationStore):  # links first: the message named them
+    following = parts.recall.follow_relations and parts.search.relations_weight > 0
+    if following and isinstance(store, RelationStore):  # the links the message's names lead to
         linked = await relation_items(
             store,
             user_id,
@@ -383,7 +384,7 @@ async def recall(
         )
         for item in linked:  # a past link stays beside the current one, not after every memory
             clock.date(item)
-        memory_items = linked + memory_items
+        memory_items = with_relation_items(memory_items, linked, parts.search.relations_weight, parts.search.rrf_k)
     profile_items = profile_items_of(profile, profile_scores)
     for item in profile_items:
         item.valid_until = stale.get(item.ref_id or "")

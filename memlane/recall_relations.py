@@ -22,6 +22,7 @@ from functools import cache
 
 from memlane.nodes.relation_rules import ROLE_PREDICATES
 from memlane.recall_block import RecallItem
+from memlane.store.fusion import Ranking, fuse
 from memlane.store.relations import USER_ENTITY_NAME, Entity, Neighbourhood, Relation, RelationStore, normalized_name
 
 _WORDS = re.compile(r"\w+")
@@ -308,3 +309,21 @@ async def relation_items(
         )
         for relation in found
     ]
+
+
+def with_relation_items(
+    memory_items: list[RecallItem], linked: list[RecallItem], weight: float, k: int
+) -> list[RecallItem]:
+    """Recall's memory items and the relation items in one order, by the rank fusion every signal
+    votes in (store/fusion.py `fuse`): search's order as one ranking of weight 1, the walk's
+    (nearest first) as the relations signal's, of `weight` (`search_relations_weight`); 0: no
+    relation item. Equal votes keep a link first."""
+    if weight <= 0 or not linked:
+        return memory_items
+    items = {f"relation {index}": item for index, item in enumerate(linked)}
+    items |= {f"memory {index}": item for index, item in enumerate(memory_items)}
+    rankings = [
+        Ranking("relations", weight, [{"id": key} for key in items if key.startswith("relation")]),
+        Ranking("search", 1.0, [{"id": key} for key in items if key.startswith("memory")]),
+    ]
+    return [items[key] for key in fuse(rankings, k).ranked]

@@ -3,7 +3,8 @@
 Recall chooses and orders its items by search's order (`MemoryHit.score`, which weighs what else
 was found); what it shows of each is the relevance of the message and that item alone
 (store/relevance.py), asked of the store for all of them at once: the profile entries search did
-not rank, the memories, the recent messages and the session's summary (embedded for it) too. The
+not rank, the memories, the recent messages, and the session's summary and the relation items'
+links, which are no memories (embedded for it, by their line). The
 same number `search_memories`, the memories API, MCP, the CLI, the facade and `MemlaneStore` give.
 """
 
@@ -33,9 +34,15 @@ async def give_relevance(store: SearchStore, recalled: Recall, shared_user_id: s
     """Set each item's `relevance` (and `score`, its other name) for the message recall was asked
     for; the user's own memories first, then the shared scope's (`shared_user_id`)."""
     items = recalled.items
-    ids = [memory_id for memory_id in map(item_memory_id, items) if memory_id]
+    ids = [memory_id for item in items if item.layer != "relation" and (memory_id := item_memory_id(item))]
     summary = recalled.summary
     texts = {SUMMARY: (summary.text, summary.created_at or 0.0)} if summary is not None else {}
+    # a link is no memory: weighed by its line ("Bea → lives in → Porto"), as the summary is
+    texts |= {
+        item.memory_id: (item.text, item.created_at or 0.0)
+        for item in items
+        if item.layer == "relation" and item.memory_id
+    }
     owners = [recalled.user_id, *([shared_user_id] if shared_user_id else [])]
     found = await asyncio.gather(
         *(

@@ -50,7 +50,8 @@ def calibrated_relevance(similarity: float | None, coverage: float, rank_share: 
 
 
 # Every signal that votes in the fusion: its name, the setting holding its weight, and what it
-# ranks (its queries: QUERIES; recency is made from the others' candidates). bench/recall_quality.py
+# ranks (its queries: QUERIES; recency and importance are made from the others' candidates,
+# relations by recall's walk over the user's links). bench/recall_quality.py
 # makes an ablation row of each (`signal_variants`).
 SIGNALS: dict[str, tuple[str, str]] = {
     "vector": ("vector_weight", "KNN over the user's memories"),
@@ -61,6 +62,9 @@ SIGNALS: dict[str, tuple[str, str]] = {
     "speaker_text": ("speaker_text_weight", "BM25 among what a person the query names said"),
     "recency": ("recency_weight", "the candidates newest first, each vote decaying"),
     "importance": ("importance_weight", "the candidates above neutral importance, most important first"),
+    # recall's, not search's: the links the message's names and roles lead to, fused with search's
+    # order (memlane/recall_relations.py with_relation_items)
+    "relations": ("relations_weight", "recall: the links the message names lead to, nearest first"),
 }
 
 

@@ -44,7 +44,7 @@ def test_recency_factors_scale_each_vote():
 def test_every_signal_names_a_weight_setting_and_every_query_a_signal():
     for name, (setting, what) in SIGNALS.items():
         assert setting in SearchSettings.model_fields and what, name
-    made_from_the_others = {"recency", "importance"}
+    made_from_the_others = {"recency", "importance", "relations"}  # relations: recall's walk
     assert {query.signal for query in QUERIES} | made_from_the_others == set(SIGNALS)
     kinds = [query.ranks for query in QUERIES]
     assert kinds == sorted(kinds, key=lambda ranks: ranks != "vector")  # the vector rankings meet first in the fusion
