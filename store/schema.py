@@ -32,8 +32,7 @@ from memlane.store.scopes import SCOPE_MARK, scoped_user_id, split_user_id
 # Full text is analyzed in Python (store/text/terms.py: English stems, CJK bigrams) into its own field, indexed
 # without server-side stemming; the index language names RediSearch's stop-word and tokenizer defaults only.
 INDEX_LANGUAGE = "english"
-# Bumped when the index's fields change: `ensure_indexes` rebuilds an older index in place.
-INDEX_VERSION = "2"
+INDEX_VERSION = "2"  # bumped when the index's fields change: `ensure_indexes` rebuilds an older index in place
 # Bumped when key names change: `ensure_indexes` renames an older keyspace's keys in place (`KeyLayout.migrated_key`)
 # and then writes this into `KeyLayout.key_layout_marker`. "2": the user's digest in keys is a hash tag ({digest}).
 KEY_LAYOUT_VERSION = "2"
@@ -43,8 +42,7 @@ class MemoryField:
     """Field names of the vector-memory hashes (and of the index over them)."""
 
     ID = "memory_id"  # not "id": RedisVL returns the Redis key as "id"
-    # Tag fields hold `user_key`/`session_key` digests, never raw ids: RediSearch splits
-    # tag values on "," at index time, so a raw "a,b" would be filed under "a" and "b".
+    # Tag fields hold `user_key`/`session_key` digests, never raw ids: RediSearch splits tags on "," at index time.
     USER = "user"
     KIND = "kind"
     SESSION = "session"
@@ -411,8 +409,10 @@ def metadata_schema_fields(metadata_fields: Mapping[str, str]) -> list[dict[str,
     ]
 
 
-def memory_schema(layout: KeyLayout, dims: int, metadata_fields: Mapping[str, str] | None = None) -> IndexSchema:
-    """The RedisVL schema of the vector-memory index, with the declared metadata fields."""
+def memory_schema(
+    layout: KeyLayout, dims: int, metadata_fields: Mapping[str, str] | None = None, datatype: str = "float16"
+) -> IndexSchema:
+    """The RedisVL schema of the vector-memory index, with the declared metadata fields (vectors: store/vectors.py)."""
     return IndexSchema.from_dict(
         {
             "index": {
@@ -440,7 +440,7 @@ def memory_schema(layout: KeyLayout, dims: int, metadata_fields: Mapping[str, st
                         "dims": dims,
                         "algorithm": "hnsw",
                         "distance_metric": "cosine",
-                        "datatype": "float32",
+                        "datatype": datatype,
                     },
                 },
                 {"name": MemoryField.ITEM_PREFIXES, "type": "tag"},

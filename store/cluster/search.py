@@ -28,6 +28,7 @@ from memlane.store.models.embeddings import cosine_similarities
 from memlane.store.redis.core import as_text
 from memlane.store.redis.redisvl_private import parse_resp2_reply, reply_shape, search_arguments
 from memlane.store.schema import MemoryField
+from memlane.store.vectors import stored_vector
 
 VECTOR_DISTANCE = VectorQuery.DISTANCE_ID
 
@@ -102,7 +103,8 @@ def _filled(
 ) -> list[dict[str, Any]]:
     """`docs` with their hashes' `fields` (and, with `vector`, the distance to it), those gone left out."""
     measured = [vector is not None and len(row) > len(fields) and bool(row[-1]) for row in rows]
-    stored = [np.frombuffer(row[-1], dtype=np.float32) for row, wanted in zip(rows, measured) if wanted]
+    dims = len(vector) if vector is not None else 0
+    stored = [stored_vector(row[-1], dims) for row, wanted in zip(rows, measured) if wanted]
     similarities = iter(cosine_similarities(np.asarray(vector, dtype=np.float32), np.stack(stored)) if stored else [])
     for doc, row, wanted in zip(docs, rows, measured):
         doc.update({name: as_text(value) for name, value in zip(fields, row) if value is not None})

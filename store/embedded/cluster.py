@@ -36,6 +36,7 @@ import redis
 from memlane.config import StoreSettings
 from memlane.store.embedded.binaries import HELP, ensure_libssl, find_redis_stack
 from memlane.store.embedded.processes import (
+    MEMORY_ARGS,
     config_text,
     pid_alive,
     port_free,
@@ -198,6 +199,7 @@ class EmbeddedCluster:
             "yes",
             "--appendfsync",
             "everysec",
+            *MEMORY_ARGS,
             "--cluster-enabled",
             "yes",
             "--cluster-config-file",

@@ -91,6 +91,12 @@ def write_private(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
+# A memory's hash (store/schema.py) keeps its vector (768 bytes as float16 at 384 dims) beside short fields: with
+# Redis's default (64 bytes) any value that long makes the hash a hashtable, about 60 bytes per field more than a
+# listpack (bench/memory_bytes.py: 1.5 KiB of the 6.1 KiB a memory took). Values up to 4 KiB keep it a listpack.
+MEMORY_ARGS = ["--hash-max-listpack-value", "4096"]
+
+
 def config_text(password: str) -> str:
     """The server's config file: the one setting that must not appear on its command line."""
     quoted = password.replace("\\", "\\\\").replace('"', '\\"')

@@ -37,6 +37,7 @@ import redis
 from memlane.config import StoreSettings
 from memlane.store.embedded.binaries import HELP, ensure_libssl, find_redis_stack
 from memlane.store.embedded.processes import (
+    MEMORY_ARGS,
     config_text,
     free_port,
     pid_alive,
@@ -191,6 +192,7 @@ class EmbeddedRedis:
             "yes",
             "--appendfsync",
             "everysec",
+            *MEMORY_ARGS,
             "--daemonize",
             "no",
             "--logfile",

@@ -104,7 +104,9 @@ class StoreCore:
         self.embedder_breaker = CircuitBreaker.from_settings("the embedder", models=self.models)
         self.layout = KeyLayout(key_prefix or self.store.key_prefix, max_id_chars=self.limits.max_id_chars)
         self.dims = embedding_dims(self.embeddings)
-        self.schema = memory_schema(self.layout, self.dims, self.store.metadata_fields)
+        self.schema = memory_schema(
+            self.layout, self.dims, self.store.metadata_fields, datatype=self.store.vector_datatype
+        )
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
         self.zone = resolve_timezone(self.store.timezone)
         self.shards = (

@@ -23,6 +23,7 @@ from memlane.store.item_fields import ANY_VALUE, VectorKind, item_index_row, nam
 from memlane.store.records import StoreItem
 from memlane.store.redis.core import StorePart, as_text
 from memlane.store.schema import MemoryField
+from memlane.store.vectors import converted
 
 T = TypeVar("T")
 # namespaces read per FT.AGGREGATE page
@@ -73,15 +74,23 @@ class ItemSearch(StorePart):
         fields = [MemoryField.ITEM]
         if vectors is not None:
             fields.append(MemoryField.ITEM_VECTORS if vectors == "own" else MemoryField.EMBEDDING)
+        embedding = vectors is not None and vectors != "own"
         pipe = self.client.pipeline(transaction=False)
         for key in keys:
             pipe.hmget(key, fields)
         rows = await self._run(pipe.execute()) if keys else []
         return [
-            (StoreItem.model_validate_json(row[0]), (row[1] or None) if vectors is not None else None)
+            (StoreItem.model_validate_json(row[0]), self._float32(row[1], embedding) if vectors is not None else None)
             for row in rows
             if row[0]
         ]
+
+    def _float32(self, raw: bytes | None, embedding: bool) -> bytes | None:
+        """A vector field's bytes as float32 rows, what the LangGraph rules read (memlane's embedding may be
+        kept as float16: store/vectors.py; an item's own vectors are float32 already)."""
+        if not raw:
+            return None
+        return converted(raw, self.core.dims, "float32") if embedding else raw
 
     async def newest_items(
         self,
@@ -118,6 +127,7 @@ class ItemSearch(StorePart):
         query = VectorQuery(
             vector=list(vector),
             vector_field_name=MemoryField.EMBEDDING,
+            dtype=self.core.store.vector_datatype,
             filter_expression=self.items_filter(owner, prefix, match),
             return_fields=[MemoryField.ID],
             num_results=max(1, limit),

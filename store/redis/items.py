@@ -20,6 +20,7 @@ from memlane.store.redis.metadata import checked_metadata, metadata_row
 from memlane.store.redis.quotas import Quotas, text_bytes
 from memlane.store.redis.retention import Retention
 from memlane.store.schema import MemoryField
+from memlane.store.vectors import converted
 
 
 def item_value_bytes(item: StoreItem) -> int:
@@ -168,10 +169,17 @@ class Items(StorePart):
         if gone:  # expired, or deleted as a memory (the app's panel, the forget tool)
             await self._run(self.client.hdel(registry, *gone))
         return [
-            (StoreItem.model_validate_json(row[0]), (row[1] or None) if vector_field else None)
+            (StoreItem.model_validate_json(row[0]), self.as_float32(row[1], vector_field) if vector_field else None)
             for row in rows
             if row[0]
         ]
+
+    def as_float32(self, raw: bytes | None, vector_field: str) -> bytes | None:
+        """A vector field's bytes as the LangGraph rules read them: float32 rows (memlane's embedding may be
+        kept as float16, store/vectors.py; an item's own vectors are float32 already)."""
+        if not raw:
+            return None
+        return converted(raw, self.core.dims, "float32") if vector_field == MemoryField.EMBEDDING else raw
 
     async def refresh_items(self, items: Sequence[StoreItem]) -> None:
         expiring = [(item, item.ttl_minutes) for item in items if item.ttl_minutes is not None]

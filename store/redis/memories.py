@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -28,6 +27,7 @@ from memlane.store.redis.core import StorePart, as_text, unavailable
 from memlane.store.redis.memory_docs import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import checked_metadata, metadata_row
 from memlane.store.redis.retention import Retention
+from memlane.store.redis.vector_migration import convert_vectors, indexed_vector_type
 from memlane.store.schema import (
     INDEX_LANGUAGE,
     KEY_LAYOUT_VERSION,
@@ -39,15 +39,12 @@ from memlane.store.schema import (
 from memlane.store.text.terms import detect_language, index_terms
 from memlane.store.text.time_words import month_day
 from memlane.store.text.tokens import count_tokens
+from memlane.store.vectors import vector_bytes
 
 logger = logging.getLogger(__name__)
 
 # embedders read a few thousand characters at most; sending a 1 MB message only costs time
 _EMBED_MAX_CHARS = 16_000
-
-
-def _vector_bytes(vector: Sequence[float]) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 @dataclass(eq=False, repr=False)
@@ -81,14 +78,19 @@ class Memories(StorePart):
             raise unavailable(error) from error
         if info is not None:
             self._check_dims(info)
-            if self._index_is_current(info):
+            datatype = self.core.store.vector_datatype
+            retyped = indexed_vector_type(info) not in (None, datatype)
+            if self._index_is_current(info) and not retyped:
                 await self._add_missing_fields(client, name, info)
                 await self._ensure_metadata_fields(client, name, info)
                 return
-            logger.warning("rebuilding the index %s for the bilingual full-text fields", name)
+            logger.warning("rebuilding the index %s (%s)", name, f"{datatype} vectors" if retyped else "full text")
             await self._run(client.ft(name).dropindex(delete_documents=False))
+            if retyped:  # store/redis/vector_migration.py: the hashes' vectors first, then the index reads them
+                await convert_vectors(client, self.layout.memory_key_prefix, self.core.dims, datatype, self._run)
             await self._create_index(client, name)
-            await self._backfill_search_fields(client)
+            if not self._index_is_current(info):
+                await self._backfill_search_fields(client)
             return
         await self._create_index(client, name)
 
@@ -381,7 +383,7 @@ class Memories(StorePart):
         )
         for rows, vectors in zip(by_user.values(), embedded):
             for (_, row), vector in zip(rows, vectors):
-                row[MemoryField.EMBEDDING] = _vector_bytes(vector)
+                row[MemoryField.EMBEDDING] = vector_bytes(vector, self.core.store.vector_datatype)
         return [(key, row) for rows in by_user.values() for key, row in rows]
 
     async def still_holding(self, user_id: str, memory_ids: Sequence[str]) -> list[str]:

@@ -28,6 +28,7 @@ from memlane.store.redis.retention import record_kind
 from memlane.store.redis.search import Search
 from memlane.store.schema import MemoryField
 from memlane.store.text.sameness import RepeatedMemory, is_near_duplicate, normalized, text_digest
+from memlane.store.vectors import stored_vector
 
 # stored memories a new one is compared with: its nearest of the same kind
 _CANDIDATES = 4
@@ -142,7 +143,7 @@ class Duplicates(StorePart):
         fresh = [  # each as stored (its text masked), with its vector
             (
                 by_key[key].model_copy(update={"text": row[MemoryField.TEXT]}),
-                np.frombuffer(row[MemoryField.EMBEDDING], dtype=np.float32),
+                stored_vector(row[MemoryField.EMBEDDING], self.core.dims),
             )
             for (key, row), there in zip(candidates, held)
             if not there

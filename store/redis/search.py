@@ -131,6 +131,7 @@ class Search(StorePart):
         return VectorQuery(
             vector=list(vector),
             vector_field_name=MemoryField.EMBEDDING,
+            dtype=self.core.store.vector_datatype,
             filter_expression=expression,
             return_fields=list(fields),
             num_results=limit,

@@ -16,6 +16,7 @@ from memlane.store.models.embeddings import cosine_similarities
 from memlane.store.redis.core import StoreCore, as_text
 from memlane.store.redis.memory_docs import RETURN_FIELDS
 from memlane.store.schema import MemoryField
+from memlane.store.vectors import stored_vector
 
 # what a ranking's candidate is found with (Redis' own key, "id", and the vector ranking's distance
 # come with each): what the fusion reads (the recency ranking's kind and time, the importance
@@ -72,7 +73,7 @@ async def fill_in_returned(
             continue  # the memory was deleted since it was found: left out (no MemoryField.ID)
         doc.update({name: as_text(value) for name, value in values.items() if value is not None})
         if blob:
-            vector = np.frombuffer(blob, dtype=np.float32)
+            vector = stored_vector(blob, core.dims)
             if vectors is not None:
                 vectors[doc["id"]] = vector
             if doc["id"] not in similarity:

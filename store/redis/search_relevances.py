@@ -16,6 +16,7 @@ from memlane.store.redis.search_candidates import fill_in_returned
 from memlane.store.relevance import pair_similarities, read_query, relevance_of
 from memlane.store.schema import MemoryField
 from memlane.store.text.terms import MAX_QUERY_CHARS
+from memlane.store.vectors import stored_vector
 
 if TYPE_CHECKING:
     from memlane.store.records import Memory
@@ -34,7 +35,7 @@ async def stored_vectors(core: StoreCore, memories: Sequence[Memory]) -> dict[st
         pipe.hget(core.layout.memory(memory.user_id, memory.id), MemoryField.EMBEDDING)
     found = await core.run(pipe.execute())
     return {
-        memory.id: np.frombuffer(vector, dtype=np.float32)
+        memory.id: stored_vector(vector, core.dims)
         for memory, vector in zip(memories, found)
         if isinstance(vector, bytes) and vector
     }

@@ -18,6 +18,7 @@ from memlane.store.errors import RedisUnavailable
 from memlane.store.records import Memory, Message
 from memlane.store.redis.connections import redis_is_away
 from memlane.store.redis.store import RedisMemoryStore, open_store
+from memlane.store.vectors import vector_bytes
 
 
 async def _indexes_by_node(store: RedisMemoryStore) -> dict[str, list[tuple[str, str]]]:
@@ -29,7 +30,7 @@ async def _indexes_by_node(store: RedisMemoryStore) -> dict[str, list[tuple[str,
 
 async def _write_memories(store: RedisMemoryStore, user: str, count: int, word: str) -> None:
     """`count` memories of `user` holding `word`, written as hashes (no embedding call: a fixed vector)."""
-    vector = np.ones(store.core.dims, dtype=np.float32).tobytes()
+    vector = vector_bytes(np.ones(store.core.dims), store.core.store.vector_datatype)
     for start in range(0, count, 1000):
         pipe = store.client.pipeline(transaction=False)
         for number in range(start, min(count, start + 1000)):
