@@ -49,6 +49,7 @@ from question_echo import (
     ECHO_CASES,
     FRESH_ECHO_CASES,
     SECOND_FREEZE_ECHO_CASES,
+    THIRD_FREEZE_ECHO_CASES,
     print_echo_rows,
     run_echo_case,
 )
@@ -396,6 +397,9 @@ async def main() -> None:
         for number, echo_case in enumerate(SECOND_FREEZE_ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"second-echo{number}", stated_first=True)
             echo_results.setdefault((echo_case.language + " (2nd freeze)", False), []).append(outcome)
+        for number, echo_case in enumerate(THIRD_FREEZE_ECHO_CASES if not only or "echo" in only else []):
+            outcome = await run_echo_case(store, settings, echo_case, f"third-echo{number}", stated_first=True)
+            echo_results.setdefault((echo_case.language + " (3rd freeze)", False), []).append(outcome)
         for number, case in enumerate(cases() if not only else []):
             outcome = await run_case(store, settings, case, f"case{number}")
             results.setdefault((case.language, number % 2 == 0), []).append(outcome)

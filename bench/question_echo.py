@@ -307,6 +307,80 @@ SECOND_FREEZE_ECHO_CASES = [
 ]
 
 
+# Written after search and recall put every statement likely enough to hold the answer
+# (search_statements_first_floor) before the messages that hold none (store/redis/search.py,
+# memlane/recall_select.py ranked_hits), that rule frozen first; run once for the first-try
+# figure. Same order as AFTER_FREEZE_ECHO_CASES.
+THIRD_FREEZE_ECHO_CASES = [
+    EchoCase(
+        "en",
+        "What's my dog's name?",
+        "What's your dog called? You haven't said.",
+        "Our beagle is called Biscuit.",
+        "What is my dog called?",
+    ),
+    EchoCase(
+        "en", "Where do I work?", "Where do you work?", "I'm an accountant at a firm in Leeds.", "What's my workplace?"
+    ),
+    EchoCase(
+        "en",
+        "What car do I drive?",
+        "What car do you drive? You never said.",
+        "I drive an old blue Volvo estate.",
+        "Which car is mine?",
+    ),
+    EchoCase(
+        "en",
+        "When is my anniversary?",
+        "When is your anniversary?",
+        "Tom and I got married on 14 June 2015.",
+        "What date is my wedding anniversary?",
+    ),
+    EchoCase(
+        "en",
+        "What's my allergy?",
+        "Are you allergic to something? I'm not sure.",
+        "I'm allergic to penicillin, it gives me hives.",
+        "Which medicine am I allergic to?",
+    ),
+    EchoCase(
+        "en",
+        "What instrument do I play?",
+        "What instrument do you play?",
+        "I've played the cello since I was eight.",
+        "Which instrument do I play?",
+    ),
+    EchoCase(
+        "en",
+        "What's my shoe size?",
+        "What's your shoe size? I don't know.",
+        "I take a size 43 in most brands.",
+        "What size shoes do I wear?",
+    ),
+    EchoCase(
+        "en",
+        "Who's my dentist?",
+        "Who is your dentist?",
+        "My dentist is Dr. Okafor on Mill Street.",
+        "Which dentist do I see?",
+    ),
+    EchoCase("zh", "我的猫叫什么？", "你的猫叫什么名字？", "我家的橘猫叫团子。", "我家猫的名字是什么？"),
+    EchoCase("zh", "我在哪里上班？", "你在哪里上班？你还没说过。", "我在杭州一家银行做柜员。", "我的工作单位是哪？"),
+    EchoCase("zh", "我开什么车？", "你开的是什么车？", "我开一辆白色的比亚迪汉。", "我的车是什么牌子的？"),
+    EchoCase(
+        "zh",
+        "我的结婚纪念日是哪天？",
+        "你的结婚纪念日是哪天？我不清楚。",
+        "我和老公是2016年5月20日结的婚。",
+        "我哪天结婚的？",
+    ),
+    EchoCase("zh", "我对什么药过敏？", "你对什么药过敏吗？", "我对青霉素过敏，会起荨麻疹。", "我不能吃哪种药？"),
+    EchoCase("zh", "我会弹什么乐器？", "你会什么乐器？", "我从八岁开始学古筝。", "我学的是什么乐器？"),
+    EchoCase("zh", "我穿多大的鞋？", "你穿多大码的鞋？你没告诉过我。", "我平时穿42码的鞋。", "我的鞋码是多少？"),
+    EchoCase("zh", "我的牙医是谁？", "你的牙医是谁呀？", "我一直找人民路的李医生看牙。", "我看牙找哪个医生？"),
+]
+
+
 async def run_echo_case(
     store, settings: Settings, case: EchoCase, user_id: str, stated_first: bool = False
 ) -> tuple[bool, bool, bool]:

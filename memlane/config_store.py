@@ -378,6 +378,18 @@ class SearchSettings(Component):
             "query); 1: no change"
         ),
     )
+    statements_first_floor: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description=(
+            "A statement whose search score is at least this (the measured chance that it holds what is asked) comes, "
+            "in search and recall, before every message that holds no statement: a question that asks what the query "
+            "asks and a reply that only asks back or does not know, whatever their scores (they hold every word of "
+            "the query, so a weight alone left them first: a statement scored 0.02 against an echo's 0.6). 0.01: "
+            "recall's floor for a factual question; 1: the weights alone order them"
+        ),
+    )
     echo_similarity: float = Field(
         default=0.6,
         ge=0,

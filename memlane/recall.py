@@ -319,6 +319,7 @@ async def recall(
         parts.search.unanswered_weight,
         unnamed_floor,
         naming,
+        parts.search.statements_first_floor,
     )
     if not passing and parts.recall.exact_fallback and policy.exact_fallback:  # one more chance: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query))

@@ -95,6 +95,7 @@ def ranked_hits(
     no_answer_weight: float = 1.0,
     unnamed_floor: float | None = None,
     naming_ids: frozenset[str] = frozenset(),
+    statements_first_floor: float = 1.0,
 ) -> list[MemoryHit]:
     """Stages 1-4: the hits above the relevance `floor` (or holding `entity`, a short entity
     query, verbatim), ordered by rank fusion times their kind's weight (`weights`, by kind;
@@ -103,7 +104,9 @@ def ranked_hits(
     `no_answer_weight` for one of `no_answer_ids` (`unanswered`: a question nobody answered, or
     a reply that only asks back). `unnamed_floor`: the floor instead of `floor` for a hit not
     among `naming_ids` (stage 2b: a message not about the user, and a hit that does not hold all
-    it names). Stable: equal ranks keep search's order."""
+    it names). A statement scored at least `statements_first_floor` comes before every hit ordered
+    at `no_answer_weight` whatever its score (search's rule: store/redis/search.py). Stable: equal
+    ranks keep search's order."""
 
     def rescaled(hit: MemoryHit) -> float:
         return (hit.vector_similarity - similarity_floor) / (1.0 - similarity_floor) if similarity_floor < 1.0 else 0.0
@@ -113,10 +116,11 @@ def ranked_hits(
             return False
         return entity.casefold() in " ".join(hit.memory.text.split()).casefold()
 
-    def order(hit: MemoryHit) -> float:
+    def order(hit: MemoryHit) -> tuple[bool, float]:
+        silent = hit.memory.id in no_answer_ids
         echo = (
             no_answer_weight
-            if hit.memory.id in no_answer_ids
+            if silent
             else echo_weight_of(
                 hit.memory,
                 query,
@@ -126,7 +130,8 @@ def ranked_hits(
                 no_answer_weight=no_answer_weight,
             )
         )
-        return hit.score * weights.get(hit.memory.kind, 1.0) * echo
+        silent = silent or (echo == no_answer_weight < 1.0)
+        return not silent and hit.score >= statements_first_floor, hit.score * weights.get(hit.memory.kind, 1.0) * echo
 
     def passes(hit: MemoryHit) -> bool:
         needed = unnamed_floor if unnamed_floor is not None and hit.memory.id not in naming_ids else floor

@@ -230,3 +230,43 @@ def test_a_question_naming_someone_who_speaks_in_the_memories_is_about_the_users
     assert names_someone_they_know("Where does Alice live?", told)
     assert not names_someone_they_know("Where does Bob live?", told)
     assert not names_someone_they_know("My sister is coming.", told)  # a sentence's first word names no one
+
+
+@pytest.mark.parametrize(
+    ("question", "echo", "statement", "query"),
+    [
+        (
+            "How many kids do I have?",
+            "How many children do you have? I don't remember.",
+            "We have three kids.",
+            "How many children do I have?",
+        ),
+        ("我在学什么语言？", "你在学什么语言？你还没告诉我。", "我在用多邻国学葡萄牙语。", "我在学哪门外语？"),
+    ],
+    ids=["en", "zh"],
+)
+def test_a_statement_likely_enough_comes_before_a_message_that_holds_none_whatever_their_scores(
+    question, echo, statement, query
+):
+    """Issue 48, item 2: the question holds every word of the query, so its score is 40 times the
+    statement's (0.8 against 0.02) and no weight put it after; above `statements_first_floor` the
+    statement comes first, below it the weights alone order them."""
+    echoed = Memory(id="e", user_id="u", kind="message", text=echo, speaker_role="assistant")
+    hits = [
+        hit("q", question, 0.8, 0.05),
+        MemoryHit(memory=echoed, score=0.7, rank_score=0.04, vector_similarity=0.7, text_score=0.0),
+        hit("s", statement, 0.02, 0.01),
+    ]
+    common = {
+        "floor": 0.01,
+        "query": query,
+        "echo_weight": 0.5,
+        "no_answer_ids": frozenset({"q"}),
+        "no_answer_weight": 0.05,
+    }
+    first = ranked_hits(hits, WEIGHTS, statements_first_floor=0.01, **common)
+    assert [h.memory.id for h in first] == ["s", "q", "e"]
+    weights_alone = ranked_hits(hits, WEIGHTS, statements_first_floor=1.0, **common)
+    assert [h.memory.id for h in weights_alone][0] == "q"
+    below = ranked_hits(hits, WEIGHTS, statements_first_floor=0.05, **common)
+    assert [h.memory.id for h in below][0] == "q"

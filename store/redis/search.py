@@ -28,6 +28,7 @@ from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
 from memlane.store.cluster.indexes import SearchNotes
+from memlane.store.cluster.moving_search import search_both_halves
 from memlane.store.cluster.search import search_then_read
 from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery, calibrated_relevance: the names search had)
@@ -152,14 +153,20 @@ class Search(StorePart):
     ) -> list[list[dict[str, Any]]]:
         """The answers of `queries` (all vector ones searching with `vector`), from the index that
         holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`).
-        On a cluster the found hashes are read by the same script, one round trip (store/cluster/search.py)."""
+        On a cluster the found hashes are read by the same script, one round trip (store/cluster/search.py);
+        while the user's slot migrates, both its nodes are searched (store/cluster/moving_search.py)."""
         if self.core.shards is None:
             return await self.core.on_user_index(user_id, lambda index: search_in_one_trip(index, queries), notes)
 
         async def one_trip(index: AsyncSearchIndex) -> list[list[dict[str, Any]]]:
             return await search_then_read(index, queries, RETURN_FIELDS, vector)
 
-        return await self.core.on_user_index(user_id, one_trip, notes)
+        async def both_halves(
+            source: AsyncSearchIndex, importing: AsyncSearchIndex | None
+        ) -> list[list[dict[str, Any]]]:
+            return await search_both_halves(source, importing, queries, RETURN_FIELDS, vector)
+
+        return await self.core.on_user_index(user_id, one_trip, notes, both=both_halves)
 
     async def memory_count(self, user_id: str, notes: SearchNotes | None = None) -> int:
         """How many search memories the user has (cached for a minute: it picks the search mode);
@@ -447,10 +454,13 @@ class Search(StorePart):
         # A question is weighed as one nobody answered: whatever answer it got is a memory of its own
         # (the reply, found through its context), and the question itself states nothing; recall,
         # which reads the replies, gives an answered one `echo_weight` (memlane/recall_select.py).
+        # A statement likely enough to hold the answer (`statements_first_floor`) comes before every
+        # such message whatever their scores: they hold every word of the query, so a weight alone
+        # left "How many kids do I have?" (0.60) before "We have three kids" (0.02).
         search = self.core.search
 
-        def order(hit: MemoryHit) -> float:
-            return hit.score * echo_weight_of(
+        def order(hit: MemoryHit) -> tuple[bool, float]:
+            weight = echo_weight_of(
                 hit.memory,
                 query,
                 self.rescaled(hit.vector_similarity),
@@ -458,6 +468,7 @@ class Search(StorePart):
                 same_meaning=search.echo_similarity,
                 no_answer_weight=search.unanswered_weight,
             )
+            return weight == 1.0 and hit.score >= search.statements_first_floor, hit.score * weight
 
         return sorted(hits, key=order, reverse=True)
 

@@ -139,6 +139,13 @@ async def test_the_evidence_turn_outranks_the_reply_after_it(store: RedisMemoryS
             "what coffee do I drink?",
         ),
         ("我只喝黑咖啡，不加糖。", "我喝什么咖啡？", "你喝什么咖啡呢？", "我喝什么咖啡？"),
+        # reworded: the statement's score is a thirtieth of the question's (search_statements_first_floor)
+        (
+            "We have three kids, two boys and a girl.",
+            "How many kids do I have?",
+            "How many children do you have? I don't remember.",
+            "How many children do I have?",
+        ),
     ],
 )
 async def test_the_statement_outranks_the_question_and_its_echo_in_search_itself(
