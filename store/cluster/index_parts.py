@@ -1,6 +1,6 @@
 """The pieces of store/cluster/indexes.py that are not `ShardIndexes` itself: what a survey reports
-of one index, the commands sent to one node, how an error is read, and the lock under which a
-primary's index is made."""
+of one index, the commands sent to one node, how an error is read, the lock under which a
+primary's index is made, and the check of every primary's indexes (`memlane redis cluster-check`)."""
 
 from __future__ import annotations
 
@@ -101,3 +101,31 @@ class IndexLock:
     async def __aexit__(self, *exc: Any) -> None:
         if text(await self.shards.cluster.get(self.key) or b"") == self.token:
             await self.shards.cluster.delete(self.key)
+
+
+async def check_indexes(shards: ShardIndexes, *, fix: bool) -> list[IndexReport]:
+    """Every memory index on every primary of `shards`, with its documents (`memlane redis cluster-check`);
+    with `fix`, duplicates and stale ones are dropped and a primary without one gets one."""
+    await shards.refresh()
+    reports: list[IndexReport] = []
+    for node in shards.cluster.get_primaries():
+        found = await shards.survey(node, deep=True)
+        if not found or found[0].state != "in use":
+            if fix:
+                shards.forget_index(node.name)
+                chosen = await shards.index_of(node)
+                found = [
+                    report for report in await shards.survey(node, deep=True) if report.name == chosen.name
+                ] + found
+                found[0] = IndexReport(**{**found[0].__dict__, "action": "made"})
+            else:
+                reports.append(IndexReport(node.name, "-", "missing", action="would make one (--fix)"))
+        for report in found:
+            if report.state in ("duplicate", "stale"):
+                if fix:
+                    await shards.drop(node, report)
+                    report = IndexReport(**{**report.__dict__, "action": "dropped"})
+                else:
+                    report = IndexReport(**{**report.__dict__, "action": "would drop (--fix)"})
+            reports.append(report)
+    return reports

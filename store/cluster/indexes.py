@@ -19,8 +19,9 @@ not own. Each primary's index is therefore named with a hash tag of one of its s
 - **Never a silent partial answer.** A search goes to the primary that owns the user's slot, with
   an `EXISTS` of a key in that slot first *in the same pipeline* (owner_probe.py: no round
   trip of its own): MOVED there means the user moved (the slot map is patched, the search tried
-  again), ASK means the user's slot is migrating and that primary holds only part of the user's
-  memories (the search waits for the move to end). A search on a new index still reading its
+  again), ASK means the user's slot is migrating: that primary holds part of the user's
+  memories, the importing one the rest, and both are read and merged (moving_slot.py; the search
+  waits for the move only where that fails). A search on a new index still reading its
   memories (FT.INFO `indexing`) is answered from the primary's previous index while there is one
   (previous_index.py: complete, no wait), else waits for the new one. All the trips of one search
   share one wait (`redis_cluster_index_wait_seconds`, `SearchNotes.deadline`); when it ends first,
@@ -50,12 +51,14 @@ from memlane.store.cluster.index_parts import (
     POLL_SECONDS,
     IndexLock,
     IndexReport,
+    check_indexes,
     info_number,
     moved_index_name,
     node_command,
     text,
     unknown_index,
 )
+from memlane.store.cluster.moving_slot import read_both_halves
 from memlane.store.cluster.owner_probe import NodeClient, checking_owner
 from memlane.store.cluster.previous_index import ImportingSlotClient, SlotBusy, open_previous_index
 from memlane.store.errors import RedisUnavailable, StoreError
@@ -93,11 +96,12 @@ class ShardIndexes:
     # trips answered from a primary's previous index while its new one read; trips that waited
     previous_index_trips: int = 0
     waited_trips: int = 0
+    both_halves_trips: int = 0  # trips on a migrating slot answered from both its nodes, merged
     _clients: dict[str, aioredis.Redis] = field(default_factory=dict)
     _indexes: dict[str, AsyncSearchIndex] = field(default_factory=dict)
     _ready: set[str] = field(default_factory=set)  # nodes whose index has read every memory
     _stale: dict[str, list[str]] = field(default_factory=dict)  # node -> stale index names, dropped once ready
-    # node -> its previous (stale, complete) index, searched until the new one has read everything (None: none)
+    # node -> its previous (stale, complete) index, searched until the new one has read everything
     # (None: none, looked for again after `_LOOK_AGAIN_SECONDS`: its slot may have been moving)
     _previous: dict[str, tuple[AsyncSearchIndex | None, float]] = field(default_factory=dict)
     _read_checked: dict[str, float] = field(default_factory=dict)  # node -> when its new index's progress was read
@@ -316,12 +320,15 @@ class ShardIndexes:
         notes: SearchNotes | None = None,
         *,
         reads_index: bool = True,
+        both: Callable[[AsyncSearchIndex, AsyncSearchIndex | None], Awaitable[Answer]] | None = None,
     ) -> Answer:
         """`call` on the index of the primary that owns `key`'s slot, its pipeline checking first
         that the primary still owns the slot (`checking_owner`, owner_probe.py). A moved slot patches
-        the slot map and the call is tried again; a migrating one, or an index still reading its
-        memories, is waited for up to `wait_seconds`, then the answer is noted as incomplete in `notes`
-        (`reads_index=False`: the call reads only keys of the user, through the index's client)."""
+        the slot map and the call is tried again. A migrating one is read from both its nodes
+        (moving_slot.py; `both`: the search over the source's and the importing node's index);
+        where it cannot be, or an index still reads its memories, it is waited for up to
+        `wait_seconds`, then the answer is noted as incomplete in `notes` (`reads_index=False`: the
+        call reads only keys of the user, through the index's client, found on either node)."""
         notes = SearchNotes() if notes is None else notes
         failures = 0
         while True:
@@ -343,11 +350,15 @@ class ShardIndexes:
                     else raised
                 )
                 if isinstance(error, AskError) and not isinstance(error, MovedError):
+                    halves = await read_both_halves(self, node, error, call, both, reads_index=reads_index)
+                    if halves is not None:
+                        self.both_halves_trips += 1
+                        return halves[0]
                     if time.monotonic() < self._deadline(notes):  # the user's slot is moving: its keys are on two nodes
                         self._waiting(notes)
                         await asyncio.sleep(_POLL_SECONDS)
                         continue
-                    answer = await self._unprobed(node, call)
+                    answer = await self._unprobed(node, call, both)
                     self._note(notes, f"the user's slot {error.slot_id} was still moving off {node.name}")
                     return answer
                 if isinstance(error, SlotBusy):  # the previous index's slot really moves: wait for the new one
@@ -417,9 +428,16 @@ class ShardIndexes:
             notes.waited = True
             self.waited_trips += 1
 
-    async def _unprobed(self, node: ClusterNode, call: Callable[[AsyncSearchIndex], Awaitable[Answer]]) -> Answer:
+    async def _unprobed(
+        self,
+        node: ClusterNode,
+        call: Callable[[AsyncSearchIndex], Awaitable[Answer]],
+        both: Callable[[AsyncSearchIndex, AsyncSearchIndex | None], Awaitable[Answer]] | None,
+    ) -> Answer:
+        """What the node holds of the user, unchecked (a search with `both`: the source's half alone)."""
         with checking_owner(None):
-            return await call(await self.index_of(node))
+            index = await self.index_of(node)
+            return await (call(index) if both is None else both(index, None))
 
     def _note(self, notes: SearchNotes | None, line: str) -> None:
         self.incomplete_searches += 1
@@ -460,29 +478,7 @@ class ShardIndexes:
     async def check(self, *, fix: bool) -> list[IndexReport]:
         """Every memory index on every primary, with its documents (`memlane redis cluster-check`);
         with `fix`, duplicates and stale ones are dropped and a primary without one gets one."""
-        await self.refresh()
-        reports: list[IndexReport] = []
-        for node in self.cluster.get_primaries():
-            found = await self.survey(node, deep=True)
-            if not found or found[0].state != "in use":
-                if fix:
-                    self.forget_index(node.name)
-                    chosen = await self.index_of(node)
-                    found = [
-                        report for report in await self.survey(node, deep=True) if report.name == chosen.name
-                    ] + found
-                    found[0] = IndexReport(**{**found[0].__dict__, "action": "made"})
-                else:
-                    reports.append(IndexReport(node.name, "-", "missing", action="would make one (--fix)"))
-            for report in found:
-                if report.state in ("duplicate", "stale"):
-                    if fix:
-                        await self.drop(node, report)
-                        report = IndexReport(**{**report.__dict__, "action": "dropped"})
-                    else:
-                        report = IndexReport(**{**report.__dict__, "action": "would drop (--fix)"})
-                reports.append(report)
-        return reports
+        return await check_indexes(self, fix=fix)
 
     async def aclose(self) -> None:
         for name in list(self._clients):

@@ -129,16 +129,19 @@ class StoreCore:
         notes: SearchNotes | None = None,
         *,
         reads_index: bool = True,
+        both: Callable[[AsyncSearchIndex, AsyncSearchIndex | None], Awaitable[T]] | None = None,
     ) -> T:
         """`call` with the memory index that holds the user's memories: the one index of a
         standalone Redis, or the index on the primary that owns the user's slot on a cluster (what
         it could not search in full is added to `notes`). `reads_index=False`: the call reads only
-        the user's keys through the index's client, and need not wait for an index still reading."""
+        the user's keys through the index's client, and need not wait for an index still reading.
+        `both`: the call over the two nodes' indexes while the user's slot migrates between them
+        (store/cluster/moving_slot.py; without it such a call waits for the move)."""
         if self.shards is None:
             answer: T = await self.run(call(self.index))
         else:
             answer = await self.run(
-                self.shards.on_owner(self.layout.slot_key(user_id), call, notes, reads_index=reads_index)
+                self.shards.on_owner(self.layout.slot_key(user_id), call, notes, reads_index=reads_index, both=both)
             )
         return answer
 

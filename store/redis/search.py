@@ -28,6 +28,7 @@ from redisvl.query import CountQuery, TextQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
 from memlane.store.cluster.indexes import SearchNotes
+from memlane.store.cluster.moving_search import search_both_halves
 from memlane.store.cluster.search import search_then_read
 from memlane.store.errors import EmbeddingsUnavailable
 from memlane.store.fusion import (  # noqa: F401  (QUERIES, SIGNALS, SignalQuery, calibrated_relevance: the names search had)
@@ -152,14 +153,20 @@ class Search(StorePart):
     ) -> list[list[dict[str, Any]]]:
         """The answers of `queries` (all vector ones searching with `vector`), from the index that
         holds the user's memories (`StoreCore.on_user_index`; what it could not read goes to `notes`).
-        On a cluster the found hashes are read by the same script, one round trip (store/cluster/search.py)."""
+        On a cluster the found hashes are read by the same script, one round trip (store/cluster/search.py);
+        while the user's slot migrates, both its nodes are searched (store/cluster/moving_search.py)."""
         if self.core.shards is None:
             return await self.core.on_user_index(user_id, lambda index: search_in_one_trip(index, queries), notes)
 
         async def one_trip(index: AsyncSearchIndex) -> list[list[dict[str, Any]]]:
             return await search_then_read(index, queries, RETURN_FIELDS, vector)
 
-        return await self.core.on_user_index(user_id, one_trip, notes)
+        async def both_halves(
+            source: AsyncSearchIndex, importing: AsyncSearchIndex | None
+        ) -> list[list[dict[str, Any]]]:
+            return await search_both_halves(source, importing, queries, RETURN_FIELDS, vector)
+
+        return await self.core.on_user_index(user_id, one_trip, notes, both=both_halves)
 
     async def memory_count(self, user_id: str, notes: SearchNotes | None = None) -> int:
         """How many search memories the user has (cached for a minute: it picks the search mode);
