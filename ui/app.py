@@ -17,7 +17,7 @@ that person's, shown with their name in bold.
 
 Under each reply a folded block shows the memories it used (never sent back to the model).
 The panel edits profile entries and shows their history, lists the facts held for review (confirm or
-drop: ui/review.py), lists sessions by title, draws
+drop: ui/review.py), draws the user's people and places (ui/relations_tab.py), lists sessions by title, draws
 the memory graph with the step in progress, lists what each event changed, and can fill
 itself with a sample conversation remembered by a scripted model (no model needed).
 """
@@ -70,6 +70,7 @@ from memlane.ui.handlers import (
     switch_session,
     switch_user,
 )
+from memlane.ui.relations_tab import forget_from_picture, relations_view
 from memlane.ui.review import REVIEW_COLUMNS, REVIEW_WIDTHS, confirm_held, drop_held, review_list
 from memlane.ui.service import ChatService
 
@@ -180,6 +181,15 @@ def build_app(
                         )
                         confirm_button = gr.Button("Confirm", size="sm", scale=1, elem_id="confirm-held")
                         drop_button = gr.Button("Drop", size="sm", scale=1, elem_id="drop-held")
+                # the user's people, places and things as a picture (ui/relations_tab.py)
+                with gr.Tab("People", elem_id="people-tab") as people_tab:
+                    people_picture = gr.HTML(elem_id="people-picture")
+                    with gr.Row():
+                        people_target = gr.Textbox(
+                            placeholder="a name, or relation:<id>", show_label=False, scale=3, elem_id="people-target"
+                        )
+                        people_forget = gr.Button("Forget", size="sm", scale=1, elem_id="people-forget")
+                    people_note = gr.Markdown(elem_id="people-note")
                 with gr.Row():
                     entry_id = gr.Textbox(placeholder="id (click a row)", show_label=False, scale=3, elem_id="entry-id")
                     delete_button = gr.Button("Delete entry", size="sm", scale=1)
@@ -257,6 +267,8 @@ def build_app(
         review_table.select(select_id, [review_ids], [held_id])
         for button, handler in ((confirm_button, confirm_held), (drop_button, drop_held)):
             button.click(on(handler), [user, held_id], review_outputs).then(on(panel), [user], panel_outputs)
+        people_tab.select(on(relations_view), [user], [people_picture])
+        people_forget.click(on(forget_from_picture), [user, people_target], [people_picture, people_note])
         demo.unload(on(close_tab))
     setattr(demo, SERVICE_ATTRIBUTE, service)  # for tests and embedding apps: service_of(demo)
     return demo
