@@ -116,8 +116,16 @@ async def persist(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update
     summary = state.get("summary", "")
     notes = list(state.get("notes", []))
     store = runtime.context.store
-    if runtime.context.graph.extract_relations and isinstance(store, RelationStore):  # before the cursor moves
-        notes += await record_window_relations(store, state["user_id"], state["messages"])
+    model_calls, prompt_tokens = state.get("model_calls", 0), state.get("prompt_tokens", 0)
+    graph = runtime.context.graph
+    if graph.extract_relations and isinstance(store, RelationStore):  # before the cursor moves
+        caller = _caller(runtime, Step.RELATIONS) if graph.relations_model else None
+        notes += await record_window_relations(store, state["user_id"], state["messages"], caller)
+        if caller is not None:
+            model_calls, prompt_tokens = (
+                model_calls + caller.usage.model_calls,
+                prompt_tokens + caller.usage.prompt_tokens,
+            )
     update, changes = build_update(
         state["user_id"],
         state["messages"],
@@ -132,8 +140,8 @@ async def persist(state: MemoryState, runtime: Runtime[MemoryContext]) -> Update
     result = result.model_copy(
         update={
             "message_count": len(state["messages"]),
-            "model_calls": state.get("model_calls", 0),
-            "prompt_tokens": state.get("prompt_tokens", 0),
+            "model_calls": model_calls,
+            "prompt_tokens": prompt_tokens,
             "notes": notes,
             "skipped_reason": None if summary else "the chat says nothing to remember about the user",
         }

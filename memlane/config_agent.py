@@ -148,6 +148,12 @@ class GraphSettings(Component):
         "(My sister is Bea; 王总的女儿叫小雨: nodes/relation_rules.py) with each run's window, each dated, "
         "a newer home or boss ending the older",
     )
+    relations_model: bool = Field(
+        default=False,
+        description="Also ask the memory model (step 'relations', structured output) for the entities, their other "
+        "names and the links in the user's lines the relation rules read nothing in; the rules' links are stored "
+        "whatever it answers. Off by default: one more model call per run (and per scripted test model)",
+    )
     session_summary_max_tokens: int = Field(
         default=400, ge=32, description="Rolling session summary is re-summarized above this size"
     )

@@ -56,6 +56,7 @@ class Step(StrEnum):
     ORGANIZE = "organize"
     RESUMMARIZE = "resummarize"
     TAG = "tag"
+    RELATIONS = "relations"  # links the relation rules did not read (persist, nodes/relation_extract.py)
     SESSION_SUMMARY = "session_summary"  # a session's rolling summary
     WINDOW_SUMMARY = "window_summary"  # one window of a conversation too long for one call
     SESSION_TITLE = "session_title"  # after a reply (memlane/turns.py)

@@ -59,19 +59,80 @@ _JOINER = re.compile(r"(?:(?:and then|and|but|so|then|also|later) |后来|然后
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _USER_NAMES = frozenset({USER_ENTITY_NAME, *USER_ENTITY_ALIASES})
 
+# A role and the name it has, said in passing: "my sister Bea", "my best friend Tom", "我姐姐贝亚",
+# "我的上司王总". The English role is one or two lowercase words that are not the templates' own
+# verbs and joiners ("my sister is Bea" is a statement, read above); the Chinese name ends where
+# a verb the templates read, 的, a conjunction or punctuation begins.
+_NOT_ROLE_WORDS = frozenset(
+    {"is", "was", "are", "called", "named", "moved", "lives", "lived", "works", "worked"}
+    | {"to", "in", "at", "for", "and", "with", "of", "from", "the", "a", "an"}
+)
+_EN_APPOSITION = re.compile(r"\b[Mm]y (?P<role>[a-z]++(?: [a-z]++)?) (?P<name>" + _NAME + ")")
+_ZH_ROLES = "|".join(sorted((word for word in ROLE_PREDICATES if _CJK.search(word)), key=len, reverse=True))
+_ZH_NAME_END = r"住搬在是叫的和与跟也很都就还刚已今昨明去来说要想会给对被把，。、！？；（(\s"
+_ZH_APPOSITION = re.compile(
+    r"我的?(?P<role>" + _ZH_ROLES + r")(?P<name>[^\W\d_是叫在住搬的和与跟也]{1,4}?)(?=[" + _ZH_NAME_END + r"]|$)"
+)
+# Another name in brackets, in the other script: "Bea (贝亚)", "贝亚（Bea）" (in the same script a
+# bracket more often says what a thing is: "Porto (Portugal)", "my car (a Ford)")
+_BRACKETED = re.compile(r"(?P<before>[^\s(（]{1,40}?)\s?[(（]\s?(?P<inside>[^()（）]{1,40}?)\s?[)）]")
+_ZH_BOUNDARY = "的是叫和与跟，、"  # a Chinese name before a bracket begins after the last of these
+
 
 @dataclass
 class Extracted:
-    """What the rules read in some messages: the statements, and what they could not resolve."""
+    """What the rules read in some messages: the statements, the other names an entity is given
+    ("Bea (贝亚)": Bea, also 贝亚), what they could not resolve, and the ids of the messages they
+    read nothing in."""
 
     statements: list[RelationStatement] = field(default_factory=list)
+    aliases: list[tuple[str, list[str]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
 
 
 def role_predicate(role: str) -> str:
     """The predicate a role's words name ("Best friend" → best_friend, 上司 → boss)."""
     words = "_".join(role.strip().lower().split())
     return ROLE_PREDICATES.get(words, words)
+
+
+def _is_role(words: str) -> bool:
+    return not _NOT_ROLE_WORDS.intersection(words.split())
+
+
+def appositions(text: str) -> list[tuple[str, str]]:
+    """(predicate, name) for each role of the user's said with its name: "my sister Bea" →
+    ("sister", "Bea"), "我姐姐贝亚" → ("sister", "贝亚")."""
+    found = [
+        (role_predicate(match.group("role")), match.group("name").removesuffix("'s"))
+        for match in _EN_APPOSITION.finditer(text)
+        if _is_role(match.group("role"))
+    ]
+    found += [(role_predicate(match.group("role")), match.group("name")) for match in _ZH_APPOSITION.finditer(text)]
+    return list(dict.fromkeys(found))  # said twice in one message: one link
+
+
+def _bracket_name(text: str) -> str:
+    """The name a text before or inside brackets gives: "my sister Bea" → Bea, 我姐姐贝亚 → 贝亚."""
+    text = text.strip(" ,.;:，。；：")
+    if named := _ZH_APPOSITION.search(text + "，"):
+        return named.group("name")
+    if _CJK.search(text):
+        return text[max(text.rfind(char) for char in _ZH_BOUNDARY) + 1 :]
+    capitalized = re.findall(_NAME, text)
+    return capitalized[-1] if capitalized and text.endswith(capitalized[-1]) else ""  # "my sister (贝亚)": no name
+
+
+def bracketed_aliases(text: str) -> list[tuple[str, list[str]]]:
+    """(name, [other name]) for each name followed by another in brackets: "Bea (贝亚)"."""
+    found = []
+    for match in _BRACKETED.finditer(text):
+        name, other = _bracket_name(match.group("before")), _bracket_name(match.group("inside"))
+        if name and other and bool(_CJK.search(name)) != bool(_CJK.search(other)) and not other.isdigit():
+            if normalized_name(name) not in _USER_NAMES and normalized_name(other) not in _USER_NAMES:
+                found.append((name, [other]))
+    return found
 
 
 def _object_type(predicate: str) -> EntityType:
@@ -86,8 +147,11 @@ def _english_path(subject: str) -> list[str] | None:
     """["user", "sister", "dog"] for "my sister's dog", ["Bea", "dog"] for "Bea's dog", None for no path."""
     parts = [part.strip() for part in subject.split("'s ")]
     head = parts[0]
+    named = _EN_APPOSITION.fullmatch(head)
     if head.lower() == "i":
         path = [USER_ENTITY_NAME]
+    elif named is not None and _is_role(named.group("role")):  # "my sister Bea": Bea
+        path = [named.group("name")]
     elif head.lower().startswith("my ") and len(head.split()) in (2, 3):
         path = [USER_ENTITY_NAME, role_predicate(head[3:])]
     elif re.fullmatch(_NAME, head):
@@ -104,6 +168,9 @@ def _english_path(subject: str) -> list[str] | None:
 def _chinese_path(subject: str) -> list[str] | None:
     """["user", "boss", "daughter"] for 我上司的女儿, ["王总", "daughter"] for 王总的女儿."""
     head, *roles = subject.split("的")
+    named = _ZH_APPOSITION.fullmatch(subject.split("的")[0] if not subject.startswith("我的") else subject)
+    if named is not None:  # 我姐姐贝亚 / 我的上司王总: the name
+        head, roles = named.group("name"), []
     if head == "我":
         path = [USER_ENTITY_NAME]
     elif head.startswith("我") and head[1:] in ROLE_PREDICATES:
@@ -179,8 +246,14 @@ def statements_in(
 
     known: links already stored, (subject name, predicate) → object name ("user", "sister") → "Bea"."""
     links = _links if _links is not None else _Links(known)
-    found = Extracted()
-    for match in _SENTENCE.finditer(text):
+    found = Extracted(aliases=bracketed_aliases(text))
+    for predicate, name in appositions(text):  # "my sister Bea": the user's sister is Bea
+        statement = _statement(
+            [USER_ENTITY_NAME, predicate], "naming", name, links, said_at=said_at, sources=list(source_ids), notes=[]
+        )
+        if statement is not None and normalized_name(name) not in _USER_NAMES:
+            found.statements.append(statement)
+    for match in _SENTENCE.finditer(_BRACKETED.sub(r"\g<before>", text)):  # the templates read past "(贝亚)"
         sentence = match.group().strip()
         if sentence.endswith(("?", "？")):
             continue
@@ -232,5 +305,8 @@ def statements_from_messages(
             continue
         read = statements_in(message.content, said_at=message.created_at, source_ids=[message.id], _links=links)
         found.statements += read.statements
+        found.aliases += read.aliases
         found.notes += read.notes
+        if not read.statements and not read.aliases:
+            found.unread.append(message.id)
     return found

@@ -75,3 +75,29 @@ def test_messages_are_read_oldest_first_owner_only_each_from_its_message():
         ("user", "Bea", ["m1"], 10),
         ("Bea", "Porto", ["m2"], 20),
     ]
+
+
+def test_a_role_said_with_its_name_and_a_name_in_the_other_script_in_brackets():
+    assert links("I had lunch with my sister Bea. My sister Bea moved to Porto.") == [
+        ("user", "sister", "Bea"),
+        ("Bea", "lives_in", "Porto"),
+    ]
+    assert links("我姐姐贝亚住在杭州。我的上司王总很忙") == [
+        ("user", "sister", "贝亚"),
+        ("user", "boss", "王总"),
+        ("贝亚", "lives_in", "杭州"),
+    ]
+    assert statements_in("Bea (贝亚) lives in Lisbon", said_at=1.0).aliases == [("Bea", ["贝亚"])]
+    assert statements_in("我姐姐贝亚（Bea）搬到了上海", said_at=1.0).aliases == [("贝亚", ["Bea"])]
+    # in the same script a bracket says what a thing is; a role is no name
+    for text in ("I moved to Porto (Portugal)", "my car (a Ford) broke", "My sister (贝亚) is great"):
+        assert statements_in(text, said_at=1.0).aliases == []
+    assert links("my sister is Bea and my friend with Tom") == [("user", "sister", "Bea")]
+
+
+def test_the_messages_the_rules_read_nothing_in_are_named():
+    messages = [
+        Message(id="a", user_id="u", session_id="s", role="user", content="My sister is Bea.", created_at=1),
+        Message(id="b", user_id="u", session_id="s", role="user", content="She got a job at Acme.", created_at=2),
+    ]
+    assert statements_from_messages(messages).unread == ["b"]
