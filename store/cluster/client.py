@@ -143,15 +143,22 @@ def is_connection_race(error: BaseException) -> bool:
     just added, slots migrating onto it): redis-py's cluster client looks the node up, gets None
     and fails on it inside redis.asyncio.cluster (`'NoneType' object has no attribute ...`),
     seen about once a rebalance in bench/cluster_rebalance_misses.py. The next try, with the
-    map refreshed, reaches the node."""
+    map refreshed, reaches the node.
+
+    And for a reply read through a parser never told of its connection's socket (`'_connected'`,
+    inside redis._parsers): a socket opened for a caller that gave up before its handshake
+    (store/redis/connections.py `_PatientConnect` closes those now; any other left is the same
+    lost connection)."""
     if not isinstance(error, AttributeError):
         return False
     frames = traceback.extract_tb(error.__traceback__)
     if not frames:
         return False
     where = frames[-1].filename.replace("\\", "/")
-    return where.endswith("redis/asyncio/connection.py") or (
-        where.endswith("redis/asyncio/cluster.py") and "'NoneType' object" in str(error)
+    return (
+        where.endswith("redis/asyncio/connection.py")
+        or (where.endswith("redis/asyncio/cluster.py") and "'NoneType' object" in str(error))
+        or ("/redis/_parsers/" in where and "'_connected'" in str(error))
     )
 
 

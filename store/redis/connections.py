@@ -151,9 +151,20 @@ _PATIENT_CLASSES: dict[type[AbstractConnection], type[AbstractConnection]] = {}
 
 
 class _PatientConnect:
-    """Mixed into a redis-py connection class: its connect timeout counts listening time only."""
+    """Mixed into a redis-py connection class: its connect timeout counts listening time only.
+
+    The socket is opened in a task of its own (`within_listening_time`), so a caller cancelled
+    while it waits (a readiness probe's or a recall's budget ending) may leave behind a socket the
+    task opened after all, without the handshake that follows it in the caller (AUTH, and the
+    parser's `on_connect`). redis-py takes a connection with a socket for a connected one: its
+    next user sent its command unauthenticated and read the reply through a parser never told of
+    the socket, "AttributeError: '_AsyncHiredisParser' object has no attribute '_connected'"
+    (287 turns of bench/cluster.py's failover drill). Such a socket is closed at once, and the
+    connection connects again, whole, on its next use."""
 
     socket_connect_timeout: float | None
+    _reader: Any
+    _writer: Any
 
     async def _connect(self) -> None:
         limit = self.socket_connect_timeout
@@ -164,8 +175,17 @@ class _PatientConnect:
         self.socket_connect_timeout = None  # redis-py's own timeout is wall-clock time
         try:
             await within_listening_time(connect(), limit)
+        except BaseException:
+            self._drop_a_socket_left_behind()
+            raise
         finally:
             self.socket_connect_timeout = limit
+
+    def _drop_a_socket_left_behind(self) -> None:
+        """Close the socket the connect task opened after its caller gave up (none: nothing to do)."""
+        writer, self._reader, self._writer = self._writer, None, None
+        if writer is not None:
+            writer.close()
 
 
 def patient(connection_class: type[AbstractConnection]) -> type[AbstractConnection]:

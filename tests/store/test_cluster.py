@@ -331,17 +331,17 @@ async def test_the_setting_makes_a_plain_node_url_a_cluster(redis_cluster, setti
 
 
 async def assert_said_as_redis_unavailable(
-    store: RedisMemoryStore, source: str, module: str, ours: Any, said: str
+    store: RedisMemoryStore, source: str, module: str, ours: Any, said: str, package: str = "asyncio"
 ) -> None:
     """The one function `source` defines fails with an AttributeError. Compiled as if it were in
-    redis-py's `redis/asyncio/<module>`, that failure is a connection race, and a store call
+    redis-py's `redis/<package>/<module>`, that failure is a connection race, and a store call
     running it says `RedisUnavailable` (`said`); `ours`, the same fault in our own code, stays a
     bug. Both are called with None."""
     from memlane.store.cluster.client import is_connection_race
     from memlane.store.errors import RedisUnavailable
 
     where: dict[str, Any] = {}
-    exec(compile(source, f"/x/redis/asyncio/{module}", "exec"), where)
+    exec(compile(source, f"/x/redis/{package}/{module}", "exec"), where)
     [redis_pys] = [value for name, value in where.items() if name != "__builtins__"]
     with pytest.raises(AttributeError) as raised:
         await redis_pys(None)
@@ -365,6 +365,32 @@ async def test_a_call_whose_connection_redis_py_closed_under_it_is_redis_unavail
         "connection.py",
         ours,
         "connection was closed under the call",
+    )
+
+
+async def test_a_reply_read_through_a_parser_never_told_of_its_socket_is_redis_unavailable(
+    cluster_store: RedisMemoryStore,
+):
+    """A connection whose socket opened for a caller that gave up before the handshake (the
+    readiness probe's slot-map refresh cut by its budget, in a failover drill) fails its next
+    user inside redis._parsers: "'_AsyncHiredisParser' object has no attribute '_connected'". A
+    lost connection, said as one (store/redis/connections.py closes such sockets now)."""
+
+    class NeverConnected:
+        __slots__ = ()
+
+    async def ours(_):
+        return NeverConnected()._connected  # type: ignore[attr-defined]  # a bug of ours stays a bug
+
+    await assert_said_as_redis_unavailable(
+        cluster_store,
+        "async def read(_):\n"
+        "    class _AsyncHiredisParser:\n        __slots__ = ()\n"
+        "    return _AsyncHiredisParser()._connected\n",
+        "hiredis.py",
+        ours,
+        "connection was closed under the call",
+        package="_parsers",
     )
 
 

@@ -13,7 +13,7 @@ from memlane import MemlaneStore
 from memlane.recall import RecallParts, recall
 from memlane.store.errors import RedisUnavailable
 from memlane.store.records import Message
-from memlane.store.redis.connections import RedisPoolExhausted, within_listening_time
+from memlane.store.redis.connections import RedisPoolExhausted, patient, within_listening_time
 from memlane.store.redis.store import open_store
 
 
@@ -144,3 +144,33 @@ async def test_the_store_knows_when_redis_last_answered(open_store_for):
     assert store.answered_within(5.0)
     await asyncio.sleep(0.3)
     assert not store.answered_within(0.2)
+
+
+async def test_a_connect_whose_caller_gives_up_as_the_socket_opens_leaves_no_half_made_connection(settings):
+    """The socket opened in a task of its own just as its caller gave up (a readiness probe's or a
+    recall's budget ending): the handshake the caller would have done never ran. Left open, the
+    next user took it for connected and failed inside redis-py ("'_AsyncHiredisParser' object has
+    no attribute '_connected'", seen 287 times in a failover drill); it is closed instead, and
+    the next use connects again, whole."""
+    from redis.asyncio import ConnectionPool
+    from redis.asyncio.connection import Connection
+
+    callers: list[asyncio.Future[None]] = []
+
+    class CallerGivesUpAsTheSocketOpens(Connection):
+        async def _connect(self) -> None:
+            await super()._connect()
+            callers[0].cancel()  # the caller's budget ends the moment the socket is open
+
+    kwargs = {**ConnectionPool.from_url(settings.redis_url).connection_kwargs, "socket_connect_timeout": 5.0}
+    connection = patient(CallerGivesUpAsTheSocketOpens)(**kwargs)
+    connecting = asyncio.ensure_future(connection.connect_check_health(check_health=False))
+    callers.append(connecting)
+    with pytest.raises(asyncio.CancelledError):
+        await connecting
+    assert not connection.is_connected  # no socket left without its handshake
+    try:
+        await connection.send_command("PING")
+        assert await connection.read_response() in (b"PONG", "PONG")
+    finally:
+        await connection.disconnect()
