@@ -47,6 +47,7 @@ from friend_facts import FRIEND_CASES, FriendOutcome, run_friend_case
 from question_echo import (
     AFTER_FREEZE_ECHO_CASES,
     ECHO_CASES,
+    FOURTH_FREEZE_ECHO_CASES,
     FRESH_ECHO_CASES,
     SECOND_FREEZE_ECHO_CASES,
     THIRD_FREEZE_ECHO_CASES,
@@ -400,6 +401,9 @@ async def main() -> None:
         for number, echo_case in enumerate(THIRD_FREEZE_ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"third-echo{number}", stated_first=True)
             echo_results.setdefault((echo_case.language + " (3rd freeze)", False), []).append(outcome)
+        for number, echo_case in enumerate(FOURTH_FREEZE_ECHO_CASES if not only or "echo" in only else []):
+            outcome = await run_echo_case(store, settings, echo_case, f"fourth-echo{number}", stated_first=True)
+            echo_results.setdefault((echo_case.language + " (4th freeze)", False), []).append(outcome)
         for number, case in enumerate(cases() if not only else []):
             outcome = await run_case(store, settings, case, f"case{number}")
             results.setdefault((case.language, number % 2 == 0), []).append(outcome)

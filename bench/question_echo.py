@@ -381,6 +381,91 @@ THIRD_FREEZE_ECHO_CASES = [
 ]
 
 
+# Written after the question before a reply that holds no answer was marked unanswered in its
+# search entry (store/redis/replies.py, frozen first: THIRD_FREEZE_ECHO_CASES' Chinese misses in
+# search had shown the need); run once for the first-try figure. Same order as above.
+FOURTH_FREEZE_ECHO_CASES = [
+    EchoCase(
+        "en",
+        "What's my cat's breed?",
+        "What breed is your cat? I'm not sure you told me.",
+        "Miso is a Maine Coon, a huge fluffy one.",
+        "What kind of cat do I have?",
+    ),
+    EchoCase(
+        "en",
+        "Where did I go on honeymoon?",
+        "Where did you go for your honeymoon?",
+        "We spent our honeymoon in Crete, in a little village near Chania.",
+        "Which island was our honeymoon on?",
+    ),
+    EchoCase(
+        "en",
+        "What's my mother's name?",
+        "What is your mother's name? I don't think you've mentioned it.",
+        "My mum's name is Margaret, everyone calls her Peggy.",
+        "What is my mum called?",
+    ),
+    EchoCase(
+        "en",
+        "What do I do for exercise?",
+        "What kind of exercise do you do?",
+        "I swim 2 km at the leisure centre three mornings a week.",
+        "How do I stay fit?",
+    ),
+    EchoCase(
+        "en",
+        "Which bank am I with?",
+        "Which bank do you use? You haven't said.",
+        "All my accounts are with Monzo now.",
+        "Where do I keep my money?",
+    ),
+    EchoCase(
+        "en",
+        "What's my favourite band?",
+        "Who is your favourite band?",
+        "Nobody beats Radiohead for me.",
+        "Which group do I love most?",
+    ),
+    EchoCase(
+        "en",
+        "What's my blood pressure medicine?",
+        "Which blood pressure medication are you on?",
+        "I take 5 mg of amlodipine every morning.",
+        "What pills do I take for my blood pressure?",
+    ),
+    EchoCase(
+        "en",
+        "What's my neighbour's name?",
+        "What's your neighbour called? I don't know.",
+        "Our next-door neighbour is Mr. Patel, he waters our plants.",
+        "Who lives next door to me?",
+    ),
+    EchoCase("zh", "我的狗是什么品种？", "你的狗是什么品种的？", "我家豆豆是一只柯基。", "我养的是什么狗？"),
+    EchoCase(
+        "zh",
+        "我蜜月去的哪里？",
+        "你们蜜月去了哪里？我不记得了。",
+        "我们蜜月去的是云南大理，住在洱海边。",
+        "我们度蜜月的地方是哪？",
+    ),
+    EchoCase("zh", "我妈妈叫什么名字？", "你妈妈叫什么名字呀？", "我妈叫刘秀英，今年六十了。", "我母亲的名字是什么？"),
+    EchoCase(
+        "zh", "我平时做什么运动？", "你平时做什么运动？你还没说过。", "我每周去游泳馆游三次泳。", "我怎么锻炼身体？"
+    ),
+    EchoCase("zh", "我用的是哪家银行？", "你用哪家银行的卡？", "我的工资卡是招商银行的。", "我的钱存在哪个银行？"),
+    EchoCase("zh", "我最喜欢哪个乐队？", "你最喜欢的乐队是哪个？", "我最爱五月天，听了十几年了。", "我最爱听谁的歌？"),
+    EchoCase(
+        "zh",
+        "我吃的降压药是什么？",
+        "你吃的是哪种降压药？我不清楚。",
+        "我每天早上吃一片氨氯地平。",
+        "我每天吃什么药控制血压？",
+    ),
+    EchoCase("zh", "我邻居叫什么？", "你邻居叫什么名字？", "隔壁住的是张阿姨，经常帮我们收快递。", "住我隔壁的是谁？"),
+]
+
+
 async def run_echo_case(
     store, settings: Settings, case: EchoCase, user_id: str, stated_first: bool = False
 ) -> tuple[bool, bool, bool]:

@@ -73,6 +73,7 @@ class MemoryField:
     ITEM_NAMESPACE = "item_namespace"
     ITEM_UPDATED = "item_updated"
     METADATA = "metadata"  # the caller's JSON object; returned, not indexed (its declared keys are: `metadata_field`)
+    UNANSWERED = "unanswered"  # "1": an owner's question whose reply held no answer (store/redis/replies.py)
 
 
 # a declared metadata field's values in its hash field (`metadata_field`) are split on this character

@@ -26,6 +26,7 @@ RETURN_FIELDS = [
     MemoryField.EXPIRES_AT,
     MemoryField.IMPORTANCE,
     MemoryField.METADATA,
+    MemoryField.UNANSWERED,
 ]
 
 

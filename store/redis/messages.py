@@ -26,6 +26,7 @@ from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
 from memlane.store.redis.metadata import checked_metadata, metadata_row
 from memlane.store.redis.quotas import Quotas, text_bytes
+from memlane.store.redis.replies import Preceding, leaves_unanswered, mark_unanswered, preceding_messages
 from memlane.store.redis.retention import Retention
 from memlane.store.schema import MemoryField, item_key
 
@@ -252,17 +253,21 @@ class Messages(StorePart):
         messages = [m for m in messages if m.content.strip() and m.role in ("user", "assistant")]
         if not messages:
             return True
-        memories = self._message_memories(messages, await self._preceding_texts(messages))
+        wanted = self.core.search.message_context != "none" and self.core.search.message_context_chars
+        preceding = await preceding_messages(self, messages) if wanted or any(map(leaves_unanswered, messages)) else {}
+        memories = self._message_memories(messages, self._preceding_texts(messages, preceding))
         try:
             # an entry written for a message that expired meanwhile is deleted again (drop_orphans)
             await self.memories.store_memories(memories, drop_orphans=True)
         except EmbeddingsUnavailable as error:
             await self._run(self.client.sadd(pending, *(message.id for message in messages)))
             await self._keyword_entries(memories)
+            await mark_unanswered(self, messages, preceding)
             logger.warning(
                 "%d message(s) of %r stored, found by their words until embedded: %s", len(messages), user_id, error
             )
             return False
+        await mark_unanswered(self, messages, preceding)
         if clear_pending:
             await self._run(self.client.srem(pending, *(message.id for message in messages)))
         return True
@@ -307,7 +312,7 @@ class Messages(StorePart):
             for message in messages
         ]
 
-    async def _preceding_texts(self, messages: Sequence[Message]) -> dict[str, str]:
+    def _preceding_texts(self, messages: Sequence[Message], preceding: dict[str, Preceding]) -> dict[str, str]:
         """Per message id: the message before it in its session (its search context), cut to
         `search_message_context_chars`, where `search_message_context` gives it one. By default
         ("dialogue") a message of the owner and the assistant gets the other's message it
@@ -317,33 +322,15 @@ class Messages(StorePart):
         its vector and words are its own, so a question finds the turn that says it."""
         limit = self.core.search.message_context_chars
         scope = self.core.search.message_context
-        if scope == "none" or not limit or not messages:
+        if scope == "none" or not limit:
             return {}
-        pipe = self.client.pipeline(transaction=False)
-        for message in messages:
-            # the member ranked just below this message's seq in its session
-            pipe.zrevrangebyscore(
-                self.layout.session_messages(message.user_id, message.session_id),
-                f"({message.seq}",
-                "-inf",
-                start=0,
-                num=1,
-            )
-        previous = await self._run(pipe.execute())
-        # only the messages with one before them (no placeholder command: a cluster pipeline refuses ECHO)
-        followers = [(message, members[0]) for message, members in zip(messages, previous) if members]
-        pipe = self.client.pipeline(transaction=False)
-        for message, member in followers:
-            prefix = self.layout.message_prefix(message.user_id)
-            pipe.hmget(prefix + as_text(member), [MessageField.CONTENT, MessageField.SPEAKER_ROLE])
         contexts = {}
-        rows = await self._run(pipe.execute()) if followers else []
-        for (message, _), row in zip(followers, rows):
-            if not row or not as_text(row[0]).strip():
+        for message in messages:
+            before = preceding.get(message.id)
+            if before is None:
                 continue
-            dialogue = {message.speaker_role, as_text(row[1])} == {"owner", "assistant"}
-            if scope == "all" or dialogue:
-                contexts[message.id] = as_text(row[0])[:limit]
+            if scope == "all" or {message.speaker_role, before.speaker_role} == {"owner", "assistant"}:
+                contexts[message.id] = before.content[:limit]
         return contexts
 
     async def load_messages(self, user_id: str, members: Sequence[bytes | str]) -> list[Message]:

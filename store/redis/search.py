@@ -46,7 +46,7 @@ from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.models.breaker import CircuitOpen
 from memlane.store.models.embeddings import embeds_on_these_cores
 from memlane.store.records import Memory, MemoryKind, SpeakerRole
-from memlane.store.redis.core import StorePart
+from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memory_docs import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import MetadataFilter, metadata_expression
 from memlane.store.redis.redisvl_private import TermwiseTextQuery
@@ -417,10 +417,13 @@ class Search(StorePart):
             else {}
         )
         hits = []
+        unanswered: set[str] = set()  # questions whose reply held no answer (store/redis/replies.py)
         for doc_id in ranked:  # records only for what is returned
             if MemoryField.ID not in docs[doc_id]:  # deleted since it was found
                 continue
             memory = memory_from_doc(docs[doc_id])
+            if as_text(docs[doc_id].get(MemoryField.UNANSWERED)) == "1":
+                unanswered.add(memory.id)
             text_score = text_raw.get(doc_id, 0.0) / best_text if best_text > 0 else 0.0
             vector_similarity = similarity.get(doc_id, 0.0)
             time_match = bool(scope) and self._in_scope(memory.created_at, scope)
@@ -456,17 +459,22 @@ class Search(StorePart):
         # which reads the replies, gives an answered one `echo_weight` (memlane/recall_select.py).
         # A statement likely enough to hold the answer (`statements_first_floor`) comes before every
         # such message whatever their scores: they hold every word of the query, so a weight alone
-        # left "How many kids do I have?" (0.60) before "We have three kids" (0.02).
+        # left "How many kids do I have?" (0.60) before "We have three kids" (0.02). A question
+        # marked unanswered when its reply was stored is one too, in whatever words it asks.
         search = self.core.search
 
         def order(hit: MemoryHit) -> tuple[bool, float]:
-            weight = echo_weight_of(
-                hit.memory,
-                query,
-                self.rescaled(hit.vector_similarity),
-                echo_weight=min(search.echo_weight, search.unanswered_weight),
-                same_meaning=search.echo_similarity,
-                no_answer_weight=search.unanswered_weight,
+            weight = (
+                search.unanswered_weight
+                if hit.memory.id in unanswered
+                else echo_weight_of(
+                    hit.memory,
+                    query,
+                    self.rescaled(hit.vector_similarity),
+                    echo_weight=min(search.echo_weight, search.unanswered_weight),
+                    same_meaning=search.echo_similarity,
+                    no_answer_weight=search.unanswered_weight,
+                )
             )
             return weight == 1.0 and hit.score >= search.statements_first_floor, hit.score * weight
 

@@ -590,3 +590,77 @@ async def test_the_text_ranking_counts_every_term_a_memory_holds(store: RedisMem
     keyword_only = variant(store, search_vector_weight=0.0)
     hits = await keyword_only.search_memories("alice", "unique zebra fact 3-15 of alice", limit=5)
     assert hits[0].memory.source_message_ids == ["new"] and {hit.memory.user_id for hit in hits} == {"alice"}
+
+
+@pytest.mark.parametrize(
+    ("statement", "question", "echo", "query"),
+    [
+        ("我在杭州一家银行做柜员。", "我在哪里上班？", "你在哪里上班？你还没说过。", "我的工作单位是哪？"),
+        (
+            "I drive an old blue Volvo estate.",
+            "What car do I drive?",
+            "What car do you drive? You never said.",
+            "Which car is mine?",
+        ),
+    ],
+    ids=["zh", "en"],
+)
+async def test_a_question_whose_reply_held_no_answer_is_marked_and_comes_after_the_statement(
+    store: RedisMemoryStore, statement, question, echo, query
+):
+    """Issue 48, item 2: search reads no reply, so a reworded question ("我在哪里上班？" for
+    "我的工作单位是哪？") looked like a statement to it. The reply that only asks back marks the
+    question's search entry unanswered when it is stored (store/redis/replies.py), in a later
+    call too; an answered question and a forgotten one are not marked."""
+    start = 1_700_000_000.0
+    await store.add_messages(
+        [Message(id="s", user_id="alice", session_id="a", role="user", content=statement, created_at=start)]
+    )
+    await store.add_messages(
+        [Message(id="q", user_id="alice", session_id="b", role="user", content=question, created_at=start + 86_400)]
+    )
+    await store.add_messages(  # the reply comes in a call of its own
+        [Message(id="e", user_id="alice", session_id="b", role="assistant", content=echo, created_at=start + 86_460)]
+    )
+    await store.add_messages(
+        [
+            Message(
+                id="q2", user_id="alice", session_id="c", role="user", content=question, created_at=start + 2 * 86_400
+            ),
+            Message(
+                id="a2",
+                user_id="alice",
+                session_id="c",
+                role="assistant",
+                content=statement,
+                created_at=start + 2 * 86_460,
+            ),
+        ]
+    )
+    marked = {
+        key: await store.client.hget(store.layout.memory("alice", f"message:{key}"), MemoryField.UNANSWERED)
+        for key in ("q", "e", "q2", "a2", "s")
+    }
+    assert marked == {"q": b"1", "e": None, "q2": None, "a2": None, "s": None}
+    hits = await store.search_memories("alice", query)
+    order = [hit.memory.source_message_ids[0] for hit in hits]
+    assert order.index("s") < order.index("q"), [hit.memory.text for hit in hits]
+
+
+async def test_a_reply_to_a_forgotten_question_marks_nothing(store: RedisMemoryStore):
+    await store.add_messages(
+        [Message(id="q", user_id="bob", session_id="b", role="user", content="What car do I drive?")]
+    )
+    assert await store.delete_message("bob", "q")
+    await store.add_messages(
+        [
+            Message(
+                id="e",
+                user_id="bob",
+                session_id="b",
+                role="assistant",
+                content="What car do you drive? You never said.",
+            )
+        ]
+    )
+    assert not await store.client.exists(store.layout.memory("bob", "message:q"))
