@@ -130,19 +130,28 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    import time
+
     from tqdm import tqdm
 
     from memlane.doors import memory_context
-    from memlane.importing import import_messages, read_file
+    from memlane.import_stream import checked_jsonl, import_file, is_jsonl
+    from memlane.importing import read_file, remember_imported
     from memlane.models import HOW_TO_CONFIGURE, memory_model_from_settings
 
-    messages = read_file(Path(args.file), args.user, session_id=args.session, user_speaker=args.user_speaker)
+    path = Path(args.file)
+    # a JSONL export is streamed (memlane/import_stream.py): checked here line by line, never held whole
+    streamed = is_jsonl(path)
+    if streamed:
+        total = checked_jsonl(path, args.user, session_id=args.session, user_speaker=args.user_speaker)
+    else:
+        total = len(read_file(path, args.user, session_id=args.session, user_speaker=args.user_speaker))
     model = memory_model_from_settings(settings.models) if args.remember else None
 
     async def bring_in(store: Any) -> None:
         context = memory_context(settings, store, model) if model is not None else None
         with (
-            tqdm(total=len(messages), unit="msg", desc="stored", file=sys.stderr) as stored_bar,
+            tqdm(total=total, unit="msg", desc="stored", file=sys.stderr) as stored_bar,
             tqdm(total=0, unit="window", desc="remembered", file=sys.stderr, disable=context is None) as window_bar,
         ):
 
@@ -151,10 +160,20 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
                 window_bar.n = done
                 window_bar.refresh()
 
-            added, result = await import_messages(
-                store, args.user, messages, context=context, stored=stored_bar.update, windows=windows
+            started = time.perf_counter()
+            read, added = await import_file(
+                store,
+                path,
+                args.user,
+                session_id=args.session,
+                user_speaker=args.user_speaker,
+                batch_messages=settings.imports.batch_messages,
+                stored=stored_bar.update,
+                checked=streamed,
             )
-        print(f"{len(messages)} messages read, {added} new")
+            seconds = time.perf_counter() - started
+            result = await remember_imported(store, args.user, context, windows) if context is not None else None
+        print(f"{read} messages read, {added} new ({read / max(seconds, 1e-9):.0f} messages/s stored and embedded)")
         if result is not None:
             print(
                 f"remembered in {result.windows} window(s): {result.message_count} messages, "

@@ -35,7 +35,7 @@ class ImportSettings(Component):
         ge=1,
         le=5000,
         description=(
-            "Messages an import job stores and embeds at a time; its embedding waits behind what callers wait on and "
-            "takes its turn among tenants"
+            "Messages an import stores and embeds at a time (`memlane import`, which streams a JSONL file, and the "
+            "service's import jobs, whose embedding waits behind what callers wait on and takes its turn among tenants)"
         ),
     )

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -151,7 +151,7 @@ def messages_of(
 
 def _messages(raw: Iterable[tuple[str, Any]], user_id: str, session_id: str, user_speaker: str | None) -> list[Message]:
     repeats: Counter[tuple[str, ...]] = Counter()  # identical messages of a session seen so far
-    messages = [_message(row, where, user_id, session_id, user_speaker, repeats) for where, row in raw]
+    messages = [read_message(row, where, user_id, session_id, user_speaker, repeats) for where, row in raw]
     if user_speaker is not None and messages and not any(message.name == user_speaker for message in messages):
         speakers = sorted({message.name for message in messages if message.name})
         raise InvalidInput(
@@ -240,14 +240,15 @@ def content_id(user_id: str, session_id: str, role: str, speaker: str, time: str
     return stable_id("import", user_id, session_id, role, speaker, time, text, str(repeat))
 
 
-def _message(
+def read_message(
     row: Any,
     where: str,
     user_id: str,
     session_id: str,
     user_speaker: str | None,
-    repeats: Counter[tuple[str, ...]],
+    repeats: MutableMapping[Any, int],
 ) -> Message:
+    """One message of an export (`row`, found at `where`); `repeats` counts the identical ones before it."""
     if not isinstance(row, dict):
         raise InvalidInput(f'{where} is not an object; give {{"role", "content"}} or {{"speaker", "text"}}')
     role = row.get("role", "user")
@@ -328,16 +329,20 @@ def _parse_time(value: Any, what: str) -> float | None:
 
 
 async def store_messages(
-    store: HistoryStore, messages: Sequence[Message], *, progress: Callable[[int], None] | None = None
+    store: HistoryStore,
+    messages: Sequence[Message],
+    *,
+    progress: Callable[[int], None] | None = None,
+    batch: int = IMPORT_BATCH,
 ) -> int:
-    """Store `messages` in order, `IMPORT_BATCH` at a time (each batch embedded in one call);
+    """Store `messages` in order, `batch` at a time (each batch embedded in one call);
     ids already stored are skipped. Returns how many were new; `progress(n)` after each batch."""
     added = 0
-    for start in range(0, len(messages), IMPORT_BATCH):
-        batch = messages[start : start + IMPORT_BATCH]
-        added += len(await store.add_messages(batch))
+    for start in range(0, len(messages), batch):
+        batch_messages = messages[start : start + batch]
+        added += len(await store.add_messages(batch_messages))
         if progress is not None:
-            progress(len(batch))
+            progress(len(batch_messages))
     return added
 
 
@@ -376,6 +381,14 @@ async def import_messages(
     added = await store_messages(store, messages, progress=stored)
     if context is None:
         return added, None
+    return added, await remember_imported(store, user_id, context, windows)
+
+
+async def remember_imported(
+    store: MemoryStore, user_id: str, context: Any, windows: Callable[[int, int], None] | None = None
+) -> Any:
+    """Remember the user's whole unprocessed buffer in windows, oldest first (`run_memory_graph` with the memory
+    `context`); windows(done, total) as each window starts and ends. Returns the run's `MemoryRunResult`."""
     from memlane.graph import run_memory_graph
     from memlane.nodes.truncate import input_windows
 
@@ -395,4 +408,4 @@ async def import_messages(
         if windows is not None:
             windows(done, total)
 
-    return added, await run_memory_graph(user_id, context, on_step=on_step if windows else None)
+    return await run_memory_graph(user_id, context, on_step=on_step if windows else None)
