@@ -18,11 +18,12 @@ memory runs link them (`MEMLANE_MEMORY_EXTRACT_RELATIONS`).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from memlane.config_agent import GraphSettings
 from memlane.memory_shapes import iso
-from memlane.recall_relations import linked
+from memlane.recall_relations import linked_in_store
 from memlane.store.relations import USER_ENTITY_NAME, Entity, Relation, RelationStore
 
 SEARCH_LIMIT = 20  # links a search answers at most (mem0 answers a handful, ranked)
@@ -70,12 +71,16 @@ async def _entities(store: RelationStore, store_user: str) -> dict[str, Entity]:
 
 async def search_relations(store: RelationStore, store_user: str, query: str, user_label: str) -> list[dict[str, Any]]:
     """The links that hold now from what `query` names (an entity's name or alias, or one of the
-    user's roles: "my sister"), one or two hops out, nearest first, as recall follows them."""
-    entities = await _entities(store, store_user)
-    if not entities:
+    user's roles: "my sister"), one or two hops out, nearest first, as recall follows them: only the
+    names the query may hold and the links the walk reaches are read (`linked_in_store`)."""
+    found, names = await linked_in_store(store, store_user, query, limit=SEARCH_LIMIT)
+    if not found:
         return []
-    current = await store.list_relations(store_user)
-    found = linked(query, list(entities.values()), current, limit=SEARCH_LIMIT)
+    ends = sorted({end for relation in found for end in (relation.subject, relation.object)})
+    looked_up = await asyncio.gather(*(store.find_entity(store_user, names[end]) for end in ends if end in names))
+    entities = {entity.id: entity for entity in looked_up if entity is not None}
+    for end in ends:  # a canonical name another entity lists as an alias finds that one: named, untyped
+        entities.setdefault(end, Entity(id=end, name=names.get(end, end)))
     return [relation_shape(relation, entities, user_label, target="destination") for relation in found]
 
 
