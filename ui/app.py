@@ -268,6 +268,8 @@ def build_app(
         for button, handler in ((confirm_button, confirm_held), (drop_button, drop_held)):
             button.click(on(handler), [user, held_id], review_outputs).then(on(panel), [user], panel_outputs)
         people_tab.select(on(relations_view), [user], [people_picture])
+        for switched in (user.submit, user.blur):  # never the previous user's picture under another user's name
+            switched(on(relations_view), [user], [people_picture], show_progress="hidden")
         people_forget.click(on(forget_from_picture), [user, people_target], [people_picture, people_note])
         demo.unload(on(close_tab))
     setattr(demo, SERVICE_ATTRIBUTE, service)  # for tests and embedding apps: service_of(demo)

@@ -152,6 +152,11 @@ def test_the_people_tab_draws_the_graph_and_forgets(settings, clean_keys, launch
         page.locator("#people-forget").click()
         page.wait_for_function("() => document.querySelector('#people-note').innerText.includes('nothing named')")
         save_screenshot(page, "ui-people-graph-after-forget")
+        # another user on the same tab: her picture (none), never alice's
+        page.locator("#user textarea").fill("bob")
+        page.locator("#user textarea").press("Enter")
+        page.wait_for_function("() => document.querySelector('#people-picture').innerText.includes('no people')")
+        assert page.locator("#people-picture img").count() == 0
     finally:
         desktop.close()
 
