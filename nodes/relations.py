@@ -53,7 +53,7 @@ async def _remember(
 ) -> None:
     for name, aliases, kind in names:
         try:
-            await store.remember_entity(user_id, name, aliases=aliases, type=kind)
+            await store.remember_entity(user_id, name, aliases=aliases, type=kind, merge=True)  # the chat says so
         except InvalidInput as error:
             notes.append(f"relations: the names of {name[:60]!r} not stored: {error}")
 

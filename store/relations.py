@@ -183,7 +183,13 @@ class RelationStore(Protocol):
     async def record_relations(self, user_id: str, statements: list[RelationStatement]) -> list[Relation]: ...
 
     async def remember_entity(
-        self, user_id: str, name: str, *, aliases: list[str] | None = None, type: EntityType = "other"
+        self,
+        user_id: str,
+        name: str,
+        *,
+        aliases: list[str] | None = None,
+        type: EntityType = "other",
+        merge: bool = False,
     ) -> Entity: ...
 
     async def find_entity(self, user_id: str, name: str) -> Entity | None: ...

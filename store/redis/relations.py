@@ -161,14 +161,30 @@ class Relations(StorePart):
         return read
 
     async def remember_entity(
-        self, user_id: str, name: str, *, aliases: list[str] | None = None, type: EntityType = "other"
+        self,
+        user_id: str,
+        name: str,
+        *,
+        aliases: list[str] | None = None,
+        type: EntityType = "other",
+        merge: bool = False,
     ) -> Entity:
         """The entity named `name` or one of `aliases` (created when none is known), with every
-        name given added to its aliases. Two known entities named by the names are not merged:
-        the first found is used, and a name already another's stays the other's."""
+        name given added to its aliases. Two known entities named by the names are not merged
+        (the first found is used, and a name already another's stays the other's) unless `merge`:
+        the chat said they are one ("Bea (贝亚)"), so the first found keeps its id and takes the
+        others' names and links (a link both had is one; one between them goes), in one write."""
         names = [checked_name(name), *(checked_name(alias, "an alias") for alias in aliases or [])]
-        entities = await self._write(user_id, lambda known: self._resolve(known, [(names, type)]))
-        return entities[0]
+
+        def plan(known: _Known) -> Entity:
+            if merge:
+                found = list(dict.fromkeys(known.by_name[n] for n in map(normalized_name, names) if n in known.by_name))
+                for other in found[1:]:
+                    if found[0] != entity_id(USER_ENTITY_NAME) and other != entity_id(USER_ENTITY_NAME):
+                        known.merge_into(found[0], other)
+            return self._resolve(known, [(names, type)])[0]
+
+        return await self._write(user_id, plan)
 
     async def forget_entity(self, user_id: str, entity: str) -> int:
         """Forget the entity whose id, name or alias is `entity`, its names and every relation that
@@ -214,9 +230,11 @@ class Relations(StorePart):
     def _resolve(self, known: _Known, wanted: list[tuple[list[str], EntityType]]) -> list[Entity]:
         resolved = []
         for names, type in wanted:
+            looked_up = names
             if normalized_name(names[0]) in {USER_ENTITY_NAME, *USER_ENTITY_ALIASES}:
                 names, type = [USER_ENTITY_NAME, *USER_ENTITY_ALIASES, *names[1:]], "person"
-            found = next((known.by_name[n] for n in map(normalized_name, names) if n in known.by_name), None)
+                looked_up = names[: 1 + len(USER_ENTITY_ALIASES)]  # the user is found by the user's names only
+            found = next((known.by_name[n] for n in map(normalized_name, looked_up) if n in known.by_name), None)
             entity = (
                 known.entities[found] if found is not None else Entity(id=entity_id(names[0]), name=names[0], type=type)
             )
@@ -316,6 +334,45 @@ class _Known:
         self.changed_relations.pop(relation_id, None)
         self.removed_relations.add(relation_id)
         return True
+
+    def merge_into(self, keep: str, other: str) -> None:
+        """Make `other` one with `keep`: its names `keep`'s aliases, its links `keep`'s (a link
+        `keep` holds already gains the other's sources; one between the two goes)."""
+        merged = _merged(self.entities[keep], self.entities[other].names(), self.entities[other].type)
+        self.put_entity(merged)
+        moved = [r for r in self.relations.values() if other in (r.subject, r.object)]
+        self.drop_entity(other)  # its names now name `keep`, which lists them
+        for relation in moved:
+            subject = keep if relation.subject == other else relation.subject
+            target = keep if relation.object == other else relation.object
+            if subject == target:
+                continue
+            same = next(
+                (
+                    r
+                    for r in self.relations.values()
+                    if (r.subject, r.predicate, r.object) == (subject, relation.predicate, target)
+                    and (r.valid_until is None) == (relation.valid_until is None)
+                ),
+                None,
+            )
+            if same is not None:  # the sources of the one said first first
+                earlier, later = sorted((same, relation), key=lambda r: r.valid_from)
+                sources = [*earlier.source_message_ids]
+                sources += [source for source in later.source_message_ids if source not in sources]
+                first = earlier.valid_from
+                self.put_relation(same.model_copy(update={"source_message_ids": sources, "valid_from": first}))
+                continue
+            moved_id = relation_id(subject, relation.predicate, target, relation.valid_from)
+            self.put_relation(relation.model_copy(update={"id": moved_id, "subject": subject, "object": target}))
+        # two homes of one entity now: the newer ended the older when it began, as a move does
+        current = sorted(
+            (r for r in self.relations.values() if r.subject == keep and r.exclusive and r.valid_until is None),
+            key=lambda r: r.valid_from,
+        )
+        for older, newer in zip(current, current[1:], strict=False):
+            if older.predicate == newer.predicate and older.object != newer.object:
+                self.put_relation(older.model_copy(update={"valid_until": newer.valid_from}))
 
     def drop_entity(self, entity_id: str) -> int:
         """Drop an entity, its names and the relations that touch it; how many records went."""

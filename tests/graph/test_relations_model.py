@@ -38,7 +38,7 @@ async def test_the_model_reads_what_the_rules_do_not_and_aliases_name_one_entity
     assert isinstance(store, RelationStore)
     await add_chat(store, "u", CHAT, session_id="s")
     model = scripted(relations=ANSWER)
-    result = await run_memory_graph("u", make_context(model, memory_relations_model=True))
+    result = await run_memory_graph("u", make_context(model, llm_timeout_seconds=30, memory_relations_model=True))
     assert await links_of(store, "u") == {("user", "sister", "Bea"), ("Bea", "works_at", "Acme Labs")}
     bea = await store.find_entity("u", "贝亚")
     assert bea is not None and bea.name == "Bea" and bea.type == "person"
@@ -53,7 +53,9 @@ async def test_chinese_lines_and_an_alias_said_in_brackets(store, make_context):
     chat = [("user", None, "我姐姐贝亚（Bea）很忙。"), ("user", None, "她现在给一家叫星辰科技的公司做设计。")]
     await add_chat(store, "zh", chat, session_id="s")
     answer = {"relations": [{"subject": "贝亚", "predicate": "works_at", "object": "星辰科技", "line": 1}]}
-    await run_memory_graph("zh", make_context(scripted(relations=answer), memory_relations_model=True))
+    await run_memory_graph(
+        "zh", make_context(scripted(relations=answer), llm_timeout_seconds=30, memory_relations_model=True)
+    )
     assert await links_of(store, "zh") == {("user", "sister", "贝亚"), ("贝亚", "works_at", "星辰科技")}
     assert (await store.find_entity("zh", "bea")) == (await store.find_entity("zh", "贝亚"))  # by the rules
 
@@ -74,7 +76,9 @@ UGLY = {
 @pytest.mark.parametrize("answer", UGLY.values(), ids=UGLY.keys())
 async def test_garbage_never_fails_the_run_nor_loses_the_rules_links(store, make_context, answer):
     await add_chat(store, "g", CHAT, session_id="s")
-    context = make_context(scripted(relations=answer), memory_relations_model=True, llm_max_retries=0)
+    context = make_context(
+        scripted(relations=answer), llm_timeout_seconds=30, memory_relations_model=True, llm_max_retries=0
+    )
     result = await run_memory_graph("g", context)
     assert ("user", "sister", "Bea") in await links_of(store, "g")
     assert all(
@@ -89,6 +93,18 @@ async def test_garbage_never_fails_the_run_nor_loses_the_rules_links(store, make
 async def test_off_by_default_the_model_is_not_asked(store, make_context):
     await add_chat(store, "off", CHAT, session_id="s")
     model = scripted(relations=ANSWER)
-    await run_memory_graph("off", make_context(model))
+    await run_memory_graph("off", make_context(model, llm_timeout_seconds=30))
     assert Step.RELATIONS not in model.steps
     assert await links_of(store, "off") == {("user", "sister", "Bea")}
+
+
+async def test_names_the_chat_says_are_one_become_one_entity_across_windows(store, make_context):
+    await add_chat(store, "one", [("user", None, "我姐姐贝亚住在杭州。")], session_id="s")
+    await run_memory_graph("one", make_context(scripted(), llm_timeout_seconds=30))
+    await add_chat(store, "one", [("user", None, "My sister Bea moved to Porto.")], session_id="s", start=5)
+    await run_memory_graph("one", make_context(scripted(), llm_timeout_seconds=30))
+    assert len([r for r in await store.list_relations("one") if r.predicate == "sister"]) == 2  # two sisters, so far
+    await add_chat(store, "one", [("user", None, "Bea (贝亚) says hi!")], session_id="s", start=9)
+    await run_memory_graph("one", make_context(scripted(), llm_timeout_seconds=30))
+    assert await links_of(store, "one") == {("user", "sister", "Bea"), ("Bea", "lives_in", "Porto")}  # the first named
+    assert (await store.find_entity("one", "Bea")) == (await store.find_entity("one", "贝亚"))
