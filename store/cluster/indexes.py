@@ -22,11 +22,11 @@ not own. Each primary's index is therefore named with a hash tag of one of its s
   again), ASK means the user's slot is migrating: that primary holds part of the user's
   memories, the importing one the rest, and both are read and merged (moving_slot.py; the search
   waits for the move only where that fails). A search on a new index still reading its
-  memories (FT.INFO `indexing`) is answered from the primary's previous index while there is one
-  (previous_index.py: complete, no wait), else waits for the new one. All the trips of one search
-  share one wait (`redis_cluster_index_wait_seconds`, `SearchNotes.deadline`); when it ends first,
-  the search answers from what is there and says so (`SearchNotes`, a warning line,
-  `incomplete_searches`).
+  memories (FT.INFO `indexing`; a paced rebuild, paced_rebuild.py) is answered from the primary's
+  previous index while there is one (previous_index.py: complete, no wait), else waits for the new
+  one. All the trips of one search share one wait (`redis_cluster_index_wait_seconds`,
+  `SearchNotes.deadline`); when it ends first, the search answers from what is there and says so
+  (`SearchNotes`, a warning line, `incomplete_searches`).
 """
 
 from __future__ import annotations
@@ -55,11 +55,13 @@ from memlane.store.cluster.index_parts import (
     info_number,
     moved_index_name,
     node_command,
+    percent_read,
     text,
     unknown_index,
 )
 from memlane.store.cluster.moving_slot import read_both_halves
 from memlane.store.cluster.owner_probe import NodeClient, checking_owner
+from memlane.store.cluster.paced_rebuild import PacedRebuild, begin, progress, start, stop_all
 from memlane.store.cluster.previous_index import ImportingSlotClient, SlotBusy, open_previous_index
 from memlane.store.errors import RedisUnavailable, StoreError
 from memlane.store.schema import KeyLayout
@@ -89,8 +91,10 @@ class ShardIndexes:
     layout: KeyLayout
     # longest a search waits for a primary's new index, or for the user's slot to finish moving
     wait_seconds: float = 3.0
-    # makes (or brings up to date) the index `name` on the node `client` talks to (Memories sets it)
-    ensure_index: Callable[[aioredis.Redis, str], Awaitable[None]] | None = None
+    # makes (or updates) the index `name` on `client`'s node (Memories sets it; skip_initial_scan: paced_rebuild.py)
+    ensure_index: Callable[..., Awaitable[None]] | None = None
+    rebuild_batch: int = 100  # a paced rebuild's keys per step (paced_rebuild.py; 0: RediSearch's own scan)
+    rebuild_pause_seconds: float = 0.05  # and its pause between two steps
     # searches that answered from part of the user's memories, and said so
     incomplete_searches: int = 0
     # trips answered from a primary's previous index while its new one read; trips that waited
@@ -106,6 +110,7 @@ class ShardIndexes:
     _previous: dict[str, tuple[AsyncSearchIndex | None, float]] = field(default_factory=dict)
     _read_checked: dict[str, float] = field(default_factory=dict)  # node -> when its new index's progress was read
     _choosing: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _rebuilds: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # node -> its paced rebuild here
 
     @property
     def base_name(self) -> str:
@@ -179,15 +184,9 @@ class ShardIndexes:
                 if unknown_index(error):  # dropped since FT._LIST
                     continue
                 raise
-            usable.append(
-                IndexReport(
-                    node.name,
-                    name,
-                    "in use",
-                    int(info_number(info, "num_docs", 0)),
-                    1.0 if not info_number(info, "indexing", 0) else info_number(info, "percent_indexed", 0.0),
-                )
-            )
+            paced = await progress(client, self.layout, name)  # a paced rebuild not done yet
+            read = percent_read(info) if paced is None else paced
+            usable.append(IndexReport(node.name, name, "in use", int(info_number(info, "num_docs", 0)), read))
         usable.sort(key=lambda report: (report.percent_indexed < 1, -report.docs, report.name))
         duplicates = [IndexReport(r.node, r.name, "duplicate", r.docs, r.percent_indexed) for r in usable[1:]]
         return usable[:1] + duplicates + stale
@@ -248,7 +247,10 @@ class ShardIndexes:
                             node.name,
                             name,
                         )
-                    if self.ensure_index is not None:
+                    if self.ensure_index is not None and found and self.rebuild_batch:  # the previous answers meanwhile
+                        await begin(client, self.layout, name, max(report.docs for report in found))
+                        await self.ensure_index(client, name, skip_initial_scan=True)
+                    elif self.ensure_index is not None:
                         await self.ensure_index(client, name)
                     found = await self.survey(node)
         if not found or found[0].state != "in use":
@@ -267,6 +269,8 @@ class ShardIndexes:
         self._ready.discard(node.name)
         if chosen.percent_indexed >= 1:
             await self._mark_ready(node)
+        elif await progress(client, self.layout, chosen.name) is not None:
+            self._pace(node, chosen.name)
         schema = IndexSchema.from_dict(
             {**self.schema.to_dict(), "index": {**self.schema.to_dict()["index"], "name": chosen.name}}
         )
@@ -282,6 +286,12 @@ class ShardIndexes:
         if not owned:
             raise RedisUnavailable(f"the cluster's primary {node.name} owns no hash slot; {CLUSTER_HELP}")
         return max(owned)
+
+    def _pace(self, node: ClusterNode, name: str) -> None:
+        """Read the memories into the node's new index `name` in paced batches (paced_rebuild.py)."""
+        batch, pause = self.rebuild_batch, self.rebuild_pause_seconds
+        done = lambda: self._caught_up(node, name)  # noqa: E731
+        start(self._rebuilds, node.name, PacedRebuild(self.node_client(node), self.layout, name, batch, pause, done))
 
     def _index_lock(self, client: aioredis.Redis) -> IndexLock:
         return IndexLock(self, client)
@@ -301,16 +311,20 @@ class ShardIndexes:
             except StoreError as error:  # left for `memlane redis cluster-check`
                 logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
 
-    async def _caught_up(self, node: ClusterNode, index: AsyncSearchIndex) -> str | None:
-        """None when the node's index has read all its memories (then marked ready), else how far it got."""
+    async def _caught_up(self, node: ClusterNode, name: str) -> str | None:
+        """None when the node's index `name` has read all its memories (then marked ready), else how far it got."""
         if node.name in self._ready:
             return None
-        info = await node_command(self.node_client(node), "FT.INFO", index.name)
-        percent = 1.0 if not info_number(info, "indexing", 0) else info_number(info, "percent_indexed", 0.0)
+        paced = await progress(self.node_client(node), self.layout, name)
+        if paced is not None:
+            self._pace(node, name)  # a process that stopped midway: this one goes on
+            return f"the memory index {name} on {node.name} has read {paced:.0%} of its memories (paced)"
+        info = await node_command(self.node_client(node), "FT.INFO", name)
+        percent = percent_read(info)
         if percent >= 1:
             await self._mark_ready(node)
             return None
-        return f"the memory index {index.name} on {node.name} has read {percent:.0%} of its memories"
+        return f"the memory index {name} on {node.name} has read {percent:.0%} of its memories"
 
     # searching ------------------------------------------------------------------------------
     async def on_owner(
@@ -394,11 +408,11 @@ class ShardIndexes:
             if previous is not None:
                 if time.monotonic() - self._read_checked.get(node.name, float("-inf")) >= _POLL_SECONDS * 5:
                     self._read_checked[node.name] = time.monotonic()
-                    if await self._caught_up(node, index) is None:
+                    if await self._caught_up(node, index.name) is None:
                         break
                 self.previous_index_trips += 1
                 return previous, None
-            missing = await self._caught_up(node, index)
+            missing = await self._caught_up(node, index.name)
             if missing is None:
                 break
             if time.monotonic() >= self._deadline(notes):
@@ -481,5 +495,6 @@ class ShardIndexes:
         return await check_indexes(self, fix=fix)
 
     async def aclose(self) -> None:
+        await stop_all(self._rebuilds)  # a paced rebuild goes on from its cursor in the next process
         for name in list(self._clients):
             await self.forget_node(name)

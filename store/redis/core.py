@@ -111,7 +111,12 @@ class StoreCore:
         self.zone = resolve_timezone(self.store.timezone)
         self.shards = (
             ShardIndexes(
-                self.client, self.schema, self.layout, wait_seconds=self.store.redis_cluster_index_wait_seconds
+                self.client,
+                self.schema,
+                self.layout,
+                wait_seconds=self.store.redis_cluster_index_wait_seconds,
+                rebuild_batch=self.store.redis_cluster_rebuild_batch,
+                rebuild_pause_seconds=self.store.redis_cluster_rebuild_pause_seconds,
             )
             if is_cluster(self.client)
             else None

@@ -68,8 +68,9 @@ class Memories(StorePart):
         if self.core.shards is not None:  # a primary the store meets without an index gets one
             self.core.shards.ensure_index = self._ensure_index_on
 
-    async def _ensure_index_on(self, client: Any, name: str) -> None:
-        """The memory index `name` on the Redis `client` talks to (the one Redis, or one primary)."""
+    async def _ensure_index_on(self, client: Any, name: str, *, skip_initial_scan: bool = False) -> None:
+        """The memory index `name` on the Redis `client` talks to (the one Redis, or one primary);
+        `skip_initial_scan`: a new one reads no stored memory (store/cluster/paced_rebuild.py does)."""
         try:
             info = await client.ft(name).info()
         except ResponseError:
@@ -92,7 +93,7 @@ class Memories(StorePart):
             if not self._index_is_current(info):
                 await self._backfill_search_fields(client)
             return
-        await self._create_index(client, name)
+        await self._create_index(client, name, skip_initial_scan=skip_initial_scan)
 
     async def _migrate_key_layout(self) -> None:
         """Rename every key of an older key layout to its name in this one (`KeyLayout.migrated_key`:
@@ -130,12 +131,14 @@ class Memories(StorePart):
             )
         await self._run(self.client.set(self.layout.key_layout_marker, KEY_LAYOUT_VERSION))
 
-    async def _create_index(self, client: Any, name: str) -> None:
+    async def _create_index(self, client: Any, name: str, *, skip_initial_scan: bool = False) -> None:
         definition = IndexDefinition(  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
             prefix=[self.layout.memory_key_prefix], index_type=IndexType.HASH, language=INDEX_LANGUAGE
         )
         try:
-            await client.ft(name).create_index(self.core.schema.redis_fields, definition=definition)
+            await client.ft(name).create_index(
+                self.core.schema.redis_fields, definition=definition, skip_initial_scan=skip_initial_scan
+            )
         except ResponseError as error:
             if "already exists" not in str(error).lower():  # another process won the race
                 raise StoreError(f"could not create the index {name}: {error}") from error
