@@ -189,17 +189,6 @@ def index_changes(stored: Mapping[str, str], wanted: Mapping[str, str]) -> tuple
     return changed, [field for field in stored if field not in wanted]
 
 
-def listed(value: str | bytes | None) -> list[str]:
-    """A field's JSON list (empty when absent or unreadable: the index is rebuilt by the next write)."""
-    if value is None:
-        return []
-    try:
-        items = json.loads(value)
-    except ValueError:
-        return []
-    return [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
-
-
 class IndexUnbuilt(Exception):
     """The user's relations were written before the link index: a write builds it."""
 
