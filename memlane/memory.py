@@ -231,6 +231,7 @@ class AsyncMemory:
             "status": "done",
             "results": answer["results"],
             "event_id": answer["event_id"],
+            **{key: answer[key] for key in ("relations",) if key in answer},  # with relations on
         }
 
     async def _remember(

@@ -53,6 +53,9 @@ async def test_add_search_and_get_all_answer_relations_as_mem0_does(store, setti
     assert (await memory.search("Bea", user_id="bob"))["relations"] == []
     stored_only = await memory.add("Bea has a dog.", user_id="alice", infer=False)
     assert stored_only["relations"] == {"added_entities": [], "deleted_entities": []}
+    later = await memory.add("My boss is Carla.", user_id="alice", wait=False)  # the run in the background
+    done = await memory.get_run(later["memory_run_id"], wait=True)
+    assert done["status"] == "done" and added(done) == {("alice", "boss", "Carla")}
 
 
 async def test_no_relations_key_when_relations_are_off(store, settings):
