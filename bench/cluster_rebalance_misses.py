@@ -36,6 +36,7 @@ from memlane.config import Settings
 from memlane.store.embedded.cluster import EmbeddedCluster
 from memlane.store.records import Message
 from memlane.store.redis.store import open_store
+from memlane.store.schema import MemoryField
 
 USERS = [f"u{i}" for i in range(40)]
 
@@ -99,12 +100,12 @@ async def main(cluster, url):
                 same = await store.search_memories(u, text, limit=10)  # the same search again, at once
                 from memlane.store.text.terms import query_terms
 
-                search_text = await client.hget(key, "search_text")
+                search_text = await client.hget(key, MemoryField.SEARCH_TEXT)
                 digest = store.layout.user_tag(u).replace(".", "\\.")
                 ranked = await client.execute_command(
                     "FT.SEARCH",
                     index.name,
-                    f"@user:{{{digest}}} @search_text:({'|'.join(query_terms(text))})",
+                    f"@{MemoryField.USER}:{{{digest}}} @{MemoryField.SEARCH_TEXT}:({'|'.join(query_terms(text))})",
                     "NOCONTENT",
                     "WITHSCORES",
                     "SCORER",

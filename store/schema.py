@@ -39,41 +39,40 @@ KEY_LAYOUT_VERSION = "2"
 
 
 class MemoryField:
-    """Field names of the vector-memory hashes (and of the index over them)."""
+    """Field names of the memory hashes and their index: short, as each is in every hash (before: memory_migration)."""
 
-    ID = "memory_id"  # not "id": RedisVL returns the Redis key as "id"
-    # Tag fields hold `user_key`/`session_key` digests, never raw ids: RediSearch splits tags on "," at index time.
-    USER = "user"
-    KIND = "kind"
-    SESSION = "session"
-    USER_ID = "user_id"
-    SESSION_ID = "session_id"
-    TEXT = "text"  # as written; returned, not searched
-    SEARCH_TEXT = "search_text"  # `store.text.index_terms` of the speaker and the text
-    SEARCH_CONTEXT = "search_context"  # `index_terms` of the memory's context: a ranking of its own
-    LANGUAGE = "language"  # "zh" or "en": the language the memory is written in
-    SPEAKER = "speaker"  # who said it, as shown ("朋友A", "Alice"); "" for the owner and the assistant
-    SPEAKER_KEY = "speaker_key"  # tag: digest of the normalized speaker name
-    SPEAKER_ROLE = "speaker_role"  # tag: "owner" (the user whose memory it is), "assistant" or "other"
-    CREATED_AT = "created_at"
-    MONTH_DAY = "month_day"  # MMDD of created_at in the configured zone: "April 27th" in any year
-    VALID_UNTIL = "valid_until"  # numeric: when a newer fact replaced what it states; 0 while it holds
-    EXPIRES_AT = "expires_at"  # numeric: when its record expires (a note's, a profile entry's); 0: never
-    IMPORTANCE = "importance"  # how much it matters, 0..1 (0.5 neutral); returned, not indexed
-    CONTENT_DIGEST = "content_digest"  # unchanged memories are not rewritten (no churn in BM25 statistics)
-    SOURCES = "source_message_ids"
-    REF_ID = "ref_id"
-    EMBEDDING = "embedding"
-    ITEM = "item"  # a LangGraph store item's JSON (`base.StoreItem`); not indexed
-    ITEM_VECTORS = "item_vectors"  # an item's own vectors (float32 rows) from a LangGraph index config; not indexed
+    ID = "mid"  # not "id": RedisVL returns the Redis key as "id"
+    USER = "u"  # tags hold `user_key`/`session_key` digests, never raw ids: RediSearch splits tags on ","
+    KIND = "k"
+    SESSION = "s"
+    USER_ID = "uid"
+    SESSION_ID = "sid"
+    TEXT = "t"  # as written; returned, not searched
+    SEARCH_TEXT = "st"  # `store.text.index_terms` of the speaker and the text
+    SEARCH_CONTEXT = "sc"  # `index_terms` of the memory's context: a ranking of its own
+    LANGUAGE = "lg"  # "zh" or "en": the language the memory is written in
+    SPEAKER = "sp"  # who said it, as shown ("朋友A", "Alice"); "" for the owner and the assistant
+    SPEAKER_KEY = "spk"  # tag: digest of the normalized speaker name
+    SPEAKER_ROLE = "spr"  # tag: "owner" (the user whose memory it is), "assistant" or "other"
+    CREATED_AT = "at"
+    MONTH_DAY = "md"  # MMDD of created_at in the configured zone: "April 27th" in any year
+    VALID_UNTIL = "vu"  # numeric: when a newer fact replaced what it states; 0 while it holds
+    EXPIRES_AT = "xa"  # numeric: when its record expires (a note's, a profile entry's); 0: never
+    IMPORTANCE = "imp"  # how much it matters, 0..1 (0.5 neutral); returned, not indexed
+    CONTENT_DIGEST = "cd"  # unchanged memories are not rewritten (no churn in BM25 statistics)
+    SOURCES = "src"
+    REF_ID = "ref"
+    EMBEDDING = "v"
+    ITEM = "it"  # a LangGraph store item's JSON (`base.StoreItem`); not indexed
+    ITEM_VECTORS = "iv"  # an item's own vectors (float32 rows) from a LangGraph index config; not indexed
     # a LangGraph store item's index fields (store/item_fields.py): tags of every prefix of its namespace,
     # tags of its value's strings (what equality filters select), its namespace (hex, grouped), numeric updated_at
-    ITEM_PREFIXES = "item_prefixes"
-    ITEM_MATCH = "item_match"
-    ITEM_NAMESPACE = "item_namespace"
-    ITEM_UPDATED = "item_updated"
-    METADATA = "metadata"  # the caller's JSON object; returned, not indexed (its declared keys are: `metadata_field`)
-    UNANSWERED = "unanswered"  # "1": an owner's question whose reply held no answer (store/redis/replies.py)
+    ITEM_PREFIXES = "ip"
+    ITEM_MATCH = "im"
+    ITEM_NAMESPACE = "ins"
+    ITEM_UPDATED = "iu"
+    METADATA = "meta"  # the caller's JSON object; returned, not indexed (its declared keys are: `metadata_field`)
+    UNANSWERED = "una"  # "1": an owner's question whose reply held no answer (store/redis/replies.py)
 
 
 # a declared metadata field's values in its hash field (`metadata_field`) are split on this character

@@ -25,9 +25,15 @@ from memlane.store.ids import stable_id
 from memlane.store.records import Memory
 from memlane.store.redis.core import StorePart, as_text, unavailable
 from memlane.store.redis.memory_docs import RETURN_FIELDS, memory_from_doc
+from memlane.store.redis.memory_migration import (
+    PREVIOUS_NAMES,
+    has_previous_names,
+    indexed_names,
+    indexed_vector_type,
+    migrate_memories,
+)
 from memlane.store.redis.metadata import checked_metadata, metadata_row
 from memlane.store.redis.retention import Retention
-from memlane.store.redis.vector_migration import convert_vectors, indexed_vector_type
 from memlane.store.schema import (
     INDEX_LANGUAGE,
     KEY_LAYOUT_VERSION,
@@ -80,15 +86,15 @@ class Memories(StorePart):
         if info is not None:
             self._check_dims(info)
             datatype = self.core.store.vector_datatype
-            retyped = indexed_vector_type(info) not in (None, datatype)
-            if self._index_is_current(info) and not retyped:
+            rewrite = has_previous_names(info) or indexed_vector_type(info) not in (None, datatype)
+            if self._index_is_current(info) and not rewrite:
                 await self._add_missing_fields(client, name, info)
                 await self._ensure_metadata_fields(client, name, info)
                 return
-            logger.warning("rebuilding the index %s (%s)", name, f"{datatype} vectors" if retyped else "full text")
+            logger.warning("rebuilding the index %s (%s)", name, "field names and vectors" if rewrite else "text")
             await self._run(client.ft(name).dropindex(delete_documents=False))
-            if retyped:  # store/redis/vector_migration.py: the hashes' vectors first, then the index reads them
-                await convert_vectors(client, self.layout.memory_key_prefix, self.core.dims, datatype, self._run)
+            if rewrite:  # store/redis/memory_migration.py: the hashes first, then the new index reads them
+                await migrate_memories(client, self.layout.memory_key_prefix, self.core.dims, datatype, self._run)
             await self._create_index(client, name)
             if not self._index_is_current(info):
                 await self._backfill_search_fields(client)
@@ -145,8 +151,10 @@ class Memories(StorePart):
 
     @staticmethod
     def _index_is_current(info: dict[str, Any]) -> bool:
-        names = {as_text(item) for attribute in info.get("attributes", []) for item in attribute}
-        return {MemoryField.SEARCH_TEXT, MemoryField.SEARCH_CONTEXT, MemoryField.MONTH_DAY} <= names
+        """Whether the index has the bilingual full-text fields (under this layout's names or the previous)."""
+        current = {MemoryField.SEARCH_TEXT, MemoryField.SEARCH_CONTEXT, MemoryField.MONTH_DAY}
+        names = indexed_names(info)
+        return current <= names or {PREVIOUS_NAMES[field] for field in current} <= names
 
     @staticmethod
     def _has_field(info: dict[str, Any], field: str) -> bool:
@@ -246,7 +254,7 @@ class Memories(StorePart):
     def _check_dims(self, info: dict[str, Any]) -> None:
         for attribute in info.get("attributes", []):
             flat = [as_text(item) for item in attribute]
-            if MemoryField.EMBEDDING in flat and "dim" in flat:
+            if {MemoryField.EMBEDDING, PREVIOUS_NAMES[MemoryField.EMBEDDING]} & set(flat) and "dim" in flat:
                 dims = int(flat[flat.index("dim") + 1])
                 if dims != self.core.dims:
                     raise StoreError(
@@ -320,8 +328,8 @@ class Memories(StorePart):
         # what the embedding read counts too: a change of it re-embeds. An unset valid_until does
         # not: a memory marked superseded in place (`queue_valid_until`) stays marked when
         # the same memory is written again unmarked
-        digested = [
-            *(f"{key}={value}" for key, value in sorted(row.items())),
+        digested = [  # over the fields' previous names (memory_migration): unchanged memories keep their digests
+            *(f"{key}={value}" for key, value in sorted((PREVIOUS_NAMES.get(k, k), v) for k, v in row.items())),
             f"embedded={self.embedding_input(memory)}",
         ]
         digested += [

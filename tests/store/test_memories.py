@@ -23,7 +23,7 @@ async def test_reindexing_unchanged_memories_keeps_text_scores(store: RedisMemor
         docs = await store.index.query(
             store.search.text_query(["kyoto", "coffe"], store.search.user_filter("alice", None, None, None, None), 30)
         )
-        return {doc["memory_id"]: round(float(doc["score"]), 6) for doc in docs}
+        return {doc[MemoryField.ID]: round(float(doc["score"]), 6) for doc in docs}
 
     before = await scores()
     info_before = await store.client.ft(store.layout.memory_index_name).info()
@@ -42,18 +42,21 @@ async def test_reindexing_unchanged_memories_keeps_text_scores(store: RedisMemor
 async def test_an_index_from_an_older_memlane_is_rebuilt_with_its_memories(store: RedisMemoryStore):
     await store.add_memories([Memory(id="1", user_id="alice", kind="event", text="我喜欢黑咖啡", session_id="s")])
     key = store.layout.memory("alice", "1")
-    await store.client.hdel(key, "search_text", "month_day", "speaker_role", "content_digest")
+    await store.client.hdel(
+        key, MemoryField.SEARCH_TEXT, MemoryField.MONTH_DAY, MemoryField.SPEAKER_ROLE, MemoryField.CONTENT_DIGEST
+    )
     await store.client.ft(store.layout.memory_index_name).dropindex(delete_documents=False)
     old_fields = [
         field
         for field in store.schema.redis_fields
-        if field.name in ("user", "kind", "session", "created_at", "embedding")
+        if field.name
+        in (MemoryField.USER, MemoryField.KIND, MemoryField.SESSION, MemoryField.CREATED_AT, MemoryField.EMBEDDING)
     ]
     from redis.commands.search.field import TextField
     from redis.commands.search.index_definition import IndexDefinition
 
     await store.client.ft(store.layout.memory_index_name).create_index(
-        [*old_fields, TextField("text")],
+        [*old_fields, TextField(MemoryField.TEXT)],
         definition=IndexDefinition(prefix=[store.layout.memory_key_prefix], language="chinese"),
     )
     await store.ensure_indexes()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from memlane.store.records import Message, SessionSummary
 from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore
+from memlane.store.schema import MemoryField
 
 
 def chat(user_id: str, session_id: str, *contents: str, start: int = 0) -> list[Message]:
@@ -93,8 +94,8 @@ async def test_an_answer_is_found_through_the_question_before_it(store: RedisMem
         ]
     )
     answer_key = store.layout.memory("alice", "message:t1")
-    assert await store.client.hget(answer_key, "search_context") == b"good book volcano"
-    assert await store.client.hget(store.layout.memory("alice", "message:t0"), "search_context") == b""
+    assert await store.client.hget(answer_key, MemoryField.SEARCH_CONTEXT) == b"good book volcano"
+    assert await store.client.hget(store.layout.memory("alice", "message:t0"), MemoryField.SEARCH_CONTEXT) == b""
     hits = await store.search_memories("alice", "which volcano book did you suggest?", limit=3)
     assert {hit.memory.id for hit in hits[:2]} == {"message:t0", "message:t1"}
     assert next(hit for hit in hits if hit.memory.id == "message:t1").memory.context is None  # never shown

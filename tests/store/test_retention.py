@@ -12,6 +12,7 @@ from test_messages import chat
 from memlane.store.ids import event_memory_id, message_memory_id, profile_memory_id
 from memlane.store.records import REMEMBERED_TAG, Event, MemoryUpdate, ProfileEntry, SessionSummary
 from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.schema import MemoryField
 
 SECONDS = 1 / 86_400  # a time to live of one second, in the settings' days
 
@@ -31,7 +32,8 @@ def expiring(store: RedisMemoryStore, seconds: float = 1.5, **retention) -> Redi
 
 async def indexed_count(store: RedisMemoryStore, user_id: str) -> int:
     """Documents of the user in the memory index, as RediSearch counts them (no key is read)."""
-    answer = await store.client.ft(store.layout.memory_index_name).search(f"@user:{{{store.layout.user_tag(user_id)}}}")
+    query = f"@{MemoryField.USER}:{{{store.layout.user_tag(user_id)}}}"
+    answer = await store.client.ft(store.layout.memory_index_name).search(query)
     return answer.total
 
 

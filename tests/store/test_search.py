@@ -281,7 +281,7 @@ async def test_hybrid_search_ranks_an_exact_name_first_where_vector_search_does_
     vector_only = await store.index.query(
         store.search.vector_query(vector, store.search.user_filter("alice", None, None, None, None), 3)
     )
-    assert vector_only[0]["text"] != "Alicia Moretti lives in Lyon"
+    assert vector_only[0][MemoryField.TEXT] != "Alicia Moretti lives in Lyon"
     hits = await store.search_memories("alice", query, limit=3)
     assert hits[0].memory.text == "Alicia Moretti lives in Lyon"
     assert hits[0].text_score == 1.0 and 0 < hits[0].score <= 1
@@ -354,7 +354,7 @@ async def test_english_words_are_found_by_their_stem(store: RedisMemoryStore):
     text_only = await store.index.query(
         store.search.text_query(["hike"], store.search.user_filter("alice", None, None, None, None), 5)
     )
-    assert [doc["text"] for doc in text_only] == ["We hiked up the Ventoux last summer"]
+    assert [doc[MemoryField.TEXT] for doc in text_only] == ["We hiked up the Ventoux last summer"]
     hits = await store.search_memories("alice", "hiking trips", limit=2)
     assert hits[0].memory.text.startswith("We hiked") and hits[0].text_score == 1.0
 
@@ -584,7 +584,7 @@ async def test_the_text_ranking_counts_every_term_a_memory_holds(store: RedisMem
         terms, store.search.user_filter("alice", None, None, None, None), 10, fields=CANDIDATE_FIELDS
     )
     text = str(query).split(" SCORER ")[0]
-    assert text.count("@user:") == len(terms) and text.count(" | ") == len(terms) - 1
+    assert text.count(f"@{MemoryField.USER}:") == len(terms) and text.count(" | ") == len(terms) - 1
     [docs] = await store.search._search_user("alice", [query])
     assert docs[0]["id"].endswith(store.layout.memory("alice", "message:new").rsplit(":", 1)[-1])
     keyword_only = variant(store, search_vector_weight=0.0)

@@ -10,6 +10,7 @@ from memlane.store.records import Memory, Message
 from memlane.store.redis.search_candidates import CANDIDATE_FIELDS
 from memlane.store.redis.search_replies import search_in_one_trip, speaks_resp3
 from memlane.store.redis.store import RedisMemoryStore
+from memlane.store.schema import MemoryField
 from memlane.store.text.terms import query_terms
 
 
@@ -51,7 +52,7 @@ async def test_the_documents_read_by_hand_are_redisvls_own(store: RedisMemorySto
         by_hand = await search_in_one_trip(index, queries)
     assert by_hand == await index.batch_query(list(queries))
     assert [len(docs) for docs in by_hand][:4] == [31, 1, 32, 32] and by_hand[4] == []
-    assert {doc["kind"] for docs in by_hand for doc in docs} <= {"message", "event"}
+    assert {doc[MemoryField.KIND] for docs in by_hand for doc in docs} <= {"message", "event"}
 
 
 async def test_bm25_queries_sent_with_the_vector_ones_find_what_they_find_sent_beside_the_embedding(

@@ -1,17 +1,20 @@
-"""Vectors kept as float16 (store/vectors.py) and a keyspace written with float32 vectors opened by a store
-that keeps float16 (store/redis/vector_migration.py): every memory is still there, found as before, in half the
-vector bytes; and the way back."""
+"""A keyspace written in the previous layout (float32 vectors, the longer field names) opened by a store that
+keeps float16 vectors (store/vectors.py) and short names (store/redis/memory_migration.py): every memory is still
+there, found as before, unchanged to the content digest; and the way back to float32."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 
 import redis.asyncio as aioredis
+from redis.commands.search.index_definition import IndexDefinition, IndexType
 
 from memlane.config import Settings
 from memlane.store.records import Memory
+from memlane.store.redis.memory_migration import PREVIOUS_NAMES
 from memlane.store.redis.store import STORE_PARTS, RedisMemoryStore
-from memlane.store.schema import MemoryField
+from memlane.store.schema import INDEX_LANGUAGE, MemoryField
 
 MEMORIES = [
     Memory(id="coffee", user_id="alice", kind="event", text="I drink black coffee every morning", session_id="s1"),
@@ -42,10 +45,28 @@ async def indexed(store: RedisMemoryStore, count: int) -> dict:
     raise AssertionError(f"the index did not reach {count} documents: {info['num_docs']}")
 
 
+async def as_previous_layout(store: RedisMemoryStore) -> None:
+    """The store's keyspace as the previous memlane wrote it: each hash's fields under their longer names, an
+    index over those names."""
+    client, name = store.client, store.layout.memory_index_name
+    await client.ft(name).dropindex(delete_documents=False)
+    async for key in client.scan_iter(match=store.layout.memory_key_prefix + "*"):
+        row = {field.decode(): value for field, value in (await client.hgetall(key)).items()}
+        await client.hset(key, mapping={PREVIOUS_NAMES.get(field, field): value for field, value in row.items()})
+        await client.hdel(key, *[field for field in row if field in PREVIOUS_NAMES])
+    fields = copy.deepcopy(store.schema.redis_fields)
+    for field in fields:
+        field.name = PREVIOUS_NAMES.get(field.name, field.name)
+    definition = IndexDefinition(
+        prefix=[store.layout.memory_key_prefix], index_type=IndexType.HASH, language=INDEX_LANGUAGE
+    )
+    await client.ft(name).create_index(fields, definition=definition)
+
+
 def vector_type(info: dict) -> str:
     for attribute in info["attributes"]:
         flat = [item.decode() if isinstance(item, bytes) else item for item in attribute]
-        if MemoryField.EMBEDDING in flat:
+        if {MemoryField.EMBEDDING, "embedding"} & set(flat):
             return str(flat[flat.index("data_type") + 1])
     raise AssertionError("no vector field")
 
@@ -68,7 +89,9 @@ def same_answers(found: list[list[tuple[str, float]]], expected: list[list[tuple
     )
 
 
-async def test_a_float32_keyspace_is_moved_to_float16_and_back_with_every_memory(settings: Settings, embeddings):
+async def test_a_keyspace_of_the_previous_layout_is_moved_to_this_one_and_back_with_every_memory(
+    settings: Settings, embeddings
+):
     old = await opened(settings, embeddings, "float32")
     try:
         await old.add_memories(MEMORIES)
@@ -77,13 +100,22 @@ async def test_a_float32_keyspace_is_moved_to_float16_and_back_with_every_memory
         stored_before = {user: await old.memories.of_user(user) for user in ("alice", "bob")}
         key = old.layout.memory("alice", "coffee")
         assert len(await old.client.hget(key, MemoryField.EMBEDDING)) == 4 * old.core.dims
+        digest = await old.client.hget(key, MemoryField.CONTENT_DIGEST)
+        await as_previous_layout(old)
+        assert await old.client.hget(key, "embedding") and not await old.client.hget(key, MemoryField.EMBEDDING)
+        assert vector_type(await indexed(old, len(MEMORIES))) == "FLOAT32"
 
         new = await opened(settings, embeddings, "float16")  # the migration runs as it opens
         info = await indexed(new, len(MEMORIES))
         assert vector_type(info) == "FLOAT16" and int(info["hash_indexing_failures"]) == 0
         assert len(await new.client.hget(key, MemoryField.EMBEDDING)) == 2 * new.core.dims
+        assert not set(PREVIOUS_NAMES.values()) & {field.decode() for field in await new.client.hkeys(key)}
+        assert await new.client.hget(key, MemoryField.CONTENT_DIGEST) == digest  # unchanged: not rewritten again
         assert {user: await new.memories.of_user(user) for user in ("alice", "bob")} == stored_before
         assert same_answers(await answers(new), before)
+        documents = int(info["max_doc_id"])
+        await new.add_memories(MEMORIES)  # the same memories again: nothing rewritten
+        assert int((await new.client.ft(new.layout.memory_index_name).info())["max_doc_id"]) == documents
         await new.client.aclose()
 
         back = await opened(settings, embeddings, "float32")  # and the way back
