@@ -249,6 +249,23 @@ class KeyLayout:
         """Sorted set: raw session id → last activity time."""
         return self.user_prefix(user_id) + "sessions"
 
+    # the user's relations (store/redis/relations.py, relation_index.py): each a hash
+    def entities(self, user_id: str) -> str:
+        """Hash: entity id → `Entity` JSON."""
+        return self.user_prefix(user_id) + "entities"
+
+    def entity_names(self, user_id: str) -> str:
+        """Hash: `normalized_name` of an entity's name or alias → entity id."""
+        return self.user_prefix(user_id) + "entity_names"
+
+    def relations(self, user_id: str) -> str:
+        """Hash: relation id → `Relation` JSON."""
+        return self.user_prefix(user_id) + "relations"
+
+    def entity_links(self, user_id: str) -> str:
+        """Hash: the per-entity link index (store/redis/relation_index.py)."""
+        return self.user_prefix(user_id) + "entity_links"
+
     def memory_texts(self, user_id: str) -> str:
         """Hash: digest of a memory's kind and text → the id `add_memories` stored it under, so the
         same text is stored once whatever id a second call gives it (turns are not: each is its own)."""

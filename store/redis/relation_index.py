@@ -146,8 +146,8 @@ return {found, user, user_roles, read_for, counts, ahead_read, raws, names}
 
 
 def entity_links_key(layout: KeyLayout, user_id: str) -> str:
-    """Hash: the per-entity link index (this module's docstring)."""
-    return layout.user_prefix(user_id) + "entity_links"
+    """Hash: the per-entity link index (this module's docstring), in KeyLayout (store/schema.py)."""
+    return layout.entity_links(user_id)
 
 
 def links_field(entity: str) -> str:

@@ -54,18 +54,15 @@ T = TypeVar("T")
 
 
 def entities_key(layout: KeyLayout, user_id: str) -> str:
-    """Hash: entity id → `Entity` JSON."""
-    return layout.user_prefix(user_id) + "entities"
+    return layout.entities(user_id)  # every key in KeyLayout (store/schema.py)
 
 
 def entity_names_key(layout: KeyLayout, user_id: str) -> str:
-    """Hash: `normalized_name` of an entity's name or alias → entity id."""
-    return layout.user_prefix(user_id) + "entity_names"
+    return layout.entity_names(user_id)  # every key in KeyLayout (store/schema.py)
 
 
 def relations_key(layout: KeyLayout, user_id: str) -> str:
-    """Hash: relation id → `Relation` JSON."""
-    return layout.user_prefix(user_id) + "relations"
+    return layout.relations(user_id)  # every key in KeyLayout (store/schema.py)
 
 
 def _merged(entity: Entity, names: Sequence[str], type: EntityType) -> Entity:
