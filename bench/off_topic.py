@@ -10,7 +10,7 @@ request that concerns nothing the user said, and for a question whose answer was
   written after stage 2b was changed on the first set's figures, and "(third)": the 20 written after
   it was changed again on the second's, and "(fourth)": the 20 written after a how-to question became
   a request's framing and factual questions' floor 0.01 (issue 54's intents), and "(fifth)": the 15
-  written after a request said as a need ("I need a…", "我需要一个…") became one too; beside it the mean number of items and the
+  written after a request said as a need ("I need a…", "我需要一个…") became one too, and "(sixth)": the 30 written after words in quotation marks became a mention, and "(seventh)": the 30 written after a capitalized word became a name only where the hits hold it as one; beside it the mean number of items and the
   share with one item or more. Each dataset's users are stored as bench/recall_quality.py stores
   them.
 - **paraphrase**: one user per case, four everyday turns and the statement 30 days ago; then the
@@ -39,6 +39,8 @@ from off_topic_requests import (
     UNRELATED_AFTER,
     UNRELATED_FIFTH,
     UNRELATED_FOURTH,
+    UNRELATED_SEVENTH,
+    UNRELATED_SIXTH,
     UNRELATED_THIRD,
     Paraphrase,
 )
@@ -155,6 +157,10 @@ async def main() -> None:
             print_off_topic(name + " (fourth)", language, fourth)
             fifth = await off_topic_row(store, settings, users, UNRELATED_FIFTH[language])
             print_off_topic(name + " (fifth)", language, fifth)
+            sixth = await off_topic_row(store, settings, users, UNRELATED_SIXTH[language])
+            print_off_topic(name + " (sixth)", language, sixth)
+            seventh = await off_topic_row(store, settings, users, UNRELATED_SEVENTH[language])
+            print_off_topic(name + " (seventh)", language, seventh)
             embeddings.save()
         print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES), "")
         print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES_AFTER), " (after)")

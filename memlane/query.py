@@ -75,7 +75,8 @@ Answer with the rewritten question only: no explanation, no quotes.
 
 
 # the user or their own circle, as the message's subject or owner: "I", "my", "we", "我", "我们"
-_SELF = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
+_SELF = re.compile(r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
+# ("US" in capitals is the country, not "us")
 # a request's own framing at its start, which names the user only as the one asking: "Help me write…",
 # "Tell me…", "Can you…", "帮我写", "给我讲" ("Remind me…", "你给我推荐过…" name them as themselves)
 # A how-to question and a request said as a need name them the same way: "How do I read a file in
@@ -98,12 +99,27 @@ def without_framing(message: str) -> str:
     return _FRAMING.sub(" ", message)
 
 
+# words in quotation marks are mentioned, not used: the "我" of 这句话有没有语病：“…使我明白了…”
+# is the sentence's, not the user's (an apostrophe is English's "I'm", never a quotation mark here)
+_QUOTATION = re.compile(r"“[^”]{0,400}”|\"[^\"]{0,400}\"|「[^」]{0,400}」|『[^』]{0,400}』")
+
+
+def without_quotations(message: str) -> str:
+    """The message without what it quotes ('Is "使我明白了" correct?' -> 'Is   correct?'); marks
+    around the whole message only delimit it ('"What music do I like?"' is the question itself)."""
+    whole = _QUOTATION.fullmatch(message.strip())
+    if whole is not None:
+        message = message.strip()[1:-1]
+    return _QUOTATION.sub(" ", message)
+
+
 def refers_to_the_user(message: str) -> bool:
     """Whether the message is about the user: it names them or their own ("my sister", "我住在哪",
     "we"), apart from a request's framing ("help me write a poem", "帮我写一首诗"), which names the
-    user only as the one asking. Closed-class words of the language, not topics: what recall reads
-    to tell a personal question from a request that no memory of theirs can help with."""
-    return bool(_SELF.search(without_framing(message)))
+    user only as the one asking, and from what it quotes (a sentence to check, a word to translate).
+    Closed-class words of the language, not topics: what recall reads to tell a personal question
+    from a request that no memory of theirs can help with."""
+    return bool(_SELF.search(without_framing(without_quotations(message))))
 
 
 def content_words(question: str) -> int:

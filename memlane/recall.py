@@ -71,6 +71,7 @@ from memlane.recall_select import (
     ranked_hits,
     unanswered,
 )
+from memlane.store.errors import RedisUnavailable
 from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.protocols import RecallStore, SearchStore
@@ -322,7 +323,7 @@ async def recall(
         parts.search.statements_first_floor,
     )
     if not passing and parts.recall.exact_fallback and policy.exact_fallback:  # one more chance: exact terms
-        passing = exact_term_hits(fresh, exact_terms(search_query))
+        passing = exact_term_hits(fresh, exact_terms(search_query, mentions=intent is not Intent.GENERAL))
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
     changed_by: dict[str, str] = {}  # a searched memory's id -> the newer statement's (shown right after it)
     if parts.recall.newer_first and not asks_about_the_past(search_query):
@@ -374,15 +375,19 @@ async def recall(
     memory_items = earlier_last(memory_items, changed_by)
     following = parts.recall.follow_relations and parts.search.relations_weight > 0
     if following and isinstance(store, RelationStore):  # the links the message's names lead to
-        linked = await relation_items(
-            store,
-            user_id,
-            message,
-            language,
-            past=asks_about_the_past(message),
-            as_of=reference_time,
-            limit=max_memories,
-        )
+        try:
+            linked = await relation_items(
+                store,
+                user_id,
+                message,
+                language,
+                past=asks_about_the_past(message),
+                as_of=reference_time,
+                limit=max_memories,
+            )
+        except RedisUnavailable as error:  # the memories found stay: only the links are missing
+            logger.warning("recalling %r's memories without their relations: %s", user_id, error)
+            linked = []
         for item in linked:  # a past link stays beside the current one, not after every memory
             clock.date(item)
         memory_items = with_relation_items(memory_items, linked, parts.search.relations_weight, parts.search.rrf_k)

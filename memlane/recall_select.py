@@ -63,6 +63,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from memlane.query import without_quotations
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
 from memlane.store.text.questions import echo_weight_of, holds_no_answer, is_asking
@@ -177,6 +178,7 @@ def newer_first(
 _CODE = re.compile(r"\b(?=[\w-]{0,39}\d)[A-Za-z0-9][\w-]{2,39}\b")
 _NAME = re.compile(r"(?<=[\w,;:] )[A-Z][a-z]{2,}(?:\s[A-Z][a-z]+)*|\b[A-Z]{2,}\b")
 _QUOTED = re.compile(r"[《“\"「『']([^》”\"」』']{1,20})[》”\"」』']")
+_TITLED = re.compile(r"《([^》]{1,20})》")
 _LATIN_IN_HAN = re.compile(
     r"(?<=[\u3400-\u9fff])\s*([A-Za-z][A-Za-z0-9-]{1,})|(?<![A-Za-z])([A-Za-z][A-Za-z0-9-]{1,39})\s*(?=[\u3400-\u9fff])"
 )
@@ -193,16 +195,23 @@ def names_someone_they_know(message: str, hits: Sequence[MemoryHit]) -> bool:
     speakers = {hit.memory.speaker.casefold() for hit in hits if hit.memory.speaker}
     if speakers and any(candidate in speakers for candidate in name_candidates(message)):
         return True
-    names = {name.casefold().rstrip("'’s") for name in _CAPITALIZED.findall(message.strip())}
-    return bool(names) and any(
-        names & set(re.findall(r"\w+", hit.memory.text.casefold())) for hit in hits if hit.memory.text
-    )
+    names = _names_in(without_quotations(message))
+    return bool(names) and any(names & _names_in(hit.memory.text) for hit in hits if hit.memory.text)
 
 
-def exact_terms(query: str) -> list[str]:
+def _names_in(text: str) -> set[str]:
+    """The capitalized words of `text` not starting a sentence, case and a possessive aside: what it
+    names ("Caroline", "Pixel"); "The" or "One" start sentences, so a hit holding them names nothing."""
+    return {name.casefold().removesuffix("'s").removesuffix("’s") for name in _CAPITALIZED.findall(text.strip())}
+
+
+def exact_terms(query: str, *, mentions: bool = True) -> list[str]:
     """The terms of `query` an exact-term fallback searches for verbatim (see the patterns above);
-    [] for a query with none (most everyday requests)."""
-    found = [*_CODE.findall(query), *_NAME.findall(query), *_QUOTED.findall(query)]
+    [] for a query with none (most everyday requests). `mentions` False: a word in quotation marks
+    is not one (a request not about the user mentions it: 'three synonyms for "happy"', '“早上好”用
+    德语怎么说'), a title in 《》 and a code or a name still are."""
+    quoted = _QUOTED.findall(query) if mentions else _TITLED.findall(query)
+    found = [*_CODE.findall(query), *_NAME.findall(query), *quoted]
     found += [left or right for left, right in _LATIN_IN_HAN.findall(query)]
     terms = list(dict.fromkeys(term.strip() for term in found if len(term.strip()) >= 2))
     return [term for term in terms if not any(term != other and term in other for other in terms)]  # "KX" of "KX-88"

@@ -229,3 +229,27 @@ def test_a_message_naming_the_user_or_their_own_is_about_them(message):
 )
 def test_a_request_framed_with_me_but_about_something_else_is_not(message):
     assert not refers_to_the_user(message)
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        ("帮我看看这句话有没有语病：“通过这次活动，使我明白了很多道理。”", False),
+        ('What does "I miss you" mean in French?', False),
+        ("把「我爱你」翻译成日语。", False),
+        ('Where did I put "the blue folder"?', True),
+        ("我妈说的“早点睡”是几点？", True),
+        ("How does a bill become law in the US?", False),  # the country, not "us"
+        ("What did the teacher tell us about the exam?", True),
+    ],
+)
+def test_words_in_quotation_marks_are_mentioned_not_the_users(message, about):
+    """Issue 48, item 3: the "我" of a sentence to check or a phrase to translate is the quote's."""
+    assert refers_to_the_user(message) is about
+
+
+def test_marks_around_the_whole_message_only_delimit_it():
+    """MemoryBank's questions come inside quotation marks: the question itself, not a mention."""
+    assert refers_to_the_user('"What type of music do I like to listen to?"')
+    assert refers_to_the_user("“我喜欢听什么音乐？”")
+    assert not refers_to_the_user('"I love you" in French?')

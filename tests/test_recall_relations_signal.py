@@ -54,3 +54,34 @@ async def test_links_in_recall_carry_the_relevance_every_door_shows_and_the_sign
             for item in (await recall(store, "sig", None, question, parts=off)).memories
             if item.layer == "relation"
         ]
+
+
+async def test_recall_keeps_its_memories_when_the_relations_cannot_be_read(store, settings, monkeypatch, caplog):
+    """A relation read refused (a cluster slot moving, a Redis gone mid-recall) costs the links
+    only: the memories search found are still recalled, and the failure is logged."""
+    from memlane.store.errors import RedisUnavailable
+    from memlane.store.records import Message
+
+    await store.record_relations(
+        "down", [RelationStatement(subject="me", predicate="sister", object="Bea", valid_from=DAY, exclusive=False)]
+    )
+    await store.add_messages(
+        [
+            Message(
+                id="m1",
+                user_id="down",
+                session_id="s",
+                role="user",
+                content="My sister Bea moved to Porto last spring.",
+            )
+        ]
+    )
+
+    async def refused(*args, **kwargs):
+        raise RedisUnavailable("slot 42 is moving")
+
+    monkeypatch.setattr(store, "neighbourhood", refused)
+    recalled = await recall(store, "down", None, "Where does my sister live?", parts=RecallParts.of(settings))
+    assert any("Porto" in item.text for item in recalled.memories if item.layer != "relation")
+    assert not [item for item in recalled.memories if item.layer == "relation"]
+    assert "without their relations: slot 42 is moving" in caplog.text

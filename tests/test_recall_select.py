@@ -230,6 +230,13 @@ def test_a_question_naming_someone_who_speaks_in_the_memories_is_about_the_users
     assert names_someone_they_know("Where does Alice live?", told)
     assert not names_someone_they_know("Where does Bob live?", told)
     assert not names_someone_they_know("My sister is coming.", told)  # a sentence's first word names no one
+    # a capitalized word names someone only where the hits hold it as a name, inside a sentence:
+    # "One" and "The" start the user's sentences, and a quote's words are mentioned
+    plain = Memory(id="p", user_id="u", kind="message", text="One day I got lost. The bus never came. I met Dana.")
+    held = [MemoryHit(memory=plain, score=0.1, rank_score=0.01, vector_similarity=0.1, text_score=0.0)]
+    assert not names_someone_they_know("Who wrote One Hundred Years of Solitude?", held)
+    assert not names_someone_they_know('Is it "affect" in this sentence: "The weather will change"?', held)
+    assert names_someone_they_know("Where does Dana work?", held)
 
 
 @pytest.mark.parametrize(
@@ -270,3 +277,19 @@ def test_a_statement_likely_enough_comes_before_a_message_that_holds_none_whatev
     assert [h.memory.id for h in weights_alone][0] == "q"
     below = ranked_hits(hits, WEIGHTS, statements_first_floor=0.05, **common)
     assert [h.memory.id for h in below][0] == "q"
+
+
+@pytest.mark.parametrize(
+    ("query", "used", "mentioned"),
+    [
+        ('Give me three synonyms for "happy".', ["happy"], []),
+        ("给我三个形容“开心”的成语。", ["开心"], []),
+        ("《傲慢与偏见》的作者是谁？", ["傲慢与偏见"], ["傲慢与偏见"]),
+        ('Where is the "KX-88" locker?', ["KX-88"], ["KX-88"]),
+    ],
+)
+def test_a_quoted_word_is_no_exact_term_of_a_request_that_only_mentions_it(query, used, mentioned):
+    """Issue 48, item 3: a request not about the user mentions what it quotes; a title, a code and
+    a name still name something the user may have said."""
+    assert exact_terms(query) == used
+    assert exact_terms(query, mentions=False) == mentioned
