@@ -27,6 +27,11 @@ from redisvl.schema import IndexSchema
 
 from memlane.store.errors import InputTooLarge
 from memlane.store.ids import check_id
+
+# the memory hashes' field names (store/memory_fields.py), declared with the keys here
+from memlane.store.memory_fields import METADATA_TAG_SEPARATOR as METADATA_TAG_SEPARATOR
+from memlane.store.memory_fields import MemoryField as MemoryField
+from memlane.store.memory_fields import metadata_field as metadata_field
 from memlane.store.scopes import SCOPE_MARK, scoped_user_id, split_user_id
 
 # Full text is analyzed in Python (store/text/terms.py: English stems, CJK bigrams) into its own field, indexed
@@ -36,53 +41,6 @@ INDEX_VERSION = "2"  # bumped when the index's fields change: `ensure_indexes` r
 # Bumped when key names change: `ensure_indexes` renames an older keyspace's keys in place (`KeyLayout.migrated_key`)
 # and then writes this into `KeyLayout.key_layout_marker`. "2": the user's digest in keys is a hash tag ({digest}).
 KEY_LAYOUT_VERSION = "2"
-
-
-class MemoryField:
-    """Field names of the memory hashes and their index: short, as each is in every hash (before: memory_migration)."""
-
-    ID = "mid"  # not "id": RedisVL returns the Redis key as "id"
-    USER = "u"  # tags hold `user_key`/`session_key` digests, never raw ids: RediSearch splits tags on ","
-    KIND = "k"
-    SESSION = "s"
-    USER_ID = "uid"
-    SESSION_ID = "sid"
-    TEXT = "t"  # as written; returned, not searched
-    SEARCH_TEXT = "st"  # `store.text.index_terms` of the speaker and the text
-    SEARCH_CONTEXT = "sc"  # `index_terms` of the memory's context: a ranking of its own
-    LANGUAGE = "lg"  # "zh" or "en": the language the memory is written in
-    SPEAKER = "sp"  # who said it, as shown ("朋友A", "Alice"); "" for the owner and the assistant
-    SPEAKER_KEY = "spk"  # tag: digest of the normalized speaker name
-    SPEAKER_ROLE = "spr"  # tag: "owner" (the user whose memory it is), "assistant" or "other"
-    CREATED_AT = "at"
-    MONTH_DAY = "md"  # MMDD of created_at in the configured zone: "April 27th" in any year
-    VALID_UNTIL = "vu"  # numeric: when a newer fact replaced what it states; 0 while it holds
-    EXPIRES_AT = "xa"  # numeric: when its record expires (a note's, a profile entry's); 0: never
-    IMPORTANCE = "imp"  # how much it matters, 0..1 (0.5 neutral); returned, not indexed
-    CONTENT_DIGEST = "cd"  # unchanged memories are not rewritten (no churn in BM25 statistics)
-    SOURCES = "src"
-    REF_ID = "ref"
-    EMBEDDING = "v"
-    ITEM = "it"  # a LangGraph store item's JSON (`base.StoreItem`); not indexed
-    ITEM_VECTORS = "iv"  # an item's own vectors (float32 rows) from a LangGraph index config; not indexed
-    # a LangGraph store item's index fields (store/item_fields.py): tags of every prefix of its namespace,
-    # tags of its value's strings (what equality filters select), its namespace (hex, grouped), numeric updated_at
-    ITEM_PREFIXES = "ip"
-    ITEM_MATCH = "im"
-    ITEM_NAMESPACE = "ins"
-    ITEM_UPDATED = "iu"
-    METADATA = "meta"  # the caller's JSON object; returned, not indexed (its declared keys are: `metadata_field`)
-    UNANSWERED = "una"  # "1": an owner's question whose reply held no answer (store/redis/replies.py)
-
-
-# a declared metadata field's values in its hash field (`metadata_field`) are split on this character
-METADATA_TAG_SEPARATOR = "\x1f"
-
-
-def metadata_field(name: str) -> str:
-    """The indexed hash field of the declared metadata key `name` (`StoreSettings.metadata_fields`):
-    prefixed, so that no key of the caller's can take the name of one of memlane's own fields."""
-    return "meta_" + name
 
 
 def _digest(value: str, length: int = 24) -> str:

@@ -56,7 +56,7 @@ from memlane.store.redis.search_relevances import relevances_of
 from memlane.store.redis.search_replies import search_in_one_trip
 from memlane.store.relevance import QueryReading, in_scope, pair_similarities, read_query, relevance_of
 from memlane.store.schema import MemoryField, speaker_key
-from memlane.store.text.questions import echo_weight_of
+from memlane.store.text.questions import statements_first
 from memlane.store.text.terms import MAX_QUERY_CHARS, name_candidates, term_coverage_of
 from memlane.store.text.time_words import TimeScope
 
@@ -387,22 +387,15 @@ class Search(StorePart):
         memory of that time gets more votes without hiding the others; the BM25 ranking of the
         memories' contexts (a message's previous message: the answer to "what did you
         recommend?" is found through the question before it); the vector and the BM25 ranking
-        of what a person the query names said, among their own messages; and the recency
-        and importance rankings of what those found
-        (`derived_rankings`). Without a query vector (the embedder is down) only the BM25
-        rankings (and recency) vote. The fusion (`fuse`, pure) picks the `limit` candidates; the
-        hits come sorted by `calibrated_relevance`; each carries the relevance every door shows
-        (`relevance`, store/relevance.py: of the query and the memory alone).
-        """
+        of what a person the query names said, among their own messages; and the recency and
+        importance rankings of what those found (`derived_rankings`). Without a query vector (the
+        embedder is down) only the BM25 rankings (and recency) vote. The fusion (`fuse`, pure) picks
+        the `limit` candidates; the hits come sorted by `calibrated_relevance`, statements first
+        (`statements_first`); each carries the relevance every door shows (store/relevance.py)."""
         scope, terms = reading.scope, reading.terms
         fused = fuse([*rankings, *derived_rankings(rankings, self.core.search)], self.core.search.rrf_k)
-        docs, rank_score, similarity, text_raw, most = (
-            fused.docs,
-            fused.rank_score,
-            fused.similarity,
-            fused.text_raw,
-            fused.most,
-        )
+        docs, similarity, text_raw = fused.docs, fused.similarity, fused.text_raw
+        rank_score, most = fused.rank_score, fused.most
         best_text = max(text_raw.values(), default=0.0)
         ranked = fused.ranked[:limit]
         vectors: dict[str, np.ndarray] = {}
@@ -452,33 +445,18 @@ class Search(StorePart):
                     rank_share=share,
                 )
             )
-        # the hits come sorted by their score, a question that asks what the query asks (or a reply
-        # that says nothing) after the statement that answers it (equal ones in the fusion's order).
-        # A question is weighed as one nobody answered: whatever answer it got is a memory of its own
-        # (the reply, found through its context), and the question itself states nothing; recall,
-        # which reads the replies, gives an answered one `echo_weight` (memlane/recall_select.py).
-        # A statement likely enough to hold the answer (`statements_first_floor`) comes before every
-        # such message whatever their scores: they hold every word of the query, so a weight alone
-        # left "How many kids do I have?" (0.60) before "We have three kids" (0.02). A question
-        # marked unanswered when its reply was stored is one too, in whatever words it asks.
+        # sorted by score, the messages that hold no statement after the statements (store/text/questions.py)
         search = self.core.search
-
-        def order(hit: MemoryHit) -> tuple[bool, float]:
-            weight = (
-                search.unanswered_weight
-                if hit.memory.id in unanswered
-                else echo_weight_of(
-                    hit.memory,
-                    query,
-                    self.rescaled(hit.vector_similarity),
-                    echo_weight=min(search.echo_weight, search.unanswered_weight),
-                    same_meaning=search.echo_similarity,
-                    no_answer_weight=search.unanswered_weight,
-                )
-            )
-            return weight == 1.0 and hit.score >= search.statements_first_floor, hit.score * weight
-
-        return sorted(hits, key=order, reverse=True)
+        return statements_first(
+            hits,
+            query,
+            self.rescaled,
+            echo_weight=min(search.echo_weight, search.unanswered_weight),
+            same_meaning=search.echo_similarity,
+            no_answer_weight=search.unanswered_weight,
+            floor=search.statements_first_floor,
+            unanswered=frozenset(unanswered),
+        )
 
     def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
         return in_scope(created_at, scope, self.core.zone)

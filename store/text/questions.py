@@ -9,7 +9,9 @@ and recall (memlane/recall_select.py) orders its items with the same rules.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
+from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory
 from memlane.store.text.terms import query_terms
 
@@ -76,3 +78,43 @@ def echo_weight_of(
     if echo_weight != 1.0 and query and repeats_the_query(memory, query, similarity, same_meaning):
         return echo_weight
     return 1.0
+
+
+def statements_first(
+    hits: Sequence[MemoryHit],
+    query: str,
+    rescaled: Callable[[float], float],
+    *,
+    echo_weight: float,
+    same_meaning: float,
+    no_answer_weight: float,
+    floor: float,
+    unanswered: frozenset[str] = frozenset(),
+) -> list[MemoryHit]:
+    """Search's order: by score, a question that asks what the query asks (or a reply that says
+    nothing) after the statement that answers it (equal ones in the fusion's order). A question is
+    weighed as one nobody answered: whatever answer it got is a memory of its own (the reply, found
+    through its context), and the question itself states nothing; recall, which reads the replies,
+    gives an answered one `echo_weight` (memlane/recall_select.py). A statement scored at least
+    `floor` comes before every such message whatever their scores: they hold every word of the
+    query, so a weight alone left "How many kids do I have?" (0.60) before "We have three kids"
+    (0.02). The ids in `unanswered` (questions marked when their reply was stored,
+    store/redis/replies.py) are such messages in whatever words they ask. `rescaled`: a cosine
+    rescaled from the provider's floor, 0..1."""
+
+    def order(hit: MemoryHit) -> tuple[bool, float]:
+        weight = (
+            no_answer_weight
+            if hit.memory.id in unanswered
+            else echo_weight_of(
+                hit.memory,
+                query,
+                rescaled(hit.vector_similarity),
+                echo_weight=echo_weight,
+                same_meaning=same_meaning,
+                no_answer_weight=no_answer_weight,
+            )
+        )
+        return weight == 1.0 and hit.score >= floor, hit.score * weight
+
+    return sorted(hits, key=order, reverse=True)
