@@ -84,7 +84,7 @@ class StoreSettings(Component):
         ),
     )
     redis_cluster_rebuild_batch: int = Field(
-        default=100,
+        default=5,
         ge=0,
         le=10_000,
         description=(
@@ -94,7 +94,7 @@ class StoreSettings(Component):
         ),
     )
     redis_cluster_rebuild_pause_seconds: float = Field(
-        default=0.05,
+        default=0.02,
         ge=0,
         le=10,
         description="On a cluster, pause between two steps of a rebuilt index reading its memories",

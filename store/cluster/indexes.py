@@ -93,8 +93,8 @@ class ShardIndexes:
     wait_seconds: float = 3.0
     # makes (or updates) the index `name` on `client`'s node (Memories sets it; skip_initial_scan: paced_rebuild.py)
     ensure_index: Callable[..., Awaitable[None]] | None = None
-    rebuild_batch: int = 100  # a paced rebuild's keys per step (paced_rebuild.py; 0: RediSearch's own scan)
-    rebuild_pause_seconds: float = 0.05  # and its pause between two steps
+    rebuild_batch: int = 5  # a paced rebuild's keys per step (paced_rebuild.py; 0: RediSearch's own scan)
+    rebuild_pause_seconds: float = 0.02  # and its pause between two steps
     # searches that answered from part of the user's memories, and said so
     incomplete_searches: int = 0
     # trips answered from a primary's previous index while its new one read; trips that waited

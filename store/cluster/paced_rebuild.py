@@ -4,10 +4,12 @@ RediSearch's own first scan of a new index (FT.CREATE without SKIPINITIALSCAN) r
 main thread in bursts of about a hundred documents and holds up every search on that primary
 meanwhile. When a primary's index is rebuilt while its previous index still answers searches
 (`ShardIndexes._choose`), the new index is made with SKIPINITIALSCAN instead, and memlane shows it
-the existing memories itself: a SCAN step of `batch` keys, then, in one pipeline, each memory hash
-has its user tag written again with the value it holds (a script, so that no concurrent write is
-undone; RediSearch indexes a hash again on any write to an indexed field), then a pause of
-`pause_seconds`. A search waits behind one batch at most.
+the existing memories itself: a SCAN page, then its memories in steps of `batch`: in one pipeline,
+each memory hash has its user tag written again with the value it holds (a script, so that no
+concurrent write is undone; RediSearch indexes a hash again on any write to an indexed field),
+then a pause of `pause_seconds`. A search waits behind one step at most. Each memory written again
+is indexed by the previous index too (both cover the same keys), so a paced rebuild costs about
+three times RediSearch's scan in CPU, spread out (docs/operations/cluster.md has the figures).
 
 The progress is kept in Redis beside the index (`progress_key`: the SCAN cursor, how many were
 read, and `done`), written in the same pipeline as the batch, so that a process that stops midway
@@ -36,7 +38,8 @@ from memlane.store.schema import KeyLayout, MemoryField, glob_escaped
 
 logger = logging.getLogger(__name__)
 
-LEASE_MS = 5_000  # a process that stopped holding the lease is followed after this
+LEASE_MS = 10_000  # a process that stopped holding the lease is followed after this
+_PAGE_STEPS = 20  # a SCAN page holds about this many steps (the lease is renewed once a page)
 
 # write the user tag again, unchanged: RediSearch then indexes the hash in every index over it
 _TOUCH = """
@@ -98,8 +101,8 @@ class PacedRebuild:
     client: aioredis.Redis
     layout: KeyLayout
     index_name: str
-    batch: int = 100  # keys per SCAN step (its COUNT), each written again in one pipeline
-    pause_seconds: float = 0.05  # between two batches, for the searches
+    batch: int = 5  # memories per step, written again in one pipeline
+    pause_seconds: float = 0.02  # between two steps, for the searches
     on_done: Callable[[], Awaitable[object]] | None = None  # the previous index may go
     _token: str = field(default_factory=lambda: secrets.token_hex(8))
     _held: bool = False
@@ -124,22 +127,26 @@ class PacedRebuild:
                     state = await node_command(self.client, "HMGET", key, "cursor", "done")
                     if state[0] is None or text(state[1]) == "1":  # done (here or in another process)
                         break
+                    # one SCAN page (cheap: no indexing), then its memories in steps of `batch`; the
+                    # cursor is kept with the page's last step (a stop midway reads that page again)
                     cursor, keys = await node_command(
-                        self.client, "SCAN", text(state[0]), "MATCH", match, "COUNT", self.batch
+                        self.client, "SCAN", text(state[0]), "MATCH", match, "COUNT", self.batch * _PAGE_STEPS
                     )
-                    pipe = self.client.pipeline(transaction=False)
-                    for memory_key in keys:
-                        await touch(keys=[memory_key], args=[MemoryField.USER], client=pipe)
-                    pipe.hset(key, "cursor", str(cursor))
-                    pipe.hincrby(key, "read", len(keys))
-                    if int(cursor) == 0:
-                        pipe.hset(key, "done", "1")
-                    # a key of a slot moving away answers ASK: its new node's index reads it there
-                    await pipe.execute(raise_on_error=False)
+                    for start in range(0, max(len(keys), 1), self.batch):
+                        step = keys[start : start + self.batch]
+                        pipe = self.client.pipeline(transaction=False)
+                        for memory_key in step:
+                            await touch(keys=[memory_key], args=[MemoryField.USER], client=pipe)
+                        pipe.hincrby(key, "read", len(step))
+                        if start + self.batch >= len(keys):
+                            pipe.hset(key, mapping={"cursor": str(cursor), "done": "1" if int(cursor) == 0 else "0"})
+                        # a key of a slot moving away answers ASK: its new node's index reads it there
+                        await pipe.execute(raise_on_error=False)
+                        if step:
+                            await asyncio.sleep(self.pause_seconds)
                     if int(cursor) == 0:
                         logger.info("the memory index %s has read every memory", self.index_name)
                         break
-                    await asyncio.sleep(self.pause_seconds)
                 except (RedisConnectionError, RedisTimeoutError, OSError) as error:
                     logger.warning("reading memories into %s paused: %s", self.index_name, error)
                     await asyncio.sleep(LEASE_MS / 2000)

@@ -35,8 +35,8 @@ async def test_a_paced_rebuild_reads_every_memory_once_and_goes_on_after_a_stop(
     slow = settings.model_copy(
         update={
             "redis_url": redis_cluster[0],
-            "redis_cluster_rebuild_batch": 20,
-            "redis_cluster_rebuild_pause_seconds": 0.2,
+            "redis_cluster_rebuild_batch": 2,  # SCAN pages of 40 keys, each read in 20 steps
+            "redis_cluster_rebuild_pause_seconds": 0.05,
         }
     )
     first = await open_store(slow, embeddings=embeddings)
@@ -63,7 +63,8 @@ async def test_a_paced_rebuild_reads_every_memory_once_and_goes_on_after_a_stop(
         await first.aclose()  # stops midway: the cursor stays in Redis, the lease is released
 
     second = await open_store(
-        slow.model_copy(update={"redis_cluster_rebuild_pause_seconds": 0.02}), embeddings=embeddings
+        slow.model_copy(update={"redis_cluster_rebuild_batch": 20, "redis_cluster_rebuild_pause_seconds": 0.02}),
+        embeddings=embeddings,
     )
     shards = second.core.shards
     try:
