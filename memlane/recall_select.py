@@ -131,7 +131,9 @@ def ranked_hits(
                 no_answer_weight=no_answer_weight,
             )
         )
-        silent = silent or (echo == no_answer_weight < 1.0)
+        silent = silent or (
+            no_answer_weight < 1.0 and hit.memory.speaker_role == "assistant" and holds_no_answer(hit.memory.text)
+        )
         return not silent and hit.score >= statements_first_floor, hit.score * weights.get(hit.memory.kind, 1.0) * echo
 
     def passes(hit: MemoryHit) -> bool:
