@@ -22,6 +22,7 @@ from functools import cache
 
 from memlane.nodes.relation_rules import ROLE_PREDICATES
 from memlane.recall_block import RecallItem
+from memlane.relation_labels import predicate_words
 from memlane.store.fusion import Ranking, fuse
 from memlane.store.relations import USER_ENTITY_NAME, Entity, Neighbourhood, Relation, RelationStore, normalized_name
 
@@ -270,14 +271,14 @@ async def linked_in_store(
 
 
 def relation_text(relation: Relation, names: dict[str, str], language: str) -> str:
-    """A link as a memory line: "Bea → lives in → Porto", "the user → sister → Bea"."""
+    """A link as a memory line: "Bea → lives in → Porto", "the user → sister → Bea"; "用户 → 上司 → 王总"."""
     label = _USER_LABEL.get(language, _USER_LABEL["en"])
 
     def name(entity: str) -> str:
         shown = names.get(entity, entity)
         return label if shown == USER_ENTITY_NAME else shown
 
-    return f"{name(relation.subject)} → {relation.predicate.replace('_', ' ')} → {name(relation.object)}"
+    return f"{name(relation.subject)} → {predicate_words(relation.predicate, language)} → {name(relation.object)}"
 
 
 async def relation_items(

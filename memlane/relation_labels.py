@@ -35,4 +35,16 @@ def predicate_label(predicate: str) -> str:
     return f"{english} · {chinese}" if chinese else english
 
 
-__all__ = ["predicate_label"]
+# the links the rules make besides roles (nodes/relation_rules.py), in Chinese
+_CHINESE_LINKS = {"lives_in": "住在", "works_at": "工作于"}
+
+
+def predicate_words(predicate: str, language: str) -> str:
+    """The predicate as a reader of `language` reads it: "sister", "lives in"; "姐姐", "住在"
+    (a predicate with no Chinese word the rules know reads as it is)."""
+    if language != "zh" or _is_chinese(predicate):
+        return predicate.replace("_", " ")
+    return _chinese_words().get(predicate) or _CHINESE_LINKS.get(predicate) or predicate.replace("_", " ")
+
+
+__all__ = ["predicate_label", "predicate_words"]

@@ -49,7 +49,7 @@ async def test_two_hops_from_a_role_or_a_name_in_both_languages(store, settings)
     item = next(item for item in sister.memories if item.text.startswith("Bea"))
     assert item.source_message_ids == ["m3"] and "Porto" in sister.text
     boss = await recall(store, "u", None, "我上司的女儿住在哪里？", parts=parts)
-    assert relations_of(boss) == ["用户 → boss → 王总", "王总 → daughter → 小雨", "小雨 → lives in → 杭州"]
+    assert relations_of(boss) == ["用户 → 上司 → 王总", "王总 → 女儿 → 小雨", "小雨 → 住在 → 杭州"]
     named = await recall(store, "u", None, "What is Tom up to these days?", parts=parts)
     assert relations_of(named) == ["Tom → works at → Google"]
 

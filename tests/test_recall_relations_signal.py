@@ -40,7 +40,7 @@ async def test_links_in_recall_carry_the_relevance_every_door_shows_and_the_sign
     )
     for question, expected in [
         ("Where does my sister live?", ["the user → sister → Bea", "Bea → lives in → Porto"]),
-        ("我上司的女儿叫什么？", ["用户 → boss → 王总", "王总 → daughter → 小雨"]),
+        ("我上司的女儿叫什么？", ["用户 → 上司 → 王总", "王总 → 女儿 → 小雨"]),
     ]:
         recalled = await recall(store, "sig", None, question, parts=RecallParts.of(settings))
         await give_relevance(store, recalled)
