@@ -11,7 +11,6 @@ recalled; memlane/recall_block.py fits these items into the budget.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
@@ -62,18 +61,15 @@ async def recalled_neighbours(
 ) -> dict[str, list[Message]]:
     """Per recalled message memory: the messages around it (the hit included), in order."""
     wanted = [m for m in memories if m.kind == "message" and m.source_message_ids] if recall.neighbour_messages else []
-    found = await asyncio.gather(
-        *(
-            store.message_neighbours(
-                user_id,
-                memory.source_message_ids[0],
-                before=recall.neighbour_messages,
-                after=recall.neighbour_messages,
-            )
-            for memory in wanted
-        )
+    if not wanted:
+        return {}
+    around = await store.messages_around(
+        user_id,
+        [memory.source_message_ids[0] for memory in wanted],
+        before=recall.neighbour_messages,
+        after=recall.neighbour_messages,
     )
-    return {memory.id: messages for memory, messages in zip(wanted, found)}
+    return {memory.id: around.get(memory.source_message_ids[0], []) for memory in wanted}
 
 
 def reply_to(around: Sequence[Message], memory: Memory) -> Message | None:

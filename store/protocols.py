@@ -117,6 +117,11 @@ class HistoryStore(Protocol):
     ) -> list[Message]:
         """The message with up to `before` / `after` messages of its session around it, in order."""
 
+    async def messages_around(
+        self, user_id: str, message_ids: Sequence[str], *, before: int = 1, after: int = 1
+    ) -> dict[str, list[Message]]:
+        """`message_neighbours` of many messages at once, by message id (an unknown one left out)."""
+
     async def unprocessed_messages(self, user_id: str, limit: int | None = None) -> list[Message]:
         """Messages after the user's cursor, oldest first: what the memory graph has not consumed."""
 

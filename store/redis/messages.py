@@ -26,7 +26,13 @@ from memlane.store.redis.core import StorePart, as_text
 from memlane.store.redis.memories import Memories
 from memlane.store.redis.metadata import checked_metadata, metadata_row
 from memlane.store.redis.quotas import Quotas, text_bytes
-from memlane.store.redis.replies import Preceding, leaves_unanswered, mark_unanswered, preceding_messages
+from memlane.store.redis.replies import (
+    Preceding,
+    leaves_unanswered,
+    mark_unanswered,
+    messages_around,
+    preceding_messages,
+)
 from memlane.store.redis.retention import Retention
 from memlane.store.schema import MemoryField, item_key
 
@@ -374,6 +380,13 @@ class Messages(StorePart):
             return []
         members = await self._run(self.client.zrange(session_messages, max(0, rank - before), rank + after))
         return await self._refreshed(user_id, await self.load_messages(user_id, members))
+
+    async def messages_around(
+        self, user_id: str, message_ids: Sequence[str], *, before: int = 1, after: int = 1
+    ) -> dict[str, list[Message]]:
+        around = await messages_around(self, user_id, message_ids, before=before, after=after)
+        await self._refreshed(user_id, list({m.id: m for found in around.values() for m in found}.values()))
+        return around
 
     async def unprocessed_messages(self, user_id: str, limit: int | None = None) -> list[Message]:
         cursor = await self.get_cursor(user_id)

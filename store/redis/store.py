@@ -249,6 +249,7 @@ class RedisMemoryStore:
     users_with_unindexed_messages = _answered_by("messages", Messages.users_with_unindexed_messages)
     recent_messages = _answered_by("messages", Messages.recent_messages)
     message_neighbours = _answered_by("messages", Messages.message_neighbours)
+    messages_around = _answered_by("messages", Messages.messages_around)
     unprocessed_messages = _answered_by("messages", Messages.unprocessed_messages)
     get_cursor = _answered_by("messages", Messages.get_cursor)
     advance_cursor = _answered_by("messages", Messages.advance_cursor)
