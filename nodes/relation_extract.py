@@ -37,7 +37,8 @@ MAX_KNOWN_NAMES = 60  # the user's names shown to the model, so that it calls th
 _MY_ROLE = re.compile(r"(?:my |我的?)(?P<role>\w[\w ]{0,30})", re.IGNORECASE)
 _ENTITY_TYPES = frozenset(get_args(EntityType))
 
-RELATIONS_PROMPT = """TASK: read the user's numbered lines and list the people, places, organisations and pets \
+RELATIONS_PROMPT = (
+    """TASK: read the user's numbered lines and list the people, places, organisations and pets \
 they name, and the links between them.
 - An entity: its name as the user says it, its type (person, place, organisation, pet, object, event \
 or other), and the other names the chat gives it (a name in another language, a nickname) as aliases.
@@ -46,10 +47,14 @@ predicate is a short snake_case word: a role of the object for the subject (sist
 friend, dog), lives_in, works_at, or another short verb.
 - Only what the lines state; no guesses, nothing a question only asks.
 - Names already known (use them for the same person, place or thing): {known}
-{language_rule}
-{data_rule}
+"""
+    + LANGUAGE_RULE
+    + "\n"
+    + DATA_RULE
+    + """
 Answer with JSON only: {{"entities": [{{"name": "...", "type": "person", "aliases": ["..."]}}], \
 "relations": [{{"subject": "me", "predicate": "sister", "object": "...", "line": 1}}]}}"""
+)
 
 
 class ExtractedEntity(BaseModel):
@@ -203,6 +208,6 @@ async def relations_by_model(
     """The entities and links the memory model reads in `lines` (the user's, oldest first).
     Raises `ModelCallFailed` or `ParseFailed`; the caller keeps what the rules read."""
     known = ", ".join(map(data_line, sorted(set(known_names) - {USER_ENTITY_NAME})[:MAX_KNOWN_NAMES])) or "none"
-    system = RELATIONS_PROMPT.format(known=known, language_rule=LANGUAGE_RULE, data_rule=DATA_RULE)
+    system = RELATIONS_PROMPT.format(known=known)
     answer = await caller.ask(system, render_chat(lines), schema=RelationsOutput)
     return read_answer(answer, lines)
