@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import re
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -139,6 +140,43 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
     url = cluster.start()
     yield url, cluster
     cluster.stop()
+
+
+def _slot_owners(cluster, port: int | None = None) -> dict[int, int]:
+    """Slot -> port of the primary that owns it, as the cluster's node on `port` (the first) sees it."""
+    client = redis.Redis.from_url(cluster.node_url(port or int(cluster.nodes()[0]["port"])))
+    try:
+        return {
+            slot: int(port)
+            for first, last, (_, port, *_) in (
+                (int(r[0]), int(r[1]), r[2]) for r in client.execute_command("CLUSTER SLOTS")
+            )
+            for slot in range(first, last + 1)
+        }
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def cluster_slots_kept(redis_cluster):
+    """The session's cluster left with each slot on the primary that held it before the test.
+    A test that moves a user's slot (a reshard) or an index name's slot would otherwise change what
+    later tests meet: a primary names its index after its highest slot, so a user's slot moved onto
+    a primary of lower slots makes the user share a slot with the index's name there."""
+    cluster = redis_cluster[1]
+    before = _slot_owners(cluster)
+    yield
+    after = _slot_owners(cluster)
+    moved = [slot for slot, port in before.items() if after.get(slot) not in (None, port)]
+    for slot in moved:
+        cluster.move_slot(slot, after[slot], before[slot])
+    # the node told last learns of a move by gossip: the next test starts when every node agrees
+    deadline = time.monotonic() + 10
+    ports = [int(node["port"]) for node in cluster.nodes()]
+    while moved and time.monotonic() < deadline:
+        if all(_slot_owners(cluster, port) == before for port in ports):
+            break
+        time.sleep(0.05)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -111,7 +111,7 @@ async def read_both_halves(
                 return (await call(AsyncSearchIndex(source_index.schema, redis_client=client)),)
             importing_index = await shards.index_of(importing)
             for half, index in ((node, source_index), (importing, importing_index)):
-                if await shards._caught_up(half, index) is not None:
+                if await shards._caught_up(half, index.name) is not None:
                     return None  # an index still reading its memories: the wait covers it
             assert both is not None
             return (await both(source_index, importing_index),)

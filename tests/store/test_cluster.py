@@ -199,6 +199,7 @@ async def test_the_store_behaves_the_same_on_a_cluster(check, cluster_store: Red
     await check(**{name: fixtures[name] for name in inspect.signature(check).parameters})
 
 
+@pytest.mark.usefixtures("cluster_slots_kept")
 async def test_a_search_follows_its_user_to_another_primary_after_a_reshard(
     cluster_store: RedisMemoryStore, redis_cluster
 ):
@@ -215,6 +216,7 @@ async def test_a_search_follows_its_user_to_another_primary_after_a_reshard(
     assert store.client.get_node_from_key(store.layout.slot_key("alice")).name == target.name
 
 
+@pytest.mark.usefixtures("cluster_slots_kept")
 async def test_a_primary_whose_index_name_moves_away_gets_a_new_index(cluster_store: RedisMemoryStore, redis_cluster):
     store, (_, cluster) = cluster_store, redis_cluster
     await store.add_messages(chat("alice", "s1", "my favourite city is Lyon"))

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 import redis
 from redis.exceptions import ResponseError
 from redisvl.index import AsyncSearchIndex
@@ -23,6 +24,8 @@ from memlane.store.redis.core import as_text
 from memlane.store.redis.memory_docs import RETURN_FIELDS
 from memlane.store.redis.store import RedisMemoryStore
 from memlane.store.schema import MemoryField
+
+pytestmark = pytest.mark.usefixtures("cluster_slots_kept")  # slots moved here go back after each test
 
 # one statement per pet, each holding "pet" and its own name: every one matches the text and the vector query
 PETS = ["Biscuit", "Pepper", "Mango", "Juniper", "Waffles", "Noodle", "Clover", "Pickle"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from conftest import close_dropping_everything
 from test_shard_indexes import _indexes_by_node, _move_index_name_off, _write_memories
 
@@ -14,6 +15,8 @@ from memlane.config import Settings
 from memlane.store.cluster.index_parts import info_number, node_command, text
 from memlane.store.cluster.paced_rebuild import progress_key
 from memlane.store.redis.store import open_store
+
+pytestmark = pytest.mark.usefixtures("cluster_slots_kept")  # slots moved here go back after each test
 
 MEMORIES = 3000
 EXACT = f"zanzibar number {MEMORIES - 1} and a quokka"

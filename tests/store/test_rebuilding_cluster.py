@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from conftest import close_dropping_everything
 from test_shard_indexes import _indexes_by_node, _move_index_name_off, _write_memories
 
 from memlane.config import Settings
 from memlane.store.cluster.index_parts import IndexReport
 from memlane.store.redis.store import open_store
+
+pytestmark = pytest.mark.usefixtures("cluster_slots_kept")  # slots moved here go back after each test
 
 MEMORIES = 8000  # enough that the new index is still reading when the search comes, on any machine
 EXACT = f"zanzibar number {MEMORIES - 1} and a quokka"

@@ -20,6 +20,8 @@ from memlane.store.redis.connections import redis_is_away
 from memlane.store.redis.store import RedisMemoryStore, open_store
 from memlane.store.vectors import vector_bytes
 
+pytestmark = pytest.mark.usefixtures("cluster_slots_kept")  # slots moved here go back after each test
+
 
 async def _indexes_by_node(store: RedisMemoryStore) -> dict[str, list[tuple[str, str]]]:
     return {
@@ -45,6 +47,9 @@ async def _write_memories(store: RedisMemoryStore, user: str, count: int, word: 
 def _move_index_name_off(store: RedisMemoryStore, redis_cluster, node) -> None:
     """Move the slot of `node`'s memory index name to another primary (what a reshard may do)."""
     name = store.core.shards._indexes[node.name].name
+    assert store.client.keyslot(name) != store.client.keyslot(store.layout.slot_key("alice")), (
+        "alice shares a slot with the index's name: moving the name would move her too"
+    )
     other = next(primary for primary in store.client.get_primaries() if primary.name != node.name)
     redis_cluster[1].move_slot(store.client.keyslot(name), node.port, other.port)
 
