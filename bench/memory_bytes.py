@@ -7,11 +7,20 @@ inserts, for the bench user's memories.
   inverted text index, offsets, the document table, sortable values, tag and numeric indexes,
   each divided by the index's documents.
 
-Nothing is changed: it reads what the store wrote.
+Nothing is changed: it reads what the store wrote. Two more views, by Redis's own `used_memory`, which
+counts what FT.INFO does not (the numeric indexes, HNSW's graph, the allocator's rounding):
+
+- `used_memory_breakdown`: the growth of `used_memory` per memory, split into the memory hashes
+  (MEMORY USAGE), each user's other keys the memories need (the per-user `texts` digests), and the
+  index (the rest: what dropping it frees), beside FT.INFO's count of it;
+- `index_parts` (bench/store.py --index-parts): what each field and option of the index costs, each
+  measured as the `used_memory` an index over the same hashes takes with it, made beside the store's
+  and dropped (a few seconds each at 10,000 memories; the HNSW ones longest).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
@@ -78,4 +87,105 @@ async def byte_breakdown(store: Any, user_id: str, *, sample: int = 200) -> list
             lines.append(f"    {label:34} {size:8.0f} B")
     lines.append(f"  index in all                          {total:8.0f} B")
     lines.append(f"  hash + index                          {usage / count + total:8.0f} B")
+    return lines
+
+
+async def settled_used_memory(client: Any) -> int:
+    """`used_memory` once no index of the Redis is still reading hashes."""
+    for _ in range(3000):
+        names = await client.execute_command("FT._LIST")
+        infos = [await client.ft(_text(name)).info() for name in names]
+        if not any(int(info.get("indexing", 0)) for info in infos):
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(1.0)  # what a dropped index frees in the background
+    return int((await client.info("memory"))["used_memory"])
+
+
+async def _usage(client: Any, keys: list[Any]) -> int:
+    total = 0
+    for start in range(0, len(keys), 500):
+        pipe = client.pipeline(transaction=False)
+        for key in keys[start : start + 500]:
+            pipe.execute_command("MEMORY", "USAGE", key, "SAMPLES", "0")
+        total += sum(int(size or 0) for size in await pipe.execute())
+    return total
+
+
+async def used_memory_breakdown(store: Any, count: int, grown: int) -> list[str]:
+    """Lines that split `grown` bytes of `used_memory` (what `count` memories added) into the memory hashes, the
+    per-user keys that memories need, and the index; the memory index's FT.INFO total beside the last."""
+    client, layout = store.client, store.layout
+    hashes = [key async for key in client.scan_iter(match=layout.memory_key_prefix + "*", count=1000)]
+    digests = [key async for key in client.scan_iter(match=f"{layout.prefix}:u:*:texts", count=1000)]
+    hash_bytes, digest_bytes = await _usage(client, hashes), await _usage(client, digests)
+    documents = max(1, len(hashes))
+    info = await _index_info(client, layout.memory_index_name)
+    reported = sum(float(info.get(field, 0)) for _, field in _INDEX_SIZES) * 1024 * 1024
+    index = grown - (hash_bytes + digest_bytes) * count / documents
+    return [
+        f"used_memory per memory ({count:,} memories, {grown / count:,.0f} B each):",
+        f"  the memory hashes (MEMORY USAGE of {len(hashes):,})      {hash_bytes / documents:8.0f} B",
+        f"  per-user text digests ({len(digests):,} `texts` hashes)    {digest_bytes / documents:8.0f} B",
+        f"  the index and the keyspace's tables (the rest)  {index / count:8.0f} B",
+        f"    of which FT.INFO counts                      {reported / documents:8.0f} B",
+    ]
+
+
+def _field_arguments(store: Any) -> dict[str, list[Any]]:
+    """FT.CREATE's SCHEMA arguments of each field of the store's memory index, by name."""
+    return {str(field.name): list(field.redis_args()) for field in store.core.schema.redis_fields}
+
+
+def _vector(arguments: list[Any], algorithm: str, m: int | None = None) -> list[Any]:
+    """A vector field's SCHEMA arguments with another algorithm (its type, dimensions and metric kept)."""
+    kept = {
+        str(arguments[at]).upper(): arguments[at + 1]
+        for at in range(4, len(arguments) - 1, 2)
+        if str(arguments[at]).upper() in ("TYPE", "DIM", "DISTANCE_METRIC")
+    }
+    extra = ["M", m] if m else []
+    pairs = [item for pair in kept.items() for item in pair] + extra
+    return [arguments[0], "VECTOR", algorithm, len(pairs), *pairs]
+
+
+async def index_parts(store: Any, count: int) -> list[str]:
+    """Lines that say what each part of the memory index costs per memory, by `used_memory`: an index over the
+    same hashes made with that part and without, beside the store's, then dropped."""
+    client, layout = store.client, store.layout
+    name = layout.memory_index_name + "_part"
+    fields = _field_arguments(store)
+    every = [item for arguments in fields.values() for item in arguments]
+
+    async def cost(schema: list[Any], options: tuple[str, ...] = ("NOOFFSETS",)) -> float:
+        before = await settled_used_memory(client)
+        await client.execute_command(
+            "FT.CREATE", name, "ON", "HASH", "PREFIX", 1, layout.memory_key_prefix, "LANGUAGE", "english",
+            *options, "SCHEMA", *schema,
+        )  # fmt: skip
+        after = await settled_used_memory(client)
+        await client.execute_command("FT.DROPINDEX", name)
+        return (after - before) / count
+
+    kind = fields["k"]
+    whole = await cost(every)
+    base = await cost(kind)
+    lines = [
+        f"the index's parts by used_memory ({count:,} memories; each an index of its own over the same hashes):",
+        f"  the index as made (NOOFFSETS)                    {whole:8.0f} B",
+        f"  a document's entry (key, table) and one tag      {base:8.0f} B",
+    ]
+    for field, arguments in fields.items():
+        if field != "k":
+            kind_of = str(getattr(arguments[1], "value", arguments[1]))
+            lines.append(f"  + {field:6} {kind_of:38} {await cost(kind + arguments) - base:8.0f} B")
+    sortable = [*every]
+    at = sortable.index("at")
+    sortable.insert(at + 2, "SORTABLE")
+    lines.append(f"  term offsets kept (no NOOFFSETS): +              {await cost(every, ()) - whole:8.0f} B")
+    lines.append(f"  created_at SORTABLE: +                           {await cost(sortable) - whole:8.0f} B")
+    flat = await cost(kind + _vector(fields["v"], "FLAT"))
+    for m in (16, 8, 4):
+        graph = await cost(kind + _vector(fields["v"], "HNSW", m)) - flat
+        lines.append(f"  HNSW M={m:<2} graph over FLAT: +                   {graph:8.0f} B")
     return lines

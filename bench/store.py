@@ -43,7 +43,7 @@ from langchain_core.embeddings import Embeddings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from memory_bytes import byte_breakdown  # noqa: E402
+from memory_bytes import byte_breakdown, index_parts, used_memory_breakdown  # noqa: E402
 
 from memlane import Message, SearchMemory, Settings, open_store  # noqa: E402
 from memlane.store.models.embeddings import get_embeddings  # noqa: E402
@@ -188,6 +188,11 @@ async def main() -> None:
         default=1_000,
         help="chat messages stored through add_messages for the ingestion ratio (0: skip them)",
     )
+    parser.add_argument(
+        "--index-parts",
+        action="store_true",
+        help="measure each index field's and option's used_memory with an index of its own (minutes at 100k)",
+    )
     args = parser.parse_args()
 
     # the embedded Redis gets a throw-away data dir: a benchmark must not bloat the user's AOF
@@ -227,7 +232,8 @@ async def main() -> None:
                 print(f"  ... {start + count} memories, {rate:.0f}/s", file=sys.stderr)
         insert_seconds = time.perf_counter() - started
         await settle(store)
-        memory_per_item = ((await store.client.info("memory"))["used_memory"] - memory_before) / args.memories
+        grown = (await store.client.info("memory"))["used_memory"] - memory_before
+        memory_per_item = grown / args.memories
 
         queries = [
             rng.choice(
@@ -308,6 +314,9 @@ async def main() -> None:
         )
         print(filtered)
         print("\n".join(await byte_breakdown(store, user)))
+        print("\n".join(await used_memory_breakdown(store, args.memories, grown)))
+        if args.index_parts:
+            print("\n".join(await index_parts(store, args.memories + 200)))
         if args.chat_messages > 0:
             await bench_chat_ingestion(store, "bench-chat-user", args, rng)
     finally:

@@ -173,6 +173,16 @@ class StoreSettings(Component):
         ),
     )
 
+    vector_index: Literal["hnsw", "flat"] = Field(
+        default="hnsw",
+        description=(
+            "The index over the memories' vectors: hnsw keeps a graph (about 340 B a memory, bench/store.py "
+            "--index-parts) that search walks for a user with more than search_exact_max_memories memories; flat keeps "
+            "none, and every search is exact (about 0.2 ms per thousand of the user's memories). A change rebuilds "
+            "the index when a store opens"
+        ),
+    )
+
     @field_validator("metadata_fields")
     @classmethod
     def _metadata_field_names(cls, fields: dict[str, str]) -> dict[str, str]:

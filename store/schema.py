@@ -37,7 +37,8 @@ from memlane.store.scopes import SCOPE_MARK, scoped_user_id, split_user_id
 # Full text is analyzed in Python (store/text/terms.py: English stems, CJK bigrams) into its own field, indexed
 # without server-side stemming; the index language names RediSearch's stop-word and tokenizer defaults only.
 INDEX_LANGUAGE = "english"
-INDEX_VERSION = "2"  # bumped when the index's fields change: `ensure_indexes` rebuilds an older index in place
+INDEX_VERSION = "3"  # bumped when the index's fields change: `ensure_indexes` rebuilds an older index in place
+# "3": no term offsets, created_at not sortable, the vector index's algorithm a setting (store/redis/index_shape.py)
 # Bumped when key names change: `ensure_indexes` renames an older keyspace's keys in place (`KeyLayout.migrated_key`)
 # and then writes this into `KeyLayout.key_layout_marker`. "2": the user's digest in keys is a hash tag ({digest}).
 KEY_LAYOUT_VERSION = "2"
@@ -385,9 +386,15 @@ def metadata_schema_fields(metadata_fields: Mapping[str, str]) -> list[dict[str,
 
 
 def memory_schema(
-    layout: KeyLayout, dims: int, metadata_fields: Mapping[str, str] | None = None, datatype: str = "float16"
+    layout: KeyLayout,
+    dims: int,
+    metadata_fields: Mapping[str, str] | None = None,
+    datatype: str = "float16",
+    algorithm: str = "hnsw",
 ) -> IndexSchema:
-    """The RedisVL schema of the vector-memory index, with the declared metadata fields (vectors: store/vectors.py)."""
+    """The RedisVL schema of the vector-memory index, with the declared metadata fields (vectors: store/vectors.py;
+    `algorithm`: "hnsw" or "flat", `StoreSettings.vector_index`). The index is made without term offsets and with
+    no sortable created_at (store/redis/index_shape.py): no query asks a phrase, a highlight or that order."""
     return IndexSchema.from_dict(
         {
             "index": {
@@ -404,7 +411,7 @@ def memory_schema(
                 {"name": MemoryField.SPEAKER_ROLE, "type": "tag"},
                 {"name": MemoryField.SEARCH_TEXT, "type": "text", "attrs": {"no_stem": True}},
                 {"name": MemoryField.SEARCH_CONTEXT, "type": "text", "attrs": {"no_stem": True}},
-                {"name": MemoryField.CREATED_AT, "type": "numeric", "attrs": {"sortable": True}},
+                {"name": MemoryField.CREATED_AT, "type": "numeric"},
                 {"name": MemoryField.MONTH_DAY, "type": "numeric"},
                 {"name": MemoryField.VALID_UNTIL, "type": "numeric"},
                 {"name": MemoryField.EXPIRES_AT, "type": "numeric"},
@@ -413,7 +420,7 @@ def memory_schema(
                     "type": "vector",
                     "attrs": {
                         "dims": dims,
-                        "algorithm": "hnsw",
+                        "algorithm": algorithm,
                         "distance_metric": "cosine",
                         "datatype": datatype,
                     },

@@ -105,7 +105,11 @@ class StoreCore:
         self.layout = KeyLayout(key_prefix or self.store.key_prefix, max_id_chars=self.limits.max_id_chars)
         self.dims = embedding_dims(self.embeddings)
         self.schema = memory_schema(
-            self.layout, self.dims, self.store.metadata_fields, datatype=self.store.vector_datatype
+            self.layout,
+            self.dims,
+            self.store.metadata_fields,
+            datatype=self.store.vector_datatype,
+            algorithm=self.store.vector_index,
         )
         self.index = AsyncSearchIndex(self.schema, redis_client=self.client)
         self.zone = resolve_timezone(self.store.timezone)

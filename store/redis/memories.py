@@ -24,6 +24,7 @@ from memlane.store.errors import StoreError
 from memlane.store.ids import stable_id
 from memlane.store.records import Memory
 from memlane.store.redis.core import StorePart, as_text, unavailable
+from memlane.store.redis.index_shape import INDEX_OPTIONS, reshaped
 from memlane.store.redis.memory_docs import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.memory_migration import (
     PREVIOUS_NAMES,
@@ -87,12 +88,18 @@ class Memories(StorePart):
             self._check_dims(info)
             datatype = self.core.store.vector_datatype
             rewrite = has_previous_names(info) or indexed_vector_type(info) not in (None, datatype)
-            if self._index_is_current(info) and not rewrite:
+            differences = reshaped(info, self.core.store.vector_index)  # store/redis/index_shape.py
+            if self._index_is_current(info) and not rewrite and not differences:
                 await self._add_missing_fields(client, name, info)
                 await self._ensure_metadata_fields(client, name, info)
                 return
-            logger.warning("rebuilding the index %s (%s)", name, "field names and vectors" if rewrite else "text")
-            await self._run(client.ft(name).dropindex(delete_documents=False))
+            why = "field names and vectors" if rewrite else "text" if not self._index_is_current(info) else ""
+            logger.warning("rebuilding the index %s (%s)", name, ", ".join(filter(None, [why, *differences])))
+            try:
+                await self._run(client.ft(name).dropindex(delete_documents=False))
+            except ResponseError as error:  # another process dropped it first: make it (or find it made)
+                if "unknown index" not in str(error).lower() and "no such index" not in str(error).lower():
+                    raise
             if rewrite:  # store/redis/memory_migration.py: the hashes first, then the new index reads them
                 await migrate_memories(client, self.layout.memory_key_prefix, self.core.dims, datatype, self._run)
             await self._create_index(client, name)
@@ -143,7 +150,10 @@ class Memories(StorePart):
         )
         try:
             await client.ft(name).create_index(
-                self.core.schema.redis_fields, definition=definition, skip_initial_scan=skip_initial_scan
+                self.core.schema.redis_fields,
+                definition=definition,
+                skip_initial_scan=skip_initial_scan,
+                **INDEX_OPTIONS,
             )
         except ResponseError as error:
             if "already exists" not in str(error).lower():  # another process won the race

@@ -89,8 +89,9 @@ class Search(StorePart):
         speaker_roles: Sequence[SpeakerRole] | None = None,
     ) -> FilterExpression:
         """The filter on one user's memories, narrowed by kind, session, time and speaker."""
-        # not the expired (0 < expires_at <= now), even before Redis drops them; 0 or absent: never
-        expired = FilterExpression(f"-@{MemoryField.EXPIRES_AT}:[(0 {time.time():.3f}]")  # a time, no user text
+        # not the expired (1 <= expires_at <= now), even before Redis drops them; 0 or absent: never. Not "(0 …": its
+        # tree leaf of every 0 was read through, record by record, by every search (docs/operations/redis.md)
+        expired = FilterExpression(f"-@{MemoryField.EXPIRES_AT}:[1 {time.time():.3f}]")  # a time, no user text
         expression = (Tag(MemoryField.USER) == self.layout.user_tag(user_id)) & expired
         if kinds:
             expression = expression & (Tag(MemoryField.KIND) == list(kinds))
@@ -128,7 +129,8 @@ class Search(StorePart):
     ) -> VectorQuery:
         """KNN under the filter. Exact by default: RediSearch compares the query with each of
         the user's memories (ADHOC_BF), which costs ~0.2 ms per thousand. `approximate` walks
-        the HNSW graph instead (BATCHES, `search_ef_runtime`), for users with many memories."""
+        the HNSW graph instead (BATCHES, `search_ef_runtime`), for users with many memories (a FLAT index has none)."""
+        approximate = approximate and self.core.store.vector_index == "hnsw"
         return VectorQuery(
             vector=list(vector),
             vector_field_name=MemoryField.EMBEDDING,

@@ -1,0 +1,51 @@
+"""What the memory index is made with beside its fields, and how an index made otherwise is told from FT.INFO.
+
+- **No term offsets** (`NOOFFSETS`, which RediSearch 2.10 takes as `NOHL` too): a term's positions in each
+  document, and each document's byte offsets, serve phrase and proximity queries (`"…"`, `SLOP`, `INORDER`) and
+  highlighting. memlane asks none: its text queries are single terms, each intersected with the user's filter
+  (store/redis/redisvl_private.py `TermwiseTextQuery`), scored by BM25, which reads term frequencies, not
+  positions. 92 B a memory (bench/store.py --index-parts).
+- **created_at not sortable**: a sortable field keeps a copy of each document's value beside the document
+  (49 B a memory); no query sorts by created_at (the recency ranking sorts its candidates in Python,
+  store/fusion.py), and a returned value is read from the hash either way.
+- **The vector index's algorithm** (`StoreSettings.vector_index`): HNSW's graph costs about 340 B a memory and
+  is walked only for a user with more than `search_exact_max_memories` memories; FLAT keeps the vectors alone.
+
+An index made by an older memlane (offsets kept, created_at sortable) or with the other algorithm is made again
+when a store opens (store/redis/memories.py `_ensure_index_on`): the hashes are kept, the new index reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memlane.store.redis.core import as_text
+from memlane.store.schema import MemoryField
+
+# FT.CREATE's options of the memory index (redis-py's `create_index` keyword arguments)
+INDEX_OPTIONS = {"no_term_offsets": True}
+
+
+def _attributes(info: dict[str, Any]) -> dict[str, list[str]]:
+    """Each indexed attribute's FT.INFO description, flattened to text, by attribute name."""
+    described = {}
+    for attribute in info.get("attributes", []):
+        flat = [as_text(item) for item in attribute]
+        if "attribute" in flat:
+            described[flat[flat.index("attribute") + 1]] = flat
+    return described
+
+
+def reshaped(info: dict[str, Any], algorithm: str) -> list[str]:
+    """What differs between the index FT.INFO describes and the one this memlane makes with the vector index
+    `algorithm` ("hnsw" or "flat"); empty when nothing does."""
+    differences = []
+    if "NOOFFSETS" not in {as_text(option).upper() for option in info.get("index_options", [])}:
+        differences.append("term offsets kept")
+    attributes = _attributes(info)
+    if "SORTABLE" in attributes.get(MemoryField.CREATED_AT, []):
+        differences.append("created_at sortable")
+    vector = attributes.get(MemoryField.EMBEDDING, [])
+    if "algorithm" in vector and vector[vector.index("algorithm") + 1].lower() != algorithm:
+        differences.append(f"a {vector[vector.index('algorithm') + 1]} vector index, not {algorithm}")
+    return differences
