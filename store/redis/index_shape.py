@@ -40,7 +40,8 @@ def reshaped(info: dict[str, Any], algorithm: str) -> list[str]:
     """What differs between the index FT.INFO describes and the one this memlane makes with the vector index
     `algorithm` ("hnsw" or "flat"); empty when nothing does."""
     differences = []
-    if "NOOFFSETS" not in {as_text(option).upper() for option in info.get("index_options", [])}:
+    options = {as_text(option).upper() for option in info.get("index_options", ["NOOFFSETS"])}  # unsaid: as made
+    if "NOOFFSETS" not in options:
         differences.append("term offsets kept")
     attributes = _attributes(info)
     if "SORTABLE" in attributes.get(MemoryField.CREATED_AT, []):

@@ -155,3 +155,11 @@ async def test_the_expiry_clause_reads_nothing_of_the_memories_that_never_expire
     [child] = _iterators(negated[0].get(b"Child iterator", negated[0].get("Child iterator")))
     assert child["Type"] in (b"EMPTY", "EMPTY"), child
     assert await store.search.memory_count("alice") == 3
+
+
+def test_an_index_whose_info_names_no_options_is_not_made_again_on_every_open():
+    """A Redis whose FT.INFO says nothing of the index's options: taken as made (no rebuild at each open)."""
+    vector = ["identifier", "v", "attribute", "v", "type", "VECTOR", "algorithm", "HNSW", "dim", 384]
+    assert reshaped({"attributes": [vector]}, "hnsw") == []
+    assert reshaped({"attributes": [vector], "index_options": []}, "hnsw") == ["term offsets kept"]
+    assert reshaped({"attributes": [vector]}, "flat") == ["a HNSW vector index, not flat"]
