@@ -156,11 +156,14 @@ class TurnService:
         *,
         exclude_texts: Sequence[str] = (),
         parts: RecallParts | None = None,
+        relevance: bool = True,
     ) -> Recall | None:
         """What to put before the model for the turn's last user message, after the user's
         previous turn is saved (the caller checked `identity.recall_enabled`). None when the
         store cannot answer: the reply goes out without memory. parts: this turn's recall parts,
-        where a door has its own per persona (`memlane serve`); by default the service's."""
+        where a door has its own per persona (`memlane serve`); by default the service's.
+        relevance: False leaves each item's relevance to `add_relevance`, which a door calls
+        while the model starts its answer (no text the model is given depends on it)."""
         parts = parts or self.recall_parts
 
         async def wait_then_recall() -> Recall:
@@ -177,8 +180,8 @@ class TurnService:
                 rewrite_breaker=self.rewrite_breaker,
                 shared_user_id=identity.shared_user_id,
             )
-            # what each item shows: its relevance for the message, as every other door shows it
-            await give_relevance(self.store, recalled, identity.shared_user_id)
+            if relevance:  # what each item shows: its relevance for the message, as every other door shows it
+                await give_relevance(self.store, recalled, identity.shared_user_id)
             return recalled
 
         try:
@@ -191,6 +194,19 @@ class TurnService:
         if len(self.last_recall) > KEPT_RECALLS:
             self.last_recall.pop(next(iter(self.last_recall)))
         return recalled
+
+    async def add_relevance(
+        self, identity: MemoryAgentContext, recalled: Recall, parts: RecallParts | None = None
+    ) -> None:
+        """Each item's relevance for a recall made with `relevance=False`, within recall's budget;
+        a store that cannot answer leaves it None (the reply is on its way already)."""
+        parts = parts or self.recall_parts
+        try:
+            await within_recall_budget(
+                give_relevance(self.store, recalled, identity.shared_user_id), self.store, parts.recall.timeout_seconds
+            )
+        except StoreError as error:
+            logger.warning("the recalled items' relevance for %s was not given: %s", identity.user_id, error)
 
     # 3. saving and the after-reply hooks ---------------------------------------------------------
     def save(self, identity: MemoryAgentContext, conversation: list[Message]) -> None:

@@ -50,6 +50,7 @@ from memlane.serve.chat import (
     new_completion_id,
     open_stream,
     recall_for,
+    relevance_for,
     save,
     turn_refusal,
 )
@@ -255,6 +256,8 @@ async def chat_completions(
         headers[TURN_NOT_SAVED_HEADER] = f"{refusal.quota} quota: {refusal.setting}={refusal.limit}"
         turn.identity.auto_save_enabled = False  # noted as said, never stored nor tried again
         service.metrics.turns.labels("refused").inc()
+    # the items' relevance (nothing the upstream is sent) is given while the upstream starts its answer
+    service.require_turns().in_background(relevance_for(turn, service.require_turns()))
     try:
         if body.stream:
             response = await open_stream(service.started_upstream, turn)

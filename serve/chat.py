@@ -232,6 +232,7 @@ async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) 
         last_user_text(turn.request),
         exclude_texts=[m.text for m in turn.request.messages],
         parts=RecallParts.of(turn.settings),
+        relevance=False,  # given by `relevance_for` while the upstream starts its answer
     )
     if turn.recalled is None:  # Redis away: answered without memory
         metrics.recall_failures.inc()
@@ -241,6 +242,13 @@ async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) 
     if turn.recalled.search_incomplete:  # a cluster primary's index still reading, or a slot moving
         metrics.recall_incomplete.inc()
     logger.info("recall for %s (persona %s): injected %s", user, persona, injected(turn.recalled))
+
+
+async def relevance_for(turn: ChatTurn, turns: TurnService) -> None:
+    """The recalled items' relevance (what `GET .../recall` and the logs show; nothing the upstream
+    is sent), given while the upstream starts its answer rather than before it is asked."""
+    if turn.recalled is not None:
+        await turns.add_relevance(turn.identity, turn.recalled, RecallParts.of(turn.settings))
 
 
 def _upstream_error(persona: Persona, settings: Settings, response: httpx.Response) -> UpstreamFailed:
