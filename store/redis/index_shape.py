@@ -12,15 +12,22 @@
   is walked only for a user with more than `search_exact_max_memories` memories; FLAT keeps the vectors alone.
 
 An index made by an older memlane (offsets kept, created_at sortable) or with the other algorithm is made again
-when a store opens (store/redis/memories.py `_ensure_index_on`): the hashes are kept, the new index reads them.
+when a store opens (store/redis/memories.py `_ensure_index_on`): the hashes are kept, the new index reads them,
+and the store opens once it has read them all (`wait_until_read`): until then a search would miss the memories
+not read yet without saying so.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from memlane.store.redis.core import as_text
 from memlane.store.schema import MemoryField
+
+logger = logging.getLogger(__name__)
 
 # FT.CREATE's options of the memory index (redis-py's `create_index` keyword arguments)
 INDEX_OPTIONS = {"no_term_offsets": True}
@@ -50,3 +57,30 @@ def reshaped(info: dict[str, Any], algorithm: str) -> list[str]:
     if "algorithm" in vector and vector[vector.index("algorithm") + 1].lower() != algorithm:
         differences.append(f"a {vector[vector.index('algorithm') + 1]} vector index, not {algorithm}")
     return differences
+
+
+REBUILD_WAIT_SECONDS = 600.0  # a rebuilt index's scan of the stored memories, waited for at most this long
+
+
+async def wait_until_read(client: Any, name: str, run: Callable[[Awaitable[Any]], Awaitable[Any]]) -> None:
+    """After a rebuild, until the index `name` has read every stored memory (RediSearch's scan of
+    the hashes): a search meanwhile would miss the memories not read yet and say nothing, so the
+    store opens once it has (at most `REBUILD_WAIT_SECONDS`, then with a warning). `run`: the
+    store's call wrapper (Redis errors become store errors)."""
+    loop = asyncio.get_running_loop()
+    started = said = loop.time()
+    while True:
+        info = await run(client.ft(name).info())
+        read = float(as_text(info.get("percent_indexed", "1")) or 1)
+        now = loop.time()
+        if read >= 1:
+            if now - started >= 1:
+                logger.warning("the index %s has read every memory again (%.0f s)", name, now - started)
+            return
+        if now - started >= REBUILD_WAIT_SECONDS:
+            logger.warning("the index %s has read %.0f%% of the memories; opening anyway", name, 100 * read)
+            return
+        if now - said >= 5:
+            said = now
+            logger.warning("the index %s is reading the memories again: %.0f%%", name, 100 * read)
+        await asyncio.sleep(0.1)

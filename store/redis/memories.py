@@ -24,7 +24,7 @@ from memlane.store.errors import StoreError
 from memlane.store.ids import stable_id
 from memlane.store.records import Memory
 from memlane.store.redis.core import StorePart, as_text, unavailable
-from memlane.store.redis.index_shape import INDEX_OPTIONS, reshaped
+from memlane.store.redis.index_shape import INDEX_OPTIONS, reshaped, wait_until_read
 from memlane.store.redis.memory_docs import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.memory_migration import (
     PREVIOUS_NAMES,
@@ -105,6 +105,7 @@ class Memories(StorePart):
             await self._create_index(client, name)
             if not self._index_is_current(info):
                 await self._backfill_search_fields(client)
+            await wait_until_read(client, name, self._run)  # index_shape.py
             return
         await self._create_index(client, name, skip_initial_scan=skip_initial_scan)
 

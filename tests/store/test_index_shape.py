@@ -163,3 +163,22 @@ def test_an_index_whose_info_names_no_options_is_not_made_again_on_every_open():
     assert reshaped({"attributes": [vector]}, "hnsw") == []
     assert reshaped({"attributes": [vector], "index_options": []}, "hnsw") == ["term offsets kept"]
     assert reshaped({"attributes": [vector]}, "flat") == ["a HNSW vector index, not flat"]
+
+
+async def test_a_rebuilt_index_has_read_every_memory_when_the_store_opens(settings: Settings, embeddings, clients):
+    """An upgrade rebuilds the index as the store opens (index_shape.py `wait_until_read`): the first
+    search after it finds every memory, where it used to answer from the part read so far."""
+    store = await opened(settings, embeddings, clients)
+    await store.add_memories([Memory(id="m0", user_id="carol", kind="event", text="a note about a quokka")])
+    template = await store.client.hgetall(store.layout.memory("carol", "m0"))
+    many = 6000  # copies of its hash (embedding 6,000 texts would take a minute): enough for a scan that takes a while
+    pipe = store.client.pipeline(transaction=False)
+    for n in range(1, many):
+        pipe.hset(store.layout.memory("carol", f"m{n}"), mapping={**template, MemoryField.ID.encode(): f"m{n}"})
+    await pipe.execute()
+    await as_older_index(store)
+
+    again = await opened(settings, embeddings, clients)  # made again as it opens
+    info = await again.client.ft(again.layout.memory_index_name).info()
+    assert float(info["percent_indexed"]) == 1 and int(info["num_docs"]) == many
+    assert await again.search.memory_count("carol") == many
