@@ -13,6 +13,8 @@ a failover or a reshard the slot map is refreshed and the search tried again.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import traceback
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
@@ -43,6 +45,11 @@ CLUSTER_HELP = "set REDIS_URL to a node of a running Redis Cluster, or run `meml
 SEARCH_RETRIES = 2
 # what a node says while its slots move or its replica takes over: refresh the slot map, try again
 _RETRYABLE_REPLIES = ("CLUSTERDOWN", "TRYAGAIN", "LOADING", "READONLY")
+# a command redis-py gave up on after its 16 redirections ("TTL exhausted": a multi-key command on a slot
+# halfway moved answers TRYAGAIN until the move ends, about 0.4 s of redis-py's tries) is tried again, each
+# `_SETTLE_POLL_SECONDS`, for this long: a recall in a rebalance had answered without memory (bench/cluster.py)
+SLOT_SETTLE_SECONDS = 5.0
+_SETTLE_POLL_SECONDS = 0.1
 # set while a call holds its place at the cluster client's gate (the tasks it starts see it too)
 _HOLDING_GATE: ContextVar[bool] = ContextVar("memlane_holding_cluster_gate", default=False)
 
@@ -86,6 +93,20 @@ class WaitingRedisCluster(RedisCluster):
             node.connection_class = self.connection_kwargs["connection_class"]
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        """The command, tried again while its slot is halfway moved (`SLOT_SETTLE_SECONDS`): redis-py's
+        "TTL exhausted" means no try ran it (each was redirected or refused), so a write is safe to repeat."""
+        settled_by = time.monotonic() + SLOT_SETTLE_SECONDS
+        while True:
+            try:
+                return await self._execute_at_gate(*args, **kwargs)
+            except ClusterError as error:
+                if type(error) is not ClusterError or "TTL exhausted" not in str(error):
+                    raise
+                if time.monotonic() >= settled_by:
+                    raise
+            await asyncio.sleep(_SETTLE_POLL_SECONDS)
+
+    async def _execute_at_gate(self, *args: Any, **kwargs: Any) -> Any:
         if _HOLDING_GATE.get():  # a call within a call (redis-py's own): its caller waited already
             return await super().execute_command(*args, **kwargs)
         await self.gate.acquire()
