@@ -15,18 +15,16 @@ search.py parses them), then a pipeline of HMGET (after ASKING each, on the impo
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.commands.core import AsyncScript
 from redisvl.index import AsyncSearchIndex
 from redisvl.index.index import process_results
 from redisvl.query import TextQuery, VectorQuery
 
 from memlane.store.cluster.moving_slot import AskingClient
-from memlane.store.cluster.search import VECTOR_DISTANCE, _filled
+from memlane.store.cluster.search import VECTOR_DISTANCE, _filled, client_script
 from memlane.store.redis.redisvl_private import parse_resp2_reply, search_arguments
 from memlane.store.schema import MemoryField
 
@@ -41,15 +39,6 @@ for _ = 1, tonumber(ARGV[1]) do
 end
 return out
 """
-
-_scripts: weakref.WeakKeyDictionary[Any, AsyncScript] = weakref.WeakKeyDictionary()
-
-
-def _script(client: Any) -> AsyncScript:
-    script = _scripts.get(client)
-    if script is None:
-        script = _scripts[client] = client.register_script(_SEARCH_ONLY)
-    return script
 
 
 async def _search_one_node(
@@ -66,7 +55,7 @@ async def _search_one_node(
     for query in queries:
         arguments = search_arguments(search, query)
         argv += [len(arguments), *arguments]
-    replies = await _script(index.client)(keys=[], args=argv, client=index.client)
+    replies = await client_script(index.client, _SEARCH_ONLY)(keys=[], args=argv, client=index.client)
     answers = []
     for query, raw in zip(queries, replies):
         docs = process_results(parse_resp2_reply(raw, query), query=query, schema=index.schema)

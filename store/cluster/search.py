@@ -61,13 +61,16 @@ end
 return out
 """
 
-_scripts: weakref.WeakKeyDictionary[Any, AsyncScript] = weakref.WeakKeyDictionary()
+# each client's registered scripts, by their source (registered once per client, gone with it)
+_scripts: weakref.WeakKeyDictionary[Any, dict[str, AsyncScript]] = weakref.WeakKeyDictionary()
 
 
-def _script(client: Any) -> AsyncScript:
-    script = _scripts.get(client)
+def client_script(client: Any, source: str) -> AsyncScript:
+    """The Lua `source` registered on `client` (once: its SHA is then sent, the source only after NOSCRIPT)."""
+    registered = _scripts.setdefault(client, {})
+    script = registered.get(source)
     if script is None:
-        script = _scripts[client] = client.register_script(_SEARCH_THEN_READ)
+        script = registered[source] = client.register_script(source)
     return script
 
 
@@ -89,7 +92,9 @@ async def search_then_read(
         argv += [reply_shape(query).stride, int(isinstance(query, VectorQuery) and vector is not None)]
         argv += [len(arguments), *arguments]
     probe = owner_probe()
-    reply = await _script(client)(keys=[probe] if probe is not None else [], args=argv, client=client)
+    reply = await client_script(client, _SEARCH_THEN_READ)(
+        keys=[probe] if probe is not None else [], args=argv, client=client
+    )
     answers = []
     for query, raw, rows in zip(queries, reply[0::2], reply[1::2]):
         # a script's FT.SEARCH answers in RESP2 whatever the connection speaks: redis-py's RESP2 parser
