@@ -25,14 +25,16 @@ import asyncio
 import contextvars
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import MovedError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from memlane.store.cluster.client import retryable
 from memlane.store.cluster.index_parts import node_command, text
 from memlane.store.schema import KeyLayout, MemoryField, glob_escaped
 
@@ -106,6 +108,9 @@ class PacedRebuild:
     on_done: Callable[[], Awaitable[object]] | None = None  # the previous index may go
     _token: str = field(default_factory=lambda: secrets.token_hex(8))
     _held: bool = False
+    steps: int = 0  # what this process did, for its log line
+    step_seconds: float = 0.0
+    paused_seconds: float = 0.0
 
     async def run(self) -> None:
         """Read until done (resuming from the kept cursor); another process holding the lease is
@@ -141,23 +146,43 @@ class PacedRebuild:
                         if start + self.batch >= len(keys):
                             pipe.hset(key, mapping={"cursor": str(cursor), "done": "1" if int(cursor) == 0 else "0"})
                         # a key of a slot moving away answers ASK: its new node's index reads it there
+                        began = time.monotonic()
                         await pipe.execute(raise_on_error=False)
                         if step:
-                            await asyncio.sleep(self.pause_seconds)
+                            await self._pause(time.monotonic() - began)
                     if int(cursor) == 0:
-                        logger.info("the memory index %s has read every memory", self.index_name)
+                        logger.info(
+                            "the memory index %s has read every memory (here: %d steps, %.1f s in them, %.1f s paused)",
+                            self.index_name,
+                            self.steps,
+                            self.step_seconds,
+                            self.paused_seconds,
+                        )
                         break
                 except (RedisConnectionError, RedisTimeoutError, OSError) as error:
                     logger.warning("reading memories into %s paused: %s", self.index_name, error)
                     await asyncio.sleep(LEASE_MS / 2000)
-                except ResponseError as error:  # the index's slot moved away (MOVED): that primary rebuilds
-                    logger.warning("stopped reading memories into %s: %s", self.index_name, error)
-                    return
+                except ResponseError as error:
+                    if isinstance(error, MovedError) or not retryable(error):  # the index's slot moved away
+                        logger.warning("stopped reading memories into %s: %s", self.index_name, error)
+                        return  # that primary rebuilds
+                    # CLUSTERDOWN (a failover), TRYAGAIN, LOADING: nobody would start it again after a stop
+                    logger.warning("reading memories into %s paused: %s", self.index_name, error)
+                    await asyncio.sleep(LEASE_MS / 2000)
         finally:
             if self._held:
                 await self._release()
         if self.on_done is not None:
             await self.on_done()
+
+    async def _pause(self, took: float) -> None:
+        """Count a step that took `took` seconds (for the log line), then pause. (A pause grown with the
+        step's time, so that steps hold at most a quarter of the time, left the drill's search p95 where
+        it was and made a rebuild three times longer: docs/operations/cluster.md.)"""
+        self.steps += 1
+        self.step_seconds += took
+        self.paused_seconds += self.pause_seconds
+        await asyncio.sleep(self.pause_seconds)
 
     async def _release(self) -> None:
         try:
