@@ -31,9 +31,10 @@ partial answer), ranked below 10 (found below them among 100: a ranking tie, its
 the same question in earlier turns), said incomplete (the hits said so), not indexed (checked before
 the search: the turn is stored but its search entry is not written yet, its indexing tried again
 after a failover); search trips that waited (for a moving slot or an index still reading) and trips
-answered from a primary's previous index; search p50 / p95 per phase, and the rebuild's p95 over the
-steady phase's; memory indexes per primary at the end (duplicate or stale ones counted); the search
-cost of one shard against one standalone Redis Stack holding the same memories (the drill's own:
+answered from a primary's previous index; search p50 / p95 per phase, and the p95 of the rebuild
+phase's searches begun while a paced rebuild was under way (sampled every 0.2 s; the whole phase's
+without one) over the steady phase's; memory indexes per primary at the end (duplicate or stale ones
+counted); the search cost of one shard against one standalone Redis Stack holding the same memories (the drill's own:
 every user's history and the ballast; the drill's own self-search texts, p50 / p95 and the ratio);
 for a fixed query set over witness users who do not chat, how many top-10 results are identical
 before and after; users per primary; the machine's load average.
@@ -45,7 +46,7 @@ failover phase may have them while the shard has no primary: none more than
 `RECOVERY_GRACE_SECONDS` after the cluster is ok again; the grow phase may have recalls without
 memory from redis-py's failure on a node its map does not hold yet, counted apart, as
 docs/operations/cluster.md says). Search trips that waited in the steady and
-after phases: 0. The rebuild: search p95 at most `REBUILD_P95_BOUND` x the steady phase's, and no
+after phases: 0. The rebuild: that p95 at most `REBUILD_P95_BOUND` x the steady phase's, and no
 recall without memory. Times are printed, never asserted, except that last ratio, which the issue
 sets as the rebuild's bound.
 """
@@ -70,11 +71,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cluster_parts import (  # noqa: E402  (bench/cluster_parts.py)
     BALLAST_TURNS,
+    Reading,
     RecallsWithoutMemory,
     Verdict,
     ballast_messages,
     cluster_nodes,
     cost_line,
+    has_search_entry,
+    owner_of,
     patiently,
     search_cost,
     trips,
@@ -166,22 +170,6 @@ async def main() -> None:
     print("every figure within its bound")
 
 
-def owner_of(store: Any, user: str) -> str:
-    """The primary the store's slot map names for the user (where its search goes)."""
-    return store.core.shards.cluster.get_node_from_key(store.layout.slot_key(user)).name
-
-
-async def has_search_entry(store: Any, user: str, text: str) -> bool:
-    """Whether the user's turn saying `text` has its search entry (a turn is stored, then indexed:
-    an indexing that fails, in a failover, is tried again later, and a search cannot find it meanwhile)."""
-    try:
-        turns = await store.recent_messages(user, "default", limit=20)
-        ids = [turn.id for turn in turns if turn.content == text]
-        return bool(ids) and bool(await store.client.exists(store.layout.memory(user, f"message:{ids[-1]}")))
-    except Exception:  # the cluster mid-failover: let the search say what it says
-        return True
-
-
 async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, data_dir: Path) -> Verdict:
     settings = Settings(redis_url=url, key_prefix=f"bench-cluster-{uuid.uuid4().hex[:6]}", data_dir=data_dir)
     embeddings = HashEmbeddings() if args.embeddings == "hash" else get_embeddings(**settings.parts("store", "models"))
@@ -230,6 +218,7 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
     search_unsaved: Counter[str] = Counter()
     search_kinds: Counter[str] = Counter()
     search_seconds: dict[str, list[float]] = defaultdict(list)
+    rebuild_searches: list[tuple[float, float]] = []  # (started, seconds): the rebuild's, beside when each began
     turns_by_phase: Counter[str] = Counter()
     without_memory = RecallsWithoutMemory(lambda: phase)
     logging.getLogger("memlane.turns").addHandler(without_memory)
@@ -283,6 +272,9 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
             try:  # the turn just acknowledged, searched by its own words: it must be among the hits
                 hits = await searcher.search_memories(user, text, limit=10)
                 search_seconds[at].append(time.perf_counter() - started)
+                rebuild_searches.extend(
+                    [(time.monotonic() - search_seconds[at][-1], search_seconds[at][-1])] if at == "rebuild" else []
+                )
                 if getattr(hits, "incomplete", None):
                     search_said[at] += 1
                 elif text not in [hit.memory.text for hit in hits]:
@@ -307,7 +299,7 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
     workers = [
         asyncio.create_task(chat(users[k :: args.concurrency], k % len(stores)))
         for k in range(min(args.concurrency, len(users)))
-    ]
+    ] + [asyncio.create_task((reading := Reading(stores)).watch(stop))]
     timeline: list[str] = []
     try:
         await asyncio.sleep(args.phase_seconds)
@@ -448,9 +440,11 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
             f"trips answered from a previous index {from_previous[name]}, "
             f"search p50 {percentile(latencies, 50) * 1000:.1f} ms, p95 {percentile(latencies, 95) * 1000:.1f} ms"
         )
-    steady_p95, rebuild_p95 = percentile(search_seconds["steady"], 95), percentile(search_seconds["rebuild"], 95)
+    during = reading.during(rebuild_searches) or search_seconds["rebuild"]  # those that met a paced rebuild
+    steady_p95, rebuild_p95 = percentile(search_seconds["steady"], 95), percentile(during, 95)
     print(
-        f"the rebuild ({args.rebuild_docs} memories per primary): search p95 {rebuild_p95 * 1000:.1f} ms, "
+        f"the rebuild ({args.rebuild_docs} memories per primary): search p95 while the new indexes read "
+        f"{rebuild_p95 * 1000:.1f} ms ({len(during)} searches, p50 {percentile(during, 50) * 1000:.1f} ms), "
         f"{rebuild_p95 / steady_p95:.2f}x the steady phase's (bound {REBUILD_P95_BOUND:g}x); recalls without memory "
         f"{without_memory.by_phase['rebuild']} (bound 0)"
     )
@@ -492,7 +486,9 @@ async def drill(args: argparse.Namespace, cluster: EmbeddedCluster, url: str, da
             verdict.at_most(f"{name}: self-searches said incomplete", search_said[name], 0)
     for name in ("steady", "after"):
         verdict.at_most(f"{name}: search trips that waited", waited[name], 0)
-    verdict.at_most("rebuild: search p95 over the steady phase's", rebuild_p95 / steady_p95, REBUILD_P95_BOUND)
+    verdict.at_most(
+        "rebuild: search p95 while reading over the steady phase's", rebuild_p95 / steady_p95, REBUILD_P95_BOUND
+    )
     return verdict
 
 

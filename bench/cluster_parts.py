@@ -9,6 +9,7 @@ import asyncio
 import logging
 import sys
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -154,6 +155,42 @@ class RecallsWithoutMemory(logging.Handler):
             self.by_phase[self.phase()] += 1
             self.unknown_node[self.phase()] += REDIS_PY_UNKNOWN_NODE in record.getMessage()
             self.times.append(time.monotonic())
+
+
+def owner_of(store: Any, user: str) -> str:
+    """The primary the store's slot map names for the user (where its search goes)."""
+    return store.core.shards.cluster.get_node_from_key(store.layout.slot_key(user)).name
+
+
+async def has_search_entry(store: Any, user: str, text: str) -> bool:
+    """Whether the user's turn saying `text` has its search entry (a turn is stored, then indexed:
+    an indexing that fails, in a failover, is tried again later, and a search cannot find it meanwhile)."""
+    try:
+        turns = await store.recent_messages(user, "default", limit=20)
+        ids = [turn.id for turn in turns if turn.content == text]
+        return bool(ids) and bool(await store.client.exists(store.layout.memory(user, f"message:{ids[-1]}")))
+    except Exception:  # the cluster mid-failover: let the search say what it says
+        return True
+
+
+class Reading:
+    """When a paced rebuild (store/cluster/paced_rebuild.py) was under way in any of the drill's
+    stores, sampled every 0.2 s: the rebuild phase's searches begun then are those that met it."""
+
+    def __init__(self, stores: list[Any]) -> None:
+        self.stores = stores
+        self.samples: list[tuple[float, bool]] = []
+
+    async def watch(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            shards = [store.core.shards for store in self.stores]
+            self.samples.append((time.monotonic(), any(not t.done() for s in shards for t in s._rebuilds.values())))
+            await asyncio.sleep(0.2)
+
+    def during(self, searches: list[tuple[float, float]]) -> list[float]:
+        """The seconds of the `searches` ((started, seconds)) begun while a rebuild was under way."""
+        times = [at for at, _ in self.samples]
+        return [seconds for at, seconds in searches if (i := bisect_right(times, at)) and self.samples[i - 1][1]]
 
 
 def trips(stores: list[Any]) -> tuple[int, int, int]:
