@@ -80,3 +80,37 @@ async def test_recall_says_the_kind_it_read_and_uses_its_policy(store, settings)
     recalled = await recall(store, "u", None, "Write a poem about the sea.", parts=uniform)
     assert recalled.intent == "general"
     assert recalled.threshold == settings.recall_min_relevance  # one policy for every kind
+
+
+@pytest.mark.parametrize(
+    ("message", "memory", "held"),
+    [
+        ("How do I get to work?", "I take the 42 bus to work.", True),  # "get": a light verb, not what is asked
+        ("我怎么去上班？", "我坐42路公交上班。", True),  # "去上" straddles the verb and the word after it
+        ("我怎么去北京？", "我住在北京。", True),
+        ("How do I make pancakes?", "I love pancakes on Sundays.", True),
+        ("How do I read a file in Go?", "I write Go at work.", False),  # "read" and "file" are what it asks
+        ("帮我写一首关于大海的诗", "我上周去海边了。", False),
+    ],
+)
+def test_a_how_question_is_held_by_what_it_names_not_by_its_light_verbs(message, memory, held):
+    from memlane.query import without_framing
+    from memlane.store.text.terms import holds_what_it_names, query_terms
+
+    assert holds_what_it_names(query_terms(without_framing(message)), memory) is held
+
+
+async def test_a_personal_how_question_recalls_the_users_own_way(store, settings):
+    from memlane.recall import RecallParts, recall
+    from memlane.store.records import Message
+
+    await store.add_messages(
+        [
+            Message(id="h1", user_id="h", session_id="s", role="user", content="I take the 42 bus to work."),
+            Message(id="h2", user_id="h", session_id="s", role="user", content="我坐42路公交上班。"),
+        ]
+    )
+    parts = RecallParts.of(settings)
+    for message, shown in [("How do I get to work?", "42 bus"), ("我怎么去上班？", "42路")]:
+        recalled = await recall(store, "h", None, message, parts=parts)
+        assert any(shown in item.text for item in recalled.memories), (message, recalled.text)

@@ -139,17 +139,39 @@ def term_coverage_of(terms: Sequence[str], text: str) -> float:
 CJK_QUESTION_CHARS = frozenset("什怎样哪谁几多少为何")
 
 
+# light verbs: they carry the grammar of "How do I get to work?", "make a cake", "take the bus", not
+# what is asked about (a closed class of the language, like its stop words); and the Han verbs of
+# going and doing that open a bigram straddling the next word ("去上" of "去上班")
+_LIGHT_VERBS_EN = frozenset(
+    _stem(word)
+    for word in (
+        "get gets got getting go goes going went gone do does did doing done make makes made making take takes "
+        "took taking taken have has had having put puts putting keep keeps kept keeping come comes came coming "
+        "give gives gave given giving"
+    ).split()
+)
+_LIGHT_HAN = frozenset("去来到做弄搞")
+
+
 def _names_something(term: str) -> bool:
-    """An English term (stop words are not terms), or a Han bigram with a character that is neither a
-    function character nor an interrogative ("动词", not "怎么" or "什么")."""
-    return not _CJK_RUN.match(term) or not set(term) <= _CJK_FUNCTION_CHARS | CJK_QUESTION_CHARS
+    """An English term (stop words are not terms) that is no light verb, or a Han bigram with a
+    character that is neither a function character nor an interrogative ("动词", not "怎么" or "什么")."""
+    if not _CJK_RUN.match(term):
+        return term not in _LIGHT_VERBS_EN
+    return not set(term) <= _CJK_FUNCTION_CHARS | CJK_QUESTION_CHARS
 
 
 def holds_what_it_names(terms: Sequence[str], text: str) -> bool:
     """Whether the text holds every term of `terms` (a query's, `query_terms`) that names something
     (`_names_something`): "ramen" for "tell me about ramen", "alice" and "live" for "Where does Alice
-    live?"; False when none of them names anything."""
+    live?", "work" for "How do I get to work?" ("上班" for "我怎么去上班？": "去上" only straddles a
+    light verb and the word after it); False when none of them names anything."""
     wanted = {term for term in terms if _names_something(term)}
+    wanted -= {
+        term
+        for term in wanted
+        if len(term) == 2 and term[0] in _LIGHT_HAN and any(other[0] == term[1] for other in wanted if other != term)
+    }
     return bool(wanted) and wanted <= set(_terms(text, drop_function_bigrams=False))
 
 
