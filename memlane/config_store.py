@@ -174,12 +174,13 @@ class StoreSettings(Component):
     )
 
     vector_index: Literal["hnsw", "flat"] = Field(
-        default="hnsw",
+        default="flat",
         description=(
-            "The index over the memories' vectors: hnsw keeps a graph (about 340 B a memory, bench/store.py "
-            "--index-parts) that search walks for a user with more than search_exact_max_memories memories; flat keeps "
-            "none, and every search is exact (about 0.2 ms per thousand of the user's memories). A change rebuilds "
-            "the index when a store opens"
+            "The index over the memories' vectors: flat keeps the vectors alone, and every search is exact (a user's "
+            "search compares the query with that user's memories, about 0.2 ms per thousand of them); hnsw adds a "
+            "graph (about 330 B a memory, bench/store.py --index-parts) that search walks for a user with more than "
+            "search_exact_max_memories memories, and makes each insert about 5 times as slow (bench/scale.py). Flat "
+            "unless a user holds hundreds of thousands of memories. A change rebuilds the index when a store opens"
         ),
     )
 
@@ -225,7 +226,10 @@ class SearchSettings(Component):
     exact_max_memories: int = Field(
         default=20_000,
         ge=0,
-        description="Up to this many memories per user vector search is exact; above it, HNSW (approximate, faster)",
+        description=(
+            "With vector_index hnsw: up to this many memories per user vector search is exact; above it, the HNSW "
+            "graph (approximate, faster). A flat index is always exact"
+        ),
     )
     rrf_k: int = Field(
         default=20,
@@ -379,7 +383,7 @@ class SearchSettings(Component):
     ef_runtime: int = Field(
         default=100,
         ge=1,
-        description="HNSW candidate list size of approximate vector search (recall vs speed)",
+        description="HNSW candidate list size of approximate vector search (recall vs speed; vector_index hnsw)",
     )
     echo_weight: float = Field(
         default=0.5,

@@ -390,7 +390,7 @@ def memory_schema(
     dims: int,
     metadata_fields: Mapping[str, str] | None = None,
     datatype: str = "float16",
-    algorithm: str = "hnsw",
+    algorithm: str = "flat",
 ) -> IndexSchema:
     """The RedisVL schema of the vector-memory index, with the declared metadata fields (vectors: store/vectors.py;
     `algorithm`: "hnsw" or "flat", `StoreSettings.vector_index`). The index is made without term offsets and with

@@ -8,8 +8,10 @@
 - **created_at not sortable**: a sortable field keeps a copy of each document's value beside the document
   (49 B a memory); no query sorts by created_at (the recency ranking sorts its candidates in Python,
   store/fusion.py), and a returned value is read from the hash either way.
-- **The vector index's algorithm** (`StoreSettings.vector_index`): HNSW's graph costs about 340 B a memory and
-  is walked only for a user with more than `search_exact_max_memories` memories; FLAT keeps the vectors alone.
+- **The vector index's algorithm** (`StoreSettings.vector_index`, FLAT by default): every search filters on one
+  user and compares the query with that user's memories (exact), so FLAT's vectors alone serve it; HNSW's graph
+  costs about 330 B a memory and makes each insert about 5 times as slow, and is walked only for a user with
+  more than `search_exact_max_memories` memories.
 
 An index made by an older memlane (offsets kept, created_at sortable) or with the other algorithm is made again
 when a store opens (store/redis/memories.py `_ensure_index_on`): the hashes are kept, the new index reads them,

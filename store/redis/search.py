@@ -129,7 +129,8 @@ class Search(StorePart):
     ) -> VectorQuery:
         """KNN under the filter. Exact by default: RediSearch compares the query with each of
         the user's memories (ADHOC_BF), which costs ~0.2 ms per thousand. `approximate` walks
-        the HNSW graph instead (BATCHES, `search_ef_runtime`), for users with many memories (a FLAT index has none)."""
+        the HNSW graph instead (BATCHES, `search_ef_runtime`), for users with many memories, where the index has one
+        (`vector_index` hnsw; the default FLAT has none: every search is exact)."""
         approximate = approximate and self.core.store.vector_index == "hnsw"
         return VectorQuery(
             vector=list(vector),

@@ -1,6 +1,7 @@
 """The memory index's shape (store/redis/index_shape.py): made without term offsets, created_at not sortable, its
-vector index the setting's; an index an older memlane made (offsets, a sortable created_at) is made again when a
-store opens, every memory found as before and no hash rewritten; and the FLAT vector index, whose search is exact."""
+vector index the setting's (FLAT by default); an index an older memlane made (offsets, a sortable created_at, HNSW) is
+made again when a store opens, every memory found as before and no hash rewritten; and the HNSW option, whose graph is
+walked for a user past `search_exact_max_memories`."""
 
 from __future__ import annotations
 
@@ -53,14 +54,14 @@ async def opened(settings: Settings, embeddings, clients: list, **changes) -> Re
     return store
 
 
-async def indexed(store: RedisMemoryStore) -> dict:
+async def indexed(store: RedisMemoryStore, documents: int = len(MEMORIES)) -> dict:
     """FT.INFO once the index holds every memory (a rebuilt index reads the hashes in the background)."""
     for _ in range(100):
         info = await store.client.ft(store.layout.memory_index_name).info()
-        if int(info["num_docs"]) == len(MEMORIES) and not int(info.get("indexing", 0)):
+        if int(info["num_docs"]) == documents and not int(info.get("indexing", 0)):
             return info
         await asyncio.sleep(0.05)
-    raise AssertionError(f"the index did not reach {len(MEMORIES)} documents: {info['num_docs']}")
+    raise AssertionError(f"the index did not reach {documents} documents: {info['num_docs']}")
 
 
 async def answers(store: RedisMemoryStore) -> list[list[str]]:
@@ -92,17 +93,17 @@ async def test_an_older_index_is_made_again_without_offsets_and_every_memory_is_
     store = await opened(settings, embeddings, clients)
     await store.add_memories(MEMORIES)
     info = await indexed(store)
-    assert reshaped(info, "hnsw") == [] and "NOOFFSETS" in info["index_options"]
+    assert reshaped(info, "flat") == [] and "NOOFFSETS" in info["index_options"]
     before = await answers(store)
     assert before[0][0] == "coffee" and before[1][0] == "sister" and before[7] == ["chess"]
     key = store.layout.memory("alice", "coffee")
     digest = await store.client.hget(key, MemoryField.CONTENT_DIGEST)
     await as_older_index(store)
-    assert reshaped(await indexed(store), "hnsw") == ["term offsets kept", "created_at sortable"]
+    assert reshaped(await indexed(store), "flat") == ["term offsets kept", "created_at sortable"]
 
     again = await opened(settings, embeddings, clients)  # made again as it opens
     info = await indexed(again)
-    assert reshaped(info, "hnsw") == [] and int(info["hash_indexing_failures"]) == 0
+    assert reshaped(info, "flat") == [] and int(info["hash_indexing_failures"]) == 0
     assert await again.client.hget(key, MemoryField.CONTENT_DIGEST) == digest  # the hashes kept as they were
     assert await answers(again) == before
     documents = int(info["max_doc_id"])
@@ -110,20 +111,33 @@ async def test_an_older_index_is_made_again_without_offsets_and_every_memory_is_
     assert int((await again.client.ft(again.layout.memory_index_name).info())["max_doc_id"]) == documents
 
 
-async def test_a_flat_vector_index_searches_exactly_whatever_a_user_holds(settings: Settings, embeddings, clients):
-    store = await opened(settings, embeddings, clients)
+async def test_the_hnsw_option_walks_its_graph_for_a_large_user_and_flat_is_made_again_after_it(
+    settings: Settings, embeddings, clients
+):
+    store = await opened(settings, embeddings, clients)  # the default: FLAT, every search exact
     await store.add_memories(MEMORIES)
-    before = await answers(store)
-
-    flat = await opened(settings, embeddings, clients, vector_index="flat", search_exact_max_memories=0)
-    info = await indexed(flat)
+    info = await indexed(store)
     assert reshaped(info, "flat") == [] and reshaped(info, "hnsw") == ["a FLAT vector index, not hnsw"]
-    assert await answers(flat) == before  # no user is too large for an exact search: no EF_RUNTIME asked
-    hits = await flat.search_memories("alice", "coffee in the morning", limit=1)
-    assert hits[0].memory.id == "coffee" and hits[0].vector_similarity > 0.5
+    before = await answers(store)
+    assert before[0][0] == "coffee" and before[1][0] == "sister"
 
-    back = await opened(settings, embeddings, clients)  # and back to HNSW
-    assert reshaped(await indexed(back), "hnsw") == []
+    # HNSW, every user past the exact bound: the graph is walked (BATCHES, EF_RUNTIME), per user still
+    hnsw = await opened(settings, embeddings, clients, vector_index="hnsw", search_exact_max_memories=1)
+    assert reshaped(await indexed(hnsw), "hnsw") == []
+    alice = hnsw.search.user_filter("alice", None, None, None, None)
+    assert "HYBRID_POLICY BATCHES" in hnsw.search.vector_query([0.1] * 384, alice, 3, approximate=True).query_string()
+    assert await answers(hnsw) == before
+    hits = await hnsw.search_memories("alice", "coffee in the morning", limit=1)
+    assert hits[0].memory.id == "coffee" and hits[0].vector_similarity > 0.5
+    texts = ["drinks black coffee", "runs marathons", "lives in Lyon", "plays chess", "learns Japanese"]
+    await hnsw.add_memories([Memory(id=f"a{i}", user_id="a|b", kind="profile", text=t) for i, t in enumerate(texts)])
+    await hnsw.add_memories([Memory(id="v", user_id="a", kind="profile", text="drinks black coffee")])
+    hits = await hnsw.search_memories("a|b", "what coffee do I drink", limit=3)  # the graph, one user's part
+    assert hits[0].memory.id == "a0" and {hit.memory.user_id for hit in hits} == {"a|b"}
+
+    back = await opened(settings, embeddings, clients)  # and back to FLAT, where no user is too large to be exact
+    assert reshaped(await indexed(back, len(MEMORIES) + 6), "flat") == []
+    assert "HYBRID_POLICY ADHOC_BF" in back.search.vector_query([0.1] * 384, alice, 3, approximate=True).query_string()
     assert await answers(back) == before
 
 

@@ -331,18 +331,6 @@ async def test_search_filters_on_kind_session_and_time(store: RedisMemoryStore):
     }
 
 
-async def test_approximate_vector_search_for_users_with_many_memories_stays_per_user(store: RedisMemoryStore):
-    store = store.with_settings(search_exact_max_memories=3)
-    texts = ["drinks black coffee", "runs marathons", "lives in Lyon", "plays chess", "learns Japanese"]
-    await store.add_memories([Memory(id=f"a{i}", user_id="a|b", kind="profile", text=t) for i, t in enumerate(texts)])
-    await store.add_memories([Memory(id="v", user_id="a", kind="profile", text="drinks black coffee")])
-    assert await store.search.memory_count("a|b") == 5 and await store.search.memory_count("a") == 1
-    hits = await store.search_memories("a|b", "what coffee do I drink", limit=3)  # HNSW (BATCHES)
-    assert hits[0].memory.id == "a0" and {hit.memory.user_id for hit in hits} == {"a|b"}
-    exact = await store.search_memories("a", "what coffee do I drink")  # brute force over one memory
-    assert [hit.memory.id for hit in exact] == ["v"]
-
-
 async def test_blank_and_punctuation_queries_do_not_fail(store: RedisMemoryStore):
     await store.add_memories([Memory(id="1", user_id="alice", kind="profile", text="likes coffee")])
     assert await store.search_memories("alice", "   ") == []
