@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 # embedders read a few thousand characters at most; sending a 1 MB message only costs time
 _EMBED_MAX_CHARS = 16_000
+WRITE_CHUNK = 500  # memories written per pipeline (`Memories.write_rows`)
 
 
 @dataclass(eq=False, repr=False)
@@ -454,10 +455,19 @@ class Memories(StorePart):
         late). The protocol's `add_memories`, which counts the quotas and stores a repeat once, is
         store/redis/repeats.py's."""
         rows = await self.memory_rows(memories)
-        pipe = self.client.pipeline(transaction=False)
-        self.queue_rows(pipe, rows)
-        self.queue_follow(pipe, memories, drop_orphans=drop_orphans)
-        await self._run(pipe.execute())
+        await self.write_rows(rows, lambda pipe: self.queue_follow(pipe, memories, drop_orphans=drop_orphans))
+
+    async def write_rows(self, rows: Sequence[tuple[str, dict[str, Any]]], then: Callable[[Any], None]) -> None:
+        """Write `rows` (`memory_rows`) `WRITE_CHUNK` at a time, a pipeline each; `then` queues the call's other
+        writes on the last one. Redis indexes each hash as it is written (HNSW links each vector into its graph,
+        ~1 ms): 100,000 memories in one pipeline held Redis, every other caller behind them, until the socket
+        write timed out (bench/scale.py, one user's 100,000 memories in one call)."""
+        for start in range(0, max(len(rows), 1), WRITE_CHUNK):
+            pipe = self.client.pipeline(transaction=False)
+            self.queue_rows(pipe, rows[start : start + WRITE_CHUNK])
+            if start + WRITE_CHUNK >= len(rows):
+                then(pipe)
+            await self._run(pipe.execute())
 
     def queue_follow(self, pipe: Any, memories: Sequence[Memory], *, drop_orphans: bool = False) -> None:
         """Queue on `pipe` each written entry's expiry after its record's (`Retention.queue_follow`):

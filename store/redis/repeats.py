@@ -66,18 +66,21 @@ class Duplicates(StorePart):
         rows = await self.memories.memory_rows(new)
         near = await self._near_duplicates(new, rows)
         stored_as.update({memory_id: repeat.memory.id for memory_id, repeat in near.items()})
-        pipe = self.client.pipeline(transaction=False)
-        self.memories.queue_rows(pipe, [(key, row) for key, row in rows if as_text(row[MemoryField.ID]) not in near])
         kept = [memory for memory in new if memory.id not in near]
-        for memory in kept:
-            if memory.kind != "message":
-                pipe.hset(
-                    self.layout.memory_texts(memory.user_id),
-                    text_digest(memory.kind, memory.text, memory.metadata),
-                    memory.id,
-                )
-        self.memories.queue_follow(pipe, kept)
-        await self._run(pipe.execute())
+
+        def texts_and_expiries(pipe: Any) -> None:
+            for memory in kept:
+                if memory.kind != "message":
+                    pipe.hset(
+                        self.layout.memory_texts(memory.user_id),
+                        text_digest(memory.kind, memory.text, memory.metadata),
+                        memory.id,
+                    )
+            self.memories.queue_follow(pipe, kept)
+
+        await self.memories.write_rows(
+            [(key, row) for key, row in rows if as_text(row[MemoryField.ID]) not in near], texts_and_expiries
+        )
         self.search.counts_changed({memory.user_id for memory in new})  # counted while looking for repeats
         return [stored_as.get(memory.id, memory.id) for memory in memories]
 

@@ -164,3 +164,38 @@ async def test_the_same_text_added_twice_is_stored_once_whatever_its_ids(store: 
     assert await store.delete_memory("u", "n3")
     assert await store.add_memories([note("n6", "Allergic to peanuts")]) == ["n6"]
     assert await store.add_memories([note("n7", "Allergic to peanuts", "summary")]) == ["n7"]  # another kind
+
+
+async def test_a_large_call_is_written_in_chunks_and_every_memory_is_kept(store: RedisMemoryStore, monkeypatch):
+    """add_memories and store_memories write `WRITE_CHUNK` memories per pipeline (100,000 in one held Redis
+    until the socket timed out): every memory is stored, found, and its repeat still answers its id."""
+    from memlane.store.redis import memories as memories_module
+
+    monkeypatch.setattr(memories_module, "WRITE_CHUNK", 3)
+    executed: list[int] = []
+    pipeline = store.client.pipeline
+
+    def counting(*args, **kwargs):
+        pipe = pipeline(*args, **kwargs)
+        execute = pipe.execute
+
+        async def counted(*a, **k):
+            executed.append(len(pipe.command_stack))
+            return await execute(*a, **k)
+
+        pipe.execute = counted
+        return pipe
+
+    monkeypatch.setattr(store.client, "pipeline", counting)
+    notes = [
+        Memory(id=f"c{i}", user_id="chunky", kind="event", text=f"chunk note number {i} about otters")
+        for i in range(10)
+    ]
+    assert await store.add_memories(notes) == [f"c{i}" for i in range(10)]
+    assert len([size for size in executed if size]) >= 4  # 10 rows 3 at a time, besides the reads
+    turns = [Memory(id=f"t{i}", user_id="chunky", kind="message", text=f"turn {i} about beavers") for i in range(7)]
+    await store.memories.store_memories(turns)
+    assert await store.search.memory_count("chunky") == 17
+    assert await store.add_memories([Memory(id="again", user_id="chunky", kind="event", text=notes[9].text)]) == ["c9"]
+    hits = await store.search_memories("chunky", "chunk note number 7 about otters", limit=3)
+    assert hits[0].memory.id == "c7"
