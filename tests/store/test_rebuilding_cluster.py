@@ -13,6 +13,7 @@ from test_shard_indexes import _indexes_by_node, _move_index_name_off, _write_me
 
 from memlane.config import Settings
 from memlane.store.cluster.index_parts import IndexReport
+from memlane.store.records import Memory
 from memlane.store.redis.store import open_store
 
 pytestmark = pytest.mark.usefixtures("cluster_slots_kept")  # slots moved here go back after each test
@@ -86,5 +87,35 @@ async def test_without_a_previous_index_a_search_waits_once_for_all_its_trips(
         else:
             assert EXACT_OF_THREE in [hit.memory.text for hit in hits]
         assert shards.previous_index_trips == 0
+    finally:
+        await close_dropping_everything(store)
+
+
+async def test_a_previous_index_whose_name_comes_back_to_its_node_still_answers(
+    redis_cluster, settings: Settings, embeddings
+):
+    """The slot of the index's name moved off and, while the new index read, back again (a rebalance):
+    marking the node as importing a slot it owns is refused ("I'm already the owner of hash slot"),
+    and every search and save raised that until the new index finished. Now the answer stands."""
+    store = await open_store(settings.model_copy(update={"redis_url": redis_cluster[0]}), embeddings=embeddings)
+    shards = store.core.shards
+    try:
+        await _write_memories(store, "alice", MEMORIES, "zanzibar")
+        node = store.client.get_node_from_key(store.layout.slot_key("alice"))
+        await store.search_memories("alice", "zanzibar")
+        name = shards._indexes[node.name].name
+        _move_index_name_off(store, redis_cluster, node)
+        hits = await store.search_memories("alice", "quokka", limit=5)
+        assert EXACT in [hit.memory.text for hit in hits] and not hits.incomplete
+        if node.name in shards._ready:
+            pytest.skip("the new index read everything before the slot came back (a very fast machine)")
+        other = next(primary for primary in store.client.get_primaries() if primary.name != node.name)  # as moved
+        redis_cluster[1].move_slot(store.client.keyslot(name), other.port, node.port)  # and back, mid-read
+
+        hits = await store.search_memories("alice", "quokka", limit=5)
+        assert EXACT in [hit.memory.text for hit in hits] and not hits.incomplete
+        note = Memory(id="n1", user_id="alice", kind="event", text="a note written after the move back")
+        assert await store.add_memories([note]) == ["n1"]  # its near-duplicate search reads the index too
+        assert shards.incomplete_searches == 0
     finally:
         await close_dropping_everything(store)
