@@ -40,6 +40,11 @@ class RawCase:
     ask_now: str
 
 
+def state_case(language: str, old: str, new: str, old_value: str, new_value: str, ask: str) -> RawCase:
+    """A case of the later sets, which name no topic: the two turns, the two values, the question."""
+    return RawCase(language, "state", "value", old, new, old_value, new_value, ask)
+
+
 RAW_CASES = [
     RawCase(
         "en",

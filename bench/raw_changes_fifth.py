@@ -18,12 +18,7 @@ people talk, some asked as sets ("What apps do I keep notes in?", "我平时用�
 
 from __future__ import annotations
 
-from raw_changes import RawCase
-
-
-def _case(language: str, old: str, new: str, old_value: str, new_value: str, ask: str) -> RawCase:
-    return RawCase(language, "state", "value", old, new, old_value, new_value, ask)
-
+from raw_changes import state_case as _case
 
 FIFTH_FREEZE_CASES = [
     _case(

@@ -15,12 +15,7 @@ bench/changing_facts.py's "4th freeze" rows. The rule halved the additions marke
 
 from __future__ import annotations
 
-from raw_changes import RawCase
-
-
-def _case(language: str, old: str, new: str, old_value: str, new_value: str, ask: str) -> RawCase:
-    return RawCase(language, "state", "value", old, new, old_value, new_value, ask)
-
+from raw_changes import state_case as _case
 
 FOURTH_ADDITIONS = [
     _case(

@@ -13,13 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raw_changes import RawCase, recalled_after
+from raw_changes import state_case as _case
 
 from memlane import Settings
-
-
-def _case(language: str, old: str, new: str, old_value: str, new_value: str, ask: str) -> RawCase:
-    return RawCase(language, "state", "value", old, new, old_value, new_value, ask)
-
 
 THIRD_FREEZE_CASES = [
     _case(
