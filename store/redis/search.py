@@ -1,5 +1,5 @@
-"""Search over the user's memories: the filters, the vector (KNN) and BM25 queries, and their
-reciprocal-rank fusion.
+"""Search over the user's memories: the vector (KNN) and BM25 rankings (their queries and filters:
+store/redis/search_queries.py), and their reciprocal-rank fusion.
 
 Every signal that votes is one `Ranking` with its own weight (a setting): the vector and the
 text ranking over the user's memories, both again inside a time the query names, the text
@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from redisvl.index import AsyncSearchIndex
-from redisvl.query import CountQuery, TextQuery, VectorQuery
-from redisvl.query.filter import FilterExpression, Num, Tag
+from redisvl.query import TextQuery, VectorQuery
+from redisvl.query.filter import FilterExpression, Tag
 
 from memlane.store.cluster.indexes import SearchNotes
 from memlane.store.cluster.moving_search import search_both_halves
@@ -46,12 +45,12 @@ from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.models.breaker import CircuitOpen
 from memlane.store.models.embeddings import embeds_on_these_cores
 from memlane.store.records import Memory, MemoryKind, SpeakerRole
-from memlane.store.redis.core import StorePart, as_text
+from memlane.store.redis.core import as_text
 from memlane.store.redis.memory_docs import RETURN_FIELDS, memory_from_doc
 from memlane.store.redis.metadata import MetadataFilter, metadata_expression
-from memlane.store.redis.redisvl_private import TermwiseTextQuery
 from memlane.store.redis.retention import Retention
 from memlane.store.redis.search_candidates import CANDIDATE_FIELDS, fill_in_returned
+from memlane.store.redis.search_queries import SearchQueries
 from memlane.store.redis.search_relevances import relevances_of
 from memlane.store.redis.search_replies import search_in_one_trip
 from memlane.store.relevance import QueryReading, in_scope, pair_similarities, read_query, relevance_of
@@ -62,90 +61,16 @@ from memlane.store.text.time_words import TimeScope
 
 logger = logging.getLogger(__name__)
 
-_COUNT_TTL_SECONDS = 60.0
-
 
 @dataclass(eq=False, repr=False)
-class Search(StorePart):
-    """Hybrid search over one user's memories at a time."""
+class Search(SearchQueries):
+    """Hybrid search over one user's memories at a time (its queries: store/redis/search_queries.py)."""
 
-    _counts: dict[str, tuple[int, float]] = field(
-        default_factory=dict, init=False
-    )  # user → (memory count, when counted)
     retention: Retention = field(kw_only=True)  # records' expiry and their search entries'
     # the latest texts embedded here, by (kind, text): `relevances` right after a search (recall's
     # items, `MemlaneStore(relevance=True)`) reuses the query's vector, and a session's summary
     # changes seldom; an embedding is the slow part of both
     _vectors: OrderedDict[tuple[str, str], list[float]] = field(default_factory=OrderedDict, init=False)
-
-    def user_filter(
-        self,
-        user_id: str,
-        kinds: Sequence[MemoryKind] | None,
-        session_id: str | None,
-        since: float | None,
-        until: float | None,
-        speaker: str | None = None,
-        speaker_roles: Sequence[SpeakerRole] | None = None,
-    ) -> FilterExpression:
-        """The filter on one user's memories, narrowed by kind, session, time and speaker."""
-        # not the expired (1 <= expires_at <= now), even before Redis drops them; 0 or absent: never. Not "(0 …": its
-        # tree leaf of every 0 was read through, record by record, by every search (docs/operations/redis.md)
-        expired = FilterExpression(f"-@{MemoryField.EXPIRES_AT}:[1 {time.time():.3f}]")  # a time, no user text
-        expression = (Tag(MemoryField.USER) == self.layout.user_tag(user_id)) & expired
-        if kinds:
-            expression = expression & (Tag(MemoryField.KIND) == list(kinds))
-        if session_id:
-            expression = expression & (Tag(MemoryField.SESSION) == self.layout.session_tag(session_id))
-        if since is not None:
-            expression = expression & (Num(MemoryField.CREATED_AT) >= since)
-        if until is not None:
-            expression = expression & (Num(MemoryField.CREATED_AT) <= until)
-        if speaker:
-            expression = expression & (Tag(MemoryField.SPEAKER_KEY) == speaker_key(speaker))
-        if speaker_roles:
-            expression = expression & (Tag(MemoryField.SPEAKER_ROLE) == list(speaker_roles))
-        return expression
-
-    @staticmethod
-    def _time_filter(scope: TimeScope) -> FilterExpression:
-        """Memories inside any of the scope's spans or on any of its month-days."""
-        clauses: list[FilterExpression] = [
-            Num(MemoryField.CREATED_AT).between(start, end) for start, end in scope.ranges
-        ] + [Num(MemoryField.MONTH_DAY) == value for value in scope.month_days]
-        expression = clauses[0]
-        for clause in clauses[1:]:
-            expression = expression | clause
-        return expression
-
-    def vector_query(
-        self,
-        vector: Sequence[float],
-        expression: FilterExpression,
-        limit: int,
-        *,
-        approximate: bool = False,
-        fields: Sequence[str] = RETURN_FIELDS,
-    ) -> VectorQuery:
-        """KNN under the filter. Exact by default: RediSearch compares the query with each of
-        the user's memories (ADHOC_BF), which costs ~0.2 ms per thousand. `approximate` walks
-        the HNSW graph instead (BATCHES, `search_ef_runtime`), for users with many memories, where the index has one
-        (`vector_index` hnsw; the default FLAT has none: every search is exact)."""
-        approximate = approximate and self.core.store.vector_index == "hnsw"
-        return VectorQuery(
-            vector=list(vector),
-            vector_field_name=MemoryField.EMBEDDING,
-            dtype=self.core.store.vector_datatype,
-            filter_expression=expression,
-            return_fields=list(fields),
-            num_results=limit,
-            # on a cluster the distance is computed from the stored vectors (`_read_found`)
-            return_score=self.core.shards is None,
-            # spelled out: left to RediSearch, a filter holding a few percent of the index may be
-            # answered from the HNSW graph in batches, approximate and different per index build
-            hybrid_policy="BATCHES" if approximate else "ADHOC_BF",
-            ef_runtime=self.core.search.ef_runtime if approximate else None,
-        )
 
     async def _search_user(
         self,
@@ -171,25 +96,6 @@ class Search(StorePart):
 
         return await self.core.on_user_index(user_id, one_trip, notes, both=both_halves)
 
-    async def memory_count(self, user_id: str, notes: SearchNotes | None = None) -> int:
-        """How many search memories the user has (cached for a minute: it picks the search mode);
-        `notes`: the search's, whose trips share one wait on a cluster."""
-        now = time.monotonic()
-        cached = self._counts.get(user_id)
-        if cached is not None and now - cached[1] < _COUNT_TTL_SECONDS:
-            return cached[0]
-        count_query = CountQuery(self.user_filter(user_id, None, None, None, None))
-        count = int(await self.core.on_user_index(user_id, lambda index: index.query(count_query), notes))
-        if len(self._counts) > 10_000:
-            self._counts.clear()
-        self._counts[user_id] = (count, now)
-        return count
-
-    def counts_changed(self, user_ids: Iterable[str]) -> None:
-        """Forget the cached memory counts of users just written to (the next search counts again)."""
-        for user_id in user_ids:
-            self._counts.pop(user_id, None)
-
     async def nearest_memories(
         self,
         user_id: str,
@@ -201,32 +107,12 @@ class Search(StorePart):
         """The user's memories (of `kinds`) nearest `vector` by cosine similarity alone (no keywords,
         no fusion), nearest first, each with that similarity: what `forget` weighs by meaning, and
         what a new memory may repeat (store/redis/repeats.py)."""
-        approximate = await self.memory_count(user_id) > self.core.search.exact_max_memories
+        approximate = await self.walks_graph(user_id)
         query = self.vector_query(
             vector, self.user_filter(user_id, kinds, None, None, None), limit, approximate=approximate
         )
         [docs] = await self._search_user(user_id, [query], vector)
         return [(memory_from_doc(doc), 1.0 - float(doc[VECTOR_DISTANCE])) for doc in docs]
-
-    def text_query(
-        self,
-        terms: Sequence[str],
-        expression: FilterExpression,
-        limit: int,
-        *,
-        field: str = MemoryField.SEARCH_TEXT,
-        fields: Sequence[str] = RETURN_FIELDS,
-    ) -> TextQuery:
-        """BM25 over the analyzed terms (`store.text.query_terms`), any of them matching, in the
-        memories' own text (or, with `field`, their context)."""
-        return TermwiseTextQuery(
-            text=" ".join(terms),
-            text_field_name=field,
-            filter_expression=expression,
-            return_fields=list(fields),
-            num_results=limit,
-            stopwords=None,
-        )
 
     async def search_memories(
         self,
@@ -302,7 +188,7 @@ class Search(StorePart):
         overlap = bool(text_queries) and not embeds_on_these_cores(self.core.embeddings)
         text_search = asyncio.ensure_future(run_text_queries()) if overlap else None
         try:
-            approximate = await self.memory_count(user_id, notes) > search.exact_max_memories
+            approximate = await self.walks_graph(user_id, notes)
             try:
                 embedded = await self.core.embed_query(query)
                 self._keep_vector(("query", query), embedded)  # for `relevances` right after

@@ -126,7 +126,7 @@ async def test_the_hnsw_option_walks_its_graph_for_a_large_user_and_flat_is_made
     assert reshaped(await indexed(hnsw), "hnsw") == []
     alice = hnsw.search.user_filter("alice", None, None, None, None)
     assert "HYBRID_POLICY BATCHES" in hnsw.search.vector_query([0.1] * 384, alice, 3, approximate=True).query_string()
-    assert await answers(hnsw) == before
+    assert await answers(hnsw) == before and "alice" in hnsw.search._counts  # counted: the count picks the mode
     hits = await hnsw.search_memories("alice", "coffee in the morning", limit=1)
     assert hits[0].memory.id == "coffee" and hits[0].vector_similarity > 0.5
     texts = ["drinks black coffee", "runs marathons", "lives in Lyon", "plays chess", "learns Japanese"]
@@ -139,6 +139,7 @@ async def test_the_hnsw_option_walks_its_graph_for_a_large_user_and_flat_is_made
     assert reshaped(await indexed(back, len(MEMORIES) + 6), "flat") == []
     assert "HYBRID_POLICY ADHOC_BF" in back.search.vector_query([0.1] * 384, alice, 3, approximate=True).query_string()
     assert await answers(back) == before
+    assert back.search._counts == {}  # FLAT has no graph to walk: a search asks no count
 
 
 def _iterators(profile: object) -> list[dict]:
