@@ -14,8 +14,12 @@ not own. Each primary's index is therefore named with a hash tag of one of its s
   primary gets a new index; the old one (stale: it still indexes every write there, and no
   command can name it) is dropped once the new one has read all the memories. Only the node that
   is importing a slot accepts a command for it after ASKING, so the stale index is dropped by
-  marking its slot as importing on its node for the one command (`_on_stale_name`), and the
-  mark taken off again at once; never while that slot really migrates.
+  marking its slot as importing on its node for the one command (`on_stale_name`,
+  previous_index.py), and the mark taken off again at once; never while that slot really
+  migrates. The new index is made on every primary whose name moved as soon as this process
+  notices one moved name, not when a search first reaches that primary; and an index left beside
+  the chosen one (stale, or a previous one whose name's slot came back) goes once the chosen one
+  has read everything (index_upkeep.py).
 - **Never a silent partial answer.** A search goes to the primary that owns the user's slot, with
   an `EXISTS` of a key in that slot first *in the same pipeline* (owner_probe.py: no round
   trip of its own): MOVED there means the user moved (the slot map is patched, the search tried
@@ -40,7 +44,6 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError, ResponseError
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import AsyncSearchIndex
@@ -59,11 +62,12 @@ from memlane.store.cluster.index_parts import (
     text,
     unknown_index,
 )
+from memlane.store.cluster.index_upkeep import IndexSweep, after_rebuild, drop_extras
 from memlane.store.cluster.moving_slot import read_both_halves
 from memlane.store.cluster.owner_probe import NodeClient, checking_owner
-from memlane.store.cluster.paced_rebuild import PacedRebuild, begin, progress, start, stop_all
-from memlane.store.cluster.previous_index import ImportingSlotClient, SlotBusy, open_previous_index
-from memlane.store.errors import RedisUnavailable, StoreError
+from memlane.store.cluster.paced_rebuild import PacedRebuild, begin, progress, progress_key, start, stop_all
+from memlane.store.cluster.previous_index import SlotBusy, on_stale_name, open_previous_index
+from memlane.store.errors import RedisUnavailable
 from memlane.store.schema import KeyLayout
 
 logger = logging.getLogger(__name__)
@@ -104,13 +108,15 @@ class ShardIndexes:
     _clients: dict[str, aioredis.Redis] = field(default_factory=dict)
     _indexes: dict[str, AsyncSearchIndex] = field(default_factory=dict)
     _ready: set[str] = field(default_factory=set)  # nodes whose index has read every memory
-    _stale: dict[str, list[str]] = field(default_factory=dict)  # node -> stale index names, dropped once ready
+    _stale: dict[str, list[str]] = field(default_factory=dict)  # node -> stale index names (previous indexes)
+    _crowded: set[str] = field(default_factory=set)  # nodes whose index was chosen beside others: they go once ready
     # node -> its previous (stale, complete) index, searched until the new one has read everything
     # (None: none, looked for again after `_LOOK_AGAIN_SECONDS`: its slot may have been moving)
     _previous: dict[str, tuple[AsyncSearchIndex | None, float]] = field(default_factory=dict)
     _read_checked: dict[str, float] = field(default_factory=dict)  # node -> when its new index's progress was read
     _choosing: dict[str, asyncio.Lock] = field(default_factory=dict)
     _rebuilds: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # node -> its paced rebuild here
+    _sweep: IndexSweep = field(default_factory=IndexSweep)  # rebuilds started where a name moved (index_upkeep.py)
 
     @property
     def base_name(self) -> str:
@@ -173,7 +179,7 @@ class ShardIndexes:
                 info = await node_command(client, "FT.INFO", name)
             except MovedError:
                 try:
-                    info = await self._on_stale_name(node, name, "FT.INFO", name) if deep else None
+                    info = await on_stale_name(client, name, "FT.INFO", name) if deep else None
                 except ResponseError as error:
                     if unknown_index(error):  # dropped since FT._LIST (another process's new index caught up)
                         continue
@@ -191,31 +197,13 @@ class ShardIndexes:
         duplicates = [IndexReport(r.node, r.name, "duplicate", r.docs, r.percent_indexed) for r in usable[1:]]
         return usable[:1] + duplicates + stale
 
-    async def _on_stale_name(self, node: ClusterNode, name: str, *command: Any) -> Any:
-        """`command` about the index `name`, whose slot `node` no longer owns: the node is marked as
-        importing that slot, the command sent after ASKING, the mark taken off. Refused while the
-        slot really migrates (the mark would cut into the move)."""
-        client = self.node_client(node)
-        slot = key_slot(name.encode())
-        myself, table = await self._myself(client)
-        if any(int(move["slot"]) == slot for move in myself.get("migrations", [])):
-            raise StoreError(
-                f"slot {slot} of the index {name} on {node.name} is moving; run this again when it has moved"
-            )
-        owner = next(
-            (entry["node_id"] for entry in table.values() if "master" in entry["flags"] and slot in self._slots(entry)),
-            None,
-        )
-        if owner is None:
-            raise RedisUnavailable(f"no primary owns slot {slot} of the index {name}; {CLUSTER_HELP}")
-        return await ImportingSlotClient(client, slot, owner).execute_command(*command)  # mark, command, unmark
-
     async def drop(self, node: ClusterNode, report: IndexReport) -> None:
         """Drop a duplicate or stale index (its documents stay: they are the primary's memories)."""
         if report.state == "stale":
-            await self._on_stale_name(node, report.name, "FT.DROPINDEX", report.name)
+            await on_stale_name(self.node_client(node), report.name, "FT.DROPINDEX", report.name)
         else:
             await node_command(self.node_client(node), "FT.DROPINDEX", report.name)
+            await self.cluster.delete(progress_key(self.layout, report.name))  # a paced rebuild of it stops
         logger.warning(
             "dropped the %s memory index %s on %s (%d documents)", report.state, report.name, node.name, report.docs
         )
@@ -237,7 +225,7 @@ class ShardIndexes:
         client = self.node_client(node)
         found = await self.survey(node)
         if not found or found[0].state != "in use":
-            async with self._index_lock(client):
+            async with IndexLock(self, client):
                 found = await self.survey(node)  # another process may have made it meanwhile
                 if not found or found[0].state != "in use":
                     name = self.layout.shard_index_name(tag_of_slot(await self._highest_slot(client, node)))
@@ -259,13 +247,11 @@ class ShardIndexes:
         if self.ensure_index is not None:
             await self.ensure_index(client, chosen.name)  # brings an older memlane's index up to date
         self._stale[node.name] = [report.name for report in found if report.state == "stale"]
-        if any(report.state == "duplicate" for report in found):
-            logger.warning(
-                "%s holds %d memory indexes; using %s. `memlane redis cluster-check --fix` drops the others",
-                node.name,
-                len(found) - len(self._stale[node.name]),
-                chosen.name,
-            )
+        if self._stale[node.name]:  # an index name moved: every primary is looked at (index_upkeep.py)
+            self._sweep.soon(self)
+        if len(found) > 1:  # stale or duplicate ones beside it (index_upkeep.py drop_extras)
+            logger.info("%s holds %d memory indexes; using %s", node.name, len(found), chosen.name)
+            self._crowded.add(node.name)
         self._ready.discard(node.name)
         if chosen.percent_indexed >= 1:
             await self._mark_ready(node)
@@ -290,26 +276,17 @@ class ShardIndexes:
     def _pace(self, node: ClusterNode, name: str) -> None:
         """Read the memories into the node's new index `name` in paced batches (paced_rebuild.py)."""
         batch, pause = self.rebuild_batch, self.rebuild_pause_seconds
-        done = lambda: self._caught_up(node, name)  # noqa: E731
+        done = lambda: after_rebuild(self, node, name)  # noqa: E731
         start(self._rebuilds, node.name, PacedRebuild(self.node_client(node), self.layout, name, batch, pause, done))
 
-    def _index_lock(self, client: aioredis.Redis) -> IndexLock:
-        return IndexLock(self, client)
-
     async def _mark_ready(self, node: ClusterNode) -> None:
-        """The node's index has read every memory: searches stop checking, stale indexes go."""
+        """The node's index has read every memory: searches stop checking, the indexes beside it go."""
         self._ready.add(node.name)
         self._previous.pop(node.name, None)
-        for name in self._stale.pop(node.name, []):
-            try:
-                await self.drop(node, IndexReport(node.name, name, "stale"))
-            except ResponseError as error:
-                if "unknown index name" in str(error).lower():  # another process dropped it first
-                    logger.debug("the stale memory index %s on %s is gone already", name, node.name)
-                else:  # left for `memlane redis cluster-check`
-                    logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
-            except StoreError as error:  # left for `memlane redis cluster-check`
-                logger.warning("could not drop the stale memory index %s on %s: %s", name, node.name, error)
+        self._stale.pop(node.name, None)
+        if node.name in self._crowded:
+            self._crowded.discard(node.name)
+            await drop_extras(self, node)
 
     async def _caught_up(self, node: ClusterNode, name: str) -> str | None:
         """None when the node's index `name` has read all its memories (then marked ready), else how far it got."""
@@ -380,6 +357,7 @@ class ShardIndexes:
                     continue
                 if moved_index_name(error, key) or unknown_index(error):
                     self.forget_index(node.name)  # its name's slot moved away, or it was dropped: choose again
+                    self._sweep.soon(self)  # and every primary whose name moved too, in the background
                     failures += 1
                     if failures <= SEARCH_RETRIES + 1:
                         continue
@@ -390,10 +368,12 @@ class ShardIndexes:
                 logger.info("search on %s failed (%s); refreshing the cluster's slot map", node.name, error)
                 if isinstance(error, MovedError):  # the user's slot moved: patch the map, as redis-py does
                     await self.cluster.nodes_manager.move_slot(error)
+                    self._sweep.soon(self)  # a reshard: index names may move too (index_upkeep.py)
                     continue
                 await self.forget_node(node.name)
                 await asyncio.sleep(0.2 * failures)
                 await self.refresh()
+                self._sweep.soon(self)  # a node failed or slots moved: every primary looked at again
 
     async def _readable(
         self, node: ClusterNode, index: AsyncSearchIndex, notes: SearchNotes
@@ -469,9 +449,15 @@ class ShardIndexes:
         except (RedisConnectionError, RedisTimeoutError, OSError) as error:
             logger.warning("could not refresh the cluster's slot map: %s", error)
 
+    def chosen_name(self, node: ClusterNode) -> str | None:
+        """The name of the index this process uses on `node` (None: none chosen yet)."""
+        index = self._indexes.get(node.name)
+        return None if index is None else index.name
+
     def forget_index(self, name: str) -> None:
         self._indexes.pop(name, None)
         self._ready.discard(name)
+        self._crowded.discard(name)
         self._previous.pop(name, None)
 
     async def forget_node(self, name: str) -> None:
@@ -495,6 +481,7 @@ class ShardIndexes:
         return await check_indexes(self, fix=fix)
 
     async def aclose(self) -> None:
+        await self._sweep.stop()
         await stop_all(self._rebuilds)  # a paced rebuild goes on from its cursor in the next process
         for name in list(self._clients):
             await self.forget_node(name)

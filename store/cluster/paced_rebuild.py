@@ -16,7 +16,8 @@ read, and `done`), written in the same pipeline as the batch, so that a process 
 is followed by the next one from the cursor (a SCAN cursor stays valid: every key there for the
 whole scan is returned at least once). One process reads at a time (a lease key, refreshed each
 batch). Until `done`, the index counts as still reading (`progress`), the previous index answers
-searches, and it is dropped only after.
+searches, and it is dropped only after. An index dropped while it reads (another process kept
+another index there: index_upkeep.py) takes its progress key with it, and its rebuild stops.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ if value then
     return 1
 end
 return 0
+"""
+# count a step's memories as read and (a page's last step) keep the cursor; nothing once the progress
+# is gone: the index was dropped (another process kept another one, index_upkeep.py) and the rebuild stops
+_ADVANCE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'read', ARGV[1])
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'cursor', ARGV[2], 'done', ARGV[3]) end
+return 1
 """
 # take the lease, or keep it while it is ours
 _LEASE = """
@@ -116,6 +125,7 @@ class PacedRebuild:
         """Read until done (resuming from the kept cursor); another process holding the lease is
         waited out. Connection trouble is retried; cancelling releases the lease."""
         touch = self.client.register_script(_TOUCH)
+        advance = self.client.register_script(_ADVANCE)
         lease = self.client.register_script(_LEASE)
         key = progress_key(self.layout, self.index_name)
         match = glob_escaped(self.layout.memory_key_prefix) + "*"
@@ -130,7 +140,7 @@ class PacedRebuild:
                         continue
                     self._held = True
                     state = await node_command(self.client, "HMGET", key, "cursor", "done")
-                    if state[0] is None or text(state[1]) == "1":  # done (here or in another process)
+                    if state[0] is None or text(state[1]) == "1":  # done (here or elsewhere), or its index dropped
                         break
                     # one SCAN page (cheap: no indexing), then its memories in steps of `batch`; the
                     # cursor is kept with the page's last step (a stop midway reads that page again)
@@ -142,9 +152,9 @@ class PacedRebuild:
                         pipe = self.client.pipeline(transaction=False)
                         for memory_key in step:
                             await touch(keys=[memory_key], args=[MemoryField.USER], client=pipe)
-                        pipe.hincrby(key, "read", len(step))
-                        if start + self.batch >= len(keys):
-                            pipe.hset(key, mapping={"cursor": str(cursor), "done": "1" if int(cursor) == 0 else "0"})
+                        last = start + self.batch >= len(keys)  # the page's last step keeps the cursor
+                        kept = [str(cursor), "1" if int(cursor) == 0 else "0"] if last else ["", ""]
+                        await advance(keys=[key], args=[len(step), *kept], client=pipe)
                         # a key of a slot moving away answers ASK: its new node's index reads it there
                         began = time.monotonic()
                         await pipe.execute(raise_on_error=False)

@@ -10,6 +10,8 @@ that slot as importing on the node and taking the mark off again, in one pipelin
 which Redis runs through before it reads another client's commands; ~1 ms for a search). It
 is used only while the new index reads, and never while the node really imports or exports the
 slot (the mark would cut into the move): that is checked before use and again every second.
+A stale index is read or dropped the same way (`on_stale_name`: `memlane redis cluster-check`,
+and the drop once the new index has read everything).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redisvl.index import AsyncSearchIndex
 from redisvl.schema import IndexSchema
 
+from memlane.store.cluster.client import CLUSTER_HELP
 from memlane.store.cluster.owner_probe import NodeClient
+from memlane.store.errors import RedisUnavailable, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -107,14 +111,7 @@ async def open_previous_index(node: aioredis.Redis, schema: IndexSchema, names: 
     best: tuple[int, AsyncSearchIndex] | None = None
     for name in names:
         slot = key_slot(name.encode())
-        owner = next(
-            (
-                entry["node_id"]
-                for entry in table.values()
-                if "master" in entry["flags"] and any(int(pair[0]) <= slot <= int(pair[-1]) for pair in entry["slots"])
-            ),
-            None,
-        )
+        owner = _owner_of(table, slot)
         if owner is None:
             continue
         client = ImportingSlotClient(node, slot, owner)
@@ -130,6 +127,34 @@ async def open_previous_index(node: aioredis.Redis, schema: IndexSchema, names: 
         if best is None or docs > best[0]:
             best = (docs, AsyncSearchIndex(named, redis_client=client))
     return best[1] if best is not None else None
+
+
+async def on_stale_name(node: aioredis.Redis, name: str, *command: Any) -> Any:
+    """`command` about the index `name`, whose slot `node` no longer owns (dropping it, or reading
+    its documents): sent through `ImportingSlotClient`. Refused while the node really moves that
+    slot (the mark would cut into the move)."""
+    slot = key_slot(name.encode())
+    table = await node.execute_command("CLUSTER NODES")  # type: ignore[no-untyped-call]
+    myself: dict[str, Any] = next((entry for entry in table.values() if "myself" in entry["flags"]), {})
+    if any(int(move["slot"]) == slot for move in myself.get("migrations", [])):
+        where = "{host}:{port}".format(**node.connection_pool.connection_kwargs)
+        raise StoreError(f"slot {slot} of the index {name} on {where} is moving; run this again when it has moved")
+    owner = _owner_of(table, slot)
+    if owner is None:
+        raise RedisUnavailable(f"no primary owns slot {slot} of the index {name}; {CLUSTER_HELP}")
+    return await ImportingSlotClient(node, slot, owner).execute_command(*command)  # mark, command, unmark
+
+
+def _owner_of(table: dict[str, Any], slot: int) -> str | None:
+    """The id of the primary that owns `slot` in a CLUSTER NODES reply (None: no primary does)."""
+    return next(
+        (
+            entry["node_id"]
+            for entry in table.values()
+            if "master" in entry["flags"] and any(int(pair[0]) <= slot <= int(pair[-1]) for pair in entry["slots"])
+        ),
+        None,
+    )
 
 
 def _owned_again(refused: Exception) -> bool:
