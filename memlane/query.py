@@ -178,7 +178,13 @@ def _clean_answer(answer: str, question: str) -> str | None:
 
 def needs_rewrite(question: str, previous_turns: Sequence[Message], recall: RecallSettings) -> bool:
     """Whether recall should search with a rewrite of `question`: it leans on earlier turns."""
-    return bool(recall.rewrite_followups and previous_turns and not is_trivial(question) and is_followup(question))
+    return bool(previous_turns) and may_need_rewrite(question, recall)
+
+
+def may_need_rewrite(question: str, recall: RecallSettings) -> bool:
+    """Whether `question` would be rewritten after some earlier turn (`needs_rewrite`): when not,
+    recall searches with its own words before the session's turns are read."""
+    return bool(recall.rewrite_followups and not is_trivial(question) and is_followup(question))
 
 
 async def model_rewrite(

@@ -35,13 +35,21 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings, similarity_floor
-from memlane.query import cheap_rewrite, needs_rewrite, refers_to_the_user, rewrite_beside, without_framing
+from memlane.query import (
+    cheap_rewrite,
+    may_need_rewrite,
+    needs_rewrite,
+    refers_to_the_user,
+    rewrite_beside,
+    without_framing,
+)
 from memlane.query_intent import INTENT_POLICIES, Intent, IntentPolicy, intent_of
 from memlane.recall_block import (
     HEADINGS,
@@ -62,7 +70,7 @@ from memlane.recall_items import (
     reply_to,
     summary_items_of,
 )
-from memlane.recall_relations import relation_items, with_relation_items
+from memlane.recall_relations import linked_in_store, relation_items_of, with_relation_items
 from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
@@ -75,9 +83,9 @@ from memlane.store.errors import RedisUnavailable
 from memlane.store.hits import MemoryHit, MemoryHits
 from memlane.store.models.breaker import CircuitBreaker
 from memlane.store.protocols import RecallStore, SearchStore
-from memlane.store.records import Memory, Message
+from memlane.store.records import Memory, Message, ProfileEntry, SessionSummary
 from memlane.store.redis.metadata import MetadataFilter
-from memlane.store.relations import RelationStore
+from memlane.store.relations import Relation, RelationStore
 from memlane.store.text.questions import is_question
 from memlane.store.text.terms import (
     MAX_QUERY_CHARS,
@@ -242,25 +250,38 @@ async def recall(
 
     candidates = max(20, 3 * parts.recall.max_memories)
     recent_limit = max(parts.recall.recent_messages, 4) if session_id else 0
-    profile, summary, session_messages = await asyncio.gather(
-        store.get_profile(user_id),
-        store.get_session_summary(user_id, session_id) if session_id else _none(),
-        store.recent_messages(user_id, session_id, limit=recent_limit) if session_id else _empty(),
-    )
-    search_query, rewrite, hits = await _searched(
-        store,
-        user_id,
-        message,
-        session_messages,
-        parts.recall,
-        parts.models,
-        candidates,
-        reference_time,
-        rewrite_model,
-        rewrite_breaker,
-        shared_user_id,
-        metadata_filter,
-    )
+
+    async def session() -> tuple[list[ProfileEntry], SessionSummary | None, list[Message]]:
+        return await asyncio.gather(
+            store.get_profile(user_id),
+            store.get_session_summary(user_id, session_id) if session_id else _none(),
+            store.recent_messages(user_id, session_id, limit=recent_limit) if session_id else _empty(),
+        )
+
+    def searched(turns: Sequence[Message]) -> Awaitable[tuple[str, RewriteKind | None, list[MemoryHit]]]:
+        return _searched(
+            store,
+            user_id,
+            message,
+            turns,
+            parts.recall,
+            parts.models,
+            candidates,
+            reference_time,
+            rewrite_model,
+            rewrite_breaker,
+            shared_user_id,
+            metadata_filter,
+        )
+
+    links = _links(store, user_id, message, parts, reference_time, parts.recall.max_memories)
+    if may_need_rewrite(message[:MAX_QUERY_CHARS], parts.recall):  # its search may need the session's turns
+        (profile, summary, session_messages), linked = await _all(session(), links)
+        search_query, rewrite, hits = await searched(session_messages)
+    else:  # searched as it is: beside the reads (the query's embedding is most of a recall's wait)
+        (profile, summary, session_messages), (search_query, rewrite, hits), linked = await _all(
+            session(), searched(()), links
+        )
     recent = (
         session_messages[-parts.recall.recent_messages :] if include_recent and parts.recall.recent_messages else []
     )
@@ -373,24 +394,13 @@ async def recall(
     for item in memory_items:
         clock.date(item)
     memory_items = earlier_last(memory_items, changed_by)
-    following = parts.recall.follow_relations and parts.search.relations_weight > 0
-    if following and isinstance(store, RelationStore):  # the links the message's names lead to
-        try:
-            linked = await relation_items(
-                store,
-                user_id,
-                message,
-                language,
-                past=asks_about_the_past(message),
-                as_of=reference_time,
-                limit=max_memories,
-            )
-        except RedisUnavailable as error:  # the memories found stay: only the links are missing
-            logger.warning("recalling %r's memories without their relations: %s", user_id, error)
-            linked = []
-        for item in linked:  # a past link stays beside the current one, not after every memory
+    if linked is not None:  # the links the message's names lead to (`_links`)
+        relation_items = relation_items_of(linked[0], linked[1], language)[:max_memories]
+        for item in relation_items:  # a past link stays beside the current one, not after every memory
             clock.date(item)
-        memory_items = with_relation_items(memory_items, linked, parts.search.relations_weight, parts.search.rrf_k)
+        memory_items = with_relation_items(
+            memory_items, relation_items, parts.search.relations_weight, parts.search.rrf_k
+        )
     profile_items = profile_items_of(profile, profile_scores)
     for item in profile_items:
         item.valid_until = stale.get(item.ref_id or "")
@@ -436,6 +446,39 @@ def earlier_last(items: list[RecallItem], changed_by: dict[str, str]) -> list[Re
         return (newer, 1) if newer is not None else (len(items), index)
 
     return [items[index] for index in sorted(range(len(items)), key=place)]
+
+
+async def _links(
+    store: RecallStore,
+    user_id: str,
+    message: str,
+    parts: RecallParts,
+    reference_time: float | None,
+    max_memories: int,
+) -> tuple[list[Relation], dict[str, str]] | None:
+    """The links the message's names lead to, and the entities' names (memlane/recall_relations.py);
+    None where recall follows no relations. Read beside the search: they depend on the message alone."""
+    if not (parts.recall.follow_relations and parts.search.relations_weight > 0 and isinstance(store, RelationStore)):
+        return None
+    try:
+        return await linked_in_store(
+            store, user_id, message, as_of=reference_time, include_past=asks_about_the_past(message), limit=max_memories
+        )
+    except RedisUnavailable as error:  # the memories found stay: only the links are missing
+        logger.warning("recalling %r's memories without their relations: %s", user_id, error)
+        return [], {}
+
+
+async def _all(*steps: Awaitable[Any]) -> list[Any]:
+    """The steps' answers, run side by side; when one fails, the others are cancelled and its
+    error raised as it is (a StoreError stays one for the callers that answer without memory)."""
+    tasks = [asyncio.ensure_future(step) for step in steps]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise
 
 
 async def _none() -> None:

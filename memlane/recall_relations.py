@@ -297,6 +297,11 @@ async def relation_items(
     found, names = await linked_in_store(
         store, user_id, message, as_of=as_of, include_past=past, hops=hops, limit=limit
     )
+    return relation_items_of(found, names, language)
+
+
+def relation_items_of(found: Sequence[Relation], names: dict[str, str], language: str) -> list[RecallItem]:
+    """The links found (`linked_in_store`) as memory items, in `language`."""
     return [
         RecallItem(
             layer="relation",

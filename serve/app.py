@@ -256,15 +256,17 @@ async def chat_completions(
         headers[TURN_NOT_SAVED_HEADER] = f"{refusal.quota} quota: {refusal.setting}={refusal.limit}"
         turn.identity.auto_save_enabled = False  # noted as said, never stored nor tried again
         service.metrics.turns.labels("refused").inc()
-    # the items' relevance (nothing the upstream is sent) is given while the upstream starts its answer
-    service.require_turns().in_background(relevance_for(turn, service.require_turns()))
-    try:
+    if not body.stream:  # the items' relevance (nothing the upstream is sent) is given while it answers
+        service.require_turns().in_background(relevance_for(turn, service.require_turns()))
+    try:  # a stream's, once its first chunk is relayed (`relay_stream`)
         if body.stream:
             response = await open_stream(service.started_upstream, turn)
         else:
             completion, reply = await complete(service.started_upstream, turn)
     except UpstreamFailed:
         service.metrics.upstream_errors.labels(body.model).inc()
+        if body.stream:  # no relay to give the relevance after its first chunk
+            service.require_turns().in_background(relevance_for(turn, service.require_turns()))
         raise
     if body.stream:
         return RelayedStream(

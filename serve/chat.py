@@ -246,7 +246,8 @@ async def recall_for(turn: ChatTurn, turns: TurnService, metrics: ServeMetrics) 
 
 async def relevance_for(turn: ChatTurn, turns: TurnService) -> None:
     """The recalled items' relevance (what `GET .../recall` and the logs show; nothing the upstream
-    is sent), given while the upstream starts its answer rather than before it is asked."""
+    is sent), given while the upstream answers (a stream: once its first chunk is relayed) rather
+    than before it is asked."""
     if turn.recalled is not None:
         await turns.add_relevance(turn.identity, turn.recalled, RecallParts.of(turn.settings))
 
@@ -345,11 +346,14 @@ async def relay_stream(
     """The upstream's SSE chunks, named after the persona, then `data: [DONE]`.
 
     The turn is saved once the reply completed (the upstream said [DONE] or gave a finish
-    reason); a reply cut off midway ends with an error event and is not saved.
+    reason); a reply cut off midway ends with an error event and is not saved. The recalled
+    items' relevance (`relevance_for`) is given once the first chunk is on its way to the client:
+    given beside the relay of that chunk, it took the cores from it.
     """
     parts: list[str] = []
     finished = False
     first = True
+    relevance = False
     try:
         async for line in response.aiter_lines():
             if not line.startswith("data:"):
@@ -378,6 +382,9 @@ async def relay_stream(
                 metrics.first_token_seconds.labels(turn.persona_id).observe(time.perf_counter() - started)
                 first = False
             yield sse(chunk)
+            if not relevance:  # the first chunk is sent: the client reads it while this runs
+                relevance = True
+                turns.in_background(relevance_for(turn, turns))
     except httpx.HTTPError as error:
         metrics.upstream_errors.labels(turn.persona_id).inc()
         failure = (
@@ -390,6 +397,8 @@ async def relay_stream(
         return
     finally:
         await response.aclose()
+        if not relevance:  # no chunk came: the recall is shown with its relevance all the same
+            turns.in_background(relevance_for(turn, turns))
     if not finished:
         metrics.upstream_errors.labels(turn.persona_id).inc()
         turn.outcome = "failed"
