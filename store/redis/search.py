@@ -71,6 +71,9 @@ class Search(SearchQueries):
     # items, `MemlaneStore(relevance=True)`) reuses the query's vector, and a session's summary
     # changes seldom; an embedding is the slow part of both
     _vectors: OrderedDict[tuple[str, str], list[float]] = field(default_factory=OrderedDict, init=False)
+    # the stored vectors of the latest hits returned, by (user, memory id, text): recall compares
+    # its hits' statements by them right after the search (`found_vectors`), with no trip of its own
+    _found: OrderedDict[tuple[str, str, str], np.ndarray] = field(default_factory=OrderedDict, init=False)
 
     async def _search_user(
         self,
@@ -304,6 +307,8 @@ class Search(SearchQueries):
             if MemoryField.ID not in docs[doc_id]:  # deleted since it was found
                 continue
             memory = memory_from_doc(docs[doc_id])
+            if doc_id in vectors:
+                self._found[(memory.user_id, memory.id, memory.text)] = vectors[doc_id]
             if as_text(docs[doc_id].get(MemoryField.UNANSWERED)) == "1":
                 unanswered.add(memory.id)
             text_score = text_raw.get(doc_id, 0.0) / best_text if best_text > 0 else 0.0
@@ -334,6 +339,8 @@ class Search(SearchQueries):
                     rank_share=share,
                 )
             )
+        while len(self._found) > 1024:  # the latest searches' hits
+            self._found.popitem(last=False)
         # sorted by score, the messages that hold no statement after the statements (store/text/questions.py)
         search = self.core.search
         return statements_first(
@@ -346,6 +353,11 @@ class Search(SearchQueries):
             floor=search.statements_first_floor,
             unanswered=frozenset(unanswered),
         )
+
+    def found_vectors(self, memories: Sequence[Memory]) -> dict[str, np.ndarray]:
+        """The stored vectors of `memories` that a recent search returned (by memory id)."""
+        found = ((memory.id, self._found.get((memory.user_id, memory.id, memory.text))) for memory in memories)
+        return {memory_id: vector for memory_id, vector in found if vector is not None}
 
     def _in_scope(self, created_at: float, scope: TimeScope) -> bool:
         return in_scope(created_at, scope, self.core.zone)

@@ -321,8 +321,10 @@ class RedisMemoryStore:
     agents = _answered_by("users", Users.agents)
 
     async def memory_vectors(self, memories: Sequence[Memory]) -> dict[str, np.ndarray]:
-        """The stored vectors of `memories` (store/redis/search_relevances.py `stored_vectors`)."""
-        return await stored_vectors(self.core, memories)
+        """The stored vectors of `memories` (store/redis/search_relevances.py `stored_vectors`); those
+        a search just returned, as it read them."""
+        known = self.search.found_vectors(memories)
+        return {**known, **await stored_vectors(self.core, [memory for memory in memories if memory.id not in known])}
 
     async def reset(self) -> int:
         removed = await self.users.reset()

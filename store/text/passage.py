@@ -43,10 +43,10 @@ def answering_passage(text: str, query: str, max_tokens: int, encoding: str = "c
     `query`, with "…" where it was cut (the marks count towards `max_tokens`)."""
     if max_tokens <= 0:
         return ""
+    if count_tokens(text, encoding) <= max_tokens:  # most do: a short text's count is kept
+        return text
     tokenizer = get_encoding(encoding)
     tokens = tokenizer.encode(text, disallowed_special=())
-    if len(tokens) <= max_tokens:
-        return text
     _, offsets = tokenizer.decode_with_offsets(tokens)
     room = max(1, max_tokens - 2 * count_tokens(CUT_MARK, encoding))
     matches = _matches(text, query)

@@ -21,9 +21,20 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
 
 
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
-    """Number of tokens in `text`."""
+    """Number of tokens in `text`; a short text's count is kept (recall counts the same profile
+    lines and memories again at every turn)."""
     if not text:
         return 0
+    if len(text) <= _KEPT_MAX_CHARS:
+        return _kept_count(text, encoding)
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))
+
+
+_KEPT_MAX_CHARS = 2_000  # at most 4,096 texts of this size are kept: a few MB
+
+
+@lru_cache(maxsize=4096)
+def _kept_count(text: str, encoding: str) -> int:
     return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 
