@@ -10,7 +10,6 @@ of the index's name, store/cluster/search.py).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -19,6 +18,7 @@ from redisvl.index import AsyncSearchIndex
 from redisvl.query import FilterQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Tag
 
+from memlane.store.cluster.every_primary import on_every_primary
 from memlane.store.item_fields import ANY_VALUE, VectorKind, item_index_row, namespace_of_hex, prefix_tag
 from memlane.store.records import StoreItem
 from memlane.store.redis.core import StorePart, as_text
@@ -65,8 +65,7 @@ class ItemSearch(StorePart):
         shards = self.core.shards
         if shards is None:
             return [await self._run(call(self.core.index))]
-        indexes = [await shards.index_of(node) for node in shards.cluster.get_primaries()]
-        answers: list[T] = await self._run(asyncio.gather(*(call(index) for index in indexes)))
+        answers: list[T] = await self._run(on_every_primary(shards, call))  # each whole (every_primary.py)
         return answers
 
     async def _read(self, keys: Sequence[str], vectors: VectorKind | None) -> list[tuple[StoreItem, bytes | None]]:

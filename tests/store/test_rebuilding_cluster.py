@@ -5,12 +5,14 @@ once for all its trips, not once per trip."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 from conftest import close_dropping_everything
 from test_shard_indexes import _indexes_by_node, _move_index_name_off, _write_memories
 
+from memlane import MemlaneStore
 from memlane.config import Settings
 from memlane.store.cluster.index_parts import IndexReport
 from memlane.store.records import Memory
@@ -47,7 +49,10 @@ async def test_a_search_while_the_new_index_reads_is_whole_from_the_previous_one
             hits = await store.search_memories("alice", "quokka", limit=5)
             assert EXACT in [hit.memory.text for hit in hits] and not hits.incomplete
         assert node.name in shards._ready
-        after = (await _indexes_by_node(store))[node.name]
+        # the previous one is dropped by the rebuild's task right after it marks the new one ready
+        # (under the node's index lock: store/cluster/index_upkeep.py `drop_extras`)
+        while len(after := (await _indexes_by_node(store))[node.name]) > 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
         assert [state for _, state in after] == ["in use"] and after[0][0] != before
         hits = await store.search_memories("alice", "quokka", limit=5)
         assert EXACT in [hit.memory.text for hit in hits] and not hits.incomplete
@@ -117,5 +122,32 @@ async def test_a_previous_index_whose_name_comes_back_to_its_node_still_answers(
         note = Memory(id="n1", user_id="alice", kind="event", text="a note written after the move back")
         assert await store.add_memories([note]) == ["n1"]  # its near-duplicate search reads the index too
         assert shards.incomplete_searches == 0
+    finally:
+        await close_dropping_everything(store)
+
+
+async def test_a_search_of_anyones_items_while_a_name_moved_is_whole(redis_cluster, settings: Settings, embeddings):
+    """A LangGraph search under a prefix that names no user reads every primary
+    (store/cluster/every_primary.py): where a primary's index name moved, it used to raise (MOVED on
+    the old name) or answer from the new index's part read so far; now the previous index answers."""
+    store = await open_store(settings.model_copy(update={"redis_url": redis_cluster[0]}), embeddings=embeddings)
+    shards = store.core.shards
+    graph_store = MemlaneStore(store, user_of=1)
+    try:
+        owners = ["alice", "bob", "carol", "dave", "erin"]
+        for owner in owners:
+            for number in range(4):
+                await graph_store.aput(("docs", owner), f"note-{number}", {"text": f"{owner}'s note {number}"})
+        await _write_memories(store, "alice", MEMORIES, "zanzibar")  # a rebuild there takes a while
+        assert len(await graph_store.asearch(("docs",), limit=100)) == 20
+        node = store.client.get_node_from_key(store.layout.slot_key("alice"))
+        _move_index_name_off(store, redis_cluster, node)
+
+        found = await graph_store.asearch(("docs",), limit=100)
+        assert sorted((item.namespace[1], item.key) for item in found) == sorted(
+            (owner, f"note-{number}") for owner in owners for number in range(4)
+        )
+        assert node.name not in shards._ready and shards.previous_index_trips > 0  # the previous one answered
+        assert shards.waited_trips == 0 and shards.incomplete_searches == 0
     finally:
         await close_dropping_everything(store)
