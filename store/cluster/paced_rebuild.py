@@ -147,6 +147,7 @@ class PacedRebuild:
                     cursor, keys = await node_command(
                         self.client, "SCAN", text(state[0]), "MATCH", match, "COUNT", self.batch * _PAGE_STEPS
                     )
+                    dropped = False
                     for start in range(0, max(len(keys), 1), self.batch):
                         step = keys[start : start + self.batch]
                         pipe = self.client.pipeline(transaction=False)
@@ -157,9 +158,15 @@ class PacedRebuild:
                         await advance(keys=[key], args=[len(step), *kept], client=pipe)
                         # a key of a slot moving away answers ASK: its new node's index reads it there
                         began = time.monotonic()
-                        await pipe.execute(raise_on_error=False)
+                        replies = await pipe.execute(raise_on_error=False)
+                        if replies and replies[-1] == 0:  # the progress is gone: its index was dropped
+                            logger.info("stopped reading memories into %s: the index was dropped", self.index_name)
+                            dropped = True
+                            break
                         if step:
                             await self._pause(time.monotonic() - began)
+                    if dropped:
+                        break
                     if int(cursor) == 0:
                         logger.info(
                             "the memory index %s has read every memory (here: %d steps, %.1f s in them, %.1f s paused)",

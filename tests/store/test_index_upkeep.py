@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 
 import pytest
@@ -90,13 +91,14 @@ async def test_a_primary_no_search_reaches_starts_its_rebuild_when_another_name_
 
 
 async def test_a_previous_index_whose_name_came_back_is_kept_and_the_reading_one_dropped(
-    redis_cluster, settings: Settings, embeddings
+    redis_cluster, settings: Settings, embeddings, caplog
 ):
     """The slot of a primary's index name moved off and, while the new index read, came back (a
     rebalance): the primary holds two indexes it can name, the previous one complete. A process that
     chooses then (another one, or one after a failover) used to keep the complete one and leave the
     other, 99 % read, for `memlane redis cluster-check --fix`; now it drops it. The process that was
     reading into the dropped one chooses again, its searches whole all along."""
+    caplog.set_level(logging.INFO, logger="memlane.store.cluster.paced_rebuild")
     cluster_settings = settings.model_copy(update={"redis_url": redis_cluster[0]})
     memories = 3000
     exact = f"zanzibar number {memories - 1} and a quokka"
@@ -139,6 +141,8 @@ async def test_a_previous_index_whose_name_came_back_is_kept_and_the_reading_one
         assert exact in [hit.memory.text for hit in hits] and not hits.incomplete
         assert shards.incomplete_searches == 0
         await asyncio.wait_for(asyncio.gather(*shards._rebuilds.values()), 30)  # its rebuild stopped
+        said = [record.getMessage() for record in caplog.records if reading in record.getMessage()]
+        assert not any("has read every memory" in line for line in said), said  # it says it stopped
         assert not await first.client.exists(progress_key(first.layout, reading))  # and left no progress
         assert [report.state for report in await shards.survey(node)] == ["in use"]
     finally:
