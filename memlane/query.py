@@ -248,6 +248,7 @@ def told_about_budget(budget: float) -> None:
 _RECENT_REWRITES = 5  # the rewrites whose times decide
 _TIMED_ENOUGH = 3  # fewer timed than this: the reply waits (nothing says the model cannot make it)
 _TIMED_BUDGETS = 10  # a rewrite is timed for up to this many budgets; past that it counts as that long
+_TIMING_AFTER_SECONDS = 0.1  # a rewrite only timed starts this long after the search it was not waited for
 
 
 @dataclass(eq=False)
@@ -339,9 +340,16 @@ async def rewrite_beside(
         )
 
     if not times.worth_waiting(budget):
-        if not times.timing:  # one at a time, to see whether the model got faster
-            times.finish_in_background(rewriting())
-        return None, await beside
+        found = await beside
+
+        def time_one() -> None:  # one at a time, to see whether the model got faster
+            if not times.timing:
+                times.finish_in_background(rewriting())
+
+        # after the reply's own request is on its way: a model call's setup holds the event loop
+        # for milliseconds, which the search and the upstream request waited behind
+        asyncio.get_running_loop().call_later(_TIMING_AFTER_SECONDS, time_one)
+        return None, found
     started = time.monotonic()
     rewrite = rewriting()
     try:
