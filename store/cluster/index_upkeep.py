@@ -10,7 +10,8 @@
   `IndexSweep` looks at every primary in the background: one whose usable index is not the one this
   process uses is chosen again (adopted, or made under the index lock with its paced rebuild). The
   search that noticed does not wait; a pass runs at most once a second; a failure is logged, and
-  the next notice looks again.
+  the next notice looks again. And while searches come, a pass runs once a minute at least
+  (`IndexSweep.due`): a name moved with nothing this process did meeting it is found too.
 - **Nothing left beside the chosen index.** Once a primary's chosen index has read every memory,
   the other indexes there go (`drop_extras`): stale ones (their name's slot moved away) and
   duplicates (a previous index whose name's slot came back while the new one read: both can be
@@ -26,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from redis.asyncio.cluster import ClusterNode
@@ -44,6 +46,7 @@ logger = logging.getLogger(__name__)
 # what the background work here logs and goes on after (Redis or RediSearch refusing, a node away)
 _FAILURES = (RedisError, RedisSearchError, StoreError, OSError)
 SWEEP_GAP_SECONDS = 1.0  # one pass over every primary at most this often (a reshard notices many moves)
+SWEEP_EVERY_SECONDS = 60.0  # and one at least this often while searches come (`IndexSweep.due`)
 
 
 @dataclass(eq=False)
@@ -51,9 +54,18 @@ class IndexSweep:
     """Looks at every primary's index in the background (`soon`), one pass at a time."""
 
     gap_seconds: float = SWEEP_GAP_SECONDS
+    every_seconds: float = SWEEP_EVERY_SECONDS
     wanted: bool = False  # a pass asked for since the last one began
     closed: bool = False
     task: asyncio.Task[None] | None = None
+    last_began: float = field(default_factory=time.monotonic)  # the latest pass (at first: the store's opening)
+
+    def due(self, shards: ShardIndexes) -> None:
+        """A pass when none began for `every_seconds` (a search asks): a name that moved with nothing
+        this process did noticing it (no MOVED it met, no slot of its users moved) is found all the same."""
+        if time.monotonic() - self.last_began >= self.every_seconds:
+            self.last_began = time.monotonic()
+            self.soon(shards)
 
     def soon(self, shards: ShardIndexes) -> None:
         """A pass now, or after the one under way (`gap_seconds` after it began)."""
@@ -66,6 +78,7 @@ class IndexSweep:
         # ends once a pass went by without a new `soon` (a pass that chose nothing asks for none)
         while self.wanted:
             self.wanted = False
+            self.last_began = time.monotonic()
             began = asyncio.get_running_loop().time()
             await rebuild_where_moved(shards)
             if self.wanted:

@@ -322,6 +322,7 @@ class ShardIndexes:
         call reads only keys of the user, through the index's client, found on either node)."""
         notes = SearchNotes() if notes is None else notes
         failures = 0
+        self._sweep.due(self)  # every primary looked at once a minute at least (index_upkeep.py)
         while True:
             node = self.cluster.get_node_from_key(key)
             if node is None:  # redis-py answers None only when asked for a replica

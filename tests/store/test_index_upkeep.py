@@ -149,3 +149,38 @@ async def test_a_previous_index_whose_name_came_back_is_kept_and_the_reading_one
         if second is not None:
             await second.aclose()
         await close_dropping_everything(first)
+
+
+async def test_a_name_moved_where_no_search_of_this_process_goes_is_found_within_the_minute(
+    redis_cluster, settings: Settings, embeddings
+):
+    """Nothing this process does meets the moved name (its searches reach another primary, none of
+    its users' slots moved): the pass searches ask for once a minute (here half a second) finds it."""
+    store = await open_store(settings.model_copy(update={"redis_url": redis_cluster[0]}), embeddings=embeddings)
+    try:
+        shards = store.core.shards
+        shards._sweep.every_seconds = 0.5
+        searched = store.client.get_node_from_key(store.layout.slot_key("alice"))
+        quiet = next(node for node in store.client.get_primaries() if node.name != searched.name)
+        bob = _user_on(store, quiet)
+        await _write_memories(store, "alice", 10, "zanzibar")
+        await _write_memories(store, bob, 200, "yarrow")
+        await store.search_memories(bob, "yarrow")
+        before = shards.chosen_name(quiet)
+        assert before is not None
+        name_slot = store.client.keyslot(before)
+        assert name_slot != store.client.keyslot(store.layout.slot_key(bob))
+        elsewhere = next(node for node in store.client.get_primaries() if node.name not in (quiet.name, searched.name))
+        redis_cluster[1].move_slot(name_slot, quiet.port, elsewhere.port)
+
+        deadline = time.monotonic() + 30
+        while shards.chosen_name(quiet) == before and time.monotonic() < deadline:
+            hits = await store.search_memories("alice", "quokka", limit=5)  # alice's primary only
+            assert "zanzibar number 9 and a quokka" in [hit.memory.text for hit in hits]
+            await asyncio.sleep(0.2)
+        assert shards.chosen_name(quiet) not in (None, before)  # chosen again: a new index there
+        await _sweeps_done(store)
+        hits = await store.search_memories(bob, "quokka", limit=5)
+        assert "yarrow number 199 and a quokka" in [hit.memory.text for hit in hits] and not hits.incomplete
+    finally:
+        await close_dropping_everything(store)
