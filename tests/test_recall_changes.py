@@ -95,6 +95,8 @@ def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
         ("上个月又领养了一只小猫。", False),
         ("We also moved the piano upstairs.", True),  # ... unless it ends or replaces something
         ("跳槽到小米了，还是做测试。", True),  # "still" keeps one thing, another changed
+        ("I shop at Lidl these days, the corner store got too expensive.", True),  # "too" qualifies
+        ("I started a pottery class too.", False),  # "too" closes the clause: it adds
     ],
 )
 def test_a_change_is_read_from_grammar_not_from_a_topic(text, change):
@@ -227,3 +229,30 @@ def test_a_newer_statement_clearly_nearer_another_earlier_one_leaves_the_selecte
     }
     changes = newest_changes("What pets do we have?", hits, vectors)
     assert all("cat" not in change.stale_memory_ids for change in changes)
+
+
+def test_another_number_beside_a_word_only_the_two_share_is_a_change_without_a_change_word():
+    old = said("old", "I drink about 6 cups of coffee a day.", 10)
+    new = said("new", "Down to 3 cups of coffee a day!", 40)
+    others = [said("f", "I like Thai food.", 1), said("p", "Our cat is called Milo.", 2)]
+    vectors = {"old": HOME, "new": near(HOME, FOOD, 0.4), "f": FOOD, "p": PETS}
+    hits = [hit(old, 0.9), hit(new, 0.85), hit(others[0], 0.7), hit(others[1], 0.6)]
+    [change] = newest_changes("How much coffee do I drink?", hits, vectors)
+    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
+    same = said("new", "Coffee is 6 cups a day, as ever!", 40)  # the same number: nothing changed
+    assert newest_changes("How much coffee do I drink?", [hit(old, 0.9), hit(same, 0.85), *hits[2:]], vectors) == []
+
+
+def test_the_newer_statement_the_query_selects_changes_the_next_one_it_ranks_first():
+    # the query selects only the newer statement (the older one 0.04 below it): the older one is
+    # the next it ranks, the newer one's nearest earlier statement, and they share "deezer"
+    old = said("old", "I stream music on Deezer.", 10)
+    new = said("new", "Tidal is my music app now, Deezer kept skipping.", 40)
+    others = [said("f", "I like Thai food.", 1), said("p", "Our cat is called Milo.", 2)]
+    vectors = {"old": near(HOME, FOOD, 0.3), "new": near(HOME, PETS, 0.3), "f": FOOD, "p": PETS}
+    hits = [hit(new, 0.86), hit(old, 0.82), hit(others[0], 0.78), hit(others[1], 0.7)]
+    [change] = newest_changes("Which music app do I use?", hits, vectors)
+    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
+    # the older one third in the query's ranking: not among its first, left as it is
+    third = [hit(new, 0.86), hit(others[0], 0.84), hit(old, 0.82), hit(others[1], 0.7)]
+    assert newest_changes("Which music app do I use?", third, vectors) == []
