@@ -28,7 +28,9 @@ EXACT_OF_THREE = f"zanzibar number {3 * MEMORIES - 1} and a quokka"  # the last 
 async def test_a_search_while_the_new_index_reads_is_whole_from_the_previous_one(
     redis_cluster, settings: Settings, embeddings
 ):
-    store = await open_store(settings.model_copy(update={"redis_url": redis_cluster[0]}), embeddings=embeddings)
+    # steps of 50 (the default 5 made this test wait 40 s for the rebuild's end): still 160 steps to read
+    paced = {"redis_url": redis_cluster[0], "redis_cluster_rebuild_batch": 50}
+    store = await open_store(settings.model_copy(update=paced), embeddings=embeddings)
     shards = store.core.shards
     try:
         await _write_memories(store, "alice", MEMORIES, "zanzibar")
