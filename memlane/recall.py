@@ -274,7 +274,7 @@ async def recall(
             metadata_filter,
         )
 
-    links = _links(store, user_id, message, parts, reference_time, parts.recall.max_memories)
+    links = _links(store, user_id, message, parts, reference_time)
     if may_need_rewrite(message[:MAX_QUERY_CHARS], parts.recall):  # its search may need the session's turns
         (profile, summary, session_messages), linked = await _all(session(), links)
         search_query, rewrite, hits = await searched(session_messages)
@@ -454,7 +454,6 @@ async def _links(
     message: str,
     parts: RecallParts,
     reference_time: float | None,
-    max_memories: int,
 ) -> tuple[list[Relation], dict[str, str]] | None:
     """The links the message's names lead to, and the entities' names (memlane/recall_relations.py);
     None where recall follows no relations. Read beside the search: they depend on the message alone."""
@@ -462,7 +461,12 @@ async def _links(
         return None
     try:
         return await linked_in_store(
-            store, user_id, message, as_of=reference_time, include_past=asks_about_the_past(message), limit=max_memories
+            store,
+            user_id,
+            message,
+            as_of=reference_time,
+            include_past=asks_about_the_past(message),
+            limit=parts.recall.max_memories,
         )
     except RedisUnavailable as error:  # the memories found stay: only the links are missing
         logger.warning("recalling %r's memories without their relations: %s", user_id, error)
