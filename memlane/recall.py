@@ -74,7 +74,9 @@ from memlane.recall_relations import linked_in_store, relation_items_of, with_re
 from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
-    names_someone_they_know,
+    holding_names,
+    names_a_speaker,
+    names_held,
     newer_first,
     ranked_hits,
     unanswered,
@@ -314,10 +316,13 @@ async def recall(
     )
     # a message about neither the user nor anyone who speaks in their memories asks for no memory of
     # theirs: a hit that does not hold all it names needs a strong match
+    about_the_user = refers_to_the_user(message)
+    speaker_named = names_a_speaker(message, fresh)
+    held = names_held(message, fresh)
     intent = intent_of(
         message,
-        about_the_user=refers_to_the_user(message),
-        names_someone=names_someone_they_know(message, fresh),
+        about_the_user=about_the_user,
+        names_someone=speaker_named or bool(held),
         names_a_thing=bool(exact_terms(message)),
     )
     policy = INTENT_POLICIES[intent] if parts.recall.intent_policies else IntentPolicy()
@@ -343,6 +348,8 @@ async def recall(
         naming,
         parts.search.statements_first_floor,
     )
+    if held and not about_the_user and not speaker_named and parts.recall.intent_policies:
+        passing = holding_names(passing, held)  # about a thing a memory names: what is said of it
     if not passing and parts.recall.exact_fallback and policy.exact_fallback:  # one more chance: exact terms
         passing = exact_term_hits(fresh, exact_terms(search_query, mentions=intent is not Intent.GENERAL))
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states

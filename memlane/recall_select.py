@@ -186,25 +186,77 @@ _LATIN_IN_HAN = re.compile(
 )
 
 
-_CAPITALIZED = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z][\w'’-]*")
-
-
 def names_someone_they_know(message: str, hits: Sequence[MemoryHit]) -> bool:
     """Whether the message names someone who speaks in the hits ("What did Caroline research?"
     among Caroline's turns), or a name the hits hold ("Where does Alice live?" beside "my sister
     Alice"; a capitalized word not starting a sentence): a question about the user's world,
     though not in the first person."""
+    return names_a_speaker(message, hits) or bool(names_held(message, hits))
+
+
+def names_a_speaker(message: str, hits: Sequence[MemoryHit]) -> bool:
+    """Whether the message names someone who speaks in the hits ("What did Caroline research?")."""
     speakers = {hit.memory.speaker.casefold() for hit in hits if hit.memory.speaker}
-    if speakers and any(candidate in speakers for candidate in name_candidates(message)):
+    return bool(speakers) and any(candidate in speakers for candidate in name_candidates(message))
+
+
+def names_held(message: str, hits: Sequence[MemoryHit]) -> frozenset[tuple[str, ...]]:
+    """The names of the message (`_name_runs`, outside quotation marks) that some hit holds as a
+    name too (`_same_name`): ("alice",) for "Where does Alice live?" beside "my sister Alice"."""
+    names = [name for name, _ in _name_runs(without_quotations(message))]
+    if not names:
+        return frozenset()
+    held = [run for hit in hits if hit.memory.text for run in _name_runs(hit.memory.text)]
+    return frozenset(name for name in names if any(_same_name(name, run) for run in held))
+
+
+def holding_names(hits: Sequence[MemoryHit], names: frozenset[tuple[str, ...]]) -> list[MemoryHit]:
+    """The hits that hold one of `names` as a name (`names_held`), in their order. A message about
+    neither the user nor anyone who speaks in their memories, naming something a memory names too
+    ("Who painted The Starry Night?", "What is the capital of New Zealand?"), asks about that thing:
+    what is said of it may come along, not the memories its other words are near (issue 48, item 3:
+    the sixth and seventh sets' requests naming a painting, the Earth or New Zealand recalled
+    turns about painting and the weather)."""
+    return [
+        hit
+        for hit in hits
+        if hit.memory.text and any(_same_name(name, run) for run in _name_runs(hit.memory.text) for name in names)
+    ]
+
+
+# a name: capitalized words in a row, the first not starting a sentence ("Alice", "New Zealand",
+# "Starry Night" of "Who painted The Starry Night?"); a leading article is grammar, not the name
+_NAME_RUN = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z][\w'’-]*(?:[ \t]+[A-Z][a-z][\w'’-]*)*")
+_ARTICLES = frozenset(("the", "a", "an"))
+# what a text quotes: a name inside is a title ("The Wandering Earth", "You Shook Me All Night Long")
+_QUOTED_SPAN = re.compile(r"“[^”]{0,400}”|\"[^\"]{0,400}\"|「[^」]{0,400}」|『[^』]{0,400}』|《[^》]{0,400}》")
+
+
+def _name_runs(text: str) -> list[tuple[tuple[str, ...], bool]]:
+    """The names of `text` (`_NAME_RUN`), each its words casefolded, a possessive and a leading
+    article aside, with whether it stands inside quotation marks (a title: "The Wandering Earth"
+    and "You Shook Me All Night Long" name a film and a song, not the Earth or a night)."""
+    text = text.strip()
+    spans = [match.span() for match in _QUOTED_SPAN.finditer(text)]
+    runs = []
+    for match in _NAME_RUN.finditer(text):
+        words = [word.casefold().removesuffix("'s").removesuffix("’s") for word in match.group().split()]
+        while len(words) > 1 and words[0] in _ARTICLES:
+            words.pop(0)
+        runs.append((tuple(words), any(first <= match.start() < last for first, last in spans)))
+    return runs
+
+
+def _same_name(name: tuple[str, ...], held: tuple[tuple[str, ...], bool]) -> bool:
+    """Whether a memory's name `held` (with whether it is quoted) is the message's `name`: the same
+    words, or one of them a single word of the other ("Alice" of "Alice Chen"), where the memory's
+    is not a quoted title (whose words are its own: "Earth" is not "The Wandering Earth")."""
+    words, quoted = held
+    if words == name:
         return True
-    names = _names_in(without_quotations(message))
-    return bool(names) and any(names & _names_in(hit.memory.text) for hit in hits if hit.memory.text)
-
-
-def _names_in(text: str) -> set[str]:
-    """The capitalized words of `text` not starting a sentence, case and a possessive aside: what it
-    names ("Caroline", "Pixel"); "The" or "One" start sentences, so a hit holding them names nothing."""
-    return {name.casefold().removesuffix("'s").removesuffix("’s") for name in _CAPITALIZED.findall(text.strip())}
+    if quoted:
+        return False
+    return (len(name) == 1 and name[0] in words) or (len(words) == 1 and words[0] in name)
 
 
 def exact_terms(query: str, *, mentions: bool = True) -> list[str]:
@@ -222,8 +274,22 @@ def exact_terms(query: str, *, mentions: bool = True) -> list[str]:
 def exact_term_hits(candidates: Sequence[MemoryHit], terms: Sequence[str]) -> list[MemoryHit]:
     """Stage 7, the fallback before nothing (`recall_exact_fallback`): when no hit passed the floor,
     the candidates that hold one of `terms` verbatim (case and spacing aside), in search's order."""
-    wanted = [" ".join(term.split()).casefold() for term in terms]
-    return [hit for hit in candidates if any(term in " ".join(hit.memory.text.split()).casefold() for term in wanted)]
+    patterns = [_verbatim(term) for term in terms]
+    return [hit for hit in candidates if any(pattern.search(" ".join(hit.memory.text.split())) for pattern in patterns)]
+
+
+def _verbatim(term: str) -> re.Pattern[str]:
+    """`term` as the fallback finds it: spacing aside; a Latin word whole, not inside another ("Sun"
+    is not "sunset", "Moon" not "honeymoon"); a code in any case ("kx-88"); a name as it is
+    written, capitalized, since the same word in lower case is the common noun ("the Sun" is not
+    "sat in the sun", "Apple" not "an apple"), and an acronym in capitals ("US" is not "us", which
+    8 of 10 English turns hold inside "just" or "discuss"); inside Han text as it stands (Chinese
+    has no spaces between words)."""
+    spaced = r"\s+".join(re.escape(part) for part in term.split())
+    edges = r"(?<![A-Za-z0-9])" if term[:1].isascii() and term[:1].isalnum() else ""
+    ends = r"(?![A-Za-z0-9])" if term[-1:].isascii() and term[-1:].isalnum() else ""
+    named = term[:1].isascii() and term[:1].isupper() and not any(character.isdigit() for character in term)
+    return re.compile(edges + spaced + ends, 0 if named else re.IGNORECASE)
 
 
 def answer_pair(

@@ -9,6 +9,8 @@ from memlane.recall_select import (
     answer_pair,
     exact_term_hits,
     exact_terms,
+    holding_names,
+    names_held,
     names_someone_they_know,
     neighbours_shown,
     ranked_hits,
@@ -220,6 +222,22 @@ def test_the_fallback_keeps_only_candidates_holding_an_exact_term_verbatim():
     assert exact_term_hits(hits, []) == []
 
 
+def test_the_fallback_finds_a_word_whole_a_name_capitalized_and_an_acronym_in_capitals():
+    """Issue 48, item 3: "How does a bill become law in the US?" recalled 15 of 15 MemoryBank
+    users' turns holding "just" or "discuss", and "the Sun" the turns about a sunset."""
+    hits = [
+        hit("just", "I just discussed it with my boss", 0.01, 0.03),
+        hit("sunset", "Watching the sunset was so peaceful", 0.01, 0.03),
+        hit("sun", "We sat in the sun all afternoon", 0.01, 0.03),
+        hit("us", "Flew to the US last May", 0.01, 0.03),
+        hit("name", "The Sun came out at last, as Sun Li said", 0.01, 0.03),
+        hit("code", "locker kx-88 is mine", 0.01, 0.03),
+    ]
+    assert [h.memory.id for h in exact_term_hits(hits, ["US"])] == ["us"]
+    assert [h.memory.id for h in exact_term_hits(hits, ["Sun"])] == ["name"]
+    assert [h.memory.id for h in exact_term_hits(hits, ["KX-88"])] == ["code"]
+
+
 def test_a_question_naming_someone_who_speaks_in_the_memories_is_about_the_users_world():
     said = Memory(id="m", user_id="u", kind="message", text="I'm researching adoption agencies", speaker="Caroline")
     hits = [MemoryHit(memory=said, score=0.1, rank_score=0.01, vector_similarity=0.1, text_score=0.0)]
@@ -237,6 +255,29 @@ def test_a_question_naming_someone_who_speaks_in_the_memories_is_about_the_users
     assert not names_someone_they_know("Who wrote One Hundred Years of Solitude?", held)
     assert not names_someone_they_know('Is it "affect" in this sentence: "The weather will change"?', held)
     assert names_someone_they_know("Where does Dana work?", held)
+
+
+def test_a_name_is_held_whole_and_a_quoted_titles_words_are_its_own():
+    """Issue 48, item 3: "Who painted The Starry Night?" beside a song "You Shook Me All Night Long",
+    and "How do we know the Earth is round?" beside a film "The Wandering Earth", read as naming
+    what the user's memories name; New Zealand is not New York."""
+
+    def said(text: str) -> list[MemoryHit]:
+        memory = Memory(id="m", user_id="u", kind="message", text=text)
+        return [MemoryHit(memory=memory, score=0.1, rank_score=0.01, vector_similarity=0.1, text_score=0.0)]
+
+    song = said('I recently listened to a really good song called "You Shook Me All Night Long."')
+    assert not names_held("Who painted The Starry Night?", song)
+    film = said('If you like, you can go see "The Wandering Earth". It is great.')
+    assert not names_held("How do we know the Earth is round?", film)
+    assert names_held("Who directed The Wandering Earth?", film) == {("wandering", "earth")}
+    assert not names_held("What is the capital of New Zealand?", said("We flew to New York in May."))
+    sister = said("My sister Alice Chen lives in Osaka")
+    assert names_held("Where does Alice live?", sister) == {("alice",)}
+    assert names_held("Is Osaka far from Kyoto?", sister) == {("osaka",)}
+    gallery = said("We saw The Starry Night at MoMA last week.")
+    assert names_held("Who painted The Starry Night?", gallery) == {("starry", "night")}
+    assert holding_names([*song, *gallery], frozenset({("starry", "night")})) == gallery
 
 
 @pytest.mark.parametrize(
