@@ -77,15 +77,16 @@ Answer with the rewritten question only: no explanation, no quotes.
 # the user or their own circle, as the message's subject or owner: "I", "my", "we", "我", "我们"
 _SELF = re.compile(r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
 # ("US" in capitals is the country, not "us")
-# a request's own framing at its start, which names the user only as the one asking: "Help me write…",
-# "Tell me…", "Can you…", "帮我写", "给我讲" ("Remind me…", "你给我推荐过…" name them as themselves)
+# a request's own framing at its start, which names the user only as the one asking: a verb with "me"
+# or "us" ("Help me write…", "Tell me…", "Can you walk us through…"), "帮我写", "给我讲" ("Remind me…",
+# "Remember me?", "你给我推荐过…" name them as themselves)
 # A how-to question and a request said as a need name them the same way: "How do I read a file in
 # Go?", "I need a regex for…", "我怎么用Python读文件？", "我想了解二分查找"
 _FRAMING = re.compile(
     r"^\s*(?:please\s+|can you\s+|could you\s+|would you\s+)*"
-    r"(?:(?:help|tell|give|show|teach|write|make|draw|find|get|send|let)\s+(?:me|us)\b"
+    r"(?:(?!remind\b|remember\b)[a-z]+\s+(?:to\s+)?(?:me|us)\b"
     r"|how (?:do|can|should|would|could|will) (?:i|we)\b"
-    r"|(?:i (?:need|want)|i(?:'d|’d| would) like) (?:a|an|some|to \w+)\b"
+    r"|(?:i (?:need|want)|i(?:'d|’d| would) (?:like|love)) (?:a|an|some|to \w+)\b"
     r"|i(?:'m|’m| am) looking for (?:a|an|some)\b)?"
     r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?(?=[\u4e00-\u9fff])"
     r"|^\s*我(?:们)?(?:该|要|应该|可以)?(?:怎么|怎样|如何)(?=[\u4e00-\u9fff])"
@@ -113,13 +114,30 @@ def without_quotations(message: str) -> str:
     return _QUOTATION.sub(" ", message)
 
 
+# a question about people in general, asked with "we" ("Why do we dream?", "How can we tell…",
+# "我们吃辣的时候为什么会出汗？", "咱们常说的“亚健康”是什么意思？"): its "we" is anyone, not the user and theirs
+# (a past tense asks about them: "Why did we break up?"; so does a singular "I" or "my" beside it)
+_GENERIC_WE = re.compile(
+    r"^\s*(?:why|how) (?:do|does|can|could|should|would|will|are|is it that) we\b"
+    r"|^\s*(?:我们|咱们)[^，。？?！!]{0,12}(?:为什么|为啥|怎么会)(?![^，。？?！!]*了)"
+    r"|^\s*为什么(?:我们|咱们)(?![^，。？?！!]*了)"
+    r"|^\s*(?:我们|咱们)(?:平时|平常|通常|常常|经常|常)?(?:说|讲|叫)的",
+    re.I,
+)
+_PLURAL_SELF = re.compile(r"\b(?:we|we're|we've|we'd|we'll|us|our|ours|ourselves)\b|我们|咱们", re.I)
+
+
 def refers_to_the_user(message: str) -> bool:
     """Whether the message is about the user: it names them or their own ("my sister", "我住在哪",
     "we"), apart from a request's framing ("help me write a poem", "帮我写一首诗"), which names the
-    user only as the one asking, and from what it quotes (a sentence to check, a word to translate).
+    user only as the one asking, from what it quotes (a sentence to check, a word to translate),
+    and from the "we" of a question about people in general (`_GENERIC_WE`: "Why do we dream?").
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
-    return bool(_SELF.search(without_framing(without_quotations(message))))
+    unquoted = without_quotations(message)
+    if _GENERIC_WE.search(unquoted):
+        unquoted = _PLURAL_SELF.sub(" ", unquoted)
+    return bool(_SELF.search(without_framing(unquoted)))
 
 
 def content_words(question: str) -> int:

@@ -75,6 +75,7 @@ from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
     holding_names,
+    holds_acronyms,
     names_a_speaker,
     names_held,
     newer_first,
@@ -332,7 +333,11 @@ async def recall(
     if intent is Intent.GENERAL and parts.recall.intent_policies:
         unnamed_floor = max(floor, parts.recall.impersonal_min_relevance)
         terms = query_terms(without_framing(search_query))
-        naming = frozenset(hit.memory.id for hit in fresh if holds_what_it_names(terms, hit.memory.text))
+        naming = frozenset(
+            hit.memory.id
+            for hit in fresh
+            if holds_what_it_names(terms, hit.memory.text) and holds_acronyms(search_query, hit.memory.text)
+        )
     passing = ranked_hits(
         fresh,
         layer_weights(parts.recall),

@@ -24,6 +24,10 @@ row in bench/model_sees.py:
    ("ramen" for "tell me about ramen", "Alice" and "live" for "Where does Alice live?":
    store/text/terms.py `holds_what_it_names`). Issue 48, item 3: such requests recalled two
    unrelated turns at 0.022-0.026. A message about the user or their world keeps the one low floor.
+   A message about the world that names something a memory names too (`names_held`: capitalized
+   words in a row, held whole, a quoted title's words its own) keeps only the hits holding that
+   name (`holding_names`: "Who painted The Starry Night?" recalls where the user saw it, not their
+   turns about painting), and an acronym it names must be held in capitals (`holds_acronyms`).
 3. **Statement before echo** (`recall_echo_weight`, `recall_echo_similarity`; search orders its
    hits by the same rule, store/text/questions.py `echo_weight_of`): a question, the user's or
    the assistant's, that asks what the query asks, in its words (at most half of its
@@ -45,7 +49,8 @@ row in bench/model_sees.py:
    verbatim stays whatever its relevance: a bare name's embedding carries little meaning.
 5. **Fallback before nothing** (`recall_exact_fallback`): when no hit passes the floor, a
    candidate holding one of the query's exact terms (a code, a name, a quoted title, a Latin
-   word inside Chinese: `exact_terms`) verbatim gets one more chance, as cortex-mem's layered
+   word inside Chinese: `exact_terms`) verbatim (a Latin word whole, a name as written, an acronym
+   in capitals: `_verbatim`) gets one more chance, as cortex-mem's layered
    retrieval falls back to keywords; an everyday request names none, so it brings no noise back.
 5b. **Depth** (`recall_max_memories`, in recall): the first items in that order, a message that
    an earlier item already shows as its neighbour merged into it.
@@ -208,6 +213,23 @@ def names_held(message: str, hits: Sequence[MemoryHit]) -> frozenset[tuple[str, 
         return frozenset()
     held = [run for hit in hits if hit.memory.text for run in _name_runs(hit.memory.text)]
     return frozenset(name for name in names if any(_same_name(name, run) for run in held))
+
+
+# an acronym: capitals only, two or more ("WHO", "NASA", "US"), in a message not written in capitals
+_ACRONYM = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,}(?![A-Za-z0-9])")
+
+
+def holds_acronyms(message: str, text: str) -> bool:
+    """Whether `text` holds, in capitals, every acronym of the message outside quotation marks: a
+    request not about the user that names "the WHO" asks about it, whatever other words of it a
+    memory holds (issue 48, item 3: "What does the WHO do, and when was it founded?" recalled
+    turns holding "found", its only other word that names something, on 8 of 8 locomo-dev users)."""
+    if message.isupper():
+        return True
+    return all(
+        re.search(rf"(?<![A-Za-z0-9]){acronym}(?![A-Za-z0-9])", text)
+        for acronym in set(_ACRONYM.findall(without_quotations(message)))
+    )
 
 
 def holding_names(hits: Sequence[MemoryHit], names: frozenset[tuple[str, ...]]) -> list[MemoryHit]:

@@ -225,10 +225,42 @@ def test_a_message_naming_the_user_or_their_own_is_about_them(message):
         "帮我写一首关于大海的诗",
         "给我讲讲丝绸之路的历史",
         "Who wrote Pride and Prejudice?",
+        "Can you walk us through how the Doppler effect works?",  # any verb with "me" or "us" at the start
+        "Please explain to us how tides work",
     ],
 )
 def test_a_request_framed_with_me_but_about_something_else_is_not(message):
     assert not refers_to_the_user(message)
+
+
+@pytest.mark.parametrize(
+    "message", ["Remind me about the dentist", "Remember me?", "Walk me through my budget", "Show us our photos"]
+)
+def test_a_framing_verb_leaves_the_rest_of_the_message_and_reminding_is_about_the_user(message):
+    assert refers_to_the_user(message)
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        ("Why do we get goosebumps when we're cold or scared?", False),
+        ("How can we tell a real diamond from a fake?", False),
+        ("我们吃辣的时候为什么会出汗？", False),
+        ("为什么我们会做梦？", False),
+        ("咱们常说的“二十四节气”是怎么来的？", False),
+        ("I'd love to know how the locks on the Panama Canal lift ships.", False),
+        ("Why did we break up?", True),  # a past tense: something that happened to them
+        ("我们为什么吵架了？", True),
+        ("Why do we have to visit my mom every Sunday?", True),  # "my" beside it
+        ("我们下周去哪儿玩？", True),
+        ("What did we talk about last time?", True),
+        ("I'd love to see my sister again", True),
+    ],
+)
+def test_the_we_of_a_question_about_people_in_general_is_anyone(message, about):
+    """Issue 48, item 3: the ninth set's first try ("Why do we get goosebumps…", "我们吃辣的时候为什么
+    会出汗？", "咱们常说的…") recalled two everyday turns for every MemoryBank user."""
+    assert refers_to_the_user(message) is about
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from memlane.recall_select import (
     exact_term_hits,
     exact_terms,
     holding_names,
+    holds_acronyms,
     names_held,
     names_someone_they_know,
     neighbours_shown,
@@ -255,6 +256,15 @@ def test_a_question_naming_someone_who_speaks_in_the_memories_is_about_the_users
     assert not names_someone_they_know("Who wrote One Hundred Years of Solitude?", held)
     assert not names_someone_they_know('Is it "affect" in this sentence: "The weather will change"?', held)
     assert names_someone_they_know("Where does Dana work?", held)
+
+
+def test_a_request_naming_an_acronym_is_about_what_holds_it_in_capitals():
+    question = "What does the WHO do, and when was it founded?"
+    assert not holds_acronyms(question, "Today I found a really interesting novel")
+    assert not holds_acronyms(question, "who knows what they do")
+    assert holds_acronyms(question, "My aunt worked for the WHO in Geneva")
+    assert holds_acronyms("How far is it to the pharmacy?", "anything")  # no acronym: nothing to hold
+    assert holds_acronyms('What does "LOL" mean?', "anything")  # a quoted word is mentioned
 
 
 def test_a_name_is_held_whole_and_a_quoted_titles_words_are_its_own():
