@@ -56,6 +56,21 @@ from memlane.store.records import Message
 
 DAY = 86_400.0
 
+# each set of unrelated requests, in the order written: "" the first, then each written after the
+# rule was changed on the sets before it (the docstring says after which change)
+REQUEST_SETS = [
+    ("", UNRELATED),
+    ("after", UNRELATED_AFTER),
+    ("third", UNRELATED_THIRD),
+    ("fourth", UNRELATED_FOURTH),
+    ("fifth", UNRELATED_FIFTH),
+    ("sixth", UNRELATED_SIXTH),
+    ("seventh", UNRELATED_SEVENTH),
+    ("eighth", UNRELATED_EIGHTH),
+    ("ninth", UNRELATED_NINTH),
+    ("tenth", UNRELATED_TENTH),
+]
+
 
 async def off_topic_row(
     store: Any, settings: Settings, user_ids: list[str], requests: list[str]
@@ -151,25 +166,9 @@ async def main() -> None:
             await ingest(store, dataset)
             language = "zh" if name.endswith("cn") else "en"
             users = sorted(dataset.messages)
-            print_off_topic(name, language, await off_topic_row(store, settings, users, UNRELATED[language]))
-            after = await off_topic_row(store, settings, users, UNRELATED_AFTER[language])
-            print_off_topic(name + " (after)", language, after)
-            third = await off_topic_row(store, settings, users, UNRELATED_THIRD[language])
-            print_off_topic(name + " (third)", language, third)
-            fourth = await off_topic_row(store, settings, users, UNRELATED_FOURTH[language])
-            print_off_topic(name + " (fourth)", language, fourth)
-            fifth = await off_topic_row(store, settings, users, UNRELATED_FIFTH[language])
-            print_off_topic(name + " (fifth)", language, fifth)
-            sixth = await off_topic_row(store, settings, users, UNRELATED_SIXTH[language])
-            print_off_topic(name + " (sixth)", language, sixth)
-            seventh = await off_topic_row(store, settings, users, UNRELATED_SEVENTH[language])
-            print_off_topic(name + " (seventh)", language, seventh)
-            eighth = await off_topic_row(store, settings, users, UNRELATED_EIGHTH[language])
-            print_off_topic(name + " (eighth)", language, eighth)
-            ninth = await off_topic_row(store, settings, users, UNRELATED_NINTH[language])
-            print_off_topic(name + " (ninth)", language, ninth)
-            tenth = await off_topic_row(store, settings, users, UNRELATED_TENTH[language])
-            print_off_topic(name + " (tenth)", language, tenth)
+            for label, requests in REQUEST_SETS:
+                row = await off_topic_row(store, settings, users, requests[language])
+                print_off_topic(name + (f" ({label})" if label else ""), language, row)
             embeddings.save()
         print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES), "")
         print_paraphrases(await paraphrase_rows(store, settings, run, PARAPHRASES_AFTER), " (after)")
