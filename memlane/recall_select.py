@@ -302,14 +302,15 @@ def exact_term_hits(candidates: Sequence[MemoryHit], terms: Sequence[str]) -> li
 
 def _verbatim(term: str) -> re.Pattern[str]:
     """`term` as the fallback finds it: spacing aside; a Latin word whole, not inside another ("Sun"
-    is not "sunset", "Moon" not "honeymoon"); a code in any case ("kx-88"); a name as it is
+    is not "sunset", "Moon" not "honeymoon"), though with a plural or a possessive ("Friday" is in
+    "closes at 6 pm on Fridays"); a code in any case ("kx-88"); a name as it is
     written, capitalized, since the same word in lower case is the common noun ("the Sun" is not
     "sat in the sun", "Apple" not "an apple"), and an acronym in capitals ("US" is not "us", which
     8 of 10 English turns hold inside "just" or "discuss"); inside Han text as it stands (Chinese
     has no spaces between words)."""
     spaced = r"\s+".join(re.escape(part) for part in term.split())
     edges = r"(?<![A-Za-z0-9])" if term[:1].isascii() and term[:1].isalnum() else ""
-    ends = r"(?![A-Za-z0-9])" if term[-1:].isascii() and term[-1:].isalnum() else ""
+    ends = r"(?:e?s|['’]s)?(?![A-Za-z0-9])" if term[-1:].isascii() and term[-1:].isalnum() else ""
     named = term[:1].isascii() and term[:1].isupper() and not any(character.isdigit() for character in term)
     return re.compile(edges + spaced + ends, 0 if named else re.IGNORECASE)
 

@@ -233,7 +233,9 @@ def test_the_fallback_finds_a_word_whole_a_name_capitalized_and_an_acronym_in_ca
         hit("us", "Flew to the US last May", 0.01, 0.03),
         hit("name", "The Sun came out at last, as Sun Li said", 0.01, 0.03),
         hit("code", "locker kx-88 is mine", 0.01, 0.03),
+        hit("plural", "The office closes at 6 pm on Fridays", 0.01, 0.03),
     ]
+    assert [h.memory.id for h in exact_term_hits(hits, ["Friday"])] == ["plural"]  # a plural is the word
     assert [h.memory.id for h in exact_term_hits(hits, ["US"])] == ["us"]
     assert [h.memory.id for h in exact_term_hits(hits, ["Sun"])] == ["name"]
     assert [h.memory.id for h in exact_term_hits(hits, ["KX-88"])] == ["code"]
