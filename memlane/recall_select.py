@@ -17,7 +17,7 @@ row in bench/model_sees.py:
    it replaced (0.5, 0.4, 0.3 on an uncalibrated relevance, the first that let any hit through)
    left 2 items of 8 on MemoryBank, 5 on LoCoMo, and cut relevant hits on every dataset.
 2b. **Not about the user** (`recall_impersonal_min_relevance`, memlane/query.py
-   `refers_to_the_user`, `names_someone_they_know`): a message that names neither the user nor their own
+   `refers_to_the_user`, `names_a_speaker`, `names_held`): a message that names neither the user nor their own
    ("Write a poem about the sea", "量子色动力学的渐近自由"; a request's framing, "help me", "帮我", does
    not count) nor anyone who speaks in their memories asks for no memory of theirs, so a hit
    needs that higher floor, unless it holds every word of the message that names something
@@ -189,14 +189,6 @@ _TITLED = re.compile(r"《([^》]{1,20})》")
 _LATIN_IN_HAN = re.compile(
     r"(?<=[\u3400-\u9fff])\s*([A-Za-z][A-Za-z0-9-]{1,})|(?<![A-Za-z])([A-Za-z][A-Za-z0-9-]{1,39})\s*(?=[\u3400-\u9fff])"
 )
-
-
-def names_someone_they_know(message: str, hits: Sequence[MemoryHit]) -> bool:
-    """Whether the message names someone who speaks in the hits ("What did Caroline research?"
-    among Caroline's turns), or a name the hits hold ("Where does Alice live?" beside "my sister
-    Alice"; a capitalized word not starting a sentence): a question about the user's world,
-    though not in the first person."""
-    return names_a_speaker(message, hits) or bool(names_held(message, hits))
 
 
 def names_a_speaker(message: str, hits: Sequence[MemoryHit]) -> bool:
