@@ -197,7 +197,7 @@ async def test_the_store_masks_before_storing_and_indexing(store: RedisMemorySto
         "example.com",
         "x@y.org",
         "z@z.io",
-        "7946 0958",  # with its space: a bare "7946" is in about one export of twenty's timestamps
+        "7946 0958",  # with its space: a bare "7946" can be part of an export's timestamp
     ):
         assert raw not in exported, raw
 
