@@ -64,6 +64,7 @@ row in bench/model_sees.py:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -216,12 +217,17 @@ def holds_acronyms(message: str, text: str) -> bool:
     request not about the user that names "the WHO" asks about it, whatever other words of it a
     memory holds (issue 48, item 3: "What does the WHO do, and when was it founded?" recalled
     turns holding "found", its only other word that names something, on 8 of 8 locomo-dev users)."""
+    return all(pattern.search(text) for pattern in _acronyms_of(message))
+
+
+@functools.lru_cache(maxsize=64)
+def _acronyms_of(message: str) -> tuple[re.Pattern[str], ...]:
+    """The message's acronyms as patterns (none for a message in capitals), read once per message,
+    not once per hit recall weighs."""
     if message.isupper():
-        return True
-    return all(
-        re.search(rf"(?<![A-Za-z0-9]){acronym}(?![A-Za-z0-9])", text)
-        for acronym in set(_ACRONYM.findall(without_quotations(message)))
-    )
+        return ()
+    found = dict.fromkeys(_ACRONYM.findall(without_quotations(message)))
+    return tuple(re.compile(rf"(?<![A-Za-z0-9]){acronym}(?![A-Za-z0-9])") for acronym in found)
 
 
 def holding_names(hits: Sequence[MemoryHit], names: frozenset[tuple[str, ...]]) -> list[MemoryHit]:
