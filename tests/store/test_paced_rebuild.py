@@ -8,12 +8,13 @@ import asyncio
 import time
 
 import pytest
+import redis.asyncio as aioredis
 from conftest import close_dropping_everything
 from test_shard_indexes import _indexes_by_node, _move_index_name_off, _write_memories
 
 from memlane.config import Settings
 from memlane.store.cluster.index_parts import info_number, node_command, text
-from memlane.store.cluster.paced_rebuild import progress_key
+from memlane.store.cluster.paced_rebuild import lease_key, progress_key
 from memlane.store.redis.store import open_store
 
 pytestmark = pytest.mark.usefixtures("cluster_slots_kept")  # slots moved here go back after each test
@@ -65,6 +66,11 @@ async def test_a_paced_rebuild_reads_every_memory_once_and_goes_on_after_a_stop(
     finally:
         await first.aclose()  # stops midway: the cursor stays in Redis, the lease is released
 
+    # another process holds the rebuild's lease (taken before the second store opens, which starts the
+    # rebuild): the second one waits it out, and meanwhile its searches answer from the previous index
+    holder = aioredis.Redis.from_url(redis_cluster[1].node_url(node.port))
+    lease = lease_key(first.layout, name)
+    await holder.set(lease, "another process", px=60_000)
     second = await open_store(
         slow.model_copy(update={"redis_cluster_rebuild_batch": 20, "redis_cluster_rebuild_pause_seconds": 0.02}),
         embeddings=embeddings,
@@ -73,14 +79,16 @@ async def test_a_paced_rebuild_reads_every_memory_once_and_goes_on_after_a_stop(
     try:
         await _search_is_whole(second)  # from the previous index still: the new one has not read all
         assert shards.previous_index_trips > 0
-        resumed = await _state(second, node, name)
-        assert int(resumed["read"]) >= int(stopped["read"])  # from the kept cursor, not from the start
+        assert await _state(second, node, name) == stopped  # nobody read while the lease was held elsewhere
+        await holder.delete(lease)  # that process is done with it: this one goes on
+        await holder.aclose()
         deadline = time.monotonic() + 120
         while node.name not in shards._ready and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         assert node.name in shards._ready
         done = await _state(second, node, name)
         assert done["done"] == "1" and done["cursor"] == "0"
+        assert int(done["read"]) >= MEMORIES  # from the kept cursor: a stopped page is read again, no more
         info = await node_command(shards.node_client(node), "FT.INFO", name)
         assert int(info_number(info, "num_docs", 0)) == MEMORIES  # none missed, none twice
         # the old one gone: the rebuild's task drops it right after it marks the new one ready (under the
