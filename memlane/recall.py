@@ -41,16 +41,13 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings, similarity_floor
+from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings
 from memlane.query import (
     cheap_rewrite,
     may_need_rewrite,
     needs_rewrite,
-    refers_to_the_user,
     rewrite_beside,
-    without_framing,
 )
-from memlane.query_intent import INTENT_POLICIES, Intent, IntentPolicy, intent_of
 from memlane.recall_block import (
     HEADINGS,
     SECTION_SHARES,
@@ -61,6 +58,7 @@ from memlane.recall_block import (
     fill_block,
 )
 from memlane.recall_changes import asks_about_the_past, newest_changes, states_something
+from memlane.recall_gate import gated_hits
 from memlane.recall_items import (
     Clock,
     memory_items_of,
@@ -72,14 +70,7 @@ from memlane.recall_items import (
 )
 from memlane.recall_relations import linked_in_store, relation_items_of, with_relation_items
 from memlane.recall_select import (
-    exact_term_hits,
-    exact_terms,
-    holding_names,
-    holds_acronyms,
-    names_a_speaker,
-    names_held,
     newer_first,
-    ranked_hits,
     unanswered,
 )
 from memlane.store.errors import RedisUnavailable
@@ -93,9 +84,7 @@ from memlane.store.text.questions import is_question
 from memlane.store.text.terms import (
     MAX_QUERY_CHARS,
     detect_language,
-    holds_what_it_names,
     is_short_entity_query,
-    query_terms,
 )
 from memlane.store.text.time_words import resolve_timezone
 
@@ -129,15 +118,6 @@ class RecallParts:
     def of(cls, settings: Settings) -> RecallParts:
         """The parts recall reads of `settings` (at a door)."""
         return cls(recall=settings.recall, models=settings.models, store=settings.store, search=settings.search)
-
-
-def layer_weights(recall: RecallSettings) -> dict[str, float]:
-    """Recall's order weight of each kind of memory (see memlane/recall_select.py)."""
-    return {
-        "profile": recall.weight_profile,
-        "event": recall.weight_event,
-        "message": recall.weight_message,
-    }
 
 
 def _normalized(text: str) -> str:
@@ -315,48 +295,10 @@ async def recall(
         for hit in fresh
         if unanswered(hit.memory, reply_to(neighbours.get(hit.memory.id, []), hit.memory))
     )
-    # a message about neither the user nor anyone who speaks in their memories asks for no memory of
-    # theirs: a hit that does not hold all it names needs a strong match
-    about_the_user = refers_to_the_user(message)
-    speaker_named = names_a_speaker(message, fresh)
-    held = names_held(message, fresh)
-    intent = intent_of(
-        message,
-        about_the_user=about_the_user,
-        names_someone=speaker_named or bool(held),
-        names_a_thing=bool(exact_terms(message)),
+    gated = gated_hits(
+        message, search_query, fresh, entity, no_answer, recall=parts.recall, search=parts.search, store=parts.store
     )
-    policy = INTENT_POLICIES[intent] if parts.recall.intent_policies else IntentPolicy()
-    floor = parts.recall.min_relevance * policy.floor
-    max_memories = round(parts.recall.max_memories * policy.items)
-    unnamed_floor, naming = None, frozenset[str]()
-    if intent is Intent.GENERAL and parts.recall.intent_policies:
-        unnamed_floor = max(floor, parts.recall.impersonal_min_relevance)
-        terms = query_terms(without_framing(search_query))
-        naming = frozenset(
-            hit.memory.id
-            for hit in fresh
-            if holds_what_it_names(terms, hit.memory.text) and holds_acronyms(search_query, hit.memory.text)
-        )
-    passing = ranked_hits(
-        fresh,
-        layer_weights(parts.recall),
-        floor,
-        entity,
-        search_query,
-        parts.search.echo_weight,
-        similarity_floor(recall=parts.recall, store=parts.store),
-        parts.search.echo_similarity,
-        no_answer,
-        parts.search.unanswered_weight,
-        unnamed_floor,
-        naming,
-        parts.search.statements_first_floor,
-    )
-    if held and not about_the_user and not speaker_named and parts.recall.intent_policies:
-        passing = holding_names(passing, held)  # about a thing a memory names: what is said of it
-    if not passing and parts.recall.exact_fallback and policy.exact_fallback:  # one more chance: exact terms
-        passing = exact_term_hits(fresh, exact_terms(search_query, mentions=intent is not Intent.GENERAL))
+    passing, intent, floor, max_memories = gated.passing, gated.intent, gated.floor, gated.max_memories
     stale: dict[str, float] = {}  # memory or profile entry id -> when a newer statement changed what it states
     changed_by: dict[str, str] = {}  # a searched memory's id -> the newer statement's (shown right after it)
     if parts.recall.newer_first and not asks_about_the_past(search_query):
