@@ -9,7 +9,15 @@ import pytest
 
 from memlane.recall import earlier_last
 from memlane.recall_block import RecallItem
-from memlane.recall_changes import asks_about_the_past, negates, newest_changes, says_a_change
+from memlane.recall_changes import (
+    asks_about_the_past,
+    asks_for,
+    change_said,
+    negates,
+    newest_changes,
+    restates_another_value,
+    says_a_change,
+)
 from memlane.recall_select import newer_first
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory
@@ -249,10 +257,66 @@ def test_the_newer_statement_the_query_selects_changes_the_next_one_it_ranks_fir
     old = said("old", "I stream music on Deezer.", 10)
     new = said("new", "Tidal is my music app now, Deezer kept skipping.", 40)
     others = [said("f", "I like Thai food.", 1), said("p", "Our cat is called Milo.", 2)]
-    vectors = {"old": near(HOME, FOOD, 0.3), "new": near(HOME, PETS, 0.3), "f": FOOD, "p": PETS}
+    vectors = {"old": near(HOME, FAMILY, 0.3), "new": near(HOME, PETS, 0.3), "f": FOOD, "p": PETS}
     hits = [hit(new, 0.86), hit(old, 0.82), hit(others[0], 0.78), hit(others[1], 0.7)]
     [change] = newest_changes("Which music app do I use?", hits, vectors)
     assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
     # the older one third in the query's ranking: not among its first, left as it is
     third = [hit(new, 0.86), hit(others[0], 0.84), hit(old, 0.82), hit(others[1], 0.7)]
     assert newest_changes("Which music app do I use?", third, vectors) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "wanted"),
+    [
+        ("Which ride app do I use?", "one"),
+        ("Which app do I keep my to-dos in?", "one"),  # the noun before the auxiliary
+        ("What is my job?", "one"),
+        ("Who walks our dog?", "one"),
+        ("Where do I get my news?", "one"),
+        ("How much coffee do I drink?", "one"),
+        ("What bus do I take?", "one"),  # -us is singular
+        ("What plants do I have?", "several"),
+        ("What classes am I taking?", "several"),
+        ("Who are my kids' teachers?", "several"),
+        ("What kinds of music do I like?", "several"),
+        ("What do I collect?", None),  # the grammar does not say
+        ("我在哪家药店买药？", "one"),
+        ("我工作日几点起床？", "one"),
+        ("我们家有哪些会员卡？", "several"),
+        ("我都喜欢些什么运动？", "several"),
+        ("我收藏什么？", None),
+    ],
+)
+def test_a_question_asks_for_one_value_or_several_by_its_grammar(query: str, wanted: str | None):
+    assert asks_for(query) == wanted
+
+
+def test_a_plain_restatement_changes_a_value_only_where_the_question_asks_for_one():
+    uber, lyft = "I use Uber whenever I need a ride.", "Lyft is cheaper around here so that's my go-to for rides."
+    assert not says_a_change(lyft)  # no word of change
+    assert restates_another_value("Which ride app do I use?", uber, lyft)
+    assert not restates_another_value("What apps do I use?", uber, lyft)  # several: it may add
+    assert not restates_another_value("Which ride app do I use?", uber, "I also use Lyft sometimes.")
+    # the older value named again is the same value, not another one
+    assert not restates_another_value("Where do I live?", "I live in Boston.", "Boston is lovely in the autumn.")
+
+
+def test_for_several_values_only_an_end_or_the_old_value_named_again_changes_one():
+    plants = "What plants do I have?"
+    fig = "I keep a fiddle-leaf fig in the living room."
+    assert not change_said(plants, fig, "Picked up two snake plants for the bedroom.")  # begins beside it: adds
+    assert change_said(plants, fig, "I gave the fig away, the snake plants are all I have.")  # an end
+    assert change_said("Which doctors do I see?", "My dentist is Dr. Patel.", "I see Dr. Morgan now, Patel retired.")
+    assert change_said("Which doctor do I see?", fig, "Picked up two snake plants for the bedroom.")  # one: any change
+
+
+def test_a_plain_restatement_changes_the_older_statement_the_query_selects():
+    old = said("old", "I run NordVPN on my laptop.", 10)
+    new = said("new", "My VPN is Mullvad, I pay for it in cash.", 40)
+    others = [said("f", "I like Thai food.", 1), said("p", "Our cat is called Milo.", 2)]
+    vectors = {"old": near(HOME, FAMILY, 0.3), "new": near(HOME, PETS, 0.3), "f": FOOD, "p": PETS}
+    hits = [hit(old, 0.86), hit(new, 0.84), hit(others[0], 0.7), hit(others[1], 0.6)]
+    [change] = newest_changes("Which VPN do I use?", hits, vectors)
+    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
+    assert newest_changes("Which VPNs do I use?", hits, vectors) == []  # several: both may hold
