@@ -10,7 +10,9 @@ language…). General signs say it instead:
 
 - **the query asks how things stand**: not about something that happened (a past tense, "before",
   "used to", a date; "以前", "曾经", the aspects 了 and 过 in the query): then the older statement
-  may be what it asks for, and it is answered as it is;
+  may be what it asks for, and it is answered as it is. In a question in the present ("do",
+  "is"…, no "did", "was") "when" asks when something is ("When does my book club meet?"), and a
+  past form that is also the base is the base ("Where does my son get his hair cut?");
 - **the query selects** the older statement: of a speaker's statements (turns that are not
   questions, event cards and profile lines, none already replaced, none the assistant's), the one
   the query is nearest and those within `SELECT_BAND` of it, at most `SELECTED`;
@@ -47,7 +49,9 @@ language…). General signs say it instead:
   `ANSWER_BAND`: the newer one changes it when it is the newer one's nearest earlier statement,
   they share a word no other turn holds, and the newer one says a change as above ("Firefox is my
   browser now, Chrome was eating all my RAM." then "I use Chrome for everything.", 0.04 apart for
-  "Which browser do I use?"). Only the query's first two: from any statement the query selects to
+  "Which browser do I use?"); or, where the question asks for one value and the newer one plainly
+  restates another, the two are each the other's nearest statement ("My therapist is Linda Chen"
+  then "I see Dr. Okafor for therapy", 0.036 apart for "Who am I seeing for therapy?"). Only the query's first two: from any statement the query selects to
   its nearest earlier one sharing a word, MemoryBank's long everyday turns paired ("Hi, friend!",
   "time") and its recall memory section R@10 fell 0.978 -> 0.973 (en).
 
@@ -105,6 +109,11 @@ _PAST = re.compile(
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b"
     r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候|上次|那天|那次|(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
 )
+# a question's auxiliary in the present, and in the past (`asks_about_the_past`)
+_PRESENT_AUXILIARY = re.compile(r"\b(?:do|does|is|am|are)\b")
+_PAST_AUXILIARY = re.compile(r"\b(?:did|was|were|had|used to)\b")
+# past forms of `_PAST_TENSE` that are also the base form ("get my hair cut", "where do I put")
+_BASE_ALIKE = frozenset({"cut", "put", "set", "let", "shut"})
 # the experiential 过 of Chinese ("你给我推荐过哪些…"): an event asked about, not a state
 _EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")
 
@@ -153,8 +162,9 @@ _FUNCTION_HAN = frozenset(
 )
 _TIME_TERMS = frozenset(
     query_terms(
-        "last month week year day today yesterday tomorrow now ago recently new just next monday friday "
-        "weekend morning night 上个月 上周 下周 去年 今年 现在 最近 昨天 今天 已经 开始 刚刚 每天 周末"
+        "last month week year day today yesterday tomorrow now ago recently new just next monday tuesday "
+        "wednesday thursday friday saturday sunday weekend morning night 上个月 上周 下周 去年 今年 现在 "
+        "最近 昨天 今天 已经 开始 刚刚 每天 周末 周一 周二 周三 周四 周五 周六 周日 周天 星期"
     )
 )
 
@@ -174,7 +184,7 @@ _ONE_EN = re.compile(
     r"|\bwhat time\b"
 )
 _SEVERAL_ZH = re.compile(r"哪些|些什么|都有什么|都有哪|都是什么|哪几")
-_ONE_ZH = re.compile(r"谁|哪[家个位款台辆所种只条部张里儿]|几点|多少|是什么")
+_ONE_ZH = re.compile(r"谁|哪(?![些几])|几点|多少|是什么")
 # a plural English noun: -s, not the -ss, -us, -is, -ics of singular ones ("glass", "bus", "physics")
 _PLURAL_EN = re.compile(r"[a-z]{2,}(?<![su'])s$|[a-z]+(?:ies|es)$")
 _SINGULAR_ENDS = re.compile(r"(?:ss|us|is|ics|news)$")
@@ -282,11 +292,15 @@ def _content_terms(text: str) -> set[str]:
 
 def asks_about_the_past(query: str) -> bool:
     """A query about something that happened (a past tense, "以前", "推荐过", a date), not about
-    how things stand: the older statement may be what it asks for."""
+    how things stand: the older statement may be what it asks for. A question in the present
+    (an auxiliary "do", "is"…, none of the past) asks when or how something is: there "when"
+    is no past ("When does my book club meet?"), nor a past form that is also the base ("Where
+    does my son get his hair cut?")."""
     lowered = " ".join(query.lower().split())
+    present = bool(_PRESENT_AUXILIARY.search(lowered)) and not _PAST_AUXILIARY.search(lowered)
     return bool(
-        _PAST.search(lowered)
-        or _PAST_TENSE.search(lowered)
+        any(not (present and found.group(0) == "when") for found in _PAST.finditer(lowered))
+        or any(not (present and found.group(0) in _BASE_ALIKE) for found in _PAST_TENSE.finditer(lowered))
         or _EXPERIENCED.search(query)
         or _CHANGE_OF_STATE.search(query)
     )
@@ -420,21 +434,29 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
         for column in selected:  # the query selects the newer one: the next of its first ones it changes
             newer = group[column].memory
             index = _nearest_earlier(group, pairs, column)
-            if (
+            if not (
                 newer.kind == "message"
                 and newer.id not in paired
                 and 0 <= index < SELECTED
                 and group[index].vector_similarity >= best - ANSWER_BAND
-                and terms[index] & terms[column]
+            ):
+                continue
+            older_text = group[index].memory.text
+            plain = restates_another_value(query, older_text, newer.text)
+            if (
+                terms[index] & terms[column]
                 and _nearer_than_average(pairs[column], index)
                 and (
-                    change_said(query, group[index].memory.text, newer.text)
-                    or restates_another_value(query, group[index].memory.text, newer.text)
+                    change_said(query, older_text, newer.text)
+                    or plain
                     or negates(newer.text)
-                    or gives_another_number(group[index].memory.text, newer.text)
+                    or gives_another_number(older_text, newer.text)
                 )
+            ) or (  # or, plainly restated, each the other's nearest
+                plain and int(np.argmax(pairs[index])) == column and _nearer_than_average(pairs[column], index)
             ):
-                paired[newer.id] = (group[index].memory, float(pairs[column, index]) + SHARED_WORD)
+                shared = bool(terms[index] & terms[column])
+                paired[newer.id] = (group[index].memory, float(pairs[column, index]) + (SHARED_WORD if shared else 0.0))
                 newest[newer.id] = newer
     # a newer statement changes one older statement: the one it is nearest (a shared word first)
     later: dict[str, tuple[Memory, list[Memory]]] = {

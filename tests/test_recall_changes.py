@@ -78,6 +78,12 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         ("我以前住哪？", True),
         ("你给我推荐过哪些画家？", True),
         ("在5月6号我读了一本书，它的名字是？", True),
+        # a question in the present: "when" asks when something is, "cut" is the base form
+        ("When does my book club meet?", False),
+        ("Where does my son get his hair cut?", False),
+        ("When did my book club meet?", True),
+        ("What did I cut my hair with?", True),
+        ("When was I in Lisbon?", True),
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
@@ -282,6 +288,7 @@ def test_the_newer_statement_the_query_selects_changes_the_next_one_it_ranks_fir
         ("What kinds of music do I like?", "several"),
         ("What do I collect?", None),  # the grammar does not say
         ("我在哪家药店买药？", "one"),
+        ("我在哪做志愿者？", "one"),  # 哪 alone: where
         ("我工作日几点起床？", "one"),
         ("我们家有哪些会员卡？", "several"),
         ("我都喜欢些什么运动？", "several"),
@@ -320,3 +327,19 @@ def test_a_plain_restatement_changes_the_older_statement_the_query_selects():
     [change] = newest_changes("Which VPN do I use?", hits, vectors)
     assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
     assert newest_changes("Which VPNs do I use?", hits, vectors) == []  # several: both may hold
+
+
+def test_a_plain_restatement_the_query_ranks_first_changes_the_next_when_each_is_the_others_nearest():
+    # "Who am I seeing for therapy?": the newer statement first, the older one 0.036 below it (out of
+    # the band that selects), no word shared; each is the other's nearest statement
+    old = said("old", "I see Dr. Okafor for therapy every other week.", 10)
+    new = said("new", "My therapist is Linda Chen, she does CBT and it's helping way more.", 40)
+    others = [said("f", "I like Thai food.", 1), said("p", "Our cat is called Milo.", 2)]
+    vectors = {"old": near(HOME, FAMILY, 0.3), "new": near(HOME, PETS, 0.3), "f": FOOD, "p": PETS}
+    hits = [hit(new, 0.866), hit(old, 0.83), hit(others[0], 0.77), hit(others[1], 0.75)]
+    [change] = newest_changes("Who am I seeing for therapy?", hits, vectors)
+    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
+    # asked for several, or with the two apart (the older one nearer another statement): as it is
+    assert newest_changes("Which therapists do I see?", hits, vectors) == []
+    apart = {**vectors, "f": near(HOME, FAMILY, 0.35)}
+    assert newest_changes("Who am I seeing for therapy?", hits, apart) == []
