@@ -51,9 +51,10 @@ language…). General signs say it instead:
   browser now, Chrome was eating all my RAM." then "I use Chrome for everything.", 0.04 apart for
   "Which browser do I use?"); or, where the question asks for one value and the newer one plainly
   restates another, the two are each the other's nearest statement ("My therapist is Linda Chen"
-  then "I see Dr. Okafor for therapy", 0.036 apart for "Who am I seeing for therapy?"). Only the query's first two: from any statement the query selects to
-  its nearest earlier one sharing a word, MemoryBank's long everyday turns paired ("Hi, friend!",
-  "time") and its recall memory section R@10 fell 0.978 -> 0.973 (en).
+  then "I see Dr. Okafor for therapy", 0.036 apart for "Who am I seeing for therapy?"). Only the
+  query's first two: from any statement the query selects to its nearest earlier one sharing a
+  word, MemoryBank's long everyday turns paired ("Hi, friend!", "time") and its recall memory
+  section R@10 fell 0.978 -> 0.973 (en).
 
 Tried and taken out (issue 48, seventh session): pairing two statements that are each other's
 nearest across time whatever the query selects, and reading 了 before a question word
