@@ -26,9 +26,10 @@ ScriptedChatModel answering each step):
 Last, the question-and-echo cases of bench/question_echo.py (the statement that answers before
 the user's earlier question and the assistant's echo of it) and the raw-turn cases of
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
-older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth` and `--only
-seventh` the sets written after the rule's last three freezes (bench/raw_changes_fifth.py,
-raw_changes_sixth.py, raw_changes_seventh.py: the seventh by someone who had not read the rule).
+older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
+seventh` and `--only eighth` the sets written after the rule's last four freezes
+(bench/raw_changes_fifth.py, raw_changes_sixth.py, raw_changes_seventh.py, raw_changes_eighth.py:
+the seventh and eighth by someone who had not read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -57,6 +58,7 @@ from question_echo import (
     run_echo_case,
 )
 from raw_changes import AFTER_FREEZE_CASES, FRESH_CASES, RAW_CASES, SECOND_FREEZE_CASES, print_raw_rows, run_raw_case
+from raw_changes_eighth import EIGHTH_ADDITIONS, EIGHTH_FREEZE_CASES
 from raw_changes_fifth import FIFTH_ADDITIONS, FIFTH_FREEZE_CASES
 from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
 from raw_changes_seventh import SEVENTH_ADDITIONS, SEVENTH_FREEZE_CASES
@@ -359,8 +361,8 @@ async def main() -> None:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=["echo", "raw", "fourth", "fifth", "sixth", "seventh"],
-        help="run just these tables (fourth, fifth, sixth, seventh: the 4th, 5th, 6th or 7th freeze set alone)",
+        choices=["echo", "raw", "fourth", "fifth", "sixth", "seventh", "eighth"],
+        help="run just these tables (fourth to eighth: the 4th, 5th, 6th, 7th or 8th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
@@ -431,6 +433,14 @@ async def main() -> None:
             for way, with_run in (("raw", False), ("run, then raw", True)):
                 added = await run_addition(store, settings, raw_case, f"added7th{number}{with_run}", with_run)
                 addition_results.setdefault((way + " (7th freeze)", raw_case.language), []).append(added)
+        for number, raw_case in enumerate(EIGHTH_FREEZE_CASES if not only or "raw" in only or "eighth" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                outcome = await run_raw_case(store, settings, raw_case, f"eighth{number}{with_run}", with_run)
+                raw_results.setdefault((way + " (8th freeze)", raw_case.language, False), []).append(outcome)
+        for number, raw_case in enumerate(EIGHTH_ADDITIONS if not only or "raw" in only or "eighth" in only else []):
+            for way, with_run in (("raw", False), ("run, then raw", True)):
+                added = await run_addition(store, settings, raw_case, f"added8th{number}{with_run}", with_run)
+                addition_results.setdefault((way + " (8th freeze)", raw_case.language), []).append(added)
         for number, echo_case in enumerate(ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"echo{number}")
             echo_results.setdefault((echo_case.language, number % 2 == 0), []).append(outcome)
