@@ -187,7 +187,7 @@ _ONE_EN = re.compile(
 _SEVERAL_ZH = re.compile(r"哪些|些什么|都有什么|都有哪|都是什么|哪几")
 _ONE_ZH = re.compile(r"谁|哪(?![些几])|几点|多少|是什么")
 # a plural English noun: -s, not the -ss, -us, -is, -ics of singular ones ("glass", "bus", "physics")
-_PLURAL_EN = re.compile(r"[a-z]{2,}(?<![su'])s$|[a-z]+(?:ies|es)$")
+_PLURAL_EN = re.compile(r"(?<=[a-z]{2})(?<![su'])s$|(?<=[a-z])es$")
 _SINGULAR_ENDS = re.compile(r"(?:ss|us|is|ics|news)$")
 
 
