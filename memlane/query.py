@@ -78,6 +78,8 @@ Answer with the rewritten question only: no explanation, no quotes.
 _SELF = re.compile(r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
 # ("US" in capitals is the country, not "us")
 # a request's own framing at its start, which names the user only as the one asking: a verb with "me"
+# (hearing, reading or wondering about something names them the same way: "I keep hearing about
+# CRISPR. What is it?", "I've always wondered why…", "我一直听说…", "我很好奇…")
 # or "us" ("Help me write…", "Tell me…", "Can you walk us through…"), "帮我写", "给我讲" ("Remind me…",
 # "Remember me?", "你给我推荐过…" name them as themselves)
 # A how-to question and a request said as a need name them the same way: "How do I read a file in
@@ -87,8 +89,13 @@ _FRAMING = re.compile(
     r"(?:(?!remind\b|remember\b)[a-z]+\s+(?:to\s+)?(?:me|us)\b"
     r"|how (?:do|can|should|would|could|will) (?:i|we)\b"
     r"|(?:i (?:need|want)|i(?:'d|’d| would) (?:like|love)) (?:a|an|some|to \w+)\b"
-    r"|i(?:'m|’m| am) looking for (?:a|an|some)\b)?"
+    r"|i(?:'m|’m| am) looking for (?:a|an|some)\b"
+    r"|i (?:keep|kept) hearing (?:about|of)\b|i(?:'ve|’ve| have)? (?:always |often )?heard (?:a lot |so much )?(?:about|of)\b"
+    r"|i(?:'ve|’ve| have)? (?:been )?read(?:ing)? (?:a lot |so much )?about\b|i (?:was|am|'m|’m) (?:reading|hearing) about\b"
+    r"|i(?:'ve|’ve| have)? (?:always |often )?wondered\b|i (?:was |am |'m |’m )?wonder(?:ing)?\b"
+    r"|i(?:'m|’m| am) (?:just |really |so )?curious\b)?"
     r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?(?=[\u4e00-\u9fff])"
+    r"|^\s*我(?:一直|最近|老是?|总是?|经常|常常?)?(?:听说|听人说|听别人说|很好奇|挺好奇|好奇|在想)(?=[\u4e00-\u9fff\w])"
     r"|^\s*我(?:们)?(?:该|要|应该|可以)?(?:怎么|怎样|如何)(?=[\u4e00-\u9fff])"
     r"|^\s*我(?:想|需要|要|想要)(?:一个|一份|一篇|一首|一段|了解|知道|学习|学)(?=[\u4e00-\u9fff\w])",
     re.I,
@@ -101,8 +108,13 @@ def without_framing(message: str) -> str:
 
 
 # words in quotation marks are mentioned, not used: the "我" of 这句话有没有语病：“…使我明白了…”
-# is the sentence's, not the user's (an apostrophe is English's "I'm", never a quotation mark here)
-_QUOTATION = re.compile(r"“[^”]{0,400}”|\"[^\"]{0,400}\"|「[^」]{0,400}」|『[^』]{0,400}』")
+# is the sentence's, not the user's
+# English's single quotes too ("between 'its' and 'it's'"): one opens before a letter where no letter
+# stands before it, and closes where none follows it, an apostrophe before a letter inside ("it's")
+_QUOTATION = re.compile(
+    r"“[^”]{0,400}”|\"[^\"]{0,400}\"|「[^」]{0,400}」|『[^』]{0,400}』"
+    r"|(?<![\w'’])'(?=\w)(?:[^'\n]|'(?=\w)){1,60}'(?!\w)"
+)
 
 
 def without_quotations(message: str) -> str:
@@ -125,16 +137,28 @@ _GENERIC_WE = re.compile(
     re.I,
 )
 _PLURAL_SELF = re.compile(r"\b(?:we|we're|we've|we'd|we'll|us|our|ours|ourselves)\b|我们|咱们", re.I)
+# a question about what would happen to anyone, its "I" in a condition ("What happens if I swallow
+# chewing gum?", "Is it bad if I crack my knuckles?", "如果我吞了口香糖会怎样？"): anyone, not the user
+_HYPOTHETICAL_SELF = re.compile(
+    r"^\s*(?:what (?:happens|would happen|will happen|could happen)|is it (?:bad|ok|okay|safe|normal|dangerous|"
+    r"healthy|true)) (?:if|when) (?:i|we)\b"
+    r"|^\s*如果(?:我|我们)[^，。？?！!]{0,24}(?:会怎样|会怎么样|会发生什么|会有什么后果)",
+    re.I,
+)
 
 
 def refers_to_the_user(message: str) -> bool:
     """Whether the message is about the user: it names them or their own ("my sister", "我住在哪",
     "we"), apart from a request's framing ("help me write a poem", "帮我写一首诗"), which names the
     user only as the one asking, from what it quotes (a sentence to check, a word to translate),
-    and from the "we" of a question about people in general (`_GENERIC_WE`: "Why do we dream?").
+    from the "we" of a question about people in general (`_GENERIC_WE`: "Why do we dream?"), and
+    from the "I" of a condition in a question about anyone (`_HYPOTHETICAL_SELF`: "What happens if I
+    swallow chewing gum?").
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
     unquoted = without_quotations(message)
+    if _HYPOTHETICAL_SELF.search(unquoted):
+        return False
     if _GENERIC_WE.search(unquoted):
         unquoted = _PLURAL_SELF.sub(" ", unquoted)
     return bool(_SELF.search(without_framing(unquoted)))

@@ -280,6 +280,50 @@ def test_words_in_quotation_marks_are_mentioned_not_the_users(message, about):
     assert refers_to_the_user(message) is about
 
 
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        ("What's the difference between 'its' and 'it's'?", False),  # single quotes, an apostrophe inside
+        ("How do you say 'I miss you' in Spanish?", False),
+        ("I'm going to my friends' house, what should I bring?", True),  # apostrophes, no quotation
+        ("Rock 'n' roll is what I like", True),
+    ],
+)
+def test_single_quotes_mention_too_and_apostrophes_do_not(message, about):
+    assert refers_to_the_user(message) is about
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        ("I keep hearing about CRISPR. What is it, exactly?", False),
+        ("I've always wondered why the sky is blue", False),
+        ("I was reading about black holes. How do they form?", False),
+        ("I'm curious how vaccines work", False),
+        ("我一直听说量子计算很厉害，是真的吗？", False),
+        ("I was wondering if my flight is on time", True),  # what follows names them
+        ("I read a lot of books", True),  # a statement of theirs, not a framing
+        ("I hear you", True),
+    ],
+)
+def test_hearing_reading_or_wondering_about_something_frames_a_request(message, about):
+    assert refers_to_the_user(message) is about
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        ("What happens if I swallow a piece of chewing gum?", False),
+        ("Is it bad if I crack my knuckles?", False),
+        ("如果我吞了口香糖会怎样？", False),
+        ("What happened when I called the bank?", True),  # something that happened to them
+        ("What if I move to Denver?", True),  # their own plan
+    ],
+)
+def test_the_i_of_a_condition_in_a_question_about_anyone_is_anyone(message, about):
+    assert refers_to_the_user(message) is about
+
+
 def test_marks_around_the_whole_message_only_delimit_it():
     """MemoryBank's questions come inside quotation marks: the question itself, not a mention."""
     assert refers_to_the_user('"What type of music do I like to listen to?"')
