@@ -57,7 +57,15 @@ from question_echo import (
     print_echo_rows,
     run_echo_case,
 )
-from raw_changes import AFTER_FREEZE_CASES, FRESH_CASES, RAW_CASES, SECOND_FREEZE_CASES, print_raw_rows, run_raw_case
+from raw_changes import (
+    AFTER_FREEZE_CASES,
+    FRESH_CASES,
+    RAW_CASES,
+    SECOND_FREEZE_CASES,
+    RawCase,
+    print_raw_rows,
+    run_raw_case,
+)
 from raw_changes_eighth import EIGHTH_ADDITIONS, EIGHTH_FREEZE_CASES
 from raw_changes_fifth import FIFTH_ADDITIONS, FIFTH_FREEZE_CASES
 from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
@@ -356,6 +364,22 @@ def print_friend_rows(results: dict[tuple[str, str, bool], list[FriendOutcome]])
         print(f"{label:68}  {sum(row.stored_as_users for row in every)}")
 
 
+# the raw-turn sets in the order written: the rows' suffix, the users' id prefix, the `--only` name
+# that runs the set alone (every one runs with "raw"), its changes and its additions
+RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
+    ("", "raw", "raw", RAW_CASES, []),
+    (" (fresh)", "fresh", "raw", FRESH_CASES, []),
+    (" (after freeze)", "frozen", "raw", AFTER_FREEZE_CASES, []),
+    (" (2nd freeze)", "second", "raw", SECOND_FREEZE_CASES, []),
+    (" (3rd freeze)", "third", "raw", THIRD_FREEZE_CASES, ADDITIONS),
+    (" (4th freeze)", "fourth", "fourth", FOURTH_FREEZE_CASES, FOURTH_ADDITIONS),
+    (" (5th freeze)", "fifth", "fifth", FIFTH_FREEZE_CASES, FIFTH_ADDITIONS),
+    (" (6th freeze)", "sixth", "sixth", SIXTH_FREEZE_CASES, SIXTH_ADDITIONS),
+    (" (7th freeze)", "seventh", "seventh", SEVENTH_FREEZE_CASES, SEVENTH_ADDITIONS),
+    (" (8th freeze)", "eighth", "eighth", EIGHTH_FREEZE_CASES, EIGHTH_ADDITIONS),
+]
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -375,72 +399,18 @@ async def main() -> None:
     raw_results: dict[tuple[str, str, bool], list[tuple[bool, bool, bool, bool]]] = {}
     addition_results: dict[tuple[str, str], list[AdditionOutcome]] = {}
     try:
-        for number, raw_case in enumerate(RAW_CASES if not only or "raw" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"raw{number}{with_run}", with_run)
-                raw_results.setdefault((way, raw_case.language, number % 2 == 0), []).append(outcome)
-        for number, raw_case in enumerate(FRESH_CASES if not only or "raw" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"fresh{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (fresh)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(AFTER_FREEZE_CASES if not only or "raw" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"frozen{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (after freeze)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(SECOND_FREEZE_CASES if not only or "raw" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"second{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (2nd freeze)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(THIRD_FREEZE_CASES if not only or "raw" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"third{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (3rd freeze)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(ADDITIONS if not only or "raw" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                added = await run_addition(store, settings, raw_case, f"added{number}{with_run}", with_run)
-                addition_results.setdefault((way, raw_case.language), []).append(added)
-        for number, raw_case in enumerate(FOURTH_FREEZE_CASES if not only or "raw" in only or "fourth" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"fourth{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (4th freeze)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(FOURTH_ADDITIONS if not only or "raw" in only or "fourth" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                added = await run_addition(store, settings, raw_case, f"added4th{number}{with_run}", with_run)
-                addition_results.setdefault((way + " (4th freeze)", raw_case.language), []).append(added)
-        for number, raw_case in enumerate(FIFTH_FREEZE_CASES if not only or "raw" in only or "fifth" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"fifth{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (5th freeze)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(FIFTH_ADDITIONS if not only or "raw" in only or "fifth" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                added = await run_addition(store, settings, raw_case, f"added5th{number}{with_run}", with_run)
-                addition_results.setdefault((way + " (5th freeze)", raw_case.language), []).append(added)
-        for number, raw_case in enumerate(SIXTH_FREEZE_CASES if not only or "raw" in only or "sixth" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"sixth{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (6th freeze)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(SIXTH_ADDITIONS if not only or "raw" in only or "sixth" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                added = await run_addition(store, settings, raw_case, f"added6th{number}{with_run}", with_run)
-                addition_results.setdefault((way + " (6th freeze)", raw_case.language), []).append(added)
-        for number, raw_case in enumerate(
-            SEVENTH_FREEZE_CASES if not only or "raw" in only or "seventh" in only else []
-        ):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"seventh{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (7th freeze)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(SEVENTH_ADDITIONS if not only or "raw" in only or "seventh" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                added = await run_addition(store, settings, raw_case, f"added7th{number}{with_run}", with_run)
-                addition_results.setdefault((way + " (7th freeze)", raw_case.language), []).append(added)
-        for number, raw_case in enumerate(EIGHTH_FREEZE_CASES if not only or "raw" in only or "eighth" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                outcome = await run_raw_case(store, settings, raw_case, f"eighth{number}{with_run}", with_run)
-                raw_results.setdefault((way + " (8th freeze)", raw_case.language, False), []).append(outcome)
-        for number, raw_case in enumerate(EIGHTH_ADDITIONS if not only or "raw" in only or "eighth" in only else []):
-            for way, with_run in (("raw", False), ("run, then raw", True)):
-                added = await run_addition(store, settings, raw_case, f"added8th{number}{with_run}", with_run)
-                addition_results.setdefault((way + " (8th freeze)", raw_case.language), []).append(added)
+        for suffix, prefix, name, changes, additions in RAW_SETS:
+            if only and "raw" not in only and name not in only:
+                continue
+            for number, raw_case in enumerate(changes):
+                for way, with_run in (("raw", False), ("run, then raw", True)):
+                    outcome = await run_raw_case(store, settings, raw_case, f"{prefix}{number}{with_run}", with_run)
+                    tuning = not suffix and number % 2 == 0  # the first set is split in halves; the later ones check
+                    raw_results.setdefault((way + suffix, raw_case.language, tuning), []).append(outcome)
+            for number, raw_case in enumerate(additions):
+                for way, with_run in (("raw", False), ("run, then raw", True)):
+                    added = await run_addition(store, settings, raw_case, f"added-{prefix}{number}{with_run}", with_run)
+                    addition_results.setdefault((way + suffix, raw_case.language), []).append(added)
         for number, echo_case in enumerate(ECHO_CASES if not only or "echo" in only else []):
             outcome = await run_echo_case(store, settings, echo_case, f"echo{number}")
             echo_results.setdefault((echo_case.language, number % 2 == 0), []).append(outcome)
