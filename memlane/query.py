@@ -78,12 +78,12 @@ Answer with the rewritten question only: no explanation, no quotes.
 _SELF = re.compile(r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
 # ("US" in capitals is the country, not "us")
 # a request's own framing at its start, which names the user only as the one asking: a verb with "me"
-# (hearing, reading or wondering about something names them the same way: "I keep hearing about
-# CRISPR. What is it?", "I've always wondered why…", "我一直听说…", "我很好奇…")
 # or "us" ("Help me write…", "Tell me…", "Can you walk us through…"), "帮我写", "给我讲" ("Remind me…",
-# "Remember me?", "你给我推荐过…" name them as themselves)
-# A how-to question and a request said as a need name them the same way: "How do I read a file in
-# Go?", "I need a regex for…", "我怎么用Python读文件？", "我想了解二分查找"
+# "Remember me?", "你给我推荐过…" name them as themselves), or at a Chinese request's end ("…全文发我
+# 一下"). A how-to question and a request said as a need name them the same way: "How do I read a
+# file in Go?", "I need a regex for…", "我怎么用Python读文件？", "我想了解二分查找"; and so does hearing,
+# reading, seeing or wondering about something: "I keep hearing about CRISPR. What is it?", "I've
+# always wondered why…", "I saw a documentary about octopuses…", "我一直听说…", "我很好奇…"
 _FRAMING = re.compile(
     r"^\s*(?:please\s+|can you\s+|could you\s+|would you\s+)*"
     r"(?:(?!remind\b|remember\b)[a-z]+\s+(?:to\s+)?(?:me|us)\b"
@@ -95,9 +95,11 @@ _FRAMING = re.compile(
     r"|i(?:'ve|’ve| have)? (?:been )?read(?:ing)? (?:a lot |so much )?about\b"
     r"|i (?:was|am|'m|’m) (?:reading|hearing) about\b"
     r"|i(?:'ve|’ve| have)? (?:always |often )?wondered\b|i (?:was |am |'m |’m )?wonder(?:ing)?\b"
-    r"|i(?:'m|’m| am) (?:just |really |so )?curious\b)?"
+    r"|i(?:'m|’m| am) (?:just |really |so )?curious\b"
+    r"|i (?:just )?(?:saw|watched|read|heard|came across) (?:a|an|this|that|some) (?:[a-z-]+ ){1,2}?(?:about|on)\b)?"
     r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?(?=[\u4e00-\u9fff])"
     r"|^\s*我(?:一直|最近|老是?|总是?|经常|常常?)?(?:听说|听人说|听别人说|很好奇|挺好奇|好奇|在想)(?=[\u4e00-\u9fff\w])"
+    r"|(?:发|给|告诉|帮|讲给)我(?:们)?(?:一下|看看|听听|讲讲)?\s*[。.!！?？~～]*\s*$"
     r"|^\s*我(?:们)?(?:该|要|应该|可以)?(?:怎么|怎样|如何)(?=[\u4e00-\u9fff])"
     r"|^\s*我(?:想|需要|要|想要)(?:一个|一份|一篇|一首|一段|了解|知道|学习|学)(?=[\u4e00-\u9fff\w])",
     re.I,
@@ -140,13 +142,51 @@ _GENERIC_WE = re.compile(
 )
 _PLURAL_SELF = re.compile(r"\b(?:we|we're|we've|we'd|we'll|us|our|ours|ourselves)\b|我们|咱们", re.I)
 # a question about what would happen to anyone, its "I" in a condition ("What happens if I swallow
-# chewing gum?", "Is it bad if I crack my knuckles?", "如果我吞了口香糖会怎样？"): anyone, not the user
+# chewing gum?", "Is it bad if I crack my knuckles?", "If I put a metal spoon in the microwave, will it
+# spark?", "如果我吞了口香糖会怎样？"): anyone, not the user (a condition that names what is theirs
+# stays theirs: "If I move to Denver, will my rent go up?")
 _HYPOTHETICAL_SELF = re.compile(
     r"^\s*(?:what (?:happens|would happen|will happen|could happen)|is it (?:bad|ok|okay|safe|normal|dangerous|"
     r"healthy|true)) (?:if|when) (?:i|we)\b"
+    r"|^\s*(?:if|when) (?:i|we) [^,?]{1,80}, (?:will|would|does|do|is|can|could|should) (?:it|that|this|there|the)\b"
     r"|^\s*如果(?:我|我们)[^，。？?！!]{0,24}(?:会怎样|会怎么样|会发生什么|会有什么后果)",
     re.I,
 )
+
+
+# a capital "I" after a capitalized word inside a sentence is a numeral of a name ("World War I",
+# "Elizabeth I", "Part I"), not the user: the capitalized word does not open the sentence
+_NUMERAL_I = re.compile(r"(?<=[A-Za-z0-9,;:'’)] )([A-Z][a-z]+ )I\b(?!['’])")
+# a request's first clause, and what follows it (`_aside_after_request`)
+_FIRST_CLAUSE = re.compile(r"^\s*([^,，.。!！?？;；\n]+[?？]?)(.*)$", re.S)
+_ASKS_EN = re.compile(
+    r"^\s*(?:what|whats|what's|why|how|when|where|who|whom|which|is|are|can|could|does|do|should|would|will)\b"
+    r"|[?？]\s*$",
+    re.I,
+)
+_ASKS_ZH = re.compile(r"什么|怎么|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢")
+_YOU = re.compile(r"\b(?:you|your|yours)\b|你|您", re.I)
+# a person the clause speaks of, whom an aside may have named ("送她什么好？"): the clause may be theirs
+_PERSON = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|theirs)\b|他|她", re.I)
+
+
+def _aside_after_request(message: str) -> bool:
+    """Whether the message opens with a question about something else, and what follows only
+    comments on it ("whats the capital of australia, i always think sydney", "Why does the Monty
+    Hall problem work? Switching doors still feels like 50/50 to me", "“的地得”到底怎么区分，我每次写东西都
+    搞混"): the first clause asks, names neither the user, the assistant nor a person, and nothing
+    after it asks.
+    What comes before a request ("My daughter loves dinosaurs. Any book suggestions?") is context
+    memory may add to, and is left to the whole message."""
+    found = _FIRST_CLAUSE.match(message)
+    if found is None or not found.group(2).strip():
+        return False
+    first, rest = found.group(1), found.group(2)
+    asks = bool(_ASKS_EN.search(first) or _ASKS_ZH.search(first))
+    if not asks or _PERSON.search(first) or "?" in rest or "？" in rest:
+        return False
+    request = without_framing(first)  # "How are you, I had a rough day" asks after the assistant: not about the world
+    return not _SELF.search(request) and not _YOU.search(request)
 
 
 def refers_to_the_user(message: str) -> bool:
@@ -155,11 +195,13 @@ def refers_to_the_user(message: str) -> bool:
     user only as the one asking, from what it quotes (a sentence to check, a word to translate),
     from the "we" of a question about people in general (`_GENERIC_WE`: "Why do we dream?"), and
     from the "I" of a condition in a question about anyone (`_HYPOTHETICAL_SELF`: "What happens if I
-    swallow chewing gum?").
+    swallow chewing gum?"), from a comment after a question about something else
+    (`_aside_after_request`: "whats the capital of australia, i always think sydney"), and from the
+    numeral "I" of a name ("World War I").
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
-    unquoted = without_quotations(message)
-    if _HYPOTHETICAL_SELF.search(unquoted):
+    unquoted = _NUMERAL_I.sub(r"\1", without_quotations(message))
+    if _HYPOTHETICAL_SELF.search(unquoted) or _aside_after_request(unquoted):
         return False
     if _GENERIC_WE.search(unquoted):
         unquoted = _PLURAL_SELF.sub(" ", unquoted)

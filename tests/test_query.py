@@ -301,6 +301,9 @@ def test_single_quotes_mention_too_and_apostrophes_do_not(message, about):
         ("I was reading about black holes. How do they form?", False),
         ("I'm curious how vaccines work", False),
         ("我一直听说量子计算很厉害，是真的吗？", False),
+        ("I saw a documentary about octopuses last night — how do they change color so fast?", False),
+        ("苏轼的《水调歌头》全文发我一下", False),  # a Chinese request's framing at its end
+        ("I saw a friend yesterday", True),
         ("I was wondering if my flight is on time", True),  # what follows names them
         ("I read a lot of books", True),  # a statement of theirs, not a framing
         ("I hear you", True),
@@ -316,11 +319,33 @@ def test_hearing_reading_or_wondering_about_something_frames_a_request(message, 
         ("What happens if I swallow a piece of chewing gum?", False),
         ("Is it bad if I crack my knuckles?", False),
         ("如果我吞了口香糖会怎样？", False),
+        ("If I put a metal spoon in the microwave, will it actually spark?", False),
+        ("If I move to Denver, will my rent go up?", True),  # what is theirs
         ("What happened when I called the bank?", True),  # something that happened to them
         ("What if I move to Denver?", True),  # their own plan
     ],
 )
 def test_the_i_of_a_condition_in_a_question_about_anyone_is_anyone(message, about):
+    assert refers_to_the_user(message) is about
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        ("whats the capital of australia, i always think sydney", False),
+        ("Why does the Monty Hall problem work? Switching doors still feels like 50/50 to me", False),
+        ("“的地得”到底怎么区分，我每次写东西都搞混", False),
+        ("Can you explain recursion, I never understood it", False),
+        ("Summarize the causes of World War I in about 150 words.", False),  # a numeral, not the user
+        ("My daughter loves dinosaurs. Any book suggestions?", True),  # context before the request
+        ("What should I cook tonight? I am vegetarian", True),  # the request names them
+        ("What is the best gift, my daughter turns 5?", True),  # what follows asks too
+        ("送她什么礼物好，我女儿下周生日", True),  # the request speaks of a person
+        ("How are you, I had a rough day", True),  # it asks after the assistant
+        ("Yesterday I went to the park", True),
+    ],
+)
+def test_a_comment_after_a_question_about_something_else_is_an_aside(message, about):
     assert refers_to_the_user(message) is about
 
 
