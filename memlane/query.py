@@ -154,9 +154,13 @@ _HYPOTHETICAL_SELF = re.compile(
 )
 
 
-# a capital "I" after a capitalized word inside a sentence is a numeral of a name ("World War I",
-# "Elizabeth I", "Part I"), not the user: the capitalized word does not open the sentence
-_NUMERAL_I = re.compile(r"(?<=[A-Za-z0-9,;:'’)] )([A-Z][a-z]+ )I\b(?!['’])")
+# a capital "I" after a capitalized word inside a sentence, before the sentence's end or a
+# preposition, is a numeral of a name ("World War I in 150 words", "Part I of"), not the user: the
+# capitalized word does not open the sentence ("Yesterday I…"), and a verb follows the pronoun
+# ("Hey Sam I got the job")
+_NUMERAL_I = re.compile(
+    r"(?<=[A-Za-z0-9,;:'’)] )([A-Z][a-z]+ )I(?=\s*(?:[.,;:!?)]|$)|\s+(?:in|of|and|or|to|for|on|at|by|from|with)\b)"
+)
 # a request's first clause, and what follows it (`_aside_after_request`)
 _FIRST_CLAUSE = re.compile(r"^\s*([^,，.。!！?？;；\n]+[?？]?)(.*)$", re.S)
 _ASKS_EN = re.compile(
@@ -193,7 +197,7 @@ def refers_to_the_user(message: str) -> bool:
     """Whether the message is about the user: it names them or their own ("my sister", "我住在哪",
     "we"), apart from a request's framing ("help me write a poem", "帮我写一首诗"), which names the
     user only as the one asking, from what it quotes (a sentence to check, a word to translate),
-    from the "we" of a question about people in general (`_GENERIC_WE`: "Why do we dream?"), and
+    from the "we" of a question about people in general (`_GENERIC_WE`: "Why do we dream?"),
     from the "I" of a condition in a question about anyone (`_HYPOTHETICAL_SELF`: "What happens if I
     swallow chewing gum?"), from a comment after a question about something else
     (`_aside_after_request`: "whats the capital of australia, i always think sydney"), and from the

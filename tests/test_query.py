@@ -343,6 +343,7 @@ def test_the_i_of_a_condition_in_a_question_about_anyone_is_anyone(message, abou
         ("送她什么礼物好，我女儿下周生日", True),  # the request speaks of a person
         ("How are you, I had a rough day", True),  # it asks after the assistant
         ("Yesterday I went to the park", True),
+        ("Hey Sam I got the job", True),  # a verb after it: the pronoun
     ],
 )
 def test_a_comment_after_a_question_about_something_else_is_an_aside(message, about):
