@@ -118,6 +118,13 @@ _PRESENT_AUXILIARY = re.compile(r"\b(?:do|does|is|am|are)\b")
 _PAST_AUXILIARY = re.compile(r"\b(?:did|was|were|had|used to)\b")
 # past forms of `_PAST_TENSE` that are also the base form ("get my hair cut", "where do I put")
 _BASE_ALIKE = frozenset({"cut", "put", "set", "let", "shut"})
+# a participle of a state in a present question: after "is"/"am"/"are" and its subject ("What meal kit
+# are we subscribed to?", "Is Deborah married?") or after "get" and its object ("Where do I get my
+# photos printed?"), not a past
+_STATE_BEFORE = re.compile(r"\b(?:is|am|are|get|gets)\s+(?:[a-z'-]+\s+){0,2}$")
+# the 了 of a condition in a Chinese question: a clause follows it, after a comma, a habitual
+# adverb or a new plural subject ("我肩颈酸了一般去哪按摩？", "孩子生病了我们带去哪看？"), not a past
+_CONDITION_LE = re.compile(r"了(?=[，,]|一般|通常|平时|就|该|应该|都|要|(?:我们|咱们|你们|他们)(?!什么|哪|一些|些))")
 # the experiential 过 of Chinese ("你给我推荐过哪些…"): an event asked about, not a state
 _EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")
 
@@ -148,6 +155,8 @@ _PAST_TENSE = re.compile(
 # the aspect 了 of Chinese says that something happened or a state changed ("我辞职了", "入手了一台")
 _CHANGE_OF_STATE = re.compile(r"(?<![为除])了(?![解不])")
 _ENDED_ZH = tuple("不再 改 换 戒 放弃 取消 离开 搬 再也 转 变成 解散 分手 停".split())
+# 不 + verb + 了: no longer ("不做了", "晚上也不出去跳了"); not 不错/不少/不过/不太/不用/不是
+_NO_LONGER_ZH = re.compile(r"(?<!不)不(?![错少过太用是])[\u4e00-\u9fff]{1,4}?了")
 _BEGAN_ZH = tuple("现在 如今 目前 已经 开始 以后 从此 新 刚 终于 成了".split())
 # the present as a time in Chinese ("最近", "这段时间", "今年")
 _NOW_ZH = tuple("最近 近来 这段时间 这阵子 这些天 这几天 今年 这个月 这学期 眼下 当前 现阶段".split())
@@ -155,6 +164,10 @@ _NOW_ZH = tuple("最近 近来 这段时间 这阵子 这些天 这几天 今年
 # well" add where they close a clause ("I run too."), not before what they qualify ("too pricey")
 _ADDING_EN = re.compile(r"\b(also|another|in addition)\b|\b(?:too|as well)\b(?=\s*(?:[.!?,;:)]|$))")
 _ADDING_ZH = tuple("也 又 另外 同时".split())
+# a clause of a statement; what adds counts in the first or in one the speaker is the subject of
+# ("风景也好" in "最近周末都去凤凰岭徒步，人少，风景也好" says the scenery is good too, adds no place)
+_CLAUSE = re.compile(r"[^,，.。;；!！?？]+")
+_SPEAKER = re.compile(r"\b(?:i|i'm|i've|i'll|we|we're|we've|my|our)\b|我|咱")
 # a number ("92", "1,800", "128"): beside a word only two statements share, another one is another value
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # a negation: a newer statement that denies a word of the older one says something else about it
@@ -213,13 +226,23 @@ def asks_for(query: str) -> str | None:
 
 def says_an_end(text: str) -> bool:
     """Whether a statement says that a state ended or was replaced ("switched", "no longer", "换",
-    "不再"): for a question that asks for several, what begins beside a state adds to it."""
-    return bool(_ENDED_EN.search(" ".join(text.lower().split())) or any(word in text for word in _ENDED_ZH))
+    "不再", "不做了"): for a question that asks for several, what begins beside a state adds to it."""
+    return bool(
+        _ENDED_EN.search(" ".join(text.lower().split()))
+        or any(word in text for word in _ENDED_ZH)
+        or _NO_LONGER_ZH.search(text)
+    )
 
 
 def adds_to(text: str) -> bool:
-    """Whether a statement says it adds to a state ("also", "another", "too"; "也", "另外")."""
-    return bool(_ADDING_EN.search(" ".join(text.lower().split())) or any(word in text for word in _ADDING_ZH))
+    """Whether a statement says it adds to a state ("also", "another", "too"; "也", "另外"), in its
+    first clause or in one its speaker is the subject of, not in a remark about something else."""
+    for number, clause in enumerate(_CLAUSE.findall(" ".join(text.lower().split()))):
+        if number and not _SPEAKER.search(clause):
+            continue
+        if _ADDING_EN.search(clause.strip()) or any(word in clause for word in _ADDING_ZH):
+            return True
+    return False
 
 
 def _names_again(query: str, older: str, newer: str) -> bool:
@@ -260,9 +283,9 @@ def says_a_change(text: str) -> bool:
     a state ("also", "too"; "也"), words that begin one, a past tense, the
     aspect 了, or the present as a time ("at the moment", "最近")."""
     lowered = " ".join(text.lower().split())
-    if _ENDED_EN.search(lowered) or any(word in text for word in _ENDED_ZH):
+    if says_an_end(text):
         return True
-    if _ADDING_EN.search(lowered) or any(word in text for word in _ADDING_ZH):
+    if adds_to(text):
         return False
     return bool(
         _BEGAN_EN.search(lowered)
@@ -302,11 +325,17 @@ def asks_about_the_past(query: str) -> bool:
     does my son get his hair cut?")."""
     lowered = " ".join(query.lower().split())
     present = bool(_PRESENT_AUXILIARY.search(lowered)) and not _PAST_AUXILIARY.search(lowered)
+
+    def a_state(word: re.Match[str]) -> bool:
+        return word.group(0) in _BASE_ALIKE or (
+            word.group(0).endswith("ed") and bool(_STATE_BEFORE.search(lowered[: word.start()]))
+        )
+
     return bool(
         any(not (present and found.group(0) == "when") for found in _PAST.finditer(lowered))
-        or any(not (present and found.group(0) in _BASE_ALIKE) for found in _PAST_TENSE.finditer(lowered))
+        or any(not (present and a_state(found)) for found in _PAST_TENSE.finditer(lowered))
         or _EXPERIENCED.search(query)
-        or _CHANGE_OF_STATE.search(query)
+        or any(not _CONDITION_LE.match(query, found.start()) for found in _CHANGE_OF_STATE.finditer(query))
     )
 
 

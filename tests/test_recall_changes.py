@@ -10,6 +10,7 @@ import pytest
 from memlane.recall import earlier_last
 from memlane.recall_block import RecallItem
 from memlane.recall_changes import (
+    adds_to,
     asks_about_the_past,
     asks_for,
     change_said,
@@ -17,6 +18,7 @@ from memlane.recall_changes import (
     newest_changes,
     restates_another_value,
     says_a_change,
+    says_an_end,
 )
 from memlane.recall_select import newer_first
 from memlane.store.hits import MemoryHit
@@ -84,6 +86,14 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         ("When did my book club meet?", True),
         ("What did I cut my hair with?", True),
         ("When was I in Lisbon?", True),
+        # a participle of a state after "are" or "get" and its subject or object; 了 of a condition
+        ("What meal kit are we subscribed to?", False),
+        ("Where do I get my photos printed?", False),
+        ("Is Deborah married?", False),
+        ("What is something Nate gave to Joanna?", True),  # a preterite, no participle
+        ("孩子生病了我们带去哪看？", False),
+        ("我肩颈酸了一般去哪按摩？", False),
+        ("你给了我什么建议？", True),  # 了 before an object: what happened
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
@@ -343,3 +353,19 @@ def test_a_plain_restatement_the_query_ranks_first_changes_the_next_when_each_is
     assert newest_changes("Which therapists do I see?", hits, vectors) == []
     apart = {**vectors, "f": near(HOME, FAMILY, 0.35)}
     assert newest_changes("Who am I seeing for therapy?", hits, apart) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "adds", "ends"),
+    [
+        ("最近周末都去凤凰岭徒步，人少，风景也好", False, False),  # 也 of a remark about the scenery
+        ("I also go to the climbing gym on Fridays.", True, False),
+        ("Switched to Hoka, and I run more often too.", True, True),  # a clause the speaker is the subject of
+        ("门口那个裁缝摊不做了", False, True),  # 不…了: no longer
+        ("这家店不错了", False, False),
+        ("我也开始学日语了", True, False),
+    ],
+)
+def test_what_adds_is_read_in_the_statement_s_own_clauses(text, adds, ends):
+    assert adds_to(text) is adds
+    assert says_an_end(text) is ends
