@@ -84,8 +84,11 @@ _SELF = re.compile(r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|w
 # file in Go?", "I need a regex for…", "我怎么用Python读文件？", "我想了解二分查找"; and so does hearing,
 # reading, seeing or wondering about something: "I keep hearing about CRISPR. What is it?", "I've
 # always wondered why…", "I saw a documentary about octopuses…", "我一直听说…", "我很好奇…"
+# (a how-to framing may follow a place or tool: "in excel how do i…")
 _FRAMING = re.compile(
-    r"^\s*(?:please\s+|can you\s+|could you\s+|would you\s+)*"
+    r"^\s*(?:(?:in|on|for|with|using) (?!(?:my|our|me|us)\b)[\w.+#-]+(?: (?!(?:my|our|me|us)\b)[\w.+#-]+)?,?\s+"
+    r"(?=how (?:do|can|should|would|could|will) (?:i|we)\b))?"
+    r"(?:please\s+|can you\s+|could you\s+|would you\s+)*"
     r"(?:(?!remind\b|remember\b)[a-z]+\s+(?:to\s+)?(?:me|us)\b"
     r"|how (?:do|can|should|would|could|will) (?:i|we)\b"
     r"|(?:i (?:need|want)|i(?:'d|’d| would) (?:like|love)) (?:a|an|some|to \w+)\b"
@@ -154,6 +157,15 @@ _HYPOTHETICAL_SELF = re.compile(
 )
 
 
+# the "I" of a comparison in a request ("Explain the Monty Hall problem like I'm 10", "as if I were a
+# beginner"): how to answer, not who it is about ("I feel like I'm always tired" is theirs)
+_SIMILE_SELF = re.compile(
+    r"(?<!\bfeel )(?<!\bfeels )(?<!\bfelt )(?<!\blook )(?<!\bseem )(?<!\bsound )"
+    r"\b(?:like|as if|as though) (?:i'm|i’m|i am|i were|i was|we're|we are|we were) (?:\d+|a|an|five|ten|twelve)\b",
+    re.I,
+)
+
+
 # a capital "I" after a capitalized word inside a sentence, before the sentence's end or a
 # preposition, is a numeral of a name ("World War I in 150 words", "Part I of"), not the user: the
 # capitalized word does not open the sentence ("Yesterday I…"), and a verb follows the pronoun
@@ -199,12 +211,13 @@ def refers_to_the_user(message: str) -> bool:
     user only as the one asking, from what it quotes (a sentence to check, a word to translate),
     from the "we" of a question about people in general (`_GENERIC_WE`: "Why do we dream?"),
     from the "I" of a condition in a question about anyone (`_HYPOTHETICAL_SELF`: "What happens if I
-    swallow chewing gum?"), from a comment after a question about something else
+    swallow chewing gum?") or of a comparison (`_SIMILE_SELF`: "like I'm 10"), from a comment after
+    a question about something else
     (`_aside_after_request`: "whats the capital of australia, i always think sydney"), and from the
     numeral "I" of a name ("World War I").
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
-    unquoted = _NUMERAL_I.sub(r"\1", without_quotations(message))
+    unquoted = _SIMILE_SELF.sub(" ", _NUMERAL_I.sub(r"\1", without_quotations(message)))
     if _HYPOTHETICAL_SELF.search(unquoted) or _aside_after_request(unquoted):
         return False
     if _GENERIC_WE.search(unquoted):

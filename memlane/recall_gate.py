@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memlane.config import RecallSettings, SearchSettings, StoreSettings, similarity_floor
-from memlane.query import refers_to_the_user, without_framing
+from memlane.query import refers_to_the_user, without_framing, without_quotations
 from memlane.query_intent import INTENT_POLICIES, Intent, IntentPolicy, intent_of
 from memlane.recall_select import (
     exact_term_hits,
@@ -76,10 +76,13 @@ def gated_hits(
         # all the message names needs a strong match
         unnamed_floor = max(floor, recall.impersonal_min_relevance)
         terms = query_terms(without_framing(search_query))
-        naming = frozenset(
+        unquoted = query_terms(without_quotations(without_framing(search_query)))  # a quoted word is mentioned:
+        naming = frozenset(  # a request that names nothing but words it quotes names nothing a memory holds
             hit.memory.id
             for hit in fresh
-            if holds_what_it_names(terms, hit.memory.text) and holds_acronyms(search_query, hit.memory.text)
+            if holds_what_it_names(terms, hit.memory.text)
+            and holds_what_it_names(unquoted, hit.memory.text)
+            and holds_acronyms(search_query, hit.memory.text)
         )
     passing = ranked_hits(
         fresh,

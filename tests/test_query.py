@@ -344,6 +344,12 @@ def test_the_i_of_a_condition_in_a_question_about_anyone_is_anyone(message, abou
         ("How are you, I had a rough day", True),  # it asks after the assistant
         ("Yesterday I went to the park", True),
         ("Hey Sam I got the job", True),  # a verb after it: the pronoun
+        # the "I" of a comparison; a how-to after a place or tool
+        ("Explain the Monty Hall problem like I'm 10.", False),
+        ("Explain my diagnosis like I'm 10", True),
+        ("I feel like I'm a failure", True),
+        ("in excel how do i do a VLOOKUP from another sheet", False),
+        ("in my code how do i fix this", True),
     ],
 )
 def test_a_comment_after_a_question_about_something_else_is_an_aside(message, about):
