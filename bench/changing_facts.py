@@ -27,9 +27,9 @@ Last, the question-and-echo cases of bench/question_echo.py (the statement that 
 the user's earlier question and the assistant's echo of it) and the raw-turn cases of
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
-seventh` and `--only eighth` the sets written after the rule's last four freezes
-(bench/raw_changes_fifth.py, raw_changes_sixth.py, raw_changes_seventh.py, raw_changes_eighth.py:
-the seventh and eighth by someone who had not read the rule).
+seventh`, `--only eighth` and `--only ninth` the sets written after the rule's last five freezes
+(bench/raw_changes_fifth.py, raw_changes_sixth.py, raw_changes_seventh.py, raw_changes_eighth.py,
+raw_changes_ninth.py: the seventh, eighth and ninth by someone who had not read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -69,6 +69,7 @@ from raw_changes import (
 from raw_changes_eighth import EIGHTH_ADDITIONS, EIGHTH_FREEZE_CASES
 from raw_changes_fifth import FIFTH_ADDITIONS, FIFTH_FREEZE_CASES
 from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
+from raw_changes_ninth import NINTH_ADDITIONS, NINTH_FREEZE_CASES
 from raw_changes_seventh import SEVENTH_ADDITIONS, SEVENTH_FREEZE_CASES
 from raw_changes_sixth import SIXTH_ADDITIONS, SIXTH_FREEZE_CASES
 from raw_changes_third import ADDITIONS, THIRD_FREEZE_CASES, AdditionOutcome, print_addition_rows, run_addition
@@ -377,6 +378,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (6th freeze)", "sixth", "sixth", SIXTH_FREEZE_CASES, SIXTH_ADDITIONS),
     (" (7th freeze)", "seventh", "seventh", SEVENTH_FREEZE_CASES, SEVENTH_ADDITIONS),
     (" (8th freeze)", "eighth", "eighth", EIGHTH_FREEZE_CASES, EIGHTH_ADDITIONS),
+    (" (9th freeze)", "ninth", "ninth", NINTH_FREEZE_CASES, NINTH_ADDITIONS),
 ]
 
 
@@ -385,8 +387,8 @@ async def main() -> None:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=["echo", "raw", "fourth", "fifth", "sixth", "seventh", "eighth"],
-        help="run just these tables (fourth to eighth: the 4th, 5th, 6th, 7th or 8th freeze set alone)",
+        choices=["echo", "raw", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth"],
+        help="run just these tables (fourth to ninth: the 4th, 5th, 6th, 7th, 8th or 9th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))

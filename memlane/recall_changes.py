@@ -106,6 +106,7 @@ SHARED_NEARER = 0.0  # a shared word counts when the two are this many deviation
 SHARED_WORD = 0.1  # what a shared content word adds to the nearness of two statements
 ANOTHER_NEARER = 0.05  # a newer statement this much nearer another earlier statement changes that one, not the selected
 MIN_GAP = 3_600.0  # seconds between the two: a sentence and the next one of the same turn pair no change
+PAIR_GAP = 0.05  # the query's first two statements are its pair when the third is this far below the second
 
 # the query asks about the past: the older statement is what it asks for (a tense, not a topic)
 _PAST = re.compile(
@@ -123,8 +124,11 @@ _BASE_ALIKE = frozenset({"cut", "put", "set", "let", "shut"})
 # photos printed?"), not a past
 _STATE_BEFORE = re.compile(r"\b(?:is|am|are|get|gets)\s+(?:[a-z'-]+\s+){0,2}$")
 # the 了 of a condition in a Chinese question: a clause follows it, after a comma, a habitual
-# adverb or a new plural subject ("我肩颈酸了一般去哪按摩？", "孩子生病了我们带去哪看？"), not a past
-_CONDITION_LE = re.compile(r"了(?=[，,]|一般|通常|平时|就|该|应该|都|要|(?:我们|咱们|你们|他们)(?!什么|哪|一些|些))")
+# adverb or a new subject ("我肩颈酸了一般去哪按摩？", "空调坏了我找谁修？"), not a past; a pronoun
+# before what is asked is an object ("你给了我什么建议？")
+_CONDITION_LE = re.compile(
+    r"了(?=[，,]|一般|通常|平时|就|该|应该|都|要|(?:我们|咱们|你们|他们|我|你|他|她)(?!什么|哪|一|些|的|个|几|们))"
+)
 # the experiential 过 of Chinese ("你给我推荐过哪些…"): an event asked about, not a state
 _EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")
 
@@ -403,6 +407,39 @@ def _nearer_another(
     return bool(pairs[column, other] - pairs[column, index] > ANOTHER_NEARER)
 
 
+def _query_pair(
+    query: str,
+    group: Sequence[MemoryHit],
+    pairs: np.ndarray,
+    sources: Sequence[set[str]],
+    paired: dict[str, tuple[Memory, float]],
+    newest: dict[str, Memory],
+) -> None:
+    """The query's own pair: where it ranks two statements of a speaker first, both within
+    `ANSWER_BAND` of each other and the third `PAIR_GAP` below the second, the query says the two
+    are about one thing, where they are near each other at all: short statements of one speaker
+    sit about as near an unrelated one ("cancelled that and got Max instead" to "I pay for
+    Netflix…" as to "I quit video games"), so neither need be the other's nearest. The newer one
+    changes the older where it says a change, or plainly restates another value."""
+    if len(group) < 3 or group[0].vector_similarity - group[1].vector_similarity > ANSWER_BAND:
+        return
+    if group[1].vector_similarity - group[2].vector_similarity < PAIR_GAP or sources[0] & sources[1]:
+        return
+    older_index, newer_index = sorted((0, 1), key=lambda index: group[index].memory.created_at)
+    older, newer = group[older_index].memory, group[newer_index].memory
+    if newer.kind != "message" or newer.id in paired or newer.created_at - older.created_at < MIN_GAP:
+        return
+    # still near: the newer one nearer the older than its average statement, and the older one not
+    # clearly nearer (by `ANOTHER_NEARER`) another statement than the newer one
+    if not _nearer_than_average(pairs[newer_index], older_index):
+        return
+    if float(np.max(pairs[older_index])) - float(pairs[older_index, newer_index]) > ANOTHER_NEARER:
+        return
+    if change_said(query, older.text, newer.text) or restates_another_value(query, older.text, newer.text):
+        paired[newer.id] = (older, float(pairs[newer_index, older_index]))
+        newest[newer.id] = newer
+
+
 def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, np.ndarray]) -> list[Change]:
     """The newer statements among `hits` (the search's candidates, with the query's cosine
     similarity each) that say something else about a statement the query selects, with the
@@ -491,6 +528,7 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
                 shared = bool(terms[index] & terms[column])
                 paired[newer.id] = (group[index].memory, float(pairs[column, index]) + (SHARED_WORD if shared else 0.0))
                 newest[newer.id] = newer
+        _query_pair(query, group, pairs, sources, paired, newest)
     # a newer statement changes one older statement: the one it is nearest (a shared word first)
     later: dict[str, tuple[Memory, list[Memory]]] = {
         newer_id: (newest[newer_id], [older]) for newer_id, (older, _) in paired.items()

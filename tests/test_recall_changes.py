@@ -23,6 +23,7 @@ from memlane.recall_changes import (
 from memlane.recall_select import newer_first
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory
+from memlane.store.text.questions import is_asking
 
 DAY = 86_400.0
 
@@ -369,3 +370,32 @@ def test_a_plain_restatement_the_query_ranks_first_changes_the_next_when_each_is
 def test_what_adds_is_read_in_the_statement_s_own_clauses(text, adds, ends):
     assert adds_to(text) is adds
     assert says_an_end(text) is ends
+
+
+def test_the_two_statements_the_query_ranks_well_above_the_rest_are_its_pair():
+    # "What streaming service do I pay for?": the two ranked first, the third 0.08 below; one of
+    # the user's other statements is a little nearer the older one than the newer is (short
+    # statements of one speaker sit close), so the two are not each the other's nearest
+    common, a, b, c, d = np.eye(5, dtype=np.float32)
+    old = said("old", "I pay for Netflix mostly for the British crime shows.", 10)
+    new = said("new", "cancelled that and got Max instead, all the HBO stuff is there", 50)
+    games = said("games", "I quit video games last year, too much time.", 1)
+    cat = said("cat", "We adopted a cat named Milo.", 2)
+    vectors = {"old": common + a, "new": common + b + 0.2 * a, "games": common + c + 0.25 * a, "cat": common + d}
+    hits = [hit(old, 0.848), hit(new, 0.842), hit(games, 0.762), hit(cat, 0.71)]
+    [change] = newest_changes("What streaming service do I pay for?", hits, vectors)
+    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
+    # the third as high as the second: the query names no pair
+    close = [hit(old, 0.848), hit(new, 0.842), hit(games, 0.81), hit(cat, 0.71)]
+    assert newest_changes("What streaming service do I pay for?", close, vectors) == []
+    # the older one clearly nearer another statement than the newer one: no pair
+    apart = {**vectors, "games": common + a + 0.1 * c}
+    assert newest_changes("What streaming service do I pay for?", hits, apart) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [("空调坏了都找陈师傅，电话存着呢", False), ("你呢", True), ("他们去哪了呢？", True), ("还早着呢。", False)],
+)
+def test_zhe_ne_tells_and_does_not_ask(text, asks):
+    assert is_asking(text) is asks

@@ -15,11 +15,12 @@ from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory
 from memlane.store.text.terms import query_terms
 
-_QUESTION = re.compile(r"[?？]|[吗呢呀][。！!]?$")
+# a question mark, or 吗, 呢, 呀 at the end; 着呢 tells ("电话存着呢", "多着呢"), it asks nothing
+_QUESTION = re.compile(r"[?？]|(?:吗|(?<!着)呢|呀)[。！!]?$")
 
 
 def is_asking(text: str) -> bool:
-    """The text asks: "?", "？", or it ends in 吗, 呢, 呀."""
+    """The text asks: "?", "？", or it ends in 吗, 呢 (not 着呢: "电话存着呢"), 呀."""
     return bool(_QUESTION.search(text.strip()))
 
 
