@@ -205,6 +205,84 @@ def _aside_after_request(message: str) -> bool:
     return not _SELF.search(request) and not _YOU.search(request)
 
 
+# a verb of saying, asking, knowing or learning: who says, asks or knows is named before it (or as
+# the object of asking or telling: "asked me"), what is said, asked or known after it; of these, the
+# verbs of not knowing or wanting to know ("i keep forgetting how…", "我一直记不住…") frame a question
+_NOT_KNOWING = (
+    r"\b(?:forget(?:ting)?|forgot|understand(?:ing)?|wonder(?:ing|ed)?|no idea|not sure|confused about)\b"
+    r"|想问|搞不清|搞不懂|弄不清|分不清|记不住|不懂|不明白|不知道|想知道"
+)
+_REPORTING = re.compile(
+    r"\b(?:said|says|say|told|tells|insist(?:s|ed)?|claim(?:s|ed)?|swear(?:s)?|swore|argue[sd]?|mentioned|"
+    r"asked|asks|taught|remember|know)\b"
+    r"|\b(?:learn(?:ed|t|ing)?|read|heard|hear)\s+(?:[a-z]+\s+){0,2}?(?:that|about)\b"  # not "I read a book"
+    rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到",  # not 问题, 小说
+    re.I,
+)
+_NOT_KNOWING_VERB = re.compile(_NOT_KNOWING, re.I)
+_OBJECT_SELF = re.compile(r"^\s*(?:me|us)\b", re.I)
+_TAKES_A_PERSON = re.compile(r"(?:asked|asks|told|tells|taught)$|问$|告诉$", re.I)
+# an embedded question after such a verb: "asked me why…", "forgetting how to…"
+_EMBEDDED = re.compile(r"^\s*(?:me\s+|us\s+)?(?:why|how|what|when|where|which|who|whether)\b", re.I)
+# a request's clauses: punctuation, a dash, or "and" before another question or a new subject
+# ("what does 'per se' mean and how do i use it", "…changes shape and i had no idea")
+_CLAUSE_BREAK = re.compile(
+    r"[,，.。!！?？;；\n]+|\s+-{1,2}\s+|\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)", re.I
+)
+
+
+def _reports_only(clause: str, verbs: re.Pattern[str] = _REPORTING) -> str | None:
+    """What a clause says, asks or knows, where the user is named only as who says, asks or
+    knows it ("my teacher said [glass is a liquid]", "我一直搞不清[“的地得”怎么用]", "my kid asked
+    me [why the moon changes shape]"); None where the clause has no such verb, names the user in
+    what follows it ("我妈说[我小时候很胖]"), or the assistant says it ("You once taught me how to…":
+    what they were told is theirs)."""
+    found = verbs.search(clause)
+    if found is None or _YOU.search(clause[: found.start()]):  # what the assistant said is the user's memory
+        return None
+    said = clause[found.end() :]
+    if _TAKES_A_PERSON.search(found.group(0)):
+        said = _OBJECT_SELF.sub("", said, count=1)
+        if said.startswith(("我们", "我")) and not said.startswith(("我们的", "我的")):
+            said = said[2:] if said.startswith("我们") else said[1:]
+    return None if _SELF.search(said) else said
+
+
+def _asks(clause: str) -> bool:
+    """A clause that asks: a question word or mark, or a question embedded after a verb of
+    saying or knowing ("my kid asked me why…")."""
+    if _ASKS_EN.search(clause) or _ASKS_ZH.search(clause):
+        return True
+    found = _REPORTING.search(clause)
+    return found is not None and bool(_EMBEDDED.match(clause[found.end() :]))
+
+
+def _reported_request(message: str) -> bool:
+    """Whether a request asks about what someone said, asked or knows, not about the user: its last
+    asking clause names neither the user (apart from a framing or a verb of not knowing) nor a
+    person, and every other clause that names the user names them only as who says, asks or knows
+    something ("my teacher said glass is a slow liquid, is that true?", "I'm trying to understand
+    recursion, can you give an example?", "我想问一下，为什么海水是咸的", "我们老师说闪电不会两次劈同一
+    个地方，这是真的吗"). A clause that asks about the user keeps it theirs ("我妈说我小时候很胖，是真的
+    吗？"), and so does a clause that tells of them ("My knee hurts after running. Any tips?")."""
+    clauses = [clause for clause in _CLAUSE_BREAK.split(message) if clause.strip()]
+    asking = [index for index, clause in enumerate(clauses) if _asks(clause)]
+    if not asking:
+        return False
+    index = asking[-1]
+    asked = without_framing(clauses[index])
+    if _SELF.search(asked) or _PERSON.search(asked):
+        known = _reports_only(asked, _NOT_KNOWING_VERB)  # "我一直记不住[英语的现在完成时什么时候用]"
+        if known is None or not known.strip() or _PERSON.search(known):
+            reported = _reports_only(clauses[index])  # "my kid asked me [why the moon changes shape]"
+            if reported is None or not _EMBEDDED.match(reported) or _PERSON.search(reported):
+                return False
+    others = [clause for number, clause in enumerate(clauses) if number != index and _SELF.search(clause)]
+    if not others and not _SELF.search(clauses[index]):
+        return False  # nothing names the user: no report to read
+    return all(_reports_only(clause) is not None for clause in others)
+
+
 def refers_to_the_user(message: str) -> bool:
     """Whether the message is about the user: it names them or their own ("my sister", "我住在哪",
     "we"), apart from a request's framing ("help me write a poem", "帮我写一首诗"), which names the
@@ -218,7 +296,7 @@ def refers_to_the_user(message: str) -> bool:
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
     unquoted = _SIMILE_SELF.sub(" ", _NUMERAL_I.sub(r"\1", without_quotations(message)))
-    if _HYPOTHETICAL_SELF.search(unquoted) or _aside_after_request(unquoted):
+    if _HYPOTHETICAL_SELF.search(unquoted) or _aside_after_request(unquoted) or _reported_request(unquoted):
         return False
     if _GENERIC_WE.search(unquoted):
         unquoted = _PLURAL_SELF.sub(" ", unquoted)

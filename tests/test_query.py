@@ -361,3 +361,28 @@ def test_marks_around_the_whole_message_only_delimit_it():
     assert refers_to_the_user('"What type of music do I like to listen to?"')
     assert refers_to_the_user("“我喜欢听什么音乐？”")
     assert not refers_to_the_user('"I love you" in French?')
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        # the user only as who says, asks or does not know; what is asked is about the world
+        ("my teacher said glass is actually a slow liquid, is that true?", False),
+        ("I'm trying to understand recursion, can you give a simple example in javascript", False),
+        ("my kid asked me why the moon changes shape and i had no idea what to say lol", False),
+        ("i keep forgetting how to reverse a list in python without modifying the original", False),
+        ("I read somewhere that coffee dehydrates you, is that true?", False),
+        ("我想问一下，为什么海水是咸的", False),
+        ("我们老师说闪电不会两次劈同一个地方，这是真的吗", False),
+        ("我一直记不住英语的现在完成时什么时候用", False),
+        # what is said or asked is about them, or a clause tells of them
+        ("我妈说我小时候很胖，是真的吗？", True),
+        ("My knee hurts after running. Any tips?", True),
+        ("I read a book yesterday, what was it about?", True),
+        ("Do you remember what I told you about my trip?", True),
+        ("I forgot where I put my keys, any idea?", True),
+        ("我上次问你的那个问题你还记得吗？", True),
+    ],
+)
+def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(message, about):
+    assert refers_to_the_user(message) is about
