@@ -27,9 +27,9 @@ Last, the question-and-echo cases of bench/question_echo.py (the statement that 
 the user's earlier question and the assistant's echo of it) and the raw-turn cases of
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
-seventh`, `--only eighth` and `--only ninth` the sets written after the rule's last five freezes
-(bench/raw_changes_fifth.py, raw_changes_sixth.py, raw_changes_seventh.py, raw_changes_eighth.py,
-raw_changes_ninth.py: the seventh, eighth and ninth by someone who had not read the rule).
+seventh`, `--only eighth`, `--only ninth` and `--only tenth` the sets written after the rule's
+last six freezes (bench/raw_changes_fifth.py to raw_changes_tenth.py: the seventh to the tenth
+by someone who had not read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -72,6 +72,7 @@ from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
 from raw_changes_ninth import NINTH_ADDITIONS, NINTH_FREEZE_CASES
 from raw_changes_seventh import SEVENTH_ADDITIONS, SEVENTH_FREEZE_CASES
 from raw_changes_sixth import SIXTH_ADDITIONS, SIXTH_FREEZE_CASES
+from raw_changes_tenth import TENTH_ADDITIONS, TENTH_FREEZE_CASES
 from raw_changes_third import ADDITIONS, THIRD_FREEZE_CASES, AdditionOutcome, print_addition_rows, run_addition
 
 from memlane import Settings, open_store
@@ -379,6 +380,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (7th freeze)", "seventh", "seventh", SEVENTH_FREEZE_CASES, SEVENTH_ADDITIONS),
     (" (8th freeze)", "eighth", "eighth", EIGHTH_FREEZE_CASES, EIGHTH_ADDITIONS),
     (" (9th freeze)", "ninth", "ninth", NINTH_FREEZE_CASES, NINTH_ADDITIONS),
+    (" (10th freeze)", "tenth", "tenth", TENTH_FREEZE_CASES, TENTH_ADDITIONS),
 ]
 
 
@@ -387,8 +389,8 @@ async def main() -> None:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=["echo", "raw", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth"],
-        help="run just these tables (fourth to ninth: the 4th, 5th, 6th, 7th, 8th or 9th freeze set alone)",
+        choices=["echo", "raw", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"],
+        help="run just these tables (fourth to tenth: the 4th to 10th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))

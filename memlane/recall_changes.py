@@ -115,7 +115,7 @@ _PAST = re.compile(
     r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候|上次|那天|那次|(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
 )
 # a question's auxiliary in the present, and in the past (`asks_about_the_past`)
-_PRESENT_AUXILIARY = re.compile(r"\b(?:do|does|is|am|are)\b")
+_PRESENT_AUXILIARY = re.compile(r"\b(?:do|does|is|am|are)\b|'(?:re|m)\b")  # "when we're away"
 _PAST_AUXILIARY = re.compile(r"\b(?:did|was|were|had|used to)\b")
 # past forms of `_PAST_TENSE` that are also the base form ("get my hair cut", "where do I put")
 _BASE_ALIKE = frozenset({"cut", "put", "set", "let", "shut"})
@@ -135,9 +135,10 @@ _EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")
 
 # words that say a state ended or was replaced, whatever it was (English whole words, any ending listed)
 _ENDED_EN = re.compile(
-    r"\b(no longer|anymore|any more|instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)|stop(?:ped|ping)?|"
-    r"quit|left|leaving|gave up|giving up|replac(?:ed|ing)|sold|swapped|traded|cancel(?:l?ed|ling)|called off|"
-    r"dropped|ended|broke up|split up|not .{1,20} anymore)\b"
+    r"\b(no longer|anymore|any more|instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)(?! in\b| into\b)|"
+    r"stop(?:ped|ping)?|quit|left|leaving|gave up|giving up|replac(?:ed|ing)|sold|swapped|traded|cancel(?:l?ed|ling)|"
+    r"called off|dropped|ended|broke up|split up|not .{1,20} anymore|gave (?:[\w'-]+ ){0,2}away|got rid of|retired|"
+    r"passed away|died)\b"
 )
 # words that say something happened or began (weaker: "I also adopted a kitten" adds, changes nothing)
 _BEGAN_EN = re.compile(
@@ -166,12 +167,18 @@ _BEGAN_ZH = tuple("现在 如今 目前 已经 开始 以后 从此 新 刚 终�
 _NOW_ZH = tuple("最近 近来 这段时间 这阵子 这些天 这几天 今年 这个月 这学期 眼下 当前 现阶段".split())
 # what adds to a state says no change by itself ("also", "too"; "也", "又", "另外"); "too" and "as
 # well" add where they close a clause ("I run too."), not before what they qualify ("too pricey")
-_ADDING_EN = re.compile(r"\b(also|another|in addition)\b|\b(?:too|as well)\b(?=\s*(?:[.!?,;:)]|$))")
+_ADDING_EN = re.compile(
+    r"\b(also|another|in addition|added|on top of|besides|as well as)\b|\b(?:too|as well)\b(?=\s*(?:[.!?,;:)]|$))"
+    r"|\b(?:two|three|four|five)\s+(?:of us|[a-z]+s)\s+now\b"  # a count grown: "so I've got two godkids now"
+)
 _ADDING_ZH = tuple("也 又 另外 同时".split())
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+# a capitalized word inside a sentence (not its first): a name ("Dr. Patel", "Happy Tails")
+_INNER_NAME = re.compile(r"(?<![.!?]\s)(?<!^)(?<=\s)([A-Z][\w'-]+)")
 # a clause of a statement; what adds counts in the first or in one the speaker is the subject of
 # ("风景也好" in "最近周末都去凤凰岭徒步，人少，风景也好" says the scenery is good too, adds no place)
 _CLAUSE = re.compile(r"[^,，.。;；!！?？]+")
-_SPEAKER = re.compile(r"\b(?:i|i'm|i've|i'll|we|we're|we've|my|our)\b|我|咱")
+_SPEAKER = re.compile(r"\b(?:i|i'm|i've|i'll|we|we're|we've)\b|我|咱")  # the subject, not "my mom"
 # a number ("92", "1,800", "128"): beside a word only two statements share, another one is another value
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # a negation: a newer statement that denies a word of the older one says something else about it
@@ -249,10 +256,17 @@ def adds_to(text: str) -> bool:
     return False
 
 
-def _names_again(query: str, older: str, newer: str) -> bool:
+def _names_again(query: str, older: str, newer: str, *, names_only: bool = False) -> bool:
     """Whether the newer statement holds a word of the older one that the query does not: the
-    older one's value named again ("Patel"), not what the query asks about ("piano")."""
-    return bool((_content_terms(older) & _content_terms(newer)) - _query_words(query))
+    older one's value named again ("Patel"), not what the query asks about ("piano").
+    names_only: in English only a name counts, capitalized inside the older statement ("Patel
+    retired"), not a word of its kind ("godmother", "blood", "kids": a second godchild, a second
+    pill)."""
+    shared = (_content_terms(older) & _content_terms(newer)) - _query_words(query)
+    if not shared or not names_only or _HAN.search(older):
+        return bool(shared)
+    names = {word.casefold() for word in _INNER_NAME.findall(older)}
+    return any(term in names for term in shared)
 
 
 @lru_cache(maxsize=256)
@@ -268,7 +282,7 @@ def change_said(query: str, older: str, newer: str) -> bool:
     adds to them ("Picked up two snake plants" for "What plants do I have?"); otherwise a change
     said in any grammar (`says_a_change`)."""
     if asks_for(query) == "several":
-        return says_an_end(newer) or (_names_again(query, older, newer) and says_a_change(newer))
+        return says_an_end(newer) or (_names_again(query, older, newer, names_only=True) and says_a_change(newer))
     return says_a_change(newer)
 
 

@@ -399,3 +399,20 @@ def test_the_two_statements_the_query_ranks_well_above_the_rest_are_its_pair():
 )
 def test_zhe_ne_tells_and_does_not_ask(text, asks):
     assert is_asking(text) is asks
+
+
+def test_what_adds_beside_the_others_is_no_change_of_several():
+    godchildren = "Who are my godchildren?"
+    lily = "I'm godmother to my best friend's daughter, Lily."
+    theo = "My cousin asked me to be godmother to her newborn, Theo! So I've got two godkids now"
+    assert adds_to(theo)  # a count grown
+    assert not change_said(godchildren, lily, theo)  # "godmother" is a word of its kind, not the value again
+    assert not says_an_end("Sam moved into the spare room last week.")  # moving in begins beside the others
+    assert says_an_end("I moved to Denver in May.")
+    assert change_said("What dentist do I see?", "I see Dr. Patel.", "I see Dr. Morgan now, Patel retired.")
+    assert not adds_to("The office called us back, I'm in three days a week now.")  # a count, not a count grown
+
+
+def test_a_contracted_present_is_a_present_question():
+    assert not asks_about_the_past("Who looks after Biscuit when we're away?")
+    assert asks_about_the_past("Who looked after Biscuit when we were away?")
