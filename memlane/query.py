@@ -91,7 +91,8 @@ _FRAMING = re.compile(
     r"(?:please\s+|can you\s+|could you\s+|would you\s+)*"
     r"(?:(?!remind\b|remember\b)[a-z]+\s+(?:to\s+)?(?:me|us)\b"
     r"|how (?:do|can|should|would|could|will) (?:i|we)\b"
-    r"|(?:i (?:need|want)|i(?:'d|’d| would) (?:like|love)) (?:a|an|some|to \w+)\b"
+    r"|(?:for (?:my|our) (?:[a-z'-]+ ){1,3}?)?"  # a purpose before it: "for my essay I need a…"
+    r"(?:i (?:need|want)|i(?:'d|’d| would) (?:like|love)) (?:a|an|some|to \w+)\b"
     r"|i(?:'m|’m| am) looking for (?:a|an|some)\b"
     r"|i (?:keep|kept) hearing (?:about|of)\b"
     r"|i(?:'ve|’ve| have)? (?:always |often )?heard (?:a lot |so much )?(?:about|of)\b"
@@ -180,7 +181,7 @@ _ASKS_EN = re.compile(
     r"|[?？]\s*$",
     re.I,
 )
-_ASKS_ZH = re.compile(r"什么|怎么|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢")
+_ASKS_ZH = re.compile(r"什么|怎么|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|有没有|是不是|能不能|可不可以")
 _YOU = re.compile(r"\b(?:you|your|yours)\b|你|您", re.I)
 # a person the clause speaks of, whom an aside may have named ("送她什么好？"): the clause may be theirs
 _PERSON = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|theirs)\b|他|她", re.I)
@@ -209,8 +210,9 @@ def _aside_after_request(message: str) -> bool:
 # the object of asking or telling: "asked me"), what is said, asked or known after it; of these, the
 # verbs of not knowing or wanting to know ("i keep forgetting how…", "我一直记不住…") frame a question
 _NOT_KNOWING = (
-    r"\b(?:forget(?:ting)?|forgot|understand(?:ing)?|wonder(?:ing|ed)?|no idea|not sure|confused about)\b"
-    r"|想问|搞不清|搞不懂|弄不清|分不清|记不住|不懂|不明白|不知道|想知道"
+    r"\b(?:forget(?:ting)?|forgot|understand(?:ing)?|wonder(?:ing|ed)?|no idea|not sure|confused about|"
+    r"never (?:remember|know|get)|can't remember)\b"
+    r"|想问|搞不清|搞不懂|弄不清|分不清|记不住|不懂|不明白|不知道|想知道|没听懂|听不懂|没懂|看不懂|说不清|讲不清"
 )
 _REPORTING = re.compile(
     r"\b(?:said|says|say|told|tells|insist(?:s|ed)?|claim(?:s|ed)?|swear(?:s)?|swore|argue[sd]?|mentioned|"
@@ -220,6 +222,23 @@ _REPORTING = re.compile(
     re.I,
 )
 _NOT_KNOWING_VERB = re.compile(_NOT_KNOWING, re.I)
+# the user as who does not know, inside what a clause says ("老师讲了勾股定理的证明[我没听懂]")
+_SELF_NOT_KNOWING = re.compile(
+    rf"(?:\bi\b|我)\s*(?:[\u4e00-\u9fff]{{0,2}}?|(?:\w+\s+){{0,2}}?)(?:{_NOT_KNOWING})"
+    r"|\bi (?:need|want) (?:it|this|that) for\b",  # the asker's purpose: "i need it for a slide at work"
+    re.I,
+)
+# what the assistant said, inside what a clause says ("我没听懂[你上次说的]"): the user's memory
+_ASSISTANT_SAID = re.compile(
+    r"你|您|\byou (?:said|told|mentioned|explained|recommended|suggested|gave)\b|\byour (?:answer|advice|reply)\b",
+    re.I,
+)
+# a clause that asks for something in the imperative ("explain…", "帮忙讲讲"): a request, as a question is
+_REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:explain|tell|give|write|show|list|describe|summari[sz]e|translate|compare|define)\b"
+    r"|^\s*(?:请|麻烦)?(?:帮忙|帮我|讲讲|说说|解释|介绍|讲一下|说一下)",
+    re.I,
+)
 _OBJECT_SELF = re.compile(r"^\s*(?:me|us)\b", re.I)
 _TAKES_A_PERSON = re.compile(r"(?:asked|asks|told|tells|taught)$|问$|告诉$", re.I)
 # an embedded question after such a verb: "asked me why…", "forgetting how to…"
@@ -245,13 +264,14 @@ def _reports_only(clause: str, verbs: re.Pattern[str] = _REPORTING) -> str | Non
         said = _OBJECT_SELF.sub("", said, count=1)
         if said.startswith(("我们", "我")) and not said.startswith(("我们的", "我的")):
             said = said[2:] if said.startswith("我们") else said[1:]
-    return None if _SELF.search(said) else said
+    said = _SELF_NOT_KNOWING.sub(" ", said)
+    return None if _SELF.search(said) or _ASSISTANT_SAID.search(said) else said
 
 
 def _asks(clause: str) -> bool:
-    """A clause that asks: a question word or mark, or a question embedded after a verb of
-    saying or knowing ("my kid asked me why…")."""
-    if _ASKS_EN.search(clause) or _ASKS_ZH.search(clause):
+    """A clause that asks: a question word or mark, a request in the imperative ("帮忙讲讲"), or
+    a question embedded after a verb of saying or knowing ("my kid asked me why…")."""
+    if _ASKS_EN.search(clause) or _ASKS_ZH.search(clause) or _REQUEST.search(clause):
         return True
     found = _REPORTING.search(clause)
     return found is not None and bool(_EMBEDDED.match(clause[found.end() :]))
@@ -267,8 +287,9 @@ def _reported_request(message: str) -> bool:
     吗？"), and so does a clause that tells of them ("My knee hurts after running. Any tips?")."""
     clauses = [clause for clause in _CLAUSE_BREAK.split(message) if clause.strip()]
     asking = [index for index, clause in enumerate(clauses) if _asks(clause)]
-    if not asking:
-        return False
+    if not asking:  # a request said as a thing with who does not know it ("affect vs effect i never remember")
+        spans = _SELF_NOT_KNOWING.search(message)
+        return spans is not None and not _SELF.search(_SELF_NOT_KNOWING.sub(" ", message))
     index = asking[-1]
     asked = without_framing(clauses[index])
     if _SELF.search(asked) or _PERSON.search(asked):
@@ -280,7 +301,11 @@ def _reported_request(message: str) -> bool:
     others = [clause for number, clause in enumerate(clauses) if number != index and _SELF.search(clause)]
     if not others and not _SELF.search(clauses[index]):
         return False  # nothing names the user: no report to read
-    return all(_reports_only(clause) is not None for clause in others)
+    return all(
+        _reports_only(clause) is not None
+        or not (_SELF.search(_SELF_NOT_KNOWING.sub(" ", clause)) or _ASSISTANT_SAID.search(clause))
+        for clause in others
+    )
 
 
 def refers_to_the_user(message: str) -> bool:

@@ -375,7 +375,15 @@ def test_marks_around_the_whole_message_only_delimit_it():
         ("我想问一下，为什么海水是咸的", False),
         ("我们老师说闪电不会两次劈同一个地方，这是真的吗", False),
         ("我一直记不住英语的现在完成时什么时候用", False),
-        # what is said or asked is about them, or a clause tells of them
+        ("老师今天讲了勾股定理的证明我没听懂，有没有简单的证法", False),  # who does not know, inside what is said
+        ("同事问我 HTTP 和 HTTPS 的区别，我也说不清，帮忙讲讲", False),  # a request in the imperative asks
+        ("difference between affect and effect i never remember", False),  # a request said as a thing
+        ("explain the difference between weather and climate, i need it for a slide at work", False),  # a purpose
+        ("for my essay I need a short summary of the causes of the french revolution", False),
+        # what is said or asked is about them, what the assistant said, or a clause tells of them
+        ("我没听懂你上次说的，我该怎么办？", True),
+        ("I never remember my PIN", True),
+        ("I need it for my appointment tomorrow, what time is it?", True),
         ("我妈说我小时候很胖，是真的吗？", True),
         ("My knee hurts after running. Any tips?", True),
         ("I read a book yesterday, what was it about?", True),
