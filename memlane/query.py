@@ -224,7 +224,7 @@ _REPORTING = re.compile(
 _NOT_KNOWING_VERB = re.compile(_NOT_KNOWING, re.I)
 # the user as who does not know, inside what a clause says ("老师讲了勾股定理的证明[我没听懂]")
 _SELF_NOT_KNOWING = re.compile(
-    rf"(?:\bi\b|我)\s*(?:[\u4e00-\u9fff]{{0,2}}?|(?:\w+\s+){{0,2}}?)(?:{_NOT_KNOWING})"
+    rf"(?:\bi\b|我)[ \t]{{0,3}}(?:[\u4e00-\u9fff]{{0,2}}?|(?:[a-z']{{1,20}}[ \t]{{1,3}}){{0,2}}?)(?:{_NOT_KNOWING})"
     r"|\bi (?:need|want) (?:it|this|that) for\b",  # the asker's purpose: "i need it for a slide at work"
     re.I,
 )
@@ -246,7 +246,7 @@ _EMBEDDED = re.compile(r"^\s*(?:me\s+|us\s+)?(?:why|how|what|when|where|which|wh
 # a request's clauses: punctuation, a dash, or "and" before another question or a new subject
 # ("what does 'per se' mean and how do i use it", "…changes shape and i had no idea")
 _CLAUSE_BREAK = re.compile(
-    r"[,，.。!！?？;；\n]+|\s+-{1,2}\s+|\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)", re.I
+    r"[,，.。!！?？;；\n]+|(?<!\s)\s+-{1,2}\s+|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)", re.I
 )
 
 

@@ -346,7 +346,8 @@ def asks_about_the_past(query: str) -> bool:
 
     def a_state(word: re.Match[str]) -> bool:
         return word.group(0) in _BASE_ALIKE or (
-            word.group(0).endswith("ed") and bool(_STATE_BEFORE.search(lowered[: word.start()]))
+            word.group(0).endswith("ed")
+            and bool(_STATE_BEFORE.search(lowered[max(0, word.start() - 60) : word.start()]))
         )
 
     return bool(
