@@ -85,7 +85,7 @@ _RELATIONAL_ZH = re.compile(r"[我你他她](?![的们])[\u4e00-\u9fff]{1,3}的[
 
 def intent_of(message: str, *, about_the_user: bool, names_someone: bool, names_a_thing: bool) -> Intent:
     """The kind of question `message` is. `about_the_user`: it names the user or their own
-    (memlane/query.py `refers_to_the_user`); `names_someone`: it names someone who is in their
+    (memlane/request_subject.py `refers_to_the_user`); `names_someone`: it names someone who is in their
     memories (`recall_select.names_a_speaker`, `names_held`); `names_a_thing`: it holds a name, a code
     or a title verbatim (`recall_select.exact_terms`)."""
     if not about_the_user and not names_someone:

@@ -41,6 +41,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
+from memlane.change_grammar import asks_about_the_past
 from memlane.config import ModelSettings, RecallSettings, SearchSettings, Settings, StoreSettings
 from memlane.query import (
     cheap_rewrite,
@@ -57,7 +58,7 @@ from memlane.recall_block import (
     RewriteKind,
     fill_block,
 )
-from memlane.recall_changes import asks_about_the_past, newest_changes, states_something
+from memlane.recall_changes import newest_changes, states_something
 from memlane.recall_gate import gated_hits
 from memlane.recall_items import (
     Clock,

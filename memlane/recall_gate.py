@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memlane.config import RecallSettings, SearchSettings, StoreSettings, similarity_floor
-from memlane.query import refers_to_the_user, without_framing, without_quotations
 from memlane.query_intent import INTENT_POLICIES, Intent, IntentPolicy, intent_of
 from memlane.recall_select import (
     exact_term_hits,
@@ -22,6 +21,7 @@ from memlane.recall_select import (
     names_held,
     ranked_hits,
 )
+from memlane.request_subject import refers_to_the_user, without_framing, without_quotations
 from memlane.store.hits import MemoryHit
 from memlane.store.text.terms import holds_what_it_names, query_terms
 

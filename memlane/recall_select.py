@@ -16,7 +16,7 @@ row in bench/model_sees.py:
    floor only keeps clearly unrelated hits out, and the depth is the item budget. The thresholds
    it replaced (0.5, 0.4, 0.3 on an uncalibrated relevance, the first that let any hit through)
    left 2 items of 8 on MemoryBank, 5 on LoCoMo, and cut relevant hits on every dataset.
-2b. **Not about the user** (`recall_impersonal_min_relevance`, memlane/query.py
+2b. **Not about the user** (`recall_impersonal_min_relevance`, memlane/request_subject.py
    `refers_to_the_user`, `names_a_speaker`, `names_held`): a message that names neither the user nor their own
    ("Write a poem about the sea", "量子色动力学的渐近自由"; a request's framing, "help me", "帮我", does
    not count) nor anyone who speaks in their memories asks for no memory of theirs, so a hit
@@ -69,7 +69,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from memlane.query import without_quotations
+from memlane.request_subject import without_quotations
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
 from memlane.store.text.questions import echo_weight_of, holds_no_answer, is_asking

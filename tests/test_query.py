@@ -14,7 +14,8 @@ from memory_graph_helpers import make_context, profile_config  # noqa: F401  (py
 from scripted import TIMEOUT, ScriptedChatModel
 
 from memlane.config import RecallSettings
-from memlane.query import cheap_rewrite, is_followup, refers_to_the_user, rewrite_beside, rewrite_followup
+from memlane.query import cheap_rewrite, is_followup, rewrite_beside, rewrite_followup
+from memlane.request_subject import refers_to_the_user
 from memlane.store.records import Message
 from memlane.store.text.tokens import count_tokens
 

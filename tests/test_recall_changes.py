@@ -7,19 +7,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlane.recall import earlier_last
-from memlane.recall_block import RecallItem
-from memlane.recall_changes import (
+from memlane.change_grammar import (
     adds_to,
     asks_about_the_past,
     asks_for,
     change_said,
     negates,
-    newest_changes,
     restates_another_value,
     says_a_change,
     says_an_end,
 )
+from memlane.recall import earlier_last
+from memlane.recall_block import RecallItem
+from memlane.recall_changes import newest_changes
 from memlane.recall_select import newer_first
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory
