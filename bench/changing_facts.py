@@ -27,9 +27,9 @@ Last, the question-and-echo cases of bench/question_echo.py (the statement that 
 the user's earlier question and the assistant's echo of it) and the raw-turn cases of
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
-seventh`, `--only eighth`, `--only ninth` and `--only tenth` the sets written after the rule's
-last six freezes (bench/raw_changes_fifth.py to raw_changes_tenth.py: the seventh to the tenth
-by someone who had not read the rule).
+seventh`, `--only eighth`, `--only ninth`, `--only tenth` and `--only eleventh` the sets written after the
+rule's last seven freezes (bench/raw_changes_fifth.py to raw_changes_eleventh.py: the seventh to
+the eleventh by someone who had not read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -67,6 +67,7 @@ from raw_changes import (
     run_raw_case,
 )
 from raw_changes_eighth import EIGHTH_ADDITIONS, EIGHTH_FREEZE_CASES
+from raw_changes_eleventh import ELEVENTH_ADDITIONS, ELEVENTH_FREEZE_CASES
 from raw_changes_fifth import FIFTH_ADDITIONS, FIFTH_FREEZE_CASES
 from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
 from raw_changes_ninth import NINTH_ADDITIONS, NINTH_FREEZE_CASES
@@ -381,6 +382,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (8th freeze)", "eighth", "eighth", EIGHTH_FREEZE_CASES, EIGHTH_ADDITIONS),
     (" (9th freeze)", "ninth", "ninth", NINTH_FREEZE_CASES, NINTH_ADDITIONS),
     (" (10th freeze)", "tenth", "tenth", TENTH_FREEZE_CASES, TENTH_ADDITIONS),
+    (" (11th freeze)", "eleventh", "eleventh", ELEVENTH_FREEZE_CASES, ELEVENTH_ADDITIONS),
 ]
 
 
@@ -389,8 +391,8 @@ async def main() -> None:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=["echo", "raw", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"],
-        help="run just these tables (fourth to tenth: the 4th to 10th freeze set alone)",
+        choices=["echo", "raw", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"],
+        help="run just these tables (fourth to eleventh: the 4th to 11th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
