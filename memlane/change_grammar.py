@@ -31,7 +31,9 @@ _STATE_BEFORE = re.compile(r"\b(?:is|am|are|get|gets)\s+(?:[a-z'-]+\s+){0,2}$")
 # adverb or a new subject ("我肩颈酸了一般去哪按摩？", "空调坏了我找谁修？"), not a past; a pronoun
 # before what is asked is an object ("你给了我什么建议？")
 _CONDITION_LE = re.compile(
-    r"了(?=[，,]|一般|通常|平时|就|该|应该|都|要|(?:我们|咱们|你们|他们|我|你|他|她)(?!什么|哪|一|些|的|个|几|们))"
+    r"了(?=[，,]|一般|通常|平时|就|该|应该|都|要|(?:我们|咱们|你们|他们|我|你|他|她)(?!什么|哪|一|些|的|个|几|们)"
+    # or a verb that asks ("加班饿了吃什么？", "病了去哪看？"), not a measure of what was done ("买了件什么")
+    r"|(?![一二两三几些个件本只条张种次位家点我你他她它])[\u4e00-\u9fff](?:什么|啥|哪|谁|怎么|多少))"
 )
 # the experiential 过 of Chinese ("你给我推荐过哪些…"): an event asked about, not a state
 _EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")
@@ -63,7 +65,10 @@ _PAST_TENSE = re.compile(
 )
 # the aspect 了 of Chinese says that something happened or a state changed ("我辞职了", "入手了一台")
 _CHANGE_OF_STATE = re.compile(r"(?<![为除])了(?![解不])")
-_ENDED_ZH = tuple("不再 改 换 戒 放弃 取消 离开 搬 再也 转 变成 解散 分手 停".split())
+_ENDED_ZH = tuple("不再 改 换 戒 放弃 取消 离开 再也 转 变成 解散 分手 停".split())
+# a move away ("搬走", "搬去上海"), not one toward the speaker, which begins something ("我妈也搬过来住了"),
+# as "moved in" does
+_MOVED_AWAY_ZH = re.compile(r"搬(?!(?:过|进|回)?来)")
 # 不 + verb + 了: no longer ("不做了", "晚上也不出去跳了"); not 不错/不少/不过/不太/不用/不是
 _NO_LONGER_ZH = re.compile(r"(?<!不)不(?![错少过太用是])[\u4e00-\u9fff]{1,4}?了")
 _BEGAN_ZH = tuple("现在 如今 目前 已经 开始 以后 从此 新 刚 终于 成了".split())
@@ -145,6 +150,7 @@ def says_an_end(text: str) -> bool:
         _ENDED_EN.search(" ".join(text.lower().split()))
         or any(word in text for word in _ENDED_ZH)
         or _NO_LONGER_ZH.search(text)
+        or _MOVED_AWAY_ZH.search(text)
     )
 
 
@@ -166,10 +172,27 @@ def _names_again(query: str, older: str, newer: str, *, names_only: bool = False
     retired"), not a word of its kind ("godmother", "blood", "kids": a second godchild, a second
     pill)."""
     shared = (content_terms(older) & content_terms(newer)) - _query_words(query)
-    if not shared or not names_only or has_cjk(older):
+    if not shared or has_cjk(older):
         return bool(shared)
+    if not names_only:
+        older_names, newer_names = _name_runs(older), _name_runs(newer)
+        # each names its own ("I see Dr. Nguyen…" / "My back guy is Dr. Russo…"): the words they
+        # share ("back", "Dr") are not the value
+        return not (older_names and newer_names and not older_names & newer_names)
     names = {word.casefold() for word in _INNER_NAME.findall(older)}
     return any(term in names for term in shared)
+
+
+# a name inside a statement: capitalized words in a row, a title's period kept ("Dr. Nguyen", "Elm
+# Street"), not the pronoun ("I'm")
+_NAME_RUN = re.compile(
+    r"(?<![.!?]\s)(?<!^)(?<=\s)(?!I(?:'|’|\b))[A-Z][\w'-]*\.?(?:[ \t]+(?!I(?:'|’|\b))[A-Z][\w'-]*\.?){0,3}"
+)
+
+
+def _name_runs(text: str) -> frozenset[str]:
+    """The names inside a statement, each whole and casefolded, a trailing period dropped."""
+    return frozenset(run.rstrip(".").casefold() for run in _NAME_RUN.findall(text))
 
 
 @lru_cache(maxsize=256)

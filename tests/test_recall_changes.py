@@ -95,6 +95,8 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         ("孩子生病了我们带去哪看？", False),
         ("我肩颈酸了一般去哪按摩？", False),
         ("你给了我什么建议？", True),  # 了 before an object: what happened
+        ("我加班饿了吃什么？", False),  # 了 before a verb that asks: a condition
+        ("我昨天买了件什么衣服？", True),  # 了 before a measure of what was done
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
@@ -318,6 +320,11 @@ def test_a_plain_restatement_changes_a_value_only_where_the_question_asks_for_on
     assert not restates_another_value("Which ride app do I use?", uber, "I also use Lyft sometimes.")
     # the older value named again is the same value, not another one
     assert not restates_another_value("Where do I live?", "I live in Boston.", "Boston is lovely in the autumn.")
+    # each names its own: the words they share besides ("back", "Dr") are not the value
+    nguyen = "I see Dr. Nguyen, a chiropractor on Elm Street, once a month for my back."
+    russo = "My back guy is Dr. Russo over in Maplewood, insurance covers him."
+    assert restates_another_value("Who is my chiropractor?", nguyen, russo)
+    assert not restates_another_value("Who is my chiropractor?", nguyen, "Dr. Nguyen fixed my back again.")
 
 
 def test_for_several_values_only_an_end_or_the_old_value_named_again_changes_one():
@@ -365,6 +372,8 @@ def test_a_plain_restatement_the_query_ranks_first_changes_the_next_when_each_is
         ("门口那个裁缝摊不做了", False, True),  # 不…了: no longer
         ("这家店不错了", False, False),
         ("我也开始学日语了", True, False),
+        ("我妈也搬过来住了", True, False),  # a move toward the speaker begins something
+        ("上个月搬回老家了", False, True),
     ],
 )
 def test_what_adds_is_read_in_the_statement_s_own_clauses(text, adds, ends):
