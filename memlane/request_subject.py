@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from memlane.store.text.terms import query_terms
+
 # the user or their own circle, as the message's subject or owner: "I", "my", "we", "我", "我们"
 _SELF = re.compile(r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
 # ("US" in capitals is the country, not "us")
@@ -30,7 +32,7 @@ _FRAMING = re.compile(
     r"(?:please\s+|can you\s+|could you\s+|would you\s+)*"
     r"(?:(?!remind\b|remember\b)[a-z]+\s+(?:to\s+)?(?:me|us)\b"
     r"|how (?:do|can|should|would|could|will) (?:i|we)\b"
-    r"|(?:for (?:my|our) (?:[a-z'-]+ ){1,3}?)?"  # a purpose before it: "for my essay I need a…"
+    r"|(?:for (?:my|our|a|an|the) (?:[a-z'-]+ ){1,3}?)?"  # a purpose before it: "for my essay I need a…"
     r"(?:i (?:need|want)|i(?:'d|’d| would) (?:like|love)) (?:a|an|some|to \w+)\b"
     r"|i(?:'m|’m| am) looking for (?:a|an|some)\b"
     r"|i (?:keep|kept) hearing (?:about|of)\b"
@@ -120,7 +122,7 @@ _ASKS_EN = re.compile(
     r"|[?？]\s*$",
     re.I,
 )
-_ASKS_ZH = re.compile(r"什么|怎么|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|有没有|是不是|能不能|可不可以")
+_ASKS_ZH = re.compile(r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|有没有|是不是|能不能|可不可以")
 _YOU = re.compile(r"\b(?:you|your|yours)\b|你|您", re.I)
 # a person the clause speaks of, whom an aside may have named ("送她什么好？"): the clause may be theirs
 _PERSON = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|theirs)\b|他|她", re.I)
@@ -248,6 +250,109 @@ def _reported_request(message: str) -> bool:
     )
 
 
+# a clause break for `_standalone_request`: `_CLAUSE_BREAK`'s, a question mark kept with its clause
+# (which asks by it: "What is the best gift, my daughter turns 5?"), and a colon before what it
+# introduces ("我同事出了个谜语：什么东西越洗越脏", "sql: how do i…"; not the colon of a time, "7:30")
+_REQUEST_BREAK = re.compile(
+    r"(?<=[?？])(?![?？])\s*|[,，.。!！;；\n]+|(?<!\s)\s+-{1,2}\s+"
+    r"|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)|(?<!\d)[:：](?!\d)",
+    re.I,
+)
+# words that point back into the message ("can u explain it", "which one lands first", "what was the
+# date of that day", "这是什么原理", "里面有多少人"), and a tag question ("我不喜欢健身，对吗？", "right?"): a
+# clause holding one asks about what another clause says
+_ANAPHOR = re.compile(
+    r"\b(?:it|its|this|these|those|them|they|one|such|that (?=[a-z]+\b(?!\s+(?:is|are|was|were)\b))"
+    r"|(?:that|which|so)[^\w]*$|right|correct|isn't it|don't i|didn't i|wasn't it"
+    r"|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )there(?! (?:is|are|was|were)\b))\b"  # not "is there a…"
+    r"|它|这|那|此|其|里面|里头|其中|对吗|对不对|是吗|是不是|没错吧|吧\s*[?？]?\s*$",
+    re.I,
+)
+# a request for counsel or a judgement ("Any tips?", "any book suggestions?", "what should…", "a good
+# recipe for dinner", "咋办", "哪个好"): what suits the asker depends on who they are, whatever the clause names
+_COUNSEL = re.compile(
+    r"\b(?:suggest\w*|recommend\w*|advice|advise|tips?|ideas?|should|ought|help|good|best|better|worth)\b"
+    r"|推荐|建议|该|咋办|怎么办|好不好|行不行|合适|适合|最好|比较好|哪个好|值得",
+    re.I,
+)
+# the one a request is for, at its end ("…into spanish for me"): the asker, as in a request's framing
+_FOR_THE_ASKER = re.compile(r"\s+for (?:me|us)\s*[.!?]*\s*$", re.I)
+# what asks, not what it asks about: the question words of both languages and a Chinese question's particles
+_ASKING_WORDS = re.compile(
+    r"\b(?:what|whats|what's|why|how|when|where|who|whom|which|is|are|was|were|can|could|does|do|did|should|would"
+    r"|will|the|a|an|of|to|in|on|and|or|s)\b|什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几|吗|呢|是|的|了|有|吧",
+    re.I,
+)
+
+
+# a condition whose subject is the user ("if I drop a ball from…", "假如我们在地球上挖一个洞"): anyone,
+# unless it names what is theirs (`_OWN`: "if I sell my car…")
+_CONDITION_SELF = re.compile(
+    r"^\s*(?:if|when|whenever|suppose|say)\s+(?:i|we)\b|^\s*(?:如果|假如|要是|假设|假若)(?:我们|咱们|我)", re.I
+)
+_OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|咱们的|我家", re.I)
+
+
+def _content(clause: str) -> set[str]:
+    """What a clause names (store/text/terms.py `query_terms`), without what only asks."""
+    return set(query_terms(_ASKING_WORDS.sub(" ", clause)))
+
+
+_QUESTION_WORD_EN = re.compile(r"\b(?:what|whats|what's|why|how|when|where|who|whom|which|whether)\b", re.I)
+
+
+def _asks_in_words(clause: str) -> bool:
+    """A clause that asks with a question word or a request's verb, not by its question mark alone
+    ("最感兴趣的展品是？", "my daughter turns 5?" lean on what the message said before them)."""
+    return bool(
+        _ASKS_EN.search(clause.rstrip(" ?？")) or _QUESTION_WORD_EN.search(clause) or _ASKS_ZH.search(clause)
+    ) or bool(_REQUEST.search(clause))
+
+
+def _what_it_asks(clause: str) -> str | None:
+    """What an asking clause asks, where it names the user only in a framing, as the one it is for
+    ("…for me") or as the one someone asked ("my daughter asked me [why the moon changes shape]",
+    "女朋友问我[DNA 和 RNA 有什么区别]"); None where it names the user or a person otherwise."""
+    asked = _FOR_THE_ASKER.sub("", without_framing(clause))
+    if not (_SELF.search(asked) or _PERSON.search(asked)):
+        return asked
+    reported, verb = _reports_only(clause), _REPORTING.search(clause)
+    if reported is None or verb is None or _PERSON.search(reported) or not _asks_in_words(reported):
+        return None
+    # the question is what was asked, not who said what ("What did I say about 《星际穿越》?")
+    return None if _asks_in_words(clause[: verb.start()]) else reported
+
+
+def _standalone_request(message: str) -> bool:
+    """Whether the message asks about what it names, whatever else it tells of the user: its asking
+    clauses name neither the user (apart from a framing) nor a person, no clause speaks to the
+    assistant beyond a framing, and its last asking clause stands alone: it names something
+    (two words or more), none of what the clauses naming the user name, points back at nothing
+    and asks no counsel ("I'm learning Rust and the borrow checker is killing me. What's the rule
+    about mutable references?", "我在辅导表弟做作业，勾股定理怎么证明比较直观", "我同事出了个谜语：什么东西
+    越洗越脏"). A clause that tells of the user is then context the request brings itself.
+    Where the question points back ("My knee hurts after running. Any tips?", "…这是什么原理",
+    "我不喜欢健身，对吗？"), asks after what another clause tells ("你给我分享过一些游戏，是哪些游戏？") or
+    asks counsel, the message stays theirs."""
+    clauses = [clause for clause in _REQUEST_BREAK.split(message) if clause.strip()]
+    asking = [index for index, clause in enumerate(clauses) if _asks(clause)]
+    if not asking or any(_YOU.search(without_framing(clause)) for clause in clauses):
+        return False
+    asked = [_what_it_asks(clauses[index]) for index in asking]
+    last = asked[-1]
+    if any(clause is None for clause in asked) or last is None or not _asks_in_words(clauses[asking[-1]]):
+        return False
+    if _COUNSEL.search(last):
+        return False
+    telling = [clause for index, clause in enumerate(clauses) if index not in asking and _SELF.search(clause)]
+    if telling and all(_CONDITION_SELF.match(clause) and not _OWN.search(clause) for clause in telling):
+        return True  # the user only as who does something in a condition: anyone ("if I drop a ball…, which one…")
+    if _ANAPHOR.search(last):
+        return False
+    named = _content(last)
+    return len(named) >= 2 and not named & set().union(*(_content(clause) for clause in telling))
+
+
 def refers_to_the_user(message: str) -> bool:
     """Whether the message is about the user: it names them or their own ("my sister", "我住在哪",
     "we"), apart from a request's framing ("help me write a poem", "帮我写一首诗"), which names the
@@ -261,7 +366,12 @@ def refers_to_the_user(message: str) -> bool:
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
     unquoted = _SIMILE_SELF.sub(" ", _NUMERAL_I.sub(r"\1", without_quotations(message)))
-    if _HYPOTHETICAL_SELF.search(unquoted) or _aside_after_request(unquoted) or _reported_request(unquoted):
+    if (
+        _HYPOTHETICAL_SELF.search(unquoted)
+        or _aside_after_request(unquoted)
+        or _reported_request(unquoted)
+        or _standalone_request(unquoted)
+    ):
         return False
     if _GENERIC_WE.search(unquoted):
         unquoted = _PLURAL_SELF.sub(" ", unquoted)

@@ -395,3 +395,38 @@ def test_marks_around_the_whole_message_only_delimit_it():
 )
 def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(message, about):
     assert refers_to_the_user(message) is about
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        # the last asking clause stands alone: what the other clauses tell of the user is context
+        (
+            "I'm studying for a chemistry exam and I'm stuck. What is the difference between ionic and covalent bonds?",
+            False,
+        ),
+        ("i'm awful at geography - which river is the longest in africa", False),
+        ("我在准备考研，线性代数里的特征值到底是什么意思", False),
+        ("我女儿问我彩虹为什么是弯的，我也说不清", False),  # someone asked the user: what they asked
+        ("我同事考我一道题：世界上最长的河是哪条", False),  # a colon introduces the question
+        ("python: how do i remove duplicates from a list", False),
+        ("For a talk I need a short explanation of how vaccines work", False),  # a purpose before the need
+        ("can you convert 30 miles into kilometres for me", False),  # who it is for
+        ("if we heat one end of a metal rod, why does the other end get hot too", False),  # a condition: anyone
+        ("假如我一直往北走，最后会走到哪里", False),
+        ("If I sell my car, which form do I fill in?", True),  # the condition names what is theirs
+        # the question points back, leans on what was said, asks counsel, or asks about the user
+        ("I'm vegetarian. What's a good recipe for dinner?", True),
+        ("I started running last month. Which shoes should I get?", True),
+        ("我不喜欢健身，对吗？", True),  # a tag question asks about the clause before it
+        ("你给我分享过一些好玩的游戏，是哪些游戏？", True),  # it speaks to the assistant
+        ("I once had a problem with my printer, what was the problem?", True),  # what the clause before names
+        ("我去参观博物馆，最感兴趣的展品是？", True),  # it asks by its question mark alone
+        ("我有一个读书小组，里面有多少人呢？", True),  # 里面: inside what the clause before names
+        ("My laptop keeps overheating, what causes that?", True),  # that: what the clause before tells
+        ("What did I say about 《星际穿越》?", True),  # who said it is what is asked
+        ("My sister is visiting Rome next week. What is the weather like there in May?", True),  # a person
+    ],
+)
+def test_a_request_that_stands_alone_is_about_what_it_names(message, about):
+    assert refers_to_the_user(message) is about
