@@ -10,7 +10,7 @@ request that concerns nothing the user said, and for a question whose answer was
   written after stage 2b was changed on the first set's figures, and "(third)": the 20 written after
   it was changed again on the second's, and "(fourth)": the 20 written after a how-to question became
   a request's framing and factual questions' floor 0.01 (issue 54's intents), and "(fifth)": the 15
-  written after a request said as a need ("I need a…", "我需要一个…") became one too, and "(sixth)": the 30 written after words in quotation marks became a mention, and "(seventh)": the 30 written after a capitalized word became a name only where the hits hold it as one, and "(eighth)": the 30 written (by a helper who had not seen the rule) when a name became capitalized words in a row, held whole, and a request about the world naming one recalls only what holds it, and "(ninth)": the 30 written (the same way) after any verb with "me" or "us" at a request's start became its framing and an acronym had to be held in capitals, and "(tenth)": the 30 written (the same way, as everyday users type) after the "we" of a question about people in general became anyone, and "(eleventh)": the 30 written (the same way, as everyday users type) after hearing, reading or wondering about something became a request's framing, single quotes a quotation, and the "I" of a condition anyone, and "(twelfth)": the 30 written then by a helper told nothing of the rule (the eleventh's writer was told what it had changed), and "(thirteenth)": the 40 written by a helper told nothing of the rule after an aside after a question, a numeral "I", seeing or reading about something and 发我一下 at a Chinese request's end were read, and "(fourteenth)": the 40 written the same way after the "I" of a comparison ("like I'm 10"), a how-to after a place ("in excel how do i…") and a request naming nothing but quoted words were read, and "(fifteenth)": the 40 written the same way after a request about what someone said, asked or knows was read as not about the user, and "(sixteenth)": the 40 written the same way after that rule, imperative requests, not knowing inside a clause and the asker's purpose were read (ea4df14); beside it the mean number of items and the
+  written after a request said as a need ("I need a…", "我需要一个…") became one too, and "(sixth)": the 30 written after words in quotation marks became a mention, and "(seventh)": the 30 written after a capitalized word became a name only where the hits hold it as one, and "(eighth)": the 30 written (by a helper who had not seen the rule) when a name became capitalized words in a row, held whole, and a request about the world naming one recalls only what holds it, and "(ninth)": the 30 written (the same way) after any verb with "me" or "us" at a request's start became its framing and an acronym had to be held in capitals, and "(tenth)": the 30 written (the same way, as everyday users type) after the "we" of a question about people in general became anyone, and "(eleventh)": the 30 written (the same way, as everyday users type) after hearing, reading or wondering about something became a request's framing, single quotes a quotation, and the "I" of a condition anyone, and "(twelfth)": the 30 written then by a helper told nothing of the rule (the eleventh's writer was told what it had changed), and "(thirteenth)": the 40 written by a helper told nothing of the rule after an aside after a question, a numeral "I", seeing or reading about something and 发我一下 at a Chinese request's end were read, and "(fourteenth)": the 40 written the same way after the "I" of a comparison ("like I'm 10"), a how-to after a place ("in excel how do i…") and a request naming nothing but quoted words were read, and "(fifteenth)": the 40 written the same way after a request about what someone said, asked or knows was read as not about the user, and "(sixteenth)": the 40 written the same way after that rule, imperative requests, not knowing inside a clause and the asker's purpose were read (ea4df14), and "(seventeenth)": the 40 written the same way after a request whose last asking clause stands alone was read as about what it names (349e654); beside it the mean number of items and the
   share with one item or more. Each dataset's users are stored as bench/recall_quality.py stores
   them.
 - **paraphrase**: one user per case, four everyday turns and the statement 30 days ago; then the
@@ -44,6 +44,7 @@ from off_topic_requests import (
     UNRELATED_FOURTEENTH,
     UNRELATED_FOURTH,
     UNRELATED_NINTH,
+    UNRELATED_SEVENTEENTH,
     UNRELATED_SEVENTH,
     UNRELATED_SIXTEENTH,
     UNRELATED_SIXTH,
@@ -81,6 +82,7 @@ REQUEST_SETS = [
     ("fourteenth", UNRELATED_FOURTEENTH),
     ("fifteenth", UNRELATED_FIFTEENTH),
     ("sixteenth", UNRELATED_SIXTEENTH),
+    ("seventeenth", UNRELATED_SEVENTEENTH),
 ]
 
 
