@@ -7,7 +7,9 @@ What names the user only as the one asking does not count: a request's framing (
 a poem", "how do I…", "我想了解…"), what it quotes, the general "we" ("Why do we dream?"), the "I"
 of a condition or a comparison ("What happens if I…", "like I'm 10"), a comment after a question
 about something else, the numeral "I" of a name, and who says, asks or does not know something
-("my teacher said…, is that true?", "我想问一下，为什么…")."""
+("my teacher said…, is that true?", "我想问一下，为什么…"). And what a request tells of the user beside
+a question that stands alone is context it brings itself ("I'm learning SQL and keep getting lost.
+What's a window function?": `_standalone_request`)."""
 
 from __future__ import annotations
 
@@ -156,8 +158,8 @@ _NOT_KNOWING = (
     r"|想问|搞不清|搞不懂|弄不清|分不清|记不住|不懂|不明白|不知道|想知道|没听懂|听不懂|没懂|看不懂|说不清|讲不清"
 )
 _REPORTING = re.compile(
-    r"\b(?:said|says|say|told|tells|insist(?:s|ed)?|claim(?:s|ed)?|swear(?:s)?|swore|argue[sd]?|mentioned|"
-    r"asked|asks|taught|remember|know)\b"
+    r"\b(?:said|say(?:s|ing)?|told|tell(?:s|ing)|insist(?:s|ed|ing)?|claim(?:s|ed|ing)?|swear(?:s|ing)?|swore|"
+    r"argu(?:e|es|ed|ing)|mention(?:s|ed|ing)?|ask(?:s|ed|ing)|taught|remember|know)\b"
     r"|\b(?:learn(?:ed|t|ing)?|read|heard|hear)\s+(?:[a-z]+\s+){0,2}?(?:that|about)\b"  # not "I read a book"
     rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到",  # not 问题, 小说
     re.I,
@@ -184,10 +186,14 @@ _OBJECT_SELF = re.compile(r"^\s*(?:me|us)\b", re.I)
 _TAKES_A_PERSON = re.compile(r"(?:asked|asks|told|tells|taught)$|问$|告诉$", re.I)
 # an embedded question after such a verb: "asked me why…", "forgetting how to…"
 _EMBEDDED = re.compile(r"^\s*(?:me\s+|us\s+)?(?:why|how|what|when|where|which|who|whether)\b", re.I)
-# a request's clauses: punctuation, a dash, or "and" before another question or a new subject
-# ("what does 'per se' mean and how do i use it", "…changes shape and i had no idea")
+# a request's clauses: punctuation (a question mark kept with its clause, which asks by it: "What is
+# the best gift, my daughter turns 5?"), a dash, "and" before another question or a new subject
+# ("what does 'per se' mean and how do i use it", "…changes shape and i had no idea"), or a colon
+# before what it introduces ("我同事出了个谜语：什么东西越洗越脏", "sql: how do i…"; not a time's, "7:30")
 _CLAUSE_BREAK = re.compile(
-    r"[,，.。!！?？;；\n]+|(?<!\s)\s+-{1,2}\s+|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)", re.I
+    r"(?<=[?？])(?![?？])\s*|[,，.。!！;；\n]+|(?<!\s)\s+-{1,2}\s+"
+    r"|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)|(?<!\d)[:：](?!\d)",
+    re.I,
 )
 
 
@@ -202,6 +208,8 @@ def _reports_only(clause: str, verbs: re.Pattern[str] = _REPORTING) -> str | Non
         return None
     said = clause[found.end() :]
     if _TAKES_A_PERSON.search(found.group(0)):
+        if _YOU.match(said.strip()):  # what the user told or asked the assistant is theirs ("I once told you…")
+            return None
         said = _OBJECT_SELF.sub("", said, count=1)
         if said.startswith(("我们", "我")) and not said.startswith(("我们的", "我的")):
             said = said[2:] if said.startswith("我们") else said[1:]
@@ -250,14 +258,6 @@ def _reported_request(message: str) -> bool:
     )
 
 
-# a clause break for `_standalone_request`: `_CLAUSE_BREAK`'s, a question mark kept with its clause
-# (which asks by it: "What is the best gift, my daughter turns 5?"), and a colon before what it
-# introduces ("我同事出了个谜语：什么东西越洗越脏", "sql: how do i…"; not the colon of a time, "7:30")
-_REQUEST_BREAK = re.compile(
-    r"(?<=[?？])(?![?？])\s*|[,，.。!！;；\n]+|(?<!\s)\s+-{1,2}\s+"
-    r"|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)|(?<!\d)[:：](?!\d)",
-    re.I,
-)
 # words that point back into the message ("can u explain it", "which one lands first", "what was the
 # date of that day", "这是什么原理", "里面有多少人"), and a tag question ("我不喜欢健身，对吗？", "right?"): a
 # clause holding one asks about what another clause says
@@ -323,33 +323,51 @@ def _what_it_asks(clause: str) -> str | None:
     return None if _asks_in_words(clause[: verb.start()]) else reported
 
 
+# a clause that speaks to the assistant of the user, or of what it said or remembers ("You recommended me
+# a lot of books", "I once shared with you…", "do you remember…", "你给我分享过…", "我和你聊过"): what it
+# asks is theirs ("when you'd pick one over the other" is anyone's "you")
+_TO_THE_ASSISTANT = re.compile(
+    rf"(?:{_YOU.pattern})[^,，.。?？!！]{{0,40}}?(?:{_SELF.pattern})|(?:{_SELF.pattern})[^,，.。?？!！]{{0,40}}?(?:{_YOU.pattern})"
+    r"|\b(?:you|u)\b[^,.?!]{0,12}?\b(?:remember|recall|said|told|mentioned|shared|recommended|gave|suggested)\b",
+    re.I,
+)
+
+
 def _standalone_request(message: str) -> bool:
     """Whether the message asks about what it names, whatever else it tells of the user: its asking
-    clauses name neither the user (apart from a framing) nor a person, no clause speaks to the
-    assistant beyond a framing, and its last asking clause stands alone: it names something
-    (two words or more), none of what the clauses naming the user name, points back at nothing
-    and asks no counsel ("I'm learning Rust and the borrow checker is killing me. What's the rule
-    about mutable references?", "我在辅导表弟做作业，勾股定理怎么证明比较直观", "我同事出了个谜语：什么东西
-    越洗越脏"). A clause that tells of the user is then context the request brings itself.
+    clauses name neither the user (apart from a framing) nor a person nor counsel, no clause speaks
+    to the assistant of the user or of what it said or remembers, and its last asking clause
+    stands alone: it asks in words, names something (two words or more), none of what the clauses
+    naming the user name, and points back at nothing but the question before it ("what's the
+    capital of Australia and why isn't it Sydney?") ("I'm learning Rust and the borrow checker is
+    killing me. What's the rule about mutable references?", "我在辅导表弟做作业，勾股定理怎么证明比较
+    直观", "我同事出了个谜语：什么东西越洗越脏"). A clause that tells of the user is then context the
+    request brings itself; a condition whose subject is the user tells nothing of them.
     Where the question points back ("My knee hurts after running. Any tips?", "…这是什么原理",
     "我不喜欢健身，对吗？"), asks after what another clause tells ("你给我分享过一些游戏，是哪些游戏？") or
-    asks counsel, the message stays theirs."""
-    clauses = [clause for clause in _REQUEST_BREAK.split(message) if clause.strip()]
+    asks counsel, the message stays theirs. What it costs: a question about what a clause says is
+    the user's, asked with no word pointing back ("If I sell my car, what happens to the
+    insurance?"), reads as the world's."""
+    clauses = [clause for clause in _CLAUSE_BREAK.split(message) if clause.strip()]
     asking = [index for index, clause in enumerate(clauses) if _asks(clause)]
-    if not asking or any(_YOU.search(without_framing(clause)) for clause in clauses):
+    if not asking or any(_TO_THE_ASSISTANT.search(without_framing(clause)) for clause in clauses):
         return False
-    asked = [_what_it_asks(clauses[index]) for index in asking]
-    last = asked[-1]
-    if any(clause is None for clause in asked) or last is None or not _asks_in_words(clauses[asking[-1]]):
+    asked = {index: _what_it_asks(clauses[index]) for index in asking}
+    last = asking[-1]
+    if any(clause is None for clause in asked.values()) or not _asks_in_words(clauses[last]):
         return False
-    if _COUNSEL.search(last):
+    if any(_COUNSEL.search(clause or "") for clause in asked.values()):
         return False
     telling = [clause for index, clause in enumerate(clauses) if index not in asking and _SELF.search(clause)]
     if telling and all(_CONDITION_SELF.match(clause) and not _OWN.search(clause) for clause in telling):
         return True  # the user only as who does something in a condition: anyone ("if I drop a ball…, which one…")
-    if _ANAPHOR.search(last):
+    # a question that points back at the question before it goes on with that one ("what's the capital
+    # of Australia and why isn't it Sydney?"): that one must stand alone
+    while _ANAPHOR.search(asked[last] or "") and last - 1 in asked and _asks_in_words(clauses[last - 1]):
+        last -= 1
+    if _ANAPHOR.search(asked[last] or ""):
         return False
-    named = _content(last)
+    named = _content(asked[last] or "")
     return len(named) >= 2 and not named & set().union(*(_content(clause) for clause in telling))
 
 

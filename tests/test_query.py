@@ -415,6 +415,12 @@ def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(mess
         ("if we heat one end of a metal rod, why does the other end get hot too", False),  # a condition: anyone
         ("假如我一直往北走，最后会走到哪里", False),
         ("If I sell my car, which form do I fill in?", True),  # the condition names what is theirs
+        ("my neighbour keeps saying the moon landing was staged. is that actually true", False),  # saying
+        ("my uncle insists bats are blind. true or myth?", False),  # a question mark asks in its clause
+        ("we have a quiz tonight, so: which is the largest ocean and why is it called that?", False),  # goes on
+        ("I have an exam on this tomorrow: explain mitosis and when you'd see it happen", False),  # anyone's you
+        ("You recommended me some films before, do you remember which ones?", True),
+        ("I once told you about a stew, do you recall the main spice?", True),
         # the question points back, leans on what was said, asks counsel, or asks about the user
         ("I'm vegetarian. What's a good recipe for dinner?", True),
         ("I started running last month. Which shoes should I get?", True),
