@@ -27,9 +27,9 @@ Last, the question-and-echo cases of bench/question_echo.py (the statement that 
 the user's earlier question and the assistant's echo of it) and the raw-turn cases of
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
-seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh` and `--only twelfth` the sets written
-after the rule's last eight freezes (bench/raw_changes_fifth.py to raw_changes_twelfth.py: the
-seventh to the twelfth by someone who had not read the rule).
+seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh`, `--only twelfth` and `--only thirteenth` the
+sets written after the rule's last nine freezes (bench/raw_changes_fifth.py to
+raw_changes_thirteenth.py: the seventh to the thirteenth by someone who had not read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -75,6 +75,7 @@ from raw_changes_seventh import SEVENTH_ADDITIONS, SEVENTH_FREEZE_CASES
 from raw_changes_sixth import SIXTH_ADDITIONS, SIXTH_FREEZE_CASES
 from raw_changes_tenth import TENTH_ADDITIONS, TENTH_FREEZE_CASES
 from raw_changes_third import ADDITIONS, THIRD_FREEZE_CASES, AdditionOutcome, print_addition_rows, run_addition
+from raw_changes_thirteenth import THIRTEENTH_ADDITIONS, THIRTEENTH_FREEZE_CASES
 from raw_changes_twelfth import TWELFTH_ADDITIONS, TWELFTH_FREEZE_CASES
 
 from memlane import Settings, open_store
@@ -385,6 +386,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (10th freeze)", "tenth", "tenth", TENTH_FREEZE_CASES, TENTH_ADDITIONS),
     (" (11th freeze)", "eleventh", "eleventh", ELEVENTH_FREEZE_CASES, ELEVENTH_ADDITIONS),
     (" (12th freeze)", "twelfth", "twelfth", TWELFTH_FREEZE_CASES, TWELFTH_ADDITIONS),
+    (" (13th freeze)", "thirteenth", "thirteenth", THIRTEENTH_FREEZE_CASES, THIRTEENTH_ADDITIONS),
 ]
 
 
@@ -405,8 +407,9 @@ async def main() -> None:
             "tenth",
             "eleventh",
             "twelfth",
+            "thirteenth",
         ],
-        help="run just these tables (fourth to twelfth: the 4th to 12th freeze set alone)",
+        help="run just these tables (fourth to thirteenth: the 4th to 13th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
