@@ -37,7 +37,8 @@ before the session: the same). The miss: "Plot twist, we're going with Nora for 
 settled on Lily for the baby's name", not recalled. The additions marked earlier: another plot with
 another number ("plot 12" / "plot 31"), another association sharing a name's words ("American Nurses
 Association" / "Emergency Nurses Association"), a second pen pal, a second power of attorney, a
-second WeChat account.
+second WeChat account. Spent since: four readings over those (docs/concepts/recall.md) leave the
+changes as they were and the additions marked earlier at 1 / 1 of 9.
 """
 
 from __future__ import annotations

@@ -41,6 +41,8 @@ _EXPERIENCED = re.compile(r"(?<![不超经难通度])过(?![敏去来])")
 
 # words that say a state ended or was replaced, whatever it was (English whole words, any ending listed)
 _ENDED_EN = re.compile(
+    # not a participle before a noun, after its article or owner ("a retired teacher", "my dropped call")
+    r"(?<!\ba )(?<!\ban )(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\bhis )(?<!\bher )"
     r"\b(no longer|anymore|any more|instead|switch(?:ed|ing)?|chang(?:ed|ing)|mov(?:ed|ing)(?! in\b| into\b)|"
     r"stop(?:ped|ping)?|quit|left|leaving|gave up|giving up|replac(?:ed|ing)|sold|swapped|traded|cancel(?:l?ed|ling)|"
     r"called off|dropped|ended|broke up|split up|not .{1,20} anymore|gave (?:[\w'-]+ ){0,2}away|got rid of|retired|"
@@ -77,8 +79,10 @@ _NOW_ZH = tuple("最近 近来 这段时间 这阵子 这些天 这几天 今年
 # what adds to a state says no change by itself ("also", "too"; "也", "又", "另外"); "too" and "as
 # well" add where they close a clause ("I run too."), not before what they qualify ("too pricey")
 _ADDING_EN = re.compile(
-    r"\b(also|another|in addition|added|on top of|besides|as well as)\b|\b(?:too|as well)\b(?=\s*(?:[.!?,;:)]|$))"
-    r"|\b(?:two|three|four|five)\s+(?:of us|[a-z]+s)\s+now\b"  # a count grown: "so I've got two godkids now"
+    r"\b(also|another|in addition|added|on top of|besides|as well as)\b"
+    r"|\b(?:too|as well)\b(?=\s*(?:now\b\s*)?(?:[.!?,;:)]|$))"  # closing a clause ("his power of attorney as well now")
+    # a count grown: "so I've got two godkids now", "now I have two pen friends"
+    r"|\b(?:two|three|four|five)\s+(?:of us|(?:[a-z]+\s+)?[a-z]+s)\s+now\b|\bnow i have (?:two|three|four|five)\b"
 )
 _ADDING_ZH = tuple("也 又 另外 同时".split())
 # a capitalized word inside a sentence (not its first): a name ("Dr. Patel", "Happy Tails")

@@ -96,7 +96,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlane.change_grammar import (
+    adds_to,
     asks_about_the_past,
+    asks_for,
     change_said,
     content_terms,
     gives_another_number,
@@ -226,6 +228,9 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
     for hit in hits:
         if states_something(hit.memory) and hit.memory.id in vectors:
             groups.setdefault(_who(hit.memory), []).append(hit)
+    # another number beside the others, where the question asks for several ("plot 31 too"), adds; for
+    # one value another number is another value ("儿子又蹿了一截，昨天量了125")
+    several = asks_for(query) == "several"
     paired: dict[str, tuple[Memory, float]] = {}  # newer statement id -> the older one it changes, how near
     newest: dict[str, Memory] = {}
     for group in groups.values():
@@ -268,7 +273,11 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
                             and _nearest_earlier(group, pairs, column) == index
                         )
                         or (shared and negates(other.memory.text))
-                        or (shared and gives_another_number(older.text, other.memory.text))
+                        or (
+                            shared
+                            and gives_another_number(older.text, other.memory.text)
+                            and not (several and adds_to(other.memory.text))
+                        )
                     )
                     and (shared or not _nearer_another(group, pairs, sources, column, index))
                 ):
@@ -295,7 +304,7 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
                     change_said(query, older_text, newer.text)
                     or plain
                     or negates(newer.text)
-                    or gives_another_number(older_text, newer.text)
+                    or (gives_another_number(older_text, newer.text) and not (several and adds_to(newer.text)))
                 )
             ) or (  # or, plainly restated, each the other's nearest
                 plain and int(np.argmax(pairs[index])) == column and _nearer_than_average(pairs[column], index)

@@ -270,6 +270,20 @@ def test_another_number_beside_a_word_only_the_two_share_is_a_change_without_a_c
     assert newest_changes("How much coffee do I drink?", [hit(old, 0.9), hit(same, 0.85), *hits[2:]], vectors) == []
 
 
+def test_another_number_that_says_it_adds_adds_where_the_question_asks_for_several():
+    old = said("old", "I rent plot 12 at the community garden.", 10)
+    new = said("new", "Picked up plot 31 too, that one is for beans.", 40)
+    others = [said("f", "I like Thai food.", 1), said("p", "Our cat is called Milo.", 2)]
+    vectors = {"old": HOME, "new": near(HOME, FOOD, 0.4), "f": FOOD, "p": PETS}
+    hits = [hit(old, 0.9), hit(new, 0.85), hit(others[0], 0.7), hit(others[1], 0.6)]
+    assert newest_changes("Which garden plots do I have?", hits, vectors) == []  # both hold
+    # for one value, another number is another value, whatever "again" or "too" says
+    taller = said("new", "儿子又蹿了一截，昨天量了125", 40)
+    shorter = said("old", "儿子上次体检身高118", 10)
+    [change] = newest_changes("我儿子多高？", [hit(shorter, 0.9), hit(taller, 0.85), *hits[2:]], vectors)
+    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
+
+
 def test_the_newer_statement_the_query_selects_changes_the_next_one_it_ranks_first():
     # the query selects only the newer statement (the older one 0.04 below it): the older one is
     # the next it ranks, the newer one's nearest earlier statement, and they share "deezer"
@@ -374,6 +388,8 @@ def test_a_plain_restatement_the_query_ranks_first_changes_the_next_when_each_is
         ("我也开始学日语了", True, False),
         ("我妈也搬过来住了", True, False),  # a move toward the speaker begins something
         ("上个月搬回老家了", False, True),
+        ("Started writing to a retired teacher in Lisbon, so now I have two pen friends.", True, False),  # attributive
+        ("Dad signed the papers, so I'm his power of attorney as well now.", True, False),
     ],
 )
 def test_what_adds_is_read_in_the_statement_s_own_clauses(text, adds, ends):
