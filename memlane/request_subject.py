@@ -119,12 +119,18 @@ _NUMERAL_I = re.compile(
 )
 # a request's first clause, and what follows it (`_aside_after_request`)
 _FIRST_CLAUSE = re.compile(r"^\s*([^,，.。!！?？;；\n]+[?？]?)(.*)$", re.S)
+# (a question word may follow a place or field: "in cricket what does LBW mean")
 _ASKS_EN = re.compile(
-    r"^\s*(?:what|whats|what's|why|how|when|where|who|whom|which|is|are|can|could|does|do|should|would|will)\b"
+    r"^\s*(?:(?:in|on|for|with|at|about) [\w.+#-]+(?: [\w.+#-]+)?,?\s+)?"
+    r"(?:what|whats|what's|why|how|when|where|who|whom|which|is|are|can|could|does|do|should|would|will)\b"
     r"|[?？]\s*$",
     re.I,
 )
-_ASKS_ZH = re.compile(r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|有没有|是不是|能不能|可不可以")
+# a question word, a particle, A-not-A ("有没有", "对不对", "要不要") or 多 before a measure ("多高", "多久")
+_ASKS_ZH = re.compile(
+    r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|([\u4e00-\u9fff])[不没]\1|有没有|可不可以"
+    r"|多(?:高|长|远|大|久|重|深|宽|快|厚|贵|少)"
+)
 _YOU = re.compile(r"\b(?:you|your|yours)\b|你|您", re.I)
 # a person the clause speaks of, whom an aside may have named ("送她什么好？"): the clause may be theirs
 _PERSON = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|theirs)\b|他|她", re.I)
@@ -363,7 +369,12 @@ def _standalone_request(message: str) -> bool:
         return True  # the user only as who does something in a condition: anyone ("if I drop a ball…, which one…")
     # a question that points back at the question before it goes on with that one ("what's the capital
     # of Australia and why isn't it Sydney?"): that one must stand alone
-    while _ANAPHOR.search(asked[last] or "") and last - 1 in asked and _asks_in_words(clauses[last - 1]):
+    # and so does one that names nothing itself ("五度圈到底是什么，有啥用")
+    while (
+        (_ANAPHOR.search(asked[last] or "") or len(_content(asked[last] or "")) < 2)
+        and last - 1 in asked
+        and _asks_in_words(clauses[last - 1])
+    ):
         last -= 1
     if _ANAPHOR.search(asked[last] or ""):
         return False

@@ -419,6 +419,10 @@ def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(mess
         ("my uncle insists bats are blind. true or myth?", False),  # a question mark asks in its clause
         ("we have a quiz tonight, so: which is the largest ocean and why is it called that?", False),  # goes on
         ("I have an exam on this tomorrow: explain mitosis and when you'd see it happen", False),  # anyone's you
+        ("in golf what does a bogey mean. watching the open with my dad and nobody explains it", False),
+        ("我在学围棋，打劫到底是什么，有啥讲究", False),  # a question naming nothing goes on with the one before
+        ("假如我从飞机上跳伞，大概要多久才落地", False),  # 多久 asks
+        ("我儿子现在多高？", True),
         ("You recommended me some films before, do you remember which ones?", True),
         ("I once told you about a stew, do you recall the main spice?", True),
         # the question points back, leans on what was said, asks counsel, or asks about the user
