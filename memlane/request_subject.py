@@ -128,7 +128,7 @@ _ASKS_EN = re.compile(
 )
 # a question word, a particle, A-not-A ("有没有", "对不对", "要不要") or 多 before a measure ("多高", "多久")
 _ASKS_ZH = re.compile(
-    r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|([\u4e00-\u9fff])[不没]\1|有没有|可不可以"
+    r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|([\u4e00-\u9fff])[不没]\1|可不可以"
     r"|多(?:高|长|远|大|久|重|深|宽|快|厚|贵|少)"
 )
 _YOU = re.compile(r"\b(?:you|your|yours)\b|你|您", re.I)
@@ -344,11 +344,13 @@ def _standalone_request(message: str) -> bool:
     clauses name neither the user (apart from a framing) nor a person nor counsel, no clause speaks
     to the assistant of the user or of what it said or remembers, and its last asking clause
     stands alone: it asks in words, names something (two words or more), none of what the clauses
-    naming the user name, and points back at nothing but the question before it ("what's the
-    capital of Australia and why isn't it Sydney?") ("I'm learning Rust and the borrow checker is
+    naming the user name, and points back at nothing ("I'm learning Rust and the borrow checker is
     killing me. What's the rule about mutable references?", "我在辅导表弟做作业，勾股定理怎么证明比较
-    直观", "我同事出了个谜语：什么东西越洗越脏"). A clause that tells of the user is then context the
-    request brings itself; a condition whose subject is the user tells nothing of them.
+    直观", "我同事出了个谜语：什么东西越洗越脏"). A question that points back at the question before it,
+    or names nothing itself, goes on with that one, which must stand alone ("what's the capital of
+    Australia and why isn't it Sydney?", "五度圈到底是什么，有啥用"). A clause that tells of the user is
+    then context the request brings itself; a condition whose subject is the user tells nothing of
+    them.
     Where the question points back ("My knee hurts after running. Any tips?", "…这是什么原理",
     "我不喜欢健身，对吗？"), asks after what another clause tells ("你给我分享过一些游戏，是哪些游戏？") or
     asks counsel, the message stays theirs. What it costs: a question about what a clause says is
@@ -367,10 +369,7 @@ def _standalone_request(message: str) -> bool:
     telling = [clause for index, clause in enumerate(clauses) if index not in asking and _SELF.search(clause)]
     if telling and all(_CONDITION_SELF.match(clause) and not _OWN.search(clause) for clause in telling):
         return True  # the user only as who does something in a condition: anyone ("if I drop a ball…, which one…")
-    # a question that points back at the question before it goes on with that one ("what's the capital
-    # of Australia and why isn't it Sydney?"): that one must stand alone
-    # and so does one that names nothing itself ("五度圈到底是什么，有啥用")
-    while (
+    while (  # a question pointing back at the one before, or naming nothing, goes on with that one
         (_ANAPHOR.search(asked[last] or "") or len(_content(asked[last] or "")) < 2)
         and last - 1 in asked
         and _asks_in_words(clauses[last - 1])
@@ -390,8 +389,10 @@ def refers_to_the_user(message: str) -> bool:
     from the "I" of a condition in a question about anyone (`_HYPOTHETICAL_SELF`: "What happens if I
     swallow chewing gum?") or of a comparison (`_SIMILE_SELF`: "like I'm 10"), from a comment after
     a question about something else
-    (`_aside_after_request`: "whats the capital of australia, i always think sydney"), and from the
-    numeral "I" of a name ("World War I").
+    (`_aside_after_request`: "whats the capital of australia, i always think sydney"), from the
+    numeral "I" of a name ("World War I"), from who says or asks what a request asks
+    (`_reported_request`), and from what it tells of them beside a question that stands alone
+    (`_standalone_request`).
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
     unquoted = _SIMILE_SELF.sub(" ", _NUMERAL_I.sub(r"\1", without_quotations(message)))
