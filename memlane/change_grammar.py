@@ -15,23 +15,29 @@ from memlane.store.text.terms import has_cjk, query_terms
 # the query asks about the past: the older statement is what it asks for (a tense, not a topic)
 _PAST = re.compile(
     r"\b(before|used to|previously|originally|formerly|did|was|were|when|ago|last (?:year|month|week|time))\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?:\d{1,2}(?:st|nd|rd|th)?|\d{4})\b"
     r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候|上次|那天|那次|(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
 )
 # a question's auxiliary in the present, and in the past (`asks_about_the_past`)
-_PRESENT_AUXILIARY = re.compile(r"\b(?:do|does|is|am|are)\b|'(?:re|m)\b")  # "when we're away"
+# ("when we're away"; "what's", "where's": a question word's "'s" is its "is")
+_PRESENT_AUXILIARY = re.compile(r"\b(?:do|does|is|am|are)\b|'(?:re|m)\b|\b(?:what|where|who|how|which)['’]s\b")
 _PAST_AUXILIARY = re.compile(r"\b(?:did|was|were|had|used to)\b")
 # past forms of `_PAST_TENSE` that are also the base form ("get my hair cut", "where do I put")
 _BASE_ALIKE = frozenset({"cut", "put", "set", "let", "shut"})
 # a participle of a state in a present question: after "is"/"am"/"are" and its subject ("What meal kit
 # are we subscribed to?", "Is Deborah married?") or after "get" and its object ("Where do I get my
 # photos printed?"), not a past
-_STATE_BEFORE = re.compile(r"\b(?:is|am|are|get|gets)\s+(?:[a-z'-]+\s+){0,2}$")
+# ("What's our home Wi-Fi network called?": a subject of up to four words, no clause of its own inside
+# it: "What is a skill that Audrey learned…" asks a past)
+_STATE_BEFORE = re.compile(
+    r"(?:\b(?:is|am|are|get|gets)|\b(?:what|where|who|how|which)['’]s)"
+    r"\s+(?:[a-z'-]+\s+(?:(?!(?:i|we|you|he|she|they|that|who|which)\b)[a-z'-]+\s+){0,3})?$"
+)
 # the 了 of a condition in a Chinese question: a clause follows it, after a comma, a habitual
 # adverb or a new subject ("我肩颈酸了一般去哪按摩？", "空调坏了我找谁修？"), not a past; a pronoun
 # before what is asked is an object ("你给了我什么建议？")
 _CONDITION_LE = re.compile(
-    r"了(?=[，,]|一般|通常|平时|就|该|应该|都|要|(?:我们|咱们|你们|他们|我|你|他|她)(?!什么|哪|一|些|的|个|几|们)"
+    r"了(?=[，,]|一般|通常|平时|平常|常常|经常|常|总是|总|老是|往往|一向|就|该|应该|都|要|(?:我们|咱们|你们|他们|我|你|他|她)(?!什么|哪|一|些|的|个|几|们)"
     # or a verb that asks ("加班饿了吃什么？", "病了去哪看？"), not a measure of what was done ("买了件什么")
     r"|(?![一二两三几些个件本只条张种次位家点我你他她它])[\u4e00-\u9fff](?:什么|啥|哪|谁|怎么|多少))"
 )

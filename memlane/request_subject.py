@@ -193,11 +193,11 @@ _TAKES_A_PERSON = re.compile(r"(?:asked|asks|told|tells|taught)$|问$|告诉$", 
 # an embedded question after such a verb: "asked me why…", "forgetting how to…"
 _EMBEDDED = re.compile(r"^\s*(?:me\s+|us\s+)?(?:why|how|what|when|where|which|who|whether)\b", re.I)
 # a request's clauses: punctuation (a question mark kept with its clause, which asks by it: "What is
-# the best gift, my daughter turns 5?"), a dash, "and" before another question or a new subject
-# ("what does 'per se' mean and how do i use it", "…changes shape and i had no idea"), or a colon
+# the best gift, my daughter turns 5?"), a dash ("-", "—", "——"), "and" before another question or a
+# new subject ("what does 'per se' mean and how do i use it", "…changes shape and i had no idea"), or a colon
 # before what it introduces ("我同事出了个谜语：什么东西越洗越脏", "sql: how do i…"; not a time's, "7:30")
 _CLAUSE_BREAK = re.compile(
-    r"(?<=[?？])(?![?？])\s*|[,，.。!！;；\n]+|(?<!\s)\s+-{1,2}\s+"
+    r"(?<=[?？])(?![?？])\s*|[,，.。!！;；\n—–]+|(?<!\s)\s+-{1,2}\s+"
     r"|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)|(?<!\d)[:：](?!\d)",
     re.I,
 )
@@ -292,11 +292,28 @@ _ASKING_WORDS = re.compile(
 
 
 # a condition whose subject is the user ("if I drop a ball from…", "假如我们在地球上挖一个洞"): anyone,
-# unless it names what is theirs (`_OWN`: "if I sell my car…")
+# unless it names what is theirs (`_OWN`: "if I sell my car…"); an adverb may come before it ("honestly if I…")
 _CONDITION_SELF = re.compile(
-    r"^\s*(?:if|when|whenever|suppose|say)\s+(?:i|we)\b|^\s*(?:如果|假如|要是|假设|假若)(?:我们|咱们|我)", re.I
+    r"^\s*(?:[a-z]+ly\s+)?(?:if|when|whenever|suppose|say)\s+(?:i|we)\b|^\s*(?:如果|假如|要是|假设|假若)(?:我们|咱们|我)",
+    re.I,
 )
 _OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|咱们的|我家", re.I)
+
+
+# a message mostly in Chinese names its speaker 我: an English "I" inside it is a word mentioned
+# ("英语虚拟语气里 if I were 为什么不用was")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+_ENGLISH_SELF = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b", re.I)
+
+
+def _points_back(clause: str) -> bool:
+    """Whether the clause points back into the message (`_ANAPHOR`): a "one" after a word the clause
+    names stands for what it named itself ("…at the same time as one just dropped")."""
+    return any(
+        found.group(0).casefold() != "one" or not _content(clause[: found.start()])
+        for found in _ANAPHOR.finditer(clause)
+    )
 
 
 def _content(clause: str) -> set[str]:
@@ -370,12 +387,12 @@ def _standalone_request(message: str) -> bool:
     if telling and all(_CONDITION_SELF.match(clause) and not _OWN.search(clause) for clause in telling):
         return True  # the user only as who does something in a condition: anyone ("if I drop a ball…, which one…")
     while (  # a question pointing back at the one before, or naming nothing, goes on with that one
-        (_ANAPHOR.search(asked[last] or "") or len(_content(asked[last] or "")) < 2)
+        (_points_back(asked[last] or "") or len(_content(asked[last] or "")) < 2)
         and last - 1 in asked
         and _asks_in_words(clauses[last - 1])
     ):
         last -= 1
-    if _ANAPHOR.search(asked[last] or ""):
+    if _points_back(asked[last] or ""):
         return False
     named = _content(asked[last] or "")
     return len(named) >= 2 and not named & set().union(*(_content(clause) for clause in telling))
@@ -390,12 +407,14 @@ def refers_to_the_user(message: str) -> bool:
     swallow chewing gum?") or of a comparison (`_SIMILE_SELF`: "like I'm 10"), from a comment after
     a question about something else
     (`_aside_after_request`: "whats the capital of australia, i always think sydney"), from the
-    numeral "I" of a name ("World War I"), from who says or asks what a request asks
-    (`_reported_request`), and from what it tells of them beside a question that stands alone
-    (`_standalone_request`).
+    numeral "I" of a name ("World War I"), from an English "I" inside a Chinese message, from who
+    says or asks what a request asks (`_reported_request`), and from what it tells of them beside a
+    question that stands alone (`_standalone_request`).
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
     unquoted = _SIMILE_SELF.sub(" ", _NUMERAL_I.sub(r"\1", without_quotations(message)))
+    if len(_HAN.findall(unquoted)) > len(_LATIN_WORD.findall(unquoted)):  # English words inside Chinese are mentioned
+        unquoted = _ENGLISH_SELF.sub(" ", unquoted)
     if (
         _HYPOTHETICAL_SELF.search(unquoted)
         or _aside_after_request(unquoted)

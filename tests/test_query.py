@@ -422,6 +422,11 @@ def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(mess
         ("in golf what does a bogey mean. watching the open with my dad and nobody explains it", False),
         ("我在学围棋，打劫到底是什么，有啥讲究", False),  # a question naming nothing goes on with the one before
         ("假如我从飞机上跳伞，大概要多久才落地", False),  # 多久 asks
+        ("this keeps tripping me up — what does a semicolon actually do in a sentence", False),  # a dash breaks
+        ("honestly if I dropped a feather on the moon, how fast would it fall", False),  # an adverb, then the condition
+        ("does a heavy ball roll down a ramp faster than a light one? we argued all evening", False),  # its own "one"
+        ("法语里 je suis 和 I am 为什么都不规则", False),  # English inside Chinese is mentioned
+        ("Which one should I pick? I have two job offers", True),  # "one" pointing out of its clause
         ("我儿子现在多高？", True),
         ("You recommended me some films before, do you remember which ones?", True),
         ("I once told you about a stew, do you recall the main spice?", True),

@@ -97,6 +97,13 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         ("你给了我什么建议？", True),  # 了 before an object: what happened
         ("我加班饿了吃什么？", False),  # 了 before a verb that asks: a condition
         ("我昨天买了件什么衣服？", True),  # 了 before a measure of what was done
+        ("我头疼了通常吃什么药？", False),  # 了 before a habitual adverb, then a verb that asks
+        # a question word's "'s" is its "is"; a subject of a few words, with no clause inside it
+        ("What's the spare room used for?", False),
+        ("Where's my passport stored these days?", False),
+        ("What is a skill that Audrey learned to take care of her dogs?", True),
+        ("What did Joanna plan for her screenplay in January 2022?", True),
+        ("What is Nate organizing in June 2022?", True),  # a month and a year: a date
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
