@@ -27,9 +27,10 @@ Last, the question-and-echo cases of bench/question_echo.py (the statement that 
 the user's earlier question and the assistant's echo of it) and the raw-turn cases of
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
-seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh`, `--only twelfth`, `--only thirteenth` and `--only
-fourteenth` the sets written after the rule's last ten freezes (bench/raw_changes_fifth.py to
-raw_changes_fourteenth.py: the seventh to the fourteenth by someone who had not read the rule).
+seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh`, `--only twelfth`, `--only thirteenth`,
+`--only fourteenth` and `--only fifteenth` the sets written after the rule's last eleven freezes
+(bench/raw_changes_fifth.py to raw_changes_fifteenth.py: the seventh to the fifteenth by someone who had not
+read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -68,6 +69,7 @@ from raw_changes import (
 )
 from raw_changes_eighth import EIGHTH_ADDITIONS, EIGHTH_FREEZE_CASES
 from raw_changes_eleventh import ELEVENTH_ADDITIONS, ELEVENTH_FREEZE_CASES
+from raw_changes_fifteenth import FIFTEENTH_ADDITIONS, FIFTEENTH_FREEZE_CASES
 from raw_changes_fifth import FIFTH_ADDITIONS, FIFTH_FREEZE_CASES
 from raw_changes_fourteenth import FOURTEENTH_ADDITIONS, FOURTEENTH_FREEZE_CASES
 from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
@@ -389,6 +391,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (12th freeze)", "twelfth", "twelfth", TWELFTH_FREEZE_CASES, TWELFTH_ADDITIONS),
     (" (13th freeze)", "thirteenth", "thirteenth", THIRTEENTH_FREEZE_CASES, THIRTEENTH_ADDITIONS),
     (" (14th freeze)", "fourteenth", "fourteenth", FOURTEENTH_FREEZE_CASES, FOURTEENTH_ADDITIONS),
+    (" (15th freeze)", "fifteenth", "fifteenth", FIFTEENTH_FREEZE_CASES, FIFTEENTH_ADDITIONS),
 ]
 
 
@@ -411,8 +414,9 @@ async def main() -> None:
             "twelfth",
             "thirteenth",
             "fourteenth",
+            "fifteenth",
         ],
-        help="run just these tables (fourth to fourteenth: the 4th to 14th freeze set alone)",
+        help="run just these tables (fourth to fifteenth: the 4th to 15th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
