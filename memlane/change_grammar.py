@@ -16,7 +16,10 @@ from memlane.store.text.terms import has_cjk, query_terms
 _PAST = re.compile(
     r"\b(before|used to|previously|originally|formerly|did|was|were|when|ago|last (?:year|month|week|time))\b"
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?:\d{1,2}(?:st|nd|rd|th)?|\d{4})\b"
-    r"|以前|原来|之前|当时|曾经|过去|那时|原本|什么时候|上次|那天|那次|(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
+    r"|以前|原来|之前|当时|曾经|过去|那时|原本|上次|那天|那次|(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
+    # "when" in Chinese asks a past in the 是…的 of what happened ("京杭大运河是什么时候开凿的？"), not of
+    # what is set or done ("我的婚礼定在什么时候？", "我什么时候睡觉？"); 了 and 过 say a past themselves
+    r"|什么时候[^，,。？?]*的\s*[？?]?\s*$"
 )
 # a question's auxiliary in the present, and in the past (`asks_about_the_past`)
 # ("when we're away"; "what's", "where's": a question word's "'s" is its "is")
@@ -91,6 +94,9 @@ _ADDING_EN = re.compile(
     r"|\b(?:two|three|four|five)\s+(?:of us|(?:[a-z]+\s+)?[a-z]+s)\s+now\b|\bnow i have (?:two|three|four|five)\b"
 )
 _ADDING_ZH = tuple("也 又 另外 同时".split())
+# what names the state it adds to, or says it is one more, adds in any clause ("…, on top of the shelter
+# Tuesdays", "Launched a second show"); "also" and "too" only where their speaker is (`adds_to`)
+_ADDING_ANYWHERE_EN = re.compile(r"\b(?:in addition to|on top of|besides|as well as|a (?:second|third|fourth|fifth))\b")
 # a capitalized word inside a sentence (not its first): a name ("Dr. Patel", "Happy Tails")
 _INNER_NAME = re.compile(r"(?<![.!?]\s)(?<!^)(?<=\s)([A-Z][\w'-]+)")
 # a clause of a statement; what adds counts in the first or in one the speaker is the subject of
@@ -121,6 +127,8 @@ _TIME_TERMS = frozenset(
 # "what is my", "how much", "哪家", "谁", "几点", "是什么" ask for one. The auxiliary that follows
 # the noun marks where it ends ("Which app do I keep my to-dos in?": "app").
 _AUXILIARY_EN = r"(?:do|does|is|am|are|have|has|can|should|will|would|did|was|were)"
+# "which" before an owner asks which one owns ("Which roaster's beans do I buy?": which roaster)
+_WHICH_OWNER_EN = re.compile(r"\b(?:what|which)\s+(?:[a-z-]+\s+)?[a-z-]+['’]s\b")
 _WHAT_NOUN_EN = re.compile(rf"\b(?:what|which)\s+(?:[a-z'-]+\s+){{0,2}}?([a-z'-]+)\s+{_AUXILIARY_EN}\b")
 _SEVERAL_EN = re.compile(
     r"\b(?:who|what|which|where) (?:are|were)\b|\b(?:what|which) (?:kinds?|sorts?|types?) of\b|\bany\b|\ball\b"
@@ -144,6 +152,8 @@ def asks_for(query: str) -> str | None:
     lowered = " ".join(query.lower().split())
     if _SEVERAL_ZH.search(query) or _SEVERAL_EN.search(lowered):
         return "several"
+    if _WHICH_OWNER_EN.search(lowered):
+        return "one"
     found = _WHAT_NOUN_EN.search(lowered)
     if found is not None and found.group(1) not in ("i", "we", "you", "he", "she", "they", "it"):
         noun = found.group(1)
@@ -166,8 +176,11 @@ def says_an_end(text: str) -> bool:
 
 def adds_to(text: str) -> bool:
     """Whether a statement says it adds to a state ("also", "another", "too"; "也", "另外"), in its
-    first clause or in one its speaker is the subject of, not in a remark about something else."""
+    first clause or in one its speaker is the subject of, not in a remark about something else; or,
+    in any clause, names what it adds to ("on top of…") or says it is one more ("a second…")."""
     for number, clause in enumerate(_CLAUSE.findall(" ".join(text.lower().split()))):
+        if _ADDING_ANYWHERE_EN.search(clause):
+            return True
         if number and not _SPEAKER.search(clause):
             continue
         if _ADDING_EN.search(clause.strip()) or any(word in clause for word in _ADDING_ZH):

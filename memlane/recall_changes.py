@@ -272,7 +272,7 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
                             restates_another_value(query, older.text, other.memory.text)
                             and _nearest_earlier(group, pairs, column) == index
                         )
-                        or (shared and negates(other.memory.text))
+                        or (shared and negates(other.memory.text) and not adds_to(other.memory.text))
                         or (
                             shared
                             and gives_another_number(older.text, other.memory.text)
@@ -303,7 +303,7 @@ def newest_changes(query: str, hits: Sequence[MemoryHit], vectors: Mapping[str, 
                 and (
                     change_said(query, older_text, newer.text)
                     or plain
-                    or negates(newer.text)
+                    or (negates(newer.text) and not adds_to(newer.text))
                     or (gives_another_number(older_text, newer.text) and not (several and adds_to(newer.text)))
                 )
             ) or (  # or, plainly restated, each the other's nearest

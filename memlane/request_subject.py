@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from memlane.change_grammar import asks_about_the_past
 from memlane.store.text.terms import query_terms
 
 # the user or their own circle, as the message's subject or owner: "I", "my", "we", "我", "我们"
@@ -62,6 +63,8 @@ def without_framing(message: str) -> str:
 # is the sentence's, not the user's
 # English's single quotes too ("between 'its' and 'it's'"): one opens before a letter where no letter
 # stands before it, and closes where none follows it, an apostrophe before a letter inside ("it's")
+# where a quotation stood: what a clause pointing back may point at (`_standalone_request`)
+MENTIONED = "\u2063"
 _QUOTATION = re.compile(
     r"“[^”]{0,400}”|\"[^\"]{0,400}\"|「[^」]{0,400}」|『[^』]{0,400}』"
     r"|(?<![\w'’])'(?=\w)(?:[^'\n]|'(?=\w)){1,60}'(?!\w)"
@@ -74,7 +77,7 @@ def without_quotations(message: str) -> str:
     whole = _QUOTATION.fullmatch(message.strip())
     if whole is not None:
         message = message.strip()[1:-1]
-    return _QUOTATION.sub(" ", message)
+    return _QUOTATION.sub(f" {MENTIONED} ", message)
 
 
 # a question about people in general, asked with "we" ("Why do we dream?", "How can we tell…",
@@ -130,6 +133,7 @@ _ASKS_EN = re.compile(
 _ASKS_ZH = re.compile(
     r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|([\u4e00-\u9fff])[不没]\1|可不可以"
     r"|多(?:高|长|远|大|久|重|深|宽|快|厚|贵|少)"
+    r"|还是(?=[^，,。!！]*[?？]\s*$)"  # an alternative question ("…是尼罗河还是亚马孙河？"), not "still"
 )
 _YOU = re.compile(r"\b(?:you|your|yours)\b|你|您", re.I)
 # a person the clause speaks of, whom an aside may have named ("送她什么好？"): the clause may be theirs
@@ -307,11 +311,17 @@ _LATIN_WORD = re.compile(r"[A-Za-z]+")
 _ENGLISH_SELF = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b", re.I)
 
 
+# a demonstrative before the name of what it shows ("这篇《岳阳楼记》", "this Fermat guy") names it there
+_DEMONSTRATIVES = frozenset({"this", "these", "those", "这", "那"})
+_NAMED_AFTER = re.compile(r"[\u4e00-\u9fff]?《|\s+(?-i:[A-Z])")
+
+
 def _points_back(clause: str) -> bool:
     """Whether the clause points back into the message (`_ANAPHOR`): a "one" after a word the clause
     names stands for what it named itself ("…at the same time as one just dropped")."""
     return any(
-        found.group(0).casefold() != "one" or not _content(clause[: found.start()])
+        (found.group(0).casefold() != "one" or not _content(clause[: found.start()]))
+        and not (found.group(0).casefold() in _DEMONSTRATIVES and _NAMED_AFTER.match(clause, found.end()))
         for found in _ANAPHOR.finditer(clause)
     )
 
@@ -388,12 +398,19 @@ def _standalone_request(message: str) -> bool:
         return True  # the user only as who does something in a condition: anyone ("if I drop a ball…, which one…")
     while (  # a question pointing back at the one before, or naming nothing, goes on with that one
         (_points_back(asked[last] or "") or len(_content(asked[last] or "")) < 2)
-        and last - 1 in asked
-        and _asks_in_words(clauses[last - 1])
+        and (before := max((index for index in asked if index < last), default=None)) is not None
+        and _asks_in_words(clauses[before])
     ):
-        last -= 1
+        last = before
     if _points_back(asked[last] or ""):
-        return False
+        # what it points back at may be words the user quoted, not theirs ("我们老板天天把“边际成本”挂在嘴边，这词
+        # 到底什么意思"): the request asks about those
+        # asked in the present: "I have watched "Looking Up", what was the date of that day?" asks about the user
+        return (
+            bool(telling)
+            and all(MENTIONED in clause and not _OWN.search(clause) for clause in telling)
+            and not asks_about_the_past(asked[last] or "")
+        )
     named = _content(asked[last] or "")
     return len(named) >= 2 and not named & set().union(*(_content(clause) for clause in telling))
 

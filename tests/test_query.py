@@ -427,6 +427,11 @@ def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(mess
         ("does a heavy ball roll down a ramp faster than a light one? we argued all evening", False),  # its own "one"
         ("法语里 je suis 和 I am 为什么都不规则", False),  # English inside Chinese is mentioned
         ("Which one should I pick? I have two job offers", True),  # "one" pointing out of its clause
+        ("我们宿舍在争：企鹅生活在北极还是南极？", False),  # 还是 asks an alternative
+        ("my son asked me why leaves change color and I just shrugged, why does that happen?", False),  # the asking one
+        ("我上学时学过一点，这篇《出师表》是谁写的", False),  # a demonstrative before the name it shows
+        ("my manager keeps saying 'synergy' in standups, what does it even mean", False),  # points at the quoted word
+        ('I have watched "Looking Up", what was the specific date of that day?', True),  # of what the user did
         ("我儿子现在多高？", True),
         ("You recommended me some films before, do you remember which ones?", True),
         ("I once told you about a stew, do you recall the main spice?", True),

@@ -104,6 +104,8 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         ("What is a skill that Audrey learned to take care of her dogs?", True),
         ("What did Joanna plan for her screenplay in January 2022?", True),
         ("What is Nate organizing in June 2022?", True),  # a month and a year: a date
+        ("我们的年会定在什么时候？", False),  # 什么时候 of what is set
+        ("我是什么时候开始学钢琴的？", True),  # 是…的: what happened
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
@@ -320,6 +322,7 @@ def test_the_newer_statement_the_query_selects_changes_the_next_one_it_ranks_fir
         ("What classes am I taking?", "several"),
         ("Who are my kids' teachers?", "several"),
         ("What kinds of music do I like?", "several"),
+        ("Which bakery's bread do we order?", "one"),  # which bakery: the owner is what is asked
         ("What do I collect?", None),  # the grammar does not say
         ("我在哪家药店买药？", "one"),
         ("我在哪做志愿者？", "one"),  # 哪 alone: where
@@ -397,6 +400,9 @@ def test_a_plain_restatement_the_query_ranks_first_changes_the_next_when_each_is
         ("上个月搬回老家了", False, True),
         ("Started writing to a retired teacher in Lisbon, so now I have two pen friends.", True, False),  # attributive
         ("Dad signed the papers, so I'm his power of attorney as well now.", True, False),
+        # what names the state it adds to, or says it is one more, in any clause
+        ("Joined the choir at church, on top of the Thursday quartet.", True, False),
+        ("Opened a second shop, a bakery this time, and the deli is busier than ever.", True, False),
     ],
 )
 def test_what_adds_is_read_in_the_statement_s_own_clauses(text, adds, ends):
@@ -448,3 +454,16 @@ def test_what_adds_beside_the_others_is_no_change_of_several():
 def test_a_contracted_present_is_a_present_question():
     assert not asks_about_the_past("Who looks after Biscuit when we're away?")
     assert asks_about_the_past("Who looked after Biscuit when we were away?")
+
+
+def test_a_statement_that_says_it_adds_adds_whatever_it_denies():
+    """A negation beside a shared word reads as a change ("no tomatoes this year"), but not in a
+    statement that says it adds: "…so Rex isn't alone" adds a second dog."""
+    old = said("old", "We have a beagle, his name is Rex.", 10)
+    new = said("new", "Adopted a second dog last week, Bella, so Rex isn't alone all day.", 50)
+    cat = said("cat", "We adopted a cat named Milo.", 2)
+    common, a, b = np.eye(3, dtype=np.float32)
+    vectors = {"old": common + a, "new": common + 0.9 * a + 0.3 * b, "cat": common + b}
+    hits = [hit(old, 0.85), hit(new, 0.83), hit(cat, 0.7)]
+    assert adds_to(new.text) and negates(new.text)
+    assert newest_changes("What are our dogs called?", hits, vectors) == []
