@@ -28,9 +28,9 @@ the user's earlier question and the assistant's echo of it) and the raw-turn cas
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
 seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh`, `--only twelfth`, `--only thirteenth`,
-`--only fourteenth` and `--only fifteenth` the sets written after the rule's last eleven freezes
-(bench/raw_changes_fifth.py to raw_changes_fifteenth.py: the seventh to the fifteenth by someone who had not
-read the rule).
+`--only fourteenth`, `--only fifteenth` and `--only sixteenth` the sets written after the rule's last twelve
+freezes (bench/raw_changes_fifth.py to raw_changes_sixteenth.py: the seventh to the sixteenth by someone who had
+not read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -75,6 +75,7 @@ from raw_changes_fourteenth import FOURTEENTH_ADDITIONS, FOURTEENTH_FREEZE_CASES
 from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
 from raw_changes_ninth import NINTH_ADDITIONS, NINTH_FREEZE_CASES
 from raw_changes_seventh import SEVENTH_ADDITIONS, SEVENTH_FREEZE_CASES
+from raw_changes_sixteenth import SIXTEENTH_ADDITIONS, SIXTEENTH_FREEZE_CASES
 from raw_changes_sixth import SIXTH_ADDITIONS, SIXTH_FREEZE_CASES
 from raw_changes_tenth import TENTH_ADDITIONS, TENTH_FREEZE_CASES
 from raw_changes_third import ADDITIONS, THIRD_FREEZE_CASES, AdditionOutcome, print_addition_rows, run_addition
@@ -392,6 +393,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (13th freeze)", "thirteenth", "thirteenth", THIRTEENTH_FREEZE_CASES, THIRTEENTH_ADDITIONS),
     (" (14th freeze)", "fourteenth", "fourteenth", FOURTEENTH_FREEZE_CASES, FOURTEENTH_ADDITIONS),
     (" (15th freeze)", "fifteenth", "fifteenth", FIFTEENTH_FREEZE_CASES, FIFTEENTH_ADDITIONS),
+    (" (16th freeze)", "sixteenth", "sixteenth", SIXTEENTH_FREEZE_CASES, SIXTEENTH_ADDITIONS),
 ]
 
 
@@ -415,8 +417,9 @@ async def main() -> None:
             "thirteenth",
             "fourteenth",
             "fifteenth",
+            "sixteenth",
         ],
-        help="run just these tables (fourth to fifteenth: the 4th to 15th freeze set alone)",
+        help="run just these tables (fourth to sixteenth: the 4th to 16th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
