@@ -121,13 +121,25 @@ PAIR_GAP = 0.05  # the query's first two statements are its pair when the third 
 
 
 def states_something(memory: Memory) -> bool:
-    """A memory that states something and still holds: a turn that is not a question, an event
+    """A memory that states something and still holds: a turn whose last sentence does not ask, an event
     card or a profile line that no newer fact replaced."""
     if memory.valid_until is not None or memory.kind not in ("message", "event", "profile"):
         return False
     if memory.speaker_role == "assistant":  # what the assistant said is no state of anyone's
         return False
-    return memory.kind != "message" or not is_asking(memory.text)
+    return memory.kind != "message" or not is_asking(_last_sentence(memory.text))
+
+
+_ENDS = ".!?。！？"
+
+
+def _last_sentence(text: str) -> str:
+    """A turn's last sentence: a question before it is a surprise or an aside, what follows states
+    ("got a letter that our loan was sold to Mr. Cooper?? had to set up autopay all over again")."""
+    text = text.strip()
+    body = text.rstrip(_ENDS + " \t\n")
+    start = max(body.rfind(end) for end in _ENDS) + 1
+    return text[start:]
 
 
 def _who(memory: Memory) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from memlane.change_grammar import (
 )
 from memlane.recall import earlier_last
 from memlane.recall_block import RecallItem
-from memlane.recall_changes import newest_changes
+from memlane.recall_changes import newest_changes, states_something
 from memlane.recall_select import newer_first
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory
@@ -467,3 +467,19 @@ def test_a_statement_that_says_it_adds_adds_whatever_it_denies():
     hits = [hit(old, 0.85), hit(new, 0.83), hit(cat, 0.7)]
     assert adds_to(new.text) and negates(new.text)
     assert newest_changes("What are our dogs called?", hits, vectors) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "states"),
+    [
+        (
+            "our bank sold the loan to Mr. Cooper?? had to set up autopay all over again",
+            True,
+        ),  # a surprise, then it tells
+        ("Moved to Leeds last month. Any good cafés near the station?", False),  # its last sentence asks
+        ("换了个新工作。你觉得怎么样？", False),
+        ("搬到杭州了？？没想到吧，上周刚搬完", True),
+    ],
+)
+def test_a_turn_states_something_unless_its_last_sentence_asks(text, states):
+    assert states_something(said("turn", text, 10)) is states
