@@ -171,7 +171,10 @@ _REPORTING = re.compile(
     r"\b(?:said|say(?:s|ing)?|told|tell(?:s|ing)|insist(?:s|ed|ing)?|claim(?:s|ed|ing)?|swear(?:s|ing)?|swore|"
     r"argu(?:e|es|ed|ing)|mention(?:s|ed|ing)?|ask(?:s|ed|ing)|taught|remember|know)\b"
     r"|\b(?:learn(?:ed|t|ing)?|read|heard|hear)\s+(?:[a-z]+\s+){0,2}?(?:that|about)\b"  # not "I read a book"
-    rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到",  # not 问题, 小说
+    # coming to know something ("I just learned octopuses have…", "我才知道…", "我刚发现…")
+    r"|\bjust (?:learned|learnt|found out|realized|realised|discovered)\b|\bfound out\b"
+    rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到"  # not 问题, 小说
+    r"|(?:才|刚|刚刚)(?:知道|发现)",
     re.I,
 )
 _NOT_KNOWING_VERB = re.compile(_NOT_KNOWING, re.I)
@@ -201,7 +204,7 @@ _EMBEDDED = re.compile(r"^\s*(?:me\s+|us\s+)?(?:why|how|what|when|where|which|wh
 # new subject ("what does 'per se' mean and how do i use it", "…changes shape and i had no idea"), or a colon
 # before what it introduces ("我同事出了个谜语：什么东西越洗越脏", "sql: how do i…"; not a time's, "7:30")
 _CLAUSE_BREAK = re.compile(
-    r"(?<=[?？])(?![?？])\s*|[,，.。!！;；\n—–]+|(?<!\s)\s+-{1,2}\s+"
+    r"(?<=[?？])(?![?？])\s*|[,，.。!！;；\n—–\u2600-\u27bf\U0001f300-\U0001faff]+|(?<!\s)\s+-{1,2}\s+"
     r"|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)|(?<!\d)[:：](?!\d)",
     re.I,
 )
@@ -312,6 +315,9 @@ _ENGLISH_SELF = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're
 
 
 # a demonstrative before the name of what it shows ("这篇《岳阳楼记》", "this Fermat guy") names it there
+# 那 opening a clause before "why" or "how" is "then", not "that" ("…纬度差不多，那为什么冬天北京冷那么多？")
+_THEN_ZH = re.compile(r"(?<![\u4e00-\u9fff])那(?=为什么|为啥|怎么|咋)")
+_TITLE = re.compile(r"《[^》]{0,60}》")
 _DEMONSTRATIVES = frozenset({"this", "these", "those", "这", "那"})
 _NAMED_AFTER = re.compile(r"[\u4e00-\u9fff]?《|\s+(?-i:[A-Z])")
 
@@ -322,6 +328,7 @@ def _points_back(clause: str) -> bool:
     return any(
         (found.group(0).casefold() != "one" or not _content(clause[: found.start()]))
         and not (found.group(0).casefold() in _DEMONSTRATIVES and _NAMED_AFTER.match(clause, found.end()))
+        and not (found.group(0) == "那" and _THEN_ZH.match(clause, found.start()))
         for found in _ANAPHOR.finditer(clause)
     )
 
@@ -412,7 +419,9 @@ def _standalone_request(message: str) -> bool:
             and not asks_about_the_past(asked[last] or "")
         )
     named = _content(asked[last] or "")
-    return len(named) >= 2 and not named & set().union(*(_content(clause) for clause in telling))
+    # a title the user names is a work of the world's, not theirs ("我最近在读《三体》，…三体问题为什么没有通解？")
+    told = set().union(*(_content(_TITLE.sub(" ", clause)) for clause in telling))
+    return len(named) >= 2 and not named & told
 
 
 def refers_to_the_user(message: str) -> bool:

@@ -432,6 +432,11 @@ def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(mess
         ("我上学时学过一点，这篇《出师表》是谁写的", False),  # a demonstrative before the name it shows
         ("my manager keeps saying 'synergy' in standups, what does it even mean", False),  # points at the quoted word
         ('I have watched "Looking Up", what was the specific date of that day?', True),  # of what the user did
+        ("learning to sew 🧵 how does a bobbin actually catch the top thread", False),  # an emoji ends a clause
+        ("我刚知道金星上一天比一年还长，那为什么会这样？", False),  # coming to know; 那 before "why" is "then"
+        ("I just found out koalas sleep 20 hours a day. is that true?", False),
+        ("我最近在看《红楼梦》，红楼梦里一共有多少个人物？", False),  # a title is the world's
+        ("我刚发现我家猫会开门，那是怎么学会的？", True),  # 那 pointing back; what is found is theirs
         ("我儿子现在多高？", True),
         ("You recommended me some films before, do you remember which ones?", True),
         ("I once told you about a stew, do you recall the main spice?", True),
