@@ -1553,7 +1553,7 @@ UNRELATED_EIGHTEENTH = {
 
 # Written on 2026-11-29 (twelfth session) by a helper who knew nothing of the rule, after commit 53176cc, about half
 # with the asker in them; run once: the "(nineteenth)" rows, first try 96.0 / 86.0 / 85.5 % (MemoryBank zh / en /
-# locomo-dev; the rule at ea4df14: 92.0 / 74.0 / 73.5 %). Not tuned on.
+# locomo-dev; the rule at ea4df14: 92.0 / 74.0 / 73.5 %), then spent on four readings (aab9b93): 98.0 / 94.0 / 93.5 %.
 UNRELATED_NINETEENTH = {
     "en": [
         "whats the difference between a left join and a full outer join, with a tiny example",
@@ -1663,7 +1663,8 @@ UNRELATED_NINETEENTH = {
 
 # Written on 2026-11-29 (thirteenth session) by a helper who knew nothing of the rule, after commit aab9b93, about half
 # with the asker in them; run once: the "(twentieth)" rows, first try 83.7 / 87.3 / 87.0 % (MemoryBank zh / en /
-# locomo-dev; the rule at 53176cc, where the session began: 83.7 / 83.6 / 83.2 %).
+# locomo-dev; the rule at 53176cc, where the session began: 83.7 / 83.6 / 83.2 %), then spent on four readings
+# (97058e7): 93.7 / 91.3 / 91.0 % after 24eca1f.
 UNRELATED_TWENTIETH = {
     "en": [
         "My daughter asked me why the sky turns orange at sunset and I had no good answer — why does it?",
@@ -1773,7 +1774,8 @@ UNRELATED_TWENTIETH = {
 
 # Written on 2026-11-29 (thirteenth session) by a helper who knew nothing of the rule, after commit 97058e7, about half
 # with the asker in them; run once: the "(twenty-first)" rows, first try 90.1 / 88.5 / 87.2 % (MemoryBank zh / en /
-# locomo-dev; the rule at 53176cc, where the session began: 86.1 / 82.5 / 81.2 %). Not tuned on.
+# locomo-dev; the rule at 53176cc, where the session began: 86.1 / 82.5 / 81.2 %), then spent on four readings
+# (24eca1f): 96.1 / 90.5 / 89.2 %.
 UNRELATED_TWENTY_FIRST = {
     "en": [
         "my daughter asked me why the moon looks bigger near the horizon and I had no good answer — is it an illusion?",
@@ -1878,5 +1880,115 @@ UNRELATED_TWENTY_FIRST = {
         "把《春晓》这首诗翻译成白话文",
         "乒乓球比赛中发球有哪些规定",
         "黄河下游为什么被称为“地上河”",
+    ],
+}
+
+# Written on 2026-11-29 (thirteenth session) by a helper who knew nothing of the rule, after commit 24eca1f, about half
+# with the asker in them; run once: the "(twenty-second)" rows, first try 86.0 / 91.1 / 91.5 % (MemoryBank zh / en /
+# locomo-dev; the rule at 53176cc, where the session began: 82.0 / 87.1 / 87.5 %). Not tuned on.
+UNRELATED_TWENTY_SECOND = {
+    "en": [
+        "I'm halfway through a physics course and still don't get it: why does metal feel colder than wood?",
+        "my daughter asked me why zebras have stripes and i had no good answer, do scientists actually know?",
+        "If I drop a feather and a hammer on the Moon at the same time, which one lands first, and why?",
+        "We were arguing at dinner about this — is a peanut actually a nut, botanically speaking?",
+        "Can you explain what a Python generator is? I keep seeing `yield` in code reviews.",
+        "I need to explain it to a class tomorrow, so: what's the difference between igneous and sedimentary rock?",
+        "wow, I just learned axolotls can regrow whole limbs 🦎 how does that even work?",
+        "Quick one before my meeting: what does 'EBITDA' stand for and what does it measure?",
+        "A colleague asked me how the Duckworth-Lewis method in cricket works. Can you explain it simply?",
+        "So I read that lemmings don't jump off cliffs en masse. Is that true, and where did the myth come from?",
+        "whats the diffrence between a stack and a queue? i always mix them up lol",
+        "I was listening to Bach earlier and wondered: what exactly is a fugue?",
+        "In the novel I'm reading a character mentions the Peace of Westphalia. What was it and why does it matter?",
+        "Could you write a villanelle's first stanza about birch trees in winter? I love the form but can't rhyme.",
+        "How is the area of a circle derived? My teacher just gave us the formula πr² without any proof.",
+        "Can a landlord in most US states evict a tenant without a court order? Asking because it came up at my work.",
+        "Does a sacrifice fly count as an at-bat in baseball? My brother and I can't agree.",
+        'When I bake bread the recipe says to let the dough "prove" — what is actually happening during proofing?',
+        "I just saw Jupiter through binoculars!! What are the four bright dots lined up next to it?",
+        "When do you use 'lie' and when 'lay'? I always second-guess myself in emails.",
+        "If I shuffle a standard 52-card deck, what's the probability that the top two cards are both aces?",
+        "Here's a query I found: `SELECT a FROM t GROUP BY a HAVING COUNT(*) > 1;` what does HAVING do here?",
+        'My grandmother used to say "red sky at night, sailor\'s delight". Is there any science behind that saying?',
+        "I'm curious, who designed the Guggenheim Museum in Bilbao, and why is the building so famous?",
+        "we're visiting Norway next month (so excited!!) — how were the fjords formed?",
+        "Why doesn't a solar eclipse happen every month, if the Moon goes round the Earth every month?",
+        "Explain the difference between mitosis and meiosis.",
+        "Write a short fable about a tortoise who wants to fly.",
+        "How does an arch bridge carry its load?",
+        "What is Gödel's incompleteness theorem, in simple terms?",
+        "Who was Ada Lovelace and what did she contribute to computing?",
+        "Convert 5 nautical miles to kilometres.",
+        "What's the difference between a major and a minor scale?",
+        "Why do flamingos stand on one leg?",
+        "In JavaScript, what's the difference between == and ===?",
+        "When is a serve called a 'let' in tennis?",
+        "What does the thyroid gland do?",
+        "What is the difference between a patent and a trademark?",
+        "Summarize the main theories about the Late Bronze Age collapse around 1200 BC.",
+        "What is opportunity cost? Give an everyday example.",
+        "Why does soaking meat in brine make it juicier after cooking?",
+        "Why is Venus hotter than Mercury even though it's farther from the Sun?",
+        "What was the Bauhaus movement known for?",
+        "Solve for x: 3x² − 12x + 9 = 0.",
+        "What are flying buttresses and why were they used in Gothic cathedrals?",
+        "What did Hume mean by the problem of induction?",
+        "Which is the deepest lake in the world, and how did it form?",
+        "How does a Stirling engine work?",
+        "Is 'data' singular or plural in English?",
+        "Write a regular expression that matches a hex color code like #1a2b3c or #fff.",
+    ],
+    "zh": [
+        "我刚看完《奥本海默》，想问一下核裂变和核聚变到底有什么区别？",
+        "我儿子问我为什么冬天呼出的气是白的，我一下子答不上来，能讲讲吗",
+        "如果我一直往地底下挖，温度会一直升高吗？地核到底有多热？",
+        "我们宿舍吵起来了，蝙蝠到底算鸟还是哺乳动物？",
+        "我老是分不清“权利”和“权力”，它们的用法分别是什么？",
+        "明天我要在班会上发言，帮忙写一副关于春节的对联吧",
+        "哇，我今天才知道蜂鸟能倒着飞！它们是怎么做到的？",
+        "同事问我 Python 里的列表和元组有啥区别，我也说不太清，你给讲讲？",
+        "我在看《史记》，里面写到“鸿门宴”，这件事的来龙去脉是什么？",
+        "我们老师上课说玻璃其实是一种液体，这是真的吗？",
+        "我刚学吉他，想问一下什么是大三和弦，它由哪几个音组成？",
+        "我一直好奇，为什么飞机起飞要尽量逆风？",
+        "我奶奶常说“冬吃萝卜夏吃姜”，这句话有科学依据吗",
+        "跳水比赛的难度系数是怎么算的？我看了好几遍直播还是不懂😂",
+        "我在读一篇论文，里面老说“p值小于0.05”，这个p值到底表示什么？",
+        "如果我把一张纸对折50次，它会有多厚？",
+        "咱们聊点别的吧：埃及金字塔到底是怎么建起来的？",
+        "我爸说“三个臭皮匠顶个诸葛亮”里的“皮匠”其实是“裨将”，这个说法对吗？",
+        "我写了这么一行 JS：`[10, 9, 1].sort()`，结果是 [1, 10, 9]，为什么？",
+        "为了准备下周的地理考试，我想搞清楚：季风是怎么形成的？",
+        "我们去云南玩的时候看到了好多梯田，哈尼梯田是怎么修出来、又是怎么灌溉的？",
+        "我看新闻说央行降准了，降准是什么意思，对经济有什么影响？",
+        "我不太懂法律，想问一下“无因管理”是什么意思？",
+        "我刚在博物馆看到一件青花瓷，好漂亮！青花瓷的蓝色是用什么颜料烧出来的？",
+        "你好呀，我是做设计的，想问问黄金分割比例为什么被认为好看？",
+        "海市蜃楼是怎么形成的",
+        "解释一下什么是“公地悲剧”",
+        "把“学而时习之，不亦说乎”翻译成英文",
+        "为什么说 0.999…（9无限循环）等于 1",
+        "用C语言写一个函数，判断一个整数是不是回文数",
+        "唐朝的科举制度和宋朝有什么不同",
+        "豆腐是怎么点出来的？卤水和石膏有什么区别",
+        "围棋里的“劫”是什么意思，打劫有什么规则",
+        "简述人体血液循环中的体循环和肺循环",
+        "“空穴来风”本来是什么意思",
+        "北京的四合院为什么大多坐北朝南",
+        "什么是黑洞的事件视界",
+        "五线谱上的升号和降号分别表示什么",
+        "庄子的《逍遥游》讲的是什么思想",
+        "人为什么会打嗝",
+        "腌肉的时候为什么要加一点淀粉",
+        "太平洋为什么叫太平洋",
+        "都江堰的鱼嘴、飞沙堰和宝瓶口各起什么作用",
+        "什么是基尼系数，它是怎么计算的",
+        "用一句话解释什么是熵",
+        "候鸟迁徙为什么不会迷路",
+        "计算定积分 ∫₀¹ x·eˣ dx",
+        "敦煌莫高窟的壁画主要是哪些朝代的",
+        "排球比赛中自由人有哪些限制",
+        "Git 里的 cherry-pick 是做什么用的",
     ],
 }
