@@ -23,7 +23,8 @@ _PAST = re.compile(
 )
 # a question's auxiliary in the present, and in the past (`asks_about_the_past`)
 # ("when we're away"; "what's", "where's": a question word's "'s" is its "is")
-_PRESENT_AUXILIARY = re.compile(r"\b(?:do|does|is|am|are)\b|'(?:re|m)\b|\b(?:what|where|who|how|which)['’]s\b")
+_WH_IS = r"\b(?:what|where|who|how|which)['’]s\b"
+_PRESENT_AUXILIARY = re.compile(rf"\b(?:do|does|is|am|are)\b|'(?:re|m)\b|{_WH_IS}")
 _PAST_AUXILIARY = re.compile(r"\b(?:did|was|were|had|used to)\b")
 # past forms of `_PAST_TENSE` that are also the base form ("get my hair cut", "where do I put")
 _BASE_ALIKE = frozenset({"cut", "put", "set", "let", "shut"})
@@ -33,7 +34,7 @@ _BASE_ALIKE = frozenset({"cut", "put", "set", "let", "shut"})
 # ("What's our home Wi-Fi network called?": a subject of up to four words, no clause of its own inside
 # it: "What is a skill that Audrey learned…" asks a past)
 _STATE_BEFORE = re.compile(
-    r"(?:\b(?:is|am|are|get|gets)|\b(?:what|where|who|how|which)['’]s)"
+    rf"(?:\b(?:is|am|are|get|gets)\b|{_WH_IS})"
     r"\s+(?:[a-z'-]+\s+(?:(?!(?:i|we|you|he|she|they|that|who|which)\b)[a-z'-]+\s+){0,3})?$"
 )
 # the 了 of a condition in a Chinese question: a clause follows it, after a comma, a habitual

@@ -19,7 +19,8 @@ from memlane.change_grammar import asks_about_the_past
 from memlane.store.text.terms import query_terms
 
 # the user or their own circle, as the message's subject or owner: "I", "my", "we", "我", "我们"
-_SELF = re.compile(r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b|我|咱", re.I)
+_SELF_EN = r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b"
+_SELF = re.compile(rf"{_SELF_EN}|我|咱", re.I)
 # ("US" in capitals is the country, not "us")
 # a request's own framing at its start, which names the user only as the one asking: a verb with "me"
 # or "us" ("Help me write…", "Tell me…", "Can you walk us through…"), "帮我写", "给我讲" ("Remind me…",
@@ -311,7 +312,7 @@ _OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|咱们的|我家",
 # ("英语虚拟语气里 if I were 为什么不用was")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
-_ENGLISH_SELF = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b", re.I)
+_ENGLISH_SELF = re.compile(_SELF_EN, re.I)
 
 
 # a demonstrative before the name of what it shows ("这篇《岳阳楼记》", "this Fermat guy") names it there
