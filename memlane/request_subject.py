@@ -67,7 +67,7 @@ def without_framing(message: str) -> str:
 # where a quotation stood: what a clause pointing back may point at (`_standalone_request`)
 MENTIONED = "\u2063"
 _QUOTATION = re.compile(
-    r"“[^”]{0,400}”|\"[^\"]{0,400}\"|「[^」]{0,400}」|『[^』]{0,400}』"
+    r"“[^”]{0,400}”|\"[^\"]{0,400}\"|「[^」]{0,400}」|『[^』]{0,400}』|`[^`\n]{1,400}`"
     r"|(?<![\w'’])'(?=\w)(?:[^'\n]|'(?=\w)){1,60}'(?!\w)"
 )
 
@@ -135,6 +135,7 @@ _ASKS_ZH = re.compile(
     r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|([\u4e00-\u9fff])[不没]\1|可不可以"
     r"|多(?:高|长|远|大|久|重|深|宽|快|厚|贵|少)"
     r"|还是(?=[^，,。!！]*[?？]\s*$)"  # an alternative question ("…是尼罗河还是亚马孙河？"), not "still"
+    r"|有多[\u4e00-\u9fff]"  # a degree asked ("地核到底有多热", "有多难")
 )
 _YOU = re.compile(r"\b(?:you|your|yours)\b|你|您", re.I)
 # a person the clause speaks of, whom an aside may have named ("送她什么好？"): the clause may be theirs
@@ -174,7 +175,8 @@ _REPORTING = re.compile(
     r"|\b(?:learn(?:ed|t|ing)?|read|heard|hear)\s+(?:[a-z]+\s+){0,2}?(?:that|about)\b"  # not "I read a book"
     # coming to know something ("I just learned octopuses have…", "我才知道…", "我刚发现…")
     r"|\bjust (?:learned|learnt|found out|realized|realised|discovered)\b|\bfound out\b"
-    rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到"  # not 问题, 小说
+    # not 问题, 小说, nor 说的, what someone says ("我妈说的“早点睡”是几点？")
+    rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明|的)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到"
     r"|(?:才|刚|刚刚)(?:知道|发现)",
     re.I,
 )
@@ -330,13 +332,15 @@ def _points_back(clause: str) -> bool:
         (found.group(0).casefold() != "one" or not _content(clause[: found.start()]))
         and not (found.group(0).casefold() in _DEMONSTRATIVES and _NAMED_AFTER.match(clause, found.end()))
         and not (found.group(0) == "那" and _THEN_ZH.match(clause, found.start()))
+        and not (found.group(0).startswith("吧") and _REQUEST.search(clause))  # softens a request: "帮忙写…吧"
         for found in _ANAPHOR.finditer(clause)
     )
 
 
 def _content(clause: str) -> set[str]:
-    """What a clause names (store/text/terms.py `query_terms`), without what only asks."""
-    return set(query_terms(_ASKING_WORDS.sub(" ", clause)))
+    """What a clause names (store/text/terms.py `query_terms`), without what only asks; what it
+    quotes counts as one more ("what does 'EBITDA' stand for")."""
+    return set(query_terms(_ASKING_WORDS.sub(" ", clause))) | ({MENTIONED} if MENTIONED in clause else set())
 
 
 _QUESTION_WORD_EN = re.compile(r"\b(?:what|whats|what's|why|how|when|where|who|whom|which|whether)\b", re.I)
@@ -411,12 +415,14 @@ def _standalone_request(message: str) -> bool:
     ):
         last = before
     if _points_back(asked[last] or ""):
-        # what it points back at may be words the user quoted, not theirs ("我们老板天天把“边际成本”挂在嘴边，这词
-        # 到底什么意思"): the request asks about those
-        # asked in the present: "I have watched "Looking Up", what was the date of that day?" asks about the user
+        # what it points back at may be words the user quoted or a title, not theirs ("我们老板天天把“边际成本”
+        # 挂在嘴边，这词到底什么意思", "我在看《史记》，里面写到“鸿门宴”，这件事的来龙去脉是什么？"): the request
+        # asks about those; asked in the present ("I have watched "Looking Up", what was the date of that day?"
+        # asks about the user)
         return (
             bool(telling)
-            and all(MENTIONED in clause and not _OWN.search(clause) for clause in telling)
+            and any(MENTIONED in clause or _TITLE.search(clause) for clause in clauses[: asking[-1]])
+            and not any(_OWN.search(clause) for clause in telling)
             and not asks_about_the_past(asked[last] or "")
         )
     named = _content(asked[last] or "")

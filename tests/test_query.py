@@ -437,6 +437,11 @@ def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(mess
         ("I just found out koalas sleep 20 hours a day. is that true?", False),
         ("我最近在看《红楼梦》，红楼梦里一共有多少个人物？", False),  # a title is the world's
         ("我刚发现我家猫会开门，那是怎么学会的？", True),  # 那 pointing back; what is found is theirs
+        ("珠峰顶上到底有多冷？如果我爬上去会怎样", False),  # 有多 asks a degree
+        ("我在看《水浒传》，里面提到“生辰纲”，这个到底是什么东西？", False),  # points back at a quote or title
+        ("what does 'YAML' stand for and why do configs use it?", False),  # what it quotes is what it names
+        ("How do I undo `git commit --amend`?", False),  # code between backticks is quoted
+        ("下周我要去参加婚礼，帮忙写一段祝福语吧", False),  # 吧 softens a request
         ("我儿子现在多高？", True),
         ("You recommended me some films before, do you remember which ones?", True),
         ("I once told you about a stew, do you recall the main spice?", True),
