@@ -1664,7 +1664,7 @@ UNRELATED_NINETEENTH = {
 # Written on 2026-11-29 (thirteenth session) by a helper who knew nothing of the rule, after commit aab9b93, about half
 # with the asker in them; run once: the "(twentieth)" rows, first try 83.7 / 87.3 / 87.0 % (MemoryBank zh / en /
 # locomo-dev; the rule at 53176cc, where the session began: 83.7 / 83.6 / 83.2 %), then spent on four readings
-# (97058e7): 93.7 / 91.3 / 91.0 % after 24eca1f.
+# (97058e7): 93.7 / 91.3 / 91.0 % after 24eca1f, 93.7 / 93.3 / 93.0 % after 4aa05b0.
 UNRELATED_TWENTIETH = {
     "en": [
         "My daughter asked me why the sky turns orange at sunset and I had no good answer — why does it?",
@@ -1775,7 +1775,7 @@ UNRELATED_TWENTIETH = {
 # Written on 2026-11-29 (thirteenth session) by a helper who knew nothing of the rule, after commit 97058e7, about half
 # with the asker in them; run once: the "(twenty-first)" rows, first try 90.1 / 88.5 / 87.2 % (MemoryBank zh / en /
 # locomo-dev; the rule at 53176cc, where the session began: 86.1 / 82.5 / 81.2 %), then spent on four readings
-# (24eca1f): 96.1 / 90.5 / 89.2 %.
+# (24eca1f): 96.1 / 90.5 / 89.2 %; 96.1 / 91.6 / 91.2 % after 4aa05b0.
 UNRELATED_TWENTY_FIRST = {
     "en": [
         "my daughter asked me why the moon looks bigger near the horizon and I had no good answer — is it an illusion?",
@@ -1885,7 +1885,8 @@ UNRELATED_TWENTY_FIRST = {
 
 # Written on 2026-11-29 (thirteenth session) by a helper who knew nothing of the rule, after commit 24eca1f, about half
 # with the asker in them; run once: the "(twenty-second)" rows, first try 86.0 / 91.1 / 91.5 % (MemoryBank zh / en /
-# locomo-dev; the rule at 53176cc, where the session began: 82.0 / 87.1 / 87.5 %). Not tuned on.
+# locomo-dev; the rule at 53176cc, where the session began: 82.0 / 87.1 / 87.5 %), then spent on six readings
+# (4aa05b0): 94.0 / 95.1 / 95.5 %.
 UNRELATED_TWENTY_SECOND = {
     "en": [
         "I'm halfway through a physics course and still don't get it: why does metal feel colder than wood?",
@@ -1990,5 +1991,118 @@ UNRELATED_TWENTY_SECOND = {
         "敦煌莫高窟的壁画主要是哪些朝代的",
         "排球比赛中自由人有哪些限制",
         "Git 里的 cherry-pick 是做什么用的",
+    ],
+}
+
+# Written on 2026-11-29 (thirteenth session) by a helper who knew nothing of the rule, after commit 4aa05b0, about half
+# with the asker in them; run once: the "(twenty-third)" rows, first try 88.0 / 89.1 / 87.5 % (MemoryBank zh / en /
+# locomo-dev; the rule at 53176cc, where the session began: 86.0 / 79.2 / 77.8 %). Not tuned on. Its writer could not
+# see the earlier sets, and 11 of its Chinese and 22 of its English requests are near one of them (difflib ratio over
+# 0.6: "Wow, I just learned octopuses have three hearts! Why do they…"); on the 39 + 28 others the first try is 84.6 /
+# 88.6 / 86.2 % (53176cc: 82.1 / 81.4 / 79.0 %).
+UNRELATED_TWENTY_THIRD = {
+    "en": [
+        "My daughter asked me at dinner why the sky turns orange at sunset and I had no answer. What's the reason?",
+        "What is the Doppler effect, and why does an ambulance siren change pitch as it passes?",
+        "i always mix these up lol: what's the difference between 'affect' and 'effect'?",
+        "Who designed the Sydney Opera House?",
+        "If I leave a cast iron pan wet overnight, what actually happens chemically to the surface?",
+        "Explain the difference between civil law and common law systems.",
+        "How does a heat pump pull heat out of cold outdoor air? Just curious, I'm not buying one.",
+        "What is the purpose of a roux when making a sauce?",
+        "I've been reading about Byzantium 🤓 when exactly did Constantinople fall, and to whom?",
+        "Why do jet engines have so many compressor stages?",
+        "Quick one before I forget: what does `git rebase -i HEAD~3` do?",
+        "What is the time complexity of binary search, and why?",
+        "So I saw 'quantitative easing' in the news again. How does it actually work?",
+        "Write a limerick about a cat who learns to code.",
+        "What's the offside rule in rugby union? I never understood it.",
+        "What caused the Dust Bowl in the 1930s?",
+        "my python script prints 0.30000000000000004 for 0.1 + 0.2, why does floating point do that??",
+        "Why is Lake Baikal so deep?",
+        "A friend told me bats are blind. Is that true?",
+        "What is a Pareto-efficient allocation in economics?",
+        "Explain like I'm five: what is a black hole?",
+        "Name three paintings by Artemisia Gentileschi.",
+        "To settle a bet with my brother: which is taller, the Eiffel Tower or the Chrysler Building?",
+        "How many players does each side have on the field in baseball?",
+        "I'm writing a short story set in 1920s Paris. Who were the 'Lost Generation' writers?",
+        "What does the Latin phrase 'carpe diem' literally mean?",
+        "Wow, I just learned octopuses have three hearts! Why do they need that many?",
+        "Factor the polynomial x³ − 6x² + 11x − 6.",
+        'Could you translate "where is the nearest pharmacy?" into Japanese for me?',
+        "How do mRNA vaccines teach the immune system to recognise a virus?",
+        "Two things I've wondered all week: why does bread go stale, and does the fridge make it faster?",
+        "How do Saturn's rings stay in place?",
+        "What's a Neapolitan chord? My piano teacher mentioned it and then just moved on.",
+        "What is a flying buttress, and why did Gothic cathedrals need them?",
+        "We learned about the Coriolis effect in class today. Does it really decide which way a sink drains?",
+        "How does regenerative braking work on an electric train?",
+        "i think the answer is 42 but can you check: what's the sum of the first 6 triangular numbers?",
+        "Who directed 'Seven Samurai', and when was it released?",
+        "Someone at the gym asked me if muscle can turn into fat when you stop training. Can it?",
+        "What is Occam's razor?",
+        "Before I start on Kant: what is the 'categorical imperative', in plain words?",
+        "How long is a nautical mile in kilometres, and why that length?",
+        "That word 'sonder' I keep seeing online: is it in any real dictionary or was it made up?",
+        "Write a SQL query that finds duplicate email addresses in a users table.",
+        "How long does sunlight take to reach Mars? My son's homework is about the planets.",
+        "Why do cats purr, and can lions purr too?",
+        "If we double the length of a pendulum, what happens to its period?",
+        "What's the legal difference between a patent and a copyright?",
+        "Why does JavaScript throw an error for `const x = 1; x = 2;` but not with let? I don't get it",
+        "Which river flows through Budapest, and which side is Buda on?",
+    ],
+    "zh": [
+        "我儿子今天问我为什么走路的时候月亮好像一直跟着人走，这是什么原理？",
+        "什么是边际效用递减？举个例子说明一下",
+        "刚看完《奥本海默》，有点好奇，曼哈顿计划当时一共花了多少钱？",
+        "为什么飞机起飞的时候要尽量逆风？",
+        "我们办公室为这个争了半天：北京和纽约哪个纬度更高？",
+        "用 JavaScript 写一个防抖（debounce）函数",
+        "如果我把一块冰放进装满水的杯子，冰化了以后水会溢出来吗？",
+        "宋词里的婉约派和豪放派各有哪些代表人物？",
+        "我一直分不清“的”“地”“得”，能讲讲到底怎么用吗",
+        "篮球比赛里的“走步”是怎么判定的？",
+        "我考研要用，想问一下拉格朗日中值定理说的是什么？",
+        "三角形的内角和为什么是180度？",
+        "哇我刚知道海獭睡觉会手牵手😂 它们为啥要这样",
+        "秦始皇统一六国的先后顺序是什么？",
+        "朋友问我“破釜沉舟”出自哪个典故，我一下子答不上来",
+        "炒菜时勾芡有什么作用？",
+        "python 里 `is` 和 `==` 有啥区别？我老是用混",
+        "什么是区块链里的工作量证明？",
+        "我在写一篇以唐朝为背景的小说，唐朝长安城鼎盛时大概有多少人口？",
+        "解释一下康德说的“物自体”是什么意思",
+        "我想把“书山有路勤为径”译成英文放在海报上，怎么翻比较地道？",
+        "上次在新疆看到一片雅丹地貌，特别震撼，我想知道这种地貌是怎么形成的",
+        "咱就是说，为啥高压锅煮饭比普通锅快那么多啊",
+        "钢琴为什么是88个键？",
+        "看新闻说美联储又加息了，我想知道加息为什么能抑制通胀？",
+        "按照民法典，法定继承的顺序是怎样的？",
+        "我有两个问题想请教：光年是时间单位还是距离单位？一光年大概多少公里？",
+        "青霉素是怎么杀死细菌的？",
+        "足球的越位规则我看了好几遍还是没懂，到底怎么判？",
+        "金星上的一天为什么比它的一年还长？",
+        "女儿的数学作业我不会：一个长方体长5宽4高3，表面积是多少？",
+        "悬索桥和斜拉桥有什么区别？",
+        "我喝咖啡的时候突然想到，咖啡因到底是怎么让人清醒的？",
+        "《清明上河图》画的是哪座城市？",
+        "我们老师说巴赫被称为“音乐之父”，他为什么有这个称号？",
+        "以“西湖断桥”为题写一首五言绝句",
+        "赵州桥是哪个朝代建的？下周我要去那边，想先了解下",
+        "苏州园林里说的“借景”是什么意思？",
+        "听说蚊子特别爱咬O型血的人，我老公就是O型，这个说法有科学依据吗？",
+        "高铁为什么大多用无砟轨道？",
+        "我算了好几遍都对不上：1到100里能被3或5整除的数一共有几个？",
+        "侯孝贤的《悲情城市》拿过什么奖？",
+        "我刚搬到广州，第一次遇到回南天，回南天是怎么形成的？",
+        "什么是 GDP 平减指数？",
+        "我小时候一直以为鲸鱼是鱼，它为什么属于哺乳动物？",
+        "求函数 y = x⁴ − 2x² 的单调区间",
+        "合同里的“不可抗力”我看得不太明白，法律上一般指哪些情况？",
+        "“塞翁失马”这个成语是什么意思？",
+        "我想问下光合作用的暗反应是在那里进行的",
+        "冬虫夏草到底是虫还是草？",
     ],
 }
