@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from memlane.change_grammar import asks_about_the_past
-from memlane.store.text.terms import query_terms
+from memlane.store.text.terms import detect_language, query_terms
 
 # the user or their own circle, as the message's subject or owner: "I", "my", "we", "我", "我们"
 _SELF_EN = r"\b(?-i:(?!US\b))(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b"
@@ -312,22 +312,23 @@ _OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|咱们的|我家",
 
 # a message mostly in Chinese names its speaker 我: an English "I" inside it is a word mentioned
 # ("英语虚拟语气里 if I were 为什么不用was")
-_HAN = re.compile(r"[\u4e00-\u9fff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
 _ENGLISH_SELF = re.compile(_SELF_EN, re.I)
 
 
-# a demonstrative before the name of what it shows ("这篇《岳阳楼记》", "this Fermat guy") names it there
 # 那 opening a clause before "why" or "how" is "then", not "that" ("…纬度差不多，那为什么冬天北京冷那么多？")
 _THEN_ZH = re.compile(r"(?<![\u4e00-\u9fff])那(?=为什么|为啥|怎么|咋)")
+# a title (《三体》): a work of the world's, mentioned as a quotation is
 _TITLE = re.compile(r"《[^》]{0,60}》")
+# a demonstrative before the name of what it shows ("这篇《岳阳楼记》", "this Fermat guy") names it there
 _DEMONSTRATIVES = frozenset({"this", "these", "those", "这", "那"})
 _NAMED_AFTER = re.compile(r"[\u4e00-\u9fff]?《|\s+(?-i:[A-Z])")
 
 
 def _points_back(clause: str) -> bool:
-    """Whether the clause points back into the message (`_ANAPHOR`): a "one" after a word the clause
-    names stands for what it named itself ("…at the same time as one just dropped")."""
+    """Whether the clause points back into the message (`_ANAPHOR`), apart from words that only look
+    as if they did: a "one" after a word the clause names stands for what it named itself ("…at the
+    same time as one just dropped"), a demonstrative before a name or title shows that
+    (`_NAMED_AFTER`), 那 before "why" is "then" (`_THEN_ZH`), and 吧 after a request softens it."""
     return any(
         (found.group(0).casefold() != "one" or not _content(clause[: found.start()]))
         and not (found.group(0).casefold() in _DEMONSTRATIVES and _NAMED_AFTER.match(clause, found.end()))
@@ -446,7 +447,7 @@ def refers_to_the_user(message: str) -> bool:
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
     unquoted = _SIMILE_SELF.sub(" ", _NUMERAL_I.sub(r"\1", without_quotations(message)))
-    if len(_HAN.findall(unquoted)) > len(_LATIN_WORD.findall(unquoted)):  # English words inside Chinese are mentioned
+    if detect_language(unquoted) == "zh":  # English words inside a Chinese message are mentioned
         unquoted = _ENGLISH_SELF.sub(" ", unquoted)
     if (
         _HYPOTHETICAL_SELF.search(unquoted)
