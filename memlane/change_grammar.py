@@ -77,6 +77,8 @@ _PAST_TENSE = re.compile(
 )
 # the aspect 了 of Chinese says that something happened or a state changed ("我辞职了", "入手了一台")
 _CHANGE_OF_STATE = re.compile(r"(?<![为除])了(?![解不])")
+# the present named before 了 ("我驾照现在一共扣了几分？"): 了 says how things stand now, not what happened
+_NOW_BEFORE = re.compile(r"现在|目前|如今")
 _ENDED_ZH = tuple("不再 改 换 戒 放弃 取消 离开 再也 转 变成 解散 分手 停".split())
 # a move away ("搬走", "搬去上海"), not one toward the speaker, which begins something ("我妈也搬过来住了"),
 # as "moved in" does
@@ -276,11 +278,17 @@ def negates(text: str) -> bool:
     return bool(_NEGATION_EN.search(text.lower())) or any(word in text for word in _NEGATION_ZH)
 
 
+# a verb done again names what it is done to ("They renumbered the lockers" names the number)
+_AGAIN = re.compile(r"\bre-?([a-z]{3,}ed)\b", re.I)
+
+
 def content_terms(text: str) -> set[str]:
-    """A statement's words that name something: not time words, not Chinese grammar pairs."""
+    """A statement's words that name something: not time words, not Chinese grammar pairs; a verb
+    done again ("renumbered", "renamed", "rescheduled") names what it does too ("number")."""
+    again = " ".join(found.group(1) for found in _AGAIN.finditer(text))
     return {
         term
-        for term in query_terms(text)
+        for term in query_terms(f"{text} {again}" if again else text)
         if term not in _TIME_TERMS and len(term) > 1 and not (_FUNCTION_HAN & set(term))
     }
 
@@ -304,5 +312,8 @@ def asks_about_the_past(query: str) -> bool:
         any(not (present and found.group(0) == "when") for found in _PAST.finditer(lowered))
         or any(not (present and a_state(found)) for found in _PAST_TENSE.finditer(lowered))
         or _EXPERIENCED.search(query)
-        or any(not _CONDITION_LE.match(query, found.start()) for found in _CHANGE_OF_STATE.finditer(query))
+        or any(
+            not _CONDITION_LE.match(query, found.start()) and not _NOW_BEFORE.search(query, 0, found.start())
+            for found in _CHANGE_OF_STATE.finditer(query)
+        )
     )

@@ -175,6 +175,8 @@ _REPORTING = re.compile(
     r"|\b(?:learn(?:ed|t|ing)?|read|heard|hear)\s+(?:[a-z]+\s+){0,2}?(?:that|about)\b"  # not "I read a book"
     # coming to know something ("I just learned octopuses have…", "我才知道…", "我刚发现…")
     r"|\bjust (?:learned|learnt|found out|realized|realised|discovered)\b|\bfound out\b"
+    # believing something ("i think the answer is 42", "我一直以为鲸鱼是鱼", "我突然想到…")
+    r"|\b(?:think|thought|believe[ds]?|guess(?:ed)?)\b|以为|觉得|认为|想到"
     # not 问题, 小说, nor 说的, what someone says ("我妈说的“早点睡”是几点？")
     rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明|的)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到"
     r"|(?:才|刚|刚刚)(?:知道|发现)",
@@ -200,15 +202,19 @@ _REQUEST = re.compile(
 )
 _OBJECT_SELF = re.compile(r"^\s*(?:me|us)\b", re.I)
 _TAKES_A_PERSON = re.compile(r"(?:asked|asks|told|tells|taught)$|问$|告诉$", re.I)
-# an embedded question after such a verb: "asked me why…", "forgetting how to…"
-_EMBEDDED = re.compile(r"^\s*(?:me\s+|us\s+)?(?:why|how|what|when|where|which|who|whether)\b", re.I)
+# an embedded question after such a verb, a few words on at most: "asked me why…", "forgetting how
+# to…", "asked me at dinner why…"
+_EMBEDDED = re.compile(
+    r"^\s*(?:me\s+|us\s+)?(?:[^\W\d_]+\s+){0,3}?(?:why|how|what|when|where|which|who|whether)\b", re.I
+)
 # a request's clauses: punctuation (a question mark kept with its clause, which asks by it: "What is
 # the best gift, my daughter turns 5?"), a dash ("-", "—", "——"), "and" before another question or a
 # new subject ("what does 'per se' mean and how do i use it", "…changes shape and i had no idea"), or a colon
-# before what it introduces ("我同事出了个谜语：什么东西越洗越脏", "sql: how do i…"; not a time's, "7:30")
+# before what it introduces ("我同事出了个谜语：什么东西越洗越脏", "sql: how do i…", "对不上：1到100里…";
+# not a time's, "7:30")
 _CLAUSE_BREAK = re.compile(
     r"(?<=[?？])(?![?？])\s*|[,，.。!！;；\n—–\u2600-\u27bf\U0001f300-\U0001faff]+|(?<!\s)\s+-{1,2}\s+"
-    r"|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)|(?<!\d)[:：](?!\d)",
+    r"|(?<!\s)\s+and\s+(?=(?:how|what|why|when|where|which|who|i|we)\b)|(?<!\d)[:：]|[:：](?!\d)",
     re.I,
 )
 
@@ -379,6 +385,19 @@ _TO_THE_ASSISTANT = re.compile(
 )
 
 
+_PLURAL_PERSON = re.compile(r"\b(?:they|them|their|theirs)\b", re.I)
+
+
+def _they_of_things(clause: str) -> str | None:
+    """An asking clause whose only person is "they" ("Why do they need that many?"): "they" may stand
+    for things another clause named, so the clause is read as pointing back at them (`_ANAPHOR`),
+    which only a clause that tells of them as what someone said or knows lets stand alone."""
+    asked = without_framing(clause)
+    if _SELF.search(asked) or _PERSON.search(_PLURAL_PERSON.sub(" ", asked)) or not _PLURAL_PERSON.search(asked):
+        return None
+    return asked
+
+
 def _standalone_request(message: str) -> bool:
     """Whether the message asks about what it names, whatever else it tells of the user: its asking
     clauses name neither the user (apart from a framing) nor a person nor counsel, no clause speaks
@@ -391,6 +410,9 @@ def _standalone_request(message: str) -> bool:
     Australia and why isn't it Sydney?", "五度圈到底是什么，有啥用"). A clause that tells of the user is
     then context the request brings itself; a condition whose subject is the user tells nothing of
     them.
+    A question in the present pointing back at what the user only says, knows or believes ("I just
+    learned octopuses have three hearts! Why do they need that many?", "我小时候一直以为鲸鱼是鱼，它为
+    什么属于哺乳动物？") asks about that, and so does one pointing back at words the user quotes.
     Where the question points back ("My knee hurts after running. Any tips?", "…这是什么原理",
     "我不喜欢健身，对吗？"), asks after what another clause tells ("你给我分享过一些游戏，是哪些游戏？") or
     asks counsel, the message stays theirs. What it costs: a question about what a clause says is
@@ -401,7 +423,16 @@ def _standalone_request(message: str) -> bool:
     if not asking or any(_TO_THE_ASSISTANT.search(without_framing(clause)) for clause in clauses):
         return False
     asked = {index: _what_it_asks(clauses[index]) for index in asking}
+    asked.update({index: _they_of_things(clauses[index]) for index, clause in asked.items() if clause is None})
     last = asking[-1]
+    while (
+        not _asks_in_words(clauses[last])
+        and (before := max((index for index in asking if index < last), default=None)) is not None
+    ):
+        # a tail that asks by its mark alone is part of the question before ("what is 'X', in plain words?")
+        if asked[before] is not None and asked[last] is not None:
+            asked[before] = f"{asked[before]} {asked[last]}"
+        last = before
     if any(clause is None for clause in asked.values()) or not _asks_in_words(clauses[last]):
         return False
     if any(_COUNSEL.search(clause or "") for clause in asked.values()):
@@ -422,9 +453,12 @@ def _standalone_request(message: str) -> bool:
         # asks about the user)
         return (
             bool(telling)
-            and any(MENTIONED in clause or _TITLE.search(clause) for clause in clauses[: asking[-1]])
+            and (
+                any(MENTIONED in clause or _TITLE.search(clause) for clause in clauses[: asking[-1]])
+                or all(_reports_only(clause) is not None for clause in telling)
+            )
             and not any(_OWN.search(clause) for clause in telling)
-            and not asks_about_the_past(asked[last] or "")
+            and not (asks_about_the_past(asked[last] or "") and any(asks_about_the_past(clause) for clause in telling))
         )
     named = _content(asked[last] or "")
     # a title the user names is a work of the world's, not theirs ("我最近在读《三体》，…三体问题为什么没有通解？")

@@ -460,3 +460,29 @@ def test_who_only_says_asks_or_does_not_know_is_not_what_a_request_is_about(mess
 )
 def test_a_request_that_stands_alone_is_about_what_it_names(message, about):
     assert refers_to_the_user(message) is about
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        # believing is a verb of knowing: what follows is what the user thinks, not the user
+        ("I think the capital is Canberra but can you confirm: what is the capital of Australia?", False),
+        ("我一直以为蝙蝠是鸟，它为什么算哺乳动物？", False),
+        ("I think my wife is upset with me, what should I do?", True),
+        # an embedded question a few words after the verb
+        ("My son asked me last night why leaves change colour in autumn. What's the answer?", False),
+        # "they" of things a report named; of the user's own, or with the user in it, theirs
+        ("I just read that bees can recognise faces! How do they do it?", False),
+        ("My parents just learned to text, why do they keep calling me?", True),
+        # a tail that asks by its mark alone is part of the question before it
+        ("Before my exam tomorrow: what is 'opportunity cost', in simple terms?", False),
+        # a past question about what the user tells in the present is the thing's past
+        ("That phrase 'hygge' I keep hearing: is it really Danish or was it invented for marketing?", False),
+        ("I read a novel by Ishiguro last year, what was it called?", True),
+        # a colon before a number introduces it (not a time's)
+        ("我验算了三遍还是不对：2的10次方等于多少？", False),
+        ("我们7:30在哪集合？", True),
+    ],
+)
+def test_what_the_user_thinks_or_was_asked_and_what_they_point_back_at(message, about):
+    assert refers_to_the_user(message) is about

@@ -12,6 +12,7 @@ from memlane.change_grammar import (
     asks_about_the_past,
     asks_for,
     change_said,
+    content_terms,
     negates,
     restates_another_value,
     says_a_change,
@@ -106,6 +107,9 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         ("What is Nate organizing in June 2022?", True),  # a month and a year: a date
         ("我们的年会定在什么时候？", False),  # 什么时候 of what is set
         ("我是什么时候开始学钢琴的？", True),  # 是…的: what happened
+        # the present named before 了: how things stand now
+        ("我现在一共攒了多少积分？", False),
+        ("我一共攒了多少积分？", True),
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
@@ -186,6 +190,19 @@ def test_a_shared_name_pairs_two_statements_the_embedder_sees_apart():
     hits.append(hit(said("pets", "Our dog Biscuit is a beagle.", 6), 0.7))
     vectors = {"old": HOME, "new": near(PETS, HOME, 0.5), "food": FOOD, "pets": near(FAMILY, FOOD, 0.2)}
     [change] = newest_changes("Where do I work?", hits, vectors)
+    assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
+
+
+def test_a_verb_done_again_names_what_it_is_done_to():
+    assert "name" in content_terms("We renamed the kitten Pepper last week.")
+    assert "schedul" in content_terms("They rescheduled my dentist appointment to Friday.")
+    assert "ead" not in content_terms("I read a lot.")  # no verb done again
+    old = said("old", "Got locker number 112 at the gym.", 10)
+    new = said("new", "They renumbered everything after the remodel, mine's 40 now.", 40)
+    hits = [hit(old, 0.85), hit(new, 0.70), hit(said("food", "I love Thai food.", 5), 0.72)]
+    hits.append(hit(said("pets", "Our dog Biscuit is a beagle.", 6), 0.71))
+    vectors = {"old": HOME, "new": near(PETS, HOME, 0.5), "food": FOOD, "pets": near(FAMILY, FOOD, 0.2)}
+    [change] = newest_changes("What's my locker number?", hits, vectors)
     assert change.memory.id == "new" and change.stale_memory_ids == ("old",)
 
 
