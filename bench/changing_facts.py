@@ -28,9 +28,9 @@ the user's earlier question and the assistant's echo of it) and the raw-turn cas
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
 seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh`, `--only twelfth`, `--only thirteenth`,
-`--only fourteenth`, `--only fifteenth` and `--only sixteenth` the sets written after the rule's last twelve
-freezes (bench/raw_changes_fifth.py to raw_changes_sixteenth.py: the seventh to the sixteenth by someone who had
-not read the rule).
+`--only fourteenth`, `--only fifteenth`, `--only sixteenth` and `--only seventeenth` the sets written after the
+rule's last thirteen freezes (bench/raw_changes_fifth.py to raw_changes_seventeenth.py: the seventh to the
+seventeenth by someone who had not read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -74,6 +74,7 @@ from raw_changes_fifth import FIFTH_ADDITIONS, FIFTH_FREEZE_CASES
 from raw_changes_fourteenth import FOURTEENTH_ADDITIONS, FOURTEENTH_FREEZE_CASES
 from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
 from raw_changes_ninth import NINTH_ADDITIONS, NINTH_FREEZE_CASES
+from raw_changes_seventeenth import SEVENTEENTH_ADDITIONS, SEVENTEENTH_FREEZE_CASES
 from raw_changes_seventh import SEVENTH_ADDITIONS, SEVENTH_FREEZE_CASES
 from raw_changes_sixteenth import SIXTEENTH_ADDITIONS, SIXTEENTH_FREEZE_CASES
 from raw_changes_sixth import SIXTH_ADDITIONS, SIXTH_FREEZE_CASES
@@ -394,6 +395,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (14th freeze)", "fourteenth", "fourteenth", FOURTEENTH_FREEZE_CASES, FOURTEENTH_ADDITIONS),
     (" (15th freeze)", "fifteenth", "fifteenth", FIFTEENTH_FREEZE_CASES, FIFTEENTH_ADDITIONS),
     (" (16th freeze)", "sixteenth", "sixteenth", SIXTEENTH_FREEZE_CASES, SIXTEENTH_ADDITIONS),
+    (" (17th freeze)", "seventeenth", "seventeenth", SEVENTEENTH_FREEZE_CASES, SEVENTEENTH_ADDITIONS),
 ]
 
 
@@ -418,8 +420,9 @@ async def main() -> None:
             "fourteenth",
             "fifteenth",
             "sixteenth",
+            "seventeenth",
         ],
-        help="run just these tables (fourth to sixteenth: the 4th to 16th freeze set alone)",
+        help="run just these tables (fourth to seventeenth: the 4th to 17th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
