@@ -14,7 +14,10 @@ from memlane.store.text.terms import has_cjk, query_terms
 
 # the query asks about the past: the older statement is what it asks for (a tense, not a topic)
 _PAST = re.compile(
-    r"\b(before|used to|previously|originally|formerly|did|was|were|when|ago|last (?:year|month|week|time))\b"
+    # "before" as an adverb ("What did I drive before?", "before that"), not before what it times ("before
+    # lights-out", "before work")
+    r"\b(before(?=\s*(?:[?.!,;]|$|that\b|then\b|this\b|now\b))|used to|previously|originally|formerly|did|was"
+    r"|were|when|ago|last (?:year|month|week|time))\b"
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?:\d{1,2}(?:st|nd|rd|th)?|\d{4})\b"
     r"|以前|原来|之前|当时|曾经|过去|那时|原本|上次|那天|那次|(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
     # "when" in Chinese asks a past in the 是…的 of what happened ("京杭大运河是什么时候开凿的？"), not of
@@ -41,7 +44,7 @@ _STATE_BEFORE = re.compile(
 # adverb or a new subject ("我肩颈酸了一般去哪按摩？", "空调坏了我找谁修？"), not a past; a pronoun
 # before what is asked is an object ("你给了我什么建议？")
 _CONDITION_LE = re.compile(
-    r"了(?=[，,]|一般|通常|平时|平常|常常|经常|常|总是|总|老是|往往|一向|就|该|应该|都|要|(?:我们|咱们|你们|他们|我|你|他|她)(?!什么|哪|一|些|的|个|几|们)"
+    r"了(?=[，,]|一般|通常|平时|平常|常常|经常|常|总是|总|老是|往往|一向|就|该|应该|都|要|想|(?:我们|咱们|你们|他们|我|你|他|她)(?!什么|哪|一|些|的|个|几|们)"
     # or a verb that asks ("加班饿了吃什么？", "病了去哪看？"), not a measure of what was done ("买了件什么")
     r"|(?![一二两三几些个件本只条张种次位家点我你他她它])[\u4e00-\u9fff](?:什么|啥|哪|谁|怎么|多少))"
 )
@@ -76,7 +79,8 @@ _PAST_TENSE = re.compile(
     r"let|cut|set|sat|stood|swapped)\b"
 )
 # the aspect 了 of Chinese says that something happened or a state changed ("我辞职了", "入手了一台")
-_CHANGE_OF_STATE = re.compile(r"(?<![为除])了(?![解不])")
+# (not the 了 that ends a question: how things stand now, "我打到第几关了？", "孩子几岁了？")
+_CHANGE_OF_STATE = re.compile(r"(?<![为除])了(?![解不])(?!\s*[?？]?\s*$)")
 # the present named before 了 ("我驾照现在一共扣了几分？"): 了 says how things stand now, not what happened
 _NOW_BEFORE = re.compile(r"现在|目前|如今")
 _ENDED_ZH = tuple("不再 改 换 戒 放弃 取消 离开 再也 转 变成 解散 分手 停".split())
@@ -97,15 +101,22 @@ _ADDING_EN = re.compile(
     r"|\b(?:two|three|four|five)\s+(?:of us|(?:[a-z]+\s+)?[a-z]+s)\s+now\b|\bnow i have (?:two|three|four|five)\b"
 )
 _ADDING_ZH = tuple("也 又 另外 同时".split())
+# a reason given after a statement: what it adds is the reason's, not the statement's
+_REASON = re.compile(r"(?<=\w)\s+(?:since|because|cause|cuz|coz)\b")
 # what names the state it adds to, or says it is one more, adds in any clause ("…, on top of the shelter
 # Tuesdays", "Launched a second show"); "also" and "too" only where their speaker is (`adds_to`)
-_ADDING_ANYWHERE_EN = re.compile(r"\b(?:in addition to|on top of|besides|as well as|a (?:second|third|fourth|fifth))\b")
+_ADDING_ANYWHERE_EN = re.compile(
+    r"\b(?:in addition to|on top of|besides|as well as|a (?:second|third|fourth|fifth))\b"
+    # a word for the two together says both hold ("so both faucets are pouring", "两个楼的群都归我管", "俩一起坚持")
+    r"|\bboth\b|\b(?:two|all) of them\b|(?:俩|两[个边样种家门份处条])[^，。！？,.!?]{0,12}?(?:都|一起|同时)"
+)
 # a capitalized word inside a sentence (not its first): a name ("Dr. Patel", "Happy Tails")
 _INNER_NAME = re.compile(r"(?<![.!?]\s)(?<!^)(?<=\s)([A-Z][\w'-]+)")
 # a clause of a statement; what adds counts in the first or in one the speaker is the subject of
 # ("风景也好" in "最近周末都去凤凰岭徒步，人少，风景也好" says the scenery is good too, adds no place)
 _CLAUSE = re.compile(r"[^,，.。;；!！?？]+")
-_SPEAKER = re.compile(r"\b(?:i|i'm|i've|i'll|we|we're|we've)\b|我|咱")  # the subject, not "my mom"
+# the subject, not "my mom"; or a clause that says something is there ("now there's a 6-month-old… too")
+_SPEAKER = re.compile(r"\b(?:i|i'm|i've|i'll|we|we're|we've|there's|there is|there are)\b|我|咱")
 # a number ("92", "1,800", "128"): beside a word only two statements share, another one is another value
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # a negation: a newer statement that denies a word of the older one says something else about it
@@ -132,7 +143,7 @@ _TIME_TERMS = frozenset(
 _AUXILIARY_EN = r"(?:do|does|is|am|are|have|has|can|should|will|would|did|was|were)"
 # "which" before an owner asks which one owns ("Which roaster's beans do I buy?": which roaster)
 _WHICH_OWNER_EN = re.compile(r"\b(?:what|which)\s+(?:[a-z-]+\s+)?[a-z-]+['’]s\b")
-_WHAT_NOUN_EN = re.compile(rf"\b(?:what|which)\s+(?:[a-z'-]+\s+){{0,2}}?([a-z'-]+)\s+{_AUXILIARY_EN}\b")
+_WHAT_NOUN_EN = re.compile(rf"\b(?:what|which)\s+(?:[\w'&.-]+\s+){{0,2}}?([a-z'-]+)\s+{_AUXILIARY_EN}\b")
 _SEVERAL_EN = re.compile(
     r"\b(?:who|what|which|where) (?:are|were)\b|\b(?:what|which) (?:kinds?|sorts?|types?) of\b|\bany\b|\ball\b"
 )
@@ -186,6 +197,7 @@ def adds_to(text: str) -> bool:
             return True
         if number and not _SPEAKER.search(clause):
             continue
+        clause = _REASON.split(clause, maxsplit=1)[0]  # not in the reason it gives ("…since we cover cakes too")
         if _ADDING_EN.search(clause.strip()) or any(word in clause for word in _ADDING_ZH):
             return True
     return False

@@ -46,7 +46,7 @@ _FRAMING = re.compile(
     r"|i(?:'ve|’ve| have)? (?:always |often )?wondered\b|i (?:was |am |'m |’m )?wonder(?:ing)?\b"
     r"|i(?:'m|’m| am) (?:just |really |so )?curious\b"
     r"|i (?:just )?(?:saw|watched|read|heard|came across) (?:a|an|this|that|some) (?:[a-z-]+ ){1,2}?(?:about|on)\b)?"
-    r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?(?=[\u4e00-\u9fff])"
+    r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?+(?![家的])(?=[\u4e00-\u9fff])"  # not 我家, 我的
     r"|^\s*我(?:一直|最近|老是?|总是?|经常|常常?)?(?:听说|听人说|听别人说|很好奇|挺好奇|好奇|在想)(?=[\u4e00-\u9fff\w])"
     r"|(?:发|给|告诉|帮|讲给)我(?:们)?(?:一下|看看|听听|讲讲)?\s*[。.!！?？~～]*\s*$"
     r"|^\s*我(?:们)?(?:该|要|应该|可以)?(?:怎么|怎样|如何)(?=[\u4e00-\u9fff])"
@@ -167,7 +167,9 @@ def _aside_after_request(message: str) -> bool:
 _NOT_KNOWING = (
     r"\b(?:forget(?:ting)?|forgot|understand(?:ing)?|wonder(?:ing|ed)?|no idea|not sure|confused about|"
     r"never (?:remember|know|get)|can't remember)\b"
+    r"|(?<='m )lost\b|(?<=\bam )lost\b"  # "I'm lost"
     r"|想问|搞不清|搞不懂|弄不清|分不清|记不住|不懂|不明白|不知道|想知道|没听懂|听不懂|没懂|看不懂|说不清|讲不清"
+    r"|答不上|答不出|回答不了|说不上来"
 )
 _REPORTING = re.compile(
     r"\b(?:said|say(?:s|ing)?|told|tell(?:s|ing)|insist(?:s|ed|ing)?|claim(?:s|ed|ing)?|swear(?:s|ing)?|swore|"
@@ -176,10 +178,10 @@ _REPORTING = re.compile(
     # coming to know something ("I just learned octopuses have…", "我才知道…", "我刚发现…")
     r"|\bjust (?:learned|learnt|found out|realized|realised|discovered)\b|\bfound out\b"
     # believing something ("i think the answer is 42", "我一直以为鲸鱼是鱼", "我突然想到…")
-    r"|\b(?:think|thought|believe[ds]?|guess(?:ed)?)\b|以为|觉得|认为|想到"
+    r"|\b(?:think|thought|believe[ds]?)\b|以为|觉得|认为|想到"
     # not 问题, 小说, nor 说的, what someone says ("我妈说的“早点睡”是几点？")
     rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明|的)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到"
-    r"|(?:才|刚|刚刚)(?:知道|发现)",
+    r"|(?:才|刚|刚刚)(?:知道|发现)|记得",
     re.I,
 )
 _NOT_KNOWING_VERB = re.compile(_NOT_KNOWING, re.I)
@@ -245,7 +247,13 @@ def _asks(clause: str) -> bool:
     if _ASKS_EN.search(clause) or _ASKS_ZH.search(clause) or _REQUEST.search(clause):
         return True
     found = _REPORTING.search(clause)
-    return found is not None and bool(_EMBEDDED.match(clause[found.end() :]))
+    return found is not None and _embedded_question(clause[found.end() :])
+
+
+def _embedded_question(said: str) -> bool:
+    """What follows a verb of saying or knowing is a question: a question word a few words on
+    ("asked me at dinner why…"), or in Chinese an alternative ("问我恐龙是冷血还是温血动物")."""
+    return bool(_EMBEDDED.match(said) or _ASKS_ZH.search(said) or "还是" in said)
 
 
 def _reported_request(message: str) -> bool:
@@ -268,7 +276,7 @@ def _reported_request(message: str) -> bool:
         known = _reports_only(asked, _NOT_KNOWING_VERB)  # "我一直记不住[英语的现在完成时什么时候用]"
         if known is None or not known.strip() or _PERSON.search(known):
             reported = _reports_only(clauses[index])  # "my kid asked me [why the moon changes shape]"
-            if reported is None or not _EMBEDDED.match(reported) or _PERSON.search(reported):
+            if reported is None or not _embedded_question(reported) or _PERSON.search(reported):
                 return False
     others = [clause for number, clause in enumerate(clauses) if number != index and _SELF.search(clause)]
     if not others and not _SELF.search(clauses[index]):
@@ -332,11 +340,12 @@ _NAMED_AFTER = re.compile(r"[\u4e00-\u9fff]?《|\s+(?-i:[A-Z])")
 
 def _points_back(clause: str) -> bool:
     """Whether the clause points back into the message (`_ANAPHOR`), apart from words that only look
-    as if they did: a "one" after a word the clause names stands for what it named itself ("…at the
-    same time as one just dropped"), a demonstrative before a name or title shows that
-    (`_NAMED_AFTER`), 那 before "why" is "then" (`_THEN_ZH`), and 吧 after a request softens it."""
+    as if they did: a "one" or an "its" after a word the clause names stands for what it named itself
+    ("…at the same time as one just dropped", "why does Hangul stack its letters…"), a demonstrative
+    before a name or title shows that (`_NAMED_AFTER`), 那 before "why" is "then" (`_THEN_ZH`), and
+    吧 after a request softens it."""
     return any(
-        (found.group(0).casefold() != "one" or not _content(clause[: found.start()]))
+        (found.group(0).casefold() not in ("one", "its") or not _content(clause[: found.start()]))
         and not (found.group(0).casefold() in _DEMONSTRATIVES and _NAMED_AFTER.match(clause, found.end()))
         and not (found.group(0) == "那" and _THEN_ZH.match(clause, found.start()))
         and not (found.group(0).startswith("吧") and _REQUEST.search(clause))  # softens a request: "帮忙写…吧"
@@ -385,6 +394,17 @@ _TO_THE_ASSISTANT = re.compile(
 )
 
 
+# what goes on as the user speaks: a progressive, "keep" doing, the present as a time ("I'm writing an
+# essay on…", "…I keep seeing online", "reading Dune rn", "我在看…", "正在"); a past question about a
+# name the user does this with asks its past, about one they did something with, theirs ("I read a
+# book by Murakami, what was it called?")
+_GOING_ON = re.compile(
+    r"\b(?:i'm|i am|we're|we are)\s+(?:\w+\s+)?\w+ing\b|\bkeeps?\s+\w+ing\b|\b(?:now|currently|rn|right now)\b"
+    r"|(?:我|我们|咱们)(?:正)?在|正在",
+    re.I,
+)
+# a name inside a clause: a capitalized word after its first, not "I" ("…an essay on the Meiji Restoration")
+_ONE_NAMED = re.compile(r"(?<=\s)(?!I\b|I['’])(?-i:[A-Z])[\w'’-]+")
 _PLURAL_PERSON = re.compile(r"\b(?:they|them|their|theirs)\b", re.I)
 
 
@@ -446,21 +466,38 @@ def _standalone_request(message: str) -> bool:
         and _asks_in_words(clauses[before])
     ):
         last = before
-    if _points_back(asked[last] or ""):
-        # what it points back at may be words the user quoted or a title, not theirs ("我们老板天天把“边际成本”
-        # 挂在嘴边，这词到底什么意思", "我在看《史记》，里面写到“鸿门宴”，这件事的来龙去脉是什么？"): the request
-        # asks about those; asked in the present ("I have watched "Looking Up", what was the date of that day?"
-        # asks about the user)
+
+    def telling_before(index: int) -> bool:
+        return any(_SELF.search(clause) for clause in clauses[:index])
+
+    named = _content(asked[last] or "")
+    if len(named) < 2 and not any(index < last for index in asking) and not telling_before(last):
+        # a question naming nothing after what states the problem ("作业题：长方形周长24厘米…，面积是多少？")
+        named |= set().union(*(_content(clause) for clause in clauses[:last] if not _SELF.search(clause)))
+    points_back = _points_back(asked[last] or "")
+    if points_back or len(named) < 2:
+        # what it points back at, or asks about, may be words the user quoted or a title, or what the
+        # user only says, knows or believes, not theirs ("我们老板天天把“边际成本”挂在嘴边，这词到底什么意思",
+        # "同事坚持说香蕉长在树上，可我记得香蕉是草本植物，谁对？"), or, pointed back at, a name the user
+        # does something with ("I was looking at Orion last night. Which of its stars is the reddish one?");
+        # asked in the past after a past of the user's ("I have watched "Looking Up", what was the date of
+        # that day?") it asks about the user
         return (
             bool(telling)
             and (
                 any(MENTIONED in clause or _TITLE.search(clause) for clause in clauses[: asking[-1]])
-                or all(_reports_only(clause) is not None for clause in telling)
+                or (points_back and last > 0 and not telling_before(last))  # "…，这个数是多少？我绕晕了"
+                or all(
+                    _reports_only(clause) is not None or (points_back and _ONE_NAMED.search(clause.strip()))
+                    for clause in telling
+                )
             )
             and not any(_OWN.search(clause) for clause in telling)
-            and not (asks_about_the_past(asked[last] or "") and any(asks_about_the_past(clause) for clause in telling))
+            and not (
+                asks_about_the_past(asked[last] or "")
+                and any(asks_about_the_past(clause) or not _GOING_ON.search(clause) for clause in telling)
+            )
         )
-    named = _content(asked[last] or "")
     # a title the user names is a work of the world's, not theirs ("我最近在读《三体》，…三体问题为什么没有通解？")
     told = set().union(*(_content(_TITLE.sub(" ", clause)) for clause in telling))
     return len(named) >= 2 and not named & told

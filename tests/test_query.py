@@ -482,6 +482,21 @@ def test_a_request_that_stands_alone_is_about_what_it_names(message, about):
         # a colon before a number introduces it (not a time's)
         ("我验算了三遍还是不对：2的10次方等于多少？", False),
         ("我们7:30在哪集合？", True),
+        # a Chinese alternative asked of the user, who could not answer; remembering is knowing
+        ("我外甥问我蝙蝠是鸟还是兽，我答不上来", False),
+        ("邻居说鸵鸟会把头埋进沙子，可我记得那是误传，谁说得对？", False),
+        # a question naming nothing after the problem it asks about
+        ("练习题：一个数的3倍加5等于20，这个数是多少？我绕晕了", False),
+        ("I'm seeing Dr. Lee tomorrow. What time?", True),  # after a clause about the user: theirs
+        # pointing back at a name the user does something with, asked in its present or past
+        ("I'm writing a report on the Hanseatic League: what were its main ports?", False),
+        ("I was watching Jupiter last night. How many of its moons can binoculars show?", False),
+        ("Just finished Middlemarch and I'm lost, why is it considered so great?", False),
+        ("I read a story by Borges once, what was it called?", True),
+        ("why does Hangeul write its syllables in blocks?", False),  # "its" of what the clause names
+        # 我家 after 给 is the user's family, no request's framing; a noun "guess" reports nothing
+        ("给我家闺女买羽绒服该买多大的？", True),
+        ("My first guess in the daily puzzle is which word?", True),
     ],
 )
 def test_what_the_user_thinks_or_was_asked_and_what_they_point_back_at(message, about):

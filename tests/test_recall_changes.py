@@ -110,6 +110,11 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         # the present named before 了: how things stand now
         ("我现在一共攒了多少积分？", False),
         ("我一共攒了多少积分？", True),
+        # "before" as an adverb asks a past, not before what it times; the 了 that ends a question is now's
+        ("Which gym do I go to before work?", False),
+        ("Which gym did I go to before?", True),
+        ("我女儿的钢琴考到几级了？", False),
+        ("累了想放松，我一般去哪？", False),  # 了 of a condition, before a verb of wanting
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
@@ -471,6 +476,33 @@ def test_what_adds_beside_the_others_is_no_change_of_several():
 def test_a_contracted_present_is_a_present_question():
     assert not asks_about_the_past("Who looks after Biscuit when we're away?")
     assert asks_about_the_past("Who looked after Biscuit when we were away?")
+
+
+@pytest.mark.parametrize(
+    ("text", "adds"),
+    [
+        ("Opened the second box of tea, so both flavours are on the shelf.", True),
+        ("There's a new kitten in the house too now.", True),
+        ("两家店的账现在都归我管", True),
+        ("最近又在学吉他，俩一起练", True),
+        ("我俩分手了", False),
+        ("Sold both of my old bikes and ride an e-bike now.", True),  # adds, yet an end still ends
+    ],
+)
+def test_a_word_for_the_two_together_says_both_hold(text, adds):
+    assert adds_to(text) is adds
+    if "Sold" in text:
+        assert says_a_change(text)
+
+
+def test_what_a_reason_adds_is_the_reasons():
+    assert not adds_to("Renamed the blog to Slow Kitchen since I write about bread too now")
+    assert adds_to("Since June I volunteer at the library too")
+
+
+def test_which_before_a_noun_phrase_with_signs_asks_for_several():
+    assert asks_for("Which D&D campaigns am I running?") == "several"
+    assert asks_for("Which 3D printer do I use?") == "one"
 
 
 def test_a_statement_that_says_it_adds_adds_whatever_it_denies():
