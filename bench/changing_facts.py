@@ -28,9 +28,9 @@ the user's earlier question and the assistant's echo of it) and the raw-turn cas
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
 seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh`, `--only twelfth`, `--only thirteenth`,
-`--only fourteenth`, `--only fifteenth`, `--only sixteenth` and `--only seventeenth` the sets written after the
-rule's last thirteen freezes (bench/raw_changes_fifth.py to raw_changes_seventeenth.py: the seventh to the
-seventeenth by someone who had not read the rule).
+`--only fourteenth`, `--only fifteenth`, `--only sixteenth`, `--only seventeenth` and `--only eighteenth` the sets
+written after the rule's last fourteen freezes (bench/raw_changes_fifth.py to raw_changes_eighteenth.py: the seventh
+to the eighteenth by someone who had not read the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -67,6 +67,7 @@ from raw_changes import (
     print_raw_rows,
     run_raw_case,
 )
+from raw_changes_eighteenth import EIGHTEENTH_ADDITIONS, EIGHTEENTH_FREEZE_CASES
 from raw_changes_eighth import EIGHTH_ADDITIONS, EIGHTH_FREEZE_CASES
 from raw_changes_eleventh import ELEVENTH_ADDITIONS, ELEVENTH_FREEZE_CASES
 from raw_changes_fifteenth import FIFTEENTH_ADDITIONS, FIFTEENTH_FREEZE_CASES
@@ -396,6 +397,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (15th freeze)", "fifteenth", "fifteenth", FIFTEENTH_FREEZE_CASES, FIFTEENTH_ADDITIONS),
     (" (16th freeze)", "sixteenth", "sixteenth", SIXTEENTH_FREEZE_CASES, SIXTEENTH_ADDITIONS),
     (" (17th freeze)", "seventeenth", "seventeenth", SEVENTEENTH_FREEZE_CASES, SEVENTEENTH_ADDITIONS),
+    (" (18th freeze)", "eighteenth", "eighteenth", EIGHTEENTH_FREEZE_CASES, EIGHTEENTH_ADDITIONS),
 ]
 
 
@@ -421,8 +423,9 @@ async def main() -> None:
             "fifteenth",
             "sixteenth",
             "seventeenth",
+            "eighteenth",
         ],
-        help="run just these tables (fourth to seventeenth: the 4th to 17th freeze set alone)",
+        help="run just these tables (fourth to eighteenth: the 4th to 18th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
