@@ -26,8 +26,15 @@ _PAST = re.compile(
 )
 # a question's auxiliary in the present, and in the past (`asks_about_the_past`)
 # ("when we're away"; "what's", "where's": a question word's "'s" is its "is")
-_WH_IS = r"\b(?:what|where|who|how|which)['’]s\b"
+_WH_IS = r"\b(?:what|where|who|how|which|when)['’]s\b"
 _PRESENT_AUXILIARY = re.compile(rf"\b(?:do|does|is|am|are)\b|'(?:re|m)\b|{_WH_IS}")
+# a clause before the question saying who asked or said it ("Roomies asked where my containers go, which
+# spot is mine?"): its tense is the asking's, not the question's
+_REPORTED_BY = re.compile(
+    r"^(?:(?!\b(?:what|which|who|whom|where|when|how|why|is|are|do|does|did)\b)[^,，:：?？])*"
+    r"\b(?:asked|said|told|wondered|mentioned)\b[^,，:：?？]*[,，:：](?=[^,，:：]*[?？]\s*$)",
+    re.I,
+)
 _PAST_AUXILIARY = re.compile(r"\b(?:did|was|were|had|used to)\b")
 # past forms of `_PAST_TENSE` that are also the base form ("get my hair cut", "where do I put")
 _BASE_ALIKE = frozenset({"cut", "put", "set", "let", "shut"})
@@ -311,6 +318,7 @@ def asks_about_the_past(query: str) -> bool:
     (an auxiliary "do", "is"…, none of the past) asks when or how something is: there "when"
     is no past ("When does my book club meet?"), nor a past form that is also the base ("Where
     does my son get his hair cut?")."""
+    query = _REPORTED_BY.sub(" ", query, count=1)  # who asked it is no tense of the question
     lowered = " ".join(query.lower().split())
     present = bool(_PRESENT_AUXILIARY.search(lowered)) and not _PAST_AUXILIARY.search(lowered)
 

@@ -122,7 +122,8 @@ _NUMERAL_I = re.compile(
     r"(?<=[A-Za-z0-9,;:'’)] )([A-Z][a-z]+ )I(?=\s*(?:[.,;:!?)]|$)|\s+(?:in|of|and|or|to|for|on|at|by|from|with)\b)"
 )
 # a request's first clause, and what follows it (`_aside_after_request`)
-_FIRST_CLAUSE = re.compile(r"^\s*([^,，.。!！?？;；\n]+[?？]?)(.*)$", re.S)
+# (dots before its question mark are the clause's own: "bhutan's capital city is...? my brain keeps…")
+_FIRST_CLAUSE = re.compile(r"^\s*([^,，.。!！?？;；\n]+(?:[.。…]*[?？])?)(.*)$", re.S)
 # (a question word may follow a place or field: "in cricket what does LBW mean")
 _ASKS_EN = re.compile(
     r"^\s*(?:(?:in|on|for|with|at|about) [\w.+#-]+(?: [\w.+#-]+)?,?\s+)?"
@@ -166,7 +167,7 @@ def _aside_after_request(message: str) -> bool:
 # verbs of not knowing or wanting to know ("i keep forgetting how…", "我一直记不住…") frame a question
 _NOT_KNOWING = (
     r"\b(?:forget(?:ting)?|forgot|understand(?:ing)?|wonder(?:ing|ed)?|no idea|not sure|confused about|"
-    r"never (?:remember|know|get)|can't remember)\b"
+    r"never (?:remember|know|get)|can't remember|(?:had|have|got) no (?:answer|clue)|couldn't answer)\b"
     r"|(?<='m )lost\b|(?<=\bam )lost\b"  # "I'm lost"
     r"|想问|搞不清|搞不懂|弄不清|分不清|记不住|不懂|不明白|不知道|想知道|没听懂|听不懂|没懂|看不懂|说不清|讲不清"
     r"|答不上|答不出|回答不了|说不上来"
@@ -239,6 +240,13 @@ def _reports_only(clause: str, verbs: re.Pattern[str] = _REPORTING) -> str | Non
             said = said[2:] if said.startswith("我们") else said[1:]
     said = _SELF_NOT_KNOWING.sub(" ", said)
     return None if _SELF.search(said) or _ASSISTANT_SAID.search(said) else said
+
+
+def _who_says(clause: str) -> str:
+    """A clause without what it reports someone said or asked ("my nephew asked me [why ice cubes crack
+    when you drop them]": its "you" is anyone's), where it reports it."""
+    found = _REPORTING.search(clause)
+    return clause[: found.end()] if found is not None and _reports_only(clause) is not None else clause
 
 
 def _asks(clause: str) -> bool:
@@ -331,6 +339,13 @@ _ENGLISH_SELF = re.compile(_SELF_EN, re.I)
 
 # 那 opening a clause before "why" or "how" is "then", not "that" ("…纬度差不多，那为什么冬天北京冷那么多？")
 _THEN_ZH = re.compile(r"(?<![\u4e00-\u9fff])那(?=为什么|为啥|怎么|咋)")
+# what a user's work or talk is on ("a pub quiz round on flags", "一个关于北京城的分享", "以唐朝为背景的小说"):
+# the topic it names is the world's, the request may ask about it
+_TOPIC = re.compile(
+    r"\b(?:on|about|regarding)\s+(?!(?:my|our|me|us|mine)\b)(?:(?!(?:my|our|me|us)\b)[\w'’-]+\s*){1,4}"
+    r"|关于(?![^，。,]{0,12}?(?:我|咱))[^，。,]{1,12}?的|以(?![^，。,]{0,8}?(?:我|咱))[^，。,]{1,8}?为",
+    re.I,
+)
 # a title (《三体》): a work of the world's, mentioned as a quotation is
 _TITLE = re.compile(r"《[^》]{0,60}》")
 # a demonstrative before the name of what it shows ("这篇《岳阳楼记》", "this Fermat guy") names it there
@@ -340,12 +355,13 @@ _NAMED_AFTER = re.compile(r"[\u4e00-\u9fff]?《|\s+(?-i:[A-Z])")
 
 def _points_back(clause: str) -> bool:
     """Whether the clause points back into the message (`_ANAPHOR`), apart from words that only look
-    as if they did: a "one" or an "its" after a word the clause names stands for what it named itself
-    ("…at the same time as one just dropped", "why does Hangul stack its letters…"), a demonstrative
+    as if they did: a "one", an "its" or a "them" after a word the clause names stands for what it named
+    itself ("…at the same time as one just dropped", "why does Hangul stack its letters…", "why ice cubes
+    crack when you drop them"), a demonstrative
     before a name or title shows that (`_NAMED_AFTER`), 那 before "why" is "then" (`_THEN_ZH`), and
     吧 after a request softens it."""
     return any(
-        (found.group(0).casefold() not in ("one", "its") or not _content(clause[: found.start()]))
+        (found.group(0).casefold() not in ("one", "its", "them") or not _content(clause[: found.start()]))
         and not (found.group(0).casefold() in _DEMONSTRATIVES and _NAMED_AFTER.match(clause, found.end()))
         and not (found.group(0) == "那" and _THEN_ZH.match(clause, found.start()))
         and not (found.group(0).startswith("吧") and _REQUEST.search(clause))  # softens a request: "帮忙写…吧"
@@ -378,7 +394,10 @@ def _what_it_asks(clause: str) -> str | None:
     if not (_SELF.search(asked) or _PERSON.search(asked)):
         return asked
     reported, verb = _reports_only(clause), _REPORTING.search(clause)
-    if reported is None or verb is None or _PERSON.search(reported) or not _asks_in_words(reported):
+    # "they" inside what was asked may be the things it names ("asked me why ice cubes crack when you drop them…")
+    if reported is None or verb is None or _PERSON.search(_PLURAL_PERSON.sub(" ", reported)):
+        return None
+    if not _asks_in_words(reported):
         return None
     # the question is what was asked, not who said what ("What did I say about 《星际穿越》?")
     return None if _asks_in_words(clause[: verb.start()]) else reported
@@ -440,7 +459,7 @@ def _standalone_request(message: str) -> bool:
     insurance?"), reads as the world's."""
     clauses = [clause for clause in _CLAUSE_BREAK.split(message) if clause.strip()]
     asking = [index for index, clause in enumerate(clauses) if _asks(clause)]
-    if not asking or any(_TO_THE_ASSISTANT.search(without_framing(clause)) for clause in clauses):
+    if not asking or any(_TO_THE_ASSISTANT.search(without_framing(_who_says(clause))) for clause in clauses):
         return False
     asked = {index: _what_it_asks(clauses[index]) for index in asking}
     asked.update({index: _they_of_things(clauses[index]) for index, clause in asked.items() if clause is None})
@@ -499,7 +518,7 @@ def _standalone_request(message: str) -> bool:
             )
         )
     # a title the user names is a work of the world's, not theirs ("我最近在读《三体》，…三体问题为什么没有通解？")
-    told = set().union(*(_content(_TITLE.sub(" ", clause)) for clause in telling))
+    told = set().union(*(_content(_TOPIC.sub(" ", _TITLE.sub(" ", clause))) for clause in telling))
     return len(named) >= 2 and not named & told
 
 

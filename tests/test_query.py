@@ -497,6 +497,12 @@ def test_a_request_that_stands_alone_is_about_what_it_names(message, about):
         # 我家 after 给 is the user's family, no request's framing; a noun "guess" reports nothing
         ("给我家闺女买羽绒服该买多大的？", True),
         ("My first guess in the daily puzzle is which word?", True),
+        # what a user's work or talk is on is the world's topic; what was asked of the user, its "they" things
+        ("I'm making a worksheet on volcanoes, which volcano erupted most recently in Europe?", False),
+        ("我在准备一个关于长城的讲座，想问长城最早是哪个朝代修的？", False),
+        ("I have a Honda Civic. What oil does a Honda Civic take?", True),
+        ("my niece asked me why bubbles pop when you touch them and I had no answer. why do they?", False),
+        ("nepal's capital is...? i always blank on it", False),  # dots before the question mark
     ],
 )
 def test_what_the_user_thinks_or_was_asked_and_what_they_point_back_at(message, about):

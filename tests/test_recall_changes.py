@@ -115,6 +115,9 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         ("Which gym did I go to before?", True),
         ("我女儿的钢琴考到几级了？", False),
         ("累了想放松，我一般去哪？", False),  # 了 of a condition, before a verb of wanting
+        ("When's my piano lesson?", False),  # "when's" is "when is"
+        ("My sister asked where I park, which garage is it?", False),  # who asked is no tense of the question
+        ("What is Maria's favorite song which she mentioned on 4 May, 2023?", True),
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
