@@ -28,9 +28,9 @@ the user's earlier question and the assistant's echo of it) and the raw-turn cas
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
 seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh`, `--only twelfth`, `--only thirteenth`,
-`--only fourteenth`, `--only fifteenth`, `--only sixteenth`, `--only seventeenth` and `--only eighteenth` the sets
-written after the rule's last fourteen freezes (bench/raw_changes_fifth.py to raw_changes_eighteenth.py: the seventh
-to the eighteenth by someone who had not read the rule).
+`--only fourteenth` to `--only nineteenth` the sets written after the rule's last fifteen freezes
+(bench/raw_changes_fifth.py to raw_changes_nineteenth.py: the seventh to the nineteenth by someone who had not read
+the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
 the odd-numbered ones check (nothing here was fitted to either).
@@ -74,6 +74,7 @@ from raw_changes_fifteenth import FIFTEENTH_ADDITIONS, FIFTEENTH_FREEZE_CASES
 from raw_changes_fifth import FIFTH_ADDITIONS, FIFTH_FREEZE_CASES
 from raw_changes_fourteenth import FOURTEENTH_ADDITIONS, FOURTEENTH_FREEZE_CASES
 from raw_changes_fourth import FOURTH_ADDITIONS, FOURTH_FREEZE_CASES
+from raw_changes_nineteenth import NINETEENTH_ADDITIONS, NINETEENTH_FREEZE_CASES
 from raw_changes_ninth import NINTH_ADDITIONS, NINTH_FREEZE_CASES
 from raw_changes_seventeenth import SEVENTEENTH_ADDITIONS, SEVENTEENTH_FREEZE_CASES
 from raw_changes_seventh import SEVENTH_ADDITIONS, SEVENTH_FREEZE_CASES
@@ -398,6 +399,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (16th freeze)", "sixteenth", "sixteenth", SIXTEENTH_FREEZE_CASES, SIXTEENTH_ADDITIONS),
     (" (17th freeze)", "seventeenth", "seventeenth", SEVENTEENTH_FREEZE_CASES, SEVENTEENTH_ADDITIONS),
     (" (18th freeze)", "eighteenth", "eighteenth", EIGHTEENTH_FREEZE_CASES, EIGHTEENTH_ADDITIONS),
+    (" (19th freeze)", "nineteenth", "nineteenth", NINETEENTH_FREEZE_CASES, NINETEENTH_ADDITIONS),
 ]
 
 
@@ -424,8 +426,9 @@ async def main() -> None:
             "sixteenth",
             "seventeenth",
             "eighteenth",
+            "nineteenth",
         ],
-        help="run just these tables (fourth to eighteenth: the 4th to 18th freeze set alone)",
+        help="run just these tables (fourth to nineteenth: the 4th to 19th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
