@@ -85,6 +85,21 @@ _PAST_TENSE = re.compile(
     r"found|fell|kept|lost|met|paid|ran|sent|spent|told|won|drove|broke|chose|grew|threw|wore|shut|"
     r"let|cut|set|sat|stood|swapped)\b"
 )
+# a past question about what was set, put or chosen asks what stands now, unless it names a time ("which
+# photo did I set as the lock screen?", "Which desk chair did I end up with?"; not "What did I set it to
+# last year?"); "left" after an owner or article is a side ("my left eye")
+_RESULT = re.compile(
+    r"\bdid (?:i|we) (?:\w+ )?"
+    r"(?:set|put|end up|choose|pick|name|settle on|switch to|change (?:it )?to|go with|decide on)\b"
+)
+_PAST_TIME = re.compile(
+    r"\b(?:before|used to|previously|originally|formerly|ago|first|last (?:year|month|week|time|night)|yesterday"
+    r"|in (?:19|20)\d\d|when (?:i|we) (?:was|were))\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?:\d{1,2}(?:st|nd|rd|th)?|\d{4})\b"
+)
+# the present named in a question ("now", "at the moment", "these days")
+_NOW_ASKED = re.compile(r"\b(?:now|right now|currently|at the moment|these days|nowadays)\b")
+_SIDE = re.compile(r"\b(?:my|your|his|her|our|their|the|a)\s+$")
 # the aspect 了 of Chinese says that something happened or a state changed ("我辞职了", "入手了一台")
 # (not the 了 that ends a question: how things stand now, "我打到第几关了？", "孩子几岁了？")
 _CHANGE_OF_STATE = re.compile(r"(?<![为除])了(?![解不])(?!\s*[?？]?\s*$)")
@@ -320,6 +335,8 @@ def asks_about_the_past(query: str) -> bool:
     does my son get his hair cut?")."""
     query = _REPORTED_BY.sub(" ", query, count=1)  # who asked it is no tense of the question
     lowered = " ".join(query.lower().split())
+    if _NOW_ASKED.search(lowered) and not _PAST_TIME.search(lowered):
+        return False  # asked of now ("which voice section have they got me in now?")
     present = bool(_PRESENT_AUXILIARY.search(lowered)) and not _PAST_AUXILIARY.search(lowered)
 
     def a_state(word: re.Match[str]) -> bool:
@@ -328,9 +345,14 @@ def asks_about_the_past(query: str) -> bool:
             and bool(_STATE_BEFORE.search(lowered[max(0, word.start() - 60) : word.start()]))
         )
 
+    if _RESULT.search(lowered) and not _PAST_TIME.search(lowered):
+        return False  # what was set or chosen, and no time named: how it stands ("What limit did I put on…?")
     return bool(
         any(not (present and found.group(0) == "when") for found in _PAST.finditer(lowered))
-        or any(not (present and a_state(found)) for found in _PAST_TENSE.finditer(lowered))
+        or any(
+            not (present and a_state(found)) and not _SIDE.search(lowered, 0, found.start())
+            for found in _PAST_TENSE.finditer(lowered)
+        )
         or _EXPERIENCED.search(query)
         or any(
             not _CONDITION_LE.match(query, found.start()) and not _NOW_BEFORE.search(query, 0, found.start())

@@ -46,7 +46,7 @@ _FRAMING = re.compile(
     r"|i(?:'ve|’ve| have)? (?:always |often )?wondered\b|i (?:was |am |'m |’m )?wonder(?:ing)?\b"
     r"|i(?:'m|’m| am) (?:just |really |so )?curious\b"
     r"|i (?:just )?(?:saw|watched|read|heard|came across) (?:a|an|this|that|some) (?:[a-z-]+ ){1,2}?(?:about|on)\b)?"
-    r"|^\s*(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?+(?![家的])(?=[\u4e00-\u9fff])"  # not 我家, 我的
+    r"|^\s*(?:能不能|可不可以|能|可以|可否)?(?:请|麻烦)?(?:帮|给|替|为|教|请|告诉|跟)我(?:们)?+(?![家的])(?=[\u4e00-\u9fff])"
     r"|^\s*我(?:一直|最近|老是?|总是?|经常|常常?)?(?:听说|听人说|听别人说|很好奇|挺好奇|好奇|在想)(?=[\u4e00-\u9fff\w])"
     r"|(?:发|给|告诉|帮|讲给)我(?:们)?(?:一下|看看|听听|讲讲)?\s*[。.!！?？~～]*\s*$"
     r"|^\s*我(?:们)?(?:该|要|应该|可以)?(?:怎么|怎样|如何)(?=[\u4e00-\u9fff])"
@@ -100,6 +100,8 @@ _HYPOTHETICAL_SELF = re.compile(
     r"^\s*(?:what (?:happens|would happen|will happen|could happen)|is it (?:bad|ok|okay|safe|normal|dangerous|"
     r"healthy|true)) (?:if|when) (?:i|we)\b"
     r"|^\s*(?:if|when) (?:i|we) [^,?]{1,80}, (?:will|would|does|do|is|can|could|should) (?:it|that|this|there|the)\b"
+    # the same one again in what follows ("If I stood on Titan with a warm coat, would I freeze?"), none of theirs named
+    r"|^\s*(?:if|when) (?:i|we) (?:(?!\b(?:my|our|mine|ours)\b)[^,?]){1,80}, (?:would|could|will|can) (?:i|we)\b"
     r"|^\s*如果(?:我|我们)[^，。？?！!]{0,24}(?:会怎样|会怎么样|会发生什么|会有什么后果)",
     re.I,
 )
@@ -133,7 +135,7 @@ _ASKS_EN = re.compile(
 )
 # a question word, a particle, A-not-A ("有没有", "对不对", "要不要") or 多 before a measure ("多高", "多久")
 _ASKS_ZH = re.compile(
-    r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|几[个种点]|吗|呢|([\u4e00-\u9fff])[不没]\1|可不可以"
+    r"什么|啥|怎么|咋|为什么|为啥|哪|谁|多少|(?<![好没十])几(?![乎何率十百千万])[\u4e00-\u9fff]|吗|呢|([\u4e00-\u9fff])[不没]\1|可不可以"
     r"|多(?:高|长|远|大|久|重|深|宽|快|厚|贵|少)"
     r"|还是(?=[^，,。!！]*[?？]\s*$)"  # an alternative question ("…是尼罗河还是亚马孙河？"), not "still"
     r"|有多[\u4e00-\u9fff]"  # a degree asked ("地核到底有多热", "有多难")
@@ -174,7 +176,7 @@ _NOT_KNOWING = (
 )
 _REPORTING = re.compile(
     r"\b(?:said|say(?:s|ing)?|told|tell(?:s|ing)|insist(?:s|ed|ing)?|claim(?:s|ed|ing)?|swear(?:s|ing)?|swore|"
-    r"argu(?:e|es|ed|ing)|mention(?:s|ed|ing)?|ask(?:s|ed|ing)|taught|remember|know)\b"
+    r"argu(?:e|es|ed|ing)|mention(?:s|ed|ing)?|ask(?:s|ed|ing)|taught|remember|know|bet (?:me|us) that)\b"
     r"|\b(?:learn(?:ed|t|ing)?|read|heard|hear)\s+(?:[a-z]+\s+){0,2}?(?:that|about)\b"  # not "I read a book"
     # coming to know something ("I just learned octopuses have…", "我才知道…", "我刚发现…")
     r"|\bjust (?:learned|learnt|found out|realized|realised|discovered)\b|\bfound out\b"
@@ -427,10 +429,19 @@ _ONE_NAMED = re.compile(r"(?<=\s)(?!I\b|I['’])(?-i:[A-Z])[\w'’-]+")
 _PLURAL_PERSON = re.compile(r"\b(?:they|them|their|theirs)\b", re.I)
 
 
+# whether who said something is right asks whether what they said is true ("My friend insists…. Is she right?")
+_WHO_SAID_IS_RIGHT = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:he|she|they)\s+(?:right|correct|wrong)\b|(?:他|她)(?:说得?)?(?:对|没错)", re.I
+)
+
+
 def _they_of_things(clause: str) -> str | None:
     """An asking clause whose only person is "they" ("Why do they need that many?"): "they" may stand
     for things another clause named, so the clause is read as pointing back at them (`_ANAPHOR`),
-    which only a clause that tells of them as what someone said or knows lets stand alone."""
+    which only a clause that tells of them as what someone said or knows lets stand alone; and one
+    asking whether who said something is right ("Is she right?"), which asks about what they said."""
+    if _WHO_SAID_IS_RIGHT.search(clause) and not _SELF.search(clause):
+        return _WHO_SAID_IS_RIGHT.sub(" right ", clause)
     asked = without_framing(clause)
     if _SELF.search(asked) or _PERSON.search(_PLURAL_PERSON.sub(" ", asked)) or not _PLURAL_PERSON.search(asked):
         return None
@@ -506,12 +517,22 @@ def _standalone_request(message: str) -> bool:
             and (
                 any(MENTIONED in clause or _TITLE.search(clause) for clause in clauses[: asking[-1]])
                 or (points_back and last > 0 and not telling_before(last))  # "…，这个数是多少？我绕晕了"
+                or (  # at the clause just before, which names no one and points nowhere ("我算了一下，1光年…，对吗？")
+                    points_back
+                    and last > 0
+                    and not _SELF.search(clauses[last - 1])
+                    and not _PERSON.search(clauses[last - 1])
+                    and not _points_back(clauses[last - 1])
+                    and len(_content(clauses[last - 1])) >= 2
+                )
                 or all(
                     _reports_only(clause) is not None or (points_back and _ONE_NAMED.search(clause.strip()))
                     for clause in telling
                 )
             )
-            and not any(_OWN.search(clause) for clause in telling)
+            and not any(
+                _OWN.search(clause) and _reports_only(clause) is None for clause in telling
+            )  # "my friend insists…"
             and not (
                 asks_about_the_past(asked[last] or "")
                 and any(asks_about_the_past(clause) or not _GOING_ON.search(clause) for clause in telling)
@@ -520,6 +541,19 @@ def _standalone_request(message: str) -> bool:
     # a title the user names is a work of the world's, not theirs ("我最近在读《三体》，…三体问题为什么没有通解？")
     told = set().union(*(_content(_TOPIC.sub(" ", _TITLE.sub(" ", clause))) for clause in telling))
     return len(named) >= 2 and not named & told
+
+
+# what a request to translate or rewrite something gives after its colon is the text to work on, mentioned
+# ("请用文言文改写：今天下雨，我不想出门。", "translate into French: I lost my keys")
+_MATERIAL = re.compile(
+    r"^(\s*(?:please\s+|请|麻烦)?(?:translate|rewrite|paraphrase|reword|用[^:：，,]{1,8}?(?:改写|翻译|说)|改写|翻译|翻成|译成)"
+    r"[^:：\n]{0,30}[:：])(.+)$",
+    re.I | re.S,
+)
+
+
+def _mentioned(found: re.Match[str]) -> str:
+    return f"{found.group(1)} {MENTIONED} "
 
 
 def refers_to_the_user(message: str) -> bool:
@@ -536,9 +570,11 @@ def refers_to_the_user(message: str) -> bool:
     question that stands alone (`_standalone_request`).
     Closed-class words of the language, not topics: what recall reads to tell a personal question
     from a request that no memory of theirs can help with."""
-    unquoted = _SIMILE_SELF.sub(" ", _NUMERAL_I.sub(r"\1", without_quotations(message)))
+    unquoted = _SIMILE_SELF.sub(" ", _NUMERAL_I.sub(r"\1", without_quotations(_MATERIAL.sub(_mentioned, message))))
     if detect_language(unquoted) == "zh":  # English words inside a Chinese message are mentioned
         unquoted = _ENGLISH_SELF.sub(" ", unquoted)
+    if _speakers_own_zh(unquoted):
+        return True
     if (
         _HYPOTHETICAL_SELF.search(unquoted)
         or _aside_after_request(unquoted)
@@ -549,3 +585,25 @@ def refers_to_the_user(message: str) -> bool:
     if _GENERIC_WE.search(unquoted):
         unquoted = _PLURAL_SELF.sub(" ", unquoted)
     return bool(_SELF.search(without_framing(unquoted)))
+
+
+# a Chinese question may leave its speaker unsaid: one about how things stand in a routine (现在, 最近,
+# 一般, 每天, 早上…) of one's family ("闺女现在周六去学什么？") or of a thing shown with 那 and a measure,
+# which nothing in the message names before ("早上那杯咖啡现在在哪家买？"), is about the speaker
+_ROUTINE_ZH = re.compile(r"现在|最近|一般|平时|平常|通常|每天|每周|每晚|早上|晚上|周末")
+_FAMILY_ZH = re.compile(
+    r"闺女|女儿|儿子|娃|孩子|宝宝|老公|老婆|媳妇|爱人|老爸|老妈|爸爸|妈妈|爷爷|奶奶|外公|外婆|姥姥|姥爷"
+)
+_THAT_ONE_ZH = re.compile(r"那[顿杯盒桶张个件家只本套辆台瓶]")
+
+
+def _speakers_own_zh(message: str) -> bool:
+    """A Chinese question naming no one, about the routine of one's family or of a thing shown as the
+    speaker's own (`_ROUTINE_ZH`): the speaker's, as if it said 我."""
+    return (
+        detect_language(message) == "zh"
+        and not _SELF.search(message)
+        and bool(_ASKS_ZH.search(message))
+        and bool(_ROUTINE_ZH.search(message))
+        and bool(_FAMILY_ZH.search(message) or _THAT_ONE_ZH.search(message))
+    )

@@ -503,6 +503,25 @@ def test_a_request_that_stands_alone_is_about_what_it_names(message, about):
         ("I have a Honda Civic. What oil does a Honda Civic take?", True),
         ("my niece asked me why bubbles pop when you touch them and I had no answer. why do they?", False),
         ("nepal's capital is...? i always blank on it", False),  # dots before the question mark
+        # a request framed with 能帮我 in its middle; 几 before any measure asks
+        ("我在给学生准备一份关于海洋的讲义，能帮我解释一下“洋流”是怎么形成的吗？", False),
+        ("我在写一个唐代背景的故事，唐朝人一天一般洗几次脸？", False),
+        ("我看了好几遍还是没懂", True),  # 好几: a few, no question
+        # who bet, insisted or claimed something, and whether they are right
+        ("my cousin bet me that Canada has more lakes than the rest of the world combined. who wins?", False),
+        ("My uncle insists that goldfish have a three-second memory. Is he right?", False),
+        # the same hypothetical "I" in what follows, none of theirs named
+        ("If I jumped into a pool of mercury, would I sink or float?", False),
+        ("If I sell my bike, would I owe any tax?", True),
+        # a tag question about the clause before it, which names no one
+        ("我验算了一下，地球到太阳大约1.5亿公里，对吗？", False),
+        # what a request to rewrite or translate gives after its colon is the text, mentioned
+        ("请用文言文翻译：我明天不去上班了。", False),
+        ("Translate into German: my car is red", False),
+        # a Chinese question naming no one, about the routine of one's family or of a thing of one's own
+        ("闺女现在周三去学什么？", True),
+        ("晚上那杯奶茶一般在哪家买？", True),
+        ("宋朝人一天一般吃几顿饭？", False),
     ],
 )
 def test_what_the_user_thinks_or_was_asked_and_what_they_point_back_at(message, about):

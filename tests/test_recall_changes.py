@@ -118,6 +118,12 @@ def near(direction: np.ndarray, other: np.ndarray, share: float = 0.3) -> np.nda
         ("When's my piano lesson?", False),  # "when's" is "when is"
         ("My sister asked where I park, which garage is it?", False),  # who asked is no tense of the question
         ("What is Maria's favorite song which she mentioned on 4 May, 2023?", True),
+        # what was set or chosen, no time named: how it stands; a side; the present asked
+        ("Which ringtone did I set for my mom?", False),
+        ("What did I set the alarm to last year?", True),
+        ("What's the strength of my left lens?", False),
+        ("Which team have they put me on now?", False),
+        ("What was I doing currently in May 2023?", True),
     ],
 )
 def test_a_query_about_what_happened_is_answered_as_it_is(query, past):
