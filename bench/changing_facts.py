@@ -28,8 +28,8 @@ the user's earlier question and the assistant's echo of it) and the raw-turn cas
 bench/raw_changes.py (the newer statement first with no memory run, or after a run learnt the
 older one). `--only echo raw` runs just those two; `--only fifth`, `--only sixth`, `--only
 seventh`, `--only eighth`, `--only ninth`, `--only tenth`, `--only eleventh`, `--only twelfth`, `--only thirteenth`,
-`--only fourteenth` to `--only nineteenth` the sets written after the rule's last fifteen freezes
-(bench/raw_changes_fifth.py to raw_changes_nineteenth.py: the seventh to the nineteenth by someone who had not read
+`--only fourteenth` to `--only twentieth` the sets written after the rule's last sixteen freezes
+(bench/raw_changes_fifth.py to raw_changes_twentieth.py: the seventh to the twentieth by someone who had not read
 the rule).
 
 The cases are split as bench/recall_quality.py splits its data: the even-numbered ones tune,
@@ -84,6 +84,7 @@ from raw_changes_tenth import TENTH_ADDITIONS, TENTH_FREEZE_CASES
 from raw_changes_third import ADDITIONS, THIRD_FREEZE_CASES, AdditionOutcome, print_addition_rows, run_addition
 from raw_changes_thirteenth import THIRTEENTH_ADDITIONS, THIRTEENTH_FREEZE_CASES
 from raw_changes_twelfth import TWELFTH_ADDITIONS, TWELFTH_FREEZE_CASES
+from raw_changes_twentieth import TWENTIETH_ADDITIONS, TWENTIETH_FREEZE_CASES
 
 from memlane import Settings, open_store
 from memlane.graph import CONTEXT_PARTS, MemoryContext, run_memory_graph
@@ -400,6 +401,7 @@ RAW_SETS: list[tuple[str, str, str, list[RawCase], list[RawCase]]] = [
     (" (17th freeze)", "seventeenth", "seventeenth", SEVENTEENTH_FREEZE_CASES, SEVENTEENTH_ADDITIONS),
     (" (18th freeze)", "eighteenth", "eighteenth", EIGHTEENTH_FREEZE_CASES, EIGHTEENTH_ADDITIONS),
     (" (19th freeze)", "nineteenth", "nineteenth", NINETEENTH_FREEZE_CASES, NINETEENTH_ADDITIONS),
+    (" (20th freeze)", "twentieth", "twentieth", TWENTIETH_FREEZE_CASES, TWENTIETH_ADDITIONS),
 ]
 
 
@@ -427,8 +429,9 @@ async def main() -> None:
             "seventeenth",
             "eighteenth",
             "nineteenth",
+            "twentieth",
         ],
-        help="run just these tables (fourth to nineteenth: the 4th to 19th freeze set alone)",
+        help="run just these tables (fourth to twentieth: the 4th to 20th freeze set alone)",
     )
     only = set(parser.parse_args().only or [])
     data_dir = Path(tempfile.mkdtemp(prefix="memlane-bench-facts-"))
