@@ -12,13 +12,15 @@ from functools import lru_cache
 
 from memlane.store.text.terms import has_cjk, query_terms
 
+# a date in English ("May 2nd", "June 2023")
+_DATE_EN = r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?:\d{1,2}(?:st|nd|rd|th)?|\d{4})\b"
 # the query asks about the past: the older statement is what it asks for (a tense, not a topic)
 _PAST = re.compile(
     # "before" as an adverb ("What did I drive before?", "before that"), not before what it times ("before
     # lights-out", "before work")
     r"\b(before(?=\s*(?:[?.!,;]|$|that\b|then\b|this\b|now\b))|used to|previously|originally|formerly|did|was"
     r"|were|when|ago|last (?:year|month|week|time))\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?:\d{1,2}(?:st|nd|rd|th)?|\d{4})\b"
+    rf"|{_DATE_EN}"
     r"|以前|原来|之前|当时|曾经|过去|那时|原本|上次|那天|那次|(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
     # "when" in Chinese asks a past in the 是…的 of what happened ("京杭大运河是什么时候开凿的？"), not of
     # what is set or done ("我的婚礼定在什么时候？", "我什么时候睡觉？"); 了 and 过 say a past themselves
@@ -95,7 +97,7 @@ _RESULT = re.compile(
 _PAST_TIME = re.compile(
     r"\b(?:before|used to|previously|originally|formerly|ago|first|last (?:year|month|week|time|night)|yesterday"
     r"|in (?:19|20)\d\d|when (?:i|we) (?:was|were))\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?:\d{1,2}(?:st|nd|rd|th)?|\d{4})\b"
+    rf"|{_DATE_EN}"
 )
 # the present named in a question ("now", "at the moment", "these days")
 _NOW_ASKED = re.compile(r"\b(?:now|right now|currently|at the moment|these days|nowadays)\b")

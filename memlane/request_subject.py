@@ -399,7 +399,7 @@ def _what_it_asks(clause: str) -> str | None:
     # "they" inside what was asked may be the things it names ("asked me why ice cubes crack when you drop them…")
     if reported is None or verb is None or _PERSON.search(_PLURAL_PERSON.sub(" ", reported)):
         return None
-    if not _asks_in_words(reported):
+    if not _asks_in_words(reported):  # (what was said, not asked)
         return None
     # the question is what was asked, not who said what ("What did I say about 《星际穿越》?")
     return None if _asks_in_words(clause[: verb.start()]) else reported
@@ -530,9 +530,8 @@ def _standalone_request(message: str) -> bool:
                     for clause in telling
                 )
             )
-            and not any(
-                _OWN.search(clause) and _reports_only(clause) is None for clause in telling
-            )  # "my friend insists…"
+            # what is theirs, unless it only says who says something ("my friend insists…")
+            and not any(_OWN.search(clause) and _reports_only(clause) is None for clause in telling)
             and not (
                 asks_about_the_past(asked[last] or "")
                 and any(asks_about_the_past(clause) or not _GOING_ON.search(clause) for clause in telling)
@@ -587,9 +586,9 @@ def refers_to_the_user(message: str) -> bool:
     return bool(_SELF.search(without_framing(unquoted)))
 
 
-# a Chinese question may leave its speaker unsaid: one about how things stand in a routine (现在, 最近,
-# 一般, 每天, 早上…) of one's family ("闺女现在周六去学什么？") or of a thing shown with 那 and a measure,
-# which nothing in the message names before ("早上那杯咖啡现在在哪家买？"), is about the speaker
+# a Chinese question may leave its speaker unsaid: one naming no one, about how things stand in a routine
+# (现在, 最近, 一般, 每天, 早上…) of one's family ("闺女现在周六去学什么？") or of a thing shown with 那 and a
+# measure ("早上那杯咖啡现在在哪家买？"), is about the speaker
 _ROUTINE_ZH = re.compile(r"现在|最近|一般|平时|平常|通常|每天|每周|每晚|早上|晚上|周末")
 _FAMILY_ZH = re.compile(
     r"闺女|女儿|儿子|娃|孩子|宝宝|老公|老婆|媳妇|爱人|老爸|老妈|爸爸|妈妈|爷爷|奶奶|外公|外婆|姥姥|姥爷"
