@@ -2449,8 +2449,9 @@ UNRELATED_TWENTY_SIXTH = {
 
 # Written on 2026-11-29 (fourteenth session) by a helper who knew nothing of the rule, after commit 5ac0151, about half
 # with the asker in them, checked by a script against every earlier set (no request near one: difflib ratio over
-# 0.6); run once and not tuned on: the "(twenty-seventh)" rows, first try 96.0 / 87.2 / 85.8 % (MemoryBank zh / en
-# / locomo-dev; the rule at c4c49bb, where the session began: 96.0 / 84.5 / 82.0 %).
+# 0.6); run once: the "(twenty-seventh)" rows, first try 96.0 / 87.2 / 85.8 % (MemoryBank zh / en / locomo-dev; the
+# rule at c4c49bb, where the session began: 96.0 / 84.5 / 82.0 %), then spent on the readings of the session's
+# fifth commit of the rule: 98.0 / 95.2 / 93.8 %.
 UNRELATED_TWENTY_SEVENTH = {
     "en": [
         "I've been learning cello for a year and still can't explain to people how a viola differs from a violin besides size. What's the actual difference?",

@@ -169,19 +169,21 @@ def _aside_after_request(message: str) -> bool:
 # verbs of not knowing or wanting to know ("i keep forgetting how…", "我一直记不住…") frame a question
 _NOT_KNOWING = (
     r"\b(?:forget(?:ting)?|forgot|understand(?:ing)?|wonder(?:ing|ed)?|no idea|not sure|confused about|"
-    r"never (?:remember|know|get)|can't remember|(?:had|have|got) no (?:answer|clue)|couldn't answer)\b"
+    r"never (?:remember|know|get)|can't remember|(?:had|have|got) no (?:answer|clue)|couldn't answer"
+    r"|(?:can't|cannot|couldn't|can never) explain|(?:confus|baffl|puzzl)(?:es|ed|ing) me)\b"
     r"|(?<='m )lost\b|(?<=\bam )lost\b"  # "I'm lost"
     r"|想问|搞不清|搞不懂|弄不清|分不清|记不住|不懂|不明白|不知道|想知道|没听懂|听不懂|没懂|看不懂|说不清|讲不清"
     r"|答不上|答不出|回答不了|说不上来"
 )
 _REPORTING = re.compile(
     r"\b(?:said|say(?:s|ing)?|told|tell(?:s|ing)|insist(?:s|ed|ing)?|claim(?:s|ed|ing)?|swear(?:s|ing)?|swore|"
-    r"argu(?:e|es|ed|ing)|mention(?:s|ed|ing)?|ask(?:s|ed|ing)|taught|remember|know|bet (?:me|us) that)\b"
+    r"argu(?:e|es|ed|ing)|mention(?:s|ed|ing)?|ask(?:s|ed|ing)|taught|remember|know|bet (?:me|us) that"
+    r"|(?:go|goes|going|went) on about|talk(?:s|ed|ing)? about|rav(?:e|es|ed|ing) about)\b"
     r"|\b(?:learn(?:ed|t|ing)?|read|heard|hear)\s+(?:[a-z]+\s+){0,2}?(?:that|about)\b"  # not "I read a book"
     # coming to know something ("I just learned octopuses have…", "我才知道…", "我刚发现…")
     r"|\bjust (?:learned|learnt|found out|realized|realised|discovered)\b|\bfound out\b"
     # believing something ("i think the answer is 42", "我一直以为鲸鱼是鱼", "我突然想到…")
-    r"|\b(?:think|thought|believe[ds]?)\b|以为|觉得|认为|想到"
+    r"|\b(?:think|thought|believe[ds]?)\b|以为|觉得|认为|想到|理解是|看法是|想法是"
     # not 问题, 小说, nor 说的, what someone says ("我妈说的“早点睡”是几点？")
     rf"|{_NOT_KNOWING}|听说|(?<!小)说(?!明|的)|讲到|讲(?!座|究)|告诉|问(?!题|候)|学到|提到"
     r"|(?:才|刚|刚刚)(?:知道|发现)|记得",
@@ -385,7 +387,7 @@ def _asks_in_words(clause: str) -> bool:
     ("最感兴趣的展品是？", "my daughter turns 5?" lean on what the message said before them)."""
     return bool(
         _ASKS_EN.search(clause.rstrip(" ?？")) or _QUESTION_WORD_EN.search(clause) or _ASKS_ZH.search(clause)
-    ) or bool(_REQUEST.search(clause))
+    ) or bool(_REQUEST.search(clause) or _WHO_SAID_IS_RIGHT.search(clause))  # "he's wrong right?"
 
 
 def _what_it_asks(clause: str) -> str | None:
@@ -431,7 +433,9 @@ _PLURAL_PERSON = re.compile(r"\b(?:they|them|their|theirs)\b", re.I)
 
 # whether who said something is right asks whether what they said is true ("My friend insists…. Is she right?")
 _WHO_SAID_IS_RIGHT = re.compile(
-    r"\b(?:is|are|was|were)\s+(?:he|she|they)\s+(?:right|correct|wrong)\b|(?:他|她)(?:说得?)?(?:对|没错)", re.I
+    r"\b(?:(?:is|are|was|were)\s+(?:he|she|they)|(?:he|she|they)(?:['’]s|['’]re|\s+is|\s+are))\s+(?:right|correct|wrong)\b"
+    r"|(?:他|她)(?:说得?)?(?:对|没错)",
+    re.I,
 )
 
 

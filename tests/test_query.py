@@ -522,6 +522,14 @@ def test_a_request_that_stands_alone_is_about_what_it_names(message, about):
         ("闺女现在周三去学什么？", True),
         ("晚上那杯奶茶一般在哪家买？", True),
         ("宋朝人一天一般吃几顿饭？", False),
+        # going on about something says it; not being able to explain, or being confused by it, is not knowing
+        ("my flatmate keeps going on about quantum tunnelling. what is it?", False),
+        ("the difference between 'affect' and 'effect' confuses me. what is it?", False),
+        ("I've read about it twice and still can't explain how a transistor amplifies. How does it?", False),
+        # whether who said it is right, said as a statement with a tag; my understanding is what I believe
+        ("my neighbour swears goldfish can live for decades. she's wrong right?", False),
+        ("我的理解是：月食只会发生在满月的晚上。这样说对吗？", False),
+        ("My mom keeps talking about my weight, is she right?", True),
     ],
 )
 def test_what_the_user_thinks_or_was_asked_and_what_they_point_back_at(message, about):
