@@ -21,7 +21,8 @@ from memlane.recall_select import (
     names_held,
     ranked_hits,
 )
-from memlane.request_subject import refers_to_the_user, without_framing, without_quotations
+from memlane.request_subject import refers_to_the_user
+from memlane.request_words import without_framing, without_quotations
 from memlane.store.hits import MemoryHit
 from memlane.store.text.terms import holds_what_it_names, query_terms
 

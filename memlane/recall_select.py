@@ -69,7 +69,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from memlane.request_subject import without_quotations
+from memlane.request_words import without_quotations
 from memlane.store.hits import MemoryHit
 from memlane.store.records import Memory, Message
 from memlane.store.text.questions import echo_weight_of, holds_no_answer, is_asking

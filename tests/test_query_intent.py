@@ -94,7 +94,7 @@ async def test_recall_says_the_kind_it_read_and_uses_its_policy(store, settings)
     ],
 )
 def test_a_how_question_is_held_by_what_it_names_not_by_its_light_verbs(message, memory, held):
-    from memlane.request_subject import without_framing
+    from memlane.request_words import without_framing
     from memlane.store.text.terms import holds_what_it_names, query_terms
 
     assert holds_what_it_names(query_terms(without_framing(message)), memory) is held
